@@ -4,7 +4,7 @@ import prettier from 'eslint-config-prettier';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'cdk.out/', 'out/', 'coverage/'] },
+  { ignores: ['node_modules/', 'cdk.out/', 'out/', 'coverage/', '.scratch/'] },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {

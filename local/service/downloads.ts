@@ -1,0 +1,128 @@
+/**
+ * GET of a presigned download URL: the model file, generated from the model id as the client
+ * reads it (64 KiB chunks, waiting on 'drain'), whole or by Range; a 'cut' fault stops it short.
+ */
+import type { ServerResponse } from 'node:http';
+import { notFound, ServiceError } from './errors.js';
+import { FAULT_DEFAULTS } from './faults.js';
+import { errorReply } from './http.js';
+import { MODEL_CHUNK_BYTES, modelBytesAt } from './model-bytes.js';
+import { modelState, type Model } from './models.js';
+import { answer, asServiceError, beforeAnswer } from './pipeline.js';
+import { checkPresigned, type FileRequest } from './presigned.js';
+
+/** Bytes [start, end) of the file. */
+interface ByteRange {
+  start: number;
+  end: number;
+}
+
+/** `bytes=N-`, `bytes=N-M` or `bytes=-N` (suffix); anything else cannot be satisfied. */
+export function parseRange(header: string, size: number): ByteRange | 'unsatisfiable' {
+  const match = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (match === null) return 'unsatisfiable';
+  const [, first = '', last = ''] = match;
+  if (first === '') {
+    const suffix = Number(last);
+    if (last === '' || suffix === 0 || size === 0) return 'unsatisfiable';
+    return { start: Math.max(0, size - suffix), end: size };
+  }
+  const start = Number(first);
+  const end = last === '' ? size : Math.min(Number(last) + 1, size);
+  if (start >= size || end <= start) return 'unsatisfiable';
+  return { start, end };
+}
+
+/** Everything that can be refused before the body starts. */
+function checkDownload(request: FileRequest): { model: Model; range: ByteRange | undefined } {
+  const { state, req, params } = request;
+  const now = state.now();
+  checkPresigned(request, now);
+  const model = state.models.get(params.modelId ?? '');
+  if (model === undefined) throw notFound('no such model');
+  const { status, nextAction } = modelState(model, now);
+  if (nextAction === 'none')
+    throw new ServiceError('files_expired', `the files of model ${model.id} are gone`);
+  if (status !== 'done') throw new ServiceError('not_ready', `model is ${status}, not done`);
+  const header = req.headers.range;
+  if (header === undefined) return { model, range: undefined };
+  const range = parseRange(header, model.onnxBytes);
+  if (range === 'unsatisfiable') {
+    const headers = { 'Content-Range': `bytes */${model.onnxBytes}` };
+    throw new ServiceError(
+      'range_not_satisfiable',
+      `cannot serve ${header} of ${model.onnxBytes} bytes`,
+      headers,
+    );
+  }
+  return { model, range };
+}
+
+export async function handleDownload(request: FileRequest): Promise<void> {
+  const { req, res, fault, sleep } = request;
+  let checked: { model: Model; range: ByteRange | undefined };
+  try {
+    checked = checkDownload(request);
+  } catch (error) {
+    await answer(req, res, errorReply(asServiceError(error)), fault, sleep);
+    return;
+  }
+  if (!(await beforeAnswer(req, fault, sleep)) || res.destroyed) return;
+
+  const { model, range } = checked;
+  const { start, end } = range ?? { start: 0, end: model.onnxBytes };
+  const headers: Record<string, string | number> = {
+    'Content-Type': 'application/octet-stream',
+    'Content-Length': end - start,
+    'Accept-Ranges': 'bytes',
+  };
+  if (range !== undefined) headers['Content-Range'] = `bytes ${start}-${end - 1}/${model.onnxBytes}`;
+  res.writeHead(range === undefined ? 200 : 206, headers);
+  if (fault?.kind === 'cut') {
+    const cutAt = Math.min(end, start + (fault.cutAfterBytes ?? FAULT_DEFAULTS.cutAfterBytes));
+    await streamModel(res, model.id, start, cutAt);
+    await cutConnection(res);
+    return;
+  }
+  await streamModel(res, model.id, start, end);
+  res.end();
+}
+
+/** Writes the bytes [start, end) in chunks, waiting for 'drain' whenever write() says the buffer is full. */
+async function streamModel(res: ServerResponse, modelId: string, start: number, end: number): Promise<void> {
+  let position = start;
+  while (position < end && !res.destroyed) {
+    const length = Math.min(MODEL_CHUNK_BYTES, end - position);
+    const flowing = res.write(modelBytesAt(modelId, position, length));
+    position += length;
+    if (!flowing) await drainOrClose(res);
+  }
+}
+
+function drainOrClose(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
+/** Lets what was written reach the kernel, then drops the connection mid-body. */
+async function cutConnection(res: ServerResponse): Promise<void> {
+  res.flushHeaders();
+  const socket = res.socket;
+  if (socket === null) return;
+  // An empty write's callback runs once everything queued before it has been written.
+  await new Promise<void>((resolve) => {
+    socket.once('close', resolve);
+    socket.write(Buffer.alloc(0), () => {
+      socket.off('close', resolve);
+      resolve();
+    });
+  });
+  socket.destroy();
+}

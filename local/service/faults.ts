@@ -1,0 +1,59 @@
+/**
+ * Failure injection: decides, per request, which FaultRule (if any) fires. Rules are checked in
+ * order and the first that fires wins; rules after it are not consulted for that request.
+ */
+import type { EndpointName, FaultRule } from './options.js';
+import type { Random } from './random.js';
+
+export const FAULT_DEFAULTS = { retryAfterSeconds: 1, stallMs: 5000, cutAfterBytes: 1024 } as const;
+
+export class FaultInjector {
+  private rules: readonly FaultRule[] = [];
+  /** Matching requests seen so far, per rule (drives `count`). */
+  private matched: number[] = [];
+
+  constructor(
+    rules: readonly FaultRule[],
+    private random: Random,
+  ) {
+    this.setRules(rules);
+  }
+
+  /** Replaces the rules; `count` budgets start again from zero. */
+  setRules(rules: readonly FaultRule[]): void {
+    this.rules = rules.map((rule) => ({ ...rule }));
+    this.matched = rules.map(() => 0);
+  }
+
+  /** Restarts the random draws behind `rate` (a new seed). */
+  setRandom(random: Random): void {
+    this.random = random;
+  }
+
+  /** The rule that fires for this request to `endpoint`, if any. */
+  pick(endpoint: EndpointName): FaultRule | undefined {
+    for (const [index, rule] of this.rules.entries()) {
+      if (!appliesTo(rule, endpoint)) continue;
+      const seen = (this.matched[index] ?? 0) + 1;
+      this.matched[index] = seen;
+      if (fires(rule, seen, this.random)) return rule;
+    }
+    return undefined;
+  }
+}
+
+function appliesTo(rule: FaultRule, endpoint: EndpointName): boolean {
+  if (rule.endpoint !== '*' && rule.endpoint !== endpoint) return false;
+  // A cut needs a body to cut: only file downloads have one worth cutting.
+  return rule.kind !== 'cut' || endpoint === 'fileDownload';
+}
+
+/**
+ * `count` fires for the first N matching requests; once spent (or when absent) `rate` decides;
+ * a rule with neither fires on every matching request.
+ */
+function fires(rule: FaultRule, seen: number, random: Random): boolean {
+  if (rule.count !== undefined && seen <= rule.count) return true;
+  if (rule.rate !== undefined) return random() < rule.rate;
+  return rule.count === undefined;
+}

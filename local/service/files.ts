@@ -1,0 +1,50 @@
+/**
+ * The file server behind presigned URLs (its own port, no API key): PUT /upload/... (uploads.ts)
+ * and GET /download/... (downloads.ts). Route -> fault injection -> handler, as on the API.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { handleDownload } from './downloads.js';
+import { notFound } from './errors.js';
+import { errorReply, matchPath, requestUrl } from './http.js';
+import { faultReply, guarded, type Sleep } from './pipeline.js';
+import { answerEarly } from './presigned.js';
+import type { ServiceState } from './state.js';
+import { handleUpload } from './uploads.js';
+
+export function createFileHandler(
+  state: ServiceState,
+  sleep: Sleep,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  return guarded((req, res) => handleFileRequest(state, sleep, req, res));
+}
+
+async function handleFileRequest(
+  state: ServiceState,
+  sleep: Sleep,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const url = requestUrl(req);
+  const path = url?.pathname ?? '';
+  const upload = req.method === 'PUT' ? matchPath('/upload/:datasetId/:fileId', path) : undefined;
+  const download = req.method === 'GET' ? matchPath('/download/:modelId', path) : undefined;
+  const params = upload ?? download;
+  if (url === undefined || params === undefined) {
+    answerEarly(res, errorReply(notFound(`no route ${req.method ?? ''} ${path}`)));
+    return;
+  }
+  const endpoint = upload !== undefined ? 'fileUpload' : 'fileDownload';
+  state.count(endpoint);
+  const fault = state.faults.pick(endpoint);
+  if (fault?.kind === 'drop') {
+    req.socket.destroy();
+    return;
+  }
+  const early = fault && faultReply(fault);
+  if (early !== undefined) {
+    answerEarly(res, early);
+    return;
+  }
+  const request = { state, req, res, url, params, fault, sleep };
+  await (endpoint === 'fileUpload' ? handleUpload(request) : handleDownload(request));
+}

@@ -1,0 +1,25 @@
+/**
+ * The simulated training service: an in-memory, strict implementation of
+ * ../shared/service-contract.md (Parts A and B), served over real HTTP on loopback.
+ *
+ * PUBLIC SURFACE (tests, local mode and benchmarks use only this):
+ *
+ *   const service = await startSimulatedService({ credits: 3, trainingMs: 0 });
+ *   service.apiUrl      // base_url, e.g. 'http://127.0.0.1:40123' (paths start with /v1)
+ *   service.fileUrl     // origin of presigned URLs, e.g. 'http://127.0.0.1:40124'
+ *   service.apiKey
+ *   service.clock.now() / service.clock.advance(ms)   // move time forward (expiries, phases)
+ *   service.configure({ failTrainings: 1, faults: [...] })  // change knobs while running
+ *   service.credits()                                  // credits left
+ *   service.requestCount('createModel')                // requests seen per endpoint (faulted ones too)
+ *   service.removeModelFiles(modelId, 'refunded' | 'moved')  // model -> next_action 'none'
+ *   service.fileDigest(datasetId, fileName)            // { bytes, sha256 } of the last upload, or undefined
+ *   await service.close()
+ *
+ * Also exported: modelBytesAt(modelId, start, length), the generator behind model downloads
+ * (tests check downloaded bytes against it), and validateOptions.
+ */
+export type { SimulatedServiceOptions, FaultRule, EndpointName, Encoder } from './options.js';
+export { DEFAULT_OPTIONS, ENDPOINTS, validateOptions } from './options.js';
+export { startSimulatedService, type SimulatedService } from './server.js';
+export { modelBytesAt, MODEL_CHUNK_BYTES } from './model-bytes.js';

@@ -1,0 +1,244 @@
+/**
+ * Knobs of the simulated training service. Every knob has a default that makes the
+ * service behave like a quick, healthy real one; tests and the CLI override what they need.
+ * Durations are milliseconds of the service clock (see clock.ts).
+ */
+
+/** Names of the endpoints, used to aim failure injection and to count requests. */
+export const ENDPOINTS = [
+  'listModels',
+  'listDatasets',
+  'createDataset',
+  'getDataset',
+  'getModel',
+  'completeFile',
+  'suggest',
+  'structure',
+  'nextLabel',
+  'postLabel',
+  'listEncoders',
+  'createModel',
+  'downloadLink',
+  /** PUT to a presigned upload URL (file port). */
+  'fileUpload',
+  /** GET of a presigned download URL (file port). */
+  'fileDownload',
+] as const;
+export type EndpointName = (typeof ENDPOINTS)[number];
+
+/**
+ * One failure-injection rule. A request to a matching endpoint fails with `kind` when the
+ * rule fires: for each matching request the rule fires while `count` lasts (the first N
+ * matching requests), else with probability `rate`, drawn from the service's seeded PRNG.
+ */
+export interface FaultRule {
+  /** Endpoint the rule applies to, or '*' for every endpoint. */
+  endpoint: EndpointName | '*';
+  /**
+   * - '429': 429 rate_limited with `Retry-After: retryAfterSeconds`, before any side effect
+   * - '500' / '503': server_error / unavailable, before any side effect
+   * - 'drop': the socket is destroyed before any side effect, no response
+   * - 'drop_after': the request is fully processed (side effects happen), then the socket is
+   *    destroyed instead of answering: the ambiguous failure a client must survive
+   * - 'stall': the answer is delayed by `stallMs` (to trigger client timeouts)
+   * - 'cut': file downloads only: headers and `cutAfterBytes` bytes of body, then the socket is destroyed
+   */
+  kind: '429' | '500' | '503' | 'drop' | 'drop_after' | 'stall' | 'cut';
+  /** Fire for the first `count` matching requests. */
+  count?: number;
+  /** Otherwise fire with this probability (0..1). */
+  rate?: number;
+  /** For '429'. Default 1. */
+  retryAfterSeconds?: number;
+  /** For 'stall'. Default 5000. */
+  stallMs?: number;
+  /** For 'cut'. Default 1024. */
+  cutAfterBytes?: number;
+}
+
+export interface Encoder {
+  id: string;
+  name: string;
+  default: boolean;
+}
+
+export interface SimulatedServiceOptions {
+  /** Interface to bind. Default '127.0.0.1'. */
+  host: string;
+  /** API port; 0 picks a free one. Default 0. */
+  port: number;
+  /** Port of the presigned file URLs (uploads and downloads); 0 picks a free one. Default 0. */
+  filePort: number;
+  /** The one account's API key. Default 'dev-key'. */
+  apiKey: string;
+  /** Credits of the account. Default 10. */
+  credits: number;
+  /** Seed of the PRNG behind fault rates and generated data. Default 1. */
+  seed: number;
+  /** Failure injection rules, checked in order; the first that fires wins. Default []. */
+  faults: FaultRule[];
+
+  /** Dataset `reading` phase (after the last file completes). Default 1000. */
+  readingMs: number;
+  /** Dataset `structuring` phase. Default 1000. */
+  structuringMs: number;
+  /** Model `queued` phase. Default 500. */
+  queuedMs: number;
+  /** Model `training` phase. Default 2000. */
+  trainingMs: number;
+
+  /** The next N trainings fail (each returns its credit). Default 0. */
+  failTrainings: number;
+  /** Every dataset ends its reading phase as unreadable, whatever its data. Default false. */
+  unreadable: boolean;
+  /** Held-out examples per dataset (capped by the number of rows). Default 5. */
+  heldOutCount: number;
+  /** Label choices offered for held-out examples. Default ['positive', 'negative', 'neutral']. */
+  labelChoices: string[];
+  /** Encoders on offer; exactly one must be default. */
+  encoders: Encoder[];
+
+  /** Lifetime of an upload URL. Default 1 hour. */
+  uploadUrlTtlMs: number;
+  /** Lifetime of a download link (still never past files_expire_at). Default 15 minutes. */
+  downloadUrlTtlMs: number;
+  /** Size of every generated model file. Default 1 MiB. */
+  modelBytes: number;
+  /** Dataset data lifetime from creation (then `expired`). Default 7 days. */
+  datasetTtlMs: number;
+  /** Model files lifetime from the end of training (then `none`). Default 24 hours. */
+  modelFilesTtlMs: number;
+  /**
+   * Report these next_action values under another name, e.g. `{ start_training: 'celebrate' }`:
+   * the service then speaks a value no client knows, to test that a client names it instead of
+   * crashing. Only what records show changes; the service's own rules are untouched. Default {}.
+   */
+  renameNextActions: Record<string, string>;
+  /** Use a manual clock starting at this ISO time instead of following the system clock. Default undefined. */
+  manualClockStart?: string;
+}
+
+/** The next_action values of the contract (B3). */
+export const NEXT_ACTIONS = [
+  'upload_files',
+  'wait',
+  'start_over',
+  'structure',
+  'pick_decisions',
+  'label_examples',
+  'start_training',
+  'retry',
+  'download',
+  'none',
+  'expired',
+] as const;
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+
+export const DEFAULT_OPTIONS: SimulatedServiceOptions = {
+  host: '127.0.0.1',
+  port: 0,
+  filePort: 0,
+  apiKey: 'dev-key',
+  credits: 10,
+  seed: 1,
+  faults: [],
+  readingMs: 1000,
+  structuringMs: 1000,
+  queuedMs: 500,
+  trainingMs: 2000,
+  failTrainings: 0,
+  unreadable: false,
+  heldOutCount: 5,
+  labelChoices: ['positive', 'negative', 'neutral'],
+  encoders: [
+    { id: 'enc-small', name: 'Small encoder', default: true },
+    { id: 'enc-base', name: 'Base encoder', default: false },
+  ],
+  uploadUrlTtlMs: HOUR,
+  downloadUrlTtlMs: 15 * MINUTE,
+  modelBytes: 1024 * 1024,
+  datasetTtlMs: 7 * 24 * HOUR,
+  modelFilesTtlMs: 24 * HOUR,
+  renameNextActions: {},
+};
+
+const FAULT_KINDS: readonly FaultRule['kind'][] = ['429', '500', '503', 'drop', 'drop_after', 'stall', 'cut'];
+
+/**
+ * Throws an Error naming the first knob with a value the service cannot run with. Called on
+ * start and on every configure(), so a typo in a test fails loudly instead of doing nothing.
+ */
+export function validateOptions(options: SimulatedServiceOptions): void {
+  const nonNegativeIntegers = [
+    'port',
+    'filePort',
+    'credits',
+    'readingMs',
+    'structuringMs',
+    'queuedMs',
+    'trainingMs',
+    'failTrainings',
+    'heldOutCount',
+    'uploadUrlTtlMs',
+    'downloadUrlTtlMs',
+    'modelBytes',
+    'datasetTtlMs',
+    'modelFilesTtlMs',
+  ] as const;
+  for (const knob of nonNegativeIntegers) {
+    const value = options[knob];
+    if (!Number.isSafeInteger(value) || value < 0)
+      throw new Error(`${knob} must be an integer >= 0, got ${value}`);
+  }
+  if (options.port > 65535 || options.filePort > 65535) throw new Error('port and filePort must be <= 65535');
+  if (!Number.isSafeInteger(options.seed)) throw new Error(`seed must be an integer, got ${options.seed}`);
+  if (options.apiKey === '' || /\s/.test(options.apiKey))
+    throw new Error('apiKey must be non-empty, without spaces');
+  if (options.labelChoices.length === 0 || options.labelChoices.some((choice) => choice === '')) {
+    throw new Error('labelChoices must be non-empty strings, at least one');
+  }
+  if (new Set(options.labelChoices).size !== options.labelChoices.length)
+    throw new Error('labelChoices repeat');
+  if (options.encoders.filter((encoder) => encoder.default).length !== 1) {
+    throw new Error('encoders: exactly one must be default');
+  }
+  if (options.encoders.some((encoder) => encoder.id === '')) throw new Error('encoders: an id is empty');
+  if (new Set(options.encoders.map((encoder) => encoder.id)).size !== options.encoders.length) {
+    throw new Error('encoders: ids repeat');
+  }
+  if (options.manualClockStart !== undefined && Number.isNaN(Date.parse(options.manualClockStart))) {
+    throw new Error(`manualClockStart is not an ISO time: ${options.manualClockStart}`);
+  }
+  for (const [from, to] of Object.entries(options.renameNextActions)) {
+    if (!(NEXT_ACTIONS as readonly string[]).includes(from)) {
+      throw new Error(`renameNextActions: ${from} is not a next_action (one of ${NEXT_ACTIONS.join(', ')})`);
+    }
+    if (!/^[a-z_]{1,64}$/.test(to)) throw new Error(`renameNextActions: ${from} -> "${to}" is not a name`);
+  }
+  for (const [index, rule] of options.faults.entries()) validateFaultRule(rule, `faults[${index}]`);
+}
+
+export function validateFaultRule(rule: FaultRule, where: string): void {
+  if (rule.endpoint !== '*' && !(ENDPOINTS as readonly string[]).includes(rule.endpoint)) {
+    throw new Error(
+      `${where}.endpoint: unknown endpoint ${rule.endpoint} (one of *, ${ENDPOINTS.join(', ')})`,
+    );
+  }
+  if (!FAULT_KINDS.includes(rule.kind)) {
+    throw new Error(`${where}.kind: unknown kind ${rule.kind} (one of ${FAULT_KINDS.join(', ')})`);
+  }
+  if (rule.count !== undefined && (!Number.isSafeInteger(rule.count) || rule.count < 0)) {
+    throw new Error(`${where}.count must be an integer >= 0`);
+  }
+  if (rule.rate !== undefined && !(rule.rate >= 0 && rule.rate <= 1))
+    throw new Error(`${where}.rate must be in 0..1`);
+  const integers = ['retryAfterSeconds', 'stallMs', 'cutAfterBytes'] as const;
+  for (const field of integers) {
+    const value = rule[field];
+    if (value !== undefined && (!Number.isSafeInteger(value) || value < 0)) {
+      throw new Error(`${where}.${field} must be an integer >= 0`);
+    }
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * Pieces of the request pipeline shared by the API and file servers: the answers faults give,
+ * the last step (answer, or drop/delay it), and turning failures into error answers.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ServiceError } from './errors.js';
+import { FAULT_DEFAULTS } from './faults.js';
+import { errorReply, sendReply, type Reply } from './http.js';
+import type { FaultRule } from './options.js';
+
+/** Waits `ms`, or less when the service closes. */
+export type Sleep = (ms: number) => Promise<void>;
+
+/** The answer a fault gives instead of processing the request, if its kind gives one. */
+export function faultReply(fault: FaultRule): Reply | undefined {
+  switch (fault.kind) {
+    case '429': {
+      const seconds = fault.retryAfterSeconds ?? FAULT_DEFAULTS.retryAfterSeconds;
+      const headers = { 'Retry-After': String(seconds) };
+      return errorReply(new ServiceError('rate_limited', 'rate limited (simulated)', headers));
+    }
+    case '500':
+      return errorReply(new ServiceError('server_error', 'internal error (simulated)'));
+    case '503':
+      return errorReply(new ServiceError('unavailable', 'service unavailable (simulated)'));
+    default:
+      return undefined;
+  }
+}
+
+/** A handler bug still gets a well-formed 500 (and a line on stderr to find it by). */
+export function asServiceError(error: unknown): ServiceError {
+  if (error instanceof ServiceError) return error;
+  console.error('simulated service: unexpected failure', error);
+  return new ServiceError('server_error', 'internal error');
+}
+
+/**
+ * Ends a request whose work is done: 'drop_after' destroys the socket instead of answering,
+ * 'stall' answers `stallMs` late, otherwise the reply goes out now. Returns false when no answer
+ * is to be sent.
+ */
+export async function beforeAnswer(
+  req: IncomingMessage,
+  fault: FaultRule | undefined,
+  sleep: Sleep,
+): Promise<boolean> {
+  if (fault?.kind === 'drop_after') {
+    req.socket.destroy();
+    return false;
+  }
+  if (fault?.kind === 'stall') await sleep(fault.stallMs ?? FAULT_DEFAULTS.stallMs);
+  return true;
+}
+
+export async function answer(
+  req: IncomingMessage,
+  res: ServerResponse,
+  reply: Reply,
+  fault: FaultRule | undefined,
+  sleep: Sleep,
+): Promise<void> {
+  if (await beforeAnswer(req, fault, sleep)) sendReply(res, reply);
+}
+
+/** Runs a request handler; an unexpected rejection drops the connection rather than crash. */
+export function guarded(
+  handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      console.error('simulated service: unexpected failure', error);
+      req.socket.destroy();
+    });
+  };
+}

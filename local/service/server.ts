@@ -1,0 +1,138 @@
+/**
+ * startSimulatedService: binds the API server and the file server, wires them to one
+ * ServiceState, and returns the handle tests and local mode drive it with.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApiHandler } from './api.js';
+import { createFileHandler } from './files.js';
+import { modelState } from './models.js';
+import { DEFAULT_OPTIONS, type EndpointName, type SimulatedServiceOptions } from './options.js';
+import type { Sleep } from './pipeline.js';
+import { ServiceState } from './state.js';
+
+export interface SimulatedService {
+  /** base_url: origin of the API (every path starts with /v1). */
+  readonly apiUrl: string;
+  /** Origin of the presigned upload and download URLs (another port). */
+  readonly fileUrl: string;
+  /** The account's API key (follows configure({ apiKey })). */
+  readonly apiKey: string;
+  readonly clock: { now(): number; advance(ms: number): void };
+  /** Changes knobs while running (not host, ports or the clock kind). Throws on a bad value. */
+  configure(partial: Partial<SimulatedServiceOptions>): void;
+  /** Credits left now. */
+  credits(): number;
+  /** Requests seen per endpoint, faulted ones included. */
+  requestCount(endpoint: EndpointName): number;
+  /** A done model loses its files: 'refunded' (credit back, status refunded) or 'moved' (hf_repo set). */
+  removeModelFiles(modelId: string, how: 'refunded' | 'moved'): void;
+  /** Size and sha256 (hex) of the last complete upload of a dataset's file, if any. */
+  fileDigest(datasetId: string, fileName: string): { bytes: number; sha256: string } | undefined;
+  /** Stops both servers and drops open connections. */
+  close(): Promise<void>;
+}
+
+export async function startSimulatedService(
+  partial: Partial<SimulatedServiceOptions> = {},
+): Promise<SimulatedService> {
+  const options: SimulatedServiceOptions = { ...DEFAULT_OPTIONS, ...partial };
+  const state = new ServiceState(options);
+  const sleeps = new SleepRegistry();
+  const apiServer = createServer(createApiHandler(state, sleeps.sleep));
+  const fileServer = createServer(createFileHandler(state, sleeps.sleep));
+  // A multi-GB upload or download may take longer than Node's default 5-minute request timeout.
+  fileServer.requestTimeout = 0;
+
+  const apiUrl = await listen(apiServer, options.host, options.port);
+  let fileUrl: string;
+  try {
+    fileUrl = await listen(fileServer, options.host, options.filePort);
+  } catch (error) {
+    await stop(apiServer);
+    throw error;
+  }
+  state.fileOrigin = fileUrl;
+
+  return {
+    apiUrl,
+    fileUrl,
+    get apiKey() {
+      return state.knobs.apiKey;
+    },
+    clock: {
+      now: () => state.clock.now(),
+      advance: (ms) => {
+        state.clock.advance(ms);
+      },
+    },
+    configure: (changes) => {
+      state.configure(changes);
+    },
+    credits: () => state.credits(),
+    requestCount: (endpoint) => state.requestCount(endpoint),
+    removeModelFiles(modelId, how) {
+      const model = state.models.get(modelId);
+      if (model === undefined) throw new Error(`removeModelFiles: no model ${modelId}`);
+      const now = state.now();
+      const { nextAction } = modelState(model, now);
+      if (nextAction !== 'download') {
+        throw new Error(
+          `removeModelFiles: model ${modelId} has no files to remove (next_action ${nextAction})`,
+        );
+      }
+      model.removal = { how, at: now };
+    },
+    fileDigest(datasetId, fileName) {
+      const upload = state.datasets.get(datasetId)?.files.find((file) => file.name === fileName)?.upload;
+      return upload === undefined ? undefined : { bytes: upload.bytes, sha256: upload.sha256 };
+    },
+    async close() {
+      sleeps.cancelAll();
+      await Promise.all([stop(apiServer), stop(fileServer)]);
+    },
+  };
+}
+
+function listen(server: Server, host: string, port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      const address = server.address() as AddressInfo;
+      const shownHost = address.address.includes(':') ? `[${address.address}]` : address.address;
+      resolve(`http://${shownHost}:${address.port}`);
+    });
+  });
+}
+
+function stop(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => {
+      resolve();
+    });
+    server.closeAllConnections();
+  });
+}
+
+/** Timers behind 'stall' faults; close() ends them so it never waits on a stalled answer. */
+class SleepRegistry {
+  private readonly pending = new Map<NodeJS.Timeout, () => void>();
+
+  readonly sleep: Sleep = (ms) =>
+    new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(timer);
+        resolve();
+      }, ms);
+      this.pending.set(timer, resolve);
+    });
+
+  cancelAll(): void {
+    for (const [timer, resolve] of this.pending) {
+      clearTimeout(timer);
+      resolve();
+    }
+    this.pending.clear();
+  }
+}
