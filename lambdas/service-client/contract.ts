@@ -1,0 +1,379 @@
+/**
+ * Everything this client assumes about the training service where its published interface is
+ * silent (service-contract.md, Part B), in one place: paths, record schemas, error codes and
+ * their statuses, which failures are transient, the known next_action values, link lifetimes.
+ * When the real service turns out different, this is the file to edit.
+ *
+ * Schemas are tolerant: unknown fields are dropped, optional fields default to null. They are
+ * strict only about what Hopper relies on, so a change there fails loudly at the edge.
+ */
+import { z } from 'zod';
+
+// ---------------------------------------------------------------------------------------------
+// Endpoints (Part A section 4.2; B2-B8)
+
+export type HttpMethod = 'GET' | 'POST';
+
+/**
+ * How a failed request to an endpoint may be sent again.
+ * - 'transient': any transient failure (B9) is retried; the endpoint is idempotent, or a
+ *   duplicate is harmless.
+ * - 'unprocessed': only failures that prove the request was not processed (429; connection
+ *   refused before anything was sent). For endpoints that spend money.
+ */
+export type RetryPolicy = 'transient' | 'unprocessed';
+
+export interface Endpoint {
+  readonly method: HttpMethod;
+  /** Path below base_url; `{name}` marks a path parameter. */
+  readonly template: string;
+  readonly retry: RetryPolicy;
+}
+
+export const ENDPOINTS = {
+  listDatasets: { method: 'GET', template: '/v1/datasets', retry: 'transient' },
+  // Not idempotent, but a duplicate is only an orphan dataset that expires on its own (no credit).
+  createDataset: { method: 'POST', template: '/v1/datasets', retry: 'transient' },
+  getDataset: { method: 'GET', template: '/v1/datasets/{dataset}', retry: 'transient' },
+  // B2: completing a file twice is not an error.
+  completeFile: {
+    method: 'POST',
+    template: '/v1/datasets/{dataset}/files/{file}/complete',
+    retry: 'transient',
+  },
+  // B5 (and the simulated service's rules): suggest is idempotent at structure/pick_decisions.
+  suggest: { method: 'POST', template: '/v1/datasets/{dataset}/suggest', retry: 'transient' },
+  // Not idempotent (a second call is 409), made safe by the client reading the dataset on 409.
+  structure: { method: 'POST', template: '/v1/datasets/{dataset}/structure', retry: 'transient' },
+  nextLabelTask: { method: 'GET', template: '/v1/datasets/{dataset}/labels/next', retry: 'transient' },
+  // B6: the same label again is 200.
+  submitLabel: { method: 'POST', template: '/v1/datasets/{dataset}/labels/{task}', retry: 'transient' },
+  listEncoders: { method: 'GET', template: '/v1/encoders', retry: 'transient' },
+  // Spends a credit and is not idempotent: see TrainingServiceClient.startTraining.
+  startTraining: { method: 'POST', template: '/v1/datasets/{dataset}/models', retry: 'unprocessed' },
+  listModels: { method: 'GET', template: '/v1/models', retry: 'transient' },
+  getModel: { method: 'GET', template: '/v1/models/{model}', retry: 'transient' },
+  getDownloadLink: { method: 'GET', template: '/v1/models/{model}/download', retry: 'transient' },
+} as const satisfies Record<string, Endpoint>;
+
+export type EndpointName = keyof typeof ENDPOINTS;
+
+/** `GET /v1/datasets/{dataset}`: the stable name of an endpoint used in errors and logs. */
+export function endpointLabel(endpoint: Endpoint): string {
+  return `${endpoint.method} ${endpoint.template}`;
+}
+
+/** Fills an endpoint's path parameters, URL-encoded. */
+export function pathOf(endpoint: Endpoint, params: Readonly<Record<string, string>> = {}): string {
+  return endpoint.template.replace(/\{(\w+)\}/g, (_match, name: string) => {
+    const value = params[name];
+    if (value === undefined || value === '') throw new TypeError(`${endpoint.template}: missing {${name}}`);
+    return encodeURIComponent(value);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Presigned transfers (B2, B8)
+//
+// - Upload: PUT the raw bytes with Content-Length = the declared size, no Authorization header;
+//   403 url_expired -> GET the dataset for a fresh upload_url; 409 conflict -> the file was
+//   already uploaded and completed (the simulated service's rule), so complete it and move on.
+// - Download: GET, no Authorization header; resume with `Range: bytes=N-` (206 + Content-Range);
+//   403 url_expired -> ask for a fresh link; 410 files_expired -> the files are gone.
+
+/** The header asking a download to resume at byte `offset`. */
+export function rangeHeader(offset: number): string {
+  return `bytes=${offset}-`;
+}
+
+/** Names of the presigned-URL transfers, used where an endpoint label would be. */
+export const FILE_UPLOAD_LABEL = 'PUT upload_url';
+export const FILE_DOWNLOAD_LABEL = 'GET download url';
+/** B2 does not say which type to send; presigned URLs signed with a type would need it here. */
+export const UPLOAD_CONTENT_TYPE = 'application/octet-stream';
+
+// ---------------------------------------------------------------------------------------------
+// Lists (Part A 4.1, B10)
+
+export const LIST_LIMIT_MAX = 100;
+
+export interface ListParams {
+  /** Records with this status only. */
+  readonly status?: string;
+  /** Datasets whose data has not expired; models whose files are still there. */
+  readonly usable?: boolean;
+  /** Page size, 1..100 (the service's default is 25). */
+  readonly limit?: number;
+}
+
+/** Query parameters of one page request. */
+export function listQuery(params: ListParams, cursor: string | undefined): Record<string, string> {
+  const query: Record<string, string> = {};
+  if (params.limit !== undefined) {
+    if (!Number.isInteger(params.limit) || params.limit < 1 || params.limit > LIST_LIMIT_MAX) {
+      throw new RangeError(`limit must be an integer from 1 to ${LIST_LIMIT_MAX}, got ${params.limit}`);
+    }
+    query.limit = String(params.limit);
+  }
+  if (params.status !== undefined) query.status = params.status;
+  if (params.usable !== undefined) query.usable = String(params.usable);
+  if (cursor !== undefined) query.cursor = cursor;
+  return query;
+}
+
+// ---------------------------------------------------------------------------------------------
+// next_action (Part A section 3, B3)
+
+/** What the client does next, with the steps where each value is seen (B3). */
+export const NEXT_ACTIONS = {
+  upload_files: { record: 'dataset', steps: [1] },
+  wait: { record: 'any', steps: [1, 2, 3, 4] },
+  start_over: { record: 'dataset', steps: [1] },
+  structure: { record: 'dataset', steps: [2] },
+  pick_decisions: { record: 'dataset', steps: [2] },
+  label_examples: { record: 'dataset', steps: [3] },
+  start_training: { record: 'dataset', steps: [3] },
+  retry: { record: 'model', steps: [4] },
+  download: { record: 'model', steps: [5] },
+  none: { record: 'model', steps: [5] },
+  expired: { record: 'dataset', steps: [1, 2, 3] },
+} as const satisfies Record<string, { record: 'dataset' | 'model' | 'any'; steps: readonly number[] }>;
+
+export type NextAction = keyof typeof NEXT_ACTIONS;
+const NEXT_ACTION_VALUES = Object.keys(NEXT_ACTIONS) as [NextAction, ...NextAction[]];
+
+export function isKnownNextAction(value: string): value is NextAction {
+  return Object.hasOwn(NEXT_ACTIONS, value);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statuses the client acts on (B2, B4, B7)
+
+export const FILE_STATUS = { pending: 'pending', uploaded: 'uploaded' } as const;
+
+/**
+ * Dataset statuses that show POST structure took effect (B4): a structure retried after an
+ * ambiguous failure and answered 409 succeeded if the dataset is in one of these, or at step 3+.
+ */
+export const DATASET_STATUSES_PAST_STRUCTURE: readonly string[] = ['structuring', 'labeling', 'ready'];
+export const FIRST_STEP_AFTER_STRUCTURE = 3;
+
+// ---------------------------------------------------------------------------------------------
+// Link lifetimes (B2, B8). The client never trusts its own clock with these: it reacts to
+// 403 url_expired. They are here for callers deciding how long a link is worth keeping.
+
+export const UPLOAD_URL_TTL_MS = 60 * 60 * 1000;
+export const DOWNLOAD_LINK_TTL_MS = 15 * 60 * 1000;
+
+// ---------------------------------------------------------------------------------------------
+// Errors (B9)
+
+/** The client's stable error kinds for answers of the service; one error class each. */
+export type ServiceErrorKind =
+  | 'invalid_request'
+  | 'invalid_label'
+  | 'unknown_encoder'
+  | 'size_mismatch'
+  | 'unauthorized'
+  | 'no_credits'
+  | 'url_expired'
+  | 'not_found'
+  | 'conflict'
+  | 'not_ready'
+  | 'not_uploaded'
+  | 'files_expired'
+  | 'rate_limited'
+  | 'server_error'
+  | 'unavailable';
+
+/** Wire code in `{"error": code}` -> kind. Add an alias here if the real service names one differently. */
+export const ERROR_KIND_BY_CODE: Readonly<Record<string, ServiceErrorKind>> = {
+  invalid_request: 'invalid_request',
+  invalid_label: 'invalid_label',
+  unknown_encoder: 'unknown_encoder',
+  size_mismatch: 'size_mismatch',
+  unauthorized: 'unauthorized',
+  no_credits: 'no_credits',
+  url_expired: 'url_expired',
+  not_found: 'not_found',
+  conflict: 'conflict',
+  not_ready: 'not_ready',
+  not_uploaded: 'not_uploaded',
+  files_expired: 'files_expired',
+  rate_limited: 'rate_limited',
+  server_error: 'server_error',
+  unavailable: 'unavailable',
+};
+
+/** The kind of an answer whose code is missing or unknown, from its status alone. */
+export function errorKindForStatus(status: number): ServiceErrorKind | undefined {
+  switch (status) {
+    case 400:
+      return 'invalid_request';
+    case 401:
+    case 403: // 403 is only url_expired in B9; any other 403 is a refusal of the credentials.
+      return 'unauthorized';
+    case 402:
+      return 'no_credits';
+    case 404:
+      return 'not_found';
+    case 409:
+      return 'conflict';
+    case 410:
+      return 'files_expired';
+    case 429:
+      return 'rate_limited';
+    case 502:
+    case 503:
+    case 504:
+      return 'unavailable';
+    default:
+      if (status >= 500 && status <= 599) return 'server_error';
+      if (status >= 400 && status <= 499) return 'invalid_request';
+      return undefined;
+  }
+}
+
+/** B9: answers with these statuses may be sent again; every other error answer is final. */
+export const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
+
+/** Node/undici error codes meaning the connection failed before any byte of the request left. */
+export const NOT_SENT_ERROR_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+// ---------------------------------------------------------------------------------------------
+// Record schemas (Part A 2.1-2.3, B1-B8)
+
+const timestamp = z.string();
+const nullableString = z.string().nullable().default(null);
+const nullableTimestamp = timestamp.nullable().default(null);
+const nullableNumber = z.number().nullable().default(null);
+const nullableInt = z.int().nullable().default(null);
+const nullableObject = z.record(z.string(), z.unknown()).nullable().default(null);
+const nextAction = z.enum(NEXT_ACTION_VALUES);
+
+export const QuestionSchema = z.object({
+  id: z.string(),
+  question: z.string(),
+  choices: z.array(z.string()),
+  suggested: z.string(),
+});
+
+export const DatasetFileSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  bytes: z.int().nonnegative(),
+  status: z.string(),
+  // Present only while the file is pending (B2).
+  upload_url: nullableString,
+  upload_expires_at: nullableTimestamp,
+});
+
+export const DatasetSchema = z.object({
+  kind: z.literal('dataset'),
+  id: z.string(),
+  name: z.string(),
+  status: z.string(),
+  step: z.int(),
+  next_action: nextAction,
+  created_at: timestamp,
+  updated_at: timestamp,
+  expires_at: timestamp,
+  error: nullableString,
+  files: z.array(DatasetFileSchema),
+  questions: z.array(QuestionSchema).nullable().default(null),
+});
+
+/** Section 2.2. B1: any field may be null, except those Hopper cannot work without (B7). */
+export const ModelSchema = z.object({
+  kind: z.literal('model'),
+  id: z.string(),
+  dataset_id: z.string(),
+  name: z.string(),
+  status: z.string(),
+  step: z.int(),
+  next_action: nextAction,
+  version: z.int(),
+  encoder: z.string(),
+  created_at: timestamp,
+  updated_at: timestamp,
+  public_at: nullableTimestamp,
+  files_expire_at: nullableTimestamp,
+  files_deleted_at: nullableTimestamp,
+  error: nullableString,
+  gpu_usd: nullableNumber,
+  jev_usd: nullableNumber,
+  jev: nullableObject,
+  metrics: nullableObject,
+  options: nullableObject,
+  steps: nullableObject,
+  holdout_n: nullableInt,
+  onnx_bytes: nullableInt,
+  hf_repo: nullableString,
+  verdict: nullableString,
+});
+
+export function pageSchema<T extends z.ZodType>(item: T) {
+  return z.object({ data: z.array(item), next: z.string().nullable().default(null) });
+}
+
+export const SuggestionsSchema = z.object({ questions: z.array(QuestionSchema) });
+
+export const LabelTaskSchema = z.object({
+  task: z.string(),
+  example: z.object({ id: z.string(), text: z.string() }),
+  choices: z.array(z.string()),
+  remaining: z.int().nonnegative(),
+});
+
+export const LabelResultSchema = z.object({ remaining: z.int().nonnegative() });
+
+export const EncoderSchema = z.object({ id: z.string(), name: z.string(), default: z.boolean() });
+/** B7 pins `next: null`: encoders come in one page and the client reads only `data`. */
+export const EncoderListSchema = z.object({ data: z.array(EncoderSchema) });
+
+export const DownloadLinkSchema = z.object({ url: z.string(), expires_at: timestamp });
+
+export type Question = z.infer<typeof QuestionSchema>;
+export type DatasetFile = z.infer<typeof DatasetFileSchema>;
+export type Dataset = z.infer<typeof DatasetSchema>;
+export type Model = z.infer<typeof ModelSchema>;
+export type Page<T> = { data: T[]; next: string | null };
+export type Suggestions = z.infer<typeof SuggestionsSchema>;
+export type LabelTask = z.infer<typeof LabelTaskSchema>;
+export type LabelResult = z.infer<typeof LabelResultSchema>;
+export type Encoder = z.infer<typeof EncoderSchema>;
+export type DownloadLink = z.infer<typeof DownloadLinkSchema>;
+
+// ---------------------------------------------------------------------------------------------
+// Request bodies (B2, B4, B6, B7)
+
+export interface NewDatasetFile {
+  /** A plain file name: no `/`, not `..`; unique within the dataset. */
+  readonly name: string;
+  readonly bytes: number;
+  readonly content_type?: string;
+}
+
+export interface NewDataset {
+  /** 1 to 200 characters. */
+  readonly name: string;
+  /** 1 to 1000 files. */
+  readonly files: readonly NewDatasetFile[];
+}
+
+/** An answer to a suggested question; a question left out takes its suggested answer. */
+export interface StructureAnswer {
+  readonly id: string;
+  readonly answer: string;
+}
+
+export function structureBody(answers: readonly StructureAnswer[] | undefined): object {
+  return answers === undefined ? {} : { questions: answers.map(({ id, answer }) => ({ id, answer })) };
+}

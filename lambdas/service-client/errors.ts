@@ -1,0 +1,215 @@
+/**
+ * One error class per failure kind. Every error has a stable `code`, the HTTP `status` when
+ * there was an answer, and `retryable`: whether sending the same request again may succeed.
+ * No error ever holds the API key: messages are redacted where they are built, and no request
+ * headers are kept.
+ */
+import {
+  ERROR_KIND_BY_CODE,
+  errorKindForStatus,
+  TRANSIENT_STATUSES,
+  type ServiceErrorKind,
+} from './contract.js';
+
+export type ErrorCode =
+  ServiceErrorKind | 'connection_error' | 'timeout' | 'unexpected_response' | 'unsupported_next_action';
+
+export interface ServiceErrorInit {
+  readonly message: string;
+  /** `GET /v1/datasets/{dataset}`, or the name of a presigned-URL transfer. */
+  readonly endpoint: string;
+  readonly status?: number | undefined;
+  /** The code the service sent, when it differs from the class's code or the class was chosen by status. */
+  readonly serviceCode?: string | undefined;
+  readonly retryable?: boolean;
+  readonly retryAfterMs?: number | undefined;
+  readonly cause?: unknown;
+}
+
+export abstract class ServiceError extends Error {
+  abstract override readonly name: string;
+  abstract readonly code: ErrorCode;
+  readonly endpoint: string;
+  /** HTTP status of the answer; undefined when none arrived (transport failures). */
+  readonly status: number | undefined;
+  readonly serviceCode: string | undefined;
+  readonly retryable: boolean;
+  /** How long the service asked the client to wait (Retry-After), in ms. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(init: ServiceErrorInit) {
+    super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
+    this.endpoint = init.endpoint;
+    this.status = init.status;
+    this.serviceCode = init.serviceCode;
+    this.retryable = init.retryable ?? false;
+    this.retryAfterMs = init.retryAfterMs;
+  }
+}
+
+// Answers of the service (B9).
+export class InvalidRequestError extends ServiceError {
+  override readonly name = 'InvalidRequestError';
+  override readonly code = 'invalid_request';
+}
+export class InvalidLabelError extends ServiceError {
+  override readonly name = 'InvalidLabelError';
+  override readonly code = 'invalid_label';
+}
+export class UnknownEncoderError extends ServiceError {
+  override readonly name = 'UnknownEncoderError';
+  override readonly code = 'unknown_encoder';
+}
+/** The body's length differs from the declared size (service answer, or caught by the client). */
+export class SizeMismatchError extends ServiceError {
+  override readonly name = 'SizeMismatchError';
+  override readonly code = 'size_mismatch';
+}
+export class UnauthorizedError extends ServiceError {
+  override readonly name = 'UnauthorizedError';
+  override readonly code = 'unauthorized';
+}
+export class NoCreditsError extends ServiceError {
+  override readonly name = 'NoCreditsError';
+  override readonly code = 'no_credits';
+}
+export class UrlExpiredError extends ServiceError {
+  override readonly name = 'UrlExpiredError';
+  override readonly code = 'url_expired';
+}
+export class NotFoundError extends ServiceError {
+  override readonly name = 'NotFoundError';
+  override readonly code = 'not_found';
+}
+export class ConflictError extends ServiceError {
+  override readonly name = 'ConflictError';
+  override readonly code = 'conflict';
+}
+export class NotReadyError extends ServiceError {
+  override readonly name = 'NotReadyError';
+  override readonly code = 'not_ready';
+}
+export class NotUploadedError extends ServiceError {
+  override readonly name = 'NotUploadedError';
+  override readonly code = 'not_uploaded';
+}
+export class FilesExpiredError extends ServiceError {
+  override readonly name = 'FilesExpiredError';
+  override readonly code = 'files_expired';
+}
+export class RateLimitedError extends ServiceError {
+  override readonly name = 'RateLimitedError';
+  override readonly code = 'rate_limited';
+}
+export class ServerError extends ServiceError {
+  override readonly name = 'ServerError';
+  override readonly code = 'server_error';
+}
+export class UnavailableError extends ServiceError {
+  override readonly name = 'UnavailableError';
+  override readonly code = 'unavailable';
+}
+
+// Failures of the transport: no answer arrived.
+export interface TransportErrorInit extends ServiceErrorInit {
+  /**
+   * False only when the failure proves no byte of the request left (connection refused, DNS
+   * failure, connect timeout): then even a non-idempotent request may be sent again.
+   */
+  readonly requestSent: boolean;
+}
+
+export class ConnectionError extends ServiceError {
+  override readonly name = 'ConnectionError';
+  override readonly code = 'connection_error';
+  readonly requestSent: boolean;
+  constructor(init: TransportErrorInit) {
+    super({ retryable: true, ...init });
+    this.requestSent = init.requestSent;
+  }
+}
+export class TimeoutError extends ServiceError {
+  override readonly name = 'TimeoutError';
+  override readonly code = 'timeout';
+  readonly requestSent: boolean;
+  constructor(init: TransportErrorInit) {
+    super({ retryable: true, ...init });
+    this.requestSent = init.requestSent;
+  }
+}
+
+// The answer arrived but the client cannot use it.
+export class UnexpectedResponseError extends ServiceError {
+  override readonly name = 'UnexpectedResponseError';
+  override readonly code = 'unexpected_response';
+  /** Path of the offending field in the body, e.g. `files[0].upload_url`; '' for the body itself. */
+  readonly fieldPath: string;
+  constructor(init: ServiceErrorInit & { readonly fieldPath: string }) {
+    super(init);
+    this.fieldPath = init.fieldPath;
+  }
+}
+/** A record asks for a next_action Hopper does not know: it cannot drive the flow further. */
+export class UnsupportedNextActionError extends ServiceError {
+  override readonly name = 'UnsupportedNextActionError';
+  override readonly code = 'unsupported_next_action';
+  readonly nextAction: string;
+  constructor(init: Omit<ServiceErrorInit, 'message'> & { readonly nextAction: string }) {
+    super({ ...init, message: `unsupported next_action: ${init.nextAction}` });
+    this.nextAction = init.nextAction;
+  }
+}
+
+type HttpErrorClass = new (init: ServiceErrorInit) => ServiceError;
+
+const CLASS_BY_KIND: Readonly<Record<ServiceErrorKind, HttpErrorClass>> = {
+  invalid_request: InvalidRequestError,
+  invalid_label: InvalidLabelError,
+  unknown_encoder: UnknownEncoderError,
+  size_mismatch: SizeMismatchError,
+  unauthorized: UnauthorizedError,
+  no_credits: NoCreditsError,
+  url_expired: UrlExpiredError,
+  not_found: NotFoundError,
+  conflict: ConflictError,
+  not_ready: NotReadyError,
+  not_uploaded: NotUploadedError,
+  files_expired: FilesExpiredError,
+  rate_limited: RateLimitedError,
+  server_error: ServerError,
+  unavailable: UnavailableError,
+};
+
+export interface ErrorAnswer {
+  readonly endpoint: string;
+  /** Method and path actually requested (no query string), for the message. */
+  readonly target: string;
+  readonly status: number;
+  /** `error` of the body, if it had one. */
+  readonly serviceCode: string | undefined;
+  /** `message` of the body (already redacted), if it had one. */
+  readonly serviceMessage: string | undefined;
+  readonly retryAfterMs: number | undefined;
+}
+
+/**
+ * The error for an error answer: by its code when the client knows it, else by its status.
+ * Retryable when the status is transient (B9), whatever the code.
+ */
+export function errorFromAnswer(answer: ErrorAnswer): ServiceError {
+  const kind =
+    (answer.serviceCode !== undefined ? ERROR_KIND_BY_CODE[answer.serviceCode] : undefined) ??
+    errorKindForStatus(answer.status);
+  const code = answer.serviceCode ?? 'no error code';
+  const detail = answer.serviceMessage === undefined ? '' : `: ${answer.serviceMessage}`;
+  const init: ServiceErrorInit = {
+    message: `${answer.target}: ${answer.status} ${code}${detail}`,
+    endpoint: answer.endpoint,
+    status: answer.status,
+    serviceCode: answer.serviceCode,
+    retryable: TRANSIENT_STATUSES.has(answer.status),
+    retryAfterMs: answer.retryAfterMs,
+  };
+  if (kind === undefined) return new UnexpectedResponseError({ ...init, fieldPath: '' });
+  return new CLASS_BY_KIND[kind](init);
+}

@@ -1,0 +1,324 @@
+/**
+ * One HTTP exchange with undici, and the mapping of everything that can go wrong to the
+ * client's errors. No retries here (retry.ts), no knowledge of endpoints (client.ts).
+ */
+import type { Readable } from 'node:stream';
+import { request, type Dispatcher } from 'undici';
+import type { z } from 'zod';
+import { isKnownNextAction, NOT_SENT_ERROR_CODES } from './contract.js';
+import {
+  ConnectionError,
+  errorFromAnswer,
+  ServiceError,
+  SizeMismatchError,
+  TimeoutError,
+  UnexpectedResponseError,
+  UnsupportedNextActionError,
+} from './errors.js';
+import { parseRetryAfterMs, type Logger } from './retry.js';
+
+export interface Transport {
+  readonly dispatcher: Dispatcher;
+  readonly timeoutMs: number;
+  readonly logger: Logger;
+  /** Removes the API key from any text that may come back from the wire. */
+  readonly redact: (text: string) => string;
+}
+
+export function makeRedactor(secret: string): (text: string) => string {
+  return (text) => (secret === '' ? text : text.split(secret).join('[redacted]'));
+}
+
+type Headers = Record<string, string>;
+
+/** A URL without its query string, for messages: presigned URLs carry signatures there. */
+export function describeTarget(method: string, url: string): string {
+  const parsed = new URL(url);
+  return `${method} ${parsed.origin}${parsed.pathname}`;
+}
+
+export interface JsonExchange {
+  readonly method: 'GET' | 'POST';
+  readonly url: string;
+  /** Stable endpoint name, for errors and logs. */
+  readonly endpoint: string;
+  readonly headers: Headers;
+  /** Serialized as JSON when present. */
+  readonly body?: unknown;
+}
+
+export interface JsonAnswer {
+  readonly status: number;
+  /** Parsed JSON, or undefined for 204. */
+  readonly body: unknown;
+}
+
+/**
+ * One request to the API, whole answer read, within `timeoutMs` from start to last byte.
+ * Throws a ServiceError for an error answer or a transport failure.
+ */
+export async function exchangeJson(transport: Transport, exchange: JsonExchange): Promise<JsonAnswer> {
+  const target = describeTarget(exchange.method, exchange.url);
+  const deadline = new AbortController();
+  const timer = setTimeout(() => {
+    deadline.abort();
+  }, transport.timeoutMs);
+  const headers: Headers = { accept: 'application/json', ...exchange.headers };
+  let body: string | undefined;
+  if (exchange.body !== undefined) {
+    body = JSON.stringify(exchange.body);
+    headers['content-type'] = 'application/json';
+  }
+  transport.logger.debug(target);
+  try {
+    const response = await request(exchange.url, {
+      dispatcher: transport.dispatcher,
+      method: exchange.method,
+      headers,
+      body,
+      signal: deadline.signal,
+      headersTimeout: transport.timeoutMs,
+      bodyTimeout: transport.timeoutMs,
+    });
+    const text = await response.body.text();
+    transport.logger.debug(`${target} -> ${response.statusCode}`);
+    if (response.statusCode >= 400) {
+      throw answerError(transport, exchange.endpoint, target, response.statusCode, response.headers, text);
+    }
+    if (response.statusCode < 200 || response.statusCode > 299) {
+      throw new UnexpectedResponseError({
+        message: `${target}: unexpected status ${response.statusCode}`,
+        endpoint: exchange.endpoint,
+        status: response.statusCode,
+        fieldPath: '',
+      });
+    }
+    if (response.statusCode === 204) return { status: 204, body: undefined };
+    return {
+      status: response.statusCode,
+      body: parseJson(text, exchange.endpoint, target, response.statusCode),
+    };
+  } catch (error) {
+    throw toServiceError(error, exchange.endpoint, target, deadline.signal.aborted, transport);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function parseJson(text: string, endpoint: string, target: string, status: number): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new UnexpectedResponseError({
+      message: `${target}: answer ${status} is not JSON`,
+      endpoint,
+      status,
+      fieldPath: '',
+    });
+  }
+}
+
+const MAX_SERVICE_MESSAGE_CHARS = 500;
+
+/** The error for an error answer whose body is `text`. */
+export function answerError(
+  transport: Pick<Transport, 'redact'>,
+  endpoint: string,
+  target: string,
+  status: number,
+  headers: Dispatcher.ResponseData['headers'],
+  text: string,
+): ServiceError {
+  let serviceCode: string | undefined;
+  let serviceMessage: string | undefined;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (typeof parsed === 'object' && parsed !== null) {
+      const fields = parsed as Record<string, unknown>;
+      if (typeof fields.error === 'string') serviceCode = fields.error;
+      if (typeof fields.message === 'string') serviceMessage = fields.message;
+    }
+  } catch {
+    // Not the B9 shape (a proxy's page, say): the status alone decides the class.
+  }
+  if (serviceMessage !== undefined) {
+    serviceMessage = transport.redact(serviceMessage).slice(0, MAX_SERVICE_MESSAGE_CHARS);
+  }
+  const retryAfter = headers['retry-after'];
+  return errorFromAnswer({
+    endpoint,
+    target,
+    status,
+    serviceCode: serviceCode === undefined ? undefined : transport.redact(serviceCode),
+    serviceMessage,
+    retryAfterMs: parseRetryAfterMs(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, Date.now()),
+  });
+}
+
+function errorCodeOf(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** True when `error` proves no byte of the request was sent. */
+function provesNotSent(error: unknown): boolean {
+  const code = errorCodeOf(error);
+  if (code !== undefined && NOT_SENT_ERROR_CODES.has(code)) return true;
+  // Happy-eyeballs connects fail with an AggregateError of one error per address.
+  return error instanceof AggregateError && error.errors.length > 0 && error.errors.every(provesNotSent);
+}
+
+/** Sockets closing, resets, a body cut short, a malformed answer: the request may have been acted on. */
+function isConnectionFailure(code: string): boolean {
+  return (
+    /^E[A-Z]+$/.test(code) ||
+    code.startsWith('HPE_') ||
+    code === 'UND_ERR_SOCKET' ||
+    code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH'
+  );
+}
+
+/**
+ * The ServiceError for anything thrown during an exchange, or `error` itself when it is not a
+ * transport failure (a bug, or the caller's own upload source failing).
+ */
+export function toServiceError(
+  error: unknown,
+  endpoint: string,
+  target: string,
+  timedOut: boolean,
+  transport: Pick<Transport, 'redact' | 'timeoutMs'>,
+): unknown {
+  if (error instanceof ServiceError) return error;
+  const code = errorCodeOf(error);
+  const detail = transport.redact(error instanceof Error ? error.message : String(error));
+  if (timedOut || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+    return new TimeoutError({
+      message: `${target}: no answer within ${transport.timeoutMs} ms`,
+      endpoint,
+      requestSent: true,
+      cause: error,
+    });
+  }
+  if (code === 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH') {
+    return new SizeMismatchError({
+      message: `${target}: the body's length differs from the declared Content-Length`,
+      endpoint,
+      cause: error,
+    });
+  }
+  if (provesNotSent(error)) {
+    return new ConnectionError({
+      message: `${target}: could not connect (${detail})`,
+      endpoint,
+      requestSent: false,
+      cause: error,
+    });
+  }
+  if (code !== undefined && isConnectionFailure(code)) {
+    return new ConnectionError({
+      message: `${target}: connection failed (${detail})`,
+      endpoint,
+      requestSent: true,
+      cause: error,
+    });
+  }
+  return error;
+}
+
+/** Validates a body against `schema`: UnexpectedResponseError, or UnsupportedNextActionError. */
+export function parseBody<T extends z.ZodType>(
+  schema: T,
+  body: unknown,
+  endpoint: string,
+  status: number,
+  redact: (text: string) => string = (text) => text,
+): z.output<T> {
+  const result = schema.safeParse(body);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const path = issue?.path ?? [];
+  const last = path[path.length - 1];
+  const value = valueAt(body, path);
+  if (last === 'next_action' && typeof value === 'string' && !isKnownNextAction(value)) {
+    throw new UnsupportedNextActionError({ endpoint, status, nextAction: redact(value) });
+  }
+  const fieldPath = formatPath(path);
+  throw new UnexpectedResponseError({
+    message: `${endpoint}: unexpected answer: ${fieldPath === '' ? 'body' : fieldPath}: ${issue?.message ?? 'invalid'}`,
+    endpoint,
+    status,
+    fieldPath,
+  });
+}
+
+/** `files[0].upload_url` */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let text = '';
+  for (const key of path) {
+    if (typeof key === 'number') text += `[${key}]`;
+    else text += text === '' ? String(key) : `.${String(key)}`;
+  }
+  return text;
+}
+
+function valueAt(body: unknown, path: readonly PropertyKey[]): unknown {
+  let value = body;
+  for (const key of path) {
+    if (typeof value !== 'object' || value === null) return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
+}
+
+export interface StreamExchange {
+  readonly method: 'GET' | 'PUT';
+  readonly url: string;
+  readonly endpoint: string;
+  readonly headers: Headers;
+  readonly body?: Readable;
+}
+
+/**
+ * A request to a presigned URL (never with the Authorization header). Streams have no overall
+ * deadline (a large file takes its time): `timeoutMs` bounds each wait for headers or data.
+ * Returns the response for a 2xx answer, whose body the caller must consume or destroy.
+ */
+export async function exchangeStream(
+  transport: Transport,
+  exchange: StreamExchange,
+): Promise<Dispatcher.ResponseData> {
+  const target = describeTarget(exchange.method, exchange.url);
+  transport.logger.debug(target);
+  let response: Dispatcher.ResponseData;
+  try {
+    response = await request(exchange.url, {
+      dispatcher: transport.dispatcher,
+      method: exchange.method,
+      headers: exchange.headers,
+      body: exchange.body,
+      headersTimeout: transport.timeoutMs,
+      bodyTimeout: transport.timeoutMs,
+    });
+  } catch (error) {
+    throw toServiceError(error, exchange.endpoint, target, false, transport);
+  }
+  transport.logger.debug(`${target} -> ${response.statusCode}`);
+  if (response.statusCode >= 200 && response.statusCode <= 299) return response;
+  let text: string;
+  try {
+    text = await response.body.text();
+  } catch (error) {
+    throw toServiceError(error, exchange.endpoint, target, false, transport);
+  }
+  if (response.statusCode >= 400) {
+    throw answerError(transport, exchange.endpoint, target, response.statusCode, response.headers, text);
+  }
+  throw new UnexpectedResponseError({
+    message: `${target}: unexpected status ${response.statusCode}`,
+    endpoint: exchange.endpoint,
+    status: response.statusCode,
+    fieldPath: '',
+  });
+}

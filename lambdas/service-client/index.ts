@@ -1,0 +1,57 @@
+/**
+ * The training service client. Usage and rules: docs/service-client.md. Every assumption about
+ * the service beyond its published interface lives in contract.ts.
+ */
+export { TrainingServiceClient } from './client.js';
+export type { TrainingServiceClientOptions, ModelsOfDatasetOptions, DownloadOptions } from './client.js';
+export { CursorList } from './pagination.js';
+export type { OpenSource } from './transfer.js';
+export type { Logger } from './retry.js';
+export { backoffDelayMs, parseRetryAfterMs } from './retry.js';
+export {
+  NEXT_ACTIONS,
+  isKnownNextAction,
+  DOWNLOAD_LINK_TTL_MS,
+  UPLOAD_URL_TTL_MS,
+  LIST_LIMIT_MAX,
+} from './contract.js';
+export type {
+  Dataset,
+  DatasetFile,
+  DownloadLink,
+  Encoder,
+  LabelResult,
+  LabelTask,
+  ListParams,
+  Model,
+  NewDataset,
+  NewDatasetFile,
+  NextAction,
+  Page,
+  Question,
+  StructureAnswer,
+  Suggestions,
+} from './contract.js';
+export {
+  ServiceError,
+  InvalidRequestError,
+  InvalidLabelError,
+  UnknownEncoderError,
+  SizeMismatchError,
+  UnauthorizedError,
+  NoCreditsError,
+  UrlExpiredError,
+  NotFoundError,
+  ConflictError,
+  NotReadyError,
+  NotUploadedError,
+  FilesExpiredError,
+  RateLimitedError,
+  ServerError,
+  UnavailableError,
+  ConnectionError,
+  TimeoutError,
+  UnexpectedResponseError,
+  UnsupportedNextActionError,
+} from './errors.js';
+export type { ErrorCode } from './errors.js';

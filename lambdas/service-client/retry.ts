@@ -1,0 +1,103 @@
+/**
+ * Capped exponential backoff with full jitter, Retry-After, and the retry loop. Pure apart
+ * from the injected `sleep` and `random`, so tests drive it without waiting.
+ */
+import type { RetryPolicy } from './contract.js';
+import { ConnectionError, RateLimitedError, ServiceError } from './errors.js';
+
+export interface Logger {
+  debug(message: string): void;
+  warn(message: string): void;
+}
+
+export const SILENT_LOGGER: Logger = { debug: () => undefined, warn: () => undefined };
+
+export interface RetrySettings {
+  /** Retries after the first attempt. */
+  readonly maxRetries: number;
+  readonly backoffBaseMs: number;
+  readonly backoffCapMs: number;
+  /** A Retry-After longer than this is waited for only this long. */
+  readonly maxRetryAfterMs: number;
+  readonly sleep: (ms: number) => Promise<void>;
+  /** Uniform in [0, 1). */
+  readonly random: () => number;
+  readonly logger: Logger;
+}
+
+/** Full jitter: a uniform delay in [0, min(cap, base * 2^retryIndex)), retryIndex counted from 0. */
+export function backoffDelayMs(
+  retryIndex: number,
+  settings: Pick<RetrySettings, 'backoffBaseMs' | 'backoffCapMs' | 'random'>,
+): number {
+  // 2 ** large overflows to Infinity, which min() with the cap handles.
+  const ceiling = Math.min(settings.backoffCapMs, settings.backoffBaseMs * 2 ** retryIndex);
+  return Math.floor(settings.random() * ceiling);
+}
+
+/**
+ * Retry-After in ms: delta-seconds (`120`) or an HTTP date (`Wed, 21 Oct 2015 07:28:00 GMT`,
+ * relative to `nowMs`, 0 if already past). Undefined when absent or unreadable.
+ */
+export function parseRetryAfterMs(value: string | undefined, nowMs: number): number | undefined {
+  if (value === undefined) return undefined;
+  const text = value.trim();
+  if (/^\d+(\.\d+)?$/.test(text)) return Math.round(Number(text) * 1000);
+  // An HTTP date names a weekday; this keeps Date.parse from reading stray numbers as dates.
+  if (!/^[A-Za-z]{3},/.test(text)) return undefined;
+  const at = Date.parse(text);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - nowMs);
+}
+
+/** The wait before retry number `retryIndex` (from 0) after `error`. */
+export function retryDelayMs(
+  error: ServiceError,
+  retryIndex: number,
+  settings: Pick<RetrySettings, 'backoffBaseMs' | 'backoffCapMs' | 'random' | 'maxRetryAfterMs'>,
+): number {
+  if (error.retryAfterMs !== undefined) return Math.min(error.retryAfterMs, settings.maxRetryAfterMs);
+  return backoffDelayMs(retryIndex, settings);
+}
+
+/** Whether `error` may be answered by sending the request again under `policy`. */
+export function mayRetry(error: ServiceError, policy: RetryPolicy): boolean {
+  if (!error.retryable) return false;
+  if (policy === 'transient') return true;
+  // 'unprocessed': only what proves the service did not act on the request.
+  return error instanceof RateLimitedError || (error instanceof ConnectionError && !error.requestSent);
+}
+
+export interface RetryHooks {
+  /** Called with each failure about to be retried (not with the last one). */
+  readonly onRetry?: (error: ServiceError) => void;
+}
+
+/**
+ * Runs `attempt` until it succeeds, fails with an error `policy` does not retry, or retries are
+ * used up; then throws the last error. Errors that are not ServiceErrors (bugs) are not retried.
+ */
+export async function withRetries<T>(
+  label: string,
+  policy: RetryPolicy,
+  settings: RetrySettings,
+  attempt: () => Promise<T>,
+  hooks: RetryHooks = {},
+): Promise<T> {
+  for (let retryIndex = 0; ; retryIndex++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!(error instanceof ServiceError) || !mayRetry(error, policy) || retryIndex >= settings.maxRetries) {
+        throw error;
+      }
+      const delayMs = retryDelayMs(error, retryIndex, settings);
+      settings.logger.warn(
+        `${label}: ${error.code}${error.status === undefined ? '' : ` (${error.status})`}; ` +
+          `retry ${retryIndex + 1} of ${settings.maxRetries} in ${delayMs} ms`,
+      );
+      hooks.onRetry?.(error);
+      await settings.sleep(delayMs);
+    }
+  }
+}

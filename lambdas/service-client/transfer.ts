@@ -1,0 +1,243 @@
+/**
+ * Streaming file transfers to and from presigned URLs (B2, B8): never with the Authorization
+ * header, never holding a whole file in memory, each bounded in attempts.
+ */
+import { Readable } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import {
+  FILE_DOWNLOAD_LABEL,
+  FILE_UPLOAD_LABEL,
+  rangeHeader,
+  UPLOAD_CONTENT_TYPE,
+  type DatasetFile,
+  type DownloadLink,
+} from './contract.js';
+import {
+  ConflictError,
+  ConnectionError,
+  ServiceError,
+  SizeMismatchError,
+  UnexpectedResponseError,
+  UrlExpiredError,
+} from './errors.js';
+import { describeTarget, exchangeStream, toServiceError, type Transport } from './http.js';
+import { retryDelayMs, type RetrySettings } from './retry.js';
+
+export interface TransferSettings {
+  readonly transport: Transport;
+  readonly retry: RetrySettings;
+  /** Attempts of one upload; for a download, failed attempts in a row without a byte of progress. */
+  readonly maxAttempts: number;
+}
+
+/** Opens the bytes of a file from the start; called once per attempt. */
+export type OpenSource = () => Readable | Promise<Readable>;
+
+export interface UploadJob {
+  readonly file: DatasetFile;
+  readonly openSource: OpenSource;
+  /** A fresh upload URL for the file (GET dataset), or undefined when it is no longer pending. */
+  readonly freshUploadUrl: () => Promise<string | undefined>;
+}
+
+/**
+ * PUTs the file's bytes with a Content-Length of its declared size. A failed transfer is sent
+ * again whole from a fresh source; an expired URL is replaced. Returns when the service holds
+ * the bytes, or the file turns out to be uploaded and completed already.
+ */
+export async function uploadFileBytes(settings: TransferSettings, job: UploadJob): Promise<void> {
+  let url = job.file.upload_url ?? undefined;
+  let lastError: unknown;
+  for (let attempt = 1; attempt <= settings.maxAttempts; attempt++) {
+    url ??= await job.freshUploadUrl();
+    if (url === undefined) return;
+    const source = await job.openSource();
+    let sourceError: unknown;
+    const onSourceError = (error: unknown) => {
+      sourceError ??= error;
+    };
+    source.on('error', onSourceError);
+    try {
+      const response = await exchangeStream(settings.transport, {
+        method: 'PUT',
+        url,
+        endpoint: FILE_UPLOAD_LABEL,
+        headers: { 'content-length': String(job.file.bytes), 'content-type': UPLOAD_CONTENT_TYPE },
+        body: source,
+      });
+      await response.body.dump();
+      return;
+    } catch (error) {
+      if (sourceError !== undefined) {
+        lastError = sourceError; // The caller's stream failed: a fresh one may not.
+      } else if (error instanceof UrlExpiredError) {
+        lastError = error;
+        url = undefined;
+        settings.retry.logger.warn(
+          `${FILE_UPLOAD_LABEL} ${job.file.name}: url_expired; fetching a fresh URL`,
+        );
+        continue;
+      } else if (error instanceof ConflictError) {
+        return; // The file was uploaded and completed before (an earlier run): complete is idempotent.
+      } else if (error instanceof ServiceError && error.retryable) {
+        lastError = error;
+      } else {
+        throw error;
+      }
+      if (attempt < settings.maxAttempts) {
+        const delayMs =
+          lastError instanceof ServiceError ? retryDelayMs(lastError, attempt - 1, settings.retry) : 0;
+        settings.retry.logger.warn(
+          `${FILE_UPLOAD_LABEL} ${job.file.name}: attempt ${attempt} of ${settings.maxAttempts} failed; ` +
+            `sending it again in ${delayMs} ms`,
+        );
+        await settings.retry.sleep(delayMs);
+      }
+    } finally {
+      // The listener stays: a late 'error' from the discarded source must not go unhandled.
+      source.destroy();
+    }
+  }
+  throw lastError;
+}
+
+export interface DownloadJob {
+  /** A fresh download link (GET /v1/models/{model}/download, with its own retries). */
+  readonly freshLink: () => Promise<DownloadLink>;
+  /** Size the file must have (the model's onnx_bytes), checked against Content-Length. */
+  readonly expectedBytes?: number | undefined;
+}
+
+/**
+ * A Readable of the file behind a download link, pulled only as fast as it is read. After a
+ * failure mid-body it resumes with `Range: bytes=N-`; an expired link is replaced; a 410
+ * (files gone) or a size that differs from the expected one is thrown. Nothing is requested
+ * before the first read.
+ */
+export function downloadStream(settings: TransferSettings, job: DownloadJob): Readable {
+  return Readable.from(downloadChunks(settings, job), { objectMode: false });
+}
+
+async function* downloadChunks(settings: TransferSettings, job: DownloadJob): AsyncGenerator<Buffer> {
+  const { transport, retry, maxAttempts } = settings;
+  let link: DownloadLink | undefined;
+  let received = 0;
+  let total = job.expectedBytes;
+  let failuresInARow = 0;
+  for (;;) {
+    link ??= await job.freshLink();
+    let response: Dispatcher.ResponseData | undefined;
+    try {
+      response = await exchangeStream(transport, {
+        method: 'GET',
+        url: link.url,
+        endpoint: FILE_DOWNLOAD_LABEL,
+        headers: received > 0 ? { range: rangeHeader(received) } : {},
+      });
+      const target = describeTarget('GET', link.url);
+      const answer = answerRange(response, target);
+      if (total !== undefined && answer.total !== total) {
+        throw new SizeMismatchError({
+          message: `${target}: the file has ${answer.total} bytes, ${total} were expected`,
+          endpoint: FILE_DOWNLOAD_LABEL,
+          status: response.statusCode,
+        });
+      }
+      if (answer.start > received) {
+        throw new UnexpectedResponseError({
+          message: `${target}: asked for bytes from ${received}, got bytes from ${answer.start}`,
+          endpoint: FILE_DOWNLOAD_LABEL,
+          status: response.statusCode,
+          fieldPath: 'content-range',
+        });
+      }
+      total = answer.total;
+      // A 200 to a Range request is the whole file again: skip what was already passed on.
+      let skip = received - answer.start;
+      for await (const data of response.body as AsyncIterable<Buffer>) {
+        let chunk = data;
+        if (skip > 0) {
+          const dropped = Math.min(skip, chunk.length);
+          skip -= dropped;
+          chunk = chunk.subarray(dropped);
+          if (chunk.length === 0) continue;
+        }
+        if (received + chunk.length > total) {
+          throw new SizeMismatchError({
+            message: `${target}: more than the ${total} bytes announced`,
+            endpoint: FILE_DOWNLOAD_LABEL,
+            status: response.statusCode,
+          });
+        }
+        received += chunk.length;
+        failuresInARow = 0;
+        yield chunk;
+      }
+      if (received === total) return;
+      throw new ConnectionError({
+        message: `${target}: the body ended after ${received} of ${total} bytes`,
+        endpoint: FILE_DOWNLOAD_LABEL,
+        requestSent: true,
+      });
+    } catch (caught) {
+      const target = describeTarget('GET', link.url);
+      const error = toServiceError(caught, FILE_DOWNLOAD_LABEL, target, false, transport);
+      if (!(error instanceof ServiceError) || !(error.retryable || error instanceof UrlExpiredError))
+        throw error;
+      failuresInARow++;
+      if (failuresInARow >= maxAttempts) throw error;
+      if (error instanceof UrlExpiredError) {
+        link = undefined;
+        retry.logger.warn(`${FILE_DOWNLOAD_LABEL}: url_expired at byte ${received}; fetching a fresh link`);
+        continue;
+      }
+      const delayMs = retryDelayMs(error, failuresInARow - 1, retry);
+      retry.logger.warn(
+        `${FILE_DOWNLOAD_LABEL}: ${error.code} at byte ${received}; ` +
+          `resuming (attempt ${failuresInARow + 1} of ${maxAttempts}) in ${delayMs} ms`,
+      );
+      await retry.sleep(delayMs);
+    } finally {
+      if (response !== undefined) discard(response.body);
+    }
+  }
+}
+
+/** Releases a body that may not have been read to its end (undici then reports an abort: expected). */
+function discard(body: Dispatcher.ResponseData['body']): void {
+  body.on('error', () => undefined);
+  body.destroy();
+}
+
+interface RangeAnswer {
+  /** Offset of the first byte of the body in the file. */
+  readonly start: number;
+  /** Size of the whole file. */
+  readonly total: number;
+}
+
+/** Where the body starts and the file's size, from a 200 (Content-Length) or 206 (Content-Range). */
+function answerRange(response: Dispatcher.ResponseData, target: string): RangeAnswer {
+  const header = (name: string): string | undefined => {
+    const value = response.headers[name];
+    return Array.isArray(value) ? value[0] : value;
+  };
+  const unexpected = (fieldPath: string, what: string) =>
+    new UnexpectedResponseError({
+      message: `${target}: ${what}`,
+      endpoint: FILE_DOWNLOAD_LABEL,
+      status: response.statusCode,
+      fieldPath,
+    });
+  if (response.statusCode === 206) {
+    const match = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(header('content-range') ?? '');
+    if (match === null) throw unexpected('content-range', 'a 206 answer without a complete Content-Range');
+    return { start: Number(match[1]), total: Number(match[3]) };
+  }
+  if (response.statusCode !== 200) throw unexpected('', `unexpected status ${response.statusCode}`);
+  const length = header('content-length');
+  if (length === undefined || !/^\d+$/.test(length)) {
+    throw unexpected('content-length', 'a 200 answer without Content-Length');
+  }
+  return { start: 0, total: Number(length) };
+}

@@ -1,0 +1,176 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  DatasetSchema,
+  ENDPOINTS,
+  endpointLabel,
+  listQuery,
+  ModelSchema,
+  pageSchema,
+  pathOf,
+  structureBody,
+} from '../../lambdas/service-client/contract.js';
+import { formatPath, parseBody } from '../../lambdas/service-client/http.js';
+import { UnexpectedResponseError, UnsupportedNextActionError } from '../../lambdas/service-client/index.js';
+
+const NOW = '2025-01-01T00:00:00.000Z';
+
+function datasetBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    kind: 'dataset',
+    id: 'd1',
+    name: 'reviews',
+    status: 'uploading',
+    step: 1,
+    next_action: 'upload_files',
+    created_at: NOW,
+    updated_at: NOW,
+    expires_at: NOW,
+    error: null,
+    files: [
+      {
+        id: 'f1',
+        name: 'a.csv',
+        bytes: 10,
+        status: 'pending',
+        upload_url: 'http://x/u',
+        upload_expires_at: NOW,
+      },
+    ],
+    ...overrides,
+  };
+}
+
+function modelBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    kind: 'model',
+    id: 'm1',
+    dataset_id: 'd1',
+    name: 'reviews v1',
+    status: 'queued',
+    step: 4,
+    next_action: 'wait',
+    version: 1,
+    encoder: 'enc-small',
+    created_at: NOW,
+    updated_at: NOW,
+    ...overrides,
+  };
+}
+
+const DATASET = 'GET /v1/datasets/{dataset}';
+
+describe('paths', () => {
+  it('fills and encodes path parameters', () => {
+    expect(pathOf(ENDPOINTS.completeFile, { dataset: 'd 1', file: 'f/2' })).toBe(
+      '/v1/datasets/d%201/files/f%2F2/complete',
+    );
+    expect(endpointLabel(ENDPOINTS.startTraining)).toBe('POST /v1/datasets/{dataset}/models');
+  });
+
+  it('refuses a missing or empty parameter rather than call the wrong path', () => {
+    expect(() => pathOf(ENDPOINTS.getDataset, {})).toThrow(/missing \{dataset\}/);
+    expect(() => pathOf(ENDPOINTS.getDataset, { dataset: '' })).toThrow(TypeError);
+  });
+
+  it('marks only training start as not retried on ambiguous failures', () => {
+    const unprocessedOnly = Object.entries(ENDPOINTS)
+      .filter(([, endpoint]) => endpoint.retry === 'unprocessed')
+      .map(([name]) => name);
+    expect(unprocessedOnly).toEqual(['startTraining']);
+  });
+});
+
+describe('list queries', () => {
+  it('sends only what is given', () => {
+    expect(listQuery({}, undefined)).toEqual({});
+    expect(listQuery({ status: 'ready', usable: true, limit: 100 }, 'c1')).toEqual({
+      status: 'ready',
+      usable: 'true',
+      limit: '100',
+      cursor: 'c1',
+    });
+  });
+
+  it('rejects a limit outside 1..100', () => {
+    for (const limit of [0, 101, 2.5]) expect(() => listQuery({ limit }, undefined)).toThrow(RangeError);
+  });
+});
+
+describe('structure body', () => {
+  it('is {} without answers, else the answers with exactly id and answer', () => {
+    expect(structureBody(undefined)).toEqual({});
+    const extra = { id: 'q1', answer: 'yes', note: 'dropped' } as { id: string; answer: string };
+    expect(structureBody([extra])).toEqual({ questions: [{ id: 'q1', answer: 'yes' }] });
+  });
+});
+
+describe('records validated at the edge', () => {
+  it('ignores unknown fields and defaults absent optional ones to null', () => {
+    const dataset = parseBody(DatasetSchema, datasetBody({ surprise: 1, error: undefined }), DATASET, 200);
+    expect(dataset).not.toHaveProperty('surprise');
+    expect(dataset.error).toBeNull();
+    expect(dataset.questions).toBeNull();
+    const model = parseBody(ModelSchema, modelBody(), 'GET /v1/models/{model}', 200);
+    expect(model.onnx_bytes).toBeNull();
+    expect(model.metrics).toBeNull();
+  });
+
+  it('keeps uploaded files without upload_url', () => {
+    const files = [{ id: 'f1', name: 'a.csv', bytes: 10, status: 'uploaded' }];
+    expect(parseBody(DatasetSchema, datasetBody({ files }), DATASET, 200).files[0]?.upload_url).toBeNull();
+  });
+
+  it('names the endpoint and the field path of a missing or ill-typed required field', () => {
+    const catchError = (body: unknown) => {
+      try {
+        parseBody(DatasetSchema, body, DATASET, 200);
+      } catch (error) {
+        return error;
+      }
+      throw new Error('expected a failure');
+    };
+    const missing = catchError(datasetBody({ id: undefined }));
+    expect(missing).toBeInstanceOf(UnexpectedResponseError);
+    expect(missing).toMatchObject({ endpoint: DATASET, fieldPath: 'id', status: 200, retryable: false });
+    expect((missing as Error).message).toMatch(/^GET \/v1\/datasets\/\{dataset\}: unexpected answer: id: /);
+
+    const files = [{ id: 'f1', name: 'a.csv', bytes: '10', status: 'pending' }];
+    expect(catchError(datasetBody({ files }))).toMatchObject({ fieldPath: 'files[0].bytes' });
+    expect(catchError(datasetBody({ kind: 'model' }))).toMatchObject({ fieldPath: 'kind' });
+    expect(catchError('not an object')).toMatchObject({ fieldPath: '' });
+  });
+
+  it('names an unknown next_action as unsupported, in records and in list items', () => {
+    const record = () => parseBody(DatasetSchema, datasetBody({ next_action: 'publish' }), DATASET, 200);
+    expect(record).toThrow(UnsupportedNextActionError);
+    expect(record).toThrow(/^unsupported next_action: publish$/);
+    const page = { data: [modelBody(), modelBody({ next_action: 'evaluate' })], next: null };
+    try {
+      parseBody(pageSchema(ModelSchema), page, 'GET /v1/models', 200);
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(UnsupportedNextActionError);
+      expect(error).toMatchObject({ nextAction: 'evaluate', code: 'unsupported_next_action' });
+      expect((error as Error).message).toBe('unsupported next_action: evaluate');
+    }
+  });
+
+  it('treats a next_action of the wrong type as an unexpected answer, not an unsupported action', () => {
+    expect(() => parseBody(DatasetSchema, datasetBody({ next_action: 3 }), DATASET, 200)).toThrow(
+      UnexpectedResponseError,
+    );
+  });
+
+  it('reads a page with next absent as the last page', () => {
+    expect(parseBody(pageSchema(z.string()), { data: ['a'] }, 'GET /v1/x', 200)).toEqual({
+      data: ['a'],
+      next: null,
+    });
+  });
+
+  it('formats field paths', () => {
+    expect(formatPath([])).toBe('');
+    expect(formatPath(['data', 3, 'files', 0, 'name'])).toBe('data[3].files[0].name');
+  });
+});
