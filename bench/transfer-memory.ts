@@ -1,0 +1,126 @@
+/**
+ * Memory of the client's streaming transfers against file size, measured side by side in one
+ * run: a streamed upload and a streamed download at two sizes, and a buffered download (the
+ * whole body read into memory) as the baseline. Streaming holds when its peak memory stays a
+ * small, flat amount as the file grows 8x (peak / file size near 0), while the buffered
+ * baseline grows with the file (near 1 or more). Client and simulated service share the process,
+ * so the figures include the service's side of each transfer.
+ *
+ *   npm run bench:transfer
+ */
+import { Readable } from 'node:stream';
+import { request } from 'undici';
+import { TrainingServiceClient } from '../lambdas/service-client/index.js';
+import { startSimulatedService, type SimulatedService } from '../local/service/index.js';
+
+const MiB = 1024 * 1024;
+const SMALL = 32 * MiB;
+const LARGE = 256 * MiB;
+
+const gc = (globalThis as { gc?: () => void }).gc;
+
+/** Peak RSS growth over the baseline while `work` runs, sampled every 10 ms. */
+async function peakGrowth(work: () => Promise<void>): Promise<number> {
+  gc?.();
+  const baseline = process.memoryUsage().rss;
+  let peak = baseline;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage().rss);
+  }, 10);
+  try {
+    await work();
+  } finally {
+    clearInterval(sampler);
+  }
+  peak = Math.max(peak, process.memoryUsage().rss);
+  return peak - baseline;
+}
+
+/** `bytes` of JSON Lines the service reads, generated as they are pulled. */
+function jsonlSource(bytes: number): Readable {
+  const line = Buffer.from(`{"text":"${'a'.repeat(118)}"}\n`); // 128 bytes
+  let left = bytes;
+  return new Readable({
+    read() {
+      if (left === 0) return void this.push(null);
+      const count = Math.min(512, Math.ceil(left / line.length));
+      const chunk = Buffer.concat(Array.from({ length: count }, () => line)).subarray(0, left);
+      left -= chunk.length;
+      this.push(chunk);
+    },
+  });
+}
+
+async function streamedUpload(client: TrainingServiceClient, bytes: number): Promise<void> {
+  const dataset = await client.createDataset({ name: 'bench', files: [{ name: 'data.jsonl', bytes }] });
+  await client.uploadFile(dataset.id, dataset.files[0]!, () => jsonlSource(bytes));
+}
+
+async function trainedModel(service: SimulatedService, client: TrainingServiceClient, bytes: number) {
+  service.configure({ modelBytes: bytes });
+  const dataset = await client.createDataset({ name: 'm', files: [{ name: 'd.jsonl', bytes: 13 }] });
+  await client.uploadFile(dataset.id, dataset.files[0]!, () =>
+    Readable.from([Buffer.from('{"text":"a"}\n')]),
+  );
+  await client.structure(dataset.id);
+  const model = await client.startTraining(dataset.id, (await client.defaultEncoder()).id);
+  return client.getModel(model.id);
+}
+
+async function streamedDownload(service: SimulatedService, client: TrainingServiceClient, bytes: number) {
+  const model = await trainedModel(service, client, bytes);
+  let received = 0;
+  for await (const chunk of client.downloadModel(model.id, { expectedBytes: bytes })) {
+    received += (chunk as Buffer).length;
+  }
+  if (received !== bytes) throw new Error(`downloaded ${received} of ${bytes} bytes`);
+}
+
+async function bufferedDownload(service: SimulatedService, client: TrainingServiceClient, bytes: number) {
+  const model = await trainedModel(service, client, bytes);
+  const link = await client.getDownloadLink(model.id);
+  const body = Buffer.from(await (await request(link.url)).body.arrayBuffer());
+  if (body.length !== bytes) throw new Error(`downloaded ${body.length} of ${bytes} bytes`);
+}
+
+const service = await startSimulatedService({
+  heldOutCount: 0,
+  readingMs: 0,
+  structuringMs: 0,
+  queuedMs: 0,
+  trainingMs: 0,
+  credits: 100,
+});
+const client = new TrainingServiceClient({ baseUrl: service.apiUrl, apiKey: service.apiKey });
+try {
+  if (gc === undefined) console.log('(run with node --expose-gc for steadier numbers)');
+  // Warm up code paths so the first measurement does not pay for JIT and pools.
+  await streamedUpload(client, 4 * MiB);
+  await streamedDownload(service, client, 4 * MiB);
+
+  const rows: [string, number, number][] = [];
+  for (const [name, run] of [
+    ['streamed upload', (bytes: number) => streamedUpload(client, bytes)],
+    ['streamed download', (bytes: number) => streamedDownload(service, client, bytes)],
+    ['buffered download (baseline)', (bytes: number) => bufferedDownload(service, client, bytes)],
+  ] as const) {
+    const small = await peakGrowth(() => run(SMALL));
+    const large = await peakGrowth(() => run(LARGE));
+    rows.push([name, small, large]);
+  }
+  const mib = (n: number) => `${(n / MiB).toFixed(1)} MiB`.padStart(12);
+  console.log(
+    `${'peak RSS growth'.padEnd(30)}${'32 MiB file'.padStart(12)}${'256 MiB file'.padStart(14)}  peak / file size at 256 MiB`,
+  );
+  for (const [name, small, large] of rows) {
+    console.log(`${name.padEnd(30)}${mib(small)}  ${mib(large)}  ${(large / LARGE).toFixed(3)}`);
+  }
+  const buffered = rows[2]![2];
+  console.log(
+    `ratio streamed / buffered peak at 256 MiB: upload ${(rows[0]![2] / buffered).toFixed(3)}, ` +
+      `download ${(rows[1]![2] / buffered).toFixed(3)}`,
+  );
+} finally {
+  await client.close();
+  await service.close();
+}
