@@ -4,7 +4,9 @@
  * whole body read into memory) as the baseline. Streaming holds when its peak memory stays a
  * small, flat amount as the file grows 8x (peak / file size near 0), while the buffered
  * baseline grows with the file (near 1 or more). Client and simulated service share the process,
- * so the figures include the service's side of each transfer.
+ * so the figures include the service's side of each transfer. The peak includes garbage not yet
+ * collected, whose amount varies with the Node version; "held after" (heap and buffers after a
+ * full GC) shows whether a transfer kept anything.
  *
  *   npm run bench:transfer
  */
@@ -19,11 +21,23 @@ const LARGE = 256 * MiB;
 
 const gc = (globalThis as { gc?: () => void }).gc;
 
-/** Peak RSS growth over the baseline while `work` runs, sampled every 10 ms. */
-async function peakGrowth(work: () => Promise<void>): Promise<number> {
+interface Growth {
+  /** Peak RSS over the baseline while the transfer ran: includes garbage not yet collected. */
+  peak: number;
+  /** Heap and buffers still held after the transfer and a full GC: what the transfer kept. */
+  retained: number;
+}
+
+/** Memory growth while `work` runs, sampled every 10 ms. */
+async function measure(work: () => Promise<void>): Promise<Growth> {
   gc?.();
-  const baseline = process.memoryUsage().rss;
-  let peak = baseline;
+  const held = () => {
+    const usage = process.memoryUsage();
+    return usage.heapUsed + usage.arrayBuffers;
+  };
+  const baselineRss = process.memoryUsage().rss;
+  const baselineHeld = held();
+  let peak = baselineRss;
   const sampler = setInterval(() => {
     peak = Math.max(peak, process.memoryUsage().rss);
   }, 10);
@@ -33,7 +47,11 @@ async function peakGrowth(work: () => Promise<void>): Promise<number> {
     clearInterval(sampler);
   }
   peak = Math.max(peak, process.memoryUsage().rss);
-  return peak - baseline;
+  // Buffers are freed by finalizers that run after a GC: collect, let them run, collect again.
+  gc?.();
+  await new Promise((resolve) => setImmediate(resolve));
+  gc?.();
+  return { peak: peak - baselineRss, retained: Math.max(0, held() - baselineHeld) };
 }
 
 /** `bytes` of JSON Lines the service reads, generated as they are pulled. */
@@ -98,27 +116,32 @@ try {
   await streamedUpload(client, 4 * MiB);
   await streamedDownload(service, client, 4 * MiB);
 
-  const rows: [string, number, number][] = [];
+  const rows: [string, Growth, Growth][] = [];
   for (const [name, run] of [
     ['streamed upload', (bytes: number) => streamedUpload(client, bytes)],
     ['streamed download', (bytes: number) => streamedDownload(service, client, bytes)],
     ['buffered download (baseline)', (bytes: number) => bufferedDownload(service, client, bytes)],
   ] as const) {
-    const small = await peakGrowth(() => run(SMALL));
-    const large = await peakGrowth(() => run(LARGE));
+    const small = await measure(() => run(SMALL));
+    const large = await measure(() => run(LARGE));
     rows.push([name, small, large]);
   }
   const mib = (n: number) => `${(n / MiB).toFixed(1)} MiB`.padStart(12);
   console.log(
-    `${'peak RSS growth'.padEnd(30)}${'32 MiB file'.padStart(12)}${'256 MiB file'.padStart(14)}  peak / file size at 256 MiB`,
+    `Node ${process.version}; peak RSS growth while the transfer runs, and what is still held after a GC`,
+  );
+  console.log(
+    `${''.padEnd(30)}${'peak 32 MiB'.padStart(12)}${'peak 256 MiB'.padStart(14)}  ${'held after'.padStart(12)}  peak / size`,
   );
   for (const [name, small, large] of rows) {
-    console.log(`${name.padEnd(30)}${mib(small)}  ${mib(large)}  ${(large / LARGE).toFixed(3)}`);
+    console.log(
+      `${name.padEnd(30)}${mib(small.peak)}  ${mib(large.peak)}  ${mib(large.retained)}  ${(large.peak / LARGE).toFixed(3)}`,
+    );
   }
-  const buffered = rows[2]![2];
+  const buffered = rows[2]![2].peak;
   console.log(
-    `ratio streamed / buffered peak at 256 MiB: upload ${(rows[0]![2] / buffered).toFixed(3)}, ` +
-      `download ${(rows[1]![2] / buffered).toFixed(3)}`,
+    `ratio streamed / buffered peak at 256 MiB: upload ${(rows[0]![2].peak / buffered).toFixed(3)}, ` +
+      `download ${(rows[1]![2].peak / buffered).toFixed(3)}`,
   );
 } finally {
   await client.close();
