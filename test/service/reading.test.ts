@@ -1,6 +1,16 @@
 /** Reading uploaded data: CSV and JSONL, row ids, unreadable files (start_over) and masking. */
 import { describe, expect, it } from 'vitest';
-import { api, datasetAt, expectError, labelAll, useHarnesses } from '../helpers/service-http.js';
+import {
+  api,
+  completeFile,
+  createDataset,
+  datasetAt,
+  expectError,
+  expectStatus,
+  labelAll,
+  rawRequest,
+  useHarnesses,
+} from '../helpers/service-http.js';
 import type { DatasetRecord, Harness, TestFile } from '../helpers/service-http.js';
 
 const start = useHarnesses();
@@ -46,6 +56,38 @@ describe('reading CSV', () => {
     const ds = await datasetAt(h, 'labeling', { files: [{ name: 'two.csv', content: 'text\none\ntwo\n' }] });
     const next = await api<{ remaining: number }>(h, 'GET', `/v1/datasets/${ds.id}/labels/next`);
     expect(next.body.remaining).toBe(2);
+  });
+});
+
+describe('reading text faithfully', () => {
+  it('keeps multi-byte characters split across upload chunks, CRLF and a BOM', async () => {
+    const h = await start({ heldOutCount: 10 });
+    const texts = [1, 2, 3].map((i) => `${'é😀中'.repeat(4000)} ${i}`);
+    const csv = '\uFEFFid,text\r\n' + texts.map((t, i) => `u${i},${t}`).join('\r\n') + '\r\n';
+    const bytes = Buffer.from(csv);
+    const ds = await createDataset(h, [{ name: 'utf8.csv', content: bytes }]);
+    // Odd-sized pieces so that chunk edges fall inside multi-byte characters.
+    const pieces: Buffer[] = [];
+    for (let at = 0; at < bytes.length; at += 1001) pieces.push(bytes.subarray(at, at + 1001));
+    const put = await rawRequest(ds.files[0]!.upload_url!, 'PUT', pieces, {
+      'content-length': String(bytes.length),
+    });
+    expectStatus(put, 200);
+    expectStatus(await completeFile(h, ds.id, ds.files[0]!.id), 200);
+    h.service.clock.advance(h.options.readingMs);
+    expectStatus(await api(h, 'POST', `/v1/datasets/${ds.id}/structure`, { body: {} }), 202);
+    h.service.clock.advance(h.options.structuringMs);
+    const examples = (await labelAll(h, ds.id)).map((t) => t.example).sort((a, b) => a.id.localeCompare(b.id));
+    expect(examples).toEqual(texts.map((text, i) => ({ id: `u${i}`, text })));
+  });
+
+  it('reads JSONL with CRLF line ends', async () => {
+    const h = await start({ heldOutCount: 10 });
+    const jsonl = '{"id":"a","text":"first"}\r\n{"id":"b","text":"second"}\r\n';
+    expect(await examplesOf(h, [{ name: 'crlf.jsonl', content: jsonl }])).toEqual([
+      { id: 'a', text: 'first' },
+      { id: 'b', text: 'second' },
+    ]);
   });
 });
 
