@@ -198,7 +198,7 @@ export function helpText(): string {
   return [
     'Simulated training service: the contract of docs/simulated-service.md, in memory, on loopback.',
     '',
-    'Usage: npm run service -- [flags]   (durations in milliseconds of the service clock)',
+    'Usage: hopper service [flags]  or  npm run service -- [flags]   (durations in ms of the service clock)',
     '',
     ...rows.map(([left, right]) => `  ${left.padEnd(width)}${right}`),
     '',

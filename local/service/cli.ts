@@ -1,40 +1,47 @@
 /**
- * `npm run service -- [flags]`: runs the simulated service on its own until SIGINT/SIGTERM.
- * Flags: see cli-args.ts (or --help).
+ * `hopper service [flags]` (also `npm run service -- [flags]`): runs the simulated service on
+ * its own until SIGINT/SIGTERM. Flags: see cli-args.ts (or --help).
  */
 import { CliUsageError, parseCliArgs, type CliCommand } from './cli-args.js';
 import { startSimulatedService } from './server.js';
 
-let command: CliCommand;
-try {
-  command = parseCliArgs(process.argv.slice(2));
-} catch (error) {
-  if (!(error instanceof CliUsageError)) throw error;
-  console.error(`error: ${error.message}\nRun with --help to see every flag.`);
-  process.exit(2);
-}
+/** Resolves to the exit code: 0 after a clean shutdown, 1 if the service cannot start, 2 on bad flags. */
+export async function runServiceCommand(argv: readonly string[]): Promise<number> {
+  let command: CliCommand;
+  try {
+    command = parseCliArgs(argv);
+  } catch (error) {
+    if (!(error instanceof CliUsageError)) throw error;
+    console.error(`error: ${error.message}\nRun with --help to see every flag.`);
+    return 2;
+  }
+  if (command.kind === 'help') {
+    console.log(command.text);
+    return 0;
+  }
 
-if (command.kind === 'help') {
-  console.log(command.text);
-} else {
-  const service = await startSimulatedService(command.options).catch((error: unknown) => {
+  let service: Awaited<ReturnType<typeof startSimulatedService>>;
+  try {
+    service = await startSimulatedService(command.options);
+  } catch (error) {
     console.error(
       `error: the service could not start: ${error instanceof Error ? error.message : String(error)}`,
     );
-    process.exit(1);
-  });
+    return 1;
+  }
   console.log(`API URL:  ${service.apiUrl}`);
   console.log(`File URL: ${service.fileUrl}`);
   console.log(`API key:  ${service.apiKey}`);
-  const shutdown = (): void => {
-    service.close().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        console.error('error while closing:', error);
-        process.exit(1);
-      },
-    );
-  };
-  process.once('SIGINT', shutdown);
-  process.once('SIGTERM', shutdown);
+
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  try {
+    await service.close();
+  } catch (error) {
+    console.error(`error while closing after ${signal}:`, error);
+    return 1;
+  }
+  return 0;
 }
