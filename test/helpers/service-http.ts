@@ -360,7 +360,7 @@ export const ISO_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 export async function rawRequest(
   url: string,
   method: string,
-  chunks: string[],
+  chunks: (string | Buffer)[],
   headers: Record<string, string> = {},
 ): Promise<ApiResponse<unknown>> {
   return new Promise((resolve, reject) => {

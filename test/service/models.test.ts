@@ -187,6 +187,14 @@ describe('POST /v1/datasets/{id}/models', () => {
     expect(expectStatus(await api<Page<ModelRecord>>(h, 'GET', '/v1/models'), 200).data).toHaveLength(1);
   });
 
+  it('spends the last credit once when two trainings start at the same moment', async () => {
+    const h = await start({ credits: 1 });
+    const ds = await datasetAt(h, 'ready');
+    const answers = await Promise.all([createModel(h, ds.id), createModel(h, ds.id)]);
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 402]);
+    expect(h.service.credits()).toBe(0);
+  });
+
   it('checks in order: unknown dataset 404, body 400, encoder 400, not ready 409, credits 402', async () => {
     const h = await start({ credits: 0 });
     const unknown = '00000000-0000-4000-8000-000000000000';

@@ -77,7 +77,9 @@ describe('reading text faithfully', () => {
     h.service.clock.advance(h.options.readingMs);
     expectStatus(await api(h, 'POST', `/v1/datasets/${ds.id}/structure`, { body: {} }), 202);
     h.service.clock.advance(h.options.structuringMs);
-    const examples = (await labelAll(h, ds.id)).map((t) => t.example).sort((a, b) => a.id.localeCompare(b.id));
+    const examples = (await labelAll(h, ds.id))
+      .map((t) => t.example)
+      .sort((a, b) => a.id.localeCompare(b.id));
     expect(examples).toEqual(texts.map((text, i) => ({ id: `u${i}`, text })));
   });
 

@@ -281,10 +281,14 @@ describe('held-out labels', () => {
     expectError(await postLabel(h, ds.id, task.task, body), 400, 'invalid_request');
   });
 
-  it('answers 404 not_found for an unknown task', async () => {
+  it("answers 404 not_found for an unknown task and for another dataset's task", async () => {
     const h = await start();
     const ds = await datasetAt(h, 'labeling');
+    const other = await datasetAt(h, 'labeling');
+    const foreign = expectStatus(await nextLabel(h, other.id), 200);
     expectError(await postLabel(h, ds.id, 'no-such-task', { label: 'positive' }), 404, 'not_found');
+    expectError(await postLabel(h, ds.id, foreign.task, { label: 'positive' }), 404, 'not_found');
+    expect(expectStatus(await nextLabel(h, other.id), 200)).toEqual(foreign);
   });
 
   it('answers 409 conflict to labels/next before structuring ends', async () => {
