@@ -5,21 +5,9 @@
 import http from 'node:http';
 import { afterEach, expect } from 'vitest';
 import { DEFAULT_OPTIONS, startSimulatedService } from '../../local/service/index.js';
-import type { EndpointName, SimulatedServiceOptions } from '../../local/service/index.js';
+import type { SimulatedService, SimulatedServiceOptions } from '../../local/service/index.js';
 
-/** The public surface of the service the tests rely on (BRIEF; checked against the real export). */
-export interface SimulatedService {
-  apiUrl: string;
-  fileUrl: string;
-  apiKey: string;
-  clock: { now(): number; advance(ms: number): void };
-  configure(partial: Partial<SimulatedServiceOptions>): void;
-  credits(): number;
-  requestCount(endpoint: EndpointName): number;
-  removeModelFiles(modelId: string, how: 'refunded' | 'moved'): void;
-  fileDigest(datasetId: string, fileName: string): { bytes: number; sha256: string } | undefined;
-  close(): Promise<void>;
-}
+export type { SimulatedService };
 
 /** A started service plus the options it was started with (to know phase lengths). */
 export interface Harness {
