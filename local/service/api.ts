@@ -19,7 +19,7 @@ import type { RequestContext } from './context.js';
 import { invalidRequest, notFound, ServiceError } from './errors.js';
 import { errorReply, matchPath, requestUrl, sendReply, type Reply } from './http.js';
 import type { EndpointName } from './options.js';
-import { answer, asServiceError, faultReply, guarded, type Sleep } from './pipeline.js';
+import { admitRequest, answer, asServiceError, guarded, type Sleep } from './pipeline.js';
 import type { ServiceState } from './state.js';
 
 interface Route {
@@ -90,17 +90,11 @@ async function handleApiRequest(
     return;
   }
   const { route, params } = found;
-  state.count(route.endpoint);
-  const fault = state.faults.pick(route.endpoint);
-  if (fault?.kind === 'drop') {
-    req.socket.destroy();
-    return;
-  }
-  const early = fault && faultReply(fault);
-  if (early !== undefined) {
-    sendReply(res, early);
-    return;
-  }
+  const admission = admitRequest(state, route.endpoint, req, (reply) => {
+    sendReply(res, reply);
+  });
+  if (admission.answered) return;
+  const { fault } = admission;
 
   let reply: Reply;
   try {

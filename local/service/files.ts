@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { handleDownload } from './downloads.js';
 import { notFound } from './errors.js';
 import { errorReply, matchPath, requestUrl } from './http.js';
-import { faultReply, guarded, type Sleep } from './pipeline.js';
+import { admitRequest, guarded, type Sleep } from './pipeline.js';
 import { answerEarly } from './presigned.js';
 import type { ServiceState } from './state.js';
 import { handleUpload } from './uploads.js';
@@ -34,17 +34,11 @@ async function handleFileRequest(
     return;
   }
   const endpoint = upload !== undefined ? 'fileUpload' : 'fileDownload';
-  state.count(endpoint);
-  const fault = state.faults.pick(endpoint);
-  if (fault?.kind === 'drop') {
-    req.socket.destroy();
-    return;
-  }
-  const early = fault && faultReply(fault);
-  if (early !== undefined) {
-    answerEarly(res, early);
-    return;
-  }
-  const request = { state, req, res, url, params, fault, sleep };
+  // An upload's body is still unread here: answerEarly closes the connection after the answer.
+  const admission = admitRequest(state, endpoint, req, (reply) => {
+    answerEarly(res, reply);
+  });
+  if (admission.answered) return;
+  const request = { state, req, res, url, params, fault: admission.fault, sleep };
   await (endpoint === 'fileUpload' ? handleUpload(request) : handleDownload(request));
 }

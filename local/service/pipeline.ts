@@ -6,13 +6,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ServiceError } from './errors.js';
 import { FAULT_DEFAULTS } from './faults.js';
 import { errorReply, sendReply, type Reply } from './http.js';
-import type { FaultRule } from './options.js';
+import type { EndpointName, FaultRule } from './options.js';
+import type { ServiceState } from './state.js';
 
 /** Waits `ms`, or less when the service closes. */
 export type Sleep = (ms: number) => Promise<void>;
 
 /** The answer a fault gives instead of processing the request, if its kind gives one. */
-export function faultReply(fault: FaultRule): Reply | undefined {
+function faultReply(fault: FaultRule): Reply | undefined {
   switch (fault.kind) {
     case '429': {
       const seconds = fault.retryAfterSeconds ?? FAULT_DEFAULTS.retryAfterSeconds;
@@ -26,6 +27,34 @@ export function faultReply(fault: FaultRule): Reply | undefined {
     default:
       return undefined;
   }
+}
+
+/** What admitRequest decided: the request was answered by a fault, or goes on (with the fault, if any). */
+export type Admission = { answered: true } | { answered: false; fault: FaultRule | undefined };
+
+/**
+ * The first step for a request to `endpoint` on either server: count it, then let a fault rule
+ * drop it ('drop') or answer it before any side effect ('429', '500', '503', sent by `send`).
+ * Other fault kinds act later and are handed on.
+ */
+export function admitRequest(
+  state: ServiceState,
+  endpoint: EndpointName,
+  req: IncomingMessage,
+  send: (reply: Reply) => void,
+): Admission {
+  state.count(endpoint);
+  const fault = state.faults.pick(endpoint);
+  if (fault?.kind === 'drop') {
+    req.socket.destroy();
+    return { answered: true };
+  }
+  const early = fault && faultReply(fault);
+  if (early !== undefined) {
+    send(early);
+    return { answered: true };
+  }
+  return { answered: false, fault };
 }
 
 /** A handler bug still gets a well-formed 500 (and a line on stderr to find it by). */
