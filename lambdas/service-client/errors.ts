@@ -119,23 +119,21 @@ export interface TransportErrorInit extends ServiceErrorInit {
   readonly requestSent: boolean;
 }
 
-export class ConnectionError extends ServiceError {
-  override readonly name = 'ConnectionError';
-  override readonly code = 'connection_error';
+/** No usable answer arrived: the connection failed or the wait ran out. Always retryable. */
+export abstract class TransportError extends ServiceError {
   readonly requestSent: boolean;
   constructor(init: TransportErrorInit) {
     super({ retryable: true, ...init });
     this.requestSent = init.requestSent;
   }
 }
-export class TimeoutError extends ServiceError {
+export class ConnectionError extends TransportError {
+  override readonly name = 'ConnectionError';
+  override readonly code = 'connection_error';
+}
+export class TimeoutError extends TransportError {
   override readonly name = 'TimeoutError';
   override readonly code = 'timeout';
-  readonly requestSent: boolean;
-  constructor(init: TransportErrorInit) {
-    super({ retryable: true, ...init });
-    this.requestSent = init.requestSent;
-  }
 }
 
 // The answer arrived but the client cannot use it.

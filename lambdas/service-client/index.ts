@@ -51,6 +51,7 @@ export {
   UnavailableError,
   ConnectionError,
   TimeoutError,
+  TransportError,
   UnexpectedResponseError,
   UnsupportedNextActionError,
 } from './errors.js';
