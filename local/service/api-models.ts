@@ -7,7 +7,7 @@ import { findDataset, findModel, modelRecord, type RequestContext } from './cont
 import { datasetState } from './datasets.js';
 import { ServiceError } from './errors.js';
 import { parseJsonObject, readSmallBody, validate, type Reply } from './http.js';
-import { modelState, type Model } from './models.js';
+import { assertFilesServable, type Model } from './models.js';
 
 const createModelSchema = z.strictObject({ encoder: z.string() });
 
@@ -59,10 +59,7 @@ export function getModel(ctx: RequestContext): Reply {
 
 export function downloadLink(ctx: RequestContext): Reply {
   const model = findModel(ctx);
-  const { status, nextAction } = modelState(model, ctx.now);
-  if (nextAction === 'none')
-    throw new ServiceError('files_expired', `the files of model ${model.id} are gone`);
-  if (status !== 'done') throw new ServiceError('not_ready', `model is ${status}, not done`);
+  assertFilesServable(model, ctx.now);
   const expiresAt = Math.min(ctx.now + ctx.state.knobs.downloadUrlTtlMs, model.filesExpireAt);
   return {
     status: 200,

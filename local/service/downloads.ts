@@ -7,7 +7,7 @@ import { notFound, ServiceError } from './errors.js';
 import { FAULT_DEFAULTS } from './faults.js';
 import { errorReply } from './http.js';
 import { MODEL_CHUNK_BYTES, modelBytesAt } from './model-bytes.js';
-import { modelState, type Model } from './models.js';
+import { assertFilesServable, type Model } from './models.js';
 import { answer, asServiceError, beforeAnswer } from './pipeline.js';
 import { checkPresigned, type FileRequest } from './presigned.js';
 
@@ -40,20 +40,16 @@ function checkDownload(request: FileRequest): { model: Model; range: ByteRange |
   checkPresigned(request, now);
   const model = state.models.get(params.modelId ?? '');
   if (model === undefined) throw notFound('no such model');
-  const { status, nextAction } = modelState(model, now);
-  if (nextAction === 'none')
-    throw new ServiceError('files_expired', `the files of model ${model.id} are gone`);
-  if (status !== 'done') throw new ServiceError('not_ready', `model is ${status}, not done`);
+  assertFilesServable(model, now);
   const header = req.headers.range;
   if (header === undefined) return { model, range: undefined };
   const range = parseRange(header, model.onnxBytes);
   if (range === 'unsatisfiable') {
-    const headers = { 'Content-Range': `bytes */${model.onnxBytes}` };
-    throw new ServiceError(
-      'range_not_satisfiable',
-      `cannot serve ${header} of ${model.onnxBytes} bytes`,
-      headers,
-    );
+    // 416 with invalid_request: the contract has no code of its own for a bad Range.
+    throw new ServiceError('invalid_request', `cannot serve ${header} of ${model.onnxBytes} bytes`, {
+      status: 416,
+      headers: { 'Content-Range': `bytes */${model.onnxBytes}` },
+    });
   }
   return { model, range };
 }

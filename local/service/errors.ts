@@ -15,8 +15,6 @@ export const ERROR_STATUS = {
   not_ready: 409,
   not_uploaded: 409,
   files_expired: 410,
-  // 416 carries invalid_request: the contract has no code of its own for a bad Range.
-  range_not_satisfiable: 416,
   rate_limited: 429,
   server_error: 500,
   unavailable: 503,
@@ -30,11 +28,16 @@ export class ServiceError extends Error {
   readonly code: string;
   readonly headers: Record<string, string>;
 
-  constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
+  /** `status` overrides the one the code implies, for answers the contract gives no code of their own. */
+  constructor(
+    code: ErrorCode,
+    message: string,
+    { headers = {}, status = ERROR_STATUS[code] }: { headers?: Record<string, string>; status?: number } = {},
+  ) {
     super(message);
     this.name = 'ServiceError';
-    this.status = ERROR_STATUS[code];
-    this.code = code === 'range_not_satisfiable' ? 'invalid_request' : code;
+    this.status = status;
+    this.code = code;
     this.headers = headers;
   }
 }

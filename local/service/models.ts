@@ -2,6 +2,7 @@
  * Model records: fixed at creation (phase lengths, whether the training fails, generated
  * results), with the state derived from the clock on every read.
  */
+import { ServiceError } from './errors.js';
 import { hashString, mulberry32 } from './random.js';
 
 export interface Model {
@@ -54,6 +55,14 @@ function filesDeletedAt(model: Model, now: number): number | undefined {
   const times = [model.removal?.at, now >= model.filesExpireAt ? model.filesExpireAt : undefined];
   const known = times.filter((time): time is number => time !== undefined);
   return known.length === 0 ? undefined : Math.min(...known);
+}
+
+/** Download link and file alike: 410 once the files are gone, 409 before the model is done. */
+export function assertFilesServable(model: Model, now: number): void {
+  const { status, nextAction } = modelState(model, now);
+  if (nextAction === 'none')
+    throw new ServiceError('files_expired', `the files of model ${model.id} are gone`);
+  if (status !== 'done') throw new ServiceError('not_ready', `model is ${status}, not done`);
 }
 
 /** Has the account got this model's credit back at `now` (failed, or refunded)? */

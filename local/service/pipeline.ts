@@ -18,7 +18,7 @@ function faultReply(fault: FaultRule): Reply | undefined {
     case '429': {
       const seconds = fault.retryAfterSeconds ?? FAULT_DEFAULTS.retryAfterSeconds;
       const headers = { 'Retry-After': String(seconds) };
-      return errorReply(new ServiceError('rate_limited', 'rate limited (simulated)', headers));
+      return errorReply(new ServiceError('rate_limited', 'rate limited (simulated)', { headers }));
     }
     case '500':
       return errorReply(new ServiceError('server_error', 'internal error (simulated)'));
