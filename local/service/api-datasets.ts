@@ -42,6 +42,14 @@ async function jsonBody(ctx: RequestContext, allowEmpty = false): Promise<Record
   return parseJsonObject(await readSmallBody(ctx.req), allowEmpty);
 }
 
+/** suggest and structure are allowed once the data is read and until structuring starts (B4, B5). */
+function refuseUnlessStructurable(dataset: Dataset, now: number, action: string): void {
+  const { nextAction } = datasetState(dataset, now);
+  if (nextAction !== 'structure' && nextAction !== 'pick_decisions') {
+    throw conflict(`${action} needs next_action structure or pick_decisions, dataset is at ${nextAction}`);
+  }
+}
+
 /** Action endpoints refuse an expired dataset with 409 conflict. */
 function refuseExpired(dataset: Dataset, now: number): void {
   if (datasetState(dataset, now).status === 'expired') throw conflict(`dataset ${dataset.id} has expired`);
@@ -96,10 +104,7 @@ export async function completeFile(ctx: RequestContext): Promise<Reply> {
 export async function suggest(ctx: RequestContext): Promise<Reply> {
   const dataset = findDataset(ctx);
   validate(emptySchema, await jsonBody(ctx, true), 'body');
-  const { nextAction } = datasetState(dataset, ctx.now);
-  if (nextAction !== 'structure' && nextAction !== 'pick_decisions') {
-    throw conflict(`suggest needs next_action structure or pick_decisions, dataset is at ${nextAction}`);
-  }
+  refuseUnlessStructurable(dataset, ctx.now, 'suggest');
   dataset.suggestedAt ??= ctx.now;
   return { status: 200, body: { questions: QUESTIONS } };
 }
@@ -119,10 +124,7 @@ export async function structure(ctx: RequestContext): Promise<Reply> {
     answered.add(id);
     answers[id] = answer;
   }
-  const { nextAction } = datasetState(dataset, ctx.now);
-  if (nextAction !== 'structure' && nextAction !== 'pick_decisions') {
-    throw conflict(`structure needs next_action structure or pick_decisions, dataset is at ${nextAction}`);
-  }
+  refuseUnlessStructurable(dataset, ctx.now, 'structure');
   dataset.structuring = { startedAt: ctx.now, endsAt: ctx.now + ctx.state.knobs.structuringMs, answers };
   return { status: 202, body: datasetRecord(ctx, dataset) };
 }
