@@ -36,16 +36,17 @@ import {
   type StructureAnswer,
   type Suggestions,
 } from './contract.js';
-import {
-  ConflictError,
-  ConnectionError,
-  ServiceError,
-  TimeoutError,
-  UnexpectedResponseError,
-} from './errors.js';
+import { ConflictError, UnexpectedResponseError } from './errors.js';
 import { exchangeJson, makeRedactor, parseBody, type JsonAnswer, type Transport } from './http.js';
 import { CursorList } from './pagination.js';
-import { SILENT_LOGGER, withRetries, type Logger, type RetryHooks, type RetrySettings } from './retry.js';
+import {
+  mayHaveActed,
+  SILENT_LOGGER,
+  withRetries,
+  type Logger,
+  type RetryHooks,
+  type RetrySettings,
+} from './retry.js';
 import { downloadStream, uploadFileBytes, type OpenSource, type TransferSettings } from './transfer.js';
 
 export interface TrainingServiceClientOptions {
@@ -227,7 +228,7 @@ export class TrainingServiceClient {
         body: structureBody(answers),
         hooks: {
           onRetry: (error) => {
-            retried.afterAmbiguousFailure ||= isAmbiguous(error);
+            retried.afterAmbiguousFailure ||= mayHaveActed(error);
           },
         },
       });
@@ -387,10 +388,4 @@ export class TrainingServiceClient {
       this.#record(name, {}, schema, { query: listQuery(params, cursor) }),
     );
   }
-}
-
-/** A failure after which the service may have acted on the request. */
-function isAmbiguous(error: ServiceError): boolean {
-  if (error instanceof ConnectionError || error instanceof TimeoutError) return error.requestSent;
-  return error.status !== undefined && error.status >= 500;
 }

@@ -3,7 +3,7 @@
  * from the injected `sleep` and `random`, so tests drive it without waiting.
  */
 import type { RetryPolicy } from './contract.js';
-import { ConnectionError, RateLimitedError, ServiceError } from './errors.js';
+import { ServiceError, TransportError } from './errors.js';
 
 export interface Logger {
   debug(message: string): void;
@@ -60,12 +60,21 @@ export function retryDelayMs(
   return backoffDelayMs(retryIndex, settings);
 }
 
+/**
+ * Whether the service may have acted on a request that failed with `error`: the request left
+ * and no answer came (dropped connection, timeout), or a 5xx came, which does not say the work
+ * was not done. A 429 and a connection refused before sending prove nothing happened.
+ */
+export function mayHaveActed(error: ServiceError): boolean {
+  if (error instanceof TransportError) return error.requestSent;
+  return error.status !== undefined && error.status >= 500;
+}
+
 /** Whether `error` may be answered by sending the request again under `policy`. */
 export function mayRetry(error: ServiceError, policy: RetryPolicy): boolean {
   if (!error.retryable) return false;
-  if (policy === 'transient') return true;
   // 'unprocessed': only what proves the service did not act on the request.
-  return error instanceof RateLimitedError || (error instanceof ConnectionError && !error.requestSent);
+  return policy === 'transient' || !mayHaveActed(error);
 }
 
 export interface RetryHooks {
