@@ -31,7 +31,12 @@ export function modelBytesAt(modelId: string, start: number, length: number): Bu
   const firstWord = Math.floor(start / 4);
   const skip = start - firstWord * 4;
   const words = new Uint32Array(Math.ceil((skip + length) / 4));
-  for (let i = 0; i < words.length; i++) words[i] = wordAt(seed, (firstWord + i) % 0x100000000);
+  for (let i = 0; i < words.length; i++) {
+    const index = firstWord + i;
+    // The high bits of the index go into the seed, so the bytes never repeat (not every 16 GiB).
+    const high = Math.floor(index / 0x100000000);
+    words[i] = wordAt((seed ^ Math.imul(high, 0x27d4eb2d)) >>> 0, index >>> 0);
+  }
   const buffer = Buffer.from(words.buffer);
   if (!HOST_IS_LITTLE_ENDIAN) buffer.swap32();
   return buffer.subarray(skip, skip + length);
