@@ -1,0 +1,85 @@
+/**
+ * Turns whatever a step threw into a RunError: the service client's errors by kind, S3's by
+ * whether AWS marks them retryable, anything else as a final internal error. Steps that can say
+ * something more precise (a missing drop file, a label the service refuses) throw their own
+ * RunError first; this is the fallback, so every failure reaches the status file with a code.
+ */
+import { S3ServiceException } from '@aws-sdk/client-s3';
+import {
+  NoCreditsError,
+  ServiceError,
+  UnauthorizedError,
+  UnknownEncoderError,
+  UnsupportedNextActionError,
+} from '../service-client/index.js';
+import { RunError } from './errors.js';
+
+export function toRunError(error: unknown): RunError {
+  if (error instanceof RunError) return error;
+  if (error instanceof ServiceError) return fromServiceError(error);
+  if (error instanceof S3ServiceException) return fromS3Error(error);
+  if (isAwsRetryable(error)) {
+    return new RunError('storage_error', `S3 could not be reached: ${messageOf(error)}`, {
+      retryable: true,
+      cause: error,
+    });
+  }
+  return new RunError('internal_error', `Hopper failed unexpectedly: ${messageOf(error)}`, { cause: error });
+}
+
+function fromServiceError(error: ServiceError): RunError {
+  if (error instanceof UnauthorizedError) {
+    return new RunError(
+      'unauthorized',
+      "the training service refused the API key: put a valid key in Hopper's API key secret (or pass --api-key in local mode)",
+      { cause: error },
+    );
+  }
+  if (error instanceof NoCreditsError) {
+    return new RunError(
+      'no_credits',
+      'the training service account has no credits left: add credits at the service, then drop train.json again',
+      { cause: error },
+    );
+  }
+  if (error instanceof UnknownEncoderError) {
+    return new RunError(
+      'unknown_encoder',
+      `the service does not know the encoder in train.json: ${error.message}. Remove "encoder" to use the service's default`,
+      { cause: error },
+    );
+  }
+  if (error instanceof UnsupportedNextActionError) {
+    return new RunError(
+      'unsupported_next_action',
+      `${error.message}: the service asked for an action this version of Hopper does not know; upgrade Hopper`,
+      { cause: error },
+    );
+  }
+  if (error.retryable) {
+    return new RunError('service_unavailable', `the training service did not answer: ${error.message}`, {
+      retryable: true,
+      cause: error,
+    });
+  }
+  return new RunError('service_error', `the training service refused a request: ${error.message}`, {
+    cause: error,
+  });
+}
+
+function fromS3Error(error: S3ServiceException): RunError {
+  const retryable = error.$retryable !== undefined || (error.$metadata.httpStatusCode ?? 0) >= 500;
+  return new RunError('storage_error', `S3 answered ${error.name}: ${error.message}`, {
+    retryable,
+    cause: error,
+  });
+}
+
+/** Network failures of the AWS SDK carry `$retryable` without being S3ServiceExceptions. */
+function isAwsRetryable(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && '$retryable' in error;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,73 @@
+/**
+ * How a step fails. A step throws a RunError with a stable `code` (the status file's
+ * `error.code`, listed in docs/errors.md) and a message a person can act on.
+ *
+ * The error's `name` is what Step Functions matches in Retry and Catch (a Lambda's errorType):
+ * - RETRYABLE_ERROR for a transient failure: the definition retries the Task with backoff and
+ *   full jitter, and once retries run out the report step shows the code and message;
+ * - FINAL_ERROR for everything else: caught at once and reported.
+ * The message is `<code>: <text>`, so the code survives the trip through Step Functions, whose
+ * Cause carries only the message.
+ */
+export const RETRYABLE_ERROR = 'Hopper.Retryable';
+export const FINAL_ERROR = 'Hopper.Failed';
+
+export const ERROR_CODES = [
+  // The drop (validate step)
+  'invalid_event',
+  'invalid_train_json',
+  'missing_file',
+  'empty_file',
+  'no_data_files',
+  'invalid_labels_file',
+  'drop_changed',
+  // The service's verdicts
+  'dataset_unreadable',
+  'dataset_expired',
+  'invalid_decision',
+  'labels_required',
+  'label_missing',
+  'label_ambiguous',
+  'invalid_label',
+  'unknown_encoder',
+  'no_credits',
+  'training_failed',
+  'model_files_gone',
+  'model_size_mismatch',
+  'unsupported_next_action',
+  // The service as a whole
+  'unauthorized',
+  'service_unavailable',
+  'service_error',
+  'wait_limit',
+  // Hopper itself
+  'step_timeout',
+  'storage_error',
+  'internal_error',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export function isErrorCode(value: string): value is ErrorCode {
+  return (ERROR_CODES as readonly string[]).includes(value);
+}
+
+export class RunError extends Error {
+  readonly code: ErrorCode;
+  readonly retryable: boolean;
+  /** The message without the `<code>: ` prefix. */
+  readonly detail: string;
+
+  constructor(code: ErrorCode, detail: string, options: { retryable?: boolean; cause?: unknown } = {}) {
+    super(`${code}: ${detail}`, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.detail = detail;
+    this.retryable = options.retryable ?? false;
+    this.name = this.retryable ? RETRYABLE_ERROR : FINAL_ERROR;
+  }
+}
+
+/** Shorthand for a transient failure the state machine should retry. */
+export function retryable(code: ErrorCode, detail: string, cause?: unknown): RunError {
+  return new RunError(code, detail, { retryable: true, cause });
+}

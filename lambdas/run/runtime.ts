@@ -1,0 +1,113 @@
+/**
+ * What a step needs from its surroundings: S3, the training service and a logger. In Lambda it
+ * comes from the environment the stack sets (ENV below); local mode builds its own (an S3 client
+ * on the local server, the simulated service, a key given on the command line) and binds the
+ * same handlers to it with `handler.withRuntime(runtime)`.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { S3Client } from '@aws-sdk/client-s3';
+import { TrainingServiceClient } from '../service-client/index.js';
+import { RunError } from './errors.js';
+
+/** The environment variables a Lambda handler reads (set by infra/, one place for the names). */
+export const ENV = {
+  serviceUrl: 'HOPPER_SERVICE_URL',
+  apiKeySecret: 'HOPPER_API_KEY_SECRET_ARN',
+  stateMachineArn: 'HOPPER_STATE_MACHINE_ARN',
+} as const;
+
+/** Seconds the API key is cached per container before Secrets Manager is asked again. */
+export const API_KEY_CACHE_SECONDS = 300;
+
+export interface Runtime {
+  readonly s3: S3Client;
+  /** A client with the current API key; the same instance while the key does not change. */
+  service(): Promise<TrainingServiceClient>;
+  readonly logger: Logger;
+  /** Milliseconds since the epoch; injected so tests can stand at a chosen time. */
+  now(): number;
+}
+
+/** Where the API key comes from; never logged, never part of a state. */
+export type ApiKeySource = () => Promise<string>;
+
+export interface RuntimeOptions {
+  readonly s3: S3Client;
+  readonly serviceUrl: string;
+  readonly apiKey: ApiKeySource;
+  readonly logger?: Logger;
+  readonly now?: () => number;
+  /** Passed to every TrainingServiceClient (timeouts, retries); not the base URL or key. */
+  readonly clientOptions?: Partial<
+    Omit<ConstructorParameters<typeof TrainingServiceClient>[0], 'baseUrl' | 'apiKey'>
+  >;
+}
+
+export function createRuntime(options: RuntimeOptions): Runtime {
+  const logger = options.logger ?? new Logger({ serviceName: 'hopper' });
+  let current: { key: string; client: TrainingServiceClient } | undefined;
+  return {
+    s3: options.s3,
+    logger,
+    now: options.now ?? Date.now,
+    async service() {
+      const key = await options.apiKey();
+      if (current?.key !== key) {
+        const previous = current?.client;
+        current = {
+          key,
+          client: new TrainingServiceClient({
+            ...options.clientOptions,
+            baseUrl: options.serviceUrl,
+            apiKey: key,
+            logger: {
+              debug: (message) => {
+                logger.debug(message);
+              },
+              warn: (message) => {
+                logger.warn(message);
+              },
+            },
+          }),
+        };
+        // A rotated key: the old client's connections are no longer needed.
+        void previous?.close();
+      }
+      return current.client;
+    },
+  };
+}
+
+let cloudRuntime: Runtime | undefined;
+
+/** The runtime of a Lambda container: built on first use, kept for the container's life. */
+export function runtimeFromEnvironment(env: NodeJS.ProcessEnv = process.env): Runtime {
+  cloudRuntime ??= createRuntime({
+    s3: new S3Client({}),
+    serviceUrl: requireEnv(env, ENV.serviceUrl),
+    apiKey: secretsManagerKey(requireEnv(env, ENV.apiKeySecret)),
+  });
+  return cloudRuntime;
+}
+
+/** The key from a Secrets Manager secret (its whole SecretString), cached per container. */
+export function secretsManagerKey(secretId: string): ApiKeySource {
+  return async () => {
+    // Imported on demand so local mode never loads the Secrets Manager client.
+    const { getSecret } = await import('@aws-lambda-powertools/parameters/secrets');
+    const value = await getSecret(secretId, { maxAge: API_KEY_CACHE_SECONDS });
+    if (typeof value !== 'string' || value.trim() === '') {
+      throw new RunError(
+        'unauthorized',
+        `the secret ${secretId} holds no API key: put the training service's key in it as plain text`,
+      );
+    }
+    return value.trim();
+  };
+}
+
+function requireEnv(env: NodeJS.ProcessEnv, name: string): string {
+  const value = env[name];
+  if (value === undefined || value === '') throw new Error(`environment variable ${name} is not set`);
+  return value;
+}

@@ -1,0 +1,118 @@
+/**
+ * The execution state the state machine carries from Task to Task (JSONPath). Each Task
+ * receives the whole state and returns one small slot, which the definition places with
+ * `ResultPath` (`$.config`, `$.dataset`, `$.model`, `$.copy`, `$.report`). Keep it small
+ * (Step Functions caps a state at 256 KiB) and free of secrets: the console shows all of it.
+ */
+import type { NextAction } from '../service-client/index.js';
+
+/** Where a run comes from: the execution input the trigger builds from the S3 event. */
+export interface RunInput {
+  /** The execution name: unique per bucket, key and etag of train.json. */
+  readonly runId: string;
+  readonly bucket: string;
+  /** The drop folder's name: the `<drop>` of `inbox/<drop>/train.json`. */
+  readonly drop: string;
+  /** The train.json object that started the run, and its etag (no quotes). */
+  readonly key: string;
+  readonly etag: string;
+  readonly startedAt: string;
+}
+
+/** How to treat the service's structuring questions (train.json `decisions`). */
+export type Decisions = 'service' | 'suggested' | Readonly<Record<string, string>>;
+
+/** One data file of the drop, pinned to the version that was validated. */
+export interface DropFile {
+  readonly name: string;
+  readonly bytes: number;
+  readonly etag: string;
+}
+
+/** train.json, validated and with its defaults applied ($.config). */
+export interface RunConfig {
+  readonly name: string;
+  readonly files: readonly DropFile[];
+  /** The labels file pinned like a data file, or null when the drop has none. */
+  readonly labels: DropFile | null;
+  /** null: the encoder the service marks `default`. */
+  readonly encoder: string | null;
+  readonly decisions: Decisions;
+  readonly maxAttempts: number;
+}
+
+/** How long to wait before the next poll, and how many polls came before ($.dataset, $.model). */
+export interface PollSchedule {
+  /** Seconds the next Wait state sleeps (its `SecondsPath`); 0 when the record is not at `wait`. */
+  readonly waitSeconds: number;
+  /** Consecutive polls at `wait` so far; drives the backoff. */
+  readonly polls: number;
+  /** Polls in the whole run so far; bounded to stay inside Step Functions' event history. */
+  readonly totalPolls: number;
+}
+
+/** The dataset as the last service call left it ($.dataset). */
+export interface DatasetSlot extends PollSchedule {
+  readonly id: string;
+  readonly step: number;
+  readonly status: string;
+  /** A known value, or the raw string when the service sent one Hopper does not know. */
+  readonly nextAction: NextAction | (string & {});
+  readonly expiresAt: string;
+  readonly error: string | null;
+  /** Held-out examples this run has answered so far. */
+  readonly labelled: number;
+}
+
+/** The latest model of the run ($.model). */
+export interface ModelSlot extends PollSchedule {
+  readonly id: string;
+  readonly step: number;
+  readonly status: string;
+  readonly nextAction: NextAction | (string & {});
+  readonly version: number;
+  readonly encoder: string;
+  /** Trainings of this dataset started so far, failed ones included. */
+  readonly attempts: number;
+  readonly filesExpireAt: string | null;
+  readonly onnxBytes: number | null;
+  readonly error: string | null;
+}
+
+/** Where the model was copied ($.copy). */
+export interface CopySlot {
+  readonly modelKey: string;
+  readonly recordKey: string;
+  readonly bytes: number;
+}
+
+/** A run that stopped on a next_action it cannot go on from ($.stop, set by a Pass state). */
+export interface StopSlot {
+  readonly code: string;
+}
+
+/** What a Catch puts at $.failure: Step Functions' error name and cause. */
+export interface CaughtFailure {
+  readonly Error: string;
+  readonly Cause?: string;
+}
+
+/** The outcome the report step decided ($.report). */
+export interface ReportSlot {
+  readonly outcome: 'succeeded' | 'failed';
+  readonly error: { readonly code: string; readonly message: string } | null;
+}
+
+export interface RunState {
+  readonly run: RunInput;
+  readonly config?: RunConfig;
+  readonly dataset?: DatasetSlot;
+  readonly model?: ModelSlot;
+  readonly copy?: CopySlot;
+  readonly stop?: StopSlot;
+  readonly failure?: CaughtFailure;
+  readonly report?: ReportSlot;
+}
+
+/** The slot each Task writes. */
+export type SlotName = 'config' | 'dataset' | 'model' | 'copy' | 'report';

@@ -1,0 +1,114 @@
+/**
+ * status/<drop>.json: the live state of a drop's latest run, rewritten after every step so a
+ * person (or `hopper run`) can see where the run stands and, when it fails, why and what to do.
+ * Field names follow the service's snake_case, since `step` and `next_action` are its words.
+ */
+import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { statusKey } from '../storage/keys.js';
+import type { RunState } from './state.js';
+
+export type RunPhase = 'running' | 'succeeded' | 'failed';
+
+export interface RunStatus {
+  readonly run_id: string;
+  readonly drop: string;
+  readonly state: RunPhase;
+  /** Hopper's step that wrote this status (the Task's action, e.g. `upload_files`). */
+  readonly stage: string;
+  /** The service's step and next_action for the record the run is at (model once there is one). */
+  readonly step: number | null;
+  readonly next_action: string | null;
+  readonly dataset_id: string | null;
+  readonly model_id: string | null;
+  readonly attempts: number;
+  readonly max_attempts: number | null;
+  readonly labelled: number;
+  readonly started_at: string;
+  readonly updated_at: string;
+  readonly finished_at: string | null;
+  readonly error: { readonly code: string; readonly message: string } | null;
+  /** Where the model was copied, once it is. */
+  readonly model: { readonly onnx: string; readonly record: string; readonly bytes: number } | null;
+}
+
+export interface StatusUpdate {
+  readonly stage: string;
+  readonly state?: RunPhase;
+  readonly error?: { readonly code: string; readonly message: string } | null;
+}
+
+/** The status document for a state, as of `now`. */
+export function statusOf(state: RunState, update: StatusUpdate, now: number): RunStatus {
+  const { run, dataset, model, copy, config } = state;
+  const record = model ?? dataset;
+  const phase = update.state ?? 'running';
+  const timestamp = new Date(now).toISOString();
+  return {
+    run_id: run.runId,
+    drop: run.drop,
+    state: phase,
+    stage: update.stage,
+    step: record?.step ?? null,
+    next_action: record?.nextAction ?? null,
+    dataset_id: dataset?.id ?? null,
+    model_id: model?.id ?? null,
+    attempts: model?.attempts ?? 0,
+    max_attempts: config?.maxAttempts ?? null,
+    labelled: dataset?.labelled ?? 0,
+    started_at: run.startedAt,
+    updated_at: timestamp,
+    finished_at: phase === 'running' ? null : timestamp,
+    error: update.error ?? null,
+    model:
+      copy === undefined
+        ? null
+        : {
+            onnx: `s3://${run.bucket}/${copy.modelKey}`,
+            record: `s3://${run.bucket}/${copy.recordKey}`,
+            bytes: copy.bytes,
+          },
+  };
+}
+
+/**
+ * Writes the status unless a newer run of the same drop owns the file: two runs of one drop
+ * (train.json dropped again) must not leave the older one's state on top.
+ */
+export async function writeStatus(s3: S3Client, bucket: string, status: RunStatus): Promise<boolean> {
+  const key = statusKey(status.drop);
+  const current = await readStatus(s3, bucket, status.drop);
+  if (current !== null && current.run_id !== status.run_id && current.started_at > status.started_at) {
+    return false;
+  }
+  await s3.send(
+    new PutObjectCommand({
+      Bucket: bucket,
+      Key: key,
+      Body: `${JSON.stringify(status, null, 2)}\n`,
+      ContentType: 'application/json',
+    }),
+  );
+  return true;
+}
+
+/** The drop's status, or null when there is none (or it is not a status document). */
+export async function readStatus(s3: S3Client, bucket: string, drop: string): Promise<RunStatus | null> {
+  try {
+    const answer = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: statusKey(drop) }));
+    const text = (await answer.Body?.transformToString()) ?? '';
+    const parsed: unknown = JSON.parse(text);
+    return isRunStatus(parsed) ? parsed : null;
+  } catch (error) {
+    if (error instanceof Error && (error.name === 'NoSuchKey' || error instanceof SyntaxError)) return null;
+    throw error;
+  }
+}
+
+function isRunStatus(value: unknown): value is RunStatus {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { run_id?: unknown }).run_id === 'string' &&
+    typeof (value as { started_at?: unknown }).started_at === 'string'
+  );
+}

@@ -1,0 +1,48 @@
+/**
+ * The bucket's layout (DESIGN.md section 1), in one place:
+ *   inbox/<drop>/...                           what the user drops; train.json last
+ *   status/<drop>.json                         live state of the drop's latest run
+ *   models/<drop>/<model id>/model.onnx        the trained model
+ *   models/<drop>/<model id>/model.json        its record, the run's summary and cost
+ */
+export const INBOX_PREFIX = 'inbox/';
+export const STATUS_PREFIX = 'status/';
+export const MODELS_PREFIX = 'models/';
+export const TRAIN_JSON = 'train.json';
+export const DEFAULT_LABELS_FILE = 'labels.csv';
+
+/** The pattern the EventBridge rule matches (`inbox/*\/train.json`), as S3 wildcard text. */
+export const TRAIN_JSON_KEY_WILDCARD = `${INBOX_PREFIX}*/${TRAIN_JSON}`;
+
+export function inboxPrefix(drop: string): string {
+  return `${INBOX_PREFIX}${drop}/`;
+}
+
+export function inboxKey(drop: string, fileName: string): string {
+  return `${inboxPrefix(drop)}${fileName}`;
+}
+
+export function statusKey(drop: string): string {
+  return `${STATUS_PREFIX}${drop}.json`;
+}
+
+export function modelPrefix(drop: string, modelId: string): string {
+  return `${MODELS_PREFIX}${drop}/${modelId}/`;
+}
+
+export function modelFileKey(drop: string, modelId: string): string {
+  return `${modelPrefix(drop, modelId)}model.onnx`;
+}
+
+export function modelRecordKey(drop: string, modelId: string): string {
+  return `${modelPrefix(drop, modelId)}model.json`;
+}
+
+/**
+ * The drop of `inbox/<drop>/train.json`, or null for any other key. The S3 wildcard also
+ * matches deeper keys (`inbox/a/b/train.json`); those are not drops.
+ */
+export function dropOfTrainJsonKey(key: string): string | null {
+  const match = /^inbox\/([^/]+)\/train\.json$/.exec(key);
+  return match?.[1] ?? null;
+}

@@ -1,0 +1,82 @@
+/**
+ * A local S3 endpoint on loopback (s3rver), with its bucket made and an S3 client configured
+ * the way s3rver needs it. Local mode and the tests use it in place of S3.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { S3Client } from '@aws-sdk/client-s3';
+import S3rver from 's3rver';
+
+/** Static credentials s3rver accepts (it checks signatures against these). */
+export const LOCAL_S3_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } as const;
+export const LOCAL_S3_REGION = 'us-east-1';
+export const DEFAULT_LOCAL_BUCKET = 'hopper-local';
+
+export interface LocalS3Options {
+  /** Default: a free port. */
+  readonly port?: number;
+  /** Default: DEFAULT_LOCAL_BUCKET. */
+  readonly bucket?: string;
+}
+
+export interface LocalS3 {
+  /** `http://127.0.0.1:<port>` */
+  readonly endpoint: string;
+  readonly port: number;
+  readonly bucket: string;
+  readonly client: S3Client;
+  /** The s3rver instance, for its 'event' notifications (local triggers). */
+  readonly server: S3rver;
+  close(): Promise<void>;
+}
+
+export async function startLocalS3(options: LocalS3Options = {}): Promise<LocalS3> {
+  const bucket = options.bucket ?? DEFAULT_LOCAL_BUCKET;
+  const directory = await mkdtemp(join(tmpdir(), 'hopper-s3-'));
+  const server = new S3rver({
+    address: '127.0.0.1',
+    port: options.port ?? 0,
+    directory,
+    silent: true,
+    configureBuckets: [{ name: bucket, configs: [] }],
+  });
+  let address: AddressInfo;
+  try {
+    address = await server.run();
+  } catch (error) {
+    await rm(directory, { recursive: true, force: true });
+    throw error;
+  }
+  const endpoint = `http://127.0.0.1:${String(address.port)}`;
+  const client = localS3Client(endpoint);
+  return {
+    endpoint,
+    port: address.port,
+    bucket,
+    client,
+    server,
+    async close() {
+      client.destroy();
+      await server.close();
+      await rm(directory, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * An S3 client for s3rver. Path-style addressing, and checksums only when required: with the
+ * SDK's default a streamed PutObject is sent `aws-chunked`, and s3rver stores the chunk framing
+ * as the object. Real S3 needs none of this.
+ */
+export function localS3Client(endpoint: string): S3Client {
+  return new S3Client({
+    endpoint,
+    region: LOCAL_S3_REGION,
+    credentials: LOCAL_S3_CREDENTIALS,
+    forcePathStyle: true,
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+}
