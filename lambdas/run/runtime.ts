@@ -90,12 +90,25 @@ export function runtimeFromEnvironment(env: NodeJS.ProcessEnv = process.env): Ru
   return cloudRuntime;
 }
 
-/** The key from a Secrets Manager secret (its whole SecretString), cached per container. */
-export function secretsManagerKey(secretId: string): ApiKeySource {
+/** What secretsManagerKey needs of Powertools' SecretsProvider (injected in tests). */
+export interface SecretReader {
+  get(name: string, options: { maxAge: number }): Promise<unknown>;
+}
+
+/**
+ * The key from a Secrets Manager secret (its whole SecretString), cached per container for
+ * API_KEY_CACHE_SECONDS: one read per container in the common case, and a rotated key is
+ * picked up within minutes.
+ */
+export function secretsManagerKey(secretId: string, reader?: SecretReader): ApiKeySource {
+  let provider = reader;
   return async () => {
-    // Imported on demand so local mode never loads the Secrets Manager client.
-    const { getSecret } = await import('@aws-lambda-powertools/parameters/secrets');
-    const value = await getSecret(secretId, { maxAge: API_KEY_CACHE_SECONDS });
+    if (provider === undefined) {
+      // Loaded on first use, so local mode never loads the Secrets Manager client.
+      const { SecretsProvider } = await import('@aws-lambda-powertools/parameters/secrets');
+      provider = new SecretsProvider();
+    }
+    const value = await provider.get(secretId, { maxAge: API_KEY_CACHE_SECONDS });
     if (typeof value !== 'string' || value.trim() === '') {
       throw new RunError(
         'unauthorized',
