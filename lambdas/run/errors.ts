@@ -17,6 +17,8 @@ export const ERROR_CODES = [
   'invalid_event',
   'invalid_train_json',
   'missing_file',
+  'nested_files',
+  'too_many_files',
   'empty_file',
   'no_data_files',
   'invalid_labels_file',

@@ -1,0 +1,228 @@
+/**
+ * The labels file as an index of held-out examples' answers, and the match rules of DESIGN.md
+ * section 1:
+ *
+ * - `id` matches the example's `id` exactly (case and spaces kept);
+ * - `text` matches the example's `text` after both are whitespace-normalised (trimmed, runs of
+ *   white space made one space, case kept), where each masking placeholder in the example's text
+ *   (`[EMAIL]`, `[PHONE]`, any `[UPPER_CASE]` token) stands for any non-empty run of characters,
+ *   spaces included: the service masks what the user's copy still has;
+ * - several matching rows must give the same label, else label_ambiguous naming them.
+ *
+ * Which rows are asked: the rows whose `id` is the example's id when there are any (an id is
+ * the user's precise answer; a row for another id whose text happens to be the same does not
+ * overrule it), else the rows whose `text` matches. So a file with both columns works for data
+ * with ids and for data without (whose examples are named `<file>#<row>`).
+ *
+ * Cost, for a file of R rows and B bytes holding D distinct texts:
+ * - building: one pass over the stream, O(B) time; memory O(B) for the ids and normalised texts;
+ * - an example matched by id, or with a text without placeholders: O(|text|) to normalise plus
+ *   one Map lookup (expected O(1));
+ * - an example whose text has placeholders: one regex compiled for it, tried once per distinct
+ *   text: O(D x L x P) for texts of length L and P placeholders. The regex cannot backtrack
+ *   catastrophically: each literal between placeholders is found by an atomic lookahead (the
+ *   leftmost place, which is always right when every placeholder stands for "one or more
+ *   characters"), so a row that does not match costs a linear scan, not a search over splits.
+ */
+import type { S3Client } from '@aws-sdk/client-s3';
+import { RunError } from '../run/errors.js';
+import type { DropFile } from '../run/state.js';
+import {
+  csvRecords,
+  isBlank,
+  labelColumns,
+  openLabels,
+  type CsvRecord,
+  type LabelColumns,
+} from './labels-csv.js';
+
+/** A held-out example as the service shows it (B6). */
+export interface HeldOutExample {
+  readonly id: string;
+  readonly text: string;
+}
+
+/** One usable row of the labels file. */
+export interface LabelRow {
+  /** The row number in the file (header = 1). */
+  readonly row: number;
+  /** Trimmed; may be empty (a row without a label is refused when it matches). */
+  readonly label: string;
+  /** Exactly as written; undefined when the file has no id column or the cell is empty. */
+  readonly id: string | undefined;
+  /** Whitespace-normalised; undefined when the file has no text column or the cell is blank. */
+  readonly text: string | undefined;
+}
+
+/** The label for an example and the rows that gave it (all agreeing). */
+export interface LabelMatch {
+  readonly label: string;
+  readonly rows: readonly LabelRow[];
+}
+
+/** The service's masking placeholders: `[EMAIL]`, `[PHONE]`, any `[UPPER_CASE]` token. */
+const PLACEHOLDER = /\[[A-Z][A-Z0-9_]*\]/;
+const ROWS_NAMED = 10;
+const TEXT_SHOWN = 200;
+
+/** Trimmed, every run of white space made one space; case kept. */
+export function normaliseWhitespace(text: string): string {
+  return text.trim().replace(/\s+/g, ' ');
+}
+
+/**
+ * The regex a normalised text with placeholders matches, or null when it has none. Literals are
+ * escaped; each placeholder is `[\s\S]+` (one or more of anything). The literals between
+ * placeholders are placed leftmost by atomic lookaheads (`(?=([\s\S]+?LIT))\N`), which is
+ * linear; only the last literal is anchored to the end.
+ */
+export function placeholderPattern(normalisedText: string): RegExp | null {
+  const literals = normalisedText.split(PLACEHOLDER).map(escapeRegExp);
+  if (literals.length === 1) return null;
+  const first = literals[0] ?? '';
+  const last = literals[literals.length - 1] ?? '';
+  const middle = literals.slice(1, -1);
+  const between = middle.map((literal, index) => `(?=([\\s\\S]+?${literal}))\\${String(index + 1)}`);
+  return new RegExp(`^${first}${between.join('')}[\\s\\S]+${last}$`);
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+}
+
+export class LabelIndex {
+  readonly #byId = new Map<string, LabelRow[]>();
+  /** Rows by normalised text: the exact lookup, and the distinct texts a placeholder scan tries. */
+  readonly #byText = new Map<string, LabelRow[]>();
+  #rows = 0;
+
+  constructor(
+    /** The file's name, for messages. */
+    readonly fileName: string,
+    readonly columns: LabelColumns,
+  ) {}
+
+  /** Rows that can match something (an id or a text). */
+  get size(): number {
+    return this.#rows;
+  }
+
+  /** Adds a record of the file (after the header); rows with neither id nor text are skipped. */
+  addRecord(record: CsvRecord): void {
+    const cell = (column: number | undefined) => (column === undefined ? '' : (record.cells[column] ?? ''));
+    const id = cell(this.columns.id);
+    const text = normaliseWhitespace(cell(this.columns.text));
+    if (id === '' && text === '') return;
+    const row: LabelRow = {
+      row: record.row,
+      label: cell(this.columns.label).trim(),
+      id: id === '' ? undefined : id,
+      text: text === '' ? undefined : text,
+    };
+    if (row.id !== undefined) append(this.#byId, row.id, row);
+    if (row.text !== undefined) append(this.#byText, row.text, row);
+    this.#rows++;
+  }
+
+  /** Every row matching the example, in file order (see the module comment for which). */
+  rowsFor(example: HeldOutExample): readonly LabelRow[] {
+    const byId = this.#byId.get(example.id);
+    if (byId !== undefined) return byId;
+    const text = normaliseWhitespace(example.text);
+    const pattern = placeholderPattern(text);
+    if (pattern === null) return this.#byText.get(text) ?? [];
+    const rows: LabelRow[] = [];
+    for (const [candidate, sameText] of this.#byText) {
+      if (pattern.test(candidate)) rows.push(...sameText);
+    }
+    return rows.sort((a, b) => a.row - b.row);
+  }
+
+  /**
+   * The example's label.
+   * @throws RunError label_missing (no row matches) or label_ambiguous (matching rows disagree)
+   */
+  match(example: HeldOutExample): LabelMatch {
+    const rows = this.rowsFor(example);
+    const first = rows[0];
+    if (first === undefined) throw this.#missing(example);
+    const byLabel = new Map<string, LabelRow[]>();
+    for (const row of rows) append(byLabel, row.label, row);
+    if (byLabel.size > 1) {
+      const groups = [...byLabel].map(
+        ([label, agreeing]) =>
+          `${rowList(agreeing)} ${agreeing.length === 1 ? 'says' : 'say'} ${JSON.stringify(label)}`,
+      );
+      throw new RunError(
+        'label_ambiguous',
+        `${this.fileName}: rows that match held-out example ${describeExample(example)} give different labels (${groups.join('; ')}); make those rows agree or keep one of them`,
+      );
+    }
+    return { label: first.label, rows };
+  }
+
+  #missing(example: HeldOutExample): RunError {
+    const ways = [
+      ...(this.columns.id === undefined ? [] : [`whose id is ${JSON.stringify(example.id)}`]),
+      ...(this.columns.text === undefined
+        ? []
+        : [
+            "whose text is the example's text (your original; [EMAIL], [PHONE] and other [UPPER_CASE] placeholders stand for what the service masked)",
+          ]),
+    ];
+    return new RunError(
+      'label_missing',
+      `no row of ${this.fileName} matches held-out example ${describeExample(example)}: add a row ${ways.join(' or ')} with its label`,
+    );
+  }
+}
+
+/**
+ * Streams the labels file (at the version validate_drop pinned) into an index.
+ * @throws RunError invalid_labels_file (bad header or CSV), drop_changed (the file changed)
+ */
+export async function loadLabelIndex(
+  s3: S3Client,
+  bucket: string,
+  drop: string,
+  labels: DropFile,
+): Promise<LabelIndex> {
+  const body = await openLabels(s3, bucket, drop, labels);
+  return indexOfRecords(csvRecords(body, labels.name), labels.name);
+}
+
+/** The index of a labels file's records (header first). */
+export async function indexOfRecords(
+  records: AsyncIterable<CsvRecord>,
+  fileName: string,
+): Promise<LabelIndex> {
+  let index: LabelIndex | undefined;
+  for await (const record of records) {
+    if (isBlank(record)) continue;
+    if (index === undefined) index = new LabelIndex(fileName, labelColumns(record.cells, fileName));
+    else index.addRecord(record);
+  }
+  return index ?? new LabelIndex(fileName, labelColumns([], fileName));
+}
+
+/** `row 3`, `rows 3, 9 and 12`, `rows 3, 9, ... and 40 more`. */
+export function rowList(rows: readonly LabelRow[]): string {
+  const numbers = rows.slice(0, ROWS_NAMED).map((row) => String(row.row));
+  const more = rows.length - numbers.length;
+  if (rows.length === 1) return `row ${numbers.join('')}`;
+  if (more > 0) return `rows ${numbers.join(', ')} and ${String(more)} more`;
+  return `rows ${numbers.slice(0, -1).join(', ')} and ${numbers[numbers.length - 1] ?? ''}`;
+}
+
+/** `"r-12" (text: "Call me at [PHONE]")`, the text cut short. */
+export function describeExample(example: HeldOutExample): string {
+  const text =
+    example.text.length > TEXT_SHOWN ? `${example.text.slice(0, TEXT_SHOWN - 3)}...` : example.text;
+  return `${JSON.stringify(example.id)} (text: ${JSON.stringify(text)})`;
+}
+
+function append<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list === undefined) map.set(key, [value]);
+  else list.push(value);
+}

@@ -1,0 +1,44 @@
+/**
+ * What a drop folder holds: every object under inbox/<drop>/, paged through ListObjectsV2, split
+ * into the plain files of the folder and objects in sub-folders (which a drop may not have).
+ */
+import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { RunError } from '../run/errors.js';
+import type { DropFile } from '../run/state.js';
+import { inboxPrefix } from '../storage/keys.js';
+import { bareEtag } from '../storage/objects.js';
+
+export interface DropListing {
+  /** Objects directly in the folder, by name, each with its size and etag (no quotes). */
+  readonly files: ReadonlyMap<string, DropFile>;
+  /** Names relative to the folder (`sub/a.csv`) of objects in sub-folders. */
+  readonly nested: readonly string[];
+}
+
+/** 1000 keys a page: a million objects is far past any drop (the service takes 1000 files). */
+export const MAX_LIST_PAGES = 1000;
+
+export async function listDrop(s3: S3Client, bucket: string, drop: string): Promise<DropListing> {
+  const prefix = inboxPrefix(drop);
+  const files = new Map<string, DropFile>();
+  const nested: string[] = [];
+  let token: string | undefined;
+  for (let page = 0; page < MAX_LIST_PAGES; page++) {
+    const answer = await s3.send(
+      new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }),
+    );
+    for (const object of answer.Contents ?? []) {
+      const name = (object.Key ?? '').slice(prefix.length);
+      // The zero-byte marker the S3 console creates for the folder itself.
+      if (name === '') continue;
+      if (name.includes('/')) nested.push(name);
+      else files.set(name, { name, bytes: object.Size ?? 0, etag: bareEtag(object.ETag ?? '') });
+    }
+    if (answer.IsTruncated !== true || answer.NextContinuationToken === undefined) return { files, nested };
+    token = answer.NextContinuationToken;
+  }
+  throw new RunError(
+    'too_many_files',
+    `${prefix} holds more objects than a drop can (over ${String(MAX_LIST_PAGES)} pages of keys): a drop folder holds a few data files, train.json and optionally labels.csv`,
+  );
+}

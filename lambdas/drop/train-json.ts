@@ -1,0 +1,254 @@
+/**
+ * train.json (DESIGN.md section 1): parsed and checked field by field. Every field is optional
+ * and `{}` is valid; defaults that need the drop folder (name, files, labels) are applied by
+ * drop-config.ts. Every problem is reported at once, each naming the field, what was given and
+ * what is allowed, so one upload of a fixed file is enough. Unknown fields are refused (a typo
+ * such as "maxAttempt" would otherwise be ignored silently) with the closest known field.
+ */
+import { z } from 'zod';
+import { RunError } from '../run/errors.js';
+import type { Decisions } from '../run/state.js';
+import { isPlainFileName, MAX_FILE_NAME_LENGTH } from './file-names.js';
+
+/** train.json as the user wrote it, checked; fields left out are undefined. */
+export interface TrainJson {
+  readonly name?: string;
+  readonly files?: readonly string[];
+  readonly labels?: string;
+  readonly encoder?: string;
+  readonly decisions?: Decisions;
+  readonly maxAttempts?: number;
+}
+
+export const DEFAULT_DECISIONS: Decisions = 'service';
+export const DEFAULT_MAX_ATTEMPTS = 3;
+export const MAX_NAME_LENGTH = 200;
+/** The service's ceiling on the files of one dataset. */
+export const MAX_FILES = 1000;
+export const MAX_ATTEMPTS_LIMIT = 10;
+/** train.json is a few lines; anything this large is not one (and is not read). */
+export const MAX_TRAIN_JSON_BYTES = 1024 * 1024;
+
+export const TRAIN_JSON_FIELDS = ['name', 'files', 'labels', 'encoder', 'decisions', 'maxAttempts'] as const;
+
+/** Problems listed in one error message at most; the rest are counted. */
+const MAX_PROBLEMS_SHOWN = 20;
+
+/** What each field allows, worded to follow `"<field>" must be`. */
+const ALLOWED = {
+  name: `a string of 1 to ${String(MAX_NAME_LENGTH)} characters`,
+  files: `a non-empty list of at most ${String(MAX_FILES)} file names`,
+  fileName: `a plain file name (1 to ${String(MAX_FILE_NAME_LENGTH)} characters, no "/" or "\\", not "." or "..")`,
+  encoder: "a non-empty string (an encoder id of the service; leave it out for the service's default)",
+  decisions: '"service", "suggested" or an object of question id -> answer',
+  answer: 'a non-empty string (an answer of that question)',
+  maxAttempts: `an integer from 1 to ${String(MAX_ATTEMPTS_LIMIT)}`,
+} as const;
+
+const fileName = z.string({ error: ALLOWED.fileName }).refine(isPlainFileName, { error: ALLOWED.fileName });
+
+const decisions = z.unknown().transform((value, ctx): Decisions => {
+  if (value === 'service' || value === 'suggested') return value;
+  if (!isPlainObject(value)) {
+    ctx.addIssue({ code: 'custom', message: ALLOWED.decisions });
+    return z.NEVER;
+  }
+  const answers: Record<string, string> = {};
+  for (const [question, answer] of Object.entries(value)) {
+    if (question === '') {
+      ctx.addIssue({ code: 'custom', message: 'an object whose question ids are non-empty' });
+    } else if (typeof answer !== 'string' || answer === '') {
+      ctx.addIssue({ code: 'custom', message: ALLOWED.answer, path: [question] });
+    } else {
+      answers[question] = answer;
+    }
+  }
+  return answers;
+});
+
+const TrainJsonSchema = z.object({
+  name: z
+    .string({ error: ALLOWED.name })
+    .min(1, { error: ALLOWED.name })
+    .max(MAX_NAME_LENGTH, { error: ALLOWED.name })
+    .optional(),
+  files: z
+    .array(fileName, { error: ALLOWED.files })
+    .min(1, { error: ALLOWED.files })
+    .max(MAX_FILES, { error: ALLOWED.files })
+    .superRefine((names, ctx) => {
+      const seen = new Set<string>();
+      names.forEach((name, index) => {
+        if (seen.has(name)) {
+          ctx.addIssue({ code: 'custom', message: 'a name not listed before in "files"', path: [index] });
+        }
+        seen.add(name);
+      });
+    })
+    .optional(),
+  labels: fileName.optional(),
+  encoder: z.string({ error: ALLOWED.encoder }).min(1, { error: ALLOWED.encoder }).optional(),
+  decisions: decisions.optional(),
+  maxAttempts: z
+    .int({ error: ALLOWED.maxAttempts })
+    .min(1, { error: ALLOWED.maxAttempts })
+    .max(MAX_ATTEMPTS_LIMIT, { error: ALLOWED.maxAttempts })
+    .optional(),
+});
+
+/**
+ * Parses and checks train.json's text.
+ * @throws RunError invalid_train_json listing every problem
+ */
+export function parseTrainJson(text: string): TrainJson {
+  // Editors on Windows may save a byte order mark; it is not part of the JSON.
+  const source = text.replace(/^\uFEFF/, '');
+  if (source.trim() === '') {
+    throw invalid(
+      'train.json is empty: write {} to use every default, or an object such as {"maxAttempts": 2}',
+    );
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(source);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw invalid(
+      `train.json is not valid JSON (${reason}): write an object such as {} or {"name": "reviews"}`,
+    );
+  }
+  if (!isPlainObject(value)) {
+    throw invalid(
+      `train.json must hold a JSON object such as {} or {"name": "reviews"} (got ${kindOf(value)})`,
+    );
+  }
+
+  const problems = Object.keys(value)
+    .filter((field) => !(TRAIN_JSON_FIELDS as readonly string[]).includes(field))
+    .map(unknownFieldProblem);
+  const parsed = TrainJsonSchema.safeParse(value);
+  if (!parsed.success) problems.push(...issueProblems(parsed.error.issues, value));
+  if (parsed.success) problems.push(...crossFieldProblems(parsed.data));
+  if (problems.length > 0 || !parsed.success) throw invalid(`train.json: ${joinProblems(problems)}`);
+  return parsed.data;
+}
+
+/** Rules between fields: the labels file is not data, and train.json is neither. */
+function crossFieldProblems(config: TrainJson): string[] {
+  const problems: string[] = [];
+  if (config.files?.includes('train.json') === true) {
+    problems.push('"files" must not list "train.json": it configures the run and is not sent');
+  }
+  if (config.labels === 'train.json') {
+    problems.push('"labels" must not be "train.json": name the CSV file holding the labels');
+  }
+  if (config.labels !== undefined && config.files?.includes(config.labels) === true) {
+    problems.push(
+      `"labels" names ${JSON.stringify(config.labels)}, which "files" also lists: a file is either data or labels, remove it from one of them`,
+    );
+  }
+  return problems;
+}
+
+function unknownFieldProblem(field: string): string {
+  const closest = closestField(field);
+  const hint = closest === undefined ? '' : ` (did you mean "${closest}"?)`;
+  return `unknown field ${JSON.stringify(field)}${hint}; the fields are ${TRAIN_JSON_FIELDS.join(', ')}`;
+}
+
+/** One problem per offending path (zod may report several issues for one value). */
+function issueProblems(issues: z.ZodError['issues'], root: Record<string, unknown>): string[] {
+  const byPath = new Map<string, string>();
+  for (const issue of issues) {
+    if (issue.code === 'unrecognized_keys') continue;
+    const path = issue.path.filter((part): part is string | number => typeof part !== 'symbol');
+    const label = pathLabel(path);
+    if (byPath.has(label)) continue;
+    byPath.set(label, `"${label}" must be ${issue.message} (got ${describeValue(valueAt(root, path))})`);
+  }
+  return [...byPath.values()];
+}
+
+/** `files[2]`, `decisions.dedupe`: how a user finds the value in the file. */
+function pathLabel(path: readonly (string | number)[]): string {
+  return path
+    .map((part, index) => {
+      if (typeof part === 'number') return `[${String(part)}]`;
+      return index === 0 ? part : `.${part}`;
+    })
+    .join('');
+}
+
+function valueAt(root: unknown, path: readonly (string | number)[]): unknown {
+  let value = root;
+  for (const part of path) {
+    if (typeof value !== 'object' || value === null) return undefined;
+    value = (value as Record<string | number, unknown>)[part];
+  }
+  return value;
+}
+
+/** The given value as JSON, cut short: enough to recognise it. */
+function describeValue(value: unknown): string {
+  const text = value === undefined ? 'nothing' : JSON.stringify(value);
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return `a ${typeof value}: ${describeValue(value)}`;
+}
+
+function joinProblems(problems: readonly string[]): string {
+  const shown = problems.slice(0, MAX_PROBLEMS_SHOWN);
+  const more = problems.length - shown.length;
+  return more > 0 ? `${shown.join('; ')}; and ${String(more)} more problems` : shown.join('; ');
+}
+
+/**
+ * The known field a typo most likely meant: the same letters ignoring case, `_` and `-`; one
+ * containing the other (`attempts` -> `maxAttempts`); or within two edits.
+ */
+export function closestField(field: string): string | undefined {
+  const wanted = squash(field);
+  if (wanted === '') return undefined;
+  let best: { field: string; distance: number } | undefined;
+  for (const known of TRAIN_JSON_FIELDS) {
+    const candidate = squash(known);
+    const distance =
+      candidate === wanted
+        ? 0
+        : wanted.length >= 4 && (candidate.includes(wanted) || wanted.includes(candidate))
+          ? 1
+          : editDistance(wanted, candidate);
+    if (distance <= 2 && (best === undefined || distance < best.distance)) best = { field: known, distance };
+  }
+  return best?.field;
+}
+
+function squash(text: string): string {
+  return text.toLowerCase().replace(/[\s_-]/g, '');
+}
+
+/** Levenshtein distance; the words are field names, so O(a x b) is nothing. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution);
+    }
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function invalid(detail: string): RunError {
+  return new RunError('invalid_train_json', detail);
+}

@@ -1,0 +1,165 @@
+/**
+ * validate_drop's work: from the drop folder and its train.json to the run's configuration
+ * (RunConfig), every default of DESIGN.md section 1 applied and every file pinned by size and
+ * etag, so later steps send exactly what was checked here.
+ *
+ * Checks, in order, each failing with a code of its own and a message naming the files:
+ * train.json (the version that started the run, valid), no objects in sub-folders, the files
+ * train.json names exist, there is data to send, no data file is empty, the labels file's header.
+ */
+import type { S3Client } from '@aws-sdk/client-s3';
+import { RunError } from '../run/errors.js';
+import type { DropFile, RunConfig, RunInput } from '../run/state.js';
+import { DEFAULT_LABELS_FILE, inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
+import { ObjectChangedError, ObjectMissingError, openPinnedObject } from '../storage/streams.js';
+import { listForMessage } from './file-names.js';
+import { checkLabelsHeader } from './labels-csv.js';
+import { listDrop, type DropListing } from './listing.js';
+import {
+  DEFAULT_DECISIONS,
+  DEFAULT_MAX_ATTEMPTS,
+  MAX_FILES,
+  MAX_NAME_LENGTH,
+  MAX_TRAIN_JSON_BYTES,
+  parseTrainJson,
+  type TrainJson,
+} from './train-json.js';
+
+export async function validateDrop(s3: S3Client, run: RunInput): Promise<RunConfig> {
+  const listing = await listDrop(s3, run.bucket, run.drop);
+  const folder = inboxPrefix(run.drop);
+  const trainJson = parseTrainJson(await readTrainJson(s3, run, listing));
+
+  if (listing.nested.length > 0) {
+    throw new RunError(
+      'nested_files',
+      `${folder} has objects in sub-folders: ${listForMessage(listing.nested)}. A drop is one flat folder (plain file names only): move them into ${folder} or delete them, then upload train.json again`,
+    );
+  }
+
+  const labelsName = labelsFileName(trainJson, listing);
+  const dataNames = dataFileNames(trainJson, listing, labelsName);
+  checkPresent(trainJson, listing, folder);
+  if (dataNames.length === 0) {
+    const present = listForMessage([...listing.files.keys()]);
+    throw new RunError(
+      'no_data_files',
+      `${folder} holds no data files to train on (it has ${present}): put the CSV or JSONL files beside train.json, then upload train.json again`,
+    );
+  }
+  if (dataNames.length > MAX_FILES) {
+    throw new RunError(
+      'too_many_files',
+      `${folder} holds ${String(dataNames.length)} data files and the service takes at most ${String(MAX_FILES)} per dataset: list the files to send in train.json "files"`,
+    );
+  }
+
+  const files = dataNames.map((name) => pinned(listing, name));
+  const empty = files.filter((file) => file.bytes === 0).map((file) => file.name);
+  if (empty.length > 0) {
+    throw new RunError(
+      'empty_file',
+      `data files in ${folder} are empty (0 bytes): ${listForMessage(empty)}. Upload their content, or leave them out with train.json "files"`,
+    );
+  }
+
+  const labels = labelsName === undefined ? null : pinned(listing, labelsName);
+  if (labels !== null) await checkLabelsHeader(s3, run.bucket, run.drop, labels);
+
+  return {
+    name: trainJson.name ?? defaultName(run.drop),
+    files,
+    labels,
+    encoder: trainJson.encoder ?? null,
+    decisions: trainJson.decisions ?? DEFAULT_DECISIONS,
+    maxAttempts: trainJson.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+  };
+}
+
+/**
+ * train.json's text at the version that started the run (If-Match its etag): a newer copy has
+ * its own run, and this one must not run on the newer settings.
+ */
+async function readTrainJson(s3: S3Client, run: RunInput, listing: DropListing): Promise<string> {
+  const listed = listing.files.get(TRAIN_JSON);
+  if (listed !== undefined && listed.bytes > MAX_TRAIN_JSON_BYTES) {
+    throw new RunError(
+      'invalid_train_json',
+      `train.json is ${String(listed.bytes)} bytes; it is a small JSON object (at most ${String(MAX_TRAIN_JSON_BYTES)} bytes) such as {"name": "reviews"}`,
+    );
+  }
+  let body;
+  try {
+    body = await openPinnedObject(s3, { bucket: run.bucket, key: run.key, etag: run.etag });
+  } catch (error) {
+    if (error instanceof ObjectChangedError) {
+      throw new RunError(
+        'drop_changed',
+        'train.json changed after this run started; the newer copy starts its own run',
+        { cause: error },
+      );
+    }
+    if (error instanceof ObjectMissingError) {
+      throw new RunError(
+        'drop_changed',
+        'train.json was deleted after this run started; upload it again to start a run',
+        { cause: error },
+      );
+    }
+    throw error;
+  }
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    bytes += chunk.length;
+    if (bytes > MAX_TRAIN_JSON_BYTES) {
+      body.destroy();
+      throw new RunError(
+        'invalid_train_json',
+        `train.json is larger than ${String(MAX_TRAIN_JSON_BYTES)} bytes; it is a small JSON object such as {"name": "reviews"}`,
+      );
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** train.json's `labels`; else labels.csv when the folder has it and `files` does not claim it. */
+function labelsFileName(trainJson: TrainJson, listing: DropListing): string | undefined {
+  if (trainJson.labels !== undefined) return trainJson.labels;
+  const claimedAsData = trainJson.files?.includes(DEFAULT_LABELS_FILE) === true;
+  return listing.files.has(DEFAULT_LABELS_FILE) && !claimedAsData ? DEFAULT_LABELS_FILE : undefined;
+}
+
+/** train.json's `files`; else every object of the folder but train.json and the labels file. */
+function dataFileNames(trainJson: TrainJson, listing: DropListing, labelsName: string | undefined): string[] {
+  if (trainJson.files !== undefined) return [...trainJson.files];
+  return [...listing.files.keys()].filter((name) => name !== TRAIN_JSON && name !== labelsName);
+}
+
+/** Every file train.json names (in `files` or `labels`) is in the folder. */
+function checkPresent(trainJson: TrainJson, listing: DropListing, folder: string): void {
+  const missingData = (trainJson.files ?? []).filter((name) => !listing.files.has(name));
+  const missingLabels = trainJson.labels !== undefined && !listing.files.has(trainJson.labels);
+  if (missingData.length === 0 && !missingLabels) return;
+  const problems = [
+    ...(missingData.length === 0 ? [] : [`"files" names ${listForMessage(missingData)}`]),
+    ...(missingLabels ? [`"labels" names ${JSON.stringify(trainJson.labels)}`] : []),
+  ];
+  throw new RunError(
+    'missing_file',
+    `train.json ${problems.join(' and ')}, not in ${folder}: upload the missing files (or fix the names; they are case-sensitive), then upload train.json again`,
+  );
+}
+
+function pinned(listing: DropListing, name: string): DropFile {
+  const file = listing.files.get(name);
+  // Callers ask only for names checkPresent or the listing itself vouched for.
+  if (file === undefined) throw new RunError('internal_error', `validate_drop lost track of ${name}`);
+  return file;
+}
+
+/** The folder's name, cut to the service's limit (by characters, not UTF-16 units). */
+function defaultName(drop: string): string {
+  return Array.from(drop).slice(0, MAX_NAME_LENGTH).join('');
+}

@@ -1,0 +1,143 @@
+/**
+ * label_examples: answers the service's held-out examples (B6) from the drop's labels file,
+ * matched as DESIGN.md section 1 says (lambdas/drop/labels.ts). The file is read once per
+ * invocation into an index; then tasks are taken one by one. Time-boxed: no new task is taken
+ * when less than a minute of the invocation is left or after a ten-minute batch, and the slot
+ * then still says label_examples, so the state machine calls this step again. Every label is
+ * checked against the task's choices before it is sent.
+ */
+import type { LabelTask, TrainingServiceClient } from '../service-client/index.js';
+import { InvalidLabelError } from '../service-client/index.js';
+import {
+  describeExample,
+  loadLabelIndex,
+  rowList,
+  type LabelIndex,
+  type LabelMatch,
+} from '../drop/labels.js';
+import { RunError } from '../run/errors.js';
+import type { Step, StepEnv } from '../run/handler.js';
+import { requireSlot } from '../run/require-slot.js';
+import { datasetSlot } from '../run/slots.js';
+
+const STAGE = 'label_examples';
+
+export interface LabelBatchLimits {
+  /** No new task is taken with less than this left of the invocation. */
+  readonly marginMs: number;
+  /** No new task is taken after this long in one invocation. */
+  readonly batchMs: number;
+  /** Tasks in one invocation at most: the loop ends even if the clock is wrong. */
+  readonly maxTasks: number;
+  /** A monotonic clock in ms, for the batch length. */
+  readonly clock: () => number;
+}
+
+export const DEFAULT_LABEL_BATCH_LIMITS: LabelBatchLimits = {
+  marginMs: 60_000,
+  batchMs: 10 * 60_000,
+  maxTasks: 10_000,
+  clock: () => performance.now(),
+};
+
+/** The step with other limits (tests); the state machine uses labelExamplesStep. */
+export function labelExamplesStepWith(limits: Partial<LabelBatchLimits> = {}): Step<'dataset'> {
+  const effective = { ...DEFAULT_LABEL_BATCH_LIMITS, ...limits };
+  return {
+    stage: STAGE,
+    slot: 'dataset',
+    async run(state, env) {
+      const config = requireSlot(state, 'config', STAGE);
+      const previous = requireSlot(state, 'dataset', STAGE);
+      const client = await env.runtime.service();
+      let labelled = 0;
+      if (config.labels === null) {
+        await requireNoneHeldOut(client, previous.id);
+      } else {
+        const index = await loadLabelIndex(env.runtime.s3, state.run.bucket, state.run.drop, config.labels);
+        labelled = await labelBatch(client, previous.id, index, env, effective);
+      }
+      const record = await client.getDataset(previous.id);
+      return datasetSlot(record, previous, env.runtime.now(), previous.labelled + labelled);
+    },
+  };
+}
+
+export const labelExamplesStep: Step<'dataset'> = labelExamplesStepWith();
+
+/**
+ * Takes tasks until none is left, the last one is answered, or the time box closes.
+ * @returns the number of labels submitted
+ */
+async function labelBatch(
+  client: TrainingServiceClient,
+  datasetId: string,
+  index: LabelIndex,
+  env: StepEnv,
+  limits: LabelBatchLimits,
+): Promise<number> {
+  const started = limits.clock();
+  let labelled = 0;
+  let answered: string | undefined;
+  for (let taken = 0; taken < limits.maxTasks; taken++) {
+    const remainingMs = env.remainingMs();
+    if (remainingMs < limits.marginMs || limits.clock() - started >= limits.batchMs) {
+      env.runtime.logger.info(`${STAGE}: time box reached; the next invocation goes on`, {
+        labelled,
+        remaining_ms: remainingMs,
+      });
+      return labelled;
+    }
+    const task = await client.nextLabelTask(datasetId);
+    if (task === null) return labelled;
+    if (task.task === answered) {
+      // The service must move on once a task is answered; asking again would loop.
+      throw new RunError(
+        'service_error',
+        `the training service offered held-out task ${task.task} again right after it was answered; report it to the service`,
+      );
+    }
+    const match = index.match(task.example);
+    checkChoice(index.fileName, task, match);
+    let remaining: number;
+    try {
+      ({ remaining } = await client.submitLabel(datasetId, task.task, match.label));
+    } catch (error) {
+      if (error instanceof InvalidLabelError) throw invalidLabel(index.fileName, task, match, error);
+      throw error;
+    }
+    labelled++;
+    answered = task.task;
+    if (remaining === 0) return labelled;
+  }
+  return labelled;
+}
+
+/** @throws RunError labels_required when the service holds out an example and the drop has no labels */
+async function requireNoneHeldOut(client: TrainingServiceClient, datasetId: string): Promise<void> {
+  const task = await client.nextLabelTask(datasetId);
+  if (task === null) return;
+  throw new RunError(
+    'labels_required',
+    `the service holds out ${String(task.remaining)} examples for labelling; add labels.csv with a label column and an id or text column (the labels: ${task.choices.join(', ')}), then upload the drop again, train.json last`,
+  );
+}
+
+/** @throws RunError invalid_label when the rows' label is not one of the task's choices */
+function checkChoice(fileName: string, task: LabelTask, match: LabelMatch): void {
+  if (!task.choices.includes(match.label)) throw invalidLabel(fileName, task, match);
+}
+
+function invalidLabel(fileName: string, task: LabelTask, match: LabelMatch, cause?: unknown): RunError {
+  const rows = rowList(match.rows);
+  const gives =
+    match.label === ''
+      ? `${match.rows.length === 1 ? 'has' : 'have'} no label`
+      : `${match.rows.length === 1 ? 'gives' : 'give'} label ${JSON.stringify(match.label)}`;
+  const choices = task.choices.map((choice) => JSON.stringify(choice)).join(', ');
+  return new RunError(
+    'invalid_label',
+    `${rows} of ${fileName} ${gives} for held-out example ${describeExample(task.example)}; the service's choices are ${choices}: fix the label in ${fileName} and upload the drop again`,
+    { cause },
+  );
+}

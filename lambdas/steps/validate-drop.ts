@@ -1,0 +1,15 @@
+/**
+ * validate_drop: reads the drop folder and the train.json that started the run, checks them and
+ * returns the run's configuration ($.config) with every default applied and every file pinned
+ * by size and etag. The rules are in lambdas/drop/validate.ts.
+ */
+import { validateDrop } from '../drop/validate.js';
+import type { Step } from '../run/handler.js';
+
+export const validateDropStep: Step<'config'> = {
+  stage: 'validate_drop',
+  slot: 'config',
+  run(state, env) {
+    return validateDrop(env.runtime.s3, state.run);
+  },
+};

@@ -1,0 +1,249 @@
+import { Readable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { csvRecords, labelColumns } from '../../lambdas/drop/labels-csv.js';
+import {
+  indexOfRecords,
+  normaliseWhitespace,
+  placeholderPattern,
+  type HeldOutExample,
+  type LabelIndex,
+} from '../../lambdas/drop/labels.js';
+import { RunError } from '../../lambdas/run/errors.js';
+
+/** The index of a labels file with this content, streamed in small chunks like a network body. */
+function indexOf(csv: string, fileName = 'labels.csv', chunkBytes = 7): Promise<LabelIndex> {
+  const bytes = Buffer.from(csv);
+  const chunks = Array.from({ length: Math.ceil(bytes.length / chunkBytes) }, (_, index) =>
+    bytes.subarray(index * chunkBytes, (index + 1) * chunkBytes),
+  );
+  return indexOfRecords(csvRecords(Readable.from(chunks), fileName), fileName);
+}
+
+function labelOf(index: LabelIndex, example: HeldOutExample): string {
+  return index.match(example).label;
+}
+
+function refusal(action: () => unknown): RunError {
+  try {
+    action();
+  } catch (error) {
+    if (error instanceof RunError) return error;
+    throw error;
+  }
+  throw new Error('no RunError was thrown');
+}
+
+async function refusalOf(action: () => Promise<unknown>): Promise<RunError> {
+  try {
+    await action();
+  } catch (error) {
+    if (error instanceof RunError) return error;
+    throw error;
+  }
+  throw new Error('no RunError was thrown');
+}
+
+describe('whitespace normalisation', () => {
+  it('trims and makes every run of white space one space, keeping case', () => {
+    expect(normaliseWhitespace('  Great\t\tvalue,\n\r\n  REALLY  ')).toBe('Great value, REALLY');
+    expect(normaliseWhitespace('a\u00A0\u2003b')).toBe('a b');
+    expect(normaliseWhitespace(' \n ')).toBe('');
+  });
+});
+
+describe('placeholder patterns', () => {
+  it('is null for a text without placeholders', () => {
+    expect(placeholderPattern('no placeholders [here] or [Here] or [e-mail]')).toBeNull();
+  });
+
+  it('escapes regex metacharacters around placeholders', () => {
+    const pattern = placeholderPattern('Cost (USD): $5.00+tax? [EMAIL] a|b ^c* {2} \\d /x/ [ok]')!;
+    expect(pattern.test('Cost (USD): $5.00+tax? me@x.org a|b ^c* {2} \\d /x/ [ok]')).toBe(true);
+    expect(pattern.test('Cost (USD): $5X00+tax? me@x.org a|b ^c* {2} \\d /x/ [ok]')).toBe(false);
+    expect(pattern.test('Cost (USD): $5.00+taxx me@x.org a|b ^c* {2} \\d /x/ [ok]')).toBe(false);
+  });
+
+  it('makes each placeholder stand for one or more characters, spaces included', () => {
+    const pattern = placeholderPattern('Call [PHONE] or write to [EMAIL].')!;
+    expect(pattern.test('Call +1 415-555-0100 or write to a.b@example.com.')).toBe(true);
+    expect(pattern.test('Call (020) 7946 0958 or write to x.')).toBe(true);
+    expect(pattern.test('Call  or write to a@b.co.')).toBe(false);
+    expect(pattern.test('Call 1 or write to .')).toBe(false);
+    expect(pattern.test('Call 1 or write to a@b.co')).toBe(false);
+    // Two placeholders side by side need a character each.
+    const adjacent = placeholderPattern('[EMAIL][PHONE]')!;
+    expect(adjacent.test('ab')).toBe(true);
+    expect(adjacent.test('a')).toBe(false);
+  });
+
+  it('places literals so a later one still fits (leftmost placement is always enough)', () => {
+    const pattern = placeholderPattern('[X] and [Y] and [Z]')!;
+    expect(pattern.test('cats and dogs and birds and fish')).toBe(true);
+    expect(pattern.test('a and b and c')).toBe(true);
+    expect(pattern.test('a and b andc')).toBe(false);
+    expect(placeholderPattern('x [A] y [B] x')!.test('x y y x x')).toBe(true);
+  });
+
+  it('stays linear on a text that almost matches (no catastrophic backtracking)', () => {
+    const pattern = placeholderPattern('[A] [B] [C] [D] [E] [F] end')!;
+    const text = `${'a '.repeat(20_000)}the end.`;
+    const started = performance.now();
+    expect(pattern.test(text)).toBe(false);
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+});
+
+describe('the labels file', () => {
+  it('matches an id exactly: case and spaces kept', async () => {
+    const index = await indexOf('id,label\nr-1,positive\nR-2,negative\n r-3,neutral\n');
+    expect(labelOf(index, { id: 'r-1', text: 'whatever' })).toBe('positive');
+    expect(labelOf(index, { id: 'R-2', text: '' })).toBe('negative');
+    expect(refusal(() => index.match({ id: 'r-2', text: 'x' })).code).toBe('label_missing');
+    expect(refusal(() => index.match({ id: 'r-3', text: 'x' })).code).toBe('label_missing');
+    expect(labelOf(index, { id: ' r-3', text: 'x' })).toBe('neutral');
+  });
+
+  it('matches a text after whitespace normalisation, case kept', async () => {
+    const index = await indexOf(
+      'text,label\n"  Great   value,\n really  ",positive\nLoud and cheap.,negative\n',
+    );
+    expect(labelOf(index, { id: 'a#1', text: 'Great value, really' })).toBe('positive');
+    expect(labelOf(index, { id: 'a#2', text: '\tLoud  and\ncheap. ' })).toBe('negative');
+    expect(refusal(() => index.match({ id: 'a#3', text: 'loud and cheap.' })).code).toBe('label_missing');
+  });
+
+  it('lets [EMAIL], [PHONE] and any [UPPER_CASE] placeholder stand for what the service masked', async () => {
+    const index = await indexOf(
+      [
+        'text,label',
+        'Contact me at a.kowalski@example.com if you need photos.,positive',
+        '"I left my number (+49 30 901820) but nobody called back.",negative',
+        'See https://example.com/x?a=1 or mail me@x.io or call 555 123 4567 today,neutral',
+        'Card 4111 1111 1111 1111 was charged twice,negative',
+      ].join('\n'),
+    );
+    expect(labelOf(index, { id: 'e', text: 'Contact me at [EMAIL] if you need photos.' })).toBe('positive');
+    expect(labelOf(index, { id: 'p', text: 'I left my number ([PHONE]) but nobody called back.' })).toBe(
+      'negative',
+    );
+    expect(labelOf(index, { id: 'm', text: 'See [URL] or mail [EMAIL] or call [PHONE] today' })).toBe(
+      'neutral',
+    );
+    expect(labelOf(index, { id: 'c', text: 'Card [CREDIT_CARD_9] was charged twice' })).toBe('negative');
+    // Lower case is not a placeholder: it is text, and the user's copy does not have it.
+    expect(
+      refusal(() => index.match({ id: 'l', text: 'Contact me at [email] if you need photos.' })).code,
+    ).toBe('label_missing');
+  });
+
+  it('names the example, its text and how to fix it when no row matches', async () => {
+    const both = await indexOf('id,text,label\nr-1,hello,positive\n');
+    expect(refusal(() => both.match({ id: 'reviews.csv#7', text: 'Call me at [PHONE]' })).detail).toBe(
+      'no row of labels.csv matches held-out example "reviews.csv#7" (text: "Call me at [PHONE]"): add a row ' +
+        'whose id is "reviews.csv#7" or whose text is the example\'s text (your original; [EMAIL], [PHONE] and ' +
+        'other [UPPER_CASE] placeholders stand for what the service masked) with its label',
+    );
+    const byId = await indexOf('id,label\nr-1,positive\n', 'answers.csv');
+    expect(refusal(() => byId.match({ id: 'r-2', text: 't' })).detail).toBe(
+      'no row of answers.csv matches held-out example "r-2" (text: "t"): add a row whose id is "r-2" with its label',
+    );
+  });
+
+  it('accepts several matching rows that agree, and names the rows when they do not', async () => {
+    const csv = [
+      'id,text,label', // row 1
+      ',Broke after a week.,negative', // row 2
+      '', // row 3: blank lines count as rows
+      ',"Broke after\na week.",negative', // row 4: one row over two lines
+      ',Arrived early.,positive', // row 5
+      ',Arrived   early.,negative', // row 6
+      ',Mail [EMAIL] now,neutral', // row 7
+    ].join('\n');
+    const index = await indexOf(csv);
+    const agreeing = index.match({ id: 'x#1', text: 'Broke after a week.' });
+    expect(agreeing.label).toBe('negative');
+    expect(agreeing.rows.map((row) => row.row)).toEqual([2, 4]);
+
+    const ambiguous = refusal(() => index.match({ id: 'x#2', text: 'Arrived early.' }));
+    expect(ambiguous.code).toBe('label_ambiguous');
+    expect(ambiguous.detail).toBe(
+      'labels.csv: rows that match held-out example "x#2" (text: "Arrived early.") give different labels ' +
+        '(row 5 says "positive"; row 6 says "negative"); make those rows agree or keep one of them',
+    );
+
+    // Through a placeholder: rows 5 and 6 match "Arrived [X]", and disagree.
+    expect(refusal(() => index.match({ id: 'x#3', text: 'Arrived [X]' })).code).toBe('label_ambiguous');
+    // A row that holds the placeholder itself matches too.
+    expect(labelOf(index, { id: 'x#4', text: 'Mail [EMAIL] now' })).toBe('neutral');
+  });
+
+  it('takes the rows of the example id first, its text only when no row has the id', async () => {
+    const index = await indexOf(
+      'id,text,label\nr-1,Same words.,positive\nr-2,Same words.,negative\n,Other.,neutral\n',
+    );
+    expect(labelOf(index, { id: 'r-1', text: 'Same words.' })).toBe('positive');
+    expect(labelOf(index, { id: 'r-2', text: 'Same words.' })).toBe('negative');
+    expect(labelOf(index, { id: 'data.csv#3', text: 'Other.' })).toBe('neutral');
+    expect(refusal(() => index.match({ id: 'data.csv#9', text: 'Same words.' })).code).toBe(
+      'label_ambiguous',
+    );
+  });
+
+  it('reads quoted cells: commas, doubled quotes, line breaks; tolerates a BOM and CRLF', async () => {
+    const csv =
+      '\uFEFFlabel,text\r\n' +
+      'positive,"She said ""great"", twice"\r\n' +
+      'negative,"Line one\r\nline two"\r\n';
+    const index = await indexOf(csv);
+    expect(index.columns).toEqual({ label: 0, id: undefined, text: 1 });
+    expect(labelOf(index, { id: 'a', text: 'She said "great", twice' })).toBe('positive');
+    expect(labelOf(index, { id: 'b', text: 'Line one line two' })).toBe('negative');
+    expect(index.size).toBe(2);
+  });
+
+  it('trims labels and header names, skips rows with neither id nor text, reads short rows', async () => {
+    const index = await indexOf(' id , label \nr-1, positive \n,neutral\n,\nr-2\n');
+    expect(labelOf(index, { id: 'r-1', text: '' })).toBe('positive');
+    expect(index.match({ id: 'r-2', text: '' }).label).toBe('');
+    expect(index.size).toBe(2);
+  });
+
+  it('refuses a file that is not CSV, naming the line', async () => {
+    const error = await refusalOf(() => indexOf('id,label\nr-1,"positive\n'));
+    expect(error.code).toBe('invalid_labels_file');
+    expect(error.detail).toMatch(/^labels\.csv is not valid CSV: .*line 2.*quotes must be closed/);
+  });
+
+  it('refuses a header without label, or without id and text', async () => {
+    expect(refusal(() => labelColumns(['id', 'text'], 'labels.csv')).detail).toBe(
+      'labels.csv: the header row has "id", "text"; it needs a "label" column and an "id" or a "text" column ' +
+        '(missing "label"). Example header: id,label',
+    );
+    expect(refusal(() => labelColumns(['label', 'Text'], 'labels.csv')).detail).toContain(
+      'has "label", "Text"; it needs a "label" column and an "id" or a "text" column (missing "id" or "text")',
+    );
+    expect(refusal(() => labelColumns(['name'], 'l.csv')).detail).toContain(
+      '(missing "label" and "id" or "text")',
+    );
+    expect(refusal(() => labelColumns([], 'l.csv')).detail).toContain('the header row has no columns');
+    expect(refusal(() => labelColumns(['id', 'label', 'label'], 'l.csv')).detail).toBe(
+      'l.csv: the header row names "label" 2 times (it has "id", "label", "label"); keep one "label" column',
+    );
+    const empty = await refusalOf(() => indexOf(''));
+    expect(empty.code).toBe('invalid_labels_file');
+  });
+
+  it('indexes a large file and answers placeholder examples quickly', async () => {
+    const rows = Array.from(
+      { length: 20_000 },
+      (_, index) =>
+        `r-${String(index)},"Order ${String(index)} was fine, mail me at u${String(index)}@example.com",positive`,
+    );
+    const index = await indexOf(['id,text,label', ...rows].join('\n'), 'labels.csv', 64 * 1024);
+    expect(index.size).toBe(20_000);
+    const started = performance.now();
+    expect(labelOf(index, { id: 'd#1', text: 'Order 19999 was fine, mail me at [EMAIL]' })).toBe('positive');
+    expect(labelOf(index, { id: 'r-123', text: '' })).toBe('positive');
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
+});

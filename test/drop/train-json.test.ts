@@ -1,0 +1,190 @@
+import { describe, expect, it } from 'vitest';
+import { closestField, parseTrainJson } from '../../lambdas/drop/train-json.js';
+import { RunError } from '../../lambdas/run/errors.js';
+
+/** The RunError parseTrainJson throws for `text`. */
+function refusal(text: string): RunError {
+  try {
+    parseTrainJson(text);
+  } catch (error) {
+    if (error instanceof RunError) return error;
+    throw error;
+  }
+  throw new Error(`train.json was accepted: ${text}`);
+}
+
+function problemsOf(value: unknown): string {
+  const error = refusal(JSON.stringify(value));
+  expect(error.code).toBe('invalid_train_json');
+  return error.detail;
+}
+
+describe('train.json', () => {
+  it('accepts {} (every field optional)', () => {
+    expect(parseTrainJson('{}')).toEqual({});
+    expect(parseTrainJson('  {}\n')).toEqual({});
+  });
+
+  it('accepts every field at a valid value', () => {
+    const full = {
+      name: 'product reviews',
+      files: ['reviews.csv', 'more reviews.jsonl'],
+      labels: 'answers.csv',
+      encoder: 'enc-base',
+      decisions: { dedupe: 'yes', language: 'en' },
+      maxAttempts: 10,
+    };
+    expect(parseTrainJson(JSON.stringify(full))).toEqual(full);
+    expect(parseTrainJson('{"decisions": "service", "maxAttempts": 1}')).toEqual({
+      decisions: 'service',
+      maxAttempts: 1,
+    });
+    expect(parseTrainJson('{"decisions": "suggested"}')).toEqual({ decisions: 'suggested' });
+    // No overrides: ask for suggestions and take them all.
+    expect(parseTrainJson('{"decisions": {}}')).toEqual({ decisions: {} });
+  });
+
+  it('tolerates a byte order mark', () => {
+    expect(parseTrainJson('\uFEFF{"maxAttempts": 2}')).toEqual({ maxAttempts: 2 });
+  });
+
+  it('says so when the file is empty, not JSON, or not an object', () => {
+    expect(refusal('').detail).toBe(
+      'train.json is empty: write {} to use every default, or an object such as {"maxAttempts": 2}',
+    );
+    expect(refusal(' \n').code).toBe('invalid_train_json');
+    const broken = refusal('{"name": "a",}');
+    expect(broken.code).toBe('invalid_train_json');
+    expect(broken.detail).toMatch(/^train\.json is not valid JSON \(.+\): write an object such as \{\}/);
+    expect(refusal('[]').detail).toBe(
+      'train.json must hold a JSON object such as {} or {"name": "reviews"} (got an array)',
+    );
+    expect(refusal('null').detail).toContain('(got null)');
+    expect(refusal('"hello"').detail).toContain('(got a string: "hello")');
+    expect(refusal('3').detail).toContain('(got a number: 3)');
+  });
+
+  it('names the field, what was given and what is allowed', () => {
+    expect(problemsOf({ maxAttempts: '3' })).toBe(
+      'train.json: "maxAttempts" must be an integer from 1 to 10 (got "3")',
+    );
+    for (const bad of [0, 11, 2.5, -1, 1e300, null, true]) {
+      expect(problemsOf({ maxAttempts: bad })).toBe(
+        `train.json: "maxAttempts" must be an integer from 1 to 10 (got ${JSON.stringify(bad)})`,
+      );
+    }
+    expect(problemsOf({ name: '' })).toBe(
+      'train.json: "name" must be a string of 1 to 200 characters (got "")',
+    );
+    expect(problemsOf({ name: 42 })).toBe(
+      'train.json: "name" must be a string of 1 to 200 characters (got 42)',
+    );
+    expect(problemsOf({ name: 'x'.repeat(201) })).toMatch(
+      /^train\.json: "name" must be a string of 1 to 200 characters \(got "x{56}\.\.\.\)$/,
+    );
+    expect(parseTrainJson(JSON.stringify({ name: 'x'.repeat(200) })).name).toHaveLength(200);
+    expect(problemsOf({ encoder: '' })).toMatch(
+      /^train\.json: "encoder" must be a non-empty string .*\(got ""\)$/,
+    );
+    expect(problemsOf({ encoder: ['enc'] })).toContain('"encoder" must be a non-empty string');
+  });
+
+  it('checks "files": a non-empty list of unique plain file names, at most 1000', () => {
+    const list = 'a non-empty list of at most 1000 file names';
+    expect(problemsOf({ files: 'reviews.csv' })).toBe(
+      `train.json: "files" must be ${list} (got "reviews.csv")`,
+    );
+    expect(problemsOf({ files: [] })).toBe(`train.json: "files" must be ${list} (got [])`);
+    const many = Array.from({ length: 1001 }, (_, index) => `f${String(index)}.csv`);
+    expect(problemsOf({ files: many })).toContain(`"files" must be ${list}`);
+    expect(parseTrainJson(JSON.stringify({ files: many.slice(0, 1000) })).files).toHaveLength(1000);
+
+    const plain = 'a plain file name (1 to 255 characters, no "/" or "\\", not "." or "..")';
+    expect(problemsOf({ files: ['ok.csv', 'data/reviews.csv', 7, '..', 'a\\b.csv', '', '.'] })).toBe(
+      [
+        `train.json: "files[1]" must be ${plain} (got "data/reviews.csv")`,
+        `"files[2]" must be ${plain} (got 7)`,
+        `"files[3]" must be ${plain} (got "..")`,
+        `"files[4]" must be ${plain} (got "a\\\\b.csv")`,
+        `"files[5]" must be ${plain} (got "")`,
+        `"files[6]" must be ${plain} (got ".")`,
+      ].join('; '),
+    );
+    expect(problemsOf({ files: ['x'.repeat(256)] })).toContain(`"files[0]" must be ${plain}`);
+    expect(parseTrainJson(JSON.stringify({ files: ['x'.repeat(255)] })).files).toEqual(['x'.repeat(255)]);
+    expect(problemsOf({ files: ['a.csv', 'b.csv', 'a.csv'] })).toBe(
+      'train.json: "files[2]" must be a name not listed before in "files" (got "a.csv")',
+    );
+  });
+
+  it('checks "labels" as a plain file name that is not also a data file', () => {
+    expect(problemsOf({ labels: 'sub/labels.csv' })).toContain('"labels" must be a plain file name');
+    expect(problemsOf({ labels: 'both.csv', files: ['both.csv', 'data.csv'] })).toBe(
+      'train.json: "labels" names "both.csv", which "files" also lists: a file is either data or labels, remove it from one of them',
+    );
+    expect(problemsOf({ labels: 'train.json' })).toContain('"labels" must not be "train.json"');
+    expect(problemsOf({ files: ['train.json'] })).toContain('"files" must not list "train.json"');
+  });
+
+  it('checks "decisions": "service", "suggested" or question id -> non-empty answer', () => {
+    const allowed = '"service", "suggested" or an object of question id -> answer';
+    expect(problemsOf({ decisions: 'sugested' })).toBe(
+      `train.json: "decisions" must be ${allowed} (got "sugested")`,
+    );
+    expect(problemsOf({ decisions: ['service'] })).toBe(
+      `train.json: "decisions" must be ${allowed} (got ["service"])`,
+    );
+    expect(problemsOf({ decisions: null })).toContain(`"decisions" must be ${allowed} (got null)`);
+    expect(problemsOf({ decisions: { dedupe: '', language: 1, ok: 'yes' } })).toBe(
+      'train.json: "decisions.dedupe" must be a non-empty string (an answer of that question) (got ""); ' +
+        '"decisions.language" must be a non-empty string (an answer of that question) (got 1)',
+    );
+    expect(problemsOf({ decisions: { '': 'yes' } })).toBe(
+      'train.json: "decisions" must be an object whose question ids are non-empty (got {"":"yes"})',
+    );
+  });
+
+  it('refuses unknown fields and suggests the closest known one', () => {
+    expect(problemsOf({ maxAttempt: 3 })).toBe(
+      'train.json: unknown field "maxAttempt" (did you mean "maxAttempts"?); the fields are name, files, labels, encoder, decisions, maxAttempts',
+    );
+    expect(problemsOf({ max_attempts: 3 })).toContain('(did you mean "maxAttempts"?)');
+    expect(problemsOf({ Name: 'x' })).toContain('unknown field "Name" (did you mean "name"?)');
+    expect(problemsOf({ file: ['a.csv'] })).toContain('(did you mean "files"?)');
+    expect(problemsOf({ encoder_id: 'x' })).toContain('(did you mean "encoder"?)');
+    expect(problemsOf({ colour: 'blue' })).toBe(
+      'train.json: unknown field "colour"; the fields are name, files, labels, encoder, decisions, maxAttempts',
+    );
+  });
+
+  it('reports every problem in one message', () => {
+    const detail = problemsOf({ maxAttempt: 3, name: '', files: [], decisions: 'auto' });
+    expect(detail.startsWith('train.json: unknown field "maxAttempt"')).toBe(true);
+    expect(detail).toContain('"name" must be');
+    expect(detail).toContain('"files" must be');
+    expect(detail).toContain('"decisions" must be');
+    expect(detail.split('; ').length).toBeGreaterThanOrEqual(4);
+  });
+
+  it('caps a very long list of problems', () => {
+    const detail = problemsOf({
+      files: Array.from({ length: 30 }, (_, index) => `bad/${String(index)}.csv`),
+    });
+    expect(detail).toContain('"files[19]"');
+    expect(detail).not.toContain('"files[20]"');
+    expect(detail.endsWith('; and 10 more problems')).toBe(true);
+  });
+});
+
+describe('closestField', () => {
+  it('finds typos, other spellings and partial names, and nothing for unrelated words', () => {
+    expect(closestField('maxAttempt')).toBe('maxAttempts');
+    expect(closestField('MAX-ATTEMPTS')).toBe('maxAttempts');
+    expect(closestField('attempts')).toBe('maxAttempts');
+    expect(closestField('lables')).toBe('labels');
+    expect(closestField('decision')).toBe('decisions');
+    expect(closestField('endcoder')).toBe('encoder');
+    expect(closestField('region')).toBeUndefined();
+    expect(closestField('')).toBeUndefined();
+  });
+});

@@ -1,0 +1,291 @@
+import { readFileSync } from 'node:fs';
+import { HeadObjectCommand, PutObjectCommand, DeleteObjectCommand } from '@aws-sdk/client-s3';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { describe, expect, it } from 'vitest';
+import { RunError } from '../../lambdas/run/errors.js';
+import { createRuntime, type Runtime } from '../../lambdas/run/runtime.js';
+import type { RunConfig, RunState } from '../../lambdas/run/state.js';
+import { inboxKey, statusKey } from '../../lambdas/storage/keys.js';
+import { validateDropStep } from '../../lambdas/steps/validate-drop.js';
+import { handler } from '../../lambdas/validate-drop.js';
+import {
+  invocationContext,
+  putDrop,
+  readText,
+  runStateFor,
+  stepEnv,
+  uniqueDrop,
+  usePipelineFixtures,
+} from '../helpers/pipeline.js';
+
+const fixtures = usePipelineFixtures();
+
+const EXAMPLE = new URL('../../examples/reviews/', import.meta.url);
+const REVIEWS_CSV = 'id,text\nr-1,Great value.\nr-2,Broke after a week.\n';
+
+/** validate_drop talks to S3 only: a runtime whose service is never called. */
+function s3Runtime(): Runtime {
+  return createRuntime({
+    s3: fixtures.s3().client,
+    serviceUrl: 'http://127.0.0.1:9',
+    apiKey: () => Promise.reject(new Error('validate_drop must not call the service')),
+    logger: new Logger({ logLevel: 'SILENT' }),
+  });
+}
+
+/** Puts `files` as the drop (train.json last) and returns the state its run starts with. */
+async function dropped(files: Record<string, string | Buffer>, drop = uniqueDrop()): Promise<RunState> {
+  const { client, bucket } = fixtures.s3();
+  await putDrop(client, bucket, drop, files);
+  return runStateFor(client, bucket, drop);
+}
+
+function validate(state: RunState): Promise<RunConfig> {
+  return validateDropStep.run(state, stepEnv(s3Runtime()));
+}
+
+async function refusal(state: RunState): Promise<RunError> {
+  try {
+    await validate(state);
+  } catch (error) {
+    if (error instanceof RunError) return error;
+    throw error;
+  }
+  throw new Error('the drop was accepted');
+}
+
+async function etagOf(drop: string, name: string): Promise<string> {
+  const { client, bucket } = fixtures.s3();
+  const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: inboxKey(drop, name) }));
+  return (head.ETag ?? '').replaceAll('"', '');
+}
+
+describe('validate_drop', () => {
+  it('turns the bundled example drop into the run configuration, every file pinned', async () => {
+    const files = Object.fromEntries(
+      ['reviews.csv', 'labels.csv', 'train.json'].map((name) => [name, readFileSync(new URL(name, EXAMPLE))]),
+    );
+    const state = await dropped(files);
+    const config = await validate(state);
+    expect(config).toEqual({
+      name: 'product-reviews',
+      files: [
+        {
+          name: 'reviews.csv',
+          bytes: files['reviews.csv']!.length,
+          etag: await etagOf(state.run.drop, 'reviews.csv'),
+        },
+      ],
+      labels: {
+        name: 'labels.csv',
+        bytes: files['labels.csv']!.length,
+        etag: await etagOf(state.run.drop, 'labels.csv'),
+      },
+      encoder: null,
+      decisions: 'suggested',
+      maxAttempts: 3,
+    });
+    expect(config.files[0]!.etag).toMatch(/^[0-9a-f]{32}$/);
+  });
+
+  it('applies the defaults of {}: the folder name, every other file as data, labels.csv as labels', async () => {
+    const drop = uniqueDrop('defaults');
+    const state = await dropped(
+      { 'b.jsonl': '{"text":"x"}\n', 'a.csv': REVIEWS_CSV, 'labels.csv': 'id,label\n', 'train.json': '{}' },
+      drop,
+    );
+    const config = await validate(state);
+    expect(config.name).toBe(drop);
+    expect(config.files.map((file) => file.name)).toEqual(['a.csv', 'b.jsonl']);
+    expect(config.labels?.name).toBe('labels.csv');
+    expect(config).toMatchObject({ encoder: null, decisions: 'service', maxAttempts: 3 });
+  });
+
+  it('has no labels file when the folder has no labels.csv, or when "files" claims it as data', async () => {
+    expect((await validate(await dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }))).labels).toBeNull();
+    const claimed = await validate(
+      await dropped({
+        'a.csv': REVIEWS_CSV,
+        'labels.csv': 'id,text\nx,y\n',
+        'train.json': '{"files": ["a.csv", "labels.csv"]}',
+      }),
+    );
+    expect(claimed.labels).toBeNull();
+    expect(claimed.files.map((file) => file.name)).toEqual(['a.csv', 'labels.csv']);
+  });
+
+  it('takes "labels" and the other settings from train.json', async () => {
+    const config = await validate(
+      await dropped({
+        'a.csv': REVIEWS_CSV,
+        'answers.csv': 'text,label\nGreat value.,positive\n',
+        'labels.csv': 'id,text\nr-9,more data\n',
+        'train.json': JSON.stringify({
+          name: 'my reviews',
+          labels: 'answers.csv',
+          encoder: 'enc-base',
+          decisions: { dedupe: 'no' },
+          maxAttempts: 1,
+        }),
+      }),
+    );
+    expect(config.labels?.name).toBe('answers.csv');
+    // Not the labels file any more: labels.csv is data like any other object.
+    expect(config.files.map((file) => file.name)).toEqual(['a.csv', 'labels.csv']);
+    expect(config).toMatchObject({
+      name: 'my reviews',
+      encoder: 'enc-base',
+      decisions: { dedupe: 'no' },
+      maxAttempts: 1,
+    });
+  });
+
+  it('cuts a long folder name to the 200 characters the service takes', async () => {
+    const drop = `${'n'.repeat(240)}-${uniqueDrop()}`;
+    const config = await validate(await dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }, drop));
+    expect(config.name).toBe(drop.slice(0, 200));
+  });
+
+  it('as a Lambda handler: returns the config and writes the status', async () => {
+    const state = await dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' });
+    const config = await handler.withRuntime(s3Runtime())(state, invocationContext());
+    expect(config.files.map((file) => file.name)).toEqual(['a.csv']);
+    const { client, bucket } = fixtures.s3();
+    const status = JSON.parse(
+      (await readText(client, bucket, statusKey(state.run.drop))) ?? 'null',
+    ) as unknown;
+    expect(status).toMatchObject({ run_id: state.run.runId, state: 'running', stage: 'validate_drop' });
+  });
+
+  it('as a Lambda handler: a bad train.json fails for good with its code and every problem', async () => {
+    const state = await dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{"maxAttempts": "3", "nmae": "x"}' });
+    const failure = await handler
+      .withRuntime(s3Runtime())(state, invocationContext())
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+    expect(failure).toBeInstanceOf(RunError);
+    expect((failure as RunError).name).toBe('Hopper.Failed');
+    expect((failure as RunError).message).toBe(
+      'invalid_train_json: train.json: unknown field "nmae" (did you mean "name"?); the fields are name, files, ' +
+        'labels, encoder, decisions, maxAttempts; "maxAttempts" must be an integer from 1 to 10 (got "3")',
+    );
+  });
+
+  it('refuses to run on a train.json other than the one that started the run', async () => {
+    const { client, bucket } = fixtures.s3();
+    const state = await dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' });
+    await client.send(
+      new PutObjectCommand({ Bucket: bucket, Key: state.run.key, Body: '{"maxAttempts": 5}' }),
+    );
+    const changed = await refusal(state);
+    expect(changed.code).toBe('drop_changed');
+    expect(changed.detail).toBe(
+      'train.json changed after this run started; the newer copy starts its own run',
+    );
+
+    await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: state.run.key }));
+    const deleted = await refusal(state);
+    expect(deleted.code).toBe('drop_changed');
+    expect(deleted.detail).toBe(
+      'train.json was deleted after this run started; upload it again to start a run',
+    );
+  });
+
+  it('names the files train.json lists that the folder does not have', async () => {
+    const drop = uniqueDrop('missing');
+    const error = await refusal(
+      await dropped(
+        {
+          'a.csv': REVIEWS_CSV,
+          'train.json': '{"files": ["a.csv", "b.csv", "C.csv"], "labels": "answers.csv"}',
+        },
+        drop,
+      ),
+    );
+    expect(error.code).toBe('missing_file');
+    expect(error.detail).toBe(
+      `train.json "files" names "b.csv", "C.csv" and "labels" names "answers.csv", not in inbox/${drop}/: ` +
+        'upload the missing files (or fix the names; they are case-sensitive), then upload train.json again',
+    );
+  });
+
+  it('names empty data files', async () => {
+    const drop = uniqueDrop('empty');
+    const error = await refusal(
+      await dropped({ 'a.csv': REVIEWS_CSV, 'b.csv': '', 'c.jsonl': '', 'train.json': '{}' }, drop),
+    );
+    expect(error.code).toBe('empty_file');
+    expect(error.detail).toBe(
+      `data files in inbox/${drop}/ are empty (0 bytes): "b.csv", "c.jsonl". Upload their content, or leave them out with train.json "files"`,
+    );
+  });
+
+  it('names objects in sub-folders, and ignores the folder marker of the S3 console', async () => {
+    const drop = uniqueDrop('nested');
+    const { client, bucket } = fixtures.s3();
+    await client.send(new PutObjectCommand({ Bucket: bucket, Key: `inbox/${drop}/`, Body: '' }));
+    const flat = await validate(await dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }, drop));
+    expect(flat.files.map((file) => file.name)).toEqual(['a.csv']);
+
+    await putDrop(client, bucket, drop, { 'more/b.csv': REVIEWS_CSV, 'more/deeper/c.csv': REVIEWS_CSV });
+    const error = await refusal(await runStateFor(client, bucket, drop));
+    expect(error.code).toBe('nested_files');
+    expect(error.detail).toBe(
+      `inbox/${drop}/ has objects in sub-folders: "more/b.csv", "more/deeper/c.csv". A drop is one flat folder ` +
+        `(plain file names only): move them into inbox/${drop}/ or delete them, then upload train.json again`,
+    );
+  });
+
+  it('needs at least one data file', async () => {
+    const drop = uniqueDrop('nodata');
+    const error = await refusal(await dropped({ 'labels.csv': 'id,label\n', 'train.json': '{}' }, drop));
+    expect(error.code).toBe('no_data_files');
+    expect(error.detail).toBe(
+      `inbox/${drop}/ holds no data files to train on (it has "labels.csv", "train.json"): put the CSV or JSONL files beside train.json, then upload train.json again`,
+    );
+  });
+
+  it('checks the labels file header: label, and id or text', async () => {
+    const noLabel = await refusal(
+      await dropped({ 'a.csv': REVIEWS_CSV, 'labels.csv': 'id,text\nr-1,x\n', 'train.json': '{}' }),
+    );
+    expect(noLabel.code).toBe('invalid_labels_file');
+    expect(noLabel.detail).toBe(
+      'labels.csv: the header row has "id", "text"; it needs a "label" column and an "id" or a "text" column (missing "label"). Example header: id,label',
+    );
+
+    const noKey = await refusal(
+      await dropped({
+        'a.csv': REVIEWS_CSV,
+        'answers.csv': 'label,comment\n',
+        'train.json': '{"labels": "answers.csv"}',
+      }),
+    );
+    expect(noKey.detail).toBe(
+      'answers.csv: the header row has "label", "comment"; it needs a "label" column and an "id" or a "text" column (missing "id" or "text"). Example header: id,label',
+    );
+
+    const empty = await refusal(
+      await dropped({ 'a.csv': REVIEWS_CSV, 'labels.csv': '', 'train.json': '{}' }),
+    );
+    expect(empty.code).toBe('invalid_labels_file');
+    expect(empty.detail).toBe(
+      'labels.csv is empty; it needs a header row with a "label" column and an "id" or a "text" column, then one row per held-out example',
+    );
+
+    const blank = await refusal(
+      await dropped({ 'a.csv': REVIEWS_CSV, 'labels.csv': '\n\n', 'train.json': '{}' }),
+    );
+    expect(blank.detail).toContain('labels.csv: the header row has no columns');
+  });
+
+  it('reads only the header of the labels file (a BOM, CRLF and a broken later row are fine here)', async () => {
+    const labels = `\uFEFFtext,label\r\n"Great value.",positive\r\n"never closed,negative\r\n${'x,y\r\n'.repeat(50_000)}`;
+    const config = await validate(
+      await dropped({ 'a.csv': REVIEWS_CSV, 'labels.csv': labels, 'train.json': '{}' }),
+    );
+    expect(config.labels).toMatchObject({ name: 'labels.csv', bytes: Buffer.byteLength(labels) });
+  });
+});
