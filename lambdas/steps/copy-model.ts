@@ -1,0 +1,159 @@
+/**
+ * copy_model: streams the finished model from the service into
+ * models/<drop>/<model id>/model.onnx (multipart, constant memory), checks the stored size
+ * against the service's onnx_bytes, then writes model.json beside it. model.json is written
+ * last and only after the size check, so its presence means a complete, verified copy: a
+ * half-written model is never presented as done, and a retried copy that finds one is done.
+ */
+import type { S3Client } from '@aws-sdk/client-s3';
+import { FilesExpiredError, SizeMismatchError, type Model } from '../service-client/index.js';
+import { RunError } from '../run/errors.js';
+import type { Step } from '../run/handler.js';
+import { requireSlot } from '../run/require-slot.js';
+import type { RunState } from '../run/state.js';
+import { modelFileKey, modelRecordKey } from '../storage/keys.js';
+import { deleteObject, objectSize, putJson } from '../storage/objects.js';
+import { uploadStream, type StreamUploadOptions } from '../storage/streams.js';
+
+const STAGE = 'copy_model';
+const ONNX_CONTENT_TYPE = 'application/octet-stream';
+
+/** model.json: the service's record of the model, the run's summary and what it cost. */
+export interface ModelDocument {
+  readonly model: Model;
+  readonly run: {
+    readonly run_id: string;
+    readonly drop: string;
+    readonly dataset_id: string;
+    readonly attempts: number;
+    readonly started_at: string;
+    readonly finished_at: string;
+    readonly encoder: string;
+    readonly files: readonly string[];
+    readonly labelled: number;
+  };
+  readonly cost: {
+    /** One training is paid for: a failed attempt's credit comes back. */
+    readonly credits: number;
+    readonly gpu_usd: number | null;
+    readonly jev_usd: number | null;
+  };
+}
+
+export type CopyModelOptions = Pick<StreamUploadOptions, 'partBytes' | 'queueSize'>;
+
+/** The step with chosen part size and queue size (tests use small parts to force several). */
+export function createCopyModelStep(options: CopyModelOptions = {}): Step<'copy'> {
+  return {
+    stage: STAGE,
+    slot: 'copy',
+    async run(state, env) {
+      const { s3 } = env.runtime;
+      const { bucket, drop } = state.run;
+      const slot = requireSlot(state, 'model', STAGE);
+      const client = await env.runtime.service();
+      const model = await client.getModel(slot.id);
+      const modelKey = modelFileKey(drop, model.id);
+      const recordKey = modelRecordKey(drop, model.id);
+      const bytes = model.onnx_bytes;
+
+      if (bytes !== null && (await alreadyCopied(s3, bucket, modelKey, recordKey, bytes))) {
+        env.runtime.logger.info('model already copied', { model_id: model.id });
+        return { modelKey, recordKey, bytes };
+      }
+      if (model.next_action === 'none' || model.files_deleted_at !== null) throw filesGone(model);
+      if (model.next_action !== 'download') {
+        throw new RunError(
+          'service_error',
+          `model ${model.id} is at next_action ${model.next_action} (status ${model.status}), not download: there is no finished model to copy`,
+        );
+      }
+      if (bytes === null) {
+        throw new RunError(
+          'service_error',
+          `model ${model.id} is finished but the service did not give its size (onnx_bytes), so a copy could not be checked`,
+        );
+      }
+
+      const started = Date.now();
+      try {
+        await uploadStream(s3, bucket, modelKey, client.downloadModel(model.id, { expectedBytes: bytes }), {
+          ...options,
+          expectedBytes: bytes,
+          contentType: ONNX_CONTENT_TYPE,
+        });
+      } catch (error) {
+        if (error instanceof FilesExpiredError) {
+          throw filesGone(await client.getModel(model.id).catch(() => model), error);
+        }
+        if (error instanceof SizeMismatchError) {
+          throw new RunError(
+            'model_size_mismatch',
+            `the service sent model ${model.id} with a size other than its onnx_bytes (${bytes}): ${error.message}`,
+            { cause: error },
+          );
+        }
+        throw error;
+      }
+
+      const stored = await objectSize(s3, bucket, modelKey);
+      if (stored !== bytes) {
+        await deleteObject(s3, bucket, modelKey);
+        // The download had the right size, so S3 stored something else: a new copy may work.
+        throw new RunError(
+          'model_size_mismatch',
+          `s3://${bucket}/${modelKey} holds ${stored ?? 'no'} bytes after the copy, the model has ${bytes}; the bad copy was deleted`,
+          { retryable: true },
+        );
+      }
+      env.runtime.logger.info('model copied', { model_id: model.id, bytes, ms: Date.now() - started });
+
+      await putJson(s3, bucket, recordKey, modelDocument(state, model, env.runtime.now()));
+      return { modelKey, recordKey, bytes };
+    },
+  };
+}
+
+export const copyModelStep = createCopyModelStep();
+
+/** A finished copy from an earlier attempt: model.json exists only after a verified model.onnx. */
+async function alreadyCopied(
+  s3: S3Client,
+  bucket: string,
+  modelKey: string,
+  recordKey: string,
+  bytes: number,
+): Promise<boolean> {
+  return (
+    (await objectSize(s3, bucket, recordKey)) !== null && (await objectSize(s3, bucket, modelKey)) === bytes
+  );
+}
+
+function filesGone(model: Model, cause?: unknown): RunError {
+  const when = model.files_deleted_at ?? model.files_expire_at ?? 'an unknown time';
+  const moved = model.hf_repo === null ? '' : ` (it moved them to ${model.hf_repo})`;
+  return new RunError(
+    'model_files_gone',
+    `the service deleted the model's files at ${when}${moved} before Hopper could copy them; ` +
+      `model ${model.id} cannot be downloaded any more. Drop train.json again to train a new model (it costs a credit)`,
+    { cause },
+  );
+}
+
+export function modelDocument(state: RunState, model: Model, now: number): ModelDocument {
+  return {
+    model,
+    run: {
+      run_id: state.run.runId,
+      drop: state.run.drop,
+      dataset_id: model.dataset_id,
+      attempts: state.model?.attempts ?? 1,
+      started_at: state.run.startedAt,
+      finished_at: new Date(now).toISOString(),
+      encoder: model.encoder,
+      files: state.config?.files.map((file) => file.name) ?? [],
+      labelled: state.dataset?.labelled ?? 0,
+    },
+    cost: { credits: 1, gpu_usd: model.gpu_usd, jev_usd: model.jev_usd },
+  };
+}

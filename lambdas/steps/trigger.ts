@@ -1,0 +1,205 @@
+/**
+ * The trigger: S3's EventBridge "Object Created" event for inbox/<drop>/train.json starts one
+ * execution of the state machine. The execution name is derived from bucket, key and etag, so
+ * a repeated event (EventBridge delivers at least once) finds the execution already there and
+ * starts nothing new. Starting goes through ExecutionStarter: Step Functions in the cloud
+ * (sfnExecutionStarter), the local interpreter in local mode.
+ */
+import { createHash } from 'node:crypto';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
+import type { EventBridgeEvent, S3ObjectCreatedNotificationEventDetail } from 'aws-lambda';
+import { z } from 'zod';
+import { RunError } from '../run/errors.js';
+import { ENV } from '../run/runtime.js';
+import type { RunInput } from '../run/state.js';
+import { dropOfTrainJsonKey } from '../storage/keys.js';
+import { bareEtag } from '../storage/objects.js';
+
+export type S3ObjectCreatedEvent = EventBridgeEvent<'Object Created', S3ObjectCreatedNotificationEventDetail>;
+
+/** The part of S3's event the trigger reads (a whole S3ObjectCreatedEvent is one). */
+export interface TriggerEvent {
+  readonly source: string;
+  readonly 'detail-type': string;
+  readonly detail: {
+    readonly bucket: { readonly name: string };
+    readonly object: { readonly key: string; readonly etag: string };
+  };
+}
+
+/** The execution's input. */
+export interface ExecutionInput {
+  readonly run: RunInput;
+}
+
+export interface ExecutionStarter {
+  /** 'duplicate' when an execution of that name exists already (then nothing is started). */
+  start(name: string, input: ExecutionInput): Promise<'started' | 'duplicate'>;
+}
+
+export type TriggerResult =
+  | { readonly started: true; readonly runId: string }
+  | { readonly started: false; readonly reason: string; readonly runId?: string };
+
+/** Characters of the drop kept in an execution name, and hex digits of the hash after it. */
+export const NAME_DROP_CHARS = 40;
+export const NAME_HASH_HEX = 32;
+
+/**
+ * `<drop, sanitised to [A-Za-z0-9_-], cut to 40>-<first 32 hex of sha256(bucket\nkey\netag)>`:
+ * at most 73 characters (Step Functions allows 80), readable in the console, and the same for
+ * the same object version while any change of bucket, key or etag gives another name.
+ */
+export function executionName(bucket: string, key: string, etag: string): string {
+  const drop = dropOfTrainJsonKey(key);
+  if (drop === null) throw new RangeError(`${key} is not an inbox/<drop>/train.json key`);
+  const readable = drop.replace(/[^A-Za-z0-9_-]+/g, '-').slice(0, NAME_DROP_CHARS);
+  const hash = createHash('sha256')
+    .update(`${bucket}\n${key}\n${bareEtag(etag)}`)
+    .digest('hex')
+    .slice(0, NAME_HASH_HEX);
+  return `${readable}-${hash}`;
+}
+
+/** The run an event starts, or null when its key is not inbox/<drop>/train.json. */
+export function runInputFromEvent(event: TriggerEvent, now: number): RunInput | null {
+  const bucket = event.detail.bucket.name;
+  const { key, etag } = event.detail.object;
+  const drop = dropOfTrainJsonKey(key);
+  if (drop === null) return null;
+  return {
+    runId: executionName(bucket, key, etag),
+    bucket,
+    drop,
+    key,
+    etag: bareEtag(etag),
+    startedAt: new Date(now).toISOString(),
+  };
+}
+
+/** The EventBridge event S3 sends for a new object (local mode builds it from s3rver's events). */
+export function s3ObjectCreatedEvent(object: {
+  readonly bucket: string;
+  readonly key: string;
+  readonly etag: string;
+  readonly size: number;
+  readonly time?: string;
+}): S3ObjectCreatedEvent {
+  const time = object.time ?? new Date().toISOString();
+  return {
+    version: '0',
+    id: createHash('sha256').update(`${object.bucket}\n${object.key}\n${object.etag}\n${time}`).digest('hex'),
+    'detail-type': 'Object Created',
+    source: 'aws.s3',
+    account: '000000000000',
+    time,
+    region: 'us-east-1',
+    resources: [`arn:aws:s3:::${object.bucket}`],
+    detail: {
+      version: '0',
+      bucket: { name: object.bucket },
+      object: {
+        key: object.key,
+        size: object.size,
+        etag: bareEtag(object.etag),
+        'version-id': '',
+        sequencer: '',
+      },
+      'request-id': '',
+      requester: '',
+      'source-ip-address': '127.0.0.1',
+      reason: 'PutObject',
+    },
+  };
+}
+
+const TriggerEventSchema = z.object({
+  source: z.string(),
+  'detail-type': z.string(),
+  detail: z.object({
+    bucket: z.object({ name: z.string().min(1) }),
+    object: z.object({ key: z.string().min(1), etag: z.string().min(1) }),
+  }),
+});
+
+export interface TriggerOptions {
+  /** Milliseconds since the epoch (the run's startedAt). Default Date.now. */
+  readonly now?: () => number;
+  readonly logger?: Logger;
+}
+
+/**
+ * The trigger's handler over `starter`. Events for other keys are ignored (logged, not failed:
+ * the rule's wildcard also matches deeper keys). An event that is not S3's at all is an error,
+ * so it lands in the dead-letter queue where someone can look at it.
+ */
+export function createTriggerHandler(
+  starter: ExecutionStarter,
+  options: TriggerOptions = {},
+): (event: unknown) => Promise<TriggerResult> {
+  const now = options.now ?? Date.now;
+  const logger = options.logger ?? new Logger({ serviceName: 'hopper' });
+  return async (event) => {
+    const parsed = TriggerEventSchema.safeParse(event);
+    if (!parsed.success) {
+      throw new RunError('invalid_event', `not an S3 Object Created event: ${z.prettifyError(parsed.error)}`);
+    }
+    const { source, detail } = parsed.data;
+    const { key } = detail.object;
+    if (source !== 'aws.s3' || parsed.data['detail-type'] !== 'Object Created') {
+      const reason = `ignored: ${source} ${parsed.data['detail-type']} is not S3's Object Created`;
+      logger.info(reason, { key });
+      return { started: false, reason };
+    }
+    const run = runInputFromEvent(parsed.data, now());
+    if (run === null) {
+      const reason = `ignored: ${key} is not inbox/<drop>/train.json`;
+      logger.info(reason, { bucket: detail.bucket.name, key });
+      return { started: false, reason };
+    }
+    const outcome = await starter.start(run.runId, { run });
+    if (outcome === 'duplicate') {
+      const reason = `duplicate: an execution named ${run.runId} exists already (a repeated event)`;
+      logger.info(reason, { run_id: run.runId, drop: run.drop });
+      return { started: false, reason, runId: run.runId };
+    }
+    logger.info('run started', { run_id: run.runId, drop: run.drop, key });
+    return { started: true, runId: run.runId };
+  };
+}
+
+/** Step Functions' StartExecution; ExecutionAlreadyExists means a repeated event. */
+export function sfnExecutionStarter(
+  stateMachineArn: string,
+  sfn: SFNClient = new SFNClient({}),
+): ExecutionStarter {
+  return {
+    async start(name, input) {
+      try {
+        await sfn.send(new StartExecutionCommand({ stateMachineArn, name, input: JSON.stringify(input) }));
+        return 'started';
+      } catch (error) {
+        if (error instanceof Error && error.name === 'ExecutionAlreadyExists') return 'duplicate';
+        throw error;
+      }
+    },
+  };
+}
+
+/** The starter of a Lambda container: the state machine from ENV.stateMachineArn, read at first use. */
+export function sfnStarterFromEnvironment(env: NodeJS.ProcessEnv = process.env): ExecutionStarter {
+  let starter: ExecutionStarter | undefined;
+  return {
+    async start(name, input) {
+      if (starter === undefined) {
+        const arn = env[ENV.stateMachineArn];
+        if (arn === undefined || arn === '') {
+          throw new Error(`environment variable ${ENV.stateMachineArn} is not set`);
+        }
+        starter = sfnExecutionStarter(arn);
+      }
+      return await starter.start(name, input);
+    },
+  };
+}

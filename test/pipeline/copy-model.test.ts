@@ -1,0 +1,305 @@
+import { createHash } from 'node:crypto';
+import type { EventEmitter } from 'node:events';
+import { Readable } from 'node:stream';
+import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { describe, expect, it } from 'vitest';
+import { RunError } from '../../lambdas/run/errors.js';
+import { createRuntime, type Runtime } from '../../lambdas/run/runtime.js';
+import { datasetSlot, modelSlot } from '../../lambdas/run/slots.js';
+import type { RunState } from '../../lambdas/run/state.js';
+import type { Model } from '../../lambdas/service-client/index.js';
+import { modelFileKey, modelPrefix, modelRecordKey } from '../../lambdas/storage/keys.js';
+import { copyModelStep, createCopyModelStep, type ModelDocument } from '../../lambdas/steps/copy-model.js';
+import { modelBytesAt, type SimulatedService } from '../../local/service/index.js';
+import { HOUR } from '../client/helpers.js';
+import {
+  putDrop,
+  readText,
+  runStateFor,
+  stepEnv,
+  uniqueDrop,
+  usePipelineFixtures,
+} from '../helpers/pipeline.js';
+
+const fixtures = usePipelineFixtures();
+const MiB = 1024 * 1024;
+const DATA = Buffer.from('{"id":"1","text":"fine"}\n{"id":"2","text":"poor"}\n');
+
+interface Trained {
+  readonly service: SimulatedService;
+  readonly runtime: Runtime;
+  readonly model: Model;
+  readonly state: RunState;
+}
+
+/** A model trained to `download` at the service, and the state copy_model starts from. */
+async function trained(modelBytes = MiB, runtime?: (service: SimulatedService) => Runtime): Promise<Trained> {
+  const { client: s3, bucket } = fixtures.s3();
+  const service = await fixtures.service({ heldOutCount: 0, modelBytes });
+  const rt = runtime?.(service) ?? fixtures.runtime(service);
+  const drop = uniqueDrop('copy');
+  await putDrop(s3, bucket, drop, { 'data.jsonl': DATA, 'train.json': '{}' });
+  const client = await rt.service();
+  const created = await client.createDataset({
+    name: drop,
+    files: [{ name: 'data.jsonl', bytes: DATA.length }],
+  });
+  await client.uploadFile(created.id, created.files[0]!, () => Readable.from([DATA]));
+  const dataset = await client.structure(created.id);
+  const started = await client.startTraining(dataset.id, 'enc-base');
+  const model = await client.getModel(started.id);
+  expect(model.next_action).toBe('download');
+  const state: RunState = {
+    ...(await runStateFor(s3, bucket, drop)),
+    config: {
+      name: drop,
+      files: [{ name: 'data.jsonl', bytes: DATA.length, etag: 'etag' }],
+      labels: null,
+      encoder: 'enc-base',
+      decisions: 'service',
+      maxAttempts: 3,
+    },
+    dataset: { ...datasetSlot(await client.getDataset(dataset.id), undefined, rt.now()), labelled: 4 },
+    model: modelSlot(model, 2, undefined, rt.now()),
+  };
+  return { service, runtime: rt, model, state };
+}
+
+async function objectSha256(key: string): Promise<{ bytes: number; sha256: string }> {
+  const { client, bucket } = fixtures.s3();
+  const answer = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+  const hash = createHash('sha256');
+  let bytes = 0;
+  for await (const chunk of answer.Body as Readable) {
+    hash.update(chunk as Buffer);
+    bytes += (chunk as Buffer).length;
+  }
+  return { bytes, sha256: hash.digest('hex') };
+}
+
+function expectedSha256(modelId: string, bytes: number): string {
+  const hash = createHash('sha256');
+  for (let at = 0; at < bytes; at += MiB) hash.update(modelBytesAt(modelId, at, Math.min(MiB, bytes - at)));
+  return hash.digest('hex');
+}
+
+async function keysUnder(prefix: string): Promise<string[]> {
+  const { client, bucket } = fixtures.s3();
+  const list = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix }));
+  return (list.Contents ?? []).map((object) => object.Key ?? '');
+}
+
+async function failure(promise: Promise<unknown>): Promise<RunError> {
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  if (!(error instanceof RunError)) throw new Error(`expected a RunError, got ${String(error)}`);
+  return error;
+}
+
+/** s3rver is an EventEmitter ('event': S3 notifications), which its type declarations leave out. */
+function s3Events(): EventEmitter {
+  return fixtures.s3().server as unknown as EventEmitter;
+}
+
+/** Records the names of the S3 commands sent while `work` runs. */
+async function recordingCommands<T>(work: () => Promise<T>): Promise<{ result: T; commands: string[] }> {
+  const s3 = fixtures.s3().client;
+  const commands: string[] = [];
+  s3.middlewareStack.add(
+    (next, context) => (args) => {
+      commands.push(context.commandName ?? '');
+      return next(args);
+    },
+    { step: 'initialize', name: 'recordCommands' },
+  );
+  try {
+    return { result: await work(), commands };
+  } finally {
+    s3.middlewareStack.remove('recordCommands');
+  }
+}
+
+describe('copy_model', () => {
+  it('copies the model byte for byte and writes model.json with the record, the run and the cost', async () => {
+    const { service, runtime, model, state } = await trained(MiB + 7);
+    const { drop, bucket } = state.run;
+
+    const slot = await copyModelStep.run(state, stepEnv(runtime));
+
+    expect(slot).toEqual({
+      modelKey: modelFileKey(drop, model.id),
+      recordKey: modelRecordKey(drop, model.id),
+      bytes: MiB + 7,
+    });
+    expect(await objectSha256(slot.modelKey)).toEqual({
+      bytes: MiB + 7,
+      sha256: expectedSha256(model.id, MiB + 7),
+    });
+    const document = JSON.parse(
+      (await readText(fixtures.s3().client, bucket, slot.recordKey)) ?? '',
+    ) as ModelDocument;
+    expect(document).toEqual({
+      model: JSON.parse(JSON.stringify(await (await runtime.service()).getModel(model.id))) as unknown,
+      run: {
+        run_id: state.run.runId,
+        drop,
+        dataset_id: model.dataset_id,
+        attempts: 2,
+        started_at: state.run.startedAt,
+        finished_at: new Date(service.clock.now()).toISOString(),
+        encoder: 'enc-base',
+        files: ['data.jsonl'],
+        labelled: 4,
+      },
+      cost: { credits: 1, gpu_usd: model.gpu_usd, jev_usd: model.jev_usd },
+    });
+    expect(document.model.onnx_bytes).toBe(MiB + 7);
+  });
+
+  it('streams a larger model in parts, and writes model.json only after model.onnx is complete', async () => {
+    const bytes = 12 * MiB + 5;
+    const { model, runtime, state } = await trained(bytes);
+    const created: string[] = [];
+    const onEvent = (event: { Records: { s3: { object: { key: string } } }[] }) => {
+      for (const record of event.Records) created.push(record.s3.object.key);
+    };
+    s3Events().on('event', onEvent);
+    try {
+      const { result: slot, commands } = await recordingCommands(() =>
+        createCopyModelStep({ partBytes: 5 * MiB }).run(state, stepEnv(runtime)),
+      );
+      expect(commands.filter((name) => name === 'UploadPartCommand')).toHaveLength(3);
+      expect(commands).toContain('CompleteMultipartUploadCommand');
+      // The size check comes between the model and its record.
+      const order = ['CompleteMultipartUploadCommand', 'HeadObjectCommand', 'PutObjectCommand'];
+      expect(commands.filter((name) => order.includes(name)).slice(-3)).toEqual(order);
+      expect(await objectSha256(slot.modelKey)).toEqual({ bytes, sha256: expectedSha256(model.id, bytes) });
+      expect(created).toEqual([slot.modelKey, slot.recordKey]);
+    } finally {
+      s3Events().off('event', onEvent);
+    }
+  });
+
+  it('resumes a download cut mid-way and still copies exactly', async () => {
+    const bytes = 6 * MiB;
+    const { service, model, runtime, state } = await trained(bytes);
+    service.configure({
+      faults: [{ endpoint: 'fileDownload', kind: 'cut', count: 1, cutAfterBytes: 2 * MiB + 3 }],
+    });
+
+    const slot = await createCopyModelStep({ partBytes: 5 * MiB }).run(state, stepEnv(runtime));
+
+    expect(service.requestCount('fileDownload')).toBe(2);
+    expect(await objectSha256(slot.modelKey)).toEqual({ bytes, sha256: expectedSha256(model.id, bytes) });
+  });
+
+  it('deletes a stored model of the wrong size and writes no model.json', async () => {
+    const { model, runtime, state } = await trained(MiB);
+    const s3 = fixtures.s3().client;
+    // S3 stores less than it was sent (a storage fault): the size check must catch it.
+    s3.middlewareStack.add(
+      (next, context) => (args) => {
+        const input = args.input as { Body?: unknown };
+        if (context.commandName === 'PutObjectCommand' && Buffer.isBuffer(input.Body)) {
+          input.Body = input.Body.subarray(0, input.Body.length - 10);
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'truncateBodies' },
+    );
+    let error: RunError;
+    try {
+      error = await failure(copyModelStep.run(state, stepEnv(runtime)));
+    } finally {
+      s3.middlewareStack.remove('truncateBodies');
+    }
+    expect(error.code).toBe('model_size_mismatch');
+    expect(error.retryable).toBe(true);
+    expect(error.detail).toContain(`${MiB - 10} bytes after the copy, the model has ${MiB}`);
+    expect(await keysUnder(modelPrefix(state.run.drop, model.id))).toEqual([]);
+  });
+
+  it.each([
+    [
+      'refunded',
+      (service: SimulatedService, model: Model) => {
+        service.removeModelFiles(model.id, 'refunded');
+      },
+    ],
+    [
+      'past files_expire_at',
+      (service: SimulatedService) => {
+        service.clock.advance(25 * HOUR);
+      },
+    ],
+  ])('fails with model_files_gone when the files are gone (%s), writing nothing', async (_, removeFiles) => {
+    const { service, model, runtime, state } = await trained();
+    removeFiles(service, model);
+
+    const error = await failure(copyModelStep.run(state, stepEnv(runtime)));
+
+    expect(error.code).toBe('model_files_gone');
+    const gone = await (await runtime.service()).getModel(model.id);
+    expect(gone.files_deleted_at).not.toBeNull();
+    expect(error.detail).toContain(`the service deleted the model's files at ${gone.files_deleted_at ?? ''}`);
+    expect(service.requestCount('fileDownload')).toBe(0);
+    expect(await keysUnder(modelPrefix(state.run.drop, model.id))).toEqual([]);
+  });
+
+  it('fails with model_files_gone when the files go while the copy runs, leaving nothing behind', async () => {
+    const bytes = 12 * MiB;
+    let onResume = (): void => undefined;
+    const { service, model, runtime, state } = await trained(bytes, (service) =>
+      createRuntime({
+        s3: fixtures.s3().client,
+        serviceUrl: service.apiUrl,
+        apiKey: () => Promise.resolve(service.apiKey),
+        logger: new Logger({ logLevel: 'SILENT' }),
+        now: () => service.clock.now(),
+        // The client sleeps before it resumes a cut download: the files go in that gap.
+        clientOptions: {
+          sleep: () => {
+            onResume();
+            return Promise.resolve();
+          },
+        },
+      }),
+    );
+    try {
+      onResume = () => {
+        service.removeModelFiles(model.id, 'moved');
+      };
+      // Cut after the first part is on its way to S3.
+      service.configure({
+        faults: [{ endpoint: 'fileDownload', kind: 'cut', count: 1, cutAfterBytes: 6 * MiB + 1 }],
+      });
+
+      const { result: error, commands } = await recordingCommands(() =>
+        failure(createCopyModelStep({ partBytes: 5 * MiB }).run(state, stepEnv(runtime))),
+      );
+
+      expect(error.code).toBe('model_files_gone');
+      expect(error.detail).toContain('(it moved them to ');
+      expect(commands).toContain('UploadPartCommand');
+      expect(commands).toContain('AbortMultipartUploadCommand');
+      expect(commands).not.toContain('CompleteMultipartUploadCommand');
+      expect(await keysUnder(modelPrefix(state.run.drop, model.id))).toEqual([]);
+    } finally {
+      await (await runtime.service()).close();
+    }
+  });
+
+  it('does not copy again when an earlier attempt finished the copy (a retried Task)', async () => {
+    const { service, runtime, state } = await trained();
+    const first = await copyModelStep.run(state, stepEnv(runtime));
+    const downloads = service.requestCount('fileDownload');
+
+    const again = await copyModelStep.run(state, stepEnv(runtime));
+
+    expect(again).toEqual(first);
+    expect(service.requestCount('fileDownload')).toBe(downloads);
+  });
+});

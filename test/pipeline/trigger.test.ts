@@ -1,0 +1,191 @@
+import type { EventEmitter } from 'node:events';
+import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { describe, expect, it } from 'vitest';
+import { RunError } from '../../lambdas/run/errors.js';
+import {
+  createTriggerHandler,
+  executionName,
+  runInputFromEvent,
+  s3ObjectCreatedEvent,
+  type ExecutionInput,
+  type ExecutionStarter,
+} from '../../lambdas/steps/trigger.js';
+import { uniqueDrop, usePipelineFixtures } from '../helpers/pipeline.js';
+
+const fixtures = usePipelineFixtures();
+const NOW = Date.parse('2026-03-01T12:00:00.000Z');
+const SILENT = new Logger({ logLevel: 'SILENT' });
+
+/**
+ * Step Functions has no local stand-in: this starter records what it is asked to start and
+ * answers 'duplicate' for a name it has seen, as StartExecution's ExecutionAlreadyExists does.
+ */
+function recordingStarter(): ExecutionStarter & {
+  readonly started: { name: string; input: ExecutionInput }[];
+} {
+  const started: { name: string; input: ExecutionInput }[] = [];
+  return {
+    started,
+    start(name, input) {
+      if (started.some((execution) => execution.name === name)) return Promise.resolve('duplicate');
+      started.push({ name, input });
+      return Promise.resolve('started');
+    },
+  };
+}
+
+function event(key: string, etag = 'd41d8cd98f00b204e9800998ecf8427e', bucket = 'hopper-bucket') {
+  return s3ObjectCreatedEvent({ bucket, key, etag, size: 2, time: '2026-03-01T11:59:59Z' });
+}
+
+describe('execution names', () => {
+  const NAME = /^[A-Za-z0-9_-]{1,80}$/;
+
+  it('are the same for the same bucket, key and etag, and differ when any of them changes', () => {
+    const name = executionName('b', 'inbox/reviews/train.json', 'abc');
+    expect(name).toMatch(NAME);
+    expect(name).toMatch(/^reviews-[0-9a-f]{32}$/);
+    expect(executionName('b', 'inbox/reviews/train.json', 'abc')).toBe(name);
+    expect(executionName('b', 'inbox/reviews/train.json', '"abc"')).toBe(name); // quotes are not the etag
+    const others = [
+      executionName('b2', 'inbox/reviews/train.json', 'abc'),
+      executionName('b', 'inbox/reviews2/train.json', 'abc'),
+      executionName('b', 'inbox/reviews/train.json', 'abd'),
+    ];
+    expect(new Set([name, ...others]).size).toBe(4);
+  });
+
+  it('keep long and odd drop names within 80 allowed characters', () => {
+    const drops = ['x'.repeat(300), 'my drop (v2) [final]', 'ünïcödé-日本語', 'a.b.c', '*?', '--__--', '%20'];
+    for (const drop of drops) {
+      const name = executionName('bucket', `inbox/${drop}/train.json`, 'etag');
+      expect(name, drop).toMatch(NAME);
+      expect(name.length, drop).toBeLessThanOrEqual(80);
+    }
+    expect(executionName('b', `inbox/${'x'.repeat(300)}/train.json`, 'e')).toMatch(/^x{40}-[0-9a-f]{32}$/);
+    expect(executionName('b', 'inbox/my drop (v2)/train.json', 'e')).toMatch(/^my-drop-v2--[0-9a-f]{32}$/);
+    // Sanitising can make two drops look alike; the hash keeps them apart.
+    expect(executionName('b', 'inbox/a b/train.json', 'e')).not.toBe(
+      executionName('b', 'inbox/a-b/train.json', 'e'),
+    );
+  });
+
+  it("are refused for keys that are not a drop's train.json", () => {
+    expect(() => executionName('b', 'inbox/a/data.csv', 'e')).toThrow(RangeError);
+  });
+});
+
+describe('runInputFromEvent', () => {
+  it('builds the run from the event: the name as run id, the etag without quotes, now as start', () => {
+    const run = runInputFromEvent(event('inbox/reviews/train.json', '"0123abcd"'), NOW);
+    expect(run).toEqual({
+      runId: executionName('hopper-bucket', 'inbox/reviews/train.json', '0123abcd'),
+      bucket: 'hopper-bucket',
+      drop: 'reviews',
+      key: 'inbox/reviews/train.json',
+      etag: '0123abcd',
+      startedAt: '2026-03-01T12:00:00.000Z',
+    });
+  });
+
+  it('gives null for other keys', () => {
+    expect(runInputFromEvent(event('inbox/reviews/data.csv'), NOW)).toBeNull();
+  });
+});
+
+describe('the trigger handler', () => {
+  it('starts one execution with {run} as input', async () => {
+    const starter = recordingStarter();
+    const handler = createTriggerHandler(starter, { now: () => NOW, logger: SILENT });
+
+    const result = await handler(event('inbox/reviews/train.json'));
+
+    const run = runInputFromEvent(event('inbox/reviews/train.json'), NOW);
+    expect(result).toEqual({ started: true, runId: run?.runId });
+    expect(starter.started).toEqual([{ name: run?.runId, input: { run } }]);
+  });
+
+  it('treats a repeated event as a duplicate, without error, and starts nothing new', async () => {
+    const starter = recordingStarter();
+    const handler = createTriggerHandler(starter, { now: () => NOW, logger: SILENT });
+    const first = await handler(event('inbox/reviews/train.json'));
+    // EventBridge may deliver the same event again, later.
+    const later = createTriggerHandler(starter, { now: () => NOW + 5_000, logger: SILENT });
+
+    const second = await later(event('inbox/reviews/train.json'));
+
+    expect(first.started).toBe(true);
+    expect(second).toMatchObject({ started: false, runId: first.started ? first.runId : '' });
+    expect(second.started ? '' : second.reason).toMatch(/^duplicate/);
+    expect(starter.started).toHaveLength(1);
+
+    // train.json dropped again (a new etag) is a new run.
+    const third = await handler(event('inbox/reviews/train.json', 'another-etag'));
+    expect(third.started).toBe(true);
+    expect(starter.started).toHaveLength(2);
+  });
+
+  it.each([
+    'inbox/reviews/data.csv',
+    'inbox/reviews/sub/train.json',
+    'inbox/train.json',
+    'status/reviews/train.json',
+    'inbox/reviews/train.json.bak',
+    'inbox/reviews/Train.json',
+  ])('ignores %s', async (key) => {
+    const starter = recordingStarter();
+    const handler = createTriggerHandler(starter, { now: () => NOW, logger: SILENT });
+
+    const result = await handler(event(key));
+
+    expect(result).toEqual({ started: false, reason: `ignored: ${key} is not inbox/<drop>/train.json` });
+    expect(starter.started).toEqual([]);
+  });
+
+  it("ignores events that are not S3's Object Created, and rejects what is not an S3 event at all", async () => {
+    const starter = recordingStarter();
+    const handler = createTriggerHandler(starter, { now: () => NOW, logger: SILENT });
+
+    const deleted = { ...event('inbox/reviews/train.json'), 'detail-type': 'Object Deleted' };
+    expect(await handler(deleted)).toMatchObject({ started: false });
+    await expect(handler({ hello: 'world' })).rejects.toThrow(RunError);
+    await expect(handler({ hello: 'world' })).rejects.toMatchObject({ code: 'invalid_event' });
+    expect(starter.started).toEqual([]);
+  });
+
+  it('names the run after the etag the local S3 server gives train.json, as HEAD reads it', async () => {
+    const { client, bucket } = fixtures.s3();
+    // s3rver is an EventEmitter ('event': S3 notifications), which its type declarations leave out.
+    const server = fixtures.s3().server as unknown as EventEmitter;
+    const drop = uniqueDrop('trigger');
+    const key = `inbox/${drop}/train.json`;
+    const seen: { key: string; eTag?: string; size?: number }[] = [];
+    const onEvent = (notification: {
+      Records: { s3: { object: { key: string; eTag?: string; size?: number } } }[];
+    }) => {
+      for (const record of notification.Records) seen.push(record.s3.object);
+    };
+    server.on('event', onEvent);
+    try {
+      await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: '{}' }));
+    } finally {
+      server.off('event', onEvent);
+    }
+    const created = seen.find((object) => object.key === key);
+    expect(created?.eTag).toBeDefined();
+    const starter = recordingStarter();
+    const handler = createTriggerHandler(starter, { now: () => NOW, logger: SILENT });
+
+    const result = await handler(
+      s3ObjectCreatedEvent({ bucket, key, etag: created?.eTag ?? '', size: created?.size ?? 0 }),
+    );
+
+    const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+    expect(result).toEqual({ started: true, runId: executionName(bucket, key, head.ETag ?? '') });
+    expect(starter.started[0]?.input.run).toMatchObject({
+      drop,
+      etag: (head.ETag ?? '').replaceAll('"', ''),
+    });
+  });
+});
