@@ -3,8 +3,8 @@
  * routes on (`nextAction`), what the Wait states sleep (`waitSeconds`), and what status.json shows.
  */
 import type { Dataset, Model } from '../service-client/index.js';
-import { nextPoll } from './polling.js';
-import type { DatasetSlot, ModelSlot, PollSchedule } from './state.js';
+import { nextPoll, noWait } from './polling.js';
+import type { DatasetSlot, ModelSlot } from './state.js';
 
 /**
  * The dataset slot after a call that returned `record`.
@@ -31,20 +31,18 @@ export function datasetSlot(
 /**
  * The model slot after a call that returned `record`.
  * @param attempts trainings of the dataset started so far, this one included
- * @param previous the schedule before the call: the model slot's, or for a new model the
- *   dataset's (so the run's poll count carries on)
+ * @param previous the model slot before the call, or for the run's first model the dataset slot
  */
 export function modelSlot(
   record: Model,
   attempts: number,
-  previous: PollSchedule | undefined,
+  previous: ModelSlot | DatasetSlot | undefined,
   now: number,
 ): ModelSlot {
-  // A different model (a retry) starts its backoff afresh; the run's poll count carries on.
-  const schedule =
-    previous !== undefined && 'id' in previous && previous.id !== record.id
-      ? { ...previous, waitSeconds: 0, polls: 0 }
-      : previous;
+  // The backoff goes on only for the same model; a new one (the first, or a retry) starts
+  // afresh, while the run's poll count carries on.
+  const sameModel = previous !== undefined && isModelSlot(previous) && previous.id === record.id;
+  const schedule = previous === undefined || sameModel ? previous : noWait(previous);
   return {
     id: record.id,
     step: record.step,
@@ -58,4 +56,8 @@ export function modelSlot(
     error: record.error,
     ...nextPoll(record.next_action, schedule, record.files_expire_at, now),
   };
+}
+
+function isModelSlot(slot: ModelSlot | DatasetSlot): slot is ModelSlot {
+  return 'attempts' in slot;
 }

@@ -1,0 +1,24 @@
+/**
+ * create_dataset: declares the drop's data files to the service. The dataset comes back at
+ * `upload_files`, and the Choice after this Task sends the run to UploadFiles.
+ */
+import type { Step } from '../run/handler.js';
+import { requireSlot } from '../run/require-slot.js';
+import { datasetSlot } from '../run/slots.js';
+
+export const createDatasetStep: Step<'dataset'> = {
+  stage: 'create_dataset',
+  slot: 'dataset',
+  async run(state, env) {
+    const config = requireSlot(state, 'config', 'create_dataset');
+    const client = await env.runtime.service();
+    // Not idempotent: a Lambda retried after the service acted (or the client's own retry of a
+    // dropped answer) creates a second dataset. That is harmless: a dataset costs no credit, the
+    // orphan is never used, and the service deletes it when it expires.
+    const record = await client.createDataset({
+      name: config.name,
+      files: config.files.map((file) => ({ name: file.name, bytes: file.bytes })),
+    });
+    return datasetSlot(record, state.dataset, env.runtime.now());
+  },
+};

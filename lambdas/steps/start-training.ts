@@ -1,0 +1,104 @@
+/**
+ * start_training: starts a training of the dataset, or adopts the one already under way, so
+ * that a retried invocation never spends a second credit (DESIGN.md section 2).
+ *
+ * startTraining is not idempotent: when its answer is lost (dropped connection, timeout, 5xx)
+ * the client throws a retryable error although the service may have started the training. So
+ * every invocation lists the dataset's models first (newest first) and adopts the newest one
+ * when it is queued, training or done; only a failed newest model, or none, starts another.
+ */
+import {
+  NoCreditsError,
+  UnknownEncoderError,
+  type Dataset,
+  type Model,
+  type TrainingServiceClient,
+} from '../service-client/index.js';
+import { RunError } from '../run/errors.js';
+import type { Step } from '../run/handler.js';
+import { requireSlot } from '../run/require-slot.js';
+import { modelSlot } from '../run/slots.js';
+import type { RunConfig } from '../run/state.js';
+
+const STAGE = 'start_training';
+const UNDER_WAY_STATUSES: readonly string[] = ['queued', 'training', 'done'];
+/** A model at one of these has not failed: wait for it, download it, or report its files gone. */
+const UNDER_WAY_NEXT_ACTIONS: readonly string[] = ['wait', 'download', 'none'];
+
+export const startTrainingStep: Step<'model'> = {
+  stage: STAGE,
+  slot: 'model',
+  async run(state, env) {
+    const config = requireSlot(state, 'config', STAGE);
+    const datasetSlot = requireSlot(state, 'dataset', STAGE);
+    const client = await env.runtime.service();
+    const dataset = await client.getDataset(datasetSlot.id);
+    const models = await modelsOf(client, dataset);
+    // The backoff of a new model starts afresh; the run's poll count carries on.
+    const previous = state.model ?? datasetSlot;
+
+    const newest = models[0];
+    if (newest !== undefined && isUnderWay(newest)) {
+      return modelSlot(newest, models.length, previous, env.runtime.now());
+    }
+    if (newest !== undefined && models.length >= config.maxAttempts) {
+      // The Choice counts attempts too; this guards the case it cannot see (a training started
+      // by a lost call that failed before this retry), counting what the service holds.
+      throw new RunError(
+        'training_failed',
+        `training of dataset ${dataset.id} failed ${String(models.length)} times (maxAttempts ${String(config.maxAttempts)}); the last attempt (model ${newest.id}) failed with: ${newest.error ?? 'no reason given'}. Failed attempts cost no credit: check the data or raise "maxAttempts" in train.json, then drop it again`,
+      );
+    }
+    if (dataset.next_action === 'expired') {
+      throw new RunError(
+        'dataset_expired',
+        `dataset ${dataset.id} expired at the service at ${dataset.expires_at}, before a training could start; drop the folder again, train.json last, to start over`,
+      );
+    }
+    const record = await startTraining(client, dataset, config);
+    return modelSlot(record, models.length + 1, previous, env.runtime.now());
+  },
+};
+
+function isUnderWay(model: Model): boolean {
+  return UNDER_WAY_STATUSES.includes(model.status) || UNDER_WAY_NEXT_ACTIONS.includes(model.next_action);
+}
+
+/** Every model of the dataset, newest first (paging stops at models older than the dataset). */
+async function modelsOf(client: TrainingServiceClient, dataset: Dataset): Promise<Model[]> {
+  const models: Model[] = [];
+  for await (const model of client.modelsOfDataset(dataset.id, { datasetCreatedAt: dataset.created_at })) {
+    models.push(model);
+  }
+  return models;
+}
+
+async function startTraining(
+  client: TrainingServiceClient,
+  dataset: Dataset,
+  config: RunConfig,
+): Promise<Model> {
+  const encoder = config.encoder ?? (await client.defaultEncoder()).id;
+  try {
+    return await client.startTraining(dataset.id, encoder);
+  } catch (error) {
+    if (error instanceof NoCreditsError) {
+      throw new RunError(
+        'no_credits',
+        `the training service account has no credits left to train dataset ${dataset.id} (a training costs 1 credit; a failed one is refunded): add credits at the service, then drop train.json again`,
+        { cause: error },
+      );
+    }
+    if (error instanceof UnknownEncoderError && config.encoder !== null) {
+      const offered = (await client.listEncoders())
+        .map((option) => `"${option.id}"${option.default ? ' (default)' : ''}`)
+        .join(', ');
+      throw new RunError(
+        'unknown_encoder',
+        `train.json names the encoder "${config.encoder}", which the service does not offer; its encoders are ${offered}. Set "encoder" to one of them, or remove it to use the default, and drop train.json again`,
+        { cause: error },
+      );
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+import { toRunError } from '../../lambdas/run/error-mapping.js';
+import { RunError } from '../../lambdas/run/errors.js';
+import { createDatasetStep } from '../../lambdas/steps/create-dataset.js';
+import { DEFAULT_OPTIONS } from '../../local/service/index.js';
+import { CLOCK_START, rejectionOf } from '../client/helpers.js';
+import { stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
+import { configOf, stateOf } from './service-steps.js';
+
+const fixtures = usePipelineFixtures();
+
+describe('create_dataset', () => {
+  it("declares the config's files by name and size; the dataset waits for its uploads", async () => {
+    const service = await fixtures.service();
+    const runtime = fixtures.runtime(service);
+    const config = configOf({
+      name: 'my reviews',
+      files: [
+        { name: 'a.csv', bytes: 10, etag: 'e1' },
+        { name: 'b.jsonl', bytes: 0, etag: 'e2' },
+      ],
+    });
+
+    const slot = await createDatasetStep.run(stateOf(fixtures.s3().bucket, { config }), stepEnv(runtime));
+
+    expect(slot).toEqual({
+      id: expect.any(String) as string,
+      step: 1,
+      status: 'uploading',
+      nextAction: 'upload_files',
+      expiresAt: new Date(Date.parse(CLOCK_START) + DEFAULT_OPTIONS.datasetTtlMs).toISOString(),
+      error: null,
+      labelled: 0,
+      waitSeconds: 0,
+      polls: 0,
+      totalPolls: 0,
+    });
+    const record = await (await runtime.service()).getDataset(slot.id);
+    expect(record.name).toBe('my reviews');
+    expect(record.files.map(({ name, bytes, status }) => ({ name, bytes, status }))).toEqual([
+      { name: 'a.csv', bytes: 10, status: 'pending' },
+      { name: 'b.jsonl', bytes: 0, status: 'pending' },
+    ]);
+  });
+
+  it('a retried invocation creates a second dataset, which costs no credit', async () => {
+    const service = await fixtures.service();
+    const runtime = fixtures.runtime(service);
+    const state = stateOf(fixtures.s3().bucket, { config: configOf() });
+
+    const first = await createDatasetStep.run(state, stepEnv(runtime));
+    const second = await createDatasetStep.run(state, stepEnv(runtime));
+
+    expect(second.id).not.toBe(first.id);
+    expect(service.credits()).toBe(DEFAULT_OPTIONS.credits);
+  });
+
+  it('a service that stays unavailable fails retryable, after the client has retried', async () => {
+    const service = await fixtures.service({
+      faults: [{ endpoint: 'createDataset', kind: '503', count: 100 }],
+    });
+    const runtime = fixtures.runtime(service);
+
+    const error = toRunError(
+      await rejectionOf(
+        createDatasetStep.run(stateOf(fixtures.s3().bucket, { config: configOf() }), stepEnv(runtime)),
+      ),
+    );
+
+    expect(error).toMatchObject({ code: 'service_unavailable', retryable: true, name: 'Hopper.Retryable' });
+    expect(service.requestCount('createDataset')).toBe(6);
+  });
+
+  it('without $.config it fails as a bug of the definition, before calling the service', async () => {
+    const service = await fixtures.service();
+    const runtime = fixtures.runtime(service);
+
+    const error = await rejectionOf(createDatasetStep.run(stateOf(fixtures.s3().bucket), stepEnv(runtime)));
+
+    expect(error).toBeInstanceOf(RunError);
+    expect(error).toMatchObject({ code: 'internal_error', retryable: false });
+    expect((error as RunError).message).toContain('$.config');
+    expect(service.requestCount('createDataset')).toBe(0);
+  });
+});

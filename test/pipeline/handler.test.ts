@@ -1,0 +1,186 @@
+import { inspect } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { RunError } from '../../lambdas/run/errors.js';
+import { stepHandler, type Step } from '../../lambdas/run/handler.js';
+import type { Runtime } from '../../lambdas/run/runtime.js';
+import { datasetSlot } from '../../lambdas/run/slots.js';
+import type { RunState } from '../../lambdas/run/state.js';
+import { readStatus } from '../../lambdas/run/status.js';
+import { createDatasetStep } from '../../lambdas/steps/create-dataset.js';
+import { pollDatasetStep } from '../../lambdas/steps/poll-dataset.js';
+import { startTrainingStep } from '../../lambdas/steps/start-training.js';
+import { statusKey } from '../../lambdas/storage/keys.js';
+import { rejectionOf, trainableDataset } from '../client/helpers.js';
+import { invocationContext, readText, usePipelineFixtures } from '../helpers/pipeline.js';
+import { configOf, stateOf } from './service-steps.js';
+
+const fixtures = usePipelineFixtures();
+const API_KEY = 'sk-test-0123456789-SECRET';
+
+/** A step whose run throws `error`. */
+function throwing(error: Error): Step<'dataset'> {
+  return { stage: 'poll_dataset', slot: 'dataset', run: () => Promise.reject(error) };
+}
+
+async function invoke<S extends 'dataset' | 'model'>(step: Step<S>, runtime: Runtime, state: unknown) {
+  return stepHandler(step).withRuntime(runtime)(state, invocationContext());
+}
+
+/** What an error or a value shows: its JSON and its inspection at full depth, hidden fields too. */
+function shown(value: unknown): string {
+  return `${JSON.stringify(value)}\n${inspect(value, { depth: Infinity, showHidden: true })}`;
+}
+
+describe('the handler wrapper: errors', () => {
+  it('a RunError leaves as it is: name from retryable, code and message kept', async () => {
+    const service = await fixtures.service();
+    const runtime = fixtures.runtime(service);
+    const state = stateOf(fixtures.s3().bucket);
+    const final = await rejectionOf(
+      invoke(throwing(new RunError('labels_required', 'add labels.csv')), runtime, state),
+    );
+    expect(final).toMatchObject({ name: 'Hopper.Failed', code: 'labels_required', retryable: false });
+    expect((final as Error).message).toBe('labels_required: add labels.csv');
+
+    const transient = new RunError('storage_error', 'slow', { retryable: true });
+    expect(await rejectionOf(invoke(throwing(transient), runtime, state))).toMatchObject({
+      name: 'Hopper.Retryable',
+      code: 'storage_error',
+    });
+  });
+
+  it('a service that stays unavailable: Hopper.Retryable service_unavailable', async () => {
+    const service = await fixtures.service({ faults: [{ endpoint: 'getDataset', kind: '503', count: 100 }] });
+    const runtime = fixtures.runtime(service);
+    const dataset = await (
+      await runtime.service()
+    ).createDataset({ name: 'r', files: [{ name: 'a.csv', bytes: 1 }] });
+    const state = stateOf(fixtures.s3().bucket, {
+      config: configOf(),
+      dataset: datasetSlot(dataset, undefined, service.clock.now()),
+    });
+    const error = await rejectionOf(invoke(pollDatasetStep, runtime, state));
+    expect(error).toBeInstanceOf(RunError);
+    expect(error).toMatchObject({ name: 'Hopper.Retryable', code: 'service_unavailable', retryable: true });
+  });
+
+  it('a refused request: Hopper.Failed service_error; a refused key: unauthorized', async () => {
+    const service = await fixtures.service();
+    const state = stateOf(fixtures.s3().bucket, { config: configOf({ name: '' }) });
+    expect(await rejectionOf(invoke(createDatasetStep, fixtures.runtime(service), state))).toMatchObject({
+      name: 'Hopper.Failed',
+      code: 'service_error',
+      retryable: false,
+    });
+
+    const refused = await rejectionOf(
+      invoke(
+        createDatasetStep,
+        fixtures.runtime(service, { apiKey: 'not-the-key' }),
+        stateOf(fixtures.s3().bucket, { config: configOf() }),
+      ),
+    );
+    expect(refused).toMatchObject({ name: 'Hopper.Failed', code: 'unauthorized', retryable: false });
+  });
+
+  it('S3 trouble: storage_error, retryable when AWS says so', async () => {
+    const service = await fixtures.service();
+    const runtime = fixtures.runtime(service);
+    // The status cannot be written: the bucket does not exist.
+    const missingBucket = stateOf('no-such-bucket', { config: configOf() });
+    expect(await rejectionOf(invoke(createDatasetStep, runtime, missingBucket))).toMatchObject({
+      name: 'Hopper.Failed',
+      code: 'storage_error',
+    });
+    const network = Object.assign(new Error('socket hang up'), { $retryable: {} });
+    expect(
+      await rejectionOf(invoke(throwing(network), runtime, stateOf(fixtures.s3().bucket))),
+    ).toMatchObject({
+      name: 'Hopper.Retryable',
+      code: 'storage_error',
+    });
+  });
+
+  it('a bug: Hopper.Failed internal_error; a state without its run: invalid_event', async () => {
+    const service = await fixtures.service();
+    const runtime = fixtures.runtime(service);
+    expect(
+      await rejectionOf(
+        invoke(throwing(new TypeError('x is undefined')), runtime, stateOf(fixtures.s3().bucket)),
+      ),
+    ).toMatchObject({ name: 'Hopper.Failed', code: 'internal_error' });
+    expect(await rejectionOf(invoke(createDatasetStep, runtime, { config: configOf() }))).toMatchObject({
+      name: 'Hopper.Failed',
+      code: 'invalid_event',
+    });
+  });
+});
+
+describe('the handler wrapper: status', () => {
+  it('writes status/<drop>.json after a step, with the slot in place', async () => {
+    const service = await fixtures.service();
+    const runtime = fixtures.runtime(service);
+    const { client, bucket } = fixtures.s3();
+    const state = stateOf(bucket, { config: configOf() });
+
+    const slot = await invoke(createDatasetStep, runtime, state);
+
+    expect(await readStatus(client, bucket, state.run.drop)).toMatchObject({
+      run_id: state.run.runId,
+      state: 'running',
+      stage: 'create_dataset',
+      step: 1,
+      next_action: 'upload_files',
+      dataset_id: slot.id,
+      model_id: null,
+      max_attempts: 3,
+      updated_at: new Date(service.clock.now()).toISOString(),
+      error: null,
+    });
+  });
+
+  it('writes nothing when the step fails', async () => {
+    const service = await fixtures.service();
+    const { client, bucket } = fixtures.s3();
+    const state = stateOf(bucket, { config: configOf({ name: '' }) });
+    await rejectionOf(invoke(createDatasetStep, fixtures.runtime(service), state));
+    expect(await readText(client, bucket, statusKey(state.run.drop))).toBeNull();
+  });
+});
+
+describe('the API key', () => {
+  it('appears in no thrown error, returned slot or status file', async () => {
+    const service = await fixtures.service({ apiKey: API_KEY });
+    const runtime = fixtures.runtime(service);
+    const { client, bucket } = fixtures.s3();
+    const seen: string[] = [];
+
+    // Success: the slots of two steps, and the status each wrote.
+    const created = stateOf(bucket, { config: configOf() });
+    const dataset = await invoke(createDatasetStep, runtime, created);
+    seen.push(shown(dataset), (await readText(client, bucket, statusKey(created.run.drop))) ?? '');
+    const ready = await trainableDataset(await runtime.service());
+    const training: RunState = { ...created, dataset: datasetSlot(ready, undefined, service.clock.now()) };
+    const model = await invoke(startTrainingStep, runtime, training);
+    seen.push(shown(model), (await readText(client, bucket, statusKey(created.run.drop))) ?? '');
+
+    // Failures: a dropped connection and a 503 on requests carrying the key, and a refusal of the key.
+    for (const kind of ['drop', '503'] as const) {
+      const down = await fixtures.service({ apiKey: API_KEY, faults: [{ endpoint: '*', kind, count: 100 }] });
+      seen.push(shown(await rejectionOf(invoke(createDatasetStep, fixtures.runtime(down), created))));
+    }
+    const wrongKey = `${API_KEY}-WRONG`;
+    const refused = await rejectionOf(
+      invoke(createDatasetStep, fixtures.runtime(service, { apiKey: wrongKey }), created),
+    );
+    expect(refused).toMatchObject({ code: 'unauthorized' });
+    seen.push(shown(refused));
+
+    expect(seen).toHaveLength(7);
+    for (const text of seen) {
+      expect(text.length).toBeGreaterThan(0);
+      expect(text).not.toContain(API_KEY);
+      expect(text).not.toContain('SECRET');
+    }
+  });
+});

@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest';
+import { toRunError } from '../../lambdas/run/error-mapping.js';
+import { MAX_POLLS_PER_RUN } from '../../lambdas/run/polling.js';
+import { datasetSlot, modelSlot } from '../../lambdas/run/slots.js';
+import type { ModelSlot } from '../../lambdas/run/state.js';
+import { pollModelStep } from '../../lambdas/steps/poll-model.js';
+import { DEFAULT_OPTIONS, type SimulatedServiceOptions } from '../../local/service/index.js';
+import { HOUR, MINUTE, rejectionOf, trainableDataset } from '../client/helpers.js';
+import { stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
+import { configOf, stateOf } from './service-steps.js';
+
+const fixtures = usePipelineFixtures();
+
+/** A training just started (attempt `attempts`), and a way to poll it from a given slot. */
+async function startedModel(options: Partial<SimulatedServiceOptions> = {}, attempts = 1) {
+  const service = await fixtures.service(options);
+  const runtime = fixtures.runtime(service);
+  const client = await runtime.service();
+  const dataset = await trainableDataset(client);
+  const model = await client.startTraining(dataset.id, 'enc-small');
+  const now = service.clock.now();
+  const slot = modelSlot(model, attempts, datasetSlot(dataset, undefined, now), now);
+  const state = stateOf(fixtures.s3().bucket, {
+    config: configOf(),
+    dataset: datasetSlot(dataset, undefined, now),
+  });
+  const poll = (from: ModelSlot) => pollModelStep.run({ ...state, model: from }, stepEnv(runtime));
+  return { service, model, slot, poll };
+}
+
+describe('poll_model', () => {
+  it('waits while the model is queued, then training, backing off across both', async () => {
+    const { service, slot, poll } = await startedModel({ queuedMs: HOUR, trainingMs: HOUR }, 2);
+    expect(slot).toMatchObject({ status: 'queued', nextAction: 'wait', waitSeconds: 2 });
+    let current = slot;
+    const waits: number[] = [slot.waitSeconds];
+    for (let i = 0; i < 3; i++) {
+      current = await poll(current);
+      waits.push(current.waitSeconds);
+    }
+    expect(current).toMatchObject({ status: 'queued', step: 4, attempts: 2 });
+
+    service.clock.advance(HOUR);
+    current = await poll(current);
+    waits.push(current.waitSeconds);
+    expect(current).toMatchObject({ status: 'training', nextAction: 'wait', polls: 4, totalPolls: 5 });
+    expect(waits).toEqual([2, 3, 5, 7, 10]);
+
+    service.clock.advance(HOUR);
+    current = await poll(current);
+    expect(current).toMatchObject({
+      status: 'done',
+      nextAction: 'download',
+      waitSeconds: 0,
+      polls: 0,
+      totalPolls: 5,
+    });
+  });
+
+  it('a done model: download, with its size and when its files expire', async () => {
+    const { service, model, slot, poll } = await startedModel({ queuedMs: MINUTE });
+    service.clock.advance(MINUTE);
+    expect(await poll(slot)).toMatchObject({
+      id: model.id,
+      step: 5,
+      status: 'done',
+      nextAction: 'download',
+      onnxBytes: DEFAULT_OPTIONS.modelBytes,
+      filesExpireAt: new Date(service.clock.now() + DEFAULT_OPTIONS.modelFilesTtlMs).toISOString(),
+      error: null,
+      attempts: 1,
+    });
+  });
+
+  it('a failed training: retry, with the error, the attempts kept', async () => {
+    const { service, slot, poll } = await startedModel({ queuedMs: MINUTE, failTrainings: 1 }, 2);
+    service.clock.advance(MINUTE);
+    const failed = await poll(slot);
+    expect(failed).toMatchObject({
+      step: 4,
+      status: 'failed',
+      nextAction: 'retry',
+      attempts: 2,
+      waitSeconds: 0,
+    });
+    expect(failed.error).toContain('training failed');
+  });
+
+  it.each([
+    { what: 'expired', remove: undefined },
+    { what: 'moved', remove: 'moved' as const },
+    { what: 'refunded', remove: 'refunded' as const },
+  ])('files gone ($what): none', async ({ remove }) => {
+    const { service, model, slot, poll } = await startedModel();
+    if (remove === undefined) service.clock.advance(DEFAULT_OPTIONS.modelFilesTtlMs);
+    else service.removeModelFiles(model.id, remove);
+    expect(await poll(slot)).toMatchObject({ step: 5, nextAction: 'none', waitSeconds: 0 });
+  });
+
+  it('stops the run with wait_limit once the run has polled its budget', async () => {
+    const { slot, poll } = await startedModel({ queuedMs: HOUR });
+    const last = await poll({ ...slot, totalPolls: MAX_POLLS_PER_RUN - 1 });
+    expect(last.totalPolls).toBe(MAX_POLLS_PER_RUN);
+    expect(toRunError(await rejectionOf(poll(last)))).toMatchObject({ code: 'wait_limit', retryable: false });
+  });
+
+  it('a next_action Hopper does not know fails the run, naming the value', async () => {
+    const { service, slot, poll } = await startedModel({
+      queuedMs: MINUTE,
+      renameNextActions: { download: 'celebrate' },
+    });
+    service.clock.advance(MINUTE);
+    const error = toRunError(await rejectionOf(poll(slot)));
+    expect(error).toMatchObject({ code: 'unsupported_next_action', retryable: false });
+    expect(error.message).toContain('celebrate');
+  });
+});

@@ -1,0 +1,100 @@
+import { describe, expect, it } from 'vitest';
+import { RunError } from '../../lambdas/run/errors.js';
+import {
+  MAX_POLLS_PER_RUN,
+  nextPoll,
+  noWait,
+  POLL_FIRST_SECONDS,
+  POLL_MAX_SECONDS,
+} from '../../lambdas/run/polling.js';
+import type { PollSchedule } from '../../lambdas/run/state.js';
+
+const NOW = Date.parse('2026-01-01T00:00:00.000Z');
+const inSeconds = (seconds: number): string => new Date(NOW + seconds * 1000).toISOString();
+
+/** The schedules of `count` polls in a row that all find the record at `wait`. */
+function waitsInARow(count: number, deadline: string | null = null): PollSchedule[] {
+  const schedules: PollSchedule[] = [];
+  let previous: PollSchedule | undefined;
+  for (let i = 0; i < count; i++) {
+    previous = nextPoll('wait', previous, deadline, NOW);
+    schedules.push(previous);
+  }
+  return schedules;
+}
+
+describe('nextPoll', () => {
+  it('backs off by 1.5 from 2 s while the record stays at wait, capped at 120 s', () => {
+    const schedules = waitsInARow(14);
+    expect(schedules.map((schedule) => schedule.waitSeconds)).toEqual([
+      2, 3, 5, 7, 10, 15, 23, 34, 51, 77, 115, 120, 120, 120,
+    ]);
+    expect(schedules.map((schedule) => schedule.polls)).toEqual([
+      0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
+    ]);
+    expect(schedules.map((schedule) => schedule.totalPolls)).toEqual([
+      1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+    ]);
+    expect(schedules[0]?.waitSeconds).toBe(POLL_FIRST_SECONDS);
+    expect(schedules.at(-1)?.waitSeconds).toBe(POLL_MAX_SECONDS);
+  });
+
+  it('does not wait at any other next_action, and keeps the run-wide count', () => {
+    const waiting = waitsInARow(3).at(-1)!;
+    for (const action of ['upload_files', 'structure', 'download', 'retry', 'none', 'expired']) {
+      expect(nextPoll(action, waiting, inSeconds(60), NOW)).toEqual({
+        waitSeconds: 0,
+        polls: 0,
+        totalPolls: 3,
+      });
+    }
+    expect(nextPoll('structure', undefined, null, NOW)).toEqual(noWait());
+  });
+
+  it('starts the backoff afresh after a stretch without waiting, counting on for the run', () => {
+    const waiting = waitsInARow(5).at(-1)!;
+    const moved = nextPoll('structure', waiting, null, NOW);
+    expect(nextPoll('wait', moved, null, NOW)).toEqual({ waitSeconds: 2, polls: 0, totalPolls: 6 });
+  });
+
+  it('never sleeps past the deadline: whole seconds left, at least 1', () => {
+    const backedOff: PollSchedule = { waitSeconds: 120, polls: 20, totalPolls: 20 };
+    expect(nextPoll('wait', backedOff, inSeconds(600), NOW).waitSeconds).toBe(120);
+    expect(nextPoll('wait', backedOff, inSeconds(45.9), NOW).waitSeconds).toBe(45);
+    expect(nextPoll('wait', backedOff, inSeconds(0.4), NOW).waitSeconds).toBe(1);
+    expect(nextPoll('wait', backedOff, inSeconds(-30), NOW).waitSeconds).toBe(1);
+    // The clamp does not reset the backoff: the next poll goes on from where it was.
+    expect(nextPoll('wait', backedOff, inSeconds(10), NOW)).toEqual({
+      waitSeconds: 10,
+      polls: 21,
+      totalPolls: 21,
+    });
+    // A short first wait stays short.
+    expect(nextPoll('wait', undefined, inSeconds(600), NOW).waitSeconds).toBe(2);
+  });
+
+  it('stops the run with wait_limit past the run-wide poll budget', () => {
+    const last = nextPoll(
+      'wait',
+      { waitSeconds: 120, polls: 50, totalPolls: MAX_POLLS_PER_RUN - 1 },
+      null,
+      NOW,
+    );
+    expect(last.totalPolls).toBe(MAX_POLLS_PER_RUN);
+    let caught: unknown;
+    try {
+      nextPoll('wait', last, null, NOW);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(RunError);
+    expect(caught).toMatchObject({ code: 'wait_limit', retryable: false, name: 'Hopper.Failed' });
+    expect((caught as RunError).message).toContain(String(MAX_POLLS_PER_RUN));
+    // Only waiting counts: a record that moved on at the limit is fine.
+    expect(nextPoll('download', last, null, NOW)).toEqual({
+      waitSeconds: 0,
+      polls: 0,
+      totalPolls: MAX_POLLS_PER_RUN,
+    });
+  });
+});

@@ -1,0 +1,176 @@
+import { describe, expect, it } from 'vitest';
+import { toRunError } from '../../lambdas/run/error-mapping.js';
+import { RunError } from '../../lambdas/run/errors.js';
+import { datasetSlot } from '../../lambdas/run/slots.js';
+import type { ModelSlot, RunConfig, RunState } from '../../lambdas/run/state.js';
+import { startTrainingStep } from '../../lambdas/steps/start-training.js';
+import type { SimulatedServiceOptions } from '../../local/service/index.js';
+import { HOUR, MINUTE, rejectionOf, trainableDataset } from '../client/helpers.js';
+import { stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
+import { configOf, stateOf } from './service-steps.js';
+
+const fixtures = usePipelineFixtures();
+
+/** A dataset at start_training, and a way to run the step on it (with the model slot so far). */
+async function readyDataset(options: Partial<SimulatedServiceOptions> = {}, config: Partial<RunConfig> = {}) {
+  const service = await fixtures.service(options);
+  const runtime = fixtures.runtime(service);
+  const client = await runtime.service();
+  const dataset = await trainableDataset(client);
+  const base: RunState = stateOf(fixtures.s3().bucket, {
+    config: configOf(config),
+    dataset: { ...datasetSlot(dataset, undefined, service.clock.now()), totalPolls: 7 },
+  });
+  const run = (model?: ModelSlot) => startTrainingStep.run({ ...base, model }, stepEnv(runtime));
+  return { service, client, dataset, run };
+}
+
+describe('start_training', () => {
+  it("starts a training with the service's default encoder, for one credit", async () => {
+    const { service, client, dataset, run } = await readyDataset({ queuedMs: MINUTE });
+    const slot = await run();
+    expect(slot).toEqual({
+      id: expect.any(String) as string,
+      step: 4,
+      status: 'queued',
+      nextAction: 'wait',
+      version: 1,
+      encoder: 'enc-small',
+      attempts: 1,
+      filesExpireAt: null,
+      onnxBytes: null,
+      error: null,
+      // A fresh backoff; the run's poll count goes on from the dataset's.
+      waitSeconds: 2,
+      polls: 0,
+      totalPolls: 8,
+    });
+    expect(service.credits()).toBe(9);
+    expect((await client.getModel(slot.id)).dataset_id).toBe(dataset.id);
+  });
+
+  it("uses train.json's encoder", async () => {
+    const { run } = await readyDataset({}, { encoder: 'enc-base' });
+    expect(await run()).toMatchObject({ encoder: 'enc-base', nextAction: 'download' });
+  });
+
+  it.each([
+    { what: 'queued', options: { queuedMs: MINUTE }, nextAction: 'wait' },
+    { what: 'training', options: { trainingMs: MINUTE }, nextAction: 'wait' },
+    { what: 'done', options: {}, nextAction: 'download' },
+  ])(
+    'a retried invocation adopts the $what model instead of paying again',
+    async ({ options, nextAction }) => {
+      const { service, run } = await readyDataset(options);
+      const first = await run();
+      const second = await run();
+      expect(second).toMatchObject({ id: first.id, nextAction, attempts: 1 });
+      expect(service.credits()).toBe(9);
+      expect(service.requestCount('createModel')).toBe(1);
+    },
+  );
+
+  it('after a failed training it starts another, and counts the attempts', async () => {
+    const { service, run } = await readyDataset({ failTrainings: 1 });
+    const failed = await run();
+    expect(failed).toMatchObject({ status: 'failed', nextAction: 'retry', attempts: 1, waitSeconds: 0 });
+    expect(failed.error).toContain('training failed');
+    expect(service.credits()).toBe(10);
+
+    const retry = await run(failed);
+    expect(retry).toMatchObject({ version: 2, nextAction: 'download', attempts: 2 });
+    expect(retry.id).not.toBe(failed.id);
+    expect(service.credits()).toBe(9);
+  });
+
+  it('after an answer lost once the service had acted, the next invocation adopts the model', async () => {
+    const { service, run } = await readyDataset({
+      queuedMs: MINUTE,
+      faults: [{ endpoint: 'createModel', kind: 'drop_after', count: 1 }],
+    });
+    const lost = toRunError(await rejectionOf(run()));
+    expect(lost).toMatchObject({ code: 'service_unavailable', retryable: true, name: 'Hopper.Retryable' });
+    expect(service.credits()).toBe(9);
+
+    expect(await run()).toMatchObject({ status: 'queued', nextAction: 'wait', attempts: 1 });
+    expect(service.credits()).toBe(9);
+    expect(service.requestCount('createModel')).toBe(1);
+  });
+
+  it('adopts a model whose files are gone (next_action none) instead of training again', async () => {
+    const { service, run } = await readyDataset();
+    const done = await run();
+    service.removeModelFiles(done.id, 'refunded');
+    expect(await run(done)).toMatchObject({
+      id: done.id,
+      status: 'refunded',
+      nextAction: 'none',
+      attempts: 1,
+    });
+    expect(service.requestCount('createModel')).toBe(1);
+  });
+
+  it('no credits: no_credits, saying what to do', async () => {
+    const { dataset, run } = await readyDataset({ credits: 0 });
+    const error = await rejectionOf(run());
+    expect(error).toBeInstanceOf(RunError);
+    expect(error).toMatchObject({ code: 'no_credits', retryable: false, name: 'Hopper.Failed' });
+    expect((error as RunError).message).toContain(dataset.id);
+    expect((error as RunError).message).toContain('add credits at the service, then drop train.json again');
+  });
+
+  it("an encoder the service does not offer: unknown_encoder, listing the service's encoders", async () => {
+    const { service, run } = await readyDataset({}, { encoder: 'enc-huge' });
+    const error = (await rejectionOf(run())) as RunError;
+    expect(error).toMatchObject({ code: 'unknown_encoder', retryable: false });
+    expect(error.message).toContain('"enc-huge"');
+    expect(error.message).toContain('"enc-small" (default), "enc-base"');
+    expect(service.credits()).toBe(10);
+  });
+
+  it('never trains more than maxAttempts times, even when the state lost count', async () => {
+    const { service, run } = await readyDataset({ failTrainings: 5 }, { maxAttempts: 2 });
+    await run();
+    const second = await run();
+    expect(second).toMatchObject({ attempts: 2, nextAction: 'retry' });
+
+    const error = (await rejectionOf(run(second))) as RunError;
+    expect(error).toMatchObject({ code: 'training_failed', retryable: false });
+    expect(error.message).toContain('failed 2 times (maxAttempts 2)');
+    expect(error.message).toContain(second.id);
+    expect(service.requestCount('createModel')).toBe(2);
+  });
+
+  it('a dataset that expired before training: dataset_expired, saying when', async () => {
+    const { service, dataset, run } = await readyDataset();
+    service.clock.advance(7 * 24 * HOUR);
+    const error = (await rejectionOf(run())) as RunError;
+    expect(error).toMatchObject({ code: 'dataset_expired' });
+    expect(error.message).toContain(dataset.expires_at);
+    expect(service.requestCount('createModel')).toBe(0);
+  });
+
+  it("finds the dataset's model beyond the first page, and stops paging at models older than the dataset", async () => {
+    const { service, client, run } = await readyDataset({ credits: 200 });
+    const other = await trainableDataset(client, 'other');
+    const first = await run();
+    for (let i = 0; i < 100; i++) await client.startTraining(other.id, 'enc-small');
+
+    const pages = service.requestCount('listModels');
+    expect(await run(first)).toMatchObject({ id: first.id, attempts: 1 });
+    expect(service.requestCount('listModels') - pages).toBe(2);
+    expect(service.requestCount('createModel')).toBe(101);
+
+    // A dataset created later: the newest model is already older, so one page settles it.
+    service.clock.advance(1000);
+    const later = await trainableDataset(client, 'later');
+    const laterState = stateOf(fixtures.s3().bucket, {
+      config: configOf(),
+      dataset: datasetSlot(later, undefined, service.clock.now()),
+    });
+    const before = service.requestCount('listModels');
+    const slot = await startTrainingStep.run(laterState, stepEnv(fixtures.runtime(service)));
+    expect(slot).toMatchObject({ version: 1, attempts: 1 });
+    expect(service.requestCount('listModels') - before).toBe(1);
+  });
+});
