@@ -6,11 +6,12 @@
 const URL_PATTERN = /\b(?:https?:\/\/|www\.)[^\s<>"']+/gi;
 const EMAIL_PATTERN = /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g;
 /**
- * International (+44 20 7946 0958, +14155550100), bracketed area code ((020) 7946 0958) or
- * grouped digits (555 123 4567, 415-555-0100). Plain short numbers and dates stay.
+ * International (+44 20 7946 0958, +49 30 901820, +14155550100), bracketed area code
+ * ((020) 7946 0958) or grouped digits (555 123 4567, 415-555-0100). Plain short numbers and
+ * dates stay (the digit count below tells them apart).
  */
 const PHONE_PATTERN =
-  /(?<![\w+])(?:\+\d{9,15}|(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,4}\)[\s.-]?)?\d{2,4}(?:[\s.-]\d{2,4}){1,4})(?![\w])/g;
+  /(?<![\w+])(?:\+\d{9,15}|(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,4}\)[\s.-]?)?\d{2,4}(?:[\s.-]\d{2,8}){1,4})(?![\w])/g;
 /** Fewer digits than this is a date, a price or a count, not a phone number. */
 const MIN_PHONE_DIGITS = 9;
 const MAX_PHONE_DIGITS = 15;

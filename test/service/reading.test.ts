@@ -198,7 +198,7 @@ describe('unreadable data -> start_over', () => {
 
 describe('masking', () => {
   it('replaces e-mail addresses, phone numbers and URLs in example.text', async () => {
-    const h = await start({ heldOutCount: 10 });
+    const h = await start({ heldOutCount: 11 });
     const rows: [string, string, string][] = [
       ['m1', 'Mail me at jane.doe@example.com please', 'Mail me at [EMAIL] please'],
       ['m2', 'Call +1 415-555-0100 today', 'Call [PHONE] today'],
@@ -209,6 +209,7 @@ describe('masking', () => {
       ['m7', 'Write to first.last+tag@sub.example.co.uk today', 'Write to [EMAIL] today'],
       ['m8', 'Link http://shop.example.org/item/42 here', 'Link [URL] here'],
       ['m9', 'Paid 25 dollars on 2023-01-15 for 3 items', 'Paid 25 dollars on 2023-01-15 for 3 items'],
+      ['n1', 'Left my number (+49 30 901820) twice', 'Left my number ([PHONE]) twice'],
     ];
     const csv = ['id,text', ...rows.map(([id, text]) => `${id},"${text}"`)].join('\n');
     const examples = await examplesOf(h, [{ name: 'pii.csv', content: csv }]);
