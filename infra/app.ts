@@ -1,0 +1,7 @@
+/**
+ * `cdk synth` / `cdk deploy` entry (cdk.json: `npx tsx infra/app.ts`). Settings come from
+ * context: `npx cdk deploy -c serviceUrl=https://... [-c apiKeySecretName=...]`; docs/deploy.md.
+ */
+import { createHopperApp } from './hopper-app.js';
+
+createHopperApp().app.synth();

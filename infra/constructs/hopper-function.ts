@@ -1,0 +1,100 @@
+/**
+ * One Hopper Lambda: a handler file under lambdas/ bundled by esbuild as an ESM module, on the
+ * newest Node.js runtime, ARM, X-Ray active, logging to its own log group with a retention, and
+ * a role of its own that starts with nothing but writing to that log group.
+ */
+import type { Duration } from 'aws-cdk-lib';
+import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction, OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { fileURLToPath } from 'node:url';
+import { acknowledgeWildcardResource } from '../nag.js';
+import { handlerPath } from '../tasks.js';
+
+/** The newest Node.js runtime aws-cdk-lib offers (cdk-nag's AwsSolutions-L1 checks this). */
+export const NODE_RUNTIME = Runtime.NODEJS_24_X;
+
+/**
+ * esbuild output is ESM; bundled CommonJS dependencies (undici among them) still call
+ * `require` for Node built-ins, which an ES module lacks, so the banner provides one.
+ */
+export const CREATE_REQUIRE_BANNER =
+  "import { createRequire as __hopperCreateRequire } from 'node:module'; const require = __hopperCreateRequire(import.meta.url);";
+
+const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export const BUNDLING: BundlingOptions = {
+  format: OutputFormat.ESM,
+  target: 'node24',
+  mainFields: ['module', 'main'],
+  banner: CREATE_REQUIRE_BANNER,
+  // Bundle the AWS SDK too: the versions the tests ran against, and @aws-sdk/lib-storage.
+  externalModules: [],
+  minify: true,
+  sourceMap: true,
+  sourcesContent: false,
+};
+
+export interface HopperFunctionProps {
+  /** The handler file under lambdas/; it exports `handler`. */
+  readonly handlerFile: string;
+  readonly description: string;
+  readonly timeout: Duration;
+  /** @default 256 */
+  readonly memorySize?: number;
+  /** Environment variables besides NODE_OPTIONS (source maps). @default - none */
+  readonly environment?: Readonly<Record<string, string>>;
+  /** How long the function's logs are kept. @default RetentionDays.THREE_MONTHS */
+  readonly logRetention?: RetentionDays;
+  /** Where Lambda sends asynchronous invocations that failed every attempt. @default - none */
+  readonly deadLetterQueue?: IQueue;
+  /** Lambda's own retries of a failed asynchronous invocation (0-2). @default - Lambda's default, 2 */
+  readonly retryAttempts?: number;
+}
+
+export class HopperFunction extends Construct {
+  readonly function: NodejsFunction;
+  readonly role: Role;
+  readonly logGroup: LogGroup;
+
+  constructor(scope: Construct, id: string, props: HopperFunctionProps) {
+    super(scope, id);
+    this.logGroup = new LogGroup(this, 'Logs', {
+      retention: props.logRetention ?? RetentionDays.THREE_MONTHS,
+    });
+    // An own role instead of the default one, which would carry the AWSLambdaBasicExecutionRole
+    // managed policy (logs on every log group); this one may write to its own log group only.
+    this.role = new Role(this, 'Role', {
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      description: `Hopper ${id}: ${props.description}`,
+    });
+    this.logGroup.grantWrite(this.role);
+    this.function = new NodejsFunction(this, 'Function', {
+      entry: handlerPath(props.handlerFile),
+      handler: 'handler',
+      projectRoot: PROJECT_ROOT,
+      depsLockFilePath: `${PROJECT_ROOT}package-lock.json`,
+      runtime: NODE_RUNTIME,
+      architecture: Architecture.ARM_64,
+      tracing: Tracing.ACTIVE,
+      description: `Hopper ${id}: ${props.description}`,
+      timeout: props.timeout,
+      memorySize: props.memorySize ?? 256,
+      role: this.role,
+      logGroup: this.logGroup,
+      environment: { ...props.environment, NODE_OPTIONS: '--enable-source-maps' },
+      bundling: BUNDLING,
+      deadLetterQueue: props.deadLetterQueue,
+      retryAttempts: props.retryAttempts,
+    });
+    acknowledgeWildcardResource(
+      this.role,
+      '*',
+      'X-Ray tracing (Tracing.ACTIVE): xray:PutTraceSegments and xray:PutTelemetryRecords do not support ' +
+        'resource-level permissions, so IAM requires Resource "*".',
+    );
+  }
+}

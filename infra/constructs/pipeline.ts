@@ -1,0 +1,150 @@
+/**
+ * The pipeline: one Lambda per Task state (infra/tasks.ts), the state machine that drives them
+ * (infra/state-machine.ts), and the way in: an EventBridge rule for `inbox/*\/train.json`
+ * "Object Created" events invoking the trigger Lambda, which starts one execution per
+ * train.json object. Deliveries that fail every retry land in a dead-letter queue.
+ */
+import { Duration } from 'aws-cdk-lib';
+import { Match, Rule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { IBucket } from 'aws-cdk-lib/aws-s3';
+import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from 'aws-cdk-lib/aws-stepfunctions';
+import { Construct } from 'constructs';
+import { ENV } from '../../lambdas/run/runtime.js';
+import { TRAIN_JSON_KEY_WILDCARD } from '../../lambdas/storage/keys.js';
+import { acknowledgeWildcardResource } from '../nag.js';
+import { grantTaskAccess } from '../permissions.js';
+import { buildDefinition } from '../state-machine.js';
+import { TASKS, TRIGGER, type TaskName } from '../tasks.js';
+import { HopperFunction } from './hopper-function.js';
+
+export interface HopperPipelineProps {
+  /** The bucket drops arrive in; it must send its events to EventBridge (HopperStorage does). */
+  readonly bucket: IBucket;
+  /** The Secrets Manager secret whose plain-text value is the training service's API key. */
+  readonly apiKeySecret: ISecret;
+  /**
+   * What the handlers are given to find the secret (HOPPER_API_KEY_SECRET_ARN).
+   * @default apiKeySecret.secretArn; pass the name for a secret imported by name, whose ARN
+   * CloudFormation only knows without its random suffix
+   */
+  readonly apiKeySecretId?: string;
+  /** The training service's base URL (https, without /v1): HOPPER_SERVICE_URL. */
+  readonly serviceUrl: string;
+  /** How long Lambda and state machine logs are kept. @default RetentionDays.THREE_MONTHS */
+  readonly logRetention?: RetentionDays;
+  /** How often EventBridge retries delivering an event to the trigger. @default 8 */
+  readonly triggerRetryAttempts?: number;
+  /** How long EventBridge keeps retrying an event. @default Duration.hours(24) */
+  readonly triggerMaxEventAge?: Duration;
+  /** How long an undeliverable event is kept in the dead-letter queue. @default Duration.days(14) */
+  readonly deadLetterRetention?: Duration;
+}
+
+export class HopperPipeline extends Construct {
+  readonly stateMachine: StateMachine;
+  readonly executionLogs: LogGroup;
+  /** The Lambda of each Task state, by state name. */
+  readonly taskFunctions: Readonly<Record<TaskName, NodejsFunction>>;
+  readonly trigger: NodejsFunction;
+  readonly rule: Rule;
+  /** Events the trigger could not take: failed deliveries and failed asynchronous invocations. */
+  readonly deadLetterQueue: Queue;
+
+  constructor(scope: Construct, id: string, props: HopperPipelineProps) {
+    super(scope, id);
+    const logRetention = props.logRetention ?? RetentionDays.THREE_MONTHS;
+
+    const environment = {
+      [ENV.serviceUrl]: props.serviceUrl,
+      [ENV.apiKeySecret]: props.apiKeySecretId ?? props.apiKeySecret.secretArn,
+    };
+    const functions = {} as Record<TaskName, NodejsFunction>;
+    for (const spec of TASKS) {
+      const task = new HopperFunction(this, spec.name, {
+        handlerFile: spec.handlerFile,
+        description: spec.description,
+        timeout: Duration.seconds(spec.timeoutSeconds),
+        memorySize: spec.memoryMb,
+        environment,
+        logRetention,
+      });
+      grantTaskAccess(task.role, spec.access, { bucket: props.bucket, apiKeySecret: props.apiKeySecret });
+      functions[spec.name] = task.function;
+    }
+    this.taskFunctions = functions;
+
+    this.executionLogs = new LogGroup(this, 'ExecutionLogs', { retention: logRetention });
+    this.stateMachine = new StateMachine(this, 'StateMachine', {
+      comment: 'Hopper: one execution per train.json dropped into inbox/<drop>/',
+      definitionBody: DefinitionBody.fromChainable(buildDefinition(this, functions)),
+      stateMachineType: StateMachineType.STANDARD,
+      tracingEnabled: true,
+      // States hold ids and counters only (never the API key), so execution data may be logged.
+      logs: { destination: this.executionLogs, level: LogLevel.ALL, includeExecutionData: true },
+    });
+    this.acknowledgeStateMachineWildcards(functions);
+
+    this.deadLetterQueue = new Queue(this, 'TriggerDeadLetters', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: props.deadLetterRetention ?? Duration.days(14),
+    });
+
+    const trigger = new HopperFunction(this, 'Trigger', {
+      handlerFile: TRIGGER.handlerFile,
+      description: TRIGGER.description,
+      timeout: Duration.seconds(TRIGGER.timeoutSeconds),
+      memorySize: TRIGGER.memoryMb,
+      environment: { [ENV.stateMachineArn]: this.stateMachine.stateMachineArn },
+      logRetention,
+      deadLetterQueue: this.deadLetterQueue,
+      retryAttempts: 2,
+    });
+    this.stateMachine.grantStartExecution(trigger.function);
+    this.trigger = trigger.function;
+
+    this.rule = new Rule(this, 'TrainJsonCreated', {
+      description: 'Hopper: a train.json written to inbox/<drop>/ starts a run',
+      eventPattern: {
+        source: ['aws.s3'],
+        detailType: ['Object Created'],
+        detail: {
+          bucket: { name: [props.bucket.bucketName] },
+          object: { key: Match.wildcard(TRAIN_JSON_KEY_WILDCARD) },
+        },
+      },
+      targets: [
+        new LambdaFunction(trigger.function, {
+          deadLetterQueue: this.deadLetterQueue,
+          retryAttempts: props.triggerRetryAttempts ?? 8,
+          maxEventAge: props.triggerMaxEventAge ?? Duration.hours(24),
+        }),
+      ],
+    });
+  }
+
+  private acknowledgeStateMachineWildcards(functions: Readonly<Record<TaskName, NodejsFunction>>): void {
+    const role = this.stateMachine.role;
+    acknowledgeWildcardResource(
+      role,
+      '*',
+      'Logging to CloudWatch Logs (logs:CreateLogDelivery, GetLogDelivery, UpdateLogDelivery, ' +
+        'DeleteLogDelivery, ListLogDeliveries, PutResourcePolicy, DescribeResourcePolicies, ' +
+        'DescribeLogGroups) and X-Ray tracing (xray:PutTraceSegments, PutTelemetryRecords, ' +
+        'GetSamplingRules, GetSamplingTargets) support no resource-level permissions; IAM requires "*".',
+    );
+    for (const fn of Object.values(functions)) {
+      acknowledgeWildcardResource(
+        role,
+        `${fn.functionArn}:*`,
+        "LambdaInvoke grants invoking the pipeline's own function and its versions and aliases " +
+          '(<function ARN>:*); no other function is included.',
+      );
+    }
+  }
+}

@@ -1,0 +1,135 @@
+/**
+ * The bucket users drop folders into and Hopper writes status and models to (layout:
+ * lambdas/storage/keys.ts). New by default: encrypted, versioned, TLS only, no public access,
+ * EventBridge notifications on, server access logs to a log bucket, and lifecycle rules for old
+ * inbox data, old versions and abandoned multipart uploads. An existing bucket can be used
+ * instead; then only its EventBridge notifications are turned on, the rest stays its owner's.
+ */
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import {
+  BlockPublicAccess,
+  Bucket,
+  BucketEncryption,
+  ObjectOwnership,
+  type CfnBucket,
+  type IBucket,
+} from 'aws-cdk-lib/aws-s3';
+import { Construct } from 'constructs';
+import { INBOX_PREFIX } from '../../lambdas/storage/keys.js';
+import { acknowledgeRule } from '../nag.js';
+
+export interface HopperStorageProps {
+  /**
+   * The name of an existing bucket to use instead of creating one. Its EventBridge notifications
+   * are turned on (through CDK's bucket-notifications custom resource, which keeps the bucket's
+   * other notification settings); its encryption, versioning, lifecycle and logging are left as
+   * they are.
+   * @default - a new bucket
+   */
+  readonly bucketName?: string;
+  /** Days an object under inbox/ is kept (new bucket only). @default 30 */
+  readonly inboxRetentionDays?: number;
+  /** Days a replaced or deleted version is kept (new bucket only). @default 30 */
+  readonly noncurrentVersionRetentionDays?: number;
+  /** Days after which an unfinished multipart upload is aborted (new bucket only). @default 7 */
+  readonly abortIncompleteUploadsAfterDays?: number;
+  /** Days server access logs are kept (new bucket only). @default 90 */
+  readonly accessLogRetentionDays?: number;
+  /** What happens to the new buckets when the stack is deleted. @default RemovalPolicy.RETAIN */
+  readonly removalPolicy?: RemovalPolicy;
+}
+
+export const STORAGE_DEFAULTS = {
+  inboxRetentionDays: 30,
+  noncurrentVersionRetentionDays: 30,
+  abortIncompleteUploadsAfterDays: 7,
+  accessLogRetentionDays: 90,
+} as const;
+
+export class HopperStorage extends Construct {
+  readonly bucket: IBucket;
+  /** The server access log bucket; absent when an existing bucket is used. */
+  readonly accessLogBucket?: Bucket;
+
+  constructor(scope: Construct, id: string, props: HopperStorageProps = {}) {
+    super(scope, id);
+    if (props.bucketName !== undefined) {
+      const bucket = Bucket.fromBucketName(this, 'Bucket', props.bucketName);
+      bucket.enableEventBridgeNotification();
+      acknowledgeNotificationsHandler(this);
+      this.bucket = bucket;
+      return;
+    }
+
+    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+    const accessLogBucket = new Bucket(this, 'AccessLogs', {
+      encryption: BucketEncryption.S3_MANAGED, // the only encryption S3 log delivery supports
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      enforceSSL: true,
+      minimumTLSVersion: 1.2,
+      lifecycleRules: [
+        {
+          id: 'ExpireOldLogs',
+          expiration: Duration.days(props.accessLogRetentionDays ?? STORAGE_DEFAULTS.accessLogRetentionDays),
+        },
+      ],
+      removalPolicy,
+    });
+
+    const bucket = new Bucket(this, 'Bucket', {
+      encryption: BucketEncryption.S3_MANAGED,
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      enforceSSL: true,
+      minimumTLSVersion: 1.2,
+      versioned: true,
+      serverAccessLogsBucket: accessLogBucket,
+      serverAccessLogsPrefix: 'hopper/',
+      lifecycleRules: [
+        {
+          id: 'ExpireOldInbox',
+          prefix: INBOX_PREFIX,
+          expiration: Duration.days(props.inboxRetentionDays ?? STORAGE_DEFAULTS.inboxRetentionDays),
+        },
+        {
+          id: 'ExpireOldVersionsAndUploads',
+          noncurrentVersionExpiration: Duration.days(
+            props.noncurrentVersionRetentionDays ?? STORAGE_DEFAULTS.noncurrentVersionRetentionDays,
+          ),
+          abortIncompleteMultipartUploadAfter: Duration.days(
+            props.abortIncompleteUploadsAfterDays ?? STORAGE_DEFAULTS.abortIncompleteUploadsAfterDays,
+          ),
+          expiredObjectDeleteMarker: true,
+        },
+      ],
+      removalPolicy,
+    });
+    // EventBridge delivery set on the bucket resource itself: Bucket's `eventBridgeEnabled` would
+    // add a custom-resource Lambda to do the same, which an owned bucket does not need.
+    (bucket.node.defaultChild as CfnBucket).notificationConfiguration = {
+      eventBridgeConfiguration: { eventBridgeEnabled: true },
+    };
+    this.bucket = bucket;
+    this.accessLogBucket = accessLogBucket;
+  }
+}
+
+/**
+ * CDK's bucket-notifications handler (a singleton Lambda at stack level) turns EventBridge on for
+ * an existing bucket; its role comes with the AWS managed basic execution policy, which CDK sets
+ * and a construct cannot replace.
+ */
+function acknowledgeNotificationsHandler(scope: Construct): void {
+  const handler = Stack.of(scope).node.children.find((child) =>
+    child.node.id.startsWith('BucketNotificationsHandler'),
+  );
+  if (handler === undefined) throw new Error("CDK's bucket-notifications handler was not found");
+  acknowledgeRule(
+    handler,
+    'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
+    "CDK's own bucket-notifications custom resource (it turns on EventBridge for the existing bucket " +
+      'given by bucketName) uses this role for writing its logs; CDK fixes the policy, and the ' +
+      'function only runs during deployments.',
+  );
+}

@@ -1,0 +1,122 @@
+/**
+ * The synthesized state machine as plain Amazon States Language, for local mode: the very
+ * definition the stack deploys, run by aws-local-stepfunctions with each Task state bound to
+ * its handler in-process (by state name).
+ *
+ * CloudFormation receives the definition as an `Fn::Join` of strings and `Fn::GetAtt` tokens
+ * for the Lambda ARNs. Resolving and flattening it gives the JSON; each Lambda ARN becomes an
+ * ARN-shaped placeholder naming the function's logical id (the local interpreter rejects a
+ * Resource that is not ARN-shaped, and never calls it: local handlers replace every Task).
+ */
+import { Stack } from 'aws-cdk-lib';
+import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
+import type { CfnStateMachine, StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
+import type { HopperPipeline } from './constructs/pipeline.js';
+import { createHopperApp } from './hopper-app.js';
+import { TASKS, handlerPath, type TaskName } from './tasks.js';
+
+/** A placeholder Lambda ARN is this prefix followed by the function's logical id. */
+export const PLACEHOLDER_FUNCTION_ARN_PREFIX = 'arn:aws:lambda:us-east-1:123456789012:function:';
+
+/** Values for the pseudo parameters a definition may contain, matching the placeholders. */
+const PSEUDO_PARAMETERS: Readonly<Record<string, string>> = {
+  'AWS::Partition': 'aws',
+  'AWS::Region': 'us-east-1',
+  'AWS::AccountId': '123456789012',
+  'AWS::URLSuffix': 'amazonaws.com',
+};
+
+export interface AslState {
+  readonly Type: string;
+  readonly Resource?: string;
+  readonly [field: string]: unknown;
+}
+
+export interface AslDefinition {
+  readonly StartAt: string;
+  readonly States: Readonly<Record<string, AslState>>;
+  readonly [field: string]: unknown;
+}
+
+export interface TaskHandlerFile {
+  /** The handler file, relative to the repository root (`lambdas/validate-drop.ts`). */
+  readonly file: string;
+  /** The same, absolute. */
+  readonly path: string;
+}
+
+export interface LocalDefinition {
+  /** The definition, Lambda ARNs replaced by placeholders. */
+  readonly definition: AslDefinition;
+  /** The handler of every Task state, by state name. */
+  readonly handlers: Readonly<Record<TaskName, TaskHandlerFile>>;
+}
+
+/** The plain ASL of a synthesized state machine. */
+export function aslOf(stateMachine: StateMachine): AslDefinition {
+  const cfn = stateMachine.node.defaultChild as CfnStateMachine;
+  const resolved: unknown = Stack.of(stateMachine).resolve(cfn.definitionString);
+  return JSON.parse(flatten(resolved)) as AslDefinition;
+}
+
+/**
+ * The definition of the pipeline's state machine with the handler of each Task. Checks that
+ * every Task state is in the registry (infra/tasks.ts) and invokes that Task's own function.
+ */
+export function localDefinitionOf(pipeline: HopperPipeline): LocalDefinition {
+  const definition = aslOf(pipeline.stateMachine);
+  const handlers = {} as Record<TaskName, TaskHandlerFile>;
+  for (const spec of TASKS) {
+    const state = definition.States[spec.name];
+    if (state?.Type !== 'Task') throw new Error(`the definition has no Task state ${spec.name}`);
+    const fn = pipeline.taskFunctions[spec.name].node.defaultChild as CfnFunction;
+    const expected = `${PLACEHOLDER_FUNCTION_ARN_PREFIX}${Stack.of(fn).getLogicalId(fn)}`;
+    if (state.Resource !== expected) {
+      throw new Error(
+        `Task ${spec.name} invokes ${String(state.Resource)}, not its own function ${expected}`,
+      );
+    }
+    handlers[spec.name] = { file: `lambdas/${spec.handlerFile}`, path: handlerPath(spec.handlerFile) };
+  }
+  const unknown = Object.entries(definition.States).filter(
+    ([name, state]) => state.Type === 'Task' && !(name in handlers),
+  );
+  if (unknown.length > 0) {
+    throw new Error(`Task states missing from infra/tasks.ts: ${unknown.map(([name]) => name).join(', ')}`);
+  }
+  return { definition, handlers };
+}
+
+/**
+ * Builds the stack in memory (no esbuild, no cdk-nag, nothing written) and returns its state
+ * machine's definition: what local mode runs.
+ */
+export function synthesizeLocalDefinition(): LocalDefinition {
+  const { stack } = createHopperApp({
+    nag: false,
+    cloudFormationValidation: false,
+    context: { 'aws:cdk:bundling-stacks': [] },
+  });
+  return localDefinitionOf(stack.pipeline);
+}
+
+function flatten(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'object' && value !== null) {
+    const node = value as Record<string, unknown>;
+    const join = node['Fn::Join'];
+    if (Array.isArray(join)) {
+      const [delimiter, parts] = join as [string, unknown[]];
+      return parts.map(flatten).join(delimiter);
+    }
+    const getAtt = node['Fn::GetAtt'];
+    if (Array.isArray(getAtt) && getAtt[1] === 'Arn' && typeof getAtt[0] === 'string') {
+      return `${PLACEHOLDER_FUNCTION_ARN_PREFIX}${getAtt[0]}`;
+    }
+    const ref = node.Ref;
+    if (typeof ref === 'string' && ref in PSEUDO_PARAMETERS) return PSEUDO_PARAMETERS[ref] ?? '';
+  }
+  throw new Error(
+    `the state machine definition holds a token local mode cannot resolve: ${JSON.stringify(value)}`,
+  );
+}

@@ -1,0 +1,72 @@
+/**
+ * A Task's access (infra/tasks.ts) as IAM statements: S3 actions on its own key prefixes only,
+ * ListBucket only for the prefixes it reads, and the API key secret only for the steps that call
+ * the training service.
+ */
+import { PolicyStatement, type IRole } from 'aws-cdk-lib/aws-iam';
+import type { IBucket } from 'aws-cdk-lib/aws-s3';
+import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
+import { INBOX_PREFIX, MODELS_PREFIX, STATUS_PREFIX } from '../lambdas/storage/keys.js';
+import { acknowledgeWildcardResource } from './nag.js';
+import type { AreaAccess, BucketArea, TaskAccess } from './tasks.js';
+
+export const AREA_PREFIX: Readonly<Record<BucketArea, string>> = {
+  inbox: INBOX_PREFIX,
+  status: STATUS_PREFIX,
+  models: MODELS_PREFIX,
+};
+
+/** The object actions of each access level; models/ is written by multipart upload. */
+export function objectActions(area: BucketArea, level: AreaAccess): string[] {
+  if (level === 'read') return ['s3:GetObject'];
+  if (area === 'models') {
+    // copy_model: multipart upload (CreateMultipartUpload, UploadPart and Complete are all
+    // s3:PutObject), abort on failure, HEAD to check the size, delete a copy of the wrong size.
+    return ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload', 's3:DeleteObject'];
+  }
+  return ['s3:GetObject', 's3:PutObject'];
+}
+
+/** The statements of `access.bucket` on `bucket`. */
+export function bucketStatements(bucket: IBucket, access: TaskAccess): PolicyStatement[] {
+  const areas = Object.entries(access.bucket) as [BucketArea, AreaAccess][];
+  if (areas.length === 0) return [];
+  const objects = areas.map(
+    ([area, level]) =>
+      new PolicyStatement({
+        actions: objectActions(area, level),
+        resources: [bucket.arnForObjects(`${AREA_PREFIX[area]}*`)],
+      }),
+  );
+  // Every level includes reading, and reading a missing key answers 404 NoSuchKey (which the
+  // handlers expect) only with ListBucket; S3 checks that against the key as s3:prefix.
+  const list = new PolicyStatement({
+    actions: ['s3:ListBucket'],
+    resources: [bucket.bucketArn],
+    conditions: { StringLike: { 's3:prefix': areas.map(([area]) => `${AREA_PREFIX[area]}*`) } },
+  });
+  return [...objects, list];
+}
+
+export interface TaskResources {
+  readonly bucket: IBucket;
+  readonly apiKeySecret: ISecret;
+}
+
+/**
+ * Grants `access` to a function's role and acknowledges the one cdk-nag finding it implies: the
+ * `<prefix>*` object wildcards, which are the narrowest grant possible because drop folder names
+ * (and so every key under the prefix) are chosen by users at run time.
+ */
+export function grantTaskAccess(role: IRole, access: TaskAccess, resources: TaskResources): void {
+  for (const statement of bucketStatements(resources.bucket, access)) role.addToPrincipalPolicy(statement);
+  for (const area of Object.keys(access.bucket) as BucketArea[]) {
+    acknowledgeWildcardResource(
+      role,
+      resources.bucket.arnForObjects(`${AREA_PREFIX[area]}*`),
+      `Objects under ${AREA_PREFIX[area]} are named after drop folders that users choose at run time; ` +
+        `the grant is limited to that prefix and to the actions this step needs.`,
+    );
+  }
+  if (access.apiKey) resources.apiKeySecret.grantRead(role);
+}

@@ -1,0 +1,129 @@
+/**
+ * The Hopper stack: storage, the API key secret, the pipeline and its monitoring. Environment
+ * agnostic, so `cdk synth` needs no AWS account; what varies per deployment comes in as props
+ * (infra/config.ts reads them from CDK context, docs/deploy.md lists them).
+ */
+import { CfnOutput, CfnParameter, Stack, type StackProps } from 'aws-cdk-lib';
+import { Secret, type ISecret } from 'aws-cdk-lib/aws-secretsmanager';
+import type { Construct } from 'constructs';
+import { HopperMonitoring } from './constructs/monitoring.js';
+import { HopperPipeline } from './constructs/pipeline.js';
+import { HopperStorage } from './constructs/storage.js';
+import { acknowledgeRule } from './nag.js';
+
+export interface HopperStackProps extends StackProps {
+  /**
+   * The training service's base URL (https, without /v1).
+   * @default - a CloudFormation parameter `ServiceUrl`, asked for at deploy time
+   */
+  readonly serviceUrl?: string;
+  /**
+   * The name of an existing Secrets Manager secret whose plain-text value is the API key.
+   * @default - a new secret (output `ApiKeySecretName`) holding a random placeholder: put the
+   * key in it after the first deploy
+   */
+  readonly apiKeySecretName?: string;
+  /**
+   * The name of an existing bucket to use; its EventBridge notifications are turned on.
+   * @default - a new bucket (output `BucketName`)
+   */
+  readonly bucketName?: string;
+  /** An e-mail address that receives the alarms. @default - no subscription */
+  readonly notificationEmail?: string;
+  /** Days an object under inbox/ is kept; new bucket only. @default 30 */
+  readonly inboxRetentionDays?: number;
+}
+
+/** A URL CloudFormation accepts as ServiceUrl: https, no white space. */
+export const SERVICE_URL_PATTERN = '^https://[^\\s]+$';
+
+export class HopperStack extends Stack {
+  readonly storage: HopperStorage;
+  readonly apiKeySecret: ISecret;
+  readonly pipeline: HopperPipeline;
+  readonly monitoring: HopperMonitoring;
+
+  constructor(scope: Construct, id: string, props: HopperStackProps = {}) {
+    super(scope, id, {
+      description: 'Hopper: drop a folder into S3, get a trained model back',
+      ...props,
+    });
+    if (props.bucketName !== undefined && props.inboxRetentionDays !== undefined) {
+      throw new Error(
+        'inboxRetentionDays applies to a bucket the stack creates; with bucketName, set lifecycle rules on that bucket yourself',
+      );
+    }
+
+    this.storage = new HopperStorage(this, 'Storage', {
+      bucketName: props.bucketName,
+      inboxRetentionDays: props.inboxRetentionDays,
+    });
+    const bucket = this.storage.bucket;
+
+    const serviceUrl =
+      props.serviceUrl ??
+      new CfnParameter(this, 'ServiceUrl', {
+        type: 'String',
+        description: "The training service's base URL (https, without /v1)",
+        allowedPattern: SERVICE_URL_PATTERN,
+        constraintDescription: 'an https:// URL',
+      }).valueAsString;
+
+    const apiKeySecretName = props.apiKeySecretName ?? `${this.stackName}/training-service-api-key`;
+    let apiKeySecretId: string;
+    if (props.apiKeySecretName !== undefined) {
+      this.apiKeySecret = Secret.fromSecretNameV2(this, 'ApiKey', apiKeySecretName);
+      apiKeySecretId = apiKeySecretName;
+    } else {
+      const secret = new Secret(this, 'ApiKey', {
+        secretName: apiKeySecretName,
+        description:
+          "Hopper: the training service's API key. Replace the generated value with the key, as plain text.",
+      });
+      acknowledgeRule(
+        secret,
+        'AwsSolutions-SMG4',
+        'The API key is issued by the third-party training service, which offers no API to rotate ' +
+          'it, so a rotation Lambda could not change it; the operator replaces the value by hand.',
+      );
+      this.apiKeySecret = secret;
+      apiKeySecretId = secret.secretArn;
+    }
+
+    this.pipeline = new HopperPipeline(this, 'Pipeline', {
+      bucket,
+      apiKeySecret: this.apiKeySecret,
+      apiKeySecretId,
+      serviceUrl,
+    });
+
+    this.monitoring = new HopperMonitoring(this, 'Monitoring', {
+      stateMachine: this.pipeline.stateMachine,
+      deadLetterQueue: this.pipeline.deadLetterQueue,
+      trigger: this.pipeline.trigger,
+      taskFunctions: this.pipeline.taskFunctions,
+      notificationEmail: props.notificationEmail,
+    });
+
+    new CfnOutput(this, 'BucketName', {
+      description: 'Drop folders into s3://<this bucket>/inbox/<drop>/ (train.json last)',
+      value: bucket.bucketName,
+    });
+    new CfnOutput(this, 'ApiKeySecretName', {
+      description: "The secret to put the training service's API key in (plain text)",
+      value: apiKeySecretName,
+    });
+    new CfnOutput(this, 'StateMachineArn', { value: this.pipeline.stateMachine.stateMachineArn });
+    new CfnOutput(this, 'StateMachineConsoleUrl', {
+      description: 'Every run, as a graph',
+      value: `https://${this.region}.console.aws.amazon.com/states/home?region=${this.region}#/statemachines/view/${this.pipeline.stateMachine.stateMachineArn}`,
+    });
+    new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.topic.topicArn });
+    new CfnOutput(this, 'TriggerDeadLetterQueueUrl', { value: this.pipeline.deadLetterQueue.queueUrl });
+    if (this.monitoring.dashboard !== undefined) {
+      new CfnOutput(this, 'DashboardUrl', {
+        value: `https://${this.region}.console.aws.amazon.com/cloudwatch/home?region=${this.region}#dashboards:name=${this.monitoring.dashboard.dashboardName}`,
+      });
+    }
+  }
+}

@@ -1,0 +1,186 @@
+/**
+ * The state machine's definition (JSONPath; local mode runs the same definition and its
+ * interpreter has no JSONata). After every service call a Choice routes on the record's
+ * next_action, so the console graph shows where a run stands:
+ *
+ *   ValidateDrop -> CreateDataset -> RouteDataset
+ *   RouteDataset on $.dataset.nextAction:
+ *     upload_files -> UploadFiles -> RouteDataset         wait -> WaitForDataset -> PollDataset -> RouteDataset
+ *     structure -> Structure -> RouteDataset              pick_decisions -> PickDecisions -> RouteDataset
+ *     label_examples -> LabelExamples -> RouteDataset     start_training | retry -> StartTraining -> RouteModel
+ *     start_over -> DatasetUnreadable -> Report           expired -> DatasetExpired -> Report
+ *     anything else -> UnexpectedNextAction -> Report
+ *   RouteModel on $.model.nextAction:
+ *     wait -> WaitForModel -> PollModel -> RouteModel     download -> CopyModel -> Report
+ *     retry -> AttemptsLeft: attempts < maxAttempts -> StartTraining, else AttemptsExhausted -> Report
+ *     none -> ModelFilesGone -> Report                    anything else -> UnexpectedNextAction
+ *   Report -> RunSucceeded: outcome "succeeded" -> Succeeded, else RunFailed (the report's error)
+ *
+ * Every Task: the whole state in, its slot out at $.<slot>; TimeoutSeconds; Retry of transient
+ * errors with backoff and full jitter; Catch of everything to Report (Report's own to ReportFailed).
+ */
+import { Duration } from 'aws-cdk-lib';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import {
+  Choice,
+  Condition,
+  Fail,
+  JitterType,
+  Pass,
+  Result,
+  Succeed,
+  Timeout,
+  Wait,
+  WaitTime,
+  type IChainable,
+  type INextable,
+  type State,
+} from 'aws-cdk-lib/aws-stepfunctions';
+import { LambdaInvoke } from 'aws-cdk-lib/aws-stepfunctions-tasks';
+import { Construct } from 'constructs';
+import { RETRYABLE_ERROR } from '../lambdas/run/errors.js';
+import { taskNamed, taskTimeoutSeconds, type TaskName, type TaskSpec } from './tasks.js';
+
+/** Transient failures: a step's own retryable error, and Lambda's service-side errors. */
+export const TRANSIENT_ERRORS = [
+  RETRYABLE_ERROR,
+  'Lambda.ServiceException',
+  'Lambda.AWSLambdaException',
+  'Lambda.SdkClientException',
+  'Lambda.TooManyRequestsException',
+] as const;
+
+/** A Task (or its Lambda) that ran out of time: tried once more. */
+export const TIMEOUT_ERRORS = ['States.Timeout', 'Sandbox.Timedout'] as const;
+
+/** The Pass states that stop a run on a next_action it cannot go on from, and their codes. */
+export const STOPS = {
+  DatasetUnreadable: 'dataset_unreadable',
+  DatasetExpired: 'dataset_expired',
+  UnexpectedNextAction: 'unsupported_next_action',
+  AttemptsExhausted: 'training_failed',
+  ModelFilesGone: 'model_files_gone',
+} as const;
+
+export type TaskFunctions = Readonly<Record<TaskName, IFunction>>;
+
+/** Builds the definition's states under `scope` (one construct per state, named as the state). */
+export function buildDefinition(scope: Construct, functions: TaskFunctions): IChainable {
+  const flow = new Construct(scope, 'Flow');
+  const task = (name: TaskName) => taskState(flow, taskNamed(name), functions[name]);
+  const stop = (name: keyof typeof STOPS) =>
+    new Pass(flow, name, { result: Result.fromObject({ code: STOPS[name] }), resultPath: '$.stop' });
+
+  // The end: Report decides the outcome from the state; a Report that fails ends the run as is.
+  const report = task('Report');
+  report.addCatch(
+    new Fail(flow, 'ReportFailed', {
+      comment: 'The report step itself failed; the status file may be stale.',
+      errorPath: '$.Error',
+      causePath: '$.Cause',
+    }),
+    { errors: ['States.ALL'] },
+  );
+  report.next(
+    new Choice(flow, 'RunSucceeded')
+      .when(Condition.stringEquals('$.report.outcome', 'succeeded'), new Succeed(flow, 'Succeeded'))
+      .otherwise(
+        new Fail(flow, 'RunFailed', {
+          errorPath: '$.report.error.code',
+          causePath: '$.report.error.message',
+        }),
+      ),
+  );
+  const catchToReport = (state: LambdaInvoke): LambdaInvoke => {
+    state.addCatch(report, { errors: ['States.ALL'], resultPath: '$.failure' });
+    return state;
+  };
+  const toReport = (state: Pass): Pass => {
+    state.next(report);
+    return state;
+  };
+  const unexpected = toReport(stop('UnexpectedNextAction'));
+
+  // The model: start (or adopt) a training, poll it, retry a failed one, copy the result.
+  const routeModel = new Choice(flow, 'RouteModel');
+  const startTraining = catchToReport(task('StartTraining'));
+  startTraining.next(routeModel);
+  const waitForModel = new Wait(flow, 'WaitForModel', { time: WaitTime.secondsPath('$.model.waitSeconds') });
+  waitForModel.next(catchToReport(task('PollModel'))).next(routeModel);
+  routeModel
+    .when(nextAction('$.model', 'wait'), waitForModel)
+    .when(
+      nextAction('$.model', 'retry'),
+      new Choice(flow, 'AttemptsLeft')
+        .when(Condition.numberLessThanJsonPath('$.model.attempts', '$.config.maxAttempts'), startTraining)
+        .otherwise(toReport(stop('AttemptsExhausted'))),
+    )
+    .when(nextAction('$.model', 'download'), catchToReport(task('CopyModel')).next(report))
+    .when(nextAction('$.model', 'none'), toReport(stop('ModelFilesGone')))
+    .otherwise(unexpected);
+
+  // The dataset: every action the service asks for, until it is ready to train.
+  const routeDataset = new Choice(flow, 'RouteDataset');
+  const loop = (name: TaskName): INextable & State => {
+    const state = catchToReport(task(name));
+    state.next(routeDataset);
+    return state;
+  };
+  const waitForDataset = new Wait(flow, 'WaitForDataset', {
+    time: WaitTime.secondsPath('$.dataset.waitSeconds'),
+  });
+  waitForDataset.next(loop('PollDataset'));
+  routeDataset
+    .when(nextAction('$.dataset', 'upload_files'), loop('UploadFiles'))
+    .when(nextAction('$.dataset', 'wait'), waitForDataset)
+    .when(nextAction('$.dataset', 'structure'), loop('Structure'))
+    .when(nextAction('$.dataset', 'pick_decisions'), loop('PickDecisions'))
+    .when(nextAction('$.dataset', 'label_examples'), loop('LabelExamples'))
+    .when(
+      Condition.or(nextAction('$.dataset', 'start_training'), nextAction('$.dataset', 'retry')),
+      startTraining,
+    )
+    .when(nextAction('$.dataset', 'start_over'), toReport(stop('DatasetUnreadable')))
+    .when(nextAction('$.dataset', 'expired'), toReport(stop('DatasetExpired')))
+    .otherwise(unexpected);
+
+  return catchToReport(task('ValidateDrop'))
+    .next(catchToReport(task('CreateDataset')))
+    .next(routeDataset);
+}
+
+function nextAction(slot: '$.dataset' | '$.model', value: string): Condition {
+  return Condition.stringEquals(`${slot}.nextAction`, value);
+}
+
+/**
+ * A Lambda Task invoked with the function ARN as Resource (payloadResponseOnly): the handler gets
+ * the whole state and its return value is the result, which is what local mode's in-process
+ * handlers do too.
+ */
+function taskState(scope: Construct, spec: TaskSpec, fn: IFunction): LambdaInvoke {
+  const state = new LambdaInvoke(scope, spec.name, {
+    lambdaFunction: fn,
+    payloadResponseOnly: true,
+    resultPath: `$.${spec.slot}`,
+    retryOnServiceExceptions: false, // replaced by the Retry below, with full jitter
+    taskTimeout: Timeout.duration(Duration.seconds(taskTimeoutSeconds(spec))),
+    comment: spec.description,
+  });
+  state.addRetry({
+    errors: [...TRANSIENT_ERRORS],
+    interval: Duration.seconds(2),
+    backoffRate: 2,
+    maxAttempts: 6,
+    maxDelay: Duration.seconds(60),
+    jitterStrategy: JitterType.FULL,
+  });
+  state.addRetry({
+    errors: [...TIMEOUT_ERRORS],
+    interval: Duration.seconds(2),
+    backoffRate: 2,
+    maxAttempts: 1,
+    jitterStrategy: JitterType.FULL,
+  });
+  return state;
+}

@@ -1,0 +1,189 @@
+/**
+ * The registry of the state machine's Task states: one entry per state, plain data with no CDK
+ * import, so both the stack (infra/) and local mode (local/) read the same list. A Task's name
+ * is its state name in the definition; local mode binds handlers by that name.
+ *
+ * Every Task gets the whole state as input and returns one slot, placed at `$.<slot>`
+ * (lambdas/run/state.ts). The Task's TimeoutSeconds is its Lambda timeout plus a minute
+ * (taskTimeoutSeconds), so a Lambda that runs out of time fails as Sandbox.Timedout first.
+ */
+import { fileURLToPath } from 'node:url';
+import type { SlotName } from '../lambdas/run/state.js';
+
+/** The areas of the bucket (lambdas/storage/keys.ts) a handler may touch. */
+export type BucketArea = 'inbox' | 'status' | 'models';
+
+/**
+ * What a handler may access; infra/permissions.ts turns it into IAM statements.
+ * - `read`: GetObject (and HeadObject) on `<area>/*`, and ListBucket for the `<area>/` prefix
+ *   only, so that a missing key answers 404 NoSuchKey rather than 403 AccessDenied.
+ * - `readWrite`: also PutObject; for models/ multipart uploads (PutObject, AbortMultipartUpload)
+ *   and DeleteObject, which copy_model uses to remove a copy whose size is wrong.
+ */
+export type AreaAccess = 'read' | 'readWrite';
+
+export interface TaskAccess {
+  readonly bucket: Readonly<Partial<Record<BucketArea, AreaAccess>>>;
+  /** Reads the API key secret: true for the steps that call the training service. */
+  readonly apiKey: boolean;
+}
+
+export type TaskName =
+  | 'ValidateDrop'
+  | 'CreateDataset'
+  | 'UploadFiles'
+  | 'PollDataset'
+  | 'Structure'
+  | 'PickDecisions'
+  | 'LabelExamples'
+  | 'StartTraining'
+  | 'PollModel'
+  | 'CopyModel'
+  | 'Report';
+
+export interface TaskSpec {
+  /** The state name in the definition (local mode overrides Tasks by this name). */
+  readonly name: TaskName;
+  /** One line on what the Task does (the Lambda's description). */
+  readonly description: string;
+  /** The handler file under lambdas/; it exports `handler`. */
+  readonly handlerFile: string;
+  /** Where the definition puts the Task's result: `$.<slot>`. */
+  readonly slot: SlotName;
+  readonly timeoutSeconds: number;
+  readonly memoryMb: number;
+  readonly access: TaskAccess;
+}
+
+const MINUTE = 60;
+/** Lambda's ceiling; the time-boxed steps stop taking new work well before it. */
+const LONG = 15 * MINUTE;
+
+/** Every Task writes status/<drop>.json after its step (lambdas/run/handler.ts), so reads it too. */
+const STATUS = { status: 'readWrite' } as const;
+
+export const TASKS: readonly TaskSpec[] = [
+  {
+    name: 'ValidateDrop',
+    description: 'checks train.json and the drop files, pins each file to its etag',
+    handlerFile: 'validate-drop.ts',
+    slot: 'config',
+    timeoutSeconds: MINUTE,
+    memoryMb: 256,
+    access: { bucket: { inbox: 'read', ...STATUS }, apiKey: false },
+  },
+  {
+    name: 'CreateDataset',
+    description: 'creates the dataset at the training service',
+    handlerFile: 'create-dataset.ts',
+    slot: 'dataset',
+    timeoutSeconds: MINUTE,
+    memoryMb: 256,
+    access: { bucket: STATUS, apiKey: true },
+  },
+  {
+    name: 'UploadFiles',
+    description: 'streams the drop files from S3 to the service (time-boxed)',
+    handlerFile: 'upload-files.ts',
+    slot: 'dataset',
+    timeoutSeconds: LONG,
+    memoryMb: 1024,
+    access: { bucket: { inbox: 'read', ...STATUS }, apiKey: true },
+  },
+  {
+    name: 'PollDataset',
+    description: "reads the dataset's state and schedules the next poll",
+    handlerFile: 'poll-dataset.ts',
+    slot: 'dataset',
+    timeoutSeconds: MINUTE,
+    memoryMb: 256,
+    access: { bucket: STATUS, apiKey: true },
+  },
+  {
+    name: 'Structure',
+    description: 'structures the dataset, or asks for suggested decisions',
+    handlerFile: 'structure.ts',
+    slot: 'dataset',
+    timeoutSeconds: MINUTE,
+    memoryMb: 256,
+    access: { bucket: STATUS, apiKey: true },
+  },
+  {
+    name: 'PickDecisions',
+    description: 'answers the structuring questions as train.json says',
+    handlerFile: 'pick-decisions.ts',
+    slot: 'dataset',
+    timeoutSeconds: MINUTE,
+    memoryMb: 256,
+    access: { bucket: STATUS, apiKey: true },
+  },
+  {
+    name: 'LabelExamples',
+    description: "labels held-out examples from the drop's labels file (time-boxed)",
+    handlerFile: 'label-examples.ts',
+    slot: 'dataset',
+    timeoutSeconds: LONG,
+    memoryMb: 512,
+    access: { bucket: { inbox: 'read', ...STATUS }, apiKey: true },
+  },
+  {
+    name: 'StartTraining',
+    description: 'starts a training, or adopts one already running for the dataset',
+    handlerFile: 'start-training.ts',
+    slot: 'model',
+    timeoutSeconds: 2 * MINUTE,
+    memoryMb: 256,
+    access: { bucket: STATUS, apiKey: true },
+  },
+  {
+    name: 'PollModel',
+    description: "reads the model's state and schedules the next poll",
+    handlerFile: 'poll-model.ts',
+    slot: 'model',
+    timeoutSeconds: MINUTE,
+    memoryMb: 256,
+    access: { bucket: STATUS, apiKey: true },
+  },
+  {
+    name: 'CopyModel',
+    description: 'streams the trained model into models/ and writes model.json',
+    handlerFile: 'copy-model.ts',
+    slot: 'copy',
+    timeoutSeconds: LONG,
+    memoryMb: 1024,
+    access: { bucket: { models: 'readWrite', ...STATUS }, apiKey: true },
+  },
+  {
+    name: 'Report',
+    description: "decides the run's outcome and writes the final status",
+    handlerFile: 'report.ts',
+    slot: 'report',
+    timeoutSeconds: MINUTE,
+    memoryMb: 256,
+    access: { bucket: STATUS, apiKey: false },
+  },
+];
+
+/** The Lambda EventBridge invokes for inbox/<drop>/train.json; not a state, starts executions. */
+export const TRIGGER = {
+  description: 'starts one execution per train.json object (bucket, key, etag)',
+  handlerFile: 'trigger.ts',
+  timeoutSeconds: 30,
+  memoryMb: 256,
+} as const;
+
+/** A Task's TimeoutSeconds: its Lambda timeout plus a minute for Lambda to report the timeout. */
+export function taskTimeoutSeconds(task: Pick<TaskSpec, 'timeoutSeconds'>): number {
+  return task.timeoutSeconds + MINUTE;
+}
+
+export function taskNamed(name: TaskName): TaskSpec {
+  const task = TASKS.find((candidate) => candidate.name === name);
+  if (task === undefined) throw new RangeError(`no Task state named ${name}`);
+  return task;
+}
+
+/** The absolute path of a handler file under lambdas/. */
+export function handlerPath(handlerFile: string): string {
+  return fileURLToPath(new URL(`../lambdas/${handlerFile}`, import.meta.url));
+}
