@@ -28,6 +28,7 @@ import { copyModelStep } from '../lambdas/steps/copy-model.js';
 import { uploadFilesStep } from '../lambdas/steps/upload-files.js';
 import { startLocalS3, type LocalS3 } from '../local/s3/local-s3.js';
 import { startSimulatedService, type SimulatedService } from '../local/service/index.js';
+import { gc, jsonlSource, measure } from './memory.js';
 
 const MiB = 1024 * 1024;
 const sizeArgument = process.argv[2] ?? '256';
@@ -35,55 +36,6 @@ if (!/^\d+$/.test(sizeArgument) || Number(sizeArgument) < 1) {
   throw new Error(`size must be a whole number of MiB >= 1, got ${sizeArgument}`);
 }
 const SIZE = Number(sizeArgument) * MiB;
-
-const gc = (globalThis as { gc?: () => void }).gc;
-
-interface Growth {
-  /** Peak RSS over the baseline while the transfer ran: includes garbage not yet collected. */
-  peak: number;
-  /** Heap and buffers still held after the transfer and a full GC: what the transfer kept. */
-  retained: number;
-}
-
-/** Memory growth while `work` runs, sampled every 10 ms (as bench/transfer-memory.ts). */
-async function measure(work: () => Promise<void>): Promise<Growth> {
-  gc?.();
-  const held = () => {
-    const usage = process.memoryUsage();
-    return usage.heapUsed + usage.arrayBuffers;
-  };
-  const baselineRss = process.memoryUsage().rss;
-  const baselineHeld = held();
-  let peak = baselineRss;
-  const sampler = setInterval(() => {
-    peak = Math.max(peak, process.memoryUsage().rss);
-  }, 10);
-  try {
-    await work();
-  } finally {
-    clearInterval(sampler);
-  }
-  peak = Math.max(peak, process.memoryUsage().rss);
-  gc?.();
-  await new Promise((resolve) => setImmediate(resolve));
-  gc?.();
-  return { peak: peak - baselineRss, retained: Math.max(0, held() - baselineHeld) };
-}
-
-/** `bytes` of JSON Lines the service reads, generated as they are pulled. */
-function jsonlSource(bytes: number): Readable {
-  const line = Buffer.from(`{"text":"${'a'.repeat(118)}"}\n`); // 128 bytes
-  let left = bytes;
-  return new Readable({
-    read() {
-      if (left === 0) return void this.push(null);
-      const count = Math.min(512, Math.ceil(left / line.length));
-      const chunk = Buffer.concat(Array.from({ length: count }, () => line)).subarray(0, left);
-      left -= chunk.length;
-      this.push(chunk);
-    },
-  });
-}
 
 function env(runtime: Runtime): StepEnv {
   return { runtime, remainingMs: () => 15 * 60_000, requestId: 'bench' };

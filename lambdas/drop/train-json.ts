@@ -1,7 +1,7 @@
 /**
  * train.json (DESIGN.md section 1): parsed and checked field by field. Every field is optional
  * and `{}` is valid; defaults that need the drop folder (name, files, labels) are applied by
- * drop-config.ts. Every problem is reported at once, each naming the field, what was given and
+ * validate.ts. Every problem is reported at once, each naming the field, what was given and
  * what is allowed, so one upload of a fixed file is enough. Unknown fields are refused (a typo
  * such as "maxAttempt" would otherwise be ignored silently) with the closest known field.
  */

@@ -66,7 +66,7 @@ export async function validateDrop(s3: S3Client, run: RunInput): Promise<RunConf
   const labels = labelsName === undefined ? null : pinned(listing, labelsName);
   if (labels !== null) await checkLabelsHeader(s3, run.bucket, run.drop, labels);
 
-  return {
+  const config: RunConfig = {
     name: trainJson.name ?? defaultName(run.drop),
     files,
     labels,
@@ -74,6 +74,26 @@ export async function validateDrop(s3: S3Client, run: RunInput): Promise<RunConf
     decisions: trainJson.decisions ?? DEFAULT_DECISIONS,
     maxAttempts: trainJson.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
   };
+  checkStateSize(config, folder);
+  return config;
+}
+
+/**
+ * The most of a state's bytes $.config may take. Step Functions caps a state at 256 KiB and
+ * fails an execution that exceeds it with States.DataLimitExceeded, which no Catch can take (so
+ * the run would end without a report); the rest of the state (slots, a caught failure's Cause)
+ * needs the remaining quarter.
+ */
+export const MAX_CONFIG_BYTES = 192 * 1024;
+
+/** @throws RunError too_many_files when the file list would not fit in the run's state */
+function checkStateSize(config: RunConfig, folder: string): void {
+  const bytes = Buffer.byteLength(JSON.stringify(config));
+  if (bytes <= MAX_CONFIG_BYTES) return;
+  throw new RunError(
+    'too_many_files',
+    `the names of the ${String(config.files.length)} data files in ${folder} are too long for one run: the list takes ${String(Math.ceil(bytes / 1024))} KiB and a run carries at most ${String(MAX_CONFIG_BYTES / 1024)} KiB of it (Step Functions caps a run's state). Send fewer files per drop (train.json "files"), merge files, or use shorter names`,
+  );
 }
 
 /**

@@ -3,8 +3,9 @@
  * person (or `hopper run`) can see where the run stands and, when it fails, why and what to do.
  * Field names follow the service's snake_case, since `step` and `next_action` are its words.
  */
-import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { statusKey } from '../storage/keys.js';
+import { isNotFound, putJson } from '../storage/objects.js';
 import type { RunState } from './state.js';
 
 export type RunPhase = 'running' | 'succeeded' | 'failed';
@@ -75,19 +76,11 @@ export function statusOf(state: RunState, update: StatusUpdate, now: number): Ru
  * (train.json dropped again) must not leave the older one's state on top.
  */
 export async function writeStatus(s3: S3Client, bucket: string, status: RunStatus): Promise<boolean> {
-  const key = statusKey(status.drop);
   const current = await readStatus(s3, bucket, status.drop);
   if (current !== null && current.run_id !== status.run_id && current.started_at > status.started_at) {
     return false;
   }
-  await s3.send(
-    new PutObjectCommand({
-      Bucket: bucket,
-      Key: key,
-      Body: `${JSON.stringify(status, null, 2)}\n`,
-      ContentType: 'application/json',
-    }),
-  );
+  await putJson(s3, bucket, statusKey(status.drop), status);
   return true;
 }
 
@@ -99,7 +92,7 @@ export async function readStatus(s3: S3Client, bucket: string, drop: string): Pr
     const parsed: unknown = JSON.parse(text);
     return isRunStatus(parsed) ? parsed : null;
   } catch (error) {
-    if (error instanceof Error && (error.name === 'NoSuchKey' || error instanceof SyntaxError)) return null;
+    if (isNotFound(error) || error instanceof SyntaxError) return null;
     throw error;
   }
 }

@@ -1,8 +1,9 @@
 import { inspect } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { describe, expect, it, vi } from 'vitest';
 import { RunError } from '../../lambdas/run/errors.js';
 import { stepHandler, type Step } from '../../lambdas/run/handler.js';
-import type { Runtime } from '../../lambdas/run/runtime.js';
+import { createRuntime, type Runtime } from '../../lambdas/run/runtime.js';
 import { datasetSlot } from '../../lambdas/run/slots.js';
 import type { RunState } from '../../lambdas/run/state.js';
 import { readStatus } from '../../lambdas/run/status.js';
@@ -182,5 +183,43 @@ describe('the API key', () => {
       expect(text).not.toContain(API_KEY);
       expect(text).not.toContain('SECRET');
     }
+  });
+
+  it('appears in no log line, at debug level, of a step that succeeds or fails', async () => {
+    const lines: string[] = [];
+    // Powertools writes info and debug to stdout, warnings and errors to stderr.
+    const capture = (chunk: string | Uint8Array) => {
+      lines.push(String(chunk));
+      return true;
+    };
+    const writes = [
+      vi.spyOn(process.stdout, 'write').mockImplementation(capture),
+      vi.spyOn(process.stderr, 'write').mockImplementation(capture),
+    ];
+    try {
+      for (const faults of [[], [{ endpoint: '*', kind: '503', count: 100 } as const]]) {
+        const service = await fixtures.service({ apiKey: API_KEY, faults });
+        const runtime = createRuntime({
+          s3: fixtures.s3().client,
+          serviceUrl: service.apiUrl,
+          apiKey: () => Promise.resolve(API_KEY),
+          logger: new Logger({ serviceName: 'hopper', logLevel: 'DEBUG' }),
+          clientOptions: { timeoutMs: 5_000, backoffBaseMs: 1, backoffCapMs: 5, maxRetries: 2 },
+        });
+        await invoke(createDatasetStep, runtime, stateOf(fixtures.s3().bucket, { config: configOf() })).catch(
+          () => undefined,
+        );
+        await (await runtime.service()).close();
+      }
+    } finally {
+      for (const write of writes) write.mockRestore();
+    }
+    const log = lines.join('');
+    // The client's requests (debug), the step's end and its failure (warn) were all logged.
+    expect(log).toContain('POST');
+    expect(log).toContain('step done');
+    expect(log).toContain('step failed');
+    expect(log).not.toContain(API_KEY);
+    expect(log).not.toContain('SECRET');
   });
 });

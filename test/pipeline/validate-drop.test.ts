@@ -238,6 +238,35 @@ describe('validate_drop', () => {
     );
   });
 
+  it('refuses a file list too large for the state of a run, rather than start a run that dies unreported', async () => {
+    const drop = uniqueDrop('wide');
+    const { client, bucket } = fixtures.s3();
+    // 750 names of 220 characters: about 210 KiB of $.config. (s3rver stores each object under its
+    // name plus a 22-character suffix, so a name stays well under the file system's 255 bytes.)
+    const names = Array.from(
+      { length: 750 },
+      (_, i) => `${String(i).padStart(4, '0')}-${'x'.repeat(211)}.csv`,
+    );
+    for (let first = 0; first < names.length; first += 50) {
+      await Promise.all(
+        names
+          .slice(first, first + 50)
+          .map((name) =>
+            client.send(
+              new PutObjectCommand({ Bucket: bucket, Key: inboxKey(drop, name), Body: 'id,text\n1,a\n' }),
+            ),
+          ),
+      );
+    }
+    const error = await refusal(await dropped({ 'train.json': '{}' }, drop));
+    expect(error.code).toBe('too_many_files');
+    expect(error.detail).toMatch(
+      new RegExp(
+        `^the names of the 750 data files in inbox/${drop}/ are too long for one run: the list takes 2\\d\\d KiB and a run carries at most 192 KiB`,
+      ),
+    );
+  });
+
   it('needs at least one data file', async () => {
     const drop = uniqueDrop('nodata');
     const error = await refusal(await dropped({ 'labels.csv': 'id,label\n', 'train.json': '{}' }, drop));
