@@ -1,6 +1,6 @@
 /**
- * A Task's access (infra/tasks.ts) as IAM statements: S3 actions on its own key prefixes only,
- * ListBucket only for the prefixes it reads, and the API key secret only for the steps that call
+ * A Task's access (infra/tasks.ts) as IAM statements: S3 object actions on its own key prefixes
+ * only, ListBucket (key names) on the bucket, and the API key secret only for the steps that call
  * the training service.
  */
 import { PolicyStatement, type IRole } from 'aws-cdk-lib/aws-iam';
@@ -38,13 +38,11 @@ export function bucketStatements(bucket: IBucket, access: TaskAccess): PolicySta
         resources: [bucket.arnForObjects(`${AREA_PREFIX[area]}*`)],
       }),
   );
-  // Every level includes reading, and reading a missing key answers 404 NoSuchKey (which the
-  // handlers expect) only with ListBucket; S3 checks that against the key as s3:prefix.
-  const list = new PolicyStatement({
-    actions: ['s3:ListBucket'],
-    resources: [bucket.bucketArn],
-    conditions: { StringLike: { 's3:prefix': areas.map(([area]) => `${AREA_PREFIX[area]}*`) } },
-  });
+  // S3 answers a GET or HEAD of a missing key with 404 NoSuchKey (which the handlers rely on:
+  // no status yet, no model.json yet) only to a caller allowed to list the bucket, and 403
+  // otherwise. Whether a ListBucket grant limited by s3:prefix counts for that is not
+  // documented, so the grant is the whole bucket: key names only, never object contents.
+  const list = new PolicyStatement({ actions: ['s3:ListBucket'], resources: [bucket.bucketArn] });
   return [...objects, list];
 }
 

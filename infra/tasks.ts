@@ -15,8 +15,8 @@ export type BucketArea = 'inbox' | 'status' | 'models';
 
 /**
  * What a handler may access; infra/permissions.ts turns it into IAM statements.
- * - `read`: GetObject (and HeadObject) on `<area>/*`, and ListBucket for the `<area>/` prefix
- *   only, so that a missing key answers 404 NoSuchKey rather than 403 AccessDenied.
+ * - `read`: GetObject (and HeadObject) on `<area>/*`. Every Task with bucket access may also list
+ *   the bucket's key names, so that a missing key answers 404 NoSuchKey rather than 403.
  * - `readWrite`: also PutObject; for models/ multipart uploads (PutObject, AbortMultipartUpload)
  *   and DeleteObject, which copy_model uses to remove a copy whose size is wrong.
  */
@@ -58,6 +58,11 @@ export interface TaskSpec {
 const MINUTE = 60;
 /** Lambda's ceiling; the time-boxed steps stop taking new work well before it. */
 const LONG = 15 * MINUTE;
+/**
+ * Steps that make a few service calls: room for one call's whole retry budget in Lambda
+ * (LAMBDA_CLIENT_OPTIONS in lambdas/run/runtime.ts, under 3 minutes) plus the others.
+ */
+const SERVICE_CALLS = 5 * MINUTE;
 
 /** Every Task writes status/<drop>.json after its step (lambdas/run/handler.ts), so reads it too. */
 const STATUS = { status: 'readWrite' } as const;
@@ -77,7 +82,7 @@ export const TASKS: readonly TaskSpec[] = [
     description: 'creates the dataset at the training service',
     handlerFile: 'create-dataset.ts',
     slot: 'dataset',
-    timeoutSeconds: MINUTE,
+    timeoutSeconds: SERVICE_CALLS,
     memoryMb: 256,
     access: { bucket: STATUS, apiKey: true },
   },
@@ -95,7 +100,7 @@ export const TASKS: readonly TaskSpec[] = [
     description: "reads the dataset's state and schedules the next poll",
     handlerFile: 'poll-dataset.ts',
     slot: 'dataset',
-    timeoutSeconds: MINUTE,
+    timeoutSeconds: SERVICE_CALLS,
     memoryMb: 256,
     access: { bucket: STATUS, apiKey: true },
   },
@@ -104,7 +109,7 @@ export const TASKS: readonly TaskSpec[] = [
     description: 'structures the dataset, or asks for suggested decisions',
     handlerFile: 'structure.ts',
     slot: 'dataset',
-    timeoutSeconds: MINUTE,
+    timeoutSeconds: SERVICE_CALLS,
     memoryMb: 256,
     access: { bucket: STATUS, apiKey: true },
   },
@@ -113,7 +118,7 @@ export const TASKS: readonly TaskSpec[] = [
     description: 'answers the structuring questions as train.json says',
     handlerFile: 'pick-decisions.ts',
     slot: 'dataset',
-    timeoutSeconds: MINUTE,
+    timeoutSeconds: SERVICE_CALLS,
     memoryMb: 256,
     access: { bucket: STATUS, apiKey: true },
   },
@@ -131,7 +136,7 @@ export const TASKS: readonly TaskSpec[] = [
     description: 'starts a training, or adopts one already running for the dataset',
     handlerFile: 'start-training.ts',
     slot: 'model',
-    timeoutSeconds: 2 * MINUTE,
+    timeoutSeconds: SERVICE_CALLS,
     memoryMb: 256,
     access: { bucket: STATUS, apiKey: true },
   },
@@ -140,7 +145,7 @@ export const TASKS: readonly TaskSpec[] = [
     description: "reads the model's state and schedules the next poll",
     handlerFile: 'poll-model.ts',
     slot: 'model',
-    timeoutSeconds: MINUTE,
+    timeoutSeconds: SERVICE_CALLS,
     memoryMb: 256,
     access: { bucket: STATUS, apiKey: true },
   },

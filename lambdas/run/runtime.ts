@@ -78,6 +78,19 @@ export function createRuntime(options: RuntimeOptions): Runtime {
   };
 }
 
+/**
+ * The client's retry budget in Lambda: a call gives up within about 3 minutes (4 attempts of at
+ * most 20 s, waits of at most 30 s between them), well inside the Task Lambdas' timeouts, so a
+ * longer outage reaches the state machine's own Retry (with its backoff) as Hopper.Retryable
+ * instead of timing the Lambda out.
+ */
+export const LAMBDA_CLIENT_OPTIONS = {
+  timeoutMs: 20_000,
+  maxRetries: 3,
+  backoffCapMs: 10_000,
+  maxRetryAfterMs: 30_000,
+} as const;
+
 let cloudRuntime: Runtime | undefined;
 
 /** The runtime of a Lambda container: built on first use, kept for the container's life. */
@@ -86,6 +99,7 @@ export function runtimeFromEnvironment(env: NodeJS.ProcessEnv = process.env): Ru
     s3: new S3Client({}),
     serviceUrl: requireEnv(env, ENV.serviceUrl),
     apiKey: secretsManagerKey(requireEnv(env, ENV.apiKeySecret)),
+    clientOptions: LAMBDA_CLIENT_OPTIONS,
   });
   return cloudRuntime;
 }

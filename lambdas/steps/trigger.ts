@@ -22,9 +22,16 @@ export type S3ObjectCreatedEvent = EventBridgeEvent<'Object Created', S3ObjectCr
 export interface TriggerEvent {
   readonly source: string;
   readonly 'detail-type': string;
+  /** When S3 created the object (ISO 8601). */
+  readonly time?: string | undefined;
   readonly detail: {
     readonly bucket: { readonly name: string };
-    readonly object: { readonly key: string; readonly etag: string };
+    readonly object: {
+      readonly key: string;
+      readonly etag: string;
+      /** Present on versioned buckets. */
+      readonly 'version-id'?: string | undefined;
+    };
   };
 }
 
@@ -49,32 +56,39 @@ export const NAME_HASH_HEX = 32;
 /**
  * `<drop, sanitised to [A-Za-z0-9_-], cut to 40>-<first 32 hex of sha256(bucket\nkey\netag)>`:
  * at most 73 characters (Step Functions allows 80), readable in the console, and the same for
- * the same object version while any change of bucket, key or etag gives another name.
+ * a repeated event while any change of bucket, key or etag gives another name.
+ *
+ * On a versioned bucket (Hopper's own is) the event's version id joins the hash: uploading the
+ * same train.json again is a new version and so a new run (what the error messages tell users
+ * to do), while a repeated delivery of one event still carries the same version id.
  */
-export function executionName(bucket: string, key: string, etag: string): string {
+export function executionName(bucket: string, key: string, etag: string, versionId = ''): string {
   const drop = dropOfTrainJsonKey(key);
   if (drop === null) throw new RangeError(`${key} is not an inbox/<drop>/train.json key`);
   const readable = drop.replace(/[^A-Za-z0-9_-]+/g, '-').slice(0, NAME_DROP_CHARS);
-  const hash = createHash('sha256')
-    .update(`${bucket}\n${key}\n${bareEtag(etag)}`)
-    .digest('hex')
-    .slice(0, NAME_HASH_HEX);
+  const identity = `${bucket}\n${key}\n${bareEtag(etag)}${versionId === '' ? '' : `\n${versionId}`}`;
+  const hash = createHash('sha256').update(identity).digest('hex').slice(0, NAME_HASH_HEX);
   return `${readable}-${hash}`;
 }
 
-/** The run an event starts, or null when its key is not inbox/<drop>/train.json. */
+/**
+ * The run an event starts, or null when its key is not inbox/<drop>/train.json. The run starts
+ * when train.json arrived (the event's time): a late delivery of an older upload then stays
+ * older than the run of a newer one, which keeps the status file (lambdas/run/status.ts).
+ */
 export function runInputFromEvent(event: TriggerEvent, now: number): RunInput | null {
   const bucket = event.detail.bucket.name;
   const { key, etag } = event.detail.object;
   const drop = dropOfTrainJsonKey(key);
   if (drop === null) return null;
+  const eventTime = event.time === undefined ? Number.NaN : Date.parse(event.time);
   return {
-    runId: executionName(bucket, key, etag),
+    runId: executionName(bucket, key, etag, event.detail.object['version-id'] ?? ''),
     bucket,
     drop,
     key,
     etag: bareEtag(etag),
-    startedAt: new Date(now).toISOString(),
+    startedAt: new Date(Number.isNaN(eventTime) ? now : eventTime).toISOString(),
   };
 }
 
@@ -85,6 +99,7 @@ export function s3ObjectCreatedEvent(object: {
   readonly etag: string;
   readonly size: number;
   readonly time?: string;
+  readonly versionId?: string;
 }): S3ObjectCreatedEvent {
   const time = object.time ?? new Date().toISOString();
   return {
@@ -103,7 +118,7 @@ export function s3ObjectCreatedEvent(object: {
         key: object.key,
         size: object.size,
         etag: bareEtag(object.etag),
-        'version-id': '',
+        'version-id': object.versionId ?? '',
         sequencer: '',
       },
       'request-id': '',
@@ -117,9 +132,14 @@ export function s3ObjectCreatedEvent(object: {
 const TriggerEventSchema = z.object({
   source: z.string(),
   'detail-type': z.string(),
+  time: z.string().optional(),
   detail: z.object({
     bucket: z.object({ name: z.string().min(1) }),
-    object: z.object({ key: z.string().min(1), etag: z.string().min(1) }),
+    object: z.object({
+      key: z.string().min(1),
+      etag: z.string().min(1),
+      'version-id': z.string().optional(),
+    }),
   }),
 });
 

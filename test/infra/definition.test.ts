@@ -22,14 +22,14 @@ const states = definition.States;
 /** Task -> ResultPath and TimeoutSeconds (Lambda timeout + 60 s), from PIPELINE.md. */
 const TASKS = {
   ValidateDrop: ['$.config', 120],
-  CreateDataset: ['$.dataset', 120],
+  CreateDataset: ['$.dataset', 360],
   UploadFiles: ['$.dataset', 960],
-  PollDataset: ['$.dataset', 120],
-  Structure: ['$.dataset', 120],
-  PickDecisions: ['$.dataset', 120],
+  PollDataset: ['$.dataset', 360],
+  Structure: ['$.dataset', 360],
+  PickDecisions: ['$.dataset', 360],
   LabelExamples: ['$.dataset', 960],
-  StartTraining: ['$.model', 180],
-  PollModel: ['$.model', 120],
+  StartTraining: ['$.model', 360],
+  PollModel: ['$.model', 360],
   CopyModel: ['$.copy', 960],
   Report: ['$.report', 120],
 } as const;

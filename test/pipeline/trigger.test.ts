@@ -77,7 +77,7 @@ describe('execution names', () => {
 });
 
 describe('runInputFromEvent', () => {
-  it('builds the run from the event: the name as run id, the etag without quotes, now as start', () => {
+  it("builds the run from the event: the name as run id, the etag without quotes, the event's time as start", () => {
     const run = runInputFromEvent(event('inbox/reviews/train.json', '"0123abcd"'), NOW);
     expect(run).toEqual({
       runId: executionName('hopper-bucket', 'inbox/reviews/train.json', '0123abcd'),
@@ -85,8 +85,26 @@ describe('runInputFromEvent', () => {
       drop: 'reviews',
       key: 'inbox/reviews/train.json',
       etag: '0123abcd',
-      startedAt: '2026-03-01T12:00:00.000Z',
+      startedAt: '2026-03-01T11:59:59.000Z',
     });
+  });
+
+  it('starts the run now when the event has no usable time', () => {
+    const { time: _time, ...timeless } = event('inbox/reviews/train.json');
+    expect(runInputFromEvent(timeless, NOW)?.startedAt).toBe('2026-03-01T12:00:00.000Z');
+    expect(runInputFromEvent({ ...timeless, time: 'yesterday' }, NOW)?.startedAt).toBe(
+      '2026-03-01T12:00:00.000Z',
+    );
+  });
+
+  it('on a versioned bucket names each upload of the same train.json apart, and a repeated event alike', () => {
+    const upload = (versionId: string) =>
+      s3ObjectCreatedEvent({ bucket: 'b', key: 'inbox/r/train.json', etag: 'same', size: 2, versionId });
+    const first = runInputFromEvent(upload('v1'), NOW)?.runId;
+    expect(runInputFromEvent(upload('v1'), NOW + 1000)?.runId).toBe(first);
+    expect(runInputFromEvent(upload('v2'), NOW)?.runId).not.toBe(first);
+    // Without versions (s3rver, an unversioned bucket) the name is bucket, key and etag alone.
+    expect(runInputFromEvent(upload(''), NOW)?.runId).toBe(executionName('b', 'inbox/r/train.json', 'same'));
   });
 
   it('gives null for other keys', () => {
@@ -102,6 +120,7 @@ describe('the trigger handler', () => {
     const result = await handler(event('inbox/reviews/train.json'));
 
     const run = runInputFromEvent(event('inbox/reviews/train.json'), NOW);
+    expect(run?.startedAt).toBe('2026-03-01T11:59:59.000Z');
     expect(result).toEqual({ started: true, runId: run?.runId });
     expect(starter.started).toEqual([{ name: run?.runId, input: { run } }]);
   });
