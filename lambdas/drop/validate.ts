@@ -12,7 +12,7 @@ import { RunError } from '../run/errors.js';
 import type { DropFile, RunConfig, RunInput } from '../run/state.js';
 import { DEFAULT_LABELS_FILE, inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
 import { ObjectChangedError, ObjectMissingError, openPinnedObject } from '../storage/streams.js';
-import { listForMessage } from './file-names.js';
+import { isPlainFileName, listForMessage, MAX_FILE_NAME_LENGTH } from './file-names.js';
 import { checkLabelsHeader } from './labels-csv.js';
 import { listDrop, type DropListing } from './listing.js';
 import {
@@ -40,6 +40,7 @@ export async function validateDrop(s3: S3Client, run: RunInput): Promise<RunConf
   const labelsName = labelsFileName(trainJson, listing);
   const dataNames = dataFileNames(trainJson, listing, labelsName);
   checkPresent(trainJson, listing, folder);
+  checkNames(dataNames, folder);
   if (dataNames.length === 0) {
     const present = listForMessage([...listing.files.keys()]);
     throw new RunError(
@@ -155,6 +156,20 @@ function labelsFileName(trainJson: TrainJson, listing: DropListing): string | un
 function dataFileNames(trainJson: TrainJson, listing: DropListing, labelsName: string | undefined): string[] {
   if (trainJson.files !== undefined) return [...trainJson.files];
   return [...listing.files.keys()].filter((name) => name !== TRAIN_JSON && name !== labelsName);
+}
+
+/**
+ * Every data file has a name the service takes (train.json's own `files` were checked with it;
+ * this catches objects of the folder sent by default), so the run does not fail later at
+ * CreateDataset with the service's less specific refusal.
+ */
+function checkNames(names: readonly string[], folder: string): void {
+  const refused = names.filter((name) => !isPlainFileName(name));
+  if (refused.length === 0) return;
+  throw new RunError(
+    'invalid_file_name',
+    `files in ${folder} have names the training service does not take: ${listForMessage(refused)}. A file name has at most ${String(MAX_FILE_NAME_LENGTH)} characters and no "\\"; rename them, or leave them out with train.json "files"`,
+  );
 }
 
 /** Every file train.json names (in `files` or `labels`) is in the folder. */

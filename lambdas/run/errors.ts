@@ -18,6 +18,7 @@ export const ERROR_CODES = [
   'invalid_train_json',
   'missing_file',
   'nested_files',
+  'invalid_file_name',
   'too_many_files',
   'empty_file',
   'no_data_files',
@@ -72,4 +73,18 @@ export class RunError extends Error {
 /** Shorthand for a transient failure the state machine should retry. */
 export function retryable(code: ErrorCode, detail: string, cause?: unknown): RunError {
   return new RunError(code, detail, { retryable: true, cause });
+}
+
+/**
+ * The message of `training_failed`: every allowed attempt failed. Written by start_training (when
+ * it finds the attempts used up) and by the report (when the state machine does).
+ */
+export function trainingFailedMessage(failure: {
+  readonly attempts: number;
+  readonly maxAttempts: number | undefined;
+  readonly modelId: string | undefined;
+  readonly error: string | null | undefined;
+}): string {
+  const model = failure.modelId === undefined ? '' : ` (model ${failure.modelId})`;
+  return `training failed on ${String(failure.attempts)} of ${String(failure.maxAttempts ?? '?')} attempts (maxAttempts); the last attempt${model} failed with: ${failure.error ?? 'no reason given'}. Failed attempts cost no credit: check the data or raise "maxAttempts" in train.json, then upload it again`;
 }

@@ -19,6 +19,7 @@ import { RunError } from '../run/errors.js';
 import type { Step, StepEnv } from '../run/handler.js';
 import { requireSlot } from '../run/require-slot.js';
 import { datasetSlot } from '../run/slots.js';
+import { TIME_BOX } from '../run/time-box.js';
 
 const STAGE = 'label_examples';
 
@@ -34,8 +35,7 @@ export interface LabelBatchLimits {
 }
 
 export const DEFAULT_LABEL_BATCH_LIMITS: LabelBatchLimits = {
-  marginMs: 60_000,
-  batchMs: 10 * 60_000,
+  ...TIME_BOX,
   maxTasks: 10_000,
   clock: () => performance.now(),
 };

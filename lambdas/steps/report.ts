@@ -11,7 +11,13 @@
  * 3. $.copy: succeeded.
  * 4. Otherwise internal_error: the run got here without a model and without an error.
  */
-import { isErrorCode, RETRYABLE_ERROR, FINAL_ERROR, type ErrorCode } from '../run/errors.js';
+import {
+  isErrorCode,
+  RETRYABLE_ERROR,
+  FINAL_ERROR,
+  trainingFailedMessage,
+  type ErrorCode,
+} from '../run/errors.js';
 import type { Step } from '../run/handler.js';
 import type { CaughtFailure, ReportSlot, RunState } from '../run/state.js';
 import { statusOf, writeStatus } from '../run/status.js';
@@ -123,7 +129,12 @@ function stopError(state: RunState, code: string): RunFailure {
     case 'training_failed':
       return {
         code,
-        message: `training failed on ${String(model?.attempts ?? 0)} of ${String(config?.maxAttempts ?? '?')} attempts (maxAttempts); the last attempt${model === undefined ? '' : ` (model ${model.id})`} failed with: ${model?.error ?? 'no reason given'}. Failed attempts cost no credit: check the data or raise "maxAttempts" in train.json, then drop it again`,
+        message: trainingFailedMessage({
+          attempts: model?.attempts ?? 0,
+          maxAttempts: config?.maxAttempts,
+          modelId: model?.id,
+          error: model?.error,
+        }),
       };
     case 'model_files_gone':
       return {

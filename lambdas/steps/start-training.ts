@@ -14,7 +14,7 @@ import {
   type Model,
   type TrainingServiceClient,
 } from '../service-client/index.js';
-import { RunError } from '../run/errors.js';
+import { RunError, trainingFailedMessage } from '../run/errors.js';
 import type { Step } from '../run/handler.js';
 import { requireSlot } from '../run/require-slot.js';
 import { modelSlot } from '../run/slots.js';
@@ -46,7 +46,12 @@ export const startTrainingStep: Step<'model'> = {
       // by a lost call that failed before this retry), counting what the service holds.
       throw new RunError(
         'training_failed',
-        `training of dataset ${dataset.id} failed ${String(models.length)} times (maxAttempts ${String(config.maxAttempts)}); the last attempt (model ${newest.id}) failed with: ${newest.error ?? 'no reason given'}. Failed attempts cost no credit: check the data or raise "maxAttempts" in train.json, then drop it again`,
+        trainingFailedMessage({
+          attempts: models.length,
+          maxAttempts: config.maxAttempts,
+          modelId: newest.id,
+          error: newest.error,
+        }),
       );
     }
     if (dataset.next_action === 'expired') {

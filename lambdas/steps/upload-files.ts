@@ -18,6 +18,7 @@ import { datasetSlot } from '../run/slots.js';
 import type { DropFile, RunInput } from '../run/state.js';
 import { inboxKey } from '../storage/keys.js';
 import { ObjectChangedError, ObjectMissingError, openPinnedObject } from '../storage/streams.js';
+import { TIME_BOX } from '../run/time-box.js';
 
 /** The service's word for a file whose bytes have not been completed. */
 const PENDING = 'pending';
@@ -27,12 +28,12 @@ const STAGE = 'upload_files';
 /** A conservative transfer rate for the time box: S3 to the service, through one Lambda. */
 export const ASSUMED_BYTES_PER_SECOND = 2 * 1024 * 1024;
 /** Never start a file with less than this left: complete and the status write need time too. */
-export const MIN_MARGIN_MS = 60_000;
+export const MIN_MARGIN_MS = TIME_BOX.marginMs;
 /**
  * Never ask for more than this: a fresh 15-minute invocation always has it, so every invocation
  * starts at least one file and the loop makes progress even for a file larger than the estimate.
  */
-export const MAX_MARGIN_MS = 10 * 60_000;
+export const MAX_MARGIN_MS = TIME_BOX.batchMs;
 
 /** Time a file needs before it may be started. */
 export function uploadMarginMs(bytes: number): number {

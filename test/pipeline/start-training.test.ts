@@ -136,7 +136,7 @@ describe('start_training', () => {
 
     const error = (await rejectionOf(run(second))) as RunError;
     expect(error).toMatchObject({ code: 'training_failed', retryable: false });
-    expect(error.message).toContain('failed 2 times (maxAttempts 2)');
+    expect(error.message).toContain('training failed on 2 of 2 attempts (maxAttempts)');
     expect(error.message).toContain(second.id);
     expect(service.requestCount('createModel')).toBe(2);
   });

@@ -211,6 +211,16 @@ describe('validate_drop', () => {
     );
   });
 
+  it('names data files the service would refuse by name', async () => {
+    const drop = uniqueDrop('badname');
+    const error = await refusal(
+      await dropped({ 'a.csv': REVIEWS_CSV, 'b\\c.csv': REVIEWS_CSV, 'train.json': '{}' }, drop),
+    );
+    expect(error.code).toBe('invalid_file_name');
+    expect(error.detail).toContain('"b\\\\c.csv"');
+    expect(error.detail).toContain('train.json "files"');
+  });
+
   it('names empty data files', async () => {
     const drop = uniqueDrop('empty');
     const error = await refusal(
