@@ -3,55 +3,35 @@
  * Secrets Manager has no local server, so a loopback HTTP server speaks the one call of its
  * JSON protocol that Powertools makes; everything above it (Powertools' cache, the SDK) is real.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RunError } from '../../lambdas/run/errors.js';
 import { API_KEY_CACHE_SECONDS, secretsManagerKey } from '../../lambdas/run/runtime.js';
+import { CLIENT_SETTINGS, startAwsJsonEndpoint, type AwsJsonRequest } from '../helpers/aws-json-endpoint.js';
 
 interface FakeSecrets {
   readonly client: SecretsManagerClient;
-  readonly requests: string[];
+  readonly requests: AwsJsonRequest[];
   value: string;
   close(): Promise<void>;
 }
 
+/** Secrets Manager's GetSecretValue, answering the current `value`. */
 async function secretsServer(initial: string): Promise<FakeSecrets> {
-  const requests: string[] = [];
   const state = { value: initial };
-  const server: Server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
-    req.on('end', () => {
-      requests.push(`${String(req.headers['x-amz-target'])} ${body}`);
-      res.writeHead(200, { 'content-type': 'application/x-amz-json-1.1' });
-      res.end(
-        JSON.stringify({
-          ARN: 'arn:aws:secretsmanager:us-east-1:1:secret:k',
-          Name: 'k',
-          SecretString: state.value,
-        }),
-      );
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const client = new SecretsManagerClient({
-    endpoint: `http://127.0.0.1:${String((server.address() as AddressInfo).port)}`,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
-  });
+  const endpoint = await startAwsJsonEndpoint('application/x-amz-json-1.1', () => ({
+    status: 200,
+    body: { ARN: 'arn:aws:secretsmanager:us-east-1:1:secret:k', Name: 'k', SecretString: state.value },
+  }));
+  const client = new SecretsManagerClient({ ...CLIENT_SETTINGS, endpoint: endpoint.url });
   return Object.assign(state, {
     client,
-    requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        client.destroy();
-        server.close(() => {
-          resolve();
-        });
-      }),
+    requests: endpoint.requests,
+    close: async () => {
+      client.destroy();
+      await endpoint.close();
+    },
   });
 }
 
@@ -74,8 +54,10 @@ describe('the API key secret', () => {
     expect(await apiKey()).toBe('key-1');
     expect(await apiKey()).toBe('key-1');
     expect(secrets.requests).toHaveLength(1);
-    expect(secrets.requests[0]).toContain('secretsmanager.GetSecretValue');
-    expect(secrets.requests[0]).toContain('hopper/api-key');
+    expect(secrets.requests[0]).toEqual({
+      target: 'secretsmanager.GetSecretValue',
+      body: { SecretId: 'hopper/api-key' },
+    });
 
     // A rotated key is picked up once the cache runs out.
     secrets.value = 'key-2';

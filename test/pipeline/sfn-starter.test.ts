@@ -3,65 +3,43 @@
  * local server, so a loopback HTTP server answers the one call of its JSON protocol the way the
  * service does, including the ExecutionAlreadyExists error a duplicate name gets.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { SFNClient } from '@aws-sdk/client-sfn';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sfnExecutionStarter } from '../../lambdas/steps/trigger.js';
+import { CLIENT_SETTINGS, startAwsJsonEndpoint, type AwsJsonRequest } from '../helpers/aws-json-endpoint.js';
 
 interface FakeStepFunctions {
   readonly client: SFNClient;
-  readonly requests: { target: string; body: Record<string, unknown> }[];
+  readonly requests: AwsJsonRequest[];
   close(): Promise<void>;
 }
 
+/** StartExecution: a name seen before is ExecutionAlreadyExists; the name "boom" is refused. */
 async function stepFunctionsServer(): Promise<FakeStepFunctions> {
-  const requests: FakeStepFunctions['requests'] = [];
   const names = new Set<string>();
-  const server: Server = createServer((req, res) => {
-    let text = '';
-    req.on('data', (chunk: Buffer) => (text += chunk.toString()));
-    req.on('end', () => {
-      const body = JSON.parse(text) as Record<string, unknown>;
-      requests.push({ target: String(req.headers['x-amz-target']), body });
-      const name = String(body.name);
-      res.setHeader('content-type', 'application/x-amz-json-1.0');
-      if (name === 'boom') {
-        res.writeHead(400);
-        res.end(JSON.stringify({ __type: 'InvalidName', message: 'bad name' }));
-        return;
-      }
-      if (names.has(name)) {
-        res.writeHead(400);
-        res.end(
-          JSON.stringify({ __type: 'ExecutionAlreadyExists', message: `Execution Already Exists: ${name}` }),
-        );
-        return;
-      }
-      names.add(name);
-      res.writeHead(200);
-      res.end(
-        JSON.stringify({ executionArn: `arn:aws:states:us-east-1:1:execution:sm:${name}`, startDate: 1 }),
-      );
-    });
+  const endpoint = await startAwsJsonEndpoint('application/x-amz-json-1.0', ({ body }) => {
+    const name = String(body.name);
+    if (name === 'boom') return { status: 400, body: { __type: 'InvalidName', message: 'bad name' } };
+    if (names.has(name)) {
+      return {
+        status: 400,
+        body: { __type: 'ExecutionAlreadyExists', message: `Execution Already Exists: ${name}` },
+      };
+    }
+    names.add(name);
+    return {
+      status: 200,
+      body: { executionArn: `arn:aws:states:us-east-1:1:execution:sm:${name}`, startDate: 1 },
+    };
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const client = new SFNClient({
-    endpoint: `http://127.0.0.1:${String((server.address() as AddressInfo).port)}`,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
-    maxAttempts: 1,
-  });
+  const client = new SFNClient({ ...CLIENT_SETTINGS, endpoint: endpoint.url, maxAttempts: 1 });
   return {
     client,
-    requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        client.destroy();
-        server.close(() => {
-          resolve();
-        });
-      }),
+    requests: endpoint.requests,
+    close: async () => {
+      client.destroy();
+      await endpoint.close();
+    },
   };
 }
 
