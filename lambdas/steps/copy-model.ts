@@ -5,7 +5,6 @@
  * last and only after the size check, so its presence means a complete, verified copy: a
  * half-written model is never presented as done, and a retried copy that finds one is done.
  */
-import type { S3Client } from '@aws-sdk/client-s3';
 import { FilesExpiredError, SizeMismatchError, type Model } from '../service-client/index.js';
 import { RunError } from '../run/errors.js';
 import type { Step } from '../run/handler.js';
@@ -57,7 +56,13 @@ export function createCopyModelStep(options: CopyModelOptions = {}): Step<'copy'
       const recordKey = modelRecordKey(drop, model.id);
       const bytes = model.onnx_bytes;
 
-      if (bytes !== null && (await alreadyCopied(s3, bucket, modelKey, recordKey, bytes))) {
+      if (bytes !== null && (await objectSize(s3, bucket, modelKey)) === bytes) {
+        // An earlier attempt copied model.onnx (a multipart upload appears whole or not at all,
+        // and completes only after the byte count checked out): finish its work, even if the
+        // service has deleted the files since.
+        if ((await objectSize(s3, bucket, recordKey)) === null) {
+          await putJson(s3, bucket, recordKey, modelDocument(state, model, env.runtime.now()));
+        }
         env.runtime.logger.info('model already copied', { model_id: model.id });
         return { modelKey, recordKey, bytes };
       }
@@ -115,19 +120,6 @@ export function createCopyModelStep(options: CopyModelOptions = {}): Step<'copy'
 }
 
 export const copyModelStep = createCopyModelStep();
-
-/** A finished copy from an earlier attempt: model.json exists only after a verified model.onnx. */
-async function alreadyCopied(
-  s3: S3Client,
-  bucket: string,
-  modelKey: string,
-  recordKey: string,
-  bytes: number,
-): Promise<boolean> {
-  return (
-    (await objectSize(s3, bucket, recordKey)) !== null && (await objectSize(s3, bucket, modelKey)) === bytes
-  );
-}
 
 function filesGone(model: Model, cause?: unknown): RunError {
   const when = model.files_deleted_at ?? model.files_expire_at ?? 'an unknown time';

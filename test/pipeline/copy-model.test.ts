@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import { Readable } from 'node:stream';
-import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, it } from 'vitest';
 import { RunError } from '../../lambdas/run/errors.js';
@@ -301,5 +301,21 @@ describe('copy_model', () => {
 
     expect(again).toEqual(first);
     expect(service.requestCount('fileDownload')).toBe(downloads);
+  });
+
+  it('finishes an earlier attempt that copied model.onnx but not model.json, even after the files are gone', async () => {
+    const { service, runtime, state, model } = await trained();
+    const first = await copyModelStep.run(state, stepEnv(runtime));
+    const { client, bucket } = fixtures.s3();
+    await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: first.recordKey }));
+    service.removeModelFiles(model.id, 'refunded');
+    const downloads = service.requestCount('fileDownload');
+
+    const again = await copyModelStep.run(state, stepEnv(runtime));
+
+    expect(again).toEqual(first);
+    expect(service.requestCount('fileDownload')).toBe(downloads);
+    const document = JSON.parse((await readText(client, bucket, first.recordKey)) ?? 'null') as ModelDocument;
+    expect(document.model.id).toBe(model.id);
   });
 });
