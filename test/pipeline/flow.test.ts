@@ -57,6 +57,14 @@ type LocalHandlers = NonNullable<NonNullable<RunOptions['overrides']>['taskResou
 
 /** Runs the definition once over `runtime`; resolves with the execution's error, if any. */
 async function execute(runtime: Runtime, input: RunState): Promise<unknown> {
+  return (await executeLogged(runtime, input)).error;
+}
+
+/** The same, with every event of the execution as JSON (each state's input and output among them). */
+async function executeLogged(
+  runtime: Runtime,
+  input: RunState,
+): Promise<{ error: unknown; events: string[] }> {
   // Hopper's ASL types are looser than the interpreter's; the interpreter validates the definition.
   const machine = new StateMachine(local.definition as unknown as StateMachineDefinition);
   const taskResourceLocalHandlers: Record<string, (input: unknown) => Promise<unknown>> = {};
@@ -82,12 +90,18 @@ async function execute(runtime: Runtime, input: RunState): Promise<unknown> {
       waitTimeOverrides: { WaitForDataset: 10, WaitForModel: 10 },
     },
   });
+  const events: string[] = [];
+  const drained = (async () => {
+    for await (const event of execution.eventLogs) events.push(JSON.stringify(event));
+  })();
+  let error: unknown;
   try {
     await execution.result;
-    return undefined;
-  } catch (error) {
-    return error;
+  } catch (caught) {
+    error = caught;
   }
+  await drained;
+  return { error, events };
 }
 
 async function statusOf(drop: string): Promise<RunStatus> {
@@ -203,5 +217,43 @@ describe('the synthesized state machine with the real handlers', () => {
     expect(status.error?.code).toBe('invalid_train_json');
     expect(status.error?.message).toContain('maxAttempts');
     expect(service.requestCount('createDataset')).toBe(0);
+  });
+
+  it("never puts the API key in a state's input or output, an error, the status file or model.json", async () => {
+    const key = 'sk-hopper-7Qx2-SECRET';
+    const { client, bucket } = fixtures.s3();
+
+    // A run that succeeds with the key, and one the service refuses because the key is wrong.
+    const service = await fixtures.service({ ...BRISK, apiKey: key });
+    const good = uniqueDrop('key-good');
+    await putDrop(client, bucket, good, await exampleDrop());
+    const success = await executeLogged(
+      fixtures.runtime(service, { now: Date.now }),
+      await runStateFor(client, bucket, good),
+    );
+    expect(success.error).toBeUndefined();
+
+    const wrongKey = `${key}-WRONG`;
+    const refused = uniqueDrop('key-wrong');
+    await putDrop(client, bucket, refused, { 'reviews.csv': 'id,text\nr1,good\n', 'train.json': '{}' });
+    const failure = await executeLogged(
+      fixtures.runtime(service, { now: Date.now, apiKey: wrongKey }),
+      await runStateFor(client, bucket, refused),
+    );
+    expect((await statusOf(refused)).error?.code).toBe('unauthorized');
+
+    const status = await statusOf(good);
+    const written = [
+      JSON.stringify(status),
+      (await readText(client, bucket, modelRecordKey(good, status.model_id ?? ''))) ?? '',
+      JSON.stringify(await statusOf(refused)),
+    ];
+    expect(success.events.length).toBeGreaterThan(20);
+    // The events carry the states' data, so a key in any slot would show here.
+    expect(success.events.some((event) => event.includes(status.dataset_id ?? 'no dataset'))).toBe(true);
+    expect(failure.events.length).toBeGreaterThan(3);
+    for (const text of [...success.events, ...failure.events, ...written, String(failure.error)]) {
+      expect(text).not.toContain(key);
+    }
   });
 });
