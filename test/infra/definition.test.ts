@@ -1,6 +1,6 @@
 /**
  * The state machine definition as local mode gets it (infra/definition.ts): its shape as
- * PIPELINE.md says, accepted by aws-local-stepfunctions, and routed as PIPELINE.md says. The
+ * docs/pipeline.md says, accepted by aws-local-stepfunctions, and routed as docs/pipeline.md says. The
  * routing tests run the extracted ASL with scripted Task handlers (by state name): they test the
  * definition, not the handlers.
  */
@@ -19,7 +19,7 @@ import type { DatasetSlot, ModelSlot, RunConfig, RunInput } from '../../lambdas/
 const { definition, handlers } = synthesizeLocalDefinition();
 const states = definition.States;
 
-/** Task -> ResultPath and TimeoutSeconds (Lambda timeout + 60 s), from PIPELINE.md. */
+/** Task -> ResultPath and TimeoutSeconds (Lambda timeout + 60 s), from docs/pipeline.md. */
 const TASKS = {
   ValidateDrop: ['$.config', 120],
   CreateDataset: ['$.dataset', 360],
@@ -51,7 +51,7 @@ function state(name: string): AslState {
 }
 
 describe('the extracted definition', () => {
-  it('has exactly the states PIPELINE.md names, starting at ValidateDrop', () => {
+  it('has exactly the states docs/pipeline.md names, starting at ValidateDrop', () => {
     expect(definition.StartAt).toBe('ValidateDrop');
     const byType = (type: string) =>
       Object.entries(states)

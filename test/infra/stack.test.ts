@@ -47,7 +47,7 @@ const READ = ['s3:GetObject'];
 const READ_WRITE = ['s3:GetObject', 's3:PutObject'];
 const MULTIPART_WRITE = ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:PutObject'];
 
-/** What each Task may do, written out independently of infra/tasks.ts (PIPELINE.md, issue 3). */
+/** What each Task may do, written out independently of infra/tasks.ts (docs/pipeline.md). */
 const EXPECTED: Record<
   (typeof TASK_NAMES)[number],
   { timeout: number; objects: Record<string, string[]>; secret: boolean }
