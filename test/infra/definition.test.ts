@@ -6,7 +6,7 @@
  */
 import '../../local/sfn/with-resolvers.js';
 import { existsSync } from 'node:fs';
-import { StateMachine, type RunOptions, type StateMachineDefinition } from 'aws-local-stepfunctions';
+import { StateMachine, type StateMachineDefinition } from 'aws-local-stepfunctions';
 import { describe, expect, it } from 'vitest';
 import {
   PLACEHOLDER_FUNCTION_ARN_PREFIX,
@@ -14,6 +14,7 @@ import {
   type AslState,
 } from '../../infra/definition.js';
 import { RunError, retryable } from '../../lambdas/run/errors.js';
+import { executeLocally } from '../helpers/local-execution.js';
 import type { DatasetSlot, ModelSlot, RunConfig, RunInput } from '../../lambdas/run/state.js';
 
 const { definition, handlers } = synthesizeLocalDefinition();
@@ -206,8 +207,6 @@ function model(nextAction: string, attempts = 1): ModelSlot {
   };
 }
 
-type LocalHandlers = NonNullable<NonNullable<RunOptions['overrides']>['taskResourceLocalHandlers']>;
-
 /** What each Task returns (or throws), call by call; Report decides from the state it is given. */
 type Script = Partial<Record<Exclude<TaskName, 'Report'>, (object | Error)[]>> & { Report?: Error[] };
 
@@ -245,27 +244,8 @@ async function runScript(script: Script): Promise<RunRecord> {
     return { outcome: 'failed', error: { code: 'internal_error', message: 'nothing to report' } };
   };
 
-  const execution = new StateMachine(definition as unknown as StateMachineDefinition).run(
-    { run: { ...RUN } },
-    {
-      overrides: {
-        taskResourceLocalHandlers: localHandlers as unknown as LocalHandlers,
-        waitTimeOverrides: { WaitForDataset: 0, WaitForModel: 0 },
-        retryIntervalOverrides: Object.fromEntries(TASK_NAMES.map((name) => [name, 0])),
-      },
-    },
-  );
-  let output: unknown;
-  let error: RunRecord['error'];
-  try {
-    output = await execution.result;
-  } catch (caught) {
-    error = caught as RunRecord['error'];
-  }
-  const path: string[] = [];
-  for await (const event of execution.eventLogs) {
-    if (event.type === 'StateEntered') path.push(event.state.name);
-  }
+  const { output, error, events } = await executeLocally(definition, { run: { ...RUN } }, localHandlers);
+  const path = events.flatMap((event) => (event.type === 'StateEntered' ? [event.state.name] : []));
   return { path, calls, reportInput, output, error };
 }
 

@@ -7,11 +7,9 @@
  * This checks that handlers and definition fit together (slots, ResultPaths, Choices, Catch to
  * Report). Local mode's own runner and its end-to-end tests cover the commands and every path.
  */
-import '../../local/sfn/with-resolvers.js';
 import { readFile, readdir } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
-import { StateMachine, type RunOptions, type StateMachineDefinition } from 'aws-local-stepfunctions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { synthesizeLocalDefinition, type LocalDefinition } from '../../infra/definition.js';
 import { TASKS, type TaskName } from '../../infra/tasks.js';
@@ -22,6 +20,7 @@ import type { RunState, SlotName } from '../../lambdas/run/state.js';
 import { modelFileKey, modelRecordKey, statusKey } from '../../lambdas/storage/keys.js';
 import type { SimulatedServiceOptions } from '../../local/service/index.js';
 import { modelBytesAt } from '../../local/service/model-bytes.js';
+import { executeLocally } from '../helpers/local-execution.js';
 import {
   invocationContext,
   putDrop,
@@ -53,8 +52,6 @@ const BRISK: Partial<SimulatedServiceOptions> = {
   modelBytes: 300_000,
 };
 
-type LocalHandlers = NonNullable<NonNullable<RunOptions['overrides']>['taskResourceLocalHandlers']>;
-
 /** Runs the definition once over `runtime`; resolves with the execution's error, if any. */
 async function execute(runtime: Runtime, input: RunState): Promise<unknown> {
   return (await executeLogged(runtime, input)).error;
@@ -65,15 +62,11 @@ async function executeLogged(
   runtime: Runtime,
   input: RunState,
 ): Promise<{ error: unknown; events: string[] }> {
-  // Hopper's ASL types are looser than the interpreter's; the interpreter validates the definition.
-  const machine = new StateMachine(local.definition as unknown as StateMachineDefinition);
-  const taskResourceLocalHandlers: Record<string, (input: unknown) => Promise<unknown>> = {};
-  const retryIntervalOverrides: Record<string, number> = {};
+  const taskHandlers: Record<string, (input: unknown) => Promise<unknown>> = {};
   for (const task of TASKS) {
     const handler = handlers.get(task.name)?.withRuntime(runtime);
     if (handler === undefined) throw new Error(`no handler for ${task.name}`);
-    retryIntervalOverrides[task.name] = 0;
-    taskResourceLocalHandlers[task.name] = async (event) => {
+    taskHandlers[task.name] = async (event) => {
       try {
         return await handler(event, invocationContext(task.timeoutSeconds * 1000));
       } catch (error) {
@@ -83,25 +76,8 @@ async function executeLogged(
       }
     };
   }
-  const execution = machine.run(input as unknown as Parameters<StateMachine['run']>[0], {
-    overrides: {
-      taskResourceLocalHandlers: taskResourceLocalHandlers as unknown as LocalHandlers,
-      retryIntervalOverrides,
-      waitTimeOverrides: { WaitForDataset: 10, WaitForModel: 10 },
-    },
-  });
-  const events: string[] = [];
-  const drained = (async () => {
-    for await (const event of execution.eventLogs) events.push(JSON.stringify(event));
-  })();
-  let error: unknown;
-  try {
-    await execution.result;
-  } catch (caught) {
-    error = caught;
-  }
-  await drained;
-  return { error, events };
+  const { error, events } = await executeLocally(local.definition, input, taskHandlers, { waitMs: 10 });
+  return { error, events: events.map((event) => JSON.stringify(event)) };
 }
 
 async function statusOf(drop: string): Promise<RunStatus> {
