@@ -3,7 +3,7 @@
  * answered by local handlers (by state name), Wait states and retry pauses cut short, and every
  * event of the execution collected. Local mode's own runner is the production counterpart.
  */
-import '../../local/sfn/with-resolvers.js';
+import '../../local/mode/with-resolvers.js';
 import { StateMachine, type RunOptions, type StateMachineDefinition } from 'aws-local-stepfunctions';
 import type { AslDefinition } from '../../infra/definition.js';
 

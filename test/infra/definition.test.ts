@@ -4,7 +4,7 @@
  * routing tests run the extracted ASL with scripted Task handlers (by state name): they test the
  * definition, not the handlers.
  */
-import '../../local/sfn/with-resolvers.js';
+import '../../local/mode/with-resolvers.js';
 import { existsSync } from 'node:fs';
 import { StateMachine, type StateMachineDefinition } from 'aws-local-stepfunctions';
 import { describe, expect, it } from 'vitest';

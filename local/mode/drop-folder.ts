@@ -1,0 +1,84 @@
+/**
+ * `hopper run <folder>`'s drop: every file of the folder uploaded under inbox/<folder name>/,
+ * train.json last, since its arrival starts the run. Files go as they are (sub-folders too):
+ * what a drop may hold is the pipeline's rule (docs/drop-format.md), so a folder that breaks
+ * it fails the run with the same error it would get in the cloud.
+ */
+import { createReadStream } from 'node:fs';
+import { readdir, stat } from 'node:fs/promises';
+import { basename, join, relative, resolve, sep } from 'node:path';
+import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+
+/** A folder that cannot be dropped at all; the message says why and what to do. */
+export class DropFolderError extends Error {
+  override readonly name = 'DropFolderError';
+}
+
+export interface DropFolder {
+  /** The drop's name: the folder's own name. */
+  readonly drop: string;
+  /** Files to send, relative to the folder with `/` separators; train.json not among them. */
+  readonly files: readonly { readonly name: string; readonly path: string; readonly bytes: number }[];
+  readonly trainJsonPath: string;
+}
+
+/** Files uploaded at once. */
+const UPLOAD_CONCURRENCY = 4;
+
+export async function readDropFolder(folder: string): Promise<DropFolder> {
+  const root = resolve(folder);
+  const info = await stat(root).catch(() => null);
+  if (info === null) throw new DropFolderError(`${folder}: no such folder`);
+  if (!info.isDirectory()) {
+    throw new DropFolderError(`${folder} is a file; give the folder that holds the data and train.json`);
+  }
+  const drop = basename(root);
+  const entries = await readdir(root, { recursive: true, withFileTypes: true });
+  const files: { name: string; path: string; bytes: number }[] = [];
+  let trainJsonPath: string | undefined;
+  for (const entry of entries) {
+    if (!entry.isFile()) continue;
+    const path = join(entry.parentPath, entry.name);
+    const name = relative(root, path).split(sep).join('/');
+    if (name === TRAIN_JSON) trainJsonPath = path;
+    else files.push({ name, path, bytes: (await stat(path)).size });
+  }
+  if (trainJsonPath === undefined) {
+    throw new DropFolderError(
+      `${folder} has no ${TRAIN_JSON}, which starts a run: add one ({} is valid, see docs/drop-format.md)`,
+    );
+  }
+  files.sort((a, b) => a.name.localeCompare(b.name));
+  return { drop, files, trainJsonPath };
+}
+
+/**
+ * Uploads the folder to `bucket` and resolves to train.json's etag, which names the run
+ * (lambdas/steps/trigger.ts). train.json goes up only once every other file is there.
+ */
+export async function uploadDropFolder(s3: S3Client, bucket: string, folder: DropFolder): Promise<string> {
+  const queue = [...folder.files];
+  const worker = async (): Promise<void> => {
+    for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
+      await putFile(s3, bucket, inboxKey(folder.drop, file.name), file.path, file.bytes);
+    }
+  };
+  await Promise.all(Array.from({ length: UPLOAD_CONCURRENCY }, worker));
+  const trainJsonBytes = (await stat(folder.trainJsonPath)).size;
+  return putFile(s3, bucket, inboxKey(folder.drop, TRAIN_JSON), folder.trainJsonPath, trainJsonBytes);
+}
+
+async function putFile(
+  s3: S3Client,
+  bucket: string,
+  key: string,
+  path: string,
+  bytes: number,
+): Promise<string> {
+  const answer = await s3.send(
+    new PutObjectCommand({ Bucket: bucket, Key: key, Body: createReadStream(path), ContentLength: bytes }),
+  );
+  if (answer.ETag === undefined) throw new Error(`S3 returned no ETag for ${key}`);
+  return answer.ETag;
+}

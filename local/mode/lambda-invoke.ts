@@ -1,0 +1,62 @@
+/**
+ * A Task's handler called the way Lambda calls it: a context with the time left and a request
+ * id, the function's timeout enforced, and a failure handed to the state machine the way
+ * Step Functions sees a Lambda error (the error type as the name Retry and Catch match, and a
+ * JSON cause `{ errorType, errorMessage }`, which the report step reads).
+ */
+import { randomUUID } from 'node:crypto';
+import type { InvocationContext } from '../../lambdas/run/handler.js';
+
+export type LocalTaskHandler = (event: unknown, context: InvocationContext) => Promise<unknown>;
+
+/** The error type Lambda reports when a function runs past its timeout. */
+export const LAMBDA_TIMEOUT_ERROR = 'Sandbox.Timedout';
+
+/** An error as Step Functions receives it from a failed Lambda invocation. */
+export class LambdaInvocationError extends Error {
+  constructor(errorType: string, errorMessage: string) {
+    super(JSON.stringify({ errorType, errorMessage }));
+    this.name = errorType;
+  }
+}
+
+/**
+ * The state machine's view of a Lambda function running `handler` with a timeout of
+ * `timeoutSeconds`. As in Lambda, a handler still running at the timeout is abandoned (its
+ * promise is no longer awaited) and the invocation fails with Sandbox.Timedout.
+ */
+export function asLambda(
+  handler: LocalTaskHandler,
+  timeoutSeconds: number,
+): (event: unknown) => Promise<unknown> {
+  return async (event) => {
+    const deadline = Date.now() + timeoutSeconds * 1000;
+    const context: InvocationContext = {
+      getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+      awsRequestId: randomUUID(),
+    };
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        reject(
+          new LambdaInvocationError(
+            LAMBDA_TIMEOUT_ERROR,
+            `Task timed out after ${String(timeoutSeconds)}.00 seconds`,
+          ),
+        );
+      }, timeoutSeconds * 1000);
+    });
+    const running = handler(event, context);
+    // An abandoned handler may still fail later; that is no longer anyone's error.
+    running.catch(() => undefined);
+    try {
+      return await Promise.race([running, timedOut]);
+    } catch (error) {
+      if (error instanceof LambdaInvocationError) throw error;
+      const { name, message } = error instanceof Error ? error : new Error(String(error));
+      throw new LambdaInvocationError(name, message);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}

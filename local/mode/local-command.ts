@@ -1,0 +1,86 @@
+/**
+ * `hopper local [options]`: local mode for any S3 client. Prints the training service's URL
+ * and the S3 settings as lines a shell can eval (everything else on stdout is a `#` comment, so
+ * all of it can be eval'd), then serves until Ctrl-C, showing each run's progress on stderr.
+ */
+import { LOCAL_S3_CREDENTIALS, LOCAL_S3_REGION } from '../s3/local-s3.js';
+import { startLocalMode, type LocalMode } from './local-mode.js';
+import { CliUsageError, LOCAL_HELP, parseLocalArgs } from './options.js';
+import { formatProgress, progressOf } from './progress.js';
+import { EXIT, interruptSignal, processIo, type CommandIo } from './run-command.js';
+import type { ExecutionOutcome } from './state-machine.js';
+
+/** The lines a shell can eval to point an S3 client (aws CLI, SDK) at local mode. */
+export function exportLines(local: Pick<LocalMode, 'bucket'> & { s3: { endpoint: string } }): string[] {
+  return [
+    `export AWS_ENDPOINT_URL=${local.s3.endpoint}`,
+    `export AWS_ACCESS_KEY_ID=${LOCAL_S3_CREDENTIALS.accessKeyId}`,
+    `export AWS_SECRET_ACCESS_KEY=${LOCAL_S3_CREDENTIALS.secretAccessKey}`,
+    `export AWS_REGION=${LOCAL_S3_REGION}`,
+    `export HOPPER_BUCKET=${local.bucket}`,
+  ];
+}
+
+export async function runLocalCommand(argv: readonly string[], io: CommandIo = processIo()): Promise<number> {
+  let parsed: ReturnType<typeof parseLocalArgs>;
+  try {
+    parsed = parseLocalArgs(argv);
+  } catch (error) {
+    if (!(error instanceof CliUsageError)) throw error;
+    io.stderr.write(`hopper local: ${error.message}\n`);
+    return EXIT.usage;
+  }
+  if (parsed.kind === 'help') {
+    io.stdout.write(LOCAL_HELP);
+    return EXIT.succeeded;
+  }
+  const stop = io.signal ?? interruptSignal();
+  let local: LocalMode;
+  try {
+    local = await startLocalMode(parsed.options.mode);
+  } catch (error) {
+    io.stderr.write(
+      `hopper local: could not start: ${error instanceof Error ? error.message : String(error)}\n`,
+    );
+    return EXIT.failed;
+  }
+  followRuns(local, io);
+  const service = `${local.serviceUrl}${local.simulated === undefined ? '' : ' (simulated)'}`;
+  io.stdout.write(
+    [
+      `# Hopper local mode is serving; Ctrl-C stops it.`,
+      `# Training service: ${service}`,
+      `# Drop a folder (train.json last), e.g. with the aws CLI after eval'ing the lines below:`,
+      `#   aws --endpoint-url "$AWS_ENDPOINT_URL" s3 cp --recursive --exclude train.json <folder> "s3://$HOPPER_BUCKET/inbox/<drop>/"`,
+      `#   aws --endpoint-url "$AWS_ENDPOINT_URL" s3 cp <folder>/train.json "s3://$HOPPER_BUCKET/inbox/<drop>/"`,
+      ...exportLines(local),
+      '',
+    ].join('\n'),
+  );
+  await new Promise<void>((resolve) => {
+    if (stop.aborted) resolve();
+    else stop.addEventListener('abort', () => { resolve(); }, { once: true });
+  });
+  io.stderr.write('hopper local: stopping\n');
+  await local.close();
+  return EXIT.succeeded;
+}
+
+/** A line per Task or Wait state of every run, and one when a run ends. */
+function followRuns(local: LocalMode, io: CommandIo): void {
+  local.stateMachine.on('event', (execution, event) => {
+    const progress = progressOf(event);
+    if (progress === null) return;
+    const elapsed = Date.now() - execution.startedAt;
+    io.stderr.write(`${execution.input.run.drop}  ${formatProgress(elapsed, progress)}\n`);
+  });
+  local.stateMachine.on('done', (execution, outcome) => {
+    io.stderr.write(`${execution.input.run.drop}  ${describeOutcome(outcome)} (run ${execution.name})\n`);
+  });
+}
+
+function describeOutcome(outcome: ExecutionOutcome): string {
+  if (outcome.status === 'SUCCEEDED') return 'succeeded: the model is under models/';
+  if (outcome.status === 'ABORTED') return 'stopped';
+  return `failed: ${outcome.error}: ${outcome.cause}`;
+}

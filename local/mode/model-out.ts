@@ -1,0 +1,48 @@
+/**
+ * `hopper run`'s last step: the model the run copied into the local bucket, copied once more to
+ * <out>/<drop>/ on disk. Each file streams to a temporary name and is renamed into place, and
+ * model.json goes last: a folder with model.json in it holds a whole model.
+ */
+import { createWriteStream } from 'node:fs';
+import { mkdir, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { CopySlot } from '../../lambdas/run/state.js';
+
+export interface ModelOnDisk {
+  readonly folder: string;
+  readonly onnx: string;
+  readonly record: string;
+  readonly bytes: number;
+}
+
+export async function copyModelOut(
+  s3: S3Client,
+  bucket: string,
+  copy: CopySlot,
+  folder: string,
+): Promise<ModelOnDisk> {
+  await mkdir(folder, { recursive: true });
+  const onnx = join(folder, 'model.onnx');
+  const record = join(folder, 'model.json');
+  // A model.json left from an earlier run would vouch for a model.onnx not yet replaced.
+  await rm(record, { force: true });
+  await download(s3, bucket, copy.modelKey, onnx);
+  await download(s3, bucket, copy.recordKey, record);
+  return { folder, onnx, record, bytes: copy.bytes };
+}
+
+async function download(s3: S3Client, bucket: string, key: string, path: string): Promise<void> {
+  const partial = `${path}.partial`;
+  try {
+    const answer = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    if (!(answer.Body instanceof Readable)) throw new Error(`s3://${bucket}/${key} has no body`);
+    await pipeline(answer.Body, createWriteStream(partial));
+    await rename(partial, path);
+  } catch (error) {
+    await rm(partial, { force: true });
+    throw error;
+  }
+}

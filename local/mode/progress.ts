@@ -1,0 +1,136 @@
+/**
+ * Progress of a local run, read from its execution's events: the state it is in, the service's
+ * `step` and `next_action` for the record it is at (the model once there is one, as in the
+ * status file), and the time since it started. On a terminal it is one line rewritten in
+ * place; anywhere else (a pipe, CI's log) a plain line per Task or Wait state entered.
+ */
+import type { Writable } from 'node:stream';
+import type { RunState } from '../../lambdas/run/state.js';
+import type { ExecutionEvent } from './state-machine.js';
+
+export interface RunProgress {
+  /** The state machine's state (`PollDataset`, `WaitForModel`, ...). */
+  readonly state: string;
+  readonly step: number | null;
+  readonly nextAction: string | null;
+  /** Seconds a Wait state sleeps before the next poll. */
+  readonly waitSeconds: number | null;
+  /** A failed attempt of the state, with its error (it is retried or caught next). */
+  readonly failure: string | null;
+}
+
+/** What an event says about the run's progress, or null when it says nothing worth showing. */
+export function progressOf(event: ExecutionEvent): RunProgress | null {
+  if (event.type !== 'StateEntered' && event.type !== 'StateFailed') return null;
+  const { name, type, input } = event.state;
+  if (type !== 'Task' && type !== 'Wait') return null;
+  const state = input as RunState | null;
+  const record = state?.model ?? state?.dataset;
+  return {
+    state: name,
+    step: record?.step ?? null,
+    nextAction: record?.nextAction ?? null,
+    waitSeconds: type === 'Wait' ? (record?.waitSeconds ?? null) : null,
+    failure: event.type === 'StateFailed' ? describeFailure(event.Error, event.Cause) : null,
+  };
+}
+
+/** `12.3s  PollDataset  step 2  next_action wait` */
+export function formatProgress(elapsedMs: number, progress: RunProgress): string {
+  const parts = [
+    `${(elapsedMs / 1000).toFixed(1).padStart(5)}s`,
+    progress.state.padEnd(16),
+    `step ${progress.step === null ? '-' : String(progress.step)}`,
+    `next_action ${progress.nextAction ?? '-'}`,
+  ];
+  if (progress.waitSeconds !== null) parts.push(`(next poll in ${String(progress.waitSeconds)} s)`);
+  if (progress.failure !== null) parts.push(`failed: ${progress.failure}`);
+  return parts.join('  ');
+}
+
+/**
+ * A Task's error as a person reads it. A Lambda error's cause is JSON whose message carries
+ * Hopper's `<code>: <text>`; the error name (Hopper.Retryable, ...) adds nothing then.
+ */
+export function describeFailure(error: string, cause: unknown): string {
+  const text = typeof cause === 'string' ? cause : '';
+  try {
+    const parsed = JSON.parse(text) as { errorMessage?: unknown };
+    if (typeof parsed.errorMessage === 'string') return parsed.errorMessage;
+  } catch {
+    // Not JSON: a cause written by Step Functions itself (States.Timeout, ...).
+  }
+  return text === '' ? error : `${error}: ${text}`;
+}
+
+/** `1.0 MiB`, `300 KiB`, `12 B` */
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${unit === 0 ? String(value) : value.toFixed(1)} ${units[unit] ?? 'B'}`;
+}
+
+export interface ProgressReporter {
+  /** The run moved on. */
+  update(progress: RunProgress): void;
+  /** A line that stays (the run's start and end). */
+  line(text: string): void;
+  /** No more updates: stop redrawing. */
+  finish(): void;
+}
+
+/** How often the live line redraws to keep the elapsed time current. */
+const REDRAW_MS = 250;
+
+/** One line rewritten in place, for a terminal. */
+export function liveReporter(stream: Writable, startedAt = Date.now()): ProgressReporter {
+  let current: RunProgress | null = null;
+  const draw = (): void => {
+    if (current !== null) stream.write(`\r\x1b[2K${formatProgress(Date.now() - startedAt, current)}`);
+  };
+  const timer = setInterval(draw, REDRAW_MS);
+  timer.unref();
+  return {
+    update(progress) {
+      current = progress;
+      draw();
+    },
+    line(text) {
+      stream.write(`\r\x1b[2K${text}\n`);
+      draw();
+    },
+    finish() {
+      clearInterval(timer);
+      if (current !== null) stream.write('\n');
+      current = null;
+    },
+  };
+}
+
+/** A plain line per update, for logs and pipes. */
+export function lineReporter(stream: Writable, startedAt = Date.now()): ProgressReporter {
+  return {
+    update(progress) {
+      stream.write(`${formatProgress(Date.now() - startedAt, progress)}\n`);
+    },
+    line(text) {
+      stream.write(`${text}\n`);
+    },
+    finish() {
+      // Nothing is drawn in place.
+    },
+  };
+}
+
+/** The reporter that suits `stream`: live on a terminal, plain lines otherwise. */
+export function reporterFor(
+  stream: Writable & { isTTY?: boolean },
+  startedAt = Date.now(),
+): ProgressReporter {
+  return stream.isTTY === true ? liveReporter(stream, startedAt) : lineReporter(stream, startedAt);
+}

@@ -1,0 +1,177 @@
+/**
+ * `hopper run <folder> [options]` (and `npm start`): local mode for one drop. Starts the local
+ * S3 server, the simulated service (unless --service-url) and the state machine; drops the
+ * folder as inbox/<folder name>/, train.json last; shows the run's progress; and copies the
+ * model to <out>/<drop>/. Exit codes: 0 succeeded, 1 failed, 2 bad command line or folder,
+ * 130 stopped by Ctrl-C.
+ */
+import { join } from 'node:path';
+import type { Writable } from 'node:stream';
+import { readStatus } from '../../lambdas/run/status.js';
+import type { RunState } from '../../lambdas/run/state.js';
+import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { DropFolderError, readDropFolder, uploadDropFolder, type DropFolder } from './drop-folder.js';
+import { startLocalMode, type LocalMode } from './local-mode.js';
+import { copyModelOut } from './model-out.js';
+import { CliUsageError, parseRunArgs, RUN_HELP } from './options.js';
+import { describeFailure, formatBytes, progressOf, reporterFor, type ProgressReporter } from './progress.js';
+import type { Execution, ExecutionOutcome } from './state-machine.js';
+
+export interface CommandIo {
+  readonly stdout: Writable & { isTTY?: boolean };
+  readonly stderr: Writable;
+  /** Stops the command as Ctrl-C does. Default: SIGINT and SIGTERM. */
+  readonly signal?: AbortSignal;
+}
+
+/** How long train.json's upload may go without its run starting (the trigger is in-process). */
+const START_TIMEOUT_MS = 30_000;
+
+export const EXIT = { succeeded: 0, failed: 1, usage: 2, stopped: 130 } as const;
+
+export async function runRunCommand(argv: readonly string[], io: CommandIo = processIo()): Promise<number> {
+  let parsed: ReturnType<typeof parseRunArgs>;
+  let folder: DropFolder;
+  try {
+    parsed = parseRunArgs(argv);
+    if (parsed.kind === 'help') {
+      io.stdout.write(RUN_HELP);
+      return EXIT.succeeded;
+    }
+    folder = await readDropFolder(parsed.folder);
+  } catch (error) {
+    if (!(error instanceof CliUsageError || error instanceof DropFolderError)) throw error;
+    io.stderr.write(`hopper run: ${error.message}\n`);
+    return EXIT.usage;
+  }
+
+  const startedAt = Date.now();
+  const stop = io.signal ?? interruptSignal();
+  let local: LocalMode | undefined;
+  const reporter = reporterFor(io.stdout, startedAt);
+  try {
+    const triggerFailed = new AbortController();
+    local = await startLocalMode({
+      ...parsed.options.mode,
+      onTriggerError: (key, error) => {
+        triggerFailed.abort(new Error(`the S3 event for ${key} started no run: ${messageOf(error)}`));
+      },
+    });
+    reporter.line(
+      `hopper: local mode: S3 at ${local.s3.endpoint} (bucket ${local.bucket}), training service at ${local.serviceUrl}${local.simulated === undefined ? '' : ' (simulated)'}`,
+    );
+    const execution = startedExecution(local, inboxKey(folder.drop, TRAIN_JSON), reporter);
+    reporter.line(
+      `hopper: dropping ${parsed.folder} as s3://${local.bucket}/inbox/${folder.drop}/ (${String(folder.files.length)} files, then ${TRAIN_JSON})`,
+    );
+    await uploadDropFolder(local.s3.client, local.bucket, folder);
+    const noStart = setTimeout(() => {
+      triggerFailed.abort(
+        new Error(
+          `${TRAIN_JSON} was uploaded but no run started within ${String(START_TIMEOUT_MS / 1000)} s`,
+        ),
+      );
+    }, START_TIMEOUT_MS);
+    const started = await untilAborted(execution, AbortSignal.any([stop, triggerFailed.signal])).finally(
+      () => {
+        clearTimeout(noStart);
+      },
+    );
+    const outcome = await untilAborted(started.done, stop);
+    reporter.finish();
+    return await report(outcome, local, folder.drop, join(parsed.out, folder.drop), io, startedAt);
+  } catch (error) {
+    reporter.finish();
+    if (stop.aborted) {
+      io.stderr.write('hopper run: stopped\n');
+      return EXIT.stopped;
+    }
+    io.stderr.write(`hopper run: ${messageOf(error)}\n`);
+    return EXIT.failed;
+  } finally {
+    await local?.close();
+  }
+}
+
+/** The execution train.json's upload starts (local mode is this command's own: the first is it). */
+function startedExecution(local: LocalMode, key: string, reporter: ProgressReporter): Promise<Execution> {
+  return new Promise((resolve) => {
+    const onStarted = (execution: Execution): void => {
+      if (execution.input.run.key !== key) return;
+      local.stateMachine.off('started', onStarted);
+      local.stateMachine.on('event', (source, event) => {
+        if (source !== execution) return;
+        const progress = progressOf(event);
+        if (progress !== null) reporter.update(progress);
+      });
+      resolve(execution);
+    };
+    local.stateMachine.on('started', onStarted);
+  });
+}
+
+async function report(
+  outcome: ExecutionOutcome,
+  local: LocalMode,
+  drop: string,
+  outFolder: string,
+  io: CommandIo,
+  startedAt: number,
+): Promise<number> {
+  const seconds = ((Date.now() - startedAt) / 1000).toFixed(1);
+  if (outcome.status === 'SUCCEEDED') {
+    const copy = (outcome.output as RunState).copy;
+    if (copy === undefined) throw new Error('the run succeeded without copying a model (a bug in Hopper)');
+    const model = await copyModelOut(local.s3.client, local.bucket, copy, outFolder);
+    io.stdout.write(
+      `hopper: succeeded in ${seconds} s: ${model.onnx} (${formatBytes(model.bytes)}) and ${model.record}\n`,
+    );
+    return EXIT.succeeded;
+  }
+  if (outcome.status === 'ABORTED') {
+    io.stderr.write('hopper run: stopped\n');
+    return EXIT.stopped;
+  }
+  // The status file holds what the report step made of the failure; the execution's own error
+  // stands in if even the report step failed.
+  const status = await readStatus(local.s3.client, local.bucket, drop).catch(() => null);
+  const error =
+    status?.state === 'failed' && status.error !== null
+      ? `${status.error.code}: ${status.error.message}`
+      : describeFailure(outcome.error, outcome.cause);
+  io.stderr.write(`hopper: the run failed after ${seconds} s: ${error}\n`);
+  return EXIT.failed;
+}
+
+/** `promise`, or a rejection with the signal's reason once `signal` aborts. */
+async function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  signal.throwIfAborted();
+  return await new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => {
+      reject(signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason)));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => {
+      signal.removeEventListener('abort', onAbort);
+    });
+  });
+}
+
+/** Aborts on the first SIGINT or SIGTERM. */
+export function interruptSignal(): AbortSignal {
+  const controller = new AbortController();
+  const onSignal = (signal: NodeJS.Signals): void => {
+    controller.abort(new Error(`stopped by ${signal}`));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  return controller.signal;
+}
+
+export function processIo(): CommandIo {
+  return { stdout: process.stdout, stderr: process.stderr };
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

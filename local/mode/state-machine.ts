@@ -1,0 +1,173 @@
+/**
+ * Local Step Functions: executions of the synthesized definition in aws-local-stepfunctions,
+ * started by name the way StartExecution starts them (an existing name is a duplicate and starts
+ * nothing), each Task state answered by its handler in-process (see lambda-invoke.ts).
+ *
+ * Every execution's events are drained as they happen (the interpreter queues them until read)
+ * and re-emitted as `event`, which is how progress is shown; `whenDone` waits for an execution
+ * that may not have started yet.
+ */
+import './with-resolvers.js';
+import { EventEmitter } from 'node:events';
+import { StateMachine, type RunOptions, type StateMachineDefinition } from 'aws-local-stepfunctions';
+import type { AslDefinition } from '../../infra/definition.js';
+import type { ExecutionInput, ExecutionStarter } from '../../lambdas/steps/trigger.js';
+
+/** One entry of an execution's event log (the interpreter does not export the type). */
+export type ExecutionEvent =
+  ReturnType<StateMachine['run']>['eventLogs'] extends AsyncGenerator<infer E> ? E : never;
+
+type Overrides = NonNullable<RunOptions['overrides']>;
+type TaskOverrides = NonNullable<Overrides['taskResourceLocalHandlers']>;
+
+export type ExecutionOutcome =
+  | { readonly status: 'SUCCEEDED'; readonly output: unknown }
+  | { readonly status: 'FAILED'; readonly error: string; readonly cause: string }
+  | { readonly status: 'ABORTED' };
+
+export interface Execution {
+  readonly name: string;
+  readonly input: ExecutionInput;
+  readonly startedAt: number;
+  /** Settles when the execution ends; never rejects. */
+  readonly done: Promise<ExecutionOutcome>;
+}
+
+export interface LocalStateMachineOptions {
+  readonly definition: AslDefinition;
+  /** What answers each Task state, by state name (see asLambda). */
+  readonly tasks: Readonly<Record<string, (input: unknown) => Promise<unknown>>>;
+  /** Milliseconds every Wait state sleeps instead of its own time. Default: the definition's. */
+  readonly waitMs?: number;
+  /** Milliseconds every Retry pauses instead of its backoff. Default: the definition's. */
+  readonly retryPauseMs?: number;
+}
+
+export interface LocalStateMachineEvents {
+  started: [execution: Execution];
+  event: [execution: Execution, event: ExecutionEvent];
+  done: [execution: Execution, outcome: ExecutionOutcome];
+}
+
+export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> implements ExecutionStarter {
+  readonly #machine: StateMachine;
+  readonly #overrides: Overrides;
+  readonly #executions = new Map<string, Execution>();
+  readonly #aborts = new Map<string, () => void>();
+
+  constructor(options: LocalStateMachineOptions) {
+    super();
+    // Hopper's ASL type is looser than the interpreter's; the interpreter validates the definition.
+    this.#machine = new StateMachine(options.definition as unknown as StateMachineDefinition);
+    const states = Object.entries(options.definition.States);
+    const named = (type: string, ms: number | undefined): Record<string, number> | undefined =>
+      ms === undefined
+        ? undefined
+        : Object.fromEntries(states.filter(([, state]) => state.Type === type).map(([name]) => [name, ms]));
+    this.#overrides = {
+      taskResourceLocalHandlers: options.tasks as unknown as TaskOverrides,
+      ...withDefined('waitTimeOverrides', named('Wait', options.waitMs)),
+      ...withDefined('retryIntervalOverrides', named('Task', options.retryPauseMs)),
+    };
+  }
+
+  /** StartExecution: 'duplicate' when an execution of that name exists (then nothing starts). */
+  start(name: string, input: ExecutionInput): Promise<'started' | 'duplicate'> {
+    if (this.#executions.has(name)) return Promise.resolve('duplicate');
+    const run = this.#machine.run(input as unknown as Parameters<StateMachine['run']>[0], {
+      overrides: this.#overrides,
+      noThrowOnAbort: true,
+      context: { Execution: { Name: name } },
+    });
+    let resolve: (outcome: ExecutionOutcome) => void = () => undefined;
+    const done = new Promise<ExecutionOutcome>((settle) => {
+      resolve = settle;
+    });
+    const execution: Execution = { name, input, startedAt: Date.now(), done };
+    this.#executions.set(name, execution);
+    this.#aborts.set(name, run.abort);
+    this.emit('started', execution);
+    void this.#follow(execution, run, resolve);
+    return Promise.resolve('started');
+  }
+
+  execution(name: string): Execution | undefined {
+    return this.#executions.get(name);
+  }
+
+  executions(): Execution[] {
+    return [...this.#executions.values()];
+  }
+
+  /**
+   * The outcome of the execution named `name`, which may start later (the S3 event that starts
+   * it can arrive after the upload that caused it has returned). Rejects when `signal` aborts.
+   */
+  async whenDone(name: string, signal?: AbortSignal): Promise<ExecutionOutcome> {
+    const existing = this.#executions.get(name);
+    if (existing !== undefined) return existing.done;
+    return new Promise<ExecutionOutcome>((resolve, reject) => {
+      const onStarted = (execution: Execution): void => {
+        if (execution.name !== name) return;
+        cleanup();
+        resolve(execution.done);
+      };
+      const onAbort = (): void => {
+        cleanup();
+        reject(signal?.reason instanceof Error ? signal.reason : new Error(`stopped waiting for ${name}`));
+      };
+      const cleanup = (): void => {
+        this.off('started', onStarted);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      this.on('started', onStarted);
+      if (signal?.aborted === true) onAbort();
+      else signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Aborts every running execution (as StopExecution would) and waits until they have ended. */
+  async stopAll(): Promise<void> {
+    for (const abort of this.#aborts.values()) abort();
+    await Promise.all([...this.#executions.values()].map((execution) => execution.done));
+  }
+
+  async #follow(
+    execution: Execution,
+    run: ReturnType<StateMachine['run']>,
+    resolve: (outcome: ExecutionOutcome) => void,
+  ): Promise<void> {
+    const drained = (async () => {
+      for await (const event of run.eventLogs) this.emit('event', execution, event);
+    })();
+    let outcome: ExecutionOutcome;
+    try {
+      const output: unknown = await run.result;
+      outcome = output === null ? { status: 'ABORTED' } : { status: 'SUCCEEDED', output };
+    } catch (error) {
+      outcome = failureOf(error);
+    }
+    await drained.catch(() => undefined);
+    this.#aborts.delete(execution.name);
+    this.emit('done', execution, outcome);
+    resolve(outcome);
+  }
+}
+
+/**
+ * The execution's error and cause as Step Functions would report them: the interpreter wraps
+ * the failing state's error (a Fail state's Error and Cause, or a Task's error) in an
+ * ExecutionError whose `cause` it is.
+ */
+function failureOf(error: unknown): ExecutionOutcome {
+  const inner = error instanceof Error && error.cause instanceof Error ? error.cause : error;
+  if (inner instanceof Error) {
+    if (inner.name === 'ExecutionAbortedError') return { status: 'ABORTED' };
+    return { status: 'FAILED', error: inner.name, cause: inner.message };
+  }
+  return { status: 'FAILED', error: 'States.Runtime', cause: String(inner) };
+}
+
+function withDefined<K extends string, V>(key: K, value: V | undefined): Partial<Record<K, V>> {
+  return value === undefined ? {} : ({ [key]: value } as Record<K, V>);
+}

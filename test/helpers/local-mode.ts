@@ -1,0 +1,117 @@
+/**
+ * Local mode for end-to-end tests: startLocalMode with Wait states and retry pauses cut short,
+ * closed after each test, and drops that run to their end within a bounded time.
+ */
+import { afterEach } from 'vitest';
+import { readStatus, type RunStatus } from '../../lambdas/run/status.js';
+import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { startLocalMode, type LocalMode, type LocalModeOptions } from '../../local/mode/local-mode.js';
+import type { Execution, ExecutionEvent, ExecutionOutcome } from '../../local/mode/state-machine.js';
+import { putDrop } from './pipeline.js';
+
+/** Phases of a few milliseconds of real time, so a run moves on its own within a test. */
+export const BRISK_SERVICE = {
+  readingMs: 20,
+  structuringMs: 20,
+  queuedMs: 20,
+  trainingMs: 40,
+  modelBytes: 300_000,
+} as const;
+
+/** How long a test waits for a run to end before it fails (runs take well under a second). */
+export const RUN_TIMEOUT_MS = 20_000;
+
+export interface LocalModeFixture {
+  /** Local mode with BRISK_SERVICE, 10 ms waits and no retry pauses unless `options` say otherwise. */
+  start(options?: LocalModeOptions): Promise<LocalMode>;
+}
+
+export function useLocalMode(): LocalModeFixture {
+  const started: LocalMode[] = [];
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((local) => local.close()));
+  });
+  return {
+    async start(options = {}) {
+      const local = await startLocalMode({
+        waitMs: 10,
+        retryPauseMs: 0,
+        ...options,
+        simulated: { ...BRISK_SERVICE, ...options.simulated },
+      });
+      started.push(local);
+      return local;
+    },
+  };
+}
+
+export interface FinishedRun {
+  readonly execution: Execution;
+  readonly outcome: ExecutionOutcome;
+  /** status/<drop>.json at the end. */
+  readonly status: RunStatus | null;
+  /** Every event of the execution. */
+  readonly events: readonly ExecutionEvent[];
+}
+
+/**
+ * Puts `files` into inbox/<drop>/ (train.json last), as a user's S3 client would; the S3 event
+ * starts the run through the trigger. Resolves when that run has ended.
+ */
+export async function dropAndRun(
+  local: LocalMode,
+  drop: string,
+  files: Readonly<Record<string, string | Buffer>>,
+): Promise<FinishedRun> {
+  const started = nextExecution(local, inboxKey(drop, TRAIN_JSON));
+  await putDrop(local.s3.client, local.bucket, drop, files);
+  return finished(local, await started.execution, started.events);
+}
+
+/** The next execution started for `key`, and its events from the first. */
+export function nextExecution(
+  local: LocalMode,
+  key: string,
+): { execution: Promise<Execution>; events: ExecutionEvent[] } {
+  const events: ExecutionEvent[] = [];
+  const execution = withTimeout(
+    new Promise<Execution>((resolve) => {
+      const onStarted = (execution: Execution): void => {
+        if (execution.input.run.key !== key) return;
+        local.stateMachine.off('started', onStarted);
+        local.stateMachine.on('event', (source, event) => {
+          if (source === execution) events.push(event);
+        });
+        resolve(execution);
+      };
+      local.stateMachine.on('started', onStarted);
+    }),
+    `no run started for ${key}`,
+  );
+  return { execution, events };
+}
+
+/** The run's outcome and status once `execution` has ended. */
+export async function finished(
+  local: LocalMode,
+  execution: Execution,
+  events: readonly ExecutionEvent[] = [],
+): Promise<FinishedRun> {
+  const outcome = await withTimeout(execution.done, `run ${execution.name} did not end`);
+  const status = await readStatus(local.s3.client, local.bucket, execution.input.run.drop);
+  return { execution, outcome, status, events };
+}
+
+async function withTimeout<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(new Error(`${what} within ${String(RUN_TIMEOUT_MS)} ms`));
+    }, RUN_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
