@@ -30,13 +30,13 @@ describe('hopper', () => {
   it('lists its commands on --help and exits 0', async () => {
     const result = await hopper(['--help']);
     expect(result.code).toBe(0);
-    expect(result.stdout).toContain('service [flags]');
+    expect(result.stdout).toMatch(/run <folder>.*\n.*local.*\n.*service/);
   });
 
-  it('says plainly that local mode is not built yet, exit 2', async () => {
-    const result = await hopper(['run', 'examples/reviews']);
+  it('names what hopper run is missing, exit 2', async () => {
+    const result = await hopper(['run']);
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain('hopper run: local mode is not built yet');
+    expect(result.stderr).toContain('hopper run: give the folder to drop, e.g. hopper run examples/reviews');
   });
 
   it('names an unknown command and shows the usage, exit 2', async () => {

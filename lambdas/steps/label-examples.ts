@@ -119,7 +119,7 @@ async function requireNoneHeldOut(client: TrainingServiceClient, datasetId: stri
   if (task === null) return;
   throw new RunError(
     'labels_required',
-    `the service holds out ${String(task.remaining)} examples for labelling; add labels.csv with a label column and an id or text column (the labels: ${task.choices.join(', ')}), then upload the drop again, train.json last`,
+    `the service holds out ${String(task.remaining)} ${task.remaining === 1 ? 'example' : 'examples'} for labelling; add labels.csv with a label column and an id or text column (the labels: ${task.choices.join(', ')}), then upload the drop again, train.json last`,
   );
 }
 
