@@ -1,23 +1,19 @@
 /**
- * One execution of a state machine definition in aws-local-stepfunctions, for tests: Task states
- * answered by local handlers (by state name), Wait states and retry pauses cut short, and every
- * event of the execution collected. Local mode's own runner is the production counterpart.
+ * One execution of a state machine definition for tests, through local mode's own runner
+ * (LocalStateMachine): Task states answered by the given functions (by state name), Wait states
+ * and retry pauses cut short, and every event of the execution collected.
  */
-import '../../local/mode/with-resolvers.js';
-import { StateMachine, type RunOptions, type StateMachineDefinition } from 'aws-local-stepfunctions';
 import type { AslDefinition } from '../../infra/definition.js';
+import type { ExecutionInput } from '../../lambdas/steps/trigger.js';
+import { LocalStateMachine, type ExecutionEvent } from '../../local/mode/state-machine.js';
 
-type Overrides = NonNullable<RunOptions['overrides']>;
-type LocalHandlers = NonNullable<Overrides['taskResourceLocalHandlers']>;
-/** One entry of the execution's event log (the interpreter does not export the type). */
-export type ExecutionEvent =
-  ReturnType<StateMachine['run']>['eventLogs'] extends AsyncGenerator<infer E> ? E : never;
+export type { ExecutionEvent };
 
 export interface LocalExecution {
   /** The execution's output, when it succeeded. */
   readonly output: unknown;
-  /** The execution's error, when it failed. */
-  readonly error: (Error & { cause?: Error }) | undefined;
+  /** The execution's error and cause (a Fail state's, or a Task's error name), when it failed. */
+  readonly error: { readonly name: string; readonly message: string } | undefined;
   readonly events: readonly ExecutionEvent[];
 }
 
@@ -32,32 +28,19 @@ export async function executeLocally(
   handlers: Readonly<Record<string, (input: unknown) => unknown>>,
   options: LocalExecutionOptions = {},
 ): Promise<LocalExecution> {
-  // Hopper's ASL type is looser than the interpreter's; the interpreter validates the definition.
-  const machine = new StateMachine(definition as unknown as StateMachineDefinition);
-  const states = Object.entries(definition.States);
-  const execution = machine.run(input as Parameters<StateMachine['run']>[0], {
-    overrides: {
-      taskResourceLocalHandlers: handlers as unknown as LocalHandlers,
-      waitTimeOverrides: Object.fromEntries(
-        states.filter(([, state]) => state.Type === 'Wait').map(([name]) => [name, options.waitMs ?? 0]),
-      ),
-      retryIntervalOverrides: Object.fromEntries(
-        states.filter(([, state]) => state.Type === 'Task').map(([name]) => [name, 0]),
-      ),
-    },
-  });
+  const tasks = Object.fromEntries(
+    Object.entries(handlers).map(([name, handler]) => [
+      name,
+      (event: unknown) => Promise.resolve().then(() => handler(event)),
+    ]),
+  );
+  const machine = new LocalStateMachine({ definition, tasks, waitMs: options.waitMs ?? 0, retryPauseMs: 0 });
   const events: ExecutionEvent[] = [];
-  // Drained while the execution runs: the interpreter queues every event until read.
-  const drained = (async () => {
-    for await (const event of execution.eventLogs) events.push(event);
-  })();
-  let output: unknown;
-  let error: LocalExecution['error'];
-  try {
-    output = await execution.result;
-  } catch (caught) {
-    error = caught as LocalExecution['error'];
-  }
-  await drained;
-  return { output, error, events };
+  machine.on('event', (_, event) => events.push(event));
+  await machine.start('test-execution', input as ExecutionInput);
+  const outcome = await machine.whenDone('test-execution');
+  if (outcome.status === 'ABORTED') throw new Error('the execution was aborted');
+  return outcome.status === 'SUCCEEDED'
+    ? { output: outcome.output, error: undefined, events }
+    : { output: undefined, error: { name: outcome.error, message: outcome.cause }, events };
 }

@@ -14,7 +14,7 @@ import {
   type AslState,
 } from '../../infra/definition.js';
 import { RunError, retryable } from '../../lambdas/run/errors.js';
-import { executeLocally } from '../helpers/local-execution.js';
+import { executeLocally, type LocalExecution } from '../helpers/local-execution.js';
 import type { DatasetSlot, ModelSlot, RunConfig, RunInput } from '../../lambdas/run/state.js';
 
 const { definition, handlers } = synthesizeLocalDefinition();
@@ -215,7 +215,7 @@ interface RunRecord {
   readonly calls: Record<string, number>;
   readonly reportInput: Record<string, unknown> | undefined;
   readonly output: unknown;
-  readonly error: (Error & { cause?: Error }) | undefined;
+  readonly error: LocalExecution['error'];
 }
 
 async function runScript(script: Script): Promise<RunRecord> {
@@ -251,7 +251,7 @@ async function runScript(script: Script): Promise<RunRecord> {
 
 /** The code a failed run ends with (RunFailed's ErrorPath, or the caught error's name). */
 function failureCode(record: RunRecord): string | undefined {
-  return record.error?.cause?.name;
+  return record.error?.name;
 }
 
 const START = ['ValidateDrop', 'CreateDataset', 'RouteDataset'];
@@ -303,7 +303,7 @@ describe('routing on next_action', () => {
     expect(record.path).toEqual([...START, stop, ...FAILED_END]);
     expect(record.reportInput?.stop).toEqual({ code });
     expect(failureCode(record)).toBe(code);
-    expect(record.error?.cause?.message).toBe(`stopped: ${code}`);
+    expect(record.error?.message).toBe(`stopped: ${code}`);
   });
 
   it('dataset retry starts a training', async () => {

@@ -153,7 +153,7 @@ describe('the synthesized state machine with the real handlers', () => {
       fixtures.runtime(service, { now: Date.now }),
       await runStateFor(client, bucket, drop),
     );
-    expect(error).toBeInstanceOf(Error);
+    expect(error).toMatchObject({ name: 'training_failed' });
 
     const status = await statusOf(drop);
     expect(status).toMatchObject({ state: 'failed', attempts: 2, max_attempts: 2 });
