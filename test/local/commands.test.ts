@@ -3,45 +3,26 @@
  * example drop trained end to end, failures reported with their code, and `hopper local` used
  * through the settings it prints by an S3 client of its own.
  */
-import { spawn, type ChildProcessByStdio } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtemp, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulatedService } from '../../local/service/index.js';
 import { modelBytesAt } from '../../local/service/model-bytes.js';
 import { inboxKey, MODELS_PREFIX, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { hopper, startHopper } from '../helpers/hopper-cli.js';
 
-const BIN = fileURLToPath(new URL('../../bin/hopper.mjs', import.meta.url));
 const EXAMPLE = fileURLToPath(new URL('../../examples/reviews', import.meta.url));
 
-interface Finished {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-type Child = ChildProcessByStdio<null, Readable, Readable>;
-
-function spawnHopper(args: string[], env: NodeJS.ProcessEnv = {}): Child {
-  return spawn(process.execPath, [BIN, ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...env },
-  });
-}
-
-async function hopper(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Finished> {
-  const child = spawnHopper(args, env);
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const [code] = (await once(child, 'exit')) as [number | null];
-  return { code, stdout, stderr };
+/** A drop folder `name` in the test's folder: one small CSV and train.json `{}`. */
+async function smallDrop(name: string): Promise<string> {
+  const folder = join(work, name);
+  await mkdir(folder);
+  await writeFile(join(folder, 'reviews.csv'), 'id,text\nr1,good\nr2,bad\n');
+  await writeFile(join(folder, TRAIN_JSON), '{}');
+  return folder;
 }
 
 let work: string;
@@ -84,10 +65,7 @@ describe('hopper run', () => {
       structuringMs: 20,
     });
     try {
-      const drop = join(work, 'broke');
-      await mkdir(drop);
-      await writeFile(join(drop, 'reviews.csv'), 'id,text\nr1,good\nr2,bad\n');
-      await writeFile(join(drop, TRAIN_JSON), '{}');
+      const drop = await smallDrop('broke');
       const result = await hopper([
         'run',
         drop,
@@ -118,10 +96,7 @@ describe('hopper run', () => {
       structuringMs: 20,
     });
     try {
-      const drop = join(work, 'envkey');
-      await mkdir(drop);
-      await writeFile(join(drop, 'reviews.csv'), 'id,text\nr1,good\n');
-      await writeFile(join(drop, TRAIN_JSON), '{}');
+      const drop = await smallDrop('envkey');
       const result = await hopper(['run', drop, '--wait-ms', '20', '--service-url', service.apiUrl], {
         HOPPER_API_KEY: 'from-env',
       });
@@ -144,18 +119,11 @@ describe('hopper run', () => {
 
 describe('hopper local', () => {
   it('prints eval-able S3 settings; a drop copied in by an S3 client trains; SIGINT stops it, exit 0', async () => {
-    const child = spawnHopper(['local', '--wait-ms', '20']);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = once(child, 'exit') as Promise<[number | null]>;
+    const local = startHopper(['local', '--wait-ms', '20']);
     let s3: S3Client | undefined;
     try {
-      // Up to 30 s for the settings.
-      for (let waited = 0; waited < 300 && !stdout.includes('HOPPER_BUCKET='); waited++) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      await local.waitFor('HOPPER_BUCKET=', 30_000);
+      const stdout = local.stdout();
       const lines = stdout.trimEnd().split('\n');
       // Every line a shell can eval: a comment or an export.
       for (const line of lines) expect(line).toMatch(/^(#.*|export [A-Z_]+=\S+)$/);
@@ -195,24 +163,22 @@ describe('hopper local', () => {
           }),
         );
       }
-      let keys: string[] = [];
-      // Up to 30 s for the model.
-      for (let polls = 0; polls < 300 && !keys.some((key) => key.endsWith('/model.json')); polls++) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        const listed = await s3.send(
-          new ListObjectsV2Command({ Bucket: bucket, Prefix: `${MODELS_PREFIX}cli-drop/` }),
-        );
-        keys = (listed.Contents ?? []).map((object) => object.Key ?? '');
-      }
+      // The run's end, as hopper local reports it on stderr (up to 30 s).
+      await local.waitFor('cli-drop  succeeded', 30_000, 'stderr');
+      const listed = await s3.send(
+        new ListObjectsV2Command({ Bucket: bucket, Prefix: `${MODELS_PREFIX}cli-drop/` }),
+      );
+      const keys = (listed.Contents ?? []).map((object) => object.Key ?? '');
       expect(keys).toHaveLength(2);
-      expect(keys.some((key) => key.endsWith('/model.onnx'))).toBe(true);
-      expect(stderr).toMatch(/cli-drop {2}succeeded/);
+      expect(keys.filter((key) => /\/model\.(onnx|json)$/.test(key))).toHaveLength(2);
+    } catch (error) {
+      await local.stop();
+      throw error;
     } finally {
       s3?.destroy();
-      child.kill('SIGINT');
     }
-    const [code] = await exited;
-    expect(code).toBe(0);
-    expect(stderr).toContain('hopper local: stopping');
+    const stopped = await local.stop();
+    expect(stopped.code).toBe(0);
+    expect(stopped.stderr).toContain('hopper local: stopping');
   });
 });

@@ -1,0 +1,65 @@
+/**
+ * The `hopper` command as a user runs it: bin/hopper.mjs spawned with Node (through tsx), its
+ * output collected.
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+
+const BIN = fileURLToPath(new URL('../../bin/hopper.mjs', import.meta.url));
+
+export interface Finished {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export interface RunningHopper {
+  /** What it has written so far. */
+  stdout(): string;
+  stderr(): string;
+  /** Resolves once `stream` holds `text`; rejects after `timeoutMs` or if the process ends first. */
+  waitFor(text: string, timeoutMs: number, stream?: 'stdout' | 'stderr'): Promise<void>;
+  /** Resolves when the process has ended. */
+  finished(): Promise<Finished>;
+  /** Sends `signal` (default SIGINT) and resolves when the process has ended. */
+  stop(signal?: NodeJS.Signals): Promise<Finished>;
+}
+
+/** Starts `hopper ...args`, with `env` added to this process's environment. */
+export function startHopper(args: readonly string[], env: NodeJS.ProcessEnv = {}): RunningHopper {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  const finished = async (): Promise<Finished> => ({ code: await exited, stdout, stderr });
+  return {
+    stdout: () => stdout,
+    stderr: () => stderr,
+    async waitFor(text, timeoutMs, stream = 'stdout') {
+      const deadline = Date.now() + timeoutMs;
+      while (!(stream === 'stdout' ? stdout : stderr).includes(text)) {
+        if (child.exitCode !== null || child.signalCode !== null)
+          throw new Error(`hopper ended before printing "${text}":\n${stdout}${stderr}`);
+        if (Date.now() > deadline)
+          throw new Error(`hopper printed no "${text}" on ${stream} within ${String(timeoutMs)} ms`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
+    finished,
+    async stop(signal = 'SIGINT') {
+      child.kill(signal);
+      return finished();
+    },
+  };
+}
+
+/** Runs `hopper ...args` to its end. */
+export async function hopper(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Finished> {
+  return startHopper(args, env).finished();
+}
