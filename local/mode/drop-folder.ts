@@ -4,8 +4,7 @@
  * what a drop may hold is the pipeline's rule (docs/drop-format.md), so a folder that breaks
  * it fails the run with the same error it would get in the cloud.
  */
-import { createReadStream } from 'node:fs';
-import { readdir, stat } from 'node:fs/promises';
+import { open, readdir, stat } from 'node:fs/promises';
 import { basename, join, relative, resolve, sep } from 'node:path';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
@@ -38,8 +37,10 @@ export async function readDropFolder(folder: string): Promise<DropFolder> {
   const files: { name: string; path: string; bytes: number }[] = [];
   let trainJsonPath: string | undefined;
   for (const entry of entries) {
-    if (!entry.isFile()) continue;
     const path = join(entry.parentPath, entry.name);
+    // A link to a file is a file of the folder, as it is to `aws s3 cp --recursive`.
+    const linkedFile = entry.isSymbolicLink() && (await stat(path).catch(() => null))?.isFile() === true;
+    if (!entry.isFile() && !linkedFile) continue;
     const name = relative(root, path).split(sep).join('/');
     if (name === TRAIN_JSON) trainJsonPath = path;
     else files.push({ name, path, bytes: (await stat(path)).size });
@@ -76,9 +77,16 @@ async function putFile(
   path: string,
   bytes: number,
 ): Promise<string> {
-  const answer = await s3.send(
-    new PutObjectCommand({ Bucket: bucket, Key: key, Body: createReadStream(path), ContentLength: bytes }),
-  );
-  if (answer.ETag === undefined) throw new Error(`S3 returned no ETag for ${key}`);
-  return answer.ETag;
+  // Opened first: a file that is gone or unreadable rejects here. A stream left to open it
+  // itself would emit the error where no one listens (an uncaught exception) mid-request.
+  const file = await open(path);
+  try {
+    const answer = await s3.send(
+      new PutObjectCommand({ Bucket: bucket, Key: key, Body: file.createReadStream(), ContentLength: bytes }),
+    );
+    if (answer.ETag === undefined) throw new Error(`S3 returned no ETag for ${key}`);
+    return answer.ETag;
+  } finally {
+    await file.close();
+  }
 }

@@ -41,12 +41,13 @@ export function asLambda(
         reject(
           new LambdaInvocationError(
             LAMBDA_TIMEOUT_ERROR,
-            `Task timed out after ${String(timeoutSeconds)}.00 seconds`,
+            `Task timed out after ${timeoutSeconds.toFixed(2)} seconds`,
           ),
         );
       }, timeoutSeconds * 1000);
     });
-    const running = handler(event, context);
+    // Through a promise even if the handler throws at once, so the timer is always cleared.
+    const running = Promise.resolve().then(() => handler(event, context));
     // An abandoned handler may still fail later; that is no longer anyone's error.
     running.catch(() => undefined);
     try {

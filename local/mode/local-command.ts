@@ -59,7 +59,14 @@ export async function runLocalCommand(argv: readonly string[], io: CommandIo = p
   );
   await new Promise<void>((resolve) => {
     if (stop.aborted) resolve();
-    else stop.addEventListener('abort', () => { resolve(); }, { once: true });
+    else
+      stop.addEventListener(
+        'abort',
+        () => {
+          resolve();
+        },
+        { once: true },
+      );
   });
   io.stderr.write('hopper local: stopping\n');
   await local.close();

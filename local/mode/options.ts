@@ -84,7 +84,7 @@ export function parseRunArgs(argv: readonly string[], env: NodeJS.ProcessEnv = p
 }
 
 export function parseLocalArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ParsedLocal {
-  const { values, positionals } = parse(argv, COMMON_FLAGS, false);
+  const { values, positionals } = parse(argv, COMMON_FLAGS, true);
   if (values.help === true) return { kind: 'help' };
   if (positionals.length > 0) {
     throw new CliUsageError(

@@ -63,7 +63,7 @@ export function describeFailure(error: string, cause: unknown): string {
   return text === '' ? error : `${error}: ${text}`;
 }
 
-/** `1.0 MiB`, `300 KiB`, `12 B` */
+/** `1.0 MiB`, `292.9 KiB`, `12 B` */
 export function formatBytes(bytes: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let value = bytes;

@@ -76,7 +76,6 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
     if (this.#executions.has(name)) return Promise.resolve('duplicate');
     const run = this.#machine.run(input as unknown as Parameters<StateMachine['run']>[0], {
       overrides: this.#overrides,
-      noThrowOnAbort: true,
       context: { Execution: { Name: name } },
     });
     let resolve: (outcome: ExecutionOutcome) => void = () => undefined;
@@ -142,8 +141,8 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
     })();
     let outcome: ExecutionOutcome;
     try {
-      const output: unknown = await run.result;
-      outcome = output === null ? { status: 'ABORTED' } : { status: 'SUCCEEDED', output };
+      // An abort rejects with ExecutionAbortedError (see failureOf): null is an output like any other.
+      outcome = { status: 'SUCCEEDED', output: await run.result };
     } catch (error) {
       outcome = failureOf(error);
     }

@@ -1,0 +1,189 @@
+import { randomBytes } from 'node:crypto';
+import type { EventEmitter } from 'node:events';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GetObjectCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { inboxKey } from '../../lambdas/storage/keys.js';
+import { DropFolderError, readDropFolder, uploadDropFolder } from '../../local/mode/drop-folder.js';
+import { startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
+import { uniqueDrop } from '../helpers/pipeline.js';
+
+const temps: string[] = [];
+afterEach(async () => {
+  await Promise.all(temps.splice(0).map((path) => rm(path, { recursive: true, force: true })));
+});
+
+async function tempDir(): Promise<string> {
+  const path = await mkdtemp(join(tmpdir(), 'hopper-drop-test-'));
+  temps.push(path);
+  return path;
+}
+
+/** A folder named `drop` holding `files` (names with `/` make sub-folders). */
+async function dropFolder(drop: string, files: Readonly<Record<string, string | Buffer>>): Promise<string> {
+  const folder = join(await tempDir(), drop);
+  await mkdir(folder, { recursive: true });
+  for (const [name, content] of Object.entries(files)) {
+    const path = join(folder, ...name.split('/'));
+    await mkdir(join(path, '..'), { recursive: true });
+    await writeFile(path, content);
+  }
+  return folder;
+}
+
+async function dropError(folder: string): Promise<DropFolderError> {
+  const error: unknown = await readDropFolder(folder).then(
+    () => null,
+    (caught: unknown) => caught,
+  );
+  if (!(error instanceof DropFolderError))
+    throw new Error(`expected a DropFolderError, got ${String(error)}`);
+  return error;
+}
+
+describe('readDropFolder', () => {
+  it('refuses a folder that does not exist, naming it', async () => {
+    const missing = join(await tempDir(), 'nowhere');
+    expect((await dropError(missing)).message).toBe(`${missing}: no such folder`);
+  });
+
+  it('refuses a file and asks for the folder that holds it', async () => {
+    const folder = await dropFolder('reviews', { 'train.json': '{}' });
+    const error = await dropError(join(folder, 'train.json'));
+    expect(error.message).toContain(join(folder, 'train.json'));
+    expect(error.message).toMatch(/is a file; give the folder that holds the data and train\.json/);
+  });
+
+  it('refuses a folder without train.json and says how to add one', async () => {
+    const folder = await dropFolder('reviews', { 'reviews.csv': 'text\nhello\n' });
+    const error = await dropError(folder);
+    expect(error.message).toContain(`${folder} has no train.json`);
+    expect(error.message).toContain('{} is valid');
+    expect(error.message).toContain('docs/drop-format.md');
+  });
+
+  it('does not take a train.json in a sub-folder for the drop’s own', async () => {
+    const folder = await dropFolder('reviews', { 'reviews.csv': 'text\nhi\n', 'old/train.json': '{}' });
+    expect((await dropError(folder)).message).toContain('has no train.json');
+  });
+
+  it('lists every other file with its size, sub-folders as `/` names, train.json apart', async () => {
+    const folder = await dropFolder('reviews', {
+      'train.json': '{"name":"r"}',
+      'reviews.csv': 'text\nhello\n',
+      'labels.csv': 'id,label\n',
+      'more/b.jsonl': '{"text":"x"}\n',
+      'more/deeper/a.csv': '',
+    });
+    const read = await readDropFolder(folder);
+    expect(read.drop).toBe('reviews');
+    expect(read.trainJsonPath).toBe(join(folder, 'train.json'));
+    expect(read.files).toEqual([
+      { name: 'labels.csv', path: join(folder, 'labels.csv'), bytes: 9 },
+      { name: 'more/b.jsonl', path: join(folder, 'more', 'b.jsonl'), bytes: 13 },
+      { name: 'more/deeper/a.csv', path: join(folder, 'more', 'deeper', 'a.csv'), bytes: 0 },
+      { name: 'reviews.csv', path: join(folder, 'reviews.csv'), bytes: 11 },
+    ]);
+  });
+
+  it('names the drop after the folder, however the path is written', async () => {
+    const folder = await dropFolder('my-drop', { 'train.json': '{}' });
+    expect((await readDropFolder(`${folder}/`)).drop).toBe('my-drop');
+    expect((await readDropFolder(join(folder, 'sub', '..'))).drop).toBe('my-drop');
+    expect((await readDropFolder(folder)).files).toEqual([]);
+  });
+
+  it('lists a file reached through a symbolic link like any other file', async () => {
+    const elsewhere = await dropFolder('elsewhere', { 'big.csv': 'text\nlinked\n' });
+    const folder = await dropFolder('linked', { 'train.json': '{}' });
+    await symlink(join(elsewhere, 'big.csv'), join(folder, 'big.csv'));
+    const read = await readDropFolder(folder);
+    expect(read.files).toEqual([{ name: 'big.csv', path: join(folder, 'big.csv'), bytes: 12 }]);
+  });
+});
+
+describe('uploadDropFolder', () => {
+  let local: LocalS3;
+  beforeAll(async () => {
+    local = await startLocalS3();
+  });
+  afterAll(async () => {
+    await local.close();
+  });
+
+  /** Keys in the order s3rver stored them, while `during` runs. */
+  async function storedKeys(during: () => Promise<unknown>): Promise<string[]> {
+    const emitter = local.server as unknown as EventEmitter;
+    const keys: string[] = [];
+    const onEvent = (notification: { Records: { s3: { object: { key: string } } }[] }): void => {
+      for (const record of notification.Records) keys.push(record.s3.object.key);
+    };
+    emitter.on('event', onEvent);
+    try {
+      await during();
+    } finally {
+      emitter.off('event', onEvent);
+    }
+    return keys;
+  }
+
+  async function objectBytes(key: string): Promise<Buffer> {
+    const answer = await local.client.send(new GetObjectCommand({ Bucket: local.bucket, Key: key }));
+    return Buffer.from((await answer.Body?.transformToByteArray()) ?? []);
+  }
+
+  it('puts every file byte for byte, train.json last, and returns its etag', async () => {
+    const drop = uniqueDrop('upload');
+    // More files than uploads run at once, of several sizes, in sub-folders too.
+    const files: Record<string, Buffer> = {
+      'train.json': Buffer.from('{"name":"upload test"}'),
+      'empty.csv': Buffer.alloc(0),
+      'big.bin': randomBytes(3 * 1024 * 1024 + 17),
+      'sub/nested.jsonl': Buffer.from('{"text":"ünïcödé"}\n'),
+    };
+    for (let index = 0; index < 9; index += 1) files[`part-${String(index)}.csv`] = randomBytes(1000 + index);
+    const folder = await dropFolder(drop, files);
+
+    let etag = '';
+    const order = await storedKeys(async () => {
+      etag = await uploadDropFolder(local.client, local.bucket, await readDropFolder(folder));
+    });
+
+    const names = Object.keys(files);
+    expect(order).toHaveLength(names.length);
+    expect(order.at(-1)).toBe(inboxKey(drop, 'train.json'));
+    expect([...order].sort()).toEqual(names.map((name) => inboxKey(drop, name)).sort());
+    for (const [name, content] of Object.entries(files)) {
+      expect((await objectBytes(inboxKey(drop, name))).equals(content), name).toBe(true);
+    }
+    const head = await local.client.send(
+      new HeadObjectCommand({ Bucket: local.bucket, Key: inboxKey(drop, 'train.json') }),
+    );
+    expect(etag).toBe(head.ETag);
+  });
+
+  it('puts train.json alone for a folder of only train.json', async () => {
+    const drop = uniqueDrop('upload');
+    const folder = await dropFolder(drop, { 'train.json': '{}' });
+    const read = await readDropFolder(folder);
+    const order = await storedKeys(() => uploadDropFolder(local.client, local.bucket, read));
+    expect(order).toEqual([inboxKey(drop, 'train.json')]);
+  });
+
+  it('fails naming a file that cannot be read, and then does not put train.json', async () => {
+    const drop = uniqueDrop('upload');
+    const folder = await dropFolder(drop, {
+      'train.json': '{}',
+      'a.csv': 'text\na\n',
+      'gone.csv': 'text\nb\n',
+    });
+    const read = await readDropFolder(folder);
+    await rm(join(folder, 'gone.csv')); // vanishes between reading the folder and uploading it
+    const order = await storedKeys(async () => {
+      await expect(uploadDropFolder(local.client, local.bucket, read)).rejects.toThrow(/ENOENT.*gone\.csv/);
+    });
+    expect(order).not.toContain(inboxKey(drop, 'train.json'));
+  });
+});

@@ -1,0 +1,189 @@
+import { describe, expect, it } from 'vitest';
+import {
+  API_KEY_ENV,
+  CliUsageError,
+  parseLocalArgs,
+  parseRunArgs,
+  type LocalCommandOptions,
+  type ParsedLocal,
+  type ParsedRun,
+} from '../../local/mode/options.js';
+
+/** No HOPPER_API_KEY: the tests never read the environment they run in. */
+const NO_ENV: NodeJS.ProcessEnv = {};
+
+function run(argv: readonly string[], env = NO_ENV): Extract<ParsedRun, { kind: 'run' }> {
+  const parsed = parseRunArgs(argv, env);
+  if (parsed.kind !== 'run') throw new Error(`expected a run, got ${parsed.kind}`);
+  return parsed;
+}
+
+function local(argv: readonly string[], env = NO_ENV): LocalCommandOptions {
+  const parsed: ParsedLocal = parseLocalArgs(argv, env);
+  if (parsed.kind !== 'local') throw new Error(`expected local, got ${parsed.kind}`);
+  return parsed.options;
+}
+
+/** The usage error `parse` throws; fails the test when it throws nothing or something else. */
+function usageError(parse: () => unknown): CliUsageError {
+  try {
+    parse();
+  } catch (error) {
+    if (error instanceof CliUsageError) return error;
+    throw error;
+  }
+  throw new Error('expected a CliUsageError, but the command line was accepted');
+}
+
+describe('parseRunArgs', () => {
+  it('takes one folder, with models going to out/ by default and the simulated service', () => {
+    const parsed = run(['examples/reviews']);
+    expect(parsed).toEqual({
+      kind: 'run',
+      folder: 'examples/reviews',
+      out: 'out',
+      options: { verbose: false, mode: { logLevel: 'SILENT' } },
+    });
+  });
+
+  it('requires the folder and says how to give it', () => {
+    expect(usageError(() => parseRunArgs([], NO_ENV)).message).toMatch(/give the folder to drop.*hopper run/);
+    // Options alone are not a folder.
+    expect(usageError(() => parseRunArgs(['--out', 'models'], NO_ENV)).message).toMatch(/give the folder/);
+  });
+
+  it('refuses more than one folder and names them', () => {
+    const error = usageError(() => parseRunArgs(['a', 'b', 'c'], NO_ENV));
+    expect(error.message).toBe('give one folder, got 3: a b c');
+  });
+
+  it('takes --out and refuses an empty one', () => {
+    expect(run(['drop', '--out', 'models']).out).toBe('models');
+    expect(run(['--out=elsewhere/x', 'drop']).out).toBe('elsewhere/x');
+    expect(usageError(() => parseRunArgs(['drop', '--out', ''], NO_ENV)).message).toMatch(/^--out: /);
+  });
+
+  it('names an unknown flag and a flag missing its value', () => {
+    expect(usageError(() => parseRunArgs(['drop', '--bogus'], NO_ENV)).message).toContain("'--bogus'");
+    expect(usageError(() => parseRunArgs(['drop', '-z'], NO_ENV)).message).toContain("'-z'");
+    expect(usageError(() => parseRunArgs(['drop', '--out'], NO_ENV)).message).toContain('--out');
+    expect(usageError(() => parseRunArgs(['drop', '--verbose=yes'], NO_ENV)).message).toContain('--verbose');
+  });
+
+  it('answers help before checking anything else', () => {
+    expect(parseRunArgs(['--help'], NO_ENV)).toEqual({ kind: 'help' });
+    expect(parseRunArgs(['-h', 'a', 'b'], NO_ENV)).toEqual({ kind: 'help' });
+    expect(parseRunArgs(['drop', '--api-key', 'k', '--help'], NO_ENV)).toEqual({ kind: 'help' });
+  });
+});
+
+describe('parseLocalArgs', () => {
+  it('takes no folder and says how drops get in instead', () => {
+    expect(local([])).toEqual({ verbose: false, mode: { logLevel: 'SILENT' } });
+    const error = usageError(() => parseLocalArgs(['examples/reviews'], NO_ENV));
+    expect(error.message).toContain('examples/reviews');
+    expect(error.message).toContain('S3 client');
+  });
+
+  it('does not know --out (only hopper run copies models out)', () => {
+    expect(usageError(() => parseLocalArgs(['--out', 'x'], NO_ENV)).message).toContain("'--out'");
+  });
+
+  it('answers help', () => {
+    expect(parseLocalArgs(['-h'], NO_ENV)).toEqual({ kind: 'help' });
+    expect(parseLocalArgs(['--help', 'stray'], NO_ENV)).toEqual({ kind: 'help' });
+  });
+});
+
+// The same options for both commands: each case is checked through both parsers.
+const PARSERS = [
+  { command: 'run', options: (argv: readonly string[], env = NO_ENV) => run(['drop', ...argv], env).options },
+  { command: 'local', options: local },
+] as const;
+
+describe.each(PARSERS)('the options common to both commands ($command)', ({ command, options }) => {
+  const parseAny = (argv: readonly string[], env = NO_ENV): unknown =>
+    command === 'run' ? parseRunArgs(['drop', ...argv], env) : parseLocalArgs(argv, env);
+
+  describe('--service-url and its API key', () => {
+    it('takes the key from --api-key', () => {
+      const parsed = options(['--service-url', 'https://api.example.com', '--api-key', 'sk-1']);
+      expect(parsed.mode.service).toEqual({ url: 'https://api.example.com', apiKey: 'sk-1' });
+    });
+
+    it(`takes the key from ${API_KEY_ENV} given as the environment`, () => {
+      const parsed = options(['--service-url', 'http://127.0.0.1:8080'], { [API_KEY_ENV]: ' sk-env ' });
+      expect(parsed.mode.service).toEqual({ url: 'http://127.0.0.1:8080', apiKey: 'sk-env' });
+    });
+
+    it(`prefers --api-key to ${API_KEY_ENV}`, () => {
+      const parsed = options(['--service-url', 'http://h', '--api-key', 'flag'], { [API_KEY_ENV]: 'env' });
+      expect(parsed.mode.service?.apiKey).toBe('flag');
+    });
+
+    it(`refuses --service-url without a key, naming both ways to give one`, () => {
+      for (const env of [NO_ENV, { [API_KEY_ENV]: '' }, { [API_KEY_ENV]: '   ' }]) {
+        const error = usageError(() => parseAny(['--service-url', 'https://api.example.com'], env));
+        expect(error.message).toContain('--api-key');
+        expect(error.message).toContain(API_KEY_ENV);
+      }
+    });
+
+    it.each(['ftp://api.example.com', 'api.example.com', 'localhost:8080', 'http://', 'http://a b', ''])(
+      'refuses %j as the service URL and quotes it',
+      (url) => {
+        const error = usageError(() => parseAny(['--service-url', url, '--api-key', 'k']));
+        expect(error.message).toBe(`--service-url: expected an http(s) URL, got "${url}"`);
+      },
+    );
+
+    it('refuses --api-key without --service-url (the simulated service has its own key)', () => {
+      const error = usageError(() => parseAny(['--api-key', 'sk-1']));
+      expect(error.message).toMatch(/^--api-key is for --service-url/);
+    });
+
+    it(`ignores ${API_KEY_ENV} without --service-url`, () => {
+      expect(options([], { [API_KEY_ENV]: 'sk-env' }).mode.service).toBeUndefined();
+    });
+  });
+
+  describe('--s3-port and --wait-ms', () => {
+    it('take integers in range', () => {
+      expect(options(['--s3-port', '1']).mode.s3Port).toBe(1);
+      expect(options(['--s3-port', '65535', '--wait-ms', '0']).mode).toMatchObject({
+        s3Port: 65535,
+        waitMs: 0,
+      });
+      expect(options(['--wait-ms=3600000']).mode.waitMs).toBe(3_600_000);
+    });
+
+    it('leave the defaults to local mode when absent', () => {
+      const { mode } = options([]);
+      expect('s3Port' in mode).toBe(false);
+      expect('waitMs' in mode).toBe(false);
+    });
+
+    it.each([
+      ['--s3-port', '0', '1..65535'],
+      ['--s3-port', '65536', '1..65535'],
+      ['--s3-port', 'eighty', '1..65535'],
+      ['--s3-port', '80.5', '1..65535'],
+      ['--s3-port', '', '1..65535'],
+      ['--wait-ms', '-1', '0..3600000'],
+      ['--wait-ms', '3600001', '0..3600000'],
+      ['--wait-ms', '1e3', '0..3600000'],
+      ['--wait-ms', 'soon', '0..3600000'],
+      ['--wait-ms', '9999999999', '0..3600000'],
+    ])('refuses %s %j, naming the flag, the range and the value', (flag, value, range) => {
+      const error = usageError(() => parseAny([`${flag}=${value}`]));
+      expect(error.message).toBe(`${flag}: expected an integer ${range}, got "${value}"`);
+    });
+  });
+
+  describe('--verbose', () => {
+    it("sets the handlers' log level to INFO; it is SILENT without", () => {
+      expect(options(['--verbose'])).toMatchObject({ verbose: true, mode: { logLevel: 'INFO' } });
+      expect(options([])).toMatchObject({ verbose: false, mode: { logLevel: 'SILENT' } });
+    });
+  });
+});
