@@ -2,12 +2,13 @@
  * A local S3 endpoint on loopback (s3rver), with its bucket made and an S3 client configured
  * the way s3rver needs it. Local mode and the tests use it in place of S3.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
+import { useConsistentStore } from './consistent-store.js';
 
 /** Static credentials s3rver accepts (it checks signatures against these). */
 export const LOCAL_S3_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } as const;
@@ -35,13 +36,18 @@ export interface LocalS3 {
 export async function startLocalS3(options: LocalS3Options = {}): Promise<LocalS3> {
   const bucket = options.bucket ?? DEFAULT_LOCAL_BUCKET;
   const directory = await mkdtemp(join(tmpdir(), 'hopper-s3-'));
+  const objects = join(directory, 'objects');
+  const partial = join(directory, 'partial');
+  await Promise.all([mkdir(objects), mkdir(partial)]);
   const server = new S3rver({
     address: '127.0.0.1',
     port: options.port ?? 0,
-    directory,
+    directory: objects,
     silent: true,
     configureBuckets: [{ name: bucket, configs: [] }],
   });
+  // s3rver's own store breaks a read racing a write of the same key (consistent-store.ts).
+  useConsistentStore(server, objects, partial);
   let address: AddressInfo;
   try {
     address = await server.run();

@@ -2,9 +2,10 @@
  * Local mode for end-to-end tests: startLocalMode with Wait states and retry pauses cut short,
  * closed after each test, and drops that run to their end within a bounded time.
  */
+import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { afterEach } from 'vitest';
 import { readStatus, type RunStatus } from '../../lambdas/run/status.js';
-import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { inboxKey, MODELS_PREFIX, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { startLocalMode, type LocalMode, type LocalModeOptions } from '../../local/mode/local-mode.js';
 import type { Execution, ExecutionEvent, ExecutionOutcome } from '../../local/mode/state-machine.js';
 import { putDrop } from './pipeline.js';
@@ -100,6 +101,25 @@ export async function finished(
   const outcome = await withTimeout(execution.done, `run ${execution.name} did not end`);
   const status = await readStatus(local.s3.client, local.bucket, execution.input.run.drop);
   return { execution, outcome, status, events };
+}
+
+/** The names of the states an execution entered, in order: the route the run took. */
+export function statesEntered(events: readonly ExecutionEvent[]): string[] {
+  return events.flatMap((event) => (event.type === 'StateEntered' ? [event.state.name] : []));
+}
+
+/** Every object under models/<drop>/, by key relative to it (`<model id>/model.onnx`). */
+export async function modelObjects(local: LocalMode, drop: string): Promise<Map<string, Buffer>> {
+  const prefix = `${MODELS_PREFIX}${drop}/`;
+  const { client, bucket } = local.s3;
+  const listed = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix }));
+  const objects = new Map<string, Buffer>();
+  for (const { Key: key } of listed.Contents ?? []) {
+    if (key === undefined) continue;
+    const object = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    objects.set(key.slice(prefix.length), Buffer.from((await object.Body?.transformToByteArray()) ?? []));
+  }
+  return objects;
 }
 
 async function withTimeout<T>(promise: Promise<T>, what: string): Promise<T> {

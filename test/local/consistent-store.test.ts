@@ -1,0 +1,68 @@
+/**
+ * The local S3 server under a read and a write of one key at once (local/s3/consistent-store.ts):
+ * what two runs of one drop do to status/<drop>.json. s3rver's own store fails this (a GET
+ * announces one length and streams another, and the client hangs until the socket drops).
+ */
+import { createHash } from 'node:crypto';
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
+
+let s3: LocalS3;
+beforeAll(async () => {
+  s3 = await startLocalS3();
+});
+afterAll(async () => {
+  await s3.close();
+});
+
+/** Version `n` of the object: a different length and content each time. */
+function version(n: number): Buffer {
+  return Buffer.alloc(50_000 + n * 7_919, `version ${String(n)};`);
+}
+
+function md5(bytes: Buffer): string {
+  return createHash('md5').update(bytes).digest('hex');
+}
+
+async function put(key: string, body: Buffer): Promise<void> {
+  await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: body }));
+}
+
+async function get(key: string): Promise<{ body: Buffer; etag: string }> {
+  const answer = await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }));
+  const body = Buffer.from((await answer.Body?.transformToByteArray()) ?? []);
+  return { body, etag: (answer.ETag ?? '').replaceAll('"', '') };
+}
+
+describe('the local S3 server, one key read and written at once', () => {
+  it('answers every GET with one whole version and that version’s ETag', async () => {
+    const key = 'status/busy.json';
+    const versions = Array.from({ length: 12 }, (_, n) => version(n));
+    const digests = new Set(versions.map(md5));
+    await put(key, versions[0] ?? Buffer.alloc(0));
+    // Twelve rounds, each a write racing three reads (bounded; each read must also end).
+    for (let round = 1; round < versions.length; round++) {
+      const results = await Promise.all([
+        put(key, versions[round] ?? Buffer.alloc(0)),
+        get(key),
+        get(key),
+        get(key),
+      ]);
+      for (const read of results.slice(1) as { body: Buffer; etag: string }[]) {
+        expect(digests.has(md5(read.body))).toBe(true);
+        expect(read.etag).toBe(md5(read.body));
+      }
+    }
+  });
+
+  it('shows a written object to the next GET, and no temporary file in a listing', async () => {
+    const key = 'models/d/m/model.json';
+    for (let n = 0; n < 5; n++) {
+      await put(key, version(n));
+      expect(md5((await get(key)).body)).toBe(md5(version(n)));
+    }
+    const listed = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: 'models/' }));
+    expect((listed.Contents ?? []).map((object) => object.Key)).toEqual([key]);
+  });
+});

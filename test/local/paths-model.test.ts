@@ -1,0 +1,323 @@
+/**
+ * Every path of a model through local mode, end to end, and the trigger's: files put into the
+ * local S3 bucket under inbox/<drop>/ (train.json last), the S3 event starting the run through
+ * the trigger, the synthesized state machine with the real handlers, the simulated service over
+ * HTTP. No mocks: each test looks at what a user sees (the outcome, status/<drop>.json,
+ * models/<drop>/) and at what the service saw (requests, credits), and at the route taken.
+ * The dataset's paths (decisions, labels, unreadable, expired, bad drops) are in paths-dataset.test.ts.
+ */
+import { HeadObjectCommand } from '@aws-sdk/client-s3';
+import { describe, expect, it } from 'vitest';
+import { readStatus, type RunStatus } from '../../lambdas/run/status.js';
+import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { executionName, s3ObjectCreatedEvent } from '../../lambdas/steps/trigger.js';
+import type { LocalMode } from '../../local/mode/local-mode.js';
+import type { Execution } from '../../local/mode/state-machine.js';
+import { modelBytesAt } from '../../local/service/index.js';
+import { putDrop } from '../helpers/pipeline.js';
+import {
+  BRISK_SERVICE,
+  dropAndRun,
+  finished,
+  modelObjects,
+  nextExecution,
+  RUN_TIMEOUT_MS,
+  statesEntered,
+  useLocalMode,
+  type FinishedRun,
+} from '../helpers/local-mode.js';
+
+const fixture = useLocalMode();
+
+const REVIEWS_CSV = [
+  'id,text',
+  'r1,The desk lamp arrived early and the quality is excellent.',
+  'r2,The rain jacket is loud and the handle came loose.',
+  'r3,It is a phone case. Does the job.',
+].join('\n');
+const LABELS_CSV = ['id,label', 'r1,positive', 'r2,negative', 'r3,neutral'].join('\n');
+
+/** A drop that trains when nothing goes wrong; `trainJson` is its train.json. */
+function reviewsDrop(trainJson = '{}'): Record<string, string> {
+  return { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_CSV, 'train.json': trainJson };
+}
+
+/** model.json as far as these tests read it. */
+interface ModelJson {
+  readonly model: { readonly id: string; readonly onnx_bytes: number };
+  readonly run: { readonly run_id: string; readonly attempts: number };
+  readonly cost: { readonly credits: number };
+}
+
+/**
+ * Model `modelId` is in models/<drop>/<model id>/ and nothing is lost: model.onnx byte for byte
+ * as the service generated it, model.json beside it naming the run that made it.
+ */
+function expectCopied(objects: ReadonlyMap<string, Buffer>, modelId: string, runId: string): ModelJson {
+  const onnx = objects.get(`${modelId}/model.onnx`) ?? Buffer.alloc(0);
+  expect(onnx.length).toBe(BRISK_SERVICE.modelBytes);
+  expect(onnx.equals(modelBytesAt(modelId, 0, BRISK_SERVICE.modelBytes))).toBe(true);
+  const record = JSON.parse(objects.get(`${modelId}/model.json`)?.toString() ?? 'null') as ModelJson;
+  expect(record.model).toMatchObject({ id: modelId, onnx_bytes: BRISK_SERVICE.modelBytes });
+  expect(record.run.run_id).toBe(runId);
+  expect(record.cost.credits).toBe(1);
+  return record;
+}
+
+/** status.json of a run that succeeded: the model copied, at the service's download step. */
+function expectSucceeded(status: RunStatus | null, runId: string): string {
+  expect(status).toMatchObject({
+    run_id: runId,
+    state: 'succeeded',
+    stage: 'report',
+    step: 5,
+    next_action: 'download',
+    error: null,
+  });
+  expect(status?.model?.bytes).toBe(BRISK_SERVICE.modelBytes);
+  return status?.model_id ?? '';
+}
+
+/**
+ * The run failed with `code`: the FAILED outcome carries the code as its error and the status
+ * message as its cause, status.json says failed, and no model object exists under models/<drop>/.
+ */
+async function expectFailed(local: LocalMode, run: FinishedRun, code: string): Promise<RunStatus> {
+  const status = run.status;
+  expect(status).toMatchObject({ run_id: run.execution.name, state: 'failed', stage: 'report' });
+  expect(status?.error?.code).toBe(code);
+  expect(run.outcome).toEqual({ status: 'FAILED', error: code, cause: status?.error?.message });
+  expect(status?.model).toBeNull();
+  expect([...(await modelObjects(local, run.execution.input.run.drop)).keys()]).toEqual([]);
+  if (status === null) throw new Error('no status/<drop>.json');
+  return status;
+}
+
+/** Resolves when every execution has ended; rejects after RUN_TIMEOUT_MS. */
+async function allDone(executions: readonly Execution[]): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(new Error(`the runs did not end within ${String(RUN_TIMEOUT_MS)} ms`));
+    }, RUN_TIMEOUT_MS);
+  });
+  try {
+    await Promise.race([Promise.all(executions.map((execution) => execution.done)), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The model id in a state's input ($.model.id). */
+function modelIdIn(input: unknown): string {
+  const model = (input as { model?: { id?: unknown } } | null)?.model;
+  if (typeof model?.id !== 'string') throw new Error('the state input has no $.model.id');
+  return model.id;
+}
+
+describe('training', () => {
+  it('a failed training is retried: attempts 2, the model copied, one credit spent in the end', async () => {
+    const local = await fixture.start({ simulated: { failTrainings: 1 } });
+    const run = await dropAndRun(local, 'retried', reviewsDrop());
+
+    expect(run.outcome.status).toBe('SUCCEEDED');
+    const modelId = expectSucceeded(run.status, run.execution.name);
+    expect(run.status?.attempts).toBe(2);
+    const objects = await modelObjects(local, 'retried');
+    // Only the model that trained: the failed attempt left nothing behind.
+    expect([...objects.keys()].sort()).toEqual([`${modelId}/model.json`, `${modelId}/model.onnx`]);
+    const record = expectCopied(objects, modelId, run.execution.name);
+    expect(record.run.attempts).toBe(2);
+    const route = statesEntered(run.events);
+    expect(route.filter((state) => state === 'StartTraining')).toHaveLength(2);
+    expect(route).toContain('AttemptsLeft');
+    expect(local.simulated?.requestCount('createModel')).toBe(2);
+    // The failed attempt's credit came back.
+    expect(local.simulated?.credits()).toBe(9);
+  });
+
+  it('every attempt failing (maxAttempts 2) fails with training_failed, credits back, no model objects', async () => {
+    const local = await fixture.start({ simulated: { failTrainings: 2 } });
+    const run = await dropAndRun(local, 'exhausted', reviewsDrop('{"maxAttempts": 2}'));
+
+    const status = await expectFailed(local, run, 'training_failed');
+    expect(status).toMatchObject({ attempts: 2, max_attempts: 2, step: 4, next_action: 'retry' });
+    expect(status.error?.message).toContain('training failed on 2 of 2 attempts (maxAttempts)');
+    expect(statesEntered(run.events)).toContain('AttemptsExhausted');
+    expect(statesEntered(run.events)).not.toContain('CopyModel');
+    expect(local.simulated?.requestCount('createModel')).toBe(2);
+    expect(local.simulated?.credits()).toBe(10);
+  });
+
+  it('no credits fails with no_credits and says to add credits; nothing is trained', async () => {
+    const local = await fixture.start({ simulated: { credits: 0 } });
+    const run = await dropAndRun(local, 'broke', reviewsDrop());
+
+    const status = await expectFailed(local, run, 'no_credits');
+    expect(status).toMatchObject({ step: 3, next_action: 'start_training', model_id: null, attempts: 0 });
+    expect(status.error?.message).toContain('no credits left');
+    expect(status.error?.message).toContain('add credits at the service, then drop train.json again');
+    // Asked once and refused: no model exists at the service.
+    expect(local.simulated?.requestCount('createModel')).toBe(1);
+    expect(local.simulated?.requestCount('getModel')).toBe(0);
+    expect(local.simulated?.credits()).toBe(0);
+  });
+
+  it('a next_action Hopper does not know on the model fails with unsupported_next_action naming it; nothing copied', async () => {
+    const local = await fixture.start({ simulated: { renameNextActions: { download: 'fetch' } } });
+    const run = await dropAndRun(local, 'fetch', reviewsDrop());
+
+    const status = await expectFailed(local, run, 'unsupported_next_action');
+    expect(status.error?.message).toContain('fetch');
+    expect(status.error?.message).toContain('upgrade Hopper');
+    expect(statesEntered(run.events)).not.toContain('CopyModel');
+    expect(local.simulated?.requestCount('downloadLink')).toBe(0);
+    // The training itself succeeded at the service, so its credit is spent.
+    expect(local.simulated?.credits()).toBe(9);
+  });
+});
+
+describe('model files gone before the copy (next_action none)', () => {
+  it('files expiring as training ends fail the run with model_files_gone; nothing downloaded or written', async () => {
+    // With no lifetime the files are gone the moment the training is done: the run never sees download.
+    const local = await fixture.start({ simulated: { modelFilesTtlMs: 0 } });
+    const run = await dropAndRun(local, 'expired-files', reviewsDrop());
+
+    const status = await expectFailed(local, run, 'model_files_gone');
+    expect(status).toMatchObject({ step: 5, next_action: 'none', attempts: 1 });
+    expect(status.error?.message).toContain(`the files of model ${status.model_id ?? ''} are gone`);
+    expect(status.error?.message).toContain('drop train.json again to train a new model');
+    const route = statesEntered(run.events);
+    expect(route).toContain('ModelFilesGone');
+    expect(route).not.toContain('CopyModel');
+    expect(local.simulated?.requestCount('downloadLink')).toBe(0);
+    expect(local.simulated?.credits()).toBe(9);
+  });
+
+  it('files removed (refunded) as the copy starts fail with model_files_gone; no half-written model, credit back', async () => {
+    // The download link's answer is held back, so the removal lands before any byte is copied
+    // even if the event that triggers it arrived late.
+    const local = await fixture.start({
+      simulated: { faults: [{ endpoint: 'downloadLink', kind: 'stall', count: 1, stallMs: 200 }] },
+    });
+    let removal: unknown = 'not removed';
+    local.stateMachine.on('event', (_execution, event) => {
+      if (event.type !== 'StateEntered' || event.state.name !== 'CopyModel') return;
+      try {
+        local.simulated?.removeModelFiles(modelIdIn(event.state.input), 'refunded');
+        removal = undefined;
+      } catch (error) {
+        removal = error;
+      }
+    });
+    const run = await dropAndRun(local, 'refunded', reviewsDrop());
+
+    expect(removal).toBeUndefined();
+    const status = await expectFailed(local, run, 'model_files_gone');
+    expect(status.error?.message).toContain(`model ${status.model_id ?? ''} cannot be downloaded any more`);
+    expect(statesEntered(run.events)).toContain('CopyModel');
+    expect(local.simulated?.credits()).toBe(10);
+  });
+});
+
+describe('trigger events', () => {
+  it('the S3 event delivered again starts nothing: one execution, "duplicate" answers, one credit', async () => {
+    const local = await fixture.start();
+    const key = inboxKey('twice', TRAIN_JSON);
+    const started = nextExecution(local, key);
+    await putDrop(local.s3.client, local.bucket, 'twice', reviewsDrop());
+    const execution = await started.execution;
+
+    // The event s3rver's notification became: local mode gives the first train.json of its
+    // bucket version local-00000001. The trigger took it first; these are its redeliveries,
+    // made while the run is under way, as EventBridge may.
+    const head = await local.s3.client.send(new HeadObjectCommand({ Bucket: local.bucket, Key: key }));
+    const etag = head.ETag ?? '';
+    const versionId = 'local-00000001';
+    expect(execution.name).toBe(executionName(local.bucket, key, etag, versionId));
+    const event = s3ObjectCreatedEvent({
+      bucket: local.bucket,
+      key,
+      etag,
+      size: head.ContentLength ?? 0,
+      versionId,
+    });
+    const second = await local.deliver(event);
+    const third = await local.deliver(event);
+    expect(second).toEqual({
+      started: false,
+      reason: expect.stringContaining('duplicate') as string,
+      runId: execution.name,
+    });
+    expect(third).toEqual(second);
+
+    const run = await finished(local, execution, started.events);
+    expect(run.outcome.status).toBe('SUCCEEDED');
+    const modelId = expectSucceeded(run.status, execution.name);
+    const objects = await modelObjects(local, 'twice');
+    expect([...objects.keys()].sort()).toEqual([`${modelId}/model.json`, `${modelId}/model.onnx`]);
+    expectCopied(objects, modelId, execution.name);
+    expect(local.stateMachine.executions()).toEqual([execution]);
+    expect(local.simulated?.requestCount('createDataset')).toBe(1);
+    expect(local.simulated?.requestCount('createModel')).toBe(1);
+    expect(local.simulated?.credits()).toBe(9);
+  });
+
+  it('train.json uploaded again (a new version) starts a new run, whose status takes over status/<drop>.json', async () => {
+    const local = await fixture.start();
+    const first = await dropAndRun(local, 'again', reviewsDrop());
+    expect(first.outcome.status).toBe('SUCCEEDED');
+    expectSucceeded(first.status, first.execution.name);
+
+    // The same bytes again: the same etag, but a new version of train.json.
+    const second = await dropAndRun(local, 'again', { 'train.json': '{}' });
+    expect(second.execution.name).not.toBe(first.execution.name);
+    expect(second.outcome.status).toBe('SUCCEEDED');
+    const secondModelId = expectSucceeded(second.status, second.execution.name);
+
+    // Both runs trained and copied their own model; nothing of the first was lost.
+    const objects = await modelObjects(local, 'again');
+    expect(objects.size).toBe(4);
+    expectCopied(objects, first.status?.model_id ?? '', first.execution.name);
+    expectCopied(objects, secondModelId, second.execution.name);
+    expect(local.stateMachine.executions()).toHaveLength(2);
+    expect(local.simulated?.credits()).toBe(8);
+  });
+
+  it('train.json uploaded three more times while the first run is under way: four runs, each trains, the newest owns the status', async () => {
+    // What a user does who drops the folder and then train.json again, three times, in a hurry. The
+    // runs go through the same steps at about the same time, each writing status/<drop>.json.
+    const local = await fixture.start();
+    const key = inboxKey('hurry', TRAIN_JSON);
+    await putDrop(local.s3.client, local.bucket, 'hurry', {
+      'reviews.csv': REVIEWS_CSV,
+      'labels.csv': LABELS_CSV,
+    });
+    const started: ReturnType<typeof nextExecution>[] = [];
+    for (let upload = 0; upload < 4; upload++) {
+      const next = nextExecution(local, key);
+      await putDrop(local.s3.client, local.bucket, 'hurry', { 'train.json': '{}' });
+      await next.execution;
+      started.push(next);
+    }
+    // Every run ends before anything is read: no reader meets a run still writing.
+    const executions = await Promise.all(started.map(({ execution }) => execution));
+    await allDone(executions);
+    const runs = await Promise.all(
+      executions.map((execution, index) => finished(local, execution, started[index]?.events)),
+    );
+
+    // A failed run shows as its code and message.
+    const outcomes = runs.map(({ outcome }) =>
+      outcome.status === 'FAILED' ? `${outcome.error}: ${outcome.cause}` : outcome.status,
+    );
+    expect(outcomes).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED']);
+    const newest = runs[3]?.execution.name ?? '';
+    const status = await readStatus(local.s3.client, local.bucket, 'hurry');
+    const newestModelId = expectSucceeded(status, newest);
+    const objects = await modelObjects(local, 'hurry');
+    expect(objects.size).toBe(8);
+    expectCopied(objects, newestModelId, newest);
+    expect(local.simulated?.credits()).toBe(6);
+  });
+});
