@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startSimulatedService } from '../../local/service/index.js';
+import { startSimulatedService, type SimulatedService } from '../../local/service/index.js';
 import { modelBytesAt } from '../../local/service/model-bytes.js';
 import { inboxKey, MODELS_PREFIX, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { hopper, startHopper } from '../helpers/hopper-cli.js';
@@ -23,6 +23,11 @@ async function smallDrop(name: string): Promise<string> {
   await writeFile(join(folder, 'reviews.csv'), 'id,text\nr1,good\nr2,bad\n');
   await writeFile(join(folder, TRAIN_JSON), '{}');
   return folder;
+}
+
+/** A quick simulated service whose account has no credits: a run gets as far as training. */
+async function brokeService(apiKey: string): Promise<SimulatedService> {
+  return startSimulatedService({ apiKey, credits: 0, heldOutCount: 0, readingMs: 20, structuringMs: 20 });
 }
 
 let work: string;
@@ -57,13 +62,7 @@ describe('hopper run', () => {
 
   it('prints the error code and message of a failed run and exits 1; the API key appears nowhere', async () => {
     const apiKey = 'sk-never-print-this-0123';
-    const service = await startSimulatedService({
-      apiKey,
-      credits: 0,
-      heldOutCount: 0,
-      readingMs: 20,
-      structuringMs: 20,
-    });
+    const service = await brokeService(apiKey);
     try {
       const drop = await smallDrop('broke');
       const result = await hopper([
@@ -88,13 +87,7 @@ describe('hopper run', () => {
   });
 
   it('takes the API key from HOPPER_API_KEY', async () => {
-    const service = await startSimulatedService({
-      apiKey: 'from-env',
-      credits: 0,
-      heldOutCount: 0,
-      readingMs: 20,
-      structuringMs: 20,
-    });
+    const service = await brokeService('from-env');
     try {
       const drop = await smallDrop('envkey');
       const result = await hopper(['run', drop, '--wait-ms', '20', '--service-url', service.apiUrl], {

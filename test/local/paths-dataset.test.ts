@@ -7,89 +7,38 @@
  * The model's paths (training, copy, triggers) are in paths-model.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import type { RunStatus } from '../../lambdas/run/status.js';
-import { modelBytesAt } from '../../local/service/index.js';
 import type { LocalMode } from '../../local/mode/local-mode.js';
 import {
-  BRISK_SERVICE,
   dropAndRun,
   modelObjects,
   statesEntered,
   useLocalMode,
   type FinishedRun,
 } from '../helpers/local-mode.js';
+import {
+  expectCopied,
+  expectFailed,
+  expectSucceeded,
+  LABELS_BY_ID,
+  REVIEWS_CSV,
+  type ModelJson,
+} from '../helpers/local-runs.js';
 
 const fixture = useLocalMode();
-
-/** Rows with ids, and a labels file answering every one of them. */
-const REVIEWS_CSV = [
-  'id,text',
-  'r1,The desk lamp arrived early and the quality is excellent.',
-  'r2,The rain jacket is loud and the handle came loose.',
-  'r3,It is a phone case. Does the job.',
-  'r4,The yoga mat matches the description.',
-].join('\n');
-const LABELS_BY_ID = ['id,label', 'r1,positive', 'r2,negative', 'r3,neutral', 'r4,neutral'].join('\n');
 
 /** The simulated service's questions and their suggested answers (local/service/datasets.ts). */
 const SUGGESTED = { dedupe: 'yes', language: 'en' };
 
-/** model.json as far as these tests read it. */
-interface ModelJson {
-  readonly model: {
-    readonly id: string;
-    readonly onnx_bytes: number;
-    readonly options: { readonly decisions: Record<string, string> };
-  };
-  readonly run: { readonly run_id: string; readonly attempts: number; readonly labelled: number };
-  readonly cost: { readonly credits: number };
-}
-
-/**
- * The run succeeded and nothing is lost: status succeeded at the service's download step,
- * model.onnx byte for byte as the service generated it and model.json beside it, one credit spent.
- */
+/** The run succeeded with its first training and nothing is lost; one credit spent. */
 async function expectTrained(local: LocalMode, run: FinishedRun): Promise<ModelJson> {
   expect(run.outcome.status).toBe('SUCCEEDED');
-  const status = run.status;
-  expect(status).toMatchObject({
-    run_id: run.execution.name,
-    state: 'succeeded',
-    stage: 'report',
-    step: 5,
-    next_action: 'download',
-    attempts: 1,
-    error: null,
-  });
-  const modelId = status?.model_id ?? '';
+  const modelId = expectSucceeded(run.status, run.execution.name);
+  expect(run.status?.attempts).toBe(1);
   const objects = await modelObjects(local, run.execution.input.run.drop);
   expect([...objects.keys()].sort()).toEqual([`${modelId}/model.json`, `${modelId}/model.onnx`]);
-  const onnx = objects.get(`${modelId}/model.onnx`) ?? Buffer.alloc(0);
-  expect(onnx.length).toBe(BRISK_SERVICE.modelBytes);
-  expect(onnx.equals(modelBytesAt(modelId, 0, BRISK_SERVICE.modelBytes))).toBe(true);
-  expect(status?.model?.bytes).toBe(BRISK_SERVICE.modelBytes);
-  const record = JSON.parse(objects.get(`${modelId}/model.json`)?.toString() ?? 'null') as ModelJson;
-  expect(record.model.id).toBe(modelId);
-  expect(record.model.onnx_bytes).toBe(BRISK_SERVICE.modelBytes);
-  expect(record.run.run_id).toBe(run.execution.name);
-  expect(record.cost.credits).toBe(1);
+  const record = expectCopied(objects, modelId, run.execution.name);
   expect(local.simulated?.credits()).toBe(9);
   return record;
-}
-
-/**
- * The run failed with `code`: the FAILED outcome carries the code as its error and the status
- * message as its cause, status.json says failed, and no model object exists under models/<drop>/.
- */
-async function expectFailed(local: LocalMode, run: FinishedRun, code: string): Promise<RunStatus> {
-  const status = run.status;
-  expect(status).toMatchObject({ run_id: run.execution.name, state: 'failed', stage: 'report' });
-  expect(status?.error?.code).toBe(code);
-  expect(run.outcome).toEqual({ status: 'FAILED', error: code, cause: status?.error?.message });
-  expect(status?.model).toBeNull();
-  expect([...(await modelObjects(local, run.execution.input.run.drop)).keys()]).toEqual([]);
-  if (status === null) throw new Error('no status/<drop>.json');
-  return status;
 }
 
 describe('structuring decisions', () => {

@@ -8,15 +8,12 @@
  */
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
-import { readStatus, type RunStatus } from '../../lambdas/run/status.js';
+import { readStatus } from '../../lambdas/run/status.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { executionName, s3ObjectCreatedEvent } from '../../lambdas/steps/trigger.js';
-import type { LocalMode } from '../../local/mode/local-mode.js';
 import type { Execution } from '../../local/mode/state-machine.js';
-import { modelBytesAt } from '../../local/service/index.js';
 import { putDrop } from '../helpers/pipeline.js';
 import {
-  BRISK_SERVICE,
   dropAndRun,
   finished,
   modelObjects,
@@ -24,73 +21,20 @@ import {
   RUN_TIMEOUT_MS,
   statesEntered,
   useLocalMode,
-  type FinishedRun,
 } from '../helpers/local-mode.js';
+import {
+  expectCopied,
+  expectFailed,
+  expectSucceeded,
+  LABELS_BY_ID,
+  REVIEWS_CSV,
+} from '../helpers/local-runs.js';
 
 const fixture = useLocalMode();
 
-const REVIEWS_CSV = [
-  'id,text',
-  'r1,The desk lamp arrived early and the quality is excellent.',
-  'r2,The rain jacket is loud and the handle came loose.',
-  'r3,It is a phone case. Does the job.',
-].join('\n');
-const LABELS_CSV = ['id,label', 'r1,positive', 'r2,negative', 'r3,neutral'].join('\n');
-
 /** A drop that trains when nothing goes wrong; `trainJson` is its train.json. */
 function reviewsDrop(trainJson = '{}'): Record<string, string> {
-  return { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_CSV, 'train.json': trainJson };
-}
-
-/** model.json as far as these tests read it. */
-interface ModelJson {
-  readonly model: { readonly id: string; readonly onnx_bytes: number };
-  readonly run: { readonly run_id: string; readonly attempts: number };
-  readonly cost: { readonly credits: number };
-}
-
-/**
- * Model `modelId` is in models/<drop>/<model id>/ and nothing is lost: model.onnx byte for byte
- * as the service generated it, model.json beside it naming the run that made it.
- */
-function expectCopied(objects: ReadonlyMap<string, Buffer>, modelId: string, runId: string): ModelJson {
-  const onnx = objects.get(`${modelId}/model.onnx`) ?? Buffer.alloc(0);
-  expect(onnx.length).toBe(BRISK_SERVICE.modelBytes);
-  expect(onnx.equals(modelBytesAt(modelId, 0, BRISK_SERVICE.modelBytes))).toBe(true);
-  const record = JSON.parse(objects.get(`${modelId}/model.json`)?.toString() ?? 'null') as ModelJson;
-  expect(record.model).toMatchObject({ id: modelId, onnx_bytes: BRISK_SERVICE.modelBytes });
-  expect(record.run.run_id).toBe(runId);
-  expect(record.cost.credits).toBe(1);
-  return record;
-}
-
-/** status.json of a run that succeeded: the model copied, at the service's download step. */
-function expectSucceeded(status: RunStatus | null, runId: string): string {
-  expect(status).toMatchObject({
-    run_id: runId,
-    state: 'succeeded',
-    stage: 'report',
-    step: 5,
-    next_action: 'download',
-    error: null,
-  });
-  expect(status?.model?.bytes).toBe(BRISK_SERVICE.modelBytes);
-  return status?.model_id ?? '';
-}
-
-/**
- * The run failed with `code`: the FAILED outcome carries the code as its error and the status
- * message as its cause, status.json says failed, and no model object exists under models/<drop>/.
- */
-async function expectFailed(local: LocalMode, run: FinishedRun, code: string): Promise<RunStatus> {
-  const status = run.status;
-  expect(status).toMatchObject({ run_id: run.execution.name, state: 'failed', stage: 'report' });
-  expect(status?.error?.code).toBe(code);
-  expect(run.outcome).toEqual({ status: 'FAILED', error: code, cause: status?.error?.message });
-  expect(status?.model).toBeNull();
-  expect([...(await modelObjects(local, run.execution.input.run.drop)).keys()]).toEqual([]);
-  if (status === null) throw new Error('no status/<drop>.json');
-  return status;
+  return { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, 'train.json': trainJson };
 }
 
 /** Resolves when every execution has ended; rejects after RUN_TIMEOUT_MS. */
@@ -291,7 +235,7 @@ describe('trigger events', () => {
     const key = inboxKey('hurry', TRAIN_JSON);
     await putDrop(local.s3.client, local.bucket, 'hurry', {
       'reviews.csv': REVIEWS_CSV,
-      'labels.csv': LABELS_CSV,
+      'labels.csv': LABELS_BY_ID,
     });
     const started: ReturnType<typeof nextExecution>[] = [];
     for (let upload = 0; upload < 4; upload++) {

@@ -1,0 +1,79 @@
+/**
+ * For the end-to-end tests of local mode: a small drop that trains, and what the tests check
+ * after a run (a model copied whole, a status that says succeeded, or a failure with its code
+ * everywhere a user looks and no model left).
+ */
+import { expect } from 'vitest';
+import type { RunStatus } from '../../lambdas/run/status.js';
+import type { LocalMode } from '../../local/mode/local-mode.js';
+import { modelBytesAt } from '../../local/service/index.js';
+import { BRISK_SERVICE, modelObjects, type FinishedRun } from './local-mode.js';
+
+/** Rows with ids, and a labels file answering every one of them. */
+export const REVIEWS_CSV = [
+  'id,text',
+  'r1,The desk lamp arrived early and the quality is excellent.',
+  'r2,The rain jacket is loud and the handle came loose.',
+  'r3,It is a phone case. Does the job.',
+  'r4,The yoga mat matches the description.',
+].join('\n');
+export const LABELS_BY_ID = ['id,label', 'r1,positive', 'r2,negative', 'r3,neutral', 'r4,neutral'].join('\n');
+
+/** model.json as far as the tests read it. */
+export interface ModelJson {
+  readonly model: {
+    readonly id: string;
+    readonly onnx_bytes: number;
+    readonly options: { readonly decisions: Record<string, string> };
+  };
+  readonly run: { readonly run_id: string; readonly attempts: number; readonly labelled: number };
+  readonly cost: { readonly credits: number };
+}
+
+/**
+ * Model `modelId` is in models/<drop>/<model id>/ and nothing is lost: model.onnx byte for byte
+ * as the service generated it, model.json beside it naming the run that made it.
+ */
+export function expectCopied(
+  objects: ReadonlyMap<string, Buffer>,
+  modelId: string,
+  runId: string,
+): ModelJson {
+  const onnx = objects.get(`${modelId}/model.onnx`) ?? Buffer.alloc(0);
+  expect(onnx.length).toBe(BRISK_SERVICE.modelBytes);
+  expect(onnx.equals(modelBytesAt(modelId, 0, BRISK_SERVICE.modelBytes))).toBe(true);
+  const record = JSON.parse(objects.get(`${modelId}/model.json`)?.toString() ?? 'null') as ModelJson;
+  expect(record.model).toMatchObject({ id: modelId, onnx_bytes: BRISK_SERVICE.modelBytes });
+  expect(record.run.run_id).toBe(runId);
+  expect(record.cost.credits).toBe(1);
+  return record;
+}
+
+/** status.json of a run that succeeded: the model copied, at the service's download step. */
+export function expectSucceeded(status: RunStatus | null, runId: string): string {
+  expect(status).toMatchObject({
+    run_id: runId,
+    state: 'succeeded',
+    stage: 'report',
+    step: 5,
+    next_action: 'download',
+    error: null,
+  });
+  expect(status?.model?.bytes).toBe(BRISK_SERVICE.modelBytes);
+  return status?.model_id ?? '';
+}
+
+/**
+ * The run failed with `code`: the FAILED outcome carries the code as its error and the status
+ * message as its cause, status.json says failed, and no model object exists under models/<drop>/.
+ */
+export async function expectFailed(local: LocalMode, run: FinishedRun, code: string): Promise<RunStatus> {
+  const status = run.status;
+  expect(status).toMatchObject({ run_id: run.execution.name, state: 'failed', stage: 'report' });
+  expect(status?.error?.code).toBe(code);
+  expect(run.outcome).toEqual({ status: 'FAILED', error: code, cause: status?.error?.message });
+  expect(status?.model).toBeNull();
+  expect([...(await modelObjects(local, run.execution.input.run.drop)).keys()]).toEqual([]);
+  if (status === null) throw new Error('no status/<drop>.json');
+  return status;
+}
