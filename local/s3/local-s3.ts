@@ -3,7 +3,7 @@
  * the way s3rver needs it. Local mode and the tests use it in place of S3.
  */
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { S3Client } from '@aws-sdk/client-s3';
@@ -35,6 +35,8 @@ export interface LocalS3 {
 
 export async function startLocalS3(options: LocalS3Options = {}): Promise<LocalS3> {
   const bucket = options.bucket ?? DEFAULT_LOCAL_BUCKET;
+  // s3rver reports a failed listen as an unhandled 'error' event, which ends the process.
+  if (options.port !== undefined && options.port !== 0) await assertPortFree(options.port);
   const directory = await mkdtemp(join(tmpdir(), 'hopper-s3-'));
   const objects = join(directory, 'objects');
   const partial = join(directory, 'partial');
@@ -84,5 +86,25 @@ export function localS3Client(endpoint: string): S3Client {
     forcePathStyle: true,
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+}
+
+/** Throws a clear error when 127.0.0.1:`port` cannot be listened on (in use, not allowed). */
+async function assertPortFree(port: number): Promise<void> {
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', (error: NodeJS.ErrnoException) => {
+      const why = error.code === 'EADDRINUSE' ? 'is in use' : `cannot be used (${error.message})`;
+      reject(
+        new Error(
+          `the local S3 port ${String(port)} on 127.0.0.1 ${why}: choose another (--s3-port), or leave it out for a free one`,
+        ),
+      );
+    });
+    probe.listen(port, '127.0.0.1', () => {
+      probe.close(() => {
+        resolve();
+      });
+    });
   });
 }
