@@ -44,7 +44,7 @@ export async function runLocalCommand(argv: readonly string[], io: CommandIo = p
     );
     return EXIT.failed;
   }
-  followRuns(local, io);
+  followRuns(local, io, parsed.options.mode.waitMs);
   const service = `${local.serviceUrl}${local.simulated === undefined ? '' : ' (simulated)'}`;
   io.stdout.write(
     [
@@ -74,9 +74,9 @@ export async function runLocalCommand(argv: readonly string[], io: CommandIo = p
 }
 
 /** A line per Task or Wait state of every run, and one when a run ends. */
-function followRuns(local: LocalMode, io: CommandIo): void {
+function followRuns(local: LocalMode, io: CommandIo, waitMs: number | undefined): void {
   local.stateMachine.on('event', (execution, event) => {
-    const progress = progressOf(event);
+    const progress = progressOf(event, waitMs);
     if (progress === null) return;
     const elapsed = Date.now() - execution.startedAt;
     io.stderr.write(`${execution.input.run.drop}  ${formatProgress(elapsed, progress)}\n`);

@@ -15,12 +15,17 @@ export interface RunProgress {
   readonly nextAction: string | null;
   /** Seconds a Wait state sleeps before the next poll. */
   readonly waitSeconds: number | null;
+  /** Milliseconds it really sleeps when local mode shortens waits (`--wait-ms`). */
+  readonly waitOverrideMs?: number;
   /** A failed attempt of the state, with its error (it is retried or caught next). */
   readonly failure: string | null;
 }
 
-/** What an event says about the run's progress, or null when it says nothing worth showing. */
-export function progressOf(event: ExecutionEvent): RunProgress | null {
+/**
+ * What an event says about the run's progress, or null when it says nothing worth showing.
+ * @param waitMs what every Wait state really sleeps, when local mode shortens waits
+ */
+export function progressOf(event: ExecutionEvent, waitMs?: number): RunProgress | null {
   if (event.type !== 'StateEntered' && event.type !== 'StateFailed') return null;
   const { name, type, input } = event.state;
   if (type !== 'Task' && type !== 'Wait') return null;
@@ -31,6 +36,7 @@ export function progressOf(event: ExecutionEvent): RunProgress | null {
     step: record?.step ?? null,
     nextAction: record?.nextAction ?? null,
     waitSeconds: type === 'Wait' ? (record?.waitSeconds ?? null) : null,
+    ...(type === 'Wait' && waitMs !== undefined ? { waitOverrideMs: waitMs } : {}),
     failure: event.type === 'StateFailed' ? describeFailure(event.Error, event.Cause) : null,
   };
 }
@@ -43,7 +49,11 @@ export function formatProgress(elapsedMs: number, progress: RunProgress): string
     `step ${progress.step === null ? '-' : String(progress.step)}`,
     `next_action ${progress.nextAction ?? '-'}`,
   ];
-  if (progress.waitSeconds !== null) parts.push(`(next poll in ${String(progress.waitSeconds)} s)`);
+  if (progress.waitSeconds !== null) {
+    const shortened =
+      progress.waitOverrideMs === undefined ? '' : `, shortened to ${String(progress.waitOverrideMs)} ms`;
+    parts.push(`(next poll in ${String(progress.waitSeconds)} s${shortened})`);
+  }
   if (progress.failure !== null) parts.push(`failed: ${progress.failure}`);
   return parts.join('  ');
 }

@@ -60,7 +60,12 @@ export async function runRunCommand(argv: readonly string[], io: CommandIo = pro
     reporter.line(
       `hopper: local mode: S3 at ${local.s3.endpoint} (bucket ${local.bucket}), training service at ${local.serviceUrl}${local.simulated === undefined ? '' : ' (simulated)'}`,
     );
-    const execution = startedExecution(local, inboxKey(folder.drop, TRAIN_JSON), reporter);
+    const execution = startedExecution(
+      local,
+      inboxKey(folder.drop, TRAIN_JSON),
+      reporter,
+      parsed.options.mode.waitMs,
+    );
     reporter.line(
       `hopper: dropping ${parsed.folder} as s3://${local.bucket}/inbox/${folder.drop}/ (${String(folder.files.length)} files, then ${TRAIN_JSON})`,
     );
@@ -94,14 +99,19 @@ export async function runRunCommand(argv: readonly string[], io: CommandIo = pro
 }
 
 /** The execution train.json's upload starts (local mode is this command's own: the first is it). */
-function startedExecution(local: LocalMode, key: string, reporter: ProgressReporter): Promise<Execution> {
+function startedExecution(
+  local: LocalMode,
+  key: string,
+  reporter: ProgressReporter,
+  waitMs: number | undefined,
+): Promise<Execution> {
   return new Promise((resolve) => {
     const onStarted = (execution: Execution): void => {
       if (execution.input.run.key !== key) return;
       local.stateMachine.off('started', onStarted);
       local.stateMachine.on('event', (source, event) => {
         if (source !== execution) return;
-        const progress = progressOf(event);
+        const progress = progressOf(event, waitMs);
         if (progress !== null) reporter.update(progress);
       });
       resolve(execution);

@@ -171,6 +171,20 @@ describe('formatProgress', () => {
       /next_action wait {2}failed: service_error: 500$/,
     );
   });
+
+  it('says when a wait is shortened (--wait-ms): the polled seconds and what it really sleeps', () => {
+    const entered = stateEvent('StateEntered', 'WaitForDataset', 'Wait', { run: RUN, dataset: DATASET });
+    const shortened = progressOf(entered, 20);
+    expect(shortened?.waitOverrideMs).toBe(20);
+    expect(formatProgress(0, shortened ?? PROGRESS)).toMatch(/\(next poll in 15 s, shortened to 20 ms\)$/);
+    // Only Wait states sleep; a Task's line says nothing of waits.
+    const task = progressOf(
+      stateEvent('StateEntered', 'PollDataset', 'Task', { run: RUN, dataset: DATASET }),
+      20,
+    );
+    expect(task?.waitOverrideMs).toBeUndefined();
+    expect(formatProgress(0, task ?? PROGRESS)).not.toContain('shortened');
+  });
 });
 
 describe('formatBytes', () => {
