@@ -14,8 +14,8 @@ import { DropFolderError, readDropFolder, uploadDropFolder, type DropFolder } fr
 import { startLocalMode, type LocalMode } from './local-mode.js';
 import { copyModelOut } from './model-out.js';
 import { CliUsageError, parseRunArgs, RUN_HELP } from './options.js';
-import { describeFailure, formatBytes, progressOf, reporterFor, type ProgressReporter } from './progress.js';
-import type { Execution, ExecutionOutcome } from './state-machine.js';
+import { describeFailure, formatBytes, progressOf, reporterFor } from './progress.js';
+import type { ExecutionOutcome } from './state-machine.js';
 
 export interface CommandIo {
   readonly stdout: Writable & { isTTY?: boolean };
@@ -60,12 +60,20 @@ export async function runRunCommand(argv: readonly string[], io: CommandIo = pro
     reporter.line(
       `hopper: local mode: S3 at ${local.s3.endpoint} (bucket ${local.bucket}), training service at ${local.serviceUrl}${local.simulated === undefined ? '' : ' (simulated)'}`,
     );
-    const execution = startedExecution(
-      local,
-      inboxKey(folder.drop, TRAIN_JSON),
-      reporter,
-      parsed.options.mode.waitMs,
+    const waitMs = parsed.options.mode.waitMs;
+    // Listening before the upload: the run starts while train.json's PutObject is answered.
+    const execution = local.stateMachine.nextStarted(
+      (started) => started.input.run.key === inboxKey(folder.drop, TRAIN_JSON),
+      {
+        signal: AbortSignal.any([stop, triggerFailed.signal]),
+        onEvent: (event) => {
+          const progress = progressOf(event, waitMs);
+          if (progress !== null) reporter.update(progress);
+        },
+      },
     );
+    // Awaited after the upload; a Ctrl-C during it must not count as an unhandled rejection.
+    execution.catch(() => undefined);
     reporter.line(
       `hopper: dropping ${parsed.folder} as s3://${local.bucket}/inbox/${folder.drop}/ (${String(folder.files.length)} files, then ${TRAIN_JSON})`,
     );
@@ -77,11 +85,9 @@ export async function runRunCommand(argv: readonly string[], io: CommandIo = pro
         ),
       );
     }, START_TIMEOUT_MS);
-    const started = await untilAborted(execution, AbortSignal.any([stop, triggerFailed.signal])).finally(
-      () => {
-        clearTimeout(noStart);
-      },
-    );
+    const started = await execution.finally(() => {
+      clearTimeout(noStart);
+    });
     const outcome = await untilAborted(started.done, stop);
     reporter.finish();
     return await report(outcome, local, folder.drop, join(parsed.out, folder.drop), io, startedAt);
@@ -96,28 +102,6 @@ export async function runRunCommand(argv: readonly string[], io: CommandIo = pro
   } finally {
     await local?.close();
   }
-}
-
-/** The execution train.json's upload starts (local mode is this command's own: the first is it). */
-function startedExecution(
-  local: LocalMode,
-  key: string,
-  reporter: ProgressReporter,
-  waitMs: number | undefined,
-): Promise<Execution> {
-  return new Promise((resolve) => {
-    const onStarted = (execution: Execution): void => {
-      if (execution.input.run.key !== key) return;
-      local.stateMachine.off('started', onStarted);
-      local.stateMachine.on('event', (source, event) => {
-        if (source !== execution) return;
-        const progress = progressOf(event, waitMs);
-        if (progress !== null) reporter.update(progress);
-      });
-      resolve(execution);
-    };
-    local.stateMachine.on('started', onStarted);
-  });
 }
 
 async function report(

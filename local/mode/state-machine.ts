@@ -105,15 +105,47 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
   async whenDone(name: string, signal?: AbortSignal): Promise<ExecutionOutcome> {
     const existing = this.#executions.get(name);
     if (existing !== undefined) return existing.done;
-    return new Promise<ExecutionOutcome>((resolve, reject) => {
+    return (await this.nextStarted((execution) => execution.name === name, { signal, waitingFor: name }))
+      .done;
+  }
+
+  /**
+   * The next execution to start that `matches`. `onEvent` hears every event of that execution
+   * from its first: it is attached as the execution starts, before any event is emitted.
+   * Rejects when `signal` aborts first (with its reason, or an error naming `waitingFor`).
+   */
+  async nextStarted(
+    matches: (execution: Execution) => boolean,
+    options: {
+      signal?: AbortSignal | undefined;
+      onEvent?: (event: ExecutionEvent) => void;
+      waitingFor?: string;
+    } = {},
+  ): Promise<Execution> {
+    const { signal, onEvent, waitingFor = 'an execution' } = options;
+    return new Promise<Execution>((resolve, reject) => {
       const onStarted = (execution: Execution): void => {
-        if (execution.name !== name) return;
+        if (!matches(execution)) return;
         cleanup();
-        resolve(execution.done);
+        if (onEvent !== undefined) {
+          const forward = (source: Execution, event: ExecutionEvent): void => {
+            if (source === execution) onEvent(event);
+          };
+          const stopForwarding = (source: Execution): void => {
+            if (source !== execution) return;
+            this.off('event', forward);
+            this.off('done', stopForwarding);
+          };
+          this.on('event', forward);
+          this.on('done', stopForwarding);
+        }
+        resolve(execution);
       };
       const onAbort = (): void => {
         cleanup();
-        reject(signal?.reason instanceof Error ? signal.reason : new Error(`stopped waiting for ${name}`));
+        reject(
+          signal?.reason instanceof Error ? signal.reason : new Error(`stopped waiting for ${waitingFor}`),
+        );
       };
       const cleanup = (): void => {
         this.off('started', onStarted);

@@ -76,16 +76,8 @@ export function nextExecution(
 ): { execution: Promise<Execution>; events: ExecutionEvent[] } {
   const events: ExecutionEvent[] = [];
   const execution = withTimeout(
-    new Promise<Execution>((resolve) => {
-      const onStarted = (execution: Execution): void => {
-        if (execution.input.run.key !== key) return;
-        local.stateMachine.off('started', onStarted);
-        local.stateMachine.on('event', (source, event) => {
-          if (source === execution) events.push(event);
-        });
-        resolve(execution);
-      };
-      local.stateMachine.on('started', onStarted);
+    local.stateMachine.nextStarted((started) => started.input.run.key === key, {
+      onEvent: (event) => events.push(event),
     }),
     `no run started for ${key}`,
   );
@@ -122,7 +114,8 @@ export async function modelObjects(local: LocalMode, drop: string): Promise<Map<
   return objects;
 }
 
-async function withTimeout<T>(promise: Promise<T>, what: string): Promise<T> {
+/** `promise`, or a rejection saying `what` did not happen within RUN_TIMEOUT_MS. */
+export async function withTimeout<T>(promise: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {

@@ -11,16 +11,15 @@ import { describe, expect, it } from 'vitest';
 import { readStatus } from '../../lambdas/run/status.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { executionName, s3ObjectCreatedEvent } from '../../lambdas/steps/trigger.js';
-import type { Execution } from '../../local/mode/state-machine.js';
 import { putDrop } from '../helpers/pipeline.js';
 import {
   dropAndRun,
   finished,
   modelObjects,
   nextExecution,
-  RUN_TIMEOUT_MS,
   statesEntered,
   useLocalMode,
+  withTimeout,
 } from '../helpers/local-mode.js';
 import {
   expectCopied,
@@ -35,21 +34,6 @@ const fixture = useLocalMode();
 /** A drop that trains when nothing goes wrong; `trainJson` is its train.json. */
 function reviewsDrop(trainJson = '{}'): Record<string, string> {
   return { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, 'train.json': trainJson };
-}
-
-/** Resolves when every execution has ended; rejects after RUN_TIMEOUT_MS. */
-async function allDone(executions: readonly Execution[]): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      reject(new Error(`the runs did not end within ${String(RUN_TIMEOUT_MS)} ms`));
-    }, RUN_TIMEOUT_MS);
-  });
-  try {
-    await Promise.race([Promise.all(executions.map((execution) => execution.done)), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** The model id in a state's input ($.model.id). */
@@ -246,7 +230,7 @@ describe('trigger events', () => {
     }
     // Every run ends before anything is read: no reader meets a run still writing.
     const executions = await Promise.all(started.map(({ execution }) => execution));
-    await allDone(executions);
+    await withTimeout(Promise.all(executions.map((execution) => execution.done)), 'the runs did not end');
     const runs = await Promise.all(
       executions.map((execution, index) => finished(local, execution, started[index]?.events)),
     );

@@ -214,6 +214,30 @@ describe('LocalStateMachine', () => {
     });
   });
 
+  describe('nextStarted', () => {
+    it('resolves with the next matching execution, not one started before, and hands it every event from the first', async () => {
+      const sm = machine(PASS_THEN_TASK, { Work: () => Promise.resolve('done') });
+      await sm.start('before', input('same'));
+      await within(sm.whenDone('before'), 'before');
+      const events: ExecutionEvent[] = [];
+      const next = sm.nextStarted((execution) => execution.input.run.drop === 'same', {
+        onEvent: (event) => events.push(event),
+      });
+      await sm.start('other', input('other'));
+      await sm.start('after', input('same'));
+      const execution = await within(next, 'after');
+      expect(execution.name).toBe('after');
+      await within(execution.done, 'after done');
+      expect(events[0]?.type).toBe('ExecutionStarted');
+      expect(events.at(-1)?.type).toBe('ExecutionSucceeded');
+      expect(events.filter((event) => event.type === 'StateEntered')).toHaveLength(2);
+      // Once the execution has ended nothing is left listening for it.
+      expect(sm.listenerCount('started')).toBe(0);
+      expect(sm.listenerCount('event')).toBe(0);
+      expect(sm.listenerCount('done')).toBe(0);
+    });
+  });
+
   describe('outcomes', () => {
     it("fails with a Fail state's Error and Cause", async () => {
       const sm = machine({
