@@ -6,7 +6,7 @@
  * such as "maxAttempt" would otherwise be ignored silently) with the closest known field.
  */
 import { z } from 'zod';
-import { RunError } from '../run/errors.js';
+import { messageOf, RunError } from '../run/errors.js';
 import type { Decisions } from '../run/state.js';
 import { isPlainFileName, MAX_FILE_NAME_LENGTH } from './file-names.js';
 
@@ -112,7 +112,7 @@ export function parseTrainJson(text: string): TrainJson {
   try {
     value = JSON.parse(source);
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = messageOf(error);
     throw invalid(
       `train.json is not valid JSON (${reason}): write an object such as {} or {"name": "reviews"}`,
     );

@@ -12,7 +12,7 @@ import {
   UnknownEncoderError,
   UnsupportedNextActionError,
 } from '../service-client/index.js';
-import { RunError } from './errors.js';
+import { messageOf, RunError } from './errors.js';
 
 export function toRunError(error: unknown): RunError {
   if (error instanceof RunError) return error;
@@ -78,8 +78,4 @@ function fromS3Error(error: S3ServiceException): RunError {
 /** Network failures of the AWS SDK carry `$retryable` without being S3ServiceExceptions. */
 function isAwsRetryable(error: unknown): boolean {
   return typeof error === 'object' && error !== null && '$retryable' in error;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

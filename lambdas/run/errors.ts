@@ -88,3 +88,8 @@ export function trainingFailedMessage(failure: {
   const model = failure.modelId === undefined ? '' : ` (model ${failure.modelId})`;
   return `training failed on ${String(failure.attempts)} of ${String(failure.maxAttempts ?? '?')} attempts (maxAttempts); the last attempt${model} failed with: ${failure.error ?? 'no reason given'}. Failed attempts cost no credit: check the data or raise "maxAttempts" in train.json, then upload it again`;
 }
+
+/** An error's message, or the thrown value as text when it is not an Error. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

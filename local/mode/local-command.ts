@@ -3,6 +3,7 @@
  * and the S3 settings as lines a shell can eval (everything else on stdout is a `#` comment, so
  * all of it can be eval'd), then serves until Ctrl-C, showing each run's progress on stderr.
  */
+import { messageOf } from '../../lambdas/run/errors.js';
 import { LOCAL_S3_CREDENTIALS, LOCAL_S3_REGION } from '../s3/local-s3.js';
 import { startLocalMode, type LocalMode } from './local-mode.js';
 import { CliUsageError, LOCAL_HELP, parseLocalArgs } from './options.js';
@@ -39,9 +40,7 @@ export async function runLocalCommand(argv: readonly string[], io: CommandIo = p
   try {
     local = await startLocalMode(parsed.options.mode);
   } catch (error) {
-    io.stderr.write(
-      `hopper local: could not start: ${error instanceof Error ? error.message : String(error)}\n`,
-    );
+    io.stderr.write(`hopper local: could not start: ${messageOf(error)}\n`);
     return EXIT.failed;
   }
   followRuns(local, io, parsed.options.mode.waitMs);

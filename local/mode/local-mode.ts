@@ -9,6 +9,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import type { LogLevel } from '@aws-lambda-powertools/logger/types';
 import { synthesizeLocalDefinition } from '../../infra/definition.js';
 import { TASKS } from '../../infra/tasks.js';
+import { messageOf } from '../../lambdas/run/errors.js';
 import type { TaskHandler } from '../../lambdas/run/handler.js';
 import { createRuntime, LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/runtime.js';
 import type { SlotName } from '../../lambdas/run/state.js';
@@ -124,8 +125,4 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
     await closeAll();
     throw error;
   }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -7,6 +7,7 @@
  */
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
+import { messageOf } from '../../lambdas/run/errors.js';
 import { readStatus } from '../../lambdas/run/status.js';
 import type { RunState } from '../../lambdas/run/state.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
@@ -164,8 +165,4 @@ export function interruptSignal(): AbortSignal {
 
 export function processIo(): CommandIo {
   return { stdout: process.stdout, stderr: process.stderr };
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -9,6 +9,7 @@ import { inboxKey, MODELS_PREFIX, TRAIN_JSON } from '../../lambdas/storage/keys.
 import { startLocalMode, type LocalMode, type LocalModeOptions } from '../../local/mode/local-mode.js';
 import type { Execution, ExecutionEvent, ExecutionOutcome } from '../../local/mode/state-machine.js';
 import { putDrop } from './pipeline.js';
+import { withTimeout } from './timeout.js';
 
 /** Phases of a few milliseconds of real time, so a run moves on its own within a test. */
 export const BRISK_SERVICE = {
@@ -80,6 +81,7 @@ export function nextExecution(
       onEvent: (event) => events.push(event),
     }),
     `no run started for ${key}`,
+    RUN_TIMEOUT_MS,
   );
   return { execution, events };
 }
@@ -90,7 +92,7 @@ export async function finished(
   execution: Execution,
   events: readonly ExecutionEvent[] = [],
 ): Promise<FinishedRun> {
-  const outcome = await withTimeout(execution.done, `run ${execution.name} did not end`);
+  const outcome = await withTimeout(execution.done, `run ${execution.name} did not end`, RUN_TIMEOUT_MS);
   const status = await readStatus(local.s3.client, local.bucket, execution.input.run.drop);
   return { execution, outcome, status, events };
 }
@@ -112,19 +114,4 @@ export async function modelObjects(local: LocalMode, drop: string): Promise<Map<
     objects.set(key.slice(prefix.length), Buffer.from((await object.Body?.transformToByteArray()) ?? []));
   }
   return objects;
-}
-
-/** `promise`, or a rejection saying `what` did not happen within RUN_TIMEOUT_MS. */
-export async function withTimeout<T>(promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      reject(new Error(`${what} within ${String(RUN_TIMEOUT_MS)} ms`));
-    }, RUN_TIMEOUT_MS);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

@@ -18,9 +18,10 @@ import {
   modelObjects,
   nextExecution,
   statesEntered,
+  RUN_TIMEOUT_MS,
   useLocalMode,
-  withTimeout,
 } from '../helpers/local-mode.js';
+import { withTimeout } from '../helpers/timeout.js';
 import {
   expectCopied,
   expectFailed,
@@ -230,7 +231,11 @@ describe('trigger events', () => {
     }
     // Every run ends before anything is read: no reader meets a run still writing.
     const executions = await Promise.all(started.map(({ execution }) => execution));
-    await withTimeout(Promise.all(executions.map((execution) => execution.done)), 'the runs did not end');
+    await withTimeout(
+      Promise.all(executions.map((execution) => execution.done)),
+      'the runs did not end',
+      RUN_TIMEOUT_MS,
+    );
     const runs = await Promise.all(
       executions.map((execution, index) => finished(local, execution, started[index]?.events)),
     );

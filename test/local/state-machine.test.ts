@@ -11,6 +11,7 @@ import {
   type ExecutionOutcome,
   type LocalStateMachineOptions,
 } from '../../local/mode/state-machine.js';
+import { withTimeout } from '../helpers/timeout.js';
 
 /** Bound on every wait for an execution: the definitions here run in milliseconds. */
 const WAIT_MS = 5_000;
@@ -46,18 +47,8 @@ function input(drop: string): ExecutionInput {
   return { run };
 }
 
-async function within<T>(promise: Promise<T>, what: string, ms = WAIT_MS): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      reject(new Error(`${what}: nothing after ${String(ms)} ms`));
-    }, ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
+function within<T>(promise: Promise<T>, what: string, ms = WAIT_MS): Promise<T> {
+  return withTimeout(promise, what, ms);
 }
 
 /** Resolves with the first event of execution `name` that `matches`. */
