@@ -7,7 +7,7 @@
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { LogLevel } from '@aws-lambda-powertools/logger/types';
-import { synthesizeLocalDefinition } from '../../infra/definition.js';
+import { synthesizeLocalDefinition, type LocalDefinition } from '../../infra/definition.js';
 import { TASKS } from '../../infra/tasks.js';
 import { messageOf } from '../../lambdas/run/errors.js';
 import type { TaskHandler } from '../../lambdas/run/handler.js';
@@ -58,6 +58,14 @@ export interface LocalMode {
   close(): Promise<void>;
 }
 
+let synthesized: LocalDefinition | undefined;
+
+/** The stack's definition, synthesized once per process (it depends on the code alone). */
+function localDefinition(): LocalDefinition {
+  synthesized ??= synthesizeLocalDefinition();
+  return synthesized;
+}
+
 export async function startLocalMode(options: LocalModeOptions = {}): Promise<LocalMode> {
   const cleanups: (() => Promise<void>)[] = [];
   const closeAll = async (): Promise<void> => {
@@ -65,7 +73,7 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
   };
   try {
     // Synthesizing first: a broken stack fails before anything listens.
-    const local = synthesizeLocalDefinition();
+    const local = localDefinition();
     const s3 = await startLocalS3(options.s3Port === undefined ? {} : { port: options.s3Port });
     cleanups.push(() => s3.close());
     let simulated: SimulatedService | undefined;
