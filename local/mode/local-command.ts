@@ -7,7 +7,7 @@ import { messageOf } from '../../lambdas/run/errors.js';
 import { LOCAL_S3_CREDENTIALS, LOCAL_S3_REGION } from '../s3/local-s3.js';
 import { startLocalMode, type LocalMode } from './local-mode.js';
 import { CliUsageError, LOCAL_HELP, parseLocalArgs } from './options.js';
-import { formatProgress, progressOf } from './progress.js';
+import { describeFailure, formatProgress, progressOf } from './progress.js';
 import { EXIT, interruptSignal, processIo, type CommandIo } from './run-command.js';
 import type { ExecutionOutcome } from './state-machine.js';
 
@@ -88,5 +88,5 @@ function followRuns(local: LocalMode, io: CommandIo, waitMs: number | undefined)
 function describeOutcome(outcome: ExecutionOutcome): string {
   if (outcome.status === 'SUCCEEDED') return 'succeeded: the model is under models/';
   if (outcome.status === 'ABORTED') return 'stopped';
-  return `failed: ${outcome.error}: ${outcome.cause}`;
+  return `failed: ${describeFailure(outcome.error, outcome.cause)}`;
 }
