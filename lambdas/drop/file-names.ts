@@ -1,27 +1,42 @@
 /**
- * What a file of a drop may be called. The service takes plain names only (no folders), so a
- * drop is one flat folder: these rules decide which train.json entries and which objects of the
- * folder can be sent.
+ * What a file of a drop may be called. The service takes plain names only (contract B2: no `/`,
+ * no `..`), so a drop is one flat folder: these rules decide which train.json entries and which
+ * objects of the folder can be sent. Control characters (a tab, a newline) are refused too: a
+ * service that takes them is rare, and such a name is almost always a slip of a script.
  */
 
 /** The service's ceiling on a file name's length. */
 export const MAX_FILE_NAME_LENGTH = 255;
 
-/** Non-empty, at most 255 characters, no `/` or `\`, not `.` or `..`. */
-export function isPlainFileName(name: string): boolean {
-  return (
-    name.length > 0 &&
-    name.length <= MAX_FILE_NAME_LENGTH &&
-    !name.includes('/') &&
-    !name.includes('\\') &&
-    name !== '.' &&
-    name !== '..'
-  );
+/** How a plain file name is described to users, in every message that refuses one. */
+export const PLAIN_FILE_NAME_RULE = `1 to ${String(MAX_FILE_NAME_LENGTH)} characters, no "/", "\\", ".." or control characters such as a tab or a newline`;
+
+// eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
+
+/** Why the service would refuse `name` as a file name, or undefined when it is a plain one. */
+export function fileNameProblem(name: string): string | undefined {
+  if (name.length === 0) return 'it is empty';
+  if (name.length > MAX_FILE_NAME_LENGTH) {
+    return `it has ${String(name.length)} characters, over ${String(MAX_FILE_NAME_LENGTH)}`;
+  }
+  if (name.includes('/') || name.includes('\\')) return 'it has a "/" or "\\"';
+  if (name.includes('..') || name === '.') return 'it is "." or has ".."';
+  if (CONTROL_CHARACTER.test(name)) return 'it has a control character (a tab, a newline, ...)';
+  return undefined;
 }
 
-/** `a, b, c and 7 more`: a list short enough for an error message. */
-export function listForMessage(items: readonly string[], shown = 10): string {
-  const quoted = items.slice(0, shown).map((item) => JSON.stringify(item));
+export function isPlainFileName(name: string): boolean {
+  return fileNameProblem(name) === undefined;
+}
+
+/** `"a", "b", "c" and 7 more`: a list short enough for an error message, each item `format`ted. */
+export function listForMessage(
+  items: readonly string[],
+  format: (item: string) => string = (item) => JSON.stringify(item),
+  shown = 10,
+): string {
+  const quoted = items.slice(0, shown).map(format);
   const more = items.length - quoted.length;
   return more > 0 ? `${quoted.join(', ')} and ${String(more)} more` : quoted.join(', ');
 }

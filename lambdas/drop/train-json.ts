@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import { messageOf, RunError } from '../run/errors.js';
 import type { Decisions } from '../run/state.js';
-import { isPlainFileName, MAX_FILE_NAME_LENGTH } from './file-names.js';
+import { isPlainFileName, PLAIN_FILE_NAME_RULE } from './file-names.js';
 
 /** train.json as the user wrote it, checked; fields left out are undefined. */
 export interface TrainJson {
@@ -31,6 +31,13 @@ export const MAX_TRAIN_JSON_BYTES = 1024 * 1024;
 
 export const TRAIN_JSON_FIELDS = ['name', 'files', 'labels', 'encoder', 'decisions', 'maxAttempts'] as const;
 
+/**
+ * train.json's deepest value is an answer in `decisions` (depth 2). Anything far deeper is not a
+ * train.json, and is refused before any code that walks values recursively (error messages,
+ * the schema) could run out of stack on it.
+ */
+export const MAX_TRAIN_JSON_DEPTH = 16;
+
 /** Problems listed in one error message at most; the rest are counted. */
 const MAX_PROBLEMS_SHOWN = 20;
 
@@ -38,7 +45,7 @@ const MAX_PROBLEMS_SHOWN = 20;
 const ALLOWED = {
   name: `a string of 1 to ${String(MAX_NAME_LENGTH)} characters`,
   files: `a non-empty list of at most ${String(MAX_FILES)} file names`,
-  fileName: `a plain file name (1 to ${String(MAX_FILE_NAME_LENGTH)} characters, no "/" or "\\", not "." or "..")`,
+  fileName: `a plain file name (${PLAIN_FILE_NAME_RULE})`,
   encoder: "a non-empty string (an encoder id of the service; leave it out for the service's default)",
   decisions: '"service", "suggested" or an object of question id -> answer',
   answer: 'a non-empty string (an answer of that question)',
@@ -115,6 +122,11 @@ export function parseTrainJson(text: string): TrainJson {
     const reason = messageOf(error);
     throw invalid(
       `train.json is not valid JSON (${reason}): write an object such as {} or {"name": "reviews"}`,
+    );
+  }
+  if (exceedsDepth(value, MAX_TRAIN_JSON_DEPTH)) {
+    throw invalid(
+      `train.json nests objects or lists more than ${String(MAX_TRAIN_JSON_DEPTH)} levels deep; its fields are at most two levels deep, as in {"decisions": {"<question id>": "<answer>"}}`,
     );
   }
   if (!isPlainObject(value)) {
@@ -243,6 +255,17 @@ function editDistance(a: string, b: string): number {
     previous = current;
   }
   return previous[b.length] ?? 0;
+}
+
+/** Whether `value` nests deeper than `limit` levels; iterative, so no depth can overflow the stack. */
+function exceedsDepth(value: unknown, limit: number): boolean {
+  const pending: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    if (typeof next.value !== 'object' || next.value === null) continue;
+    if (next.depth >= limit) return true;
+    for (const child of Object.values(next.value)) pending.push({ value: child, depth: next.depth + 1 });
+  }
+  return false;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -12,7 +12,7 @@ import { RunError } from '../run/errors.js';
 import type { DropFile, RunConfig, RunInput } from '../run/state.js';
 import { DEFAULT_LABELS_FILE, inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
 import { ObjectChangedError, ObjectMissingError, openPinnedObject } from '../storage/streams.js';
-import { isPlainFileName, listForMessage, MAX_FILE_NAME_LENGTH } from './file-names.js';
+import { fileNameProblem, listForMessage, PLAIN_FILE_NAME_RULE } from './file-names.js';
 import { checkLabelsHeader } from './labels-csv.js';
 import { listDrop, type DropListing } from './listing.js';
 import {
@@ -164,11 +164,12 @@ function dataFileNames(trainJson: TrainJson, listing: DropListing, labelsName: s
  * CreateDataset with the service's less specific refusal.
  */
 function checkNames(names: readonly string[], folder: string): void {
-  const refused = names.filter((name) => !isPlainFileName(name));
+  const refused = names.filter((name) => fileNameProblem(name) !== undefined);
   if (refused.length === 0) return;
+  const named = listForMessage(refused, (name) => `${JSON.stringify(name)} (${fileNameProblem(name) ?? ''})`);
   throw new RunError(
     'invalid_file_name',
-    `files in ${folder} have names the training service does not take: ${listForMessage(refused)}. A file name has at most ${String(MAX_FILE_NAME_LENGTH)} characters and no "\\"; rename them, or leave them out with train.json "files"`,
+    `files in ${folder} have names the training service does not take: ${named}. A file name has ${PLAIN_FILE_NAME_RULE}; rename them, or leave them out with train.json "files"`,
   );
 }
 

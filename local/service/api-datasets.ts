@@ -14,7 +14,8 @@ const fileNameSchema = z
   .min(1)
   .max(255)
   .refine((name) => !name.includes('/') && !name.includes('\\'), 'must be a plain file name (no / or \\)')
-  .refine((name) => name !== '.' && name !== '..', 'must not be . or ..');
+  // B2: "no `..`", anywhere in the name.
+  .refine((name) => name !== '.' && !name.includes('..'), 'must not be . or contain ..');
 
 const createDatasetSchema = z.strictObject({
   name: z.string().min(1).max(200),

@@ -99,7 +99,8 @@ describe('train.json', () => {
     expect(problemsOf({ files: many })).toContain(`"files" must be ${list}`);
     expect(parseTrainJson(JSON.stringify({ files: many.slice(0, 1000) })).files).toHaveLength(1000);
 
-    const plain = 'a plain file name (1 to 255 characters, no "/" or "\\", not "." or "..")';
+    const plain =
+      'a plain file name (1 to 255 characters, no "/", "\\", ".." or control characters such as a tab or a newline)';
     expect(problemsOf({ files: ['ok.csv', 'data/reviews.csv', 7, '..', 'a\\b.csv', '', '.'] })).toBe(
       [
         `train.json: "files[1]" must be ${plain} (got "data/reviews.csv")`,
@@ -110,6 +111,18 @@ describe('train.json', () => {
         `"files[6]" must be ${plain} (got ".")`,
       ].join('; '),
     );
+    expect(problemsOf({ files: ['tab\there.csv', 'new\nline.csv', 'a..b.csv', 'nul\u0000.csv'] })).toBe(
+      [
+        `train.json: "files[0]" must be ${plain} (got "tab\\there.csv")`,
+        `"files[1]" must be ${plain} (got "new\\nline.csv")`,
+        `"files[2]" must be ${plain} (got "a..b.csv")`,
+        `"files[3]" must be ${plain} (got "nul\\u0000.csv")`,
+      ].join('; '),
+    );
+    expect(parseTrainJson(JSON.stringify({ files: ['résumé 2026.csv', 'a.b.c.csv'] })).files).toEqual([
+      'résumé 2026.csv',
+      'a.b.c.csv',
+    ]);
     expect(problemsOf({ files: ['x'.repeat(256)] })).toContain(`"files[0]" must be ${plain}`);
     expect(parseTrainJson(JSON.stringify({ files: ['x'.repeat(255)] })).files).toEqual(['x'.repeat(255)]);
     expect(problemsOf({ files: ['a.csv', 'b.csv', 'a.csv'] })).toBe(
@@ -155,6 +168,22 @@ describe('train.json', () => {
     expect(problemsOf({ colour: 'blue' })).toBe(
       'train.json: unknown field "colour"; the fields are name, files, labels, encoder, decisions, maxAttempts',
     );
+  });
+
+  it('refuses deeply nested JSON as invalid_train_json, not a stack overflow', () => {
+    const levels = 100_000;
+    const deep = [
+      '['.repeat(levels) + ']'.repeat(levels),
+      `{"name": ${'['.repeat(levels)}${']'.repeat(levels)}}`,
+      `{"decisions": ${'{"a": '.repeat(levels)}"x"${'}'.repeat(levels)}}`,
+    ];
+    for (const text of deep) {
+      const error = refusal(text);
+      expect(error.code).toBe('invalid_train_json');
+      expect(error.detail).toContain('more than 16 levels deep');
+    }
+    // Deep but within the limit: the usual field-by-field message.
+    expect(problemsOf({ name: [[[[[[[[1]]]]]]]] })).toContain('"name" must be a string');
   });
 
   it('reports every problem in one message', () => {

@@ -221,6 +221,27 @@ describe('validate_drop', () => {
     expect(error.detail).toContain('train.json "files"');
   });
 
+  it('names data files with a tab, a newline or ".." in their names, and says what is wrong with each', async () => {
+    const drop = uniqueDrop('ctrlname');
+    const error = await refusal(
+      await dropped(
+        {
+          'a.csv': REVIEWS_CSV,
+          'tab\tname.csv': REVIEWS_CSV,
+          'new\nline.csv': REVIEWS_CSV,
+          'two..dots.csv': REVIEWS_CSV,
+          'train.json': '{}',
+        },
+        drop,
+      ),
+    );
+    expect(error.code).toBe('invalid_file_name');
+    expect(error.detail).toContain('"tab\\tname.csv" (it has a control character');
+    expect(error.detail).toContain('"new\\nline.csv" (it has a control character');
+    expect(error.detail).toContain('"two..dots.csv" (it is "." or has "..")');
+    expect(error.detail).not.toContain('"a.csv"');
+  });
+
   it('names empty data files', async () => {
     const drop = uniqueDrop('empty');
     const error = await refusal(

@@ -99,6 +99,7 @@ describe('POST /v1/datasets', () => {
     ['file name with a slash', { name: 'x', files: [{ name: 'dir/a.csv', bytes: 1 }] }],
     ['file name with a backslash', { name: 'x', files: [{ name: 'dir\\a.csv', bytes: 1 }] }],
     ['file name ..', { name: 'x', files: [{ name: '..', bytes: 1 }] }],
+    ['file name with ..', { name: 'x', files: [{ name: 'a..b.csv', bytes: 1 }] }],
     ['file name .', { name: 'x', files: [{ name: '.', bytes: 1 }] }],
     ['empty file name', { name: 'x', files: [{ name: '', bytes: 1 }] }],
     ['file name of 256 chars', { name: 'x', files: [{ name: 'f'.repeat(256), bytes: 1 }] }],
