@@ -3,7 +3,7 @@
  * routes on (`nextAction`), what the Wait states sleep (`waitSeconds`), and what status.json shows.
  */
 import type { Dataset, Model } from '../service-client/index.js';
-import { nextPoll, noWait } from './polling.js';
+import { nextPoll, noWait, pollCeilingSeconds } from './polling.js';
 import type { DatasetSlot, ModelSlot } from './state.js';
 
 /**
@@ -32,12 +32,15 @@ export function datasetSlot(
  * The model slot after a call that returned `record`.
  * @param attempts trainings of the dataset started so far, this one included
  * @param previous the model slot before the call, or for the run's first model the dataset slot
+ * @param filesRetentionSeconds what the account's earlier models showed; by default the
+ *   previous model slot's (null when there is none)
  */
 export function modelSlot(
   record: Model,
   attempts: number,
   previous: ModelSlot | DatasetSlot | undefined,
   now: number,
+  filesRetentionSeconds = retentionOf(previous),
 ): ModelSlot {
   // The backoff goes on only for the same model; a new one (the first, or a retry) starts
   // afresh, while the run's poll count carries on.
@@ -52,10 +55,22 @@ export function modelSlot(
     encoder: record.encoder,
     attempts,
     filesExpireAt: record.files_expire_at,
+    filesRetentionSeconds,
     onnxBytes: record.onnx_bytes,
     error: record.error,
-    ...nextPoll(record.next_action, schedule, record.files_expire_at, now),
+    ...nextPoll(
+      record.next_action,
+      schedule,
+      record.files_expire_at,
+      now,
+      pollCeilingSeconds(filesRetentionSeconds),
+    ),
   };
+}
+
+/** `?? null`: a model slot written before the field existed has none. */
+function retentionOf(previous: ModelSlot | DatasetSlot | undefined): number | null {
+  return previous !== undefined && isModelSlot(previous) ? (previous.filesRetentionSeconds ?? null) : null;
 }
 
 function isModelSlot(slot: ModelSlot | DatasetSlot): slot is ModelSlot {

@@ -75,6 +75,11 @@ export interface ModelSlot extends PollSchedule {
   /** Trainings of this dataset started so far, failed ones included. */
   readonly attempts: number;
   readonly filesExpireAt: string | null;
+  /**
+   * The shortest time the account's earlier done models kept their files (seconds), or null
+   * when none showed it; it caps the poll interval (pollCeilingSeconds).
+   */
+  readonly filesRetentionSeconds: number | null;
   readonly onnxBytes: number | null;
   readonly error: string | null;
 }

@@ -340,6 +340,19 @@ export const EncoderListSchema = z.object({ data: z.array(EncoderSchema) });
 
 export const DownloadLinkSchema = z.object({ url: z.string(), expires_at: timestamp });
 
+/**
+ * How long a done model's files stayed at the service after its training finished:
+ * `files_expire_at` minus the finish time, or null when the record does not tell. The interface
+ * does not name a finish time: `public_at` is read as one, else `updated_at` (which can only be
+ * later than the finish, so the retention comes out shorter, never longer, than it was).
+ */
+export function filesRetentionMs(model: Model): number | null {
+  const finished = model.public_at ?? model.updated_at;
+  if (model.files_expire_at === null) return null;
+  const retention = Date.parse(model.files_expire_at) - Date.parse(finished);
+  return Number.isFinite(retention) && retention >= 0 ? retention : null;
+}
+
 export type Question = z.infer<typeof QuestionSchema>;
 export type DatasetFile = z.infer<typeof DatasetFileSchema>;
 export type Dataset = z.infer<typeof DatasetSchema>;

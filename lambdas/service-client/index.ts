@@ -14,6 +14,7 @@ export {
   DOWNLOAD_LINK_TTL_MS,
   UPLOAD_URL_TTL_MS,
   LIST_LIMIT_MAX,
+  filesRetentionMs,
 } from './contract.js';
 export type {
   Dataset,

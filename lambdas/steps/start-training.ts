@@ -8,6 +8,7 @@
  * when it is queued, training or done; only a failed newest model, or none, starts another.
  */
 import {
+  filesRetentionMs,
   NoCreditsError,
   UnknownEncoderError,
   type Dataset,
@@ -36,10 +37,15 @@ export const startTrainingStep: Step<'model'> = {
     const models = await modelsOf(client, dataset);
     // The backoff of a new model starts afresh; the run's poll count carries on.
     const previous = state.model ?? datasetSlot;
+    // Looked up once per run, at its first training; a retry carries it on.
+    const retention =
+      state.model === undefined
+        ? await observedFilesRetentionSeconds(client)
+        : (state.model.filesRetentionSeconds ?? null);
 
     const newest = models[0];
     if (newest !== undefined && isUnderWay(newest)) {
-      return modelSlot(newest, models.length, previous, env.runtime.now());
+      return modelSlot(newest, models.length, previous, env.runtime.now(), retention);
     }
     if (newest !== undefined && models.length >= config.maxAttempts) {
       // The Choice counts attempts too; this guards the case it cannot see (a training started
@@ -61,9 +67,27 @@ export const startTrainingStep: Step<'model'> = {
       );
     }
     const record = await startTraining(client, dataset, config);
-    return modelSlot(record, models.length + 1, previous, env.runtime.now());
+    return modelSlot(record, models.length + 1, previous, env.runtime.now(), retention);
   },
 };
+
+/** Done models looked at for their files' retention: the account's latest, one page. */
+export const RETENTION_SAMPLE = 25;
+
+/**
+ * The shortest time the account's latest done models kept their files after finishing, in
+ * seconds, or null when none tells. Polling stays well inside it (pollCeilingSeconds), so a
+ * service that deletes files soon after a training ends does not take a paid model with it.
+ */
+async function observedFilesRetentionSeconds(client: TrainingServiceClient): Promise<number | null> {
+  const pages = client.listModels({ status: 'done', limit: RETENTION_SAMPLE }).pages();
+  const first = await pages.next();
+  await pages.return(undefined);
+  const retentions = (first.done === true ? [] : first.value.data)
+    .map(filesRetentionMs)
+    .filter((ms): ms is number => ms !== null);
+  return retentions.length === 0 ? null : Math.floor(Math.min(...retentions) / 1000);
+}
 
 function isUnderWay(model: Model): boolean {
   return UNDER_WAY_STATUSES.includes(model.status) || UNDER_WAY_NEXT_ACTIONS.includes(model.next_action);

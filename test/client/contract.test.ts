@@ -4,6 +4,7 @@ import {
   DatasetSchema,
   ENDPOINTS,
   endpointLabel,
+  filesRetentionMs,
   listQuery,
   ModelSchema,
   pageSchema,
@@ -172,5 +173,24 @@ describe('records validated at the edge', () => {
   it('formats field paths', () => {
     expect(formatPath([])).toBe('');
     expect(formatPath(['data', 3, 'files', 0, 'name'])).toBe('data[3].files[0].name');
+  });
+});
+
+describe('files retention of a done model', () => {
+  const model = (overrides: Record<string, unknown>) => ModelSchema.parse(modelBody(overrides));
+
+  it('is files_expire_at minus public_at, else minus updated_at', () => {
+    const expires = '2025-01-01T00:00:08.000Z';
+    expect(filesRetentionMs(model({ public_at: NOW, files_expire_at: expires }))).toBe(8_000);
+    expect(
+      filesRetentionMs(model({ updated_at: '2025-01-01T00:00:02.000Z', files_expire_at: expires })),
+    ).toBe(6_000);
+  });
+
+  it('is null when the record does not tell', () => {
+    expect(filesRetentionMs(model({}))).toBeNull();
+    expect(
+      filesRetentionMs(model({ public_at: '2025-01-02T00:00:00.000Z', files_expire_at: NOW })),
+    ).toBeNull();
   });
 });

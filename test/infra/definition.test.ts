@@ -199,6 +199,7 @@ function model(nextAction: string, attempts = 1): ModelSlot {
     encoder: 'enc',
     attempts,
     filesExpireAt: null,
+    filesRetentionSeconds: null,
     onnxBytes: null,
     error: null,
     waitSeconds: nextAction === 'wait' ? 30 : 0,

@@ -4,6 +4,7 @@ import { MAX_POLLS_PER_RUN } from '../../lambdas/run/polling.js';
 import { datasetSlot, modelSlot } from '../../lambdas/run/slots.js';
 import type { ModelSlot } from '../../lambdas/run/state.js';
 import { pollModelStep } from '../../lambdas/steps/poll-model.js';
+import { startTrainingStep } from '../../lambdas/steps/start-training.js';
 import { DEFAULT_OPTIONS, type SimulatedServiceOptions } from '../../local/service/index.js';
 import { HOUR, MINUTE, rejectionOf, trainableDataset } from '../client/helpers.js';
 import { stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
@@ -55,6 +56,34 @@ describe('poll_model', () => {
       polls: 0,
       totalPolls: 5,
     });
+  });
+
+  it("keeps polls under a quarter of the files' retention earlier models showed, so a finished model is still there to copy", async () => {
+    const retentionMs = 8_000;
+    const trainingMs = 30_000;
+    const service = await fixtures.service({ queuedMs: 0, trainingMs, modelFilesTtlMs: retentionMs });
+    const runtime = fixtures.runtime(service);
+    const client = await runtime.service();
+    // An earlier model of the account, done: it shows how briefly the service keeps files.
+    await client.startTraining((await trainableDataset(client, 'earlier')).id, 'enc-small');
+    service.clock.advance(trainingMs);
+
+    const dataset = await trainableDataset(client);
+    const state = stateOf(fixtures.s3().bucket, {
+      config: configOf(),
+      dataset: datasetSlot(dataset, undefined, service.clock.now()),
+    });
+    let slot = await startTrainingStep.run(state, stepEnv(runtime));
+    const finishesAt = service.clock.now() + trainingMs;
+    const waits: number[] = [];
+    for (let polls = 0; polls < 100 && slot.nextAction === 'wait'; polls++) {
+      waits.push(slot.waitSeconds);
+      service.clock.advance(slot.waitSeconds * 1000);
+      slot = await pollModelStep.run({ ...state, model: slot }, stepEnv(runtime));
+    }
+    expect(slot).toMatchObject({ nextAction: 'download', filesRetentionSeconds: retentionMs / 1000 });
+    expect(Math.max(...waits)).toBe(2);
+    expect(service.clock.now() - finishesAt).toBeLessThanOrEqual(2_000);
   });
 
   it('a done model: download, with its size and when its files expire', async () => {

@@ -6,6 +6,7 @@ import {
   noWait,
   POLL_FIRST_SECONDS,
   POLL_MAX_SECONDS,
+  pollCeilingSeconds,
 } from '../../lambdas/run/polling.js';
 import type { PollSchedule } from '../../lambdas/run/state.js';
 
@@ -96,5 +97,25 @@ describe('nextPoll', () => {
       polls: 0,
       totalPolls: MAX_POLLS_PER_RUN,
     });
+  });
+});
+
+describe('pollCeilingSeconds', () => {
+  it('is a quarter of the shortest retention seen, at least 1 s and at most the usual ceiling', () => {
+    expect(pollCeilingSeconds(null)).toBe(POLL_MAX_SECONDS);
+    expect(pollCeilingSeconds(8)).toBe(2);
+    expect(pollCeilingSeconds(3)).toBe(1);
+    expect(pollCeilingSeconds(0)).toBe(1);
+    expect(pollCeilingSeconds(24 * 3600)).toBe(POLL_MAX_SECONDS);
+  });
+
+  it('caps the backoff it is given', () => {
+    let schedule: PollSchedule | undefined;
+    const waits: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      schedule = nextPoll('wait', schedule, null, NOW, pollCeilingSeconds(40));
+      waits.push(schedule.waitSeconds);
+    }
+    expect(waits).toEqual([2, 3, 5, 7, 10, 10, 10, 10, 10, 10]);
   });
 });

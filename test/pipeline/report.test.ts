@@ -32,6 +32,7 @@ const MODEL: ModelSlot = {
   encoder: 'enc-small',
   attempts: 3,
   filesExpireAt: null,
+  filesRetentionSeconds: null,
   onnxBytes: null,
   error: 'training diverged at epoch 2',
   waitSeconds: 0,

@@ -156,6 +156,7 @@ describe('modelSlot', () => {
       encoder: 'enc-small',
       attempts: 1,
       filesExpireAt: null,
+      filesRetentionSeconds: null,
       onnxBytes: null,
       error: null,
       waitSeconds: 2,
