@@ -167,12 +167,15 @@ function taskState(scope: Construct, spec: TaskSpec, fn: IFunction): LambdaInvok
     taskTimeout: Timeout.duration(Duration.seconds(taskTimeoutSeconds(spec))),
     comment: spec.description,
   });
+  // Few retries: each invocation already retried within its client budget
+  // (LAMBDA_CLIENT_OPTIONS), and a run against a service that does not answer must end within
+  // 5 minutes with service_unavailable rather than sit in one step.
   state.addRetry({
     errors: [...TRANSIENT_ERRORS],
-    interval: Duration.seconds(2),
+    interval: Duration.seconds(5),
     backoffRate: 2,
-    maxAttempts: 6,
-    maxDelay: Duration.seconds(60),
+    maxAttempts: 3,
+    maxDelay: Duration.seconds(30),
     jitterStrategy: JitterType.FULL,
   });
   state.addRetry({

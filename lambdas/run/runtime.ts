@@ -79,16 +79,19 @@ export function createRuntime(options: RuntimeOptions): Runtime {
 }
 
 /**
- * The client's retry budget in Lambda: a call gives up within about 3 minutes (4 attempts of at
- * most 20 s, waits of at most 30 s between them), well inside the Task Lambdas' timeouts, so a
- * longer outage reaches the state machine's own Retry (with its backoff) as Hopper.Retryable
- * instead of timing the Lambda out.
+ * The client's retry budget in Lambda: a call starts no retry later than 40 s after it began
+ * (at most 3 retries, waits of at most 10 s, or a Retry-After of at most 30 s) and each attempt
+ * gets 20 s, so a call gives up within a minute, well inside the Task Lambdas' timeouts. A
+ * longer outage reaches the state machine's own Retry (infra/state-machine.ts) as
+ * Hopper.Retryable; both together end a run against a hung service within 5 minutes
+ * (docs/pipeline.md, checked by test/pipeline/service-outage.test.ts).
  */
 export const LAMBDA_CLIENT_OPTIONS = {
   timeoutMs: 20_000,
   maxRetries: 3,
   backoffCapMs: 10_000,
   maxRetryAfterMs: 30_000,
+  callBudgetMs: 40_000,
 } as const;
 
 let cloudRuntime: Runtime | undefined;

@@ -62,6 +62,11 @@ export interface TrainingServiceClientOptions {
   readonly backoffCapMs?: number;
   /** Longest Retry-After honoured as given; longer ones are cut to this. Default 60 s. */
   readonly maxRetryAfterMs?: number;
+  /**
+   * No retry of a call starts later than this after its first attempt began, so a call that
+   * keeps failing (a hung service) ends within this plus `timeoutMs`. Default: no bound.
+   */
+  readonly callBudgetMs?: number;
   /** Attempts of one upload; download attempts in a row without progress. Default 5. */
   readonly maxTransferAttempts?: number;
   /** Default: silent. Never given the API key. */
@@ -127,6 +132,9 @@ export class TrainingServiceClient {
       backoffBaseMs: nonNegative('backoffBaseMs', options.backoffBaseMs, 250),
       backoffCapMs: nonNegative('backoffCapMs', options.backoffCapMs, 20_000),
       maxRetryAfterMs: nonNegative('maxRetryAfterMs', options.maxRetryAfterMs, 60_000),
+      callBudgetMs:
+        options.callBudgetMs === undefined ? Infinity : nonNegative('callBudgetMs', options.callBudgetMs, 0),
+      now: Date.now,
       sleep: options.sleep ?? ((ms) => delay(ms)),
       random: options.random ?? Math.random,
       logger,

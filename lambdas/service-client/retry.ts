@@ -19,6 +19,13 @@ export interface RetrySettings {
   readonly backoffCapMs: number;
   /** A Retry-After longer than this is waited for only this long. */
   readonly maxRetryAfterMs: number;
+  /**
+   * No retry starts later than this many ms after the call's first attempt began (Infinity: no
+   * such bound), so a call ends within this plus one attempt's timeout however the service fails.
+   */
+  readonly callBudgetMs: number;
+  /** Milliseconds since the epoch; injected so tests can move time. */
+  readonly now: () => number;
   readonly sleep: (ms: number) => Promise<void>;
   /** Uniform in [0, 1). */
   readonly random: () => number;
@@ -93,6 +100,7 @@ export async function withRetries<T>(
   attempt: () => Promise<T>,
   hooks: RetryHooks = {},
 ): Promise<T> {
+  const startedAt = settings.now();
   for (let retryIndex = 0; ; retryIndex++) {
     try {
       return await attempt();
@@ -101,6 +109,12 @@ export async function withRetries<T>(
         throw error;
       }
       const delayMs = retryDelayMs(error, retryIndex, settings);
+      if (settings.now() - startedAt + delayMs >= settings.callBudgetMs) {
+        settings.logger.warn(
+          `${label}: ${error.code}; no retry: the call's ${String(settings.callBudgetMs)} ms budget is spent`,
+        );
+        throw error;
+      }
       settings.logger.warn(
         `${label}: ${error.code}${error.status === undefined ? '' : ` (${error.status})`}; ` +
           `retry ${retryIndex + 1} of ${settings.maxRetries} in ${delayMs} ms`,

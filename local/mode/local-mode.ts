@@ -11,7 +11,7 @@ import { synthesizeLocalDefinition, type LocalDefinition } from '../../infra/def
 import { TASKS } from '../../infra/tasks.js';
 import { messageOf } from '../../lambdas/run/errors.js';
 import type { TaskHandler } from '../../lambdas/run/handler.js';
-import { createRuntime, LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/runtime.js';
+import { createRuntime, LAMBDA_CLIENT_OPTIONS, type RuntimeOptions } from '../../lambdas/run/runtime.js';
 import type { SlotName } from '../../lambdas/run/state.js';
 import { createTriggerHandler, type TriggerResult } from '../../lambdas/steps/trigger.js';
 import { startLocalS3, type LocalS3 } from '../s3/local-s3.js';
@@ -37,6 +37,11 @@ export interface LocalModeOptions {
   readonly retryPauseMs?: number;
   /** Level of the handlers' own logs (JSON lines on stdout). Default 'SILENT'. */
   readonly logLevel?: LogLevel;
+  /**
+   * The service client's timeouts and retry budget. Default: Lambda's (LAMBDA_CLIENT_OPTIONS);
+   * tests shrink them to see a hung service's bound in seconds rather than minutes.
+   */
+  readonly clientOptions?: RuntimeOptions['clientOptions'];
   /** Told about an S3 event the trigger could not take (default: written to stderr). */
   readonly onTriggerError?: (key: string, error: unknown) => void;
 }
@@ -90,7 +95,7 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
       apiKey: () => Promise.resolve(service.apiKey),
       logger,
       // The same retry budget as in Lambda, which fits the Tasks' timeouts enforced here too.
-      clientOptions: LAMBDA_CLIENT_OPTIONS,
+      clientOptions: options.clientOptions ?? LAMBDA_CLIENT_OPTIONS,
     });
 
     const tasks: Record<string, (input: unknown) => Promise<unknown>> = {};

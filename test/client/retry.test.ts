@@ -28,6 +28,8 @@ function settings(overrides: Partial<RetrySettings> = {}): RetrySettings & { sle
     backoffBaseMs: 250,
     backoffCapMs: 20_000,
     maxRetryAfterMs: 60_000,
+    callBudgetMs: Infinity,
+    now: () => 0,
     random: () => 0.5,
     logger: SILENT_LOGGER,
     sleep: (ms) => {
@@ -161,6 +163,22 @@ describe('withRetries', () => {
     await expect(withRetries(endpoint, 'transient', s, failing)).rejects.toMatchObject({ message: 'x3' });
     expect(calls).toBe(3);
     expect(s.slept).toHaveLength(2);
+  });
+
+  it('starts no retry past the call budget: a hung service ends the call within budget + one timeout', async () => {
+    let clock = 0;
+    const s = settings({ maxRetries: 10, callBudgetMs: 40_000, now: () => clock });
+    let calls = 0;
+    // Each attempt waits out a 20 s timeout, as against a service that never answers.
+    const hung = () => {
+      calls++;
+      clock += 20_000;
+      return Promise.reject(new TimeoutError({ message: 'no answer', endpoint, requestSent: true }));
+    };
+    await expect(withRetries(endpoint, 'transient', s, hung)).rejects.toBeInstanceOf(TimeoutError);
+    // Attempt 1 ends at 20 s, attempt 2 at 40 s + the backoff: no third attempt.
+    expect(calls).toBe(2);
+    expect(s.slept).toEqual([125]);
   });
 
   it('does not retry a final error, nor an error that is not a ServiceError', async () => {

@@ -100,10 +100,10 @@ describe('the extracted definition', () => {
             'Lambda.SdkClientException',
             'Lambda.TooManyRequestsException',
           ],
-          IntervalSeconds: 2,
+          IntervalSeconds: 5,
           BackoffRate: 2,
-          MaxAttempts: 6,
-          MaxDelaySeconds: 60,
+          MaxAttempts: 3,
+          MaxDelaySeconds: 30,
           JitterStrategy: 'FULL',
         },
         {
@@ -385,11 +385,11 @@ describe('errors', () => {
     expect(record.path).toEqual([...START, 'DatasetUnreadable', ...FAILED_END]);
   });
 
-  it('gives up on a transient error after six retries', async () => {
+  it('gives up on a transient error after three retries', async () => {
     const record = await runScript({
-      ValidateDrop: Array.from({ length: 7 }, () => retryable('service_unavailable', 'down')),
+      ValidateDrop: Array.from({ length: 5 }, () => retryable('service_unavailable', 'down')),
     });
-    expect(record.calls.ValidateDrop).toBe(7);
+    expect(record.calls.ValidateDrop).toBe(4);
     expect(record.reportInput?.failure).toMatchObject({ Error: 'Hopper.Retryable' });
   });
 
