@@ -13,6 +13,10 @@ export interface DropListing {
   readonly files: ReadonlyMap<string, DropFile>;
   /** Names relative to the folder (`sub/a.csv`) of objects in sub-folders. */
   readonly nested: readonly string[];
+  /** When each object directly in the folder was last written (ms since the epoch; S3 keeps seconds). */
+  readonly modifiedAt: ReadonlyMap<string, number>;
+  /** The latest write of any object under the folder, sub-folders included (0 for an empty one). */
+  readonly newestModifiedAt: number;
 }
 
 /** 1000 keys a page: a million objects is far past any drop (the service takes 1000 files). */
@@ -21,7 +25,9 @@ export const MAX_LIST_PAGES = 1000;
 export async function listDrop(s3: S3Client, bucket: string, drop: string): Promise<DropListing> {
   const prefix = inboxPrefix(drop);
   const files = new Map<string, DropFile>();
+  const modifiedAt = new Map<string, number>();
   const nested: string[] = [];
+  let newestModifiedAt = 0;
   let token: string | undefined;
   for (let page = 0; page < MAX_LIST_PAGES; page++) {
     const answer = await s3.send(
@@ -31,10 +37,18 @@ export async function listDrop(s3: S3Client, bucket: string, drop: string): Prom
       const name = (object.Key ?? '').slice(prefix.length);
       // The zero-byte marker the S3 console creates for the folder itself.
       if (name === '') continue;
-      if (name.includes('/')) nested.push(name);
-      else files.set(name, { name, bytes: object.Size ?? 0, etag: bareEtag(object.ETag ?? '') });
+      const modified = object.LastModified?.getTime() ?? 0;
+      newestModifiedAt = Math.max(newestModifiedAt, modified);
+      if (name.includes('/')) {
+        nested.push(name);
+      } else {
+        files.set(name, { name, bytes: object.Size ?? 0, etag: bareEtag(object.ETag ?? '') });
+        modifiedAt.set(name, modified);
+      }
     }
-    if (answer.IsTruncated !== true || answer.NextContinuationToken === undefined) return { files, nested };
+    if (answer.IsTruncated !== true || answer.NextContinuationToken === undefined) {
+      return { files, nested, modifiedAt, newestModifiedAt };
+    }
     token = answer.NextContinuationToken;
   }
   throw new RunError(

@@ -3,8 +3,8 @@
  * (RunConfig), every default of DESIGN.md section 1 applied and every file pinned by size and
  * etag, so later steps send exactly what was checked here.
  *
- * Checks, in order, each failing with a code of its own and a message naming the files:
- * train.json (the version that started the run, valid), no objects in sub-folders, the files
+ * The folder is taken once it has stopped changing (settle.ts). Checks, in order, each failing
+ * with a code of its own and a message naming the files: train.json (the version that started the run, valid), no objects in sub-folders, the files
  * train.json names exist, there is data to send, no data file is empty, the labels file's header.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
@@ -14,7 +14,8 @@ import { DEFAULT_LABELS_FILE, inboxPrefix, TRAIN_JSON } from '../storage/keys.js
 import { ObjectChangedError, ObjectMissingError, openPinnedObject } from '../storage/streams.js';
 import { fileNameProblem, listForMessage, PLAIN_FILE_NAME_RULE } from './file-names.js';
 import { checkLabelsHeader } from './labels-csv.js';
-import { listDrop, type DropListing } from './listing.js';
+import type { DropListing } from './listing.js';
+import { settledListing, type SettleClock } from './settle.js';
 import {
   DEFAULT_DECISIONS,
   DEFAULT_MAX_ATTEMPTS,
@@ -25,8 +26,14 @@ import {
   type TrainJson,
 } from './train-json.js';
 
-export async function validateDrop(s3: S3Client, run: RunInput): Promise<RunConfig> {
-  const listing = await listDrop(s3, run.bucket, run.drop);
+/** How validate_drop waits for a drop to stop changing (settle.ts). */
+export interface SettleOptions {
+  readonly quietMs: number;
+  readonly clock: SettleClock;
+}
+
+export async function validateDrop(s3: S3Client, run: RunInput, settle: SettleOptions): Promise<RunConfig> {
+  const listing = await settledListing(s3, run, settle.quietMs, settle.clock);
   const folder = inboxPrefix(run.drop);
   const trainJson = parseTrainJson(await readTrainJson(s3, run, listing));
 

@@ -24,6 +24,7 @@ export const ERROR_CODES = [
   'no_data_files',
   'invalid_labels_file',
   'drop_changed',
+  'files_still_arriving',
   // The service's verdicts
   'dataset_unreadable',
   'dataset_expired',

@@ -6,6 +6,7 @@
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { S3Client } from '@aws-sdk/client-s3';
+import { DROP_QUIET_MS } from '../drop/settle.js';
 import { TrainingServiceClient } from '../service-client/index.js';
 import { RunError } from './errors.js';
 
@@ -26,6 +27,8 @@ export interface Runtime {
   readonly logger: Logger;
   /** Milliseconds since the epoch; injected so tests can stand at a chosen time. */
   now(): number;
+  /** How long a drop folder must be unchanged before validate_drop takes it (0: at once). */
+  readonly dropQuietMs: number;
 }
 
 /** Where the API key comes from; never logged, never part of a state. */
@@ -37,6 +40,8 @@ export interface RuntimeOptions {
   readonly apiKey: ApiKeySource;
   readonly logger?: Logger;
   readonly now?: () => number;
+  /** Default DROP_QUIET_MS; 0 where the caller uploads train.json last itself (hopper run). */
+  readonly dropQuietMs?: number;
   /** Passed to every TrainingServiceClient (timeouts, retries); not the base URL or key. */
   readonly clientOptions?: Partial<
     Omit<ConstructorParameters<typeof TrainingServiceClient>[0], 'baseUrl' | 'apiKey'>
@@ -50,6 +55,7 @@ export function createRuntime(options: RuntimeOptions): Runtime {
     s3: options.s3,
     logger,
     now: options.now ?? Date.now,
+    dropQuietMs: options.dropQuietMs ?? DROP_QUIET_MS,
     async service() {
       const key = await options.apiKey();
       if (current?.key !== key) {

@@ -24,6 +24,9 @@ export interface RunStatus {
   readonly attempts: number;
   readonly max_attempts: number | null;
   readonly labelled: number;
+  /** The data files the run sends and its labels file, once validate_drop has taken the drop. */
+  readonly files: readonly string[] | null;
+  readonly labels: string | null;
   readonly started_at: string;
   readonly updated_at: string;
   readonly finished_at: string | null;
@@ -56,6 +59,8 @@ export function statusOf(state: RunState, update: StatusUpdate, now: number): Ru
     attempts: model?.attempts ?? 0,
     max_attempts: config?.maxAttempts ?? null,
     labelled: dataset?.labelled ?? 0,
+    files: config?.files.map((file) => file.name) ?? null,
+    labels: config?.labels?.name ?? null,
     started_at: run.startedAt,
     updated_at: timestamp,
     finished_at: phase === 'running' ? null : timestamp,

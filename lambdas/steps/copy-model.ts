@@ -29,6 +29,8 @@ export interface ModelDocument {
     readonly finished_at: string;
     readonly encoder: string;
     readonly files: readonly string[];
+    /** The labels file, or null when the drop has none. */
+    readonly labels: string | null;
     readonly labelled: number;
   };
   readonly cost: {
@@ -144,6 +146,7 @@ export function modelDocument(state: RunState, model: Model, now: number): Model
       finished_at: new Date(now).toISOString(),
       encoder: model.encoder,
       files: state.config?.files.map((file) => file.name) ?? [],
+      labels: state.config?.labels?.name ?? null,
       labelled: state.dataset?.labelled ?? 0,
     },
     cost: { credits: 1, gpu_usd: model.gpu_usd, jev_usd: model.jev_usd },

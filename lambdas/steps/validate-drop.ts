@@ -1,7 +1,7 @@
 /**
  * validate_drop: reads the drop folder and the train.json that started the run, checks them and
  * returns the run's configuration ($.config) with every default applied and every file pinned
- * by size and etag. The rules are in lambdas/drop/validate.ts.
+ * by size and etag, once the folder has stopped changing. The rules are in lambdas/drop/.
  */
 import { validateDrop } from '../drop/validate.js';
 import type { Step } from '../run/handler.js';
@@ -10,6 +10,9 @@ export const validateDropStep: Step<'config'> = {
   stage: 'validate_drop',
   slot: 'config',
   run(state, env) {
-    return validateDrop(env.runtime.s3, state.run);
+    return validateDrop(env.runtime.s3, state.run, {
+      quietMs: env.runtime.dropQuietMs,
+      clock: { now: () => env.runtime.now(), remainingMs: () => env.remainingMs() },
+    });
   },
 };

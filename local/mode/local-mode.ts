@@ -35,6 +35,12 @@ export interface LocalModeOptions {
   readonly waitMs?: number;
   /** Milliseconds every Retry pauses instead of its backoff. Default: real pauses. */
   readonly retryPauseMs?: number;
+  /**
+   * How long a drop folder must be unchanged before a run takes it. Default DROP_QUIET_MS, as in
+   * Lambda (S3 clients upload in their own order); `hopper run` uploads train.json last itself
+   * and passes 0.
+   */
+  readonly dropQuietMs?: number;
   /** Level of the handlers' own logs (JSON lines on stdout). Default 'SILENT'. */
   readonly logLevel?: LogLevel;
   /**
@@ -96,6 +102,7 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
       logger,
       // The same retry budget as in Lambda, which fits the Tasks' timeouts enforced here too.
       clientOptions: options.clientOptions ?? LAMBDA_CLIENT_OPTIONS,
+      ...(options.dropQuietMs === undefined ? {} : { dropQuietMs: options.dropQuietMs }),
     });
 
     const tasks: Record<string, (input: unknown) => Promise<unknown>> = {};

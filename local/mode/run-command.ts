@@ -54,6 +54,8 @@ export async function runRunCommand(argv: readonly string[], io: CommandIo = pro
     const triggerFailed = new AbortController();
     local = await startLocalMode({
       ...parsed.options.mode,
+      // hopper run uploads the folder itself, train.json last: nothing else arrives after it.
+      dropQuietMs: 0,
       onTriggerError: (key, error) => {
         triggerFailed.abort(new Error(`the S3 event for ${key} started no run: ${messageOf(error)}`));
       },

@@ -24,7 +24,10 @@ export const BRISK_SERVICE = {
 export const RUN_TIMEOUT_MS = 20_000;
 
 export interface LocalModeFixture {
-  /** Local mode with BRISK_SERVICE, 10 ms waits and no retry pauses unless `options` say otherwise. */
+  /**
+   * Local mode with BRISK_SERVICE, 10 ms waits, no retry pauses and drops taken at once unless
+   * `options` say otherwise.
+   */
   start(options?: LocalModeOptions): Promise<LocalMode>;
 }
 
@@ -38,6 +41,8 @@ export function useLocalMode(): LocalModeFixture {
       const local = await startLocalMode({
         waitMs: 10,
         retryPauseMs: 0,
+        // The tests put train.json last; settling is tested on its own.
+        dropQuietMs: 0,
         ...options,
         simulated: { ...BRISK_SERVICE, ...options.simulated },
       });

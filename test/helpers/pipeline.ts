@@ -63,6 +63,7 @@ export function usePipelineFixtures(): PipelineFixtures {
         apiKey: () => Promise.resolve(overrides.apiKey ?? service.apiKey),
         logger: new Logger({ logLevel: 'SILENT' }),
         now: overrides.now ?? (() => service.clock.now()),
+        dropQuietMs: 0,
         clientOptions: { timeoutMs: 5_000, backoffBaseMs: 1, backoffCapMs: 5, maxRetryAfterMs: 10 },
       });
       runtimes.push(runtime);

@@ -152,6 +152,7 @@ describe('copy_model', () => {
         finished_at: new Date(service.clock.now()).toISOString(),
         encoder: 'enc-base',
         files: ['data.jsonl'],
+        labels: null,
         labelled: 4,
       },
       cost: { credits: 1, gpu_usd: model.gpu_usd, jev_usd: model.jev_usd },

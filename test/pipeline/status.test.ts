@@ -48,6 +48,30 @@ describe('status/<drop>.json', () => {
       updated_at: '2026-01-01T00:01:00.000Z',
       finished_at: null,
       error: null,
+      // No config in this state: the files are not known yet.
+      files: null,
+      labels: null,
+    });
+  });
+
+  it('names the data files and the labels file the run took from the drop', () => {
+    const state: RunState = {
+      ...stateOf('d', 'run-1', '2026-01-01T00:00:00.000Z'),
+      config: {
+        name: 'd',
+        files: [
+          { name: 'a.csv', bytes: 1, etag: 'e1' },
+          { name: 'b.jsonl', bytes: 1, etag: 'e2' },
+        ],
+        labels: { name: 'answers.csv', bytes: 1, etag: 'e3' },
+        encoder: null,
+        decisions: 'service',
+        maxAttempts: 3,
+      },
+    };
+    expect(statusOf(state, { stage: 'upload_files' }, Date.now())).toMatchObject({
+      files: ['a.csv', 'b.jsonl'],
+      labels: 'answers.csv',
     });
   });
 

@@ -30,6 +30,7 @@ function s3Runtime(): Runtime {
     serviceUrl: 'http://127.0.0.1:9',
     apiKey: () => Promise.reject(new Error('validate_drop must not call the service')),
     logger: new Logger({ logLevel: 'SILENT' }),
+    dropQuietMs: 0,
   });
 }
 
@@ -44,9 +45,13 @@ function validate(state: RunState): Promise<RunConfig> {
   return validateDropStep.run(state, stepEnv(s3Runtime()));
 }
 
-async function refusal(state: RunState): Promise<RunError> {
+function refusal(state: RunState): Promise<RunError> {
+  return refusalOf(validate(state));
+}
+
+async function refusalOf(validating: Promise<unknown>): Promise<RunError> {
   try {
-    await validate(state);
+    await validating;
   } catch (error) {
     if (error instanceof RunError) return error;
     throw error;
@@ -347,5 +352,65 @@ describe('validate_drop', () => {
       await dropped({ 'a.csv': REVIEWS_CSV, 'labels.csv': labels, 'train.json': '{}' }),
     );
     expect(config.labels).toMatchObject({ name: 'labels.csv', bytes: Buffer.byteLength(labels) });
+  });
+});
+
+describe('validate_drop while files are still arriving', () => {
+  /** A runtime that takes a drop only after `quietMs` without a write. */
+  function settlingRuntime(quietMs: number): Runtime {
+    return createRuntime({
+      s3: fixtures.s3().client,
+      serviceUrl: 'http://127.0.0.1:9',
+      apiKey: () => Promise.reject(new Error('validate_drop must not call the service')),
+      logger: new Logger({ logLevel: 'SILENT' }),
+      dropQuietMs: quietMs,
+    });
+  }
+
+  function put(drop: string, name: string, body: string): Promise<unknown> {
+    const { client, bucket } = fixtures.s3();
+    return client.send(new PutObjectCommand({ Bucket: bucket, Key: inboxKey(drop, name), Body: body }));
+  }
+
+  it('waits for a data file written after train.json and trains on it too', async () => {
+    const drop = uniqueDrop('late');
+    // train.json first, as `aws s3 cp --recursive` may well do; b.csv follows.
+    const state = await dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }, drop);
+    const validating = validateDropStep.run(state, stepEnv(settlingRuntime(800)));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await put(drop, 'b.csv', REVIEWS_CSV);
+
+    const config = await validating;
+    expect(config.files.map((file) => file.name)).toEqual(['a.csv', 'b.csv']);
+  });
+
+  it('fails with files_still_arriving, naming them, when the folder does not fall quiet in time', async () => {
+    const drop = uniqueDrop('busy');
+    const state = await dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }, drop);
+    // 12 s left in the invocation: 10 s are kept to report, so it gives up after about 2 s.
+    const writing = { done: false };
+    const validating = refusalOf(validateDropStep.run(state, stepEnv(settlingRuntime(800), 12_000))).finally(
+      () => (writing.done = true),
+    );
+    // A writer that keeps going until then (bounded: at most 20 files, 250 ms apart).
+    for (let index = 0; index < 20 && !writing.done; index++) {
+      await put(drop, `part-${String(index)}.csv`, REVIEWS_CSV);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+
+    const error = await validating;
+    expect(error.code).toBe('files_still_arriving');
+    expect(error.detail).toContain(`files were still arriving in inbox/${drop}/`);
+    expect(error.detail).toContain('"part-0.csv"');
+    expect(error.detail).toContain('upload the data files first, then train.json again, last');
+  });
+
+  it('takes a drop that is already quiet without waiting for it again', async () => {
+    const drop = uniqueDrop('quiet');
+    const state = await dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }, drop);
+    await new Promise((resolve) => setTimeout(resolve, 1_300));
+    const started = Date.now();
+    await validateDropStep.run(state, stepEnv(settlingRuntime(200)));
+    expect(Date.now() - started).toBeLessThan(1_000);
   });
 });
