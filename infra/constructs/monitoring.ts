@@ -5,7 +5,7 @@
  * and when they recover, and a small dashboard of the same. docs/deploy.md ("The alarms") says
  * what each one means and what to do.
  */
-import { Duration, Stack } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import {
   Alarm,
   AlarmRule,
@@ -175,6 +175,10 @@ export class HopperMonitoring extends Construct {
     const key = new Key(this, 'TopicKey', {
       description: 'Hopper: encrypts the alarm topic',
       enableKeyRotation: true,
+      // It protects the topic's messages only, and the topic goes with the stack: so does the key
+      // (KMS deletes it after the pending window), rather than costing a month each forever.
+      removalPolicy: RemovalPolicy.DESTROY,
+      pendingWindow: Duration.days(30),
     });
     key.addToResourcePolicy(
       new PolicyStatement({

@@ -544,6 +544,11 @@ describe('monitoring', () => {
   it('sends alarms to a KMS-encrypted, TLS-only topic, e-mailed when notificationEmail is set', () => {
     defaults.template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: Match.anyValue() });
     defaults.template.hasResourceProperties('AWS::KMS::Key', { EnableKeyRotation: true });
+    // Deleted with the stack (after KMS's pending window), like the topic it serves.
+    defaults.template.hasResource('AWS::KMS::Key', {
+      DeletionPolicy: 'Delete',
+      Properties: Match.objectLike({ PendingWindowInDays: 30 }),
+    });
     defaults.template.hasResourceProperties('AWS::SNS::TopicPolicy', {
       PolicyDocument: {
         Statement: Match.arrayWith([
