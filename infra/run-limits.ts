@@ -32,3 +32,11 @@ export const EXECUTION_TIMEOUT_SECONDS = MAX_WAIT_SECONDS + WORK_ALLOWANCE_SECON
  * should: the slow-run alarm fires, before runs like it start ending with `wait_limit`.
  */
 export const SLOW_RUN_SECONDS = MAX_WAIT_SECONDS / 2;
+
+/** A duration as the docs and alarm texts write it: `90 h 40 min`, `24 h`. */
+export function hoursAndMinutes(seconds: number): string {
+  const minutes = Math.round(seconds / 60);
+  const hours = Math.floor(minutes / 60);
+  const rest = minutes % 60;
+  return rest === 0 ? `${String(hours)} h` : `${String(hours)} h ${String(rest)} min`;
+}

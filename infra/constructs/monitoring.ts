@@ -28,7 +28,7 @@ import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import type { IStateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { dashboardName } from '../names.js';
-import { SLOW_RUN_SECONDS } from '../run-limits.js';
+import { SLOW_RUN_SECONDS, hoursAndMinutes } from '../run-limits.js';
 
 export interface HopperMonitoringProps {
   readonly stateMachine: IStateMachine;
@@ -124,7 +124,7 @@ export class HopperMonitoring extends Construct {
       SlowRuns: notifying(
         new Alarm(this, 'SlowRuns', {
           alarmDescription:
-            `A Hopper run ended after more than ${formatHours(slowRun)}, much longer than it should: ` +
+            `A Hopper run ended after more than ${hoursAndMinutes(slowRun.toSeconds())}, much longer than it should: ` +
             'see which step it spent its time in (the Step Functions console).',
           metric: machine.metricTime({ period, statistic: 'Maximum' }),
           threshold: slowRun.toMilliseconds(),
@@ -268,12 +268,4 @@ export class HopperMonitoring extends Construct {
     }
     return dashboard;
   }
-}
-
-/** "33 h 20 min" */
-function formatHours(duration: Duration): string {
-  const minutes = Math.round(duration.toSeconds() / 60);
-  const hours = Math.floor(minutes / 60);
-  const rest = minutes % 60;
-  return rest === 0 ? `${String(hours)} h` : `${String(hours)} h ${String(rest)} min`;
 }
