@@ -74,31 +74,28 @@ export class HopperMonitoring extends Construct {
       alarm.addOkAction(notify);
       return alarm;
     };
+    // Fires when the metric is 1 or more in a period; a period without one is OK again.
+    const anyInPeriod = (name: string, description: string, metric: IMetric): Alarm =>
+      new Alarm(this, name, {
+        alarmDescription: description,
+        metric,
+        threshold: 1,
+        evaluationPeriods: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      });
     const atLeastOnce = (name: string, description: string, metric: IMetric): Alarm =>
-      notifying(
-        new Alarm(this, name, {
-          alarmDescription: description,
-          metric,
-          threshold: 1,
-          evaluationPeriods: 1,
-          comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-          treatMissingData: TreatMissingData.NOT_BREACHING,
-        }),
-      );
+      notifying(anyInPeriod(name, description, metric));
 
     const machine = props.stateMachine;
     const slowRun = props.slowRunThreshold ?? Duration.seconds(SLOW_RUN_SECONDS);
     const functions = { ...props.taskFunctions, Trigger: props.trigger };
-    this.throttleAlarms = Object.entries(functions).map(
-      ([name, fn]) =>
-        new Alarm(this, `Throttles${name}`, {
-          alarmDescription: `Lambda throttled Hopper's ${name} function (an input of the LambdaThrottles alarm).`,
-          metric: fn.metricThrottles({ period, statistic: 'Sum' }),
-          threshold: 1,
-          evaluationPeriods: 1,
-          comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-          treatMissingData: TreatMissingData.NOT_BREACHING,
-        }),
+    this.throttleAlarms = Object.entries(functions).map(([name, fn]) =>
+      anyInPeriod(
+        `Throttles${name}`,
+        `Lambda throttled Hopper's ${name} function (an input of the LambdaThrottles alarm).`,
+        fn.metricThrottles({ period, statistic: 'Sum' }),
+      ),
     );
 
     this.alarms = {
