@@ -456,7 +456,11 @@ describe('monitoring', () => {
     }
     // The rest are the per-function throttle alarms the composite LambdaThrottles alarm combines.
     const silent = alarms.filter(([, alarm]) => alarm.Properties.AlarmActions === undefined);
-    expect(silent.every(([, alarm]) => alarm.Properties.OKActions === undefined)).toBe(true);
+    expect(silent.length).toBe(TASK_NAMES.length + 1);
+    for (const [id, alarm] of silent) {
+      expect(alarm.Properties.MetricName, id).toBe('Throttles');
+      expect(alarm.Properties.OKActions, id).toBeUndefined();
+    }
     const [[, composite]] = composites as [[string, CfnResource]];
     const rule = JSON.stringify(composite.Properties.AlarmRule);
     for (const [id] of silent) expect(rule).toContain(`"Fn::GetAtt":["${id}","Arn"]`);
