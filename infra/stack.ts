@@ -9,18 +9,21 @@ import type { Construct } from 'constructs';
 import { HopperMonitoring } from './constructs/monitoring.js';
 import { HopperPipeline } from './constructs/pipeline.js';
 import { HopperStorage } from './constructs/storage.js';
+import { apiKeySecretName as newApiKeySecretName } from './names.js';
 import { acknowledgeRule } from './nag.js';
 
 export interface HopperStackProps extends StackProps {
   /**
    * The training service's base URL (https, without /v1).
-   * @default - a CloudFormation parameter `ServiceUrl`, asked for at deploy time
+   * @default - a CloudFormation parameter `ServiceUrl` without a default: pass it to `cdk deploy`
+   * as `--parameters ServiceUrl=https://...` (the CLI does not prompt; later deploys reuse it)
    */
   readonly serviceUrl?: string;
   /**
    * The name of an existing Secrets Manager secret whose plain-text value is the API key.
-   * @default - a new secret (output `ApiKeySecretName`) holding a random placeholder: put the
-   * key in it after the first deploy
+   * @default - a new secret `<stack name>/training-service-api-key-<creation id>` (output
+   * `ApiKeySecretName`; infra/names.ts) holding a random placeholder: put the key in it after
+   * the first deploy
    */
   readonly apiKeySecretName?: string;
   /**
@@ -64,12 +67,13 @@ export class HopperStack extends Stack {
       props.serviceUrl ??
       new CfnParameter(this, 'ServiceUrl', {
         type: 'String',
-        description: "The training service's base URL (https, without /v1)",
+        description:
+          "The training service's base URL (https, without /v1). Give it with cdk deploy --parameters ServiceUrl=https://..., or synthesize with -c serviceUrl=... instead",
         allowedPattern: SERVICE_URL_PATTERN,
         constraintDescription: 'an https:// URL',
       }).valueAsString;
 
-    const apiKeySecretName = props.apiKeySecretName ?? `${this.stackName}/training-service-api-key`;
+    const apiKeySecretName = props.apiKeySecretName ?? newApiKeySecretName(this);
     let apiKeySecretId: string;
     if (props.apiKeySecretName !== undefined) {
       this.apiKeySecret = Secret.fromSecretNameV2(this, 'ApiKey', apiKeySecretName);

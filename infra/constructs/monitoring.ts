@@ -1,20 +1,25 @@
 /**
- * What an operator watches: alarms on runs that failed, timed out or were aborted, on events
- * the trigger could not take (dead-letter queue) and on trigger errors, all sent to one SNS
- * topic (optionally e-mailed), and a small dashboard of the same.
+ * What an operator watches: alarms on runs that failed, timed out, were stopped or took much
+ * longer than they should, on events the trigger could not take (dead-letter queue), on trigger
+ * errors and on throttled Lambdas, all sent to one SNS topic (optionally e-mailed) when they fire
+ * and when they recover, and a small dashboard of the same. docs/deploy.md ("The alarms") says
+ * what each one means and what to do.
  */
-import { Duration, Stack } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import {
   Alarm,
+  AlarmRule,
   AlarmStatusWidget,
   ComparisonOperator,
+  CompositeAlarm,
   Dashboard,
   GraphWidget,
   TreatMissingData,
+  type AlarmBase,
   type IMetric,
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
-import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Topic } from 'aws-cdk-lib/aws-sns';
@@ -22,48 +27,56 @@ import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import type { IStateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
+import { dashboardName } from '../names.js';
+import { SLOW_RUN_SECONDS, hoursAndMinutes } from '../run-limits.js';
 
 export interface HopperMonitoringProps {
   readonly stateMachine: IStateMachine;
   readonly deadLetterQueue: IQueue;
   readonly trigger: IFunction;
-  /** The Task functions by state name, graphed on the dashboard. @default - none graphed */
+  /** The Task functions by state name: graphed, and watched for throttles. @default - none */
   readonly taskFunctions?: Readonly<Record<string, IFunction>>;
   /** An e-mail address subscribed to the alarm topic (it must confirm). @default - no subscription */
   readonly notificationEmail?: string;
   /** The period each alarm looks at. @default Duration.minutes(5) */
   readonly period?: Duration;
+  /**
+   * A run that took longer than this fires the SlowRuns alarm.
+   * @default Duration.seconds(SLOW_RUN_SECONDS), half a run's wait budget (infra/run-limits.ts)
+   */
+  readonly slowRunThreshold?: Duration;
   /** Whether to create the dashboard. @default true */
   readonly dashboard?: boolean;
 }
 
+/** The AWS service that publishes alarm state changes to the topic. */
+const CLOUDWATCH = 'cloudwatch.amazonaws.com';
+
 export class HopperMonitoring extends Construct {
-  /** Every alarm notifies this topic. */
+  /** Every alarm below notifies this topic when it fires and when it recovers. */
   readonly topic: Topic;
-  readonly alarms: readonly Alarm[];
+  /** The alarms that notify, by name (a composite alarm watches the throttle alarms). */
+  readonly alarms: Readonly<Record<string, AlarmBase>>;
+  /**
+   * One alarm per Lambda, inputs of the LambdaThrottles composite alarm and notifying nothing
+   * themselves: an alarm can combine at most 10 metrics, and the pipeline has 12 functions.
+   */
+  readonly throttleAlarms: readonly Alarm[];
   readonly dashboard?: Dashboard;
 
   constructor(scope: Construct, id: string, props: HopperMonitoringProps) {
     super(scope, id);
     const period = props.period ?? Duration.minutes(5);
-
-    // A customer managed key: CloudWatch cannot publish to a topic under the AWS managed SNS key.
-    const key = new Key(this, 'TopicKey', {
-      description: 'Hopper: encrypts the alarm topic',
-      enableKeyRotation: true,
-    });
-    key.grant(new ServicePrincipal('cloudwatch.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey*');
-    this.topic = new Topic(this, 'AlarmTopic', {
-      displayName: 'Hopper alarms',
-      masterKey: key,
-      enforceSSL: true,
-    });
-    if (props.notificationEmail !== undefined) {
-      this.topic.addSubscription(new EmailSubscription(props.notificationEmail));
-    }
-
-    const atLeastOnce = (name: string, description: string, metric: IMetric): Alarm => {
-      const alarm = new Alarm(this, name, {
+    this.topic = this.createTopic(props.notificationEmail);
+    const notify = new SnsAction(this.topic);
+    const notifying = <T extends AlarmBase>(alarm: T): T => {
+      alarm.addAlarmAction(notify);
+      alarm.addOkAction(notify);
+      return alarm;
+    };
+    // Fires when the metric is 1 or more in a period; a period without one is OK again.
+    const anyInPeriod = (name: string, description: string, metric: IMetric): Alarm =>
+      new Alarm(this, name, {
         alarmDescription: description,
         metric,
         threshold: 1,
@@ -71,50 +84,135 @@ export class HopperMonitoring extends Construct {
         comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         treatMissingData: TreatMissingData.NOT_BREACHING,
       });
-      alarm.addAlarmAction(new SnsAction(this.topic));
-      return alarm;
-    };
+    const atLeastOnce = (name: string, description: string, metric: IMetric): Alarm =>
+      notifying(anyInPeriod(name, description, metric));
+
     const machine = props.stateMachine;
-    this.alarms = [
-      atLeastOnce(
+    const slowRun = props.slowRunThreshold ?? Duration.seconds(SLOW_RUN_SECONDS);
+    const functions = { ...props.taskFunctions, Trigger: props.trigger };
+    this.throttleAlarms = Object.entries(functions).map(([name, fn]) =>
+      anyInPeriod(
+        `Throttles${name}`,
+        `Lambda throttled Hopper's ${name} function (an input of the LambdaThrottles alarm).`,
+        fn.metricThrottles({ period, statistic: 'Sum' }),
+      ),
+    );
+
+    this.alarms = {
+      ExecutionsFailed: atLeastOnce(
         'ExecutionsFailed',
-        'A Hopper run failed: status/<drop>.json in the bucket says why and what to do.',
+        'A Hopper run failed. status/<drop>.json says why and what to do, unless the report step ' +
+          'itself failed (the execution ended in ReportFailed): then the status file may be stale, and ' +
+          "the execution's error in the Step Functions console says what happened.",
         machine.metricFailed({ period, statistic: 'Sum' }),
       ),
-      atLeastOnce(
+      ExecutionsTimedOut: atLeastOnce(
         'ExecutionsTimedOut',
-        'A Hopper run timed out before its report step could record the outcome.',
+        "A Hopper run reached the state machine's execution timeout and Step Functions stopped it; the " +
+          'report step never ran, so status/<drop>.json still says running.',
         machine.metricTimedOut({ period, statistic: 'Sum' }),
       ),
-      atLeastOnce(
+      ExecutionsAborted: atLeastOnce(
         'ExecutionsAborted',
-        'A Hopper run was stopped (aborted) by hand or by a redeploy; its status file stays "running".',
+        'A Hopper run was stopped (StopExecution, from the console or the API); the report step never ' +
+          'ran, so status/<drop>.json still says running.',
         machine.metricAborted({ period, statistic: 'Sum' }),
       ),
-      atLeastOnce(
+      SlowRuns: notifying(
+        new Alarm(this, 'SlowRuns', {
+          alarmDescription:
+            `A Hopper run ended after more than ${hoursAndMinutes(slowRun.toSeconds())}, much longer than it should: ` +
+            'see which step it spent its time in (the Step Functions console).',
+          metric: machine.metricTime({ period, statistic: 'Maximum' }),
+          threshold: slowRun.toMilliseconds(),
+          evaluationPeriods: 1,
+          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+          treatMissingData: TreatMissingData.NOT_BREACHING,
+        }),
+      ),
+      TriggerDeadLetters: atLeastOnce(
         'TriggerDeadLetters',
         'An S3 event could not start a run: see the messages in the trigger dead-letter queue.',
         props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period, statistic: 'Maximum' }),
       ),
-      atLeastOnce(
+      TriggerErrors: atLeastOnce(
         'TriggerErrors',
         'The trigger Lambda failed: a dropped train.json may not have started a run (see its logs).',
         props.trigger.metricErrors({ period, statistic: 'Sum' }),
       ),
-    ];
+      LambdaThrottles: notifying(
+        new CompositeAlarm(this, 'LambdaThrottles', {
+          alarmDescription:
+            "Lambda throttled one of Hopper's functions (the account's or region's concurrency is used " +
+            'up). The steps retry throttled invocations with backoff; runs slow down, and a step still ' +
+            'throttled after its retries fails its run.',
+          alarmRule: AlarmRule.anyOf(...this.throttleAlarms),
+        }),
+      ),
+    };
 
     if (props.dashboard ?? true) {
-      this.dashboard = this.createDashboard(props, period);
+      this.dashboard = this.createDashboard(props, functions, period);
     }
   }
 
-  private createDashboard(props: HopperMonitoringProps, period: Duration): Dashboard {
-    const machine = props.stateMachine;
-    const dashboard = new Dashboard(this, 'Dashboard', {
-      dashboardName: `Hopper-${Stack.of(this).stackName}`,
+  /**
+   * The alarm topic: encrypted with a customer managed key (CloudWatch cannot use the AWS managed
+   * SNS key), TLS only, and open to CloudWatch alarms of this account and region: the policy
+   * Topic writes for enforceSSL replaces SNS's default one, so the permission must be explicit.
+   */
+  private createTopic(notificationEmail: string | undefined): Topic {
+    const stack = Stack.of(this);
+    const fromOwnAlarms = {
+      StringEquals: { 'aws:SourceAccount': stack.account },
+      ArnLike: {
+        'aws:SourceArn': `arn:${stack.partition}:cloudwatch:${stack.region}:${stack.account}:alarm:*`,
+      },
+    };
+    const key = new Key(this, 'TopicKey', {
+      description: 'Hopper: encrypts the alarm topic',
+      enableKeyRotation: true,
+      // It protects the topic's messages only, and the topic goes with the stack: so does the key
+      // (KMS deletes it after the pending window), rather than costing a month each forever.
+      removalPolicy: RemovalPolicy.DESTROY,
+      pendingWindow: Duration.days(30),
     });
+    key.addToResourcePolicy(
+      new PolicyStatement({
+        sid: 'CloudWatchAlarmsPublishToTopic',
+        principals: [new ServicePrincipal(CLOUDWATCH)],
+        actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+        resources: ['*'], // in a key policy, "*" is this key
+        conditions: fromOwnAlarms,
+      }),
+    );
+    const topic = new Topic(this, 'AlarmTopic', {
+      displayName: 'Hopper alarms',
+      masterKey: key,
+      enforceSSL: true,
+    });
+    topic.addToResourcePolicy(
+      new PolicyStatement({
+        sid: 'CloudWatchAlarmsPublish',
+        principals: [new ServicePrincipal(CLOUDWATCH)],
+        actions: ['sns:Publish'],
+        resources: [topic.topicArn],
+        conditions: fromOwnAlarms,
+      }),
+    );
+    if (notificationEmail !== undefined) topic.addSubscription(new EmailSubscription(notificationEmail));
+    return topic;
+  }
+
+  private createDashboard(
+    props: HopperMonitoringProps,
+    functions: Readonly<Record<string, IFunction>>,
+    period: Duration,
+  ): Dashboard {
+    const machine = props.stateMachine;
+    const dashboard = new Dashboard(this, 'Dashboard', { dashboardName: dashboardName(this) });
     dashboard.addWidgets(
-      new AlarmStatusWidget({ title: 'Alarms', alarms: [...this.alarms], width: 24 }),
+      new AlarmStatusWidget({ title: 'Alarms', alarms: Object.values(this.alarms), width: 24 }),
       new GraphWidget({
         title: 'Runs',
         width: 12,
@@ -125,6 +223,7 @@ export class HopperMonitoring extends Construct {
           machine.metricTimedOut({ period, statistic: 'Sum', label: 'timed out' }),
           machine.metricAborted({ period, statistic: 'Sum', label: 'aborted' }),
         ],
+        right: [machine.metricTime({ period, statistic: 'Maximum', label: 'longest run (ms)' })],
       }),
       new GraphWidget({
         title: 'Trigger',
@@ -147,13 +246,20 @@ export class HopperMonitoring extends Construct {
       dashboard.addWidgets(
         new GraphWidget({
           title: 'Task errors',
-          width: 12,
+          width: 8,
           left: tasks.map(([name, fn]) => fn.metricErrors({ period, statistic: 'Sum', label: name })),
         }),
         new GraphWidget({
           title: 'Task duration (p90)',
-          width: 12,
+          width: 8,
           left: tasks.map(([name, fn]) => fn.metricDuration({ period, statistic: 'p90', label: name })),
+        }),
+        new GraphWidget({
+          title: 'Throttles',
+          width: 8,
+          left: Object.entries(functions).map(([name, fn]) =>
+            fn.metricThrottles({ period, statistic: 'Sum', label: name }),
+          ),
         }),
       );
     }

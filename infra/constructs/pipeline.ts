@@ -16,8 +16,10 @@ import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from 'aws-cd
 import { Construct } from 'constructs';
 import { ENV } from '../../lambdas/run/runtime.js';
 import { TRAIN_JSON_KEY_WILDCARD } from '../../lambdas/storage/keys.js';
+import { executionLogGroupName } from '../names.js';
 import { acknowledgeWildcardResource } from '../nag.js';
 import { grantTaskAccess } from '../permissions.js';
+import { EXECUTION_TIMEOUT_SECONDS } from '../run-limits.js';
 import { buildDefinition } from '../state-machine.js';
 import { TASKS, TRIGGER, type TaskName } from '../tasks.js';
 import { HopperFunction } from './hopper-function.js';
@@ -37,6 +39,11 @@ export interface HopperPipelineProps {
   readonly serviceUrl: string;
   /** How long Lambda and state machine logs are kept. @default RetentionDays.THREE_MONTHS */
   readonly logRetention?: RetentionDays;
+  /**
+   * How long one execution may run before Step Functions stops it (TimedOut).
+   * @default Duration.seconds(EXECUTION_TIMEOUT_SECONDS), the longest run Hopper supports (infra/run-limits.ts)
+   */
+  readonly executionTimeout?: Duration;
   /** How often EventBridge retries delivering an event to the trigger. @default 8 */
   readonly triggerRetryAttempts?: number;
   /** How long EventBridge keeps retrying an event. @default Duration.hours(24) */
@@ -47,6 +54,7 @@ export interface HopperPipelineProps {
 
 export class HopperPipeline extends Construct {
   readonly stateMachine: StateMachine;
+  /** The state machine's log group, `/aws/vendedlogs/states/<stack>-<creation id>` (infra/names.ts). */
   readonly executionLogs: LogGroup;
   /** The Lambda of each Task state, by state name. */
   readonly taskFunctions: Readonly<Record<TaskName, NodejsFunction>>;
@@ -78,11 +86,15 @@ export class HopperPipeline extends Construct {
     }
     this.taskFunctions = functions;
 
-    this.executionLogs = new LogGroup(this, 'ExecutionLogs', { retention: logRetention });
+    this.executionLogs = new LogGroup(this, 'ExecutionLogs', {
+      logGroupName: executionLogGroupName(this),
+      retention: logRetention,
+    });
     this.stateMachine = new StateMachine(this, 'StateMachine', {
       comment: 'Hopper: one execution per train.json dropped into inbox/<drop>/',
       definitionBody: DefinitionBody.fromChainable(buildDefinition(this, functions)),
       stateMachineType: StateMachineType.STANDARD,
+      timeout: props.executionTimeout ?? Duration.seconds(EXECUTION_TIMEOUT_SECONDS),
       tracingEnabled: true,
       // States hold ids and counters only (never the API key), so execution data may be logged.
       logs: { destination: this.executionLogs, level: LogLevel.ALL, includeExecutionData: true },

@@ -6,6 +6,9 @@
  */
 import { Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
+import { aslOf } from '../../infra/definition.js';
+import { EXECUTION_TIMEOUT_SECONDS, MAX_WAIT_SECONDS, SLOW_RUN_SECONDS } from '../../infra/run-limits.js';
+import { MAX_POLLS_PER_RUN, POLL_MAX_SECONDS } from '../../lambdas/run/polling.js';
 import { TRAIN_JSON_KEY_WILDCARD } from '../../lambdas/storage/keys.js';
 import {
   EXISTING_RESOURCES,
@@ -17,7 +20,9 @@ import {
   roleStatements,
   synthesize,
   type CfnResource,
+  type Statement,
 } from './helpers.js';
+import { evaluate, type TemplateJson } from './physical-names.js';
 
 const defaults = synthesize();
 const existing = synthesize(EXISTING_RESOURCES);
@@ -64,6 +69,17 @@ const EXPECTED: Record<
   CopyModel: { timeout: 900, objects: { 'models/*': MULTIPART_WRITE, 'status/*': READ_WRITE }, secret: true },
   Report: { timeout: 60, objects: { 'status/*': READ_WRITE }, secret: false },
 };
+
+/** A template value as CloudFormation would resolve it for the stack Hopper in eu-west-1. */
+function evaluated(value: unknown): string {
+  const deployment = {
+    stackName: 'Hopper',
+    stackUuid: '0f1e2d3c-aaaa-4aaa-8aaa-aaaaaaaaaaaa',
+    region: 'eu-west-1',
+    account: '123456789012',
+  };
+  return evaluate(value, deployment, defaults.template.toJSON() as TemplateJson);
+}
 
 function resourcesOfType(template: typeof defaults.template, type: string): [string, CfnResource][] {
   return Object.entries(template.findResources(type) as Record<string, CfnResource>);
@@ -330,18 +346,21 @@ describe('the Lambda functions', () => {
 
 describe('the API key', () => {
   it('is never in the template: the new secret holds a generated placeholder', () => {
-    defaults.template.hasResourceProperties('AWS::SecretsManager::Secret', {
-      Name: 'Hopper/training-service-api-key',
-      GenerateSecretString: {},
-      SecretString: Match.absent(),
-    });
+    const [[, secret]] = resourcesOfType(defaults.template, 'AWS::SecretsManager::Secret') as [
+      [string, CfnResource],
+    ];
+    expect(secret.Properties).toMatchObject({ GenerateSecretString: {} });
+    expect(secret.Properties.SecretString).toBeUndefined();
     for (const hopper of [defaults, existing]) {
       const text = JSON.stringify(hopper.template.toJSON());
       expect(text).not.toContain('"SecretString"');
       // Nor resolved into a property at deploy time (a dynamic reference would land in the env).
       expect(text).not.toContain('{{resolve:secretsmanager');
     }
-    defaults.template.hasOutput('ApiKeySecretName', { Value: 'Hopper/training-service-api-key' });
+    // Named `<stack>/training-service-api-key-<creation id>` (test/infra/names.test.ts); the
+    // output gives the name to put the key under.
+    defaults.template.hasOutput('ApiKeySecretName', { Value: secret.Properties.Name });
+    expect(JSON.stringify(secret.Properties.Name)).toContain('Hopper/training-service-api-key-');
   });
 
   it('can be an existing secret, given by name', () => {
@@ -363,39 +382,65 @@ describe('the API key', () => {
 });
 
 describe('the state machine', () => {
+  const [[, machine]] = resourcesOfType(defaults.template, 'AWS::StepFunctions::StateMachine') as [
+    [string, CfnResource],
+  ];
+
   it('is a Standard state machine that logs everything to CloudWatch Logs and traces with X-Ray', () => {
-    const [[, machine]] = resourcesOfType(defaults.template, 'AWS::StepFunctions::StateMachine') as [
-      [string, CfnResource],
-    ];
     expect(machine.Properties).toMatchObject({
       StateMachineType: 'STANDARD',
       TracingConfiguration: { Enabled: true },
       LoggingConfiguration: { Level: 'ALL', IncludeExecutionData: true },
     });
+  });
+
+  it('logs to a log group under /aws/vendedlogs/states/, named for the stack and its creation', () => {
     const destinations = (
       machine.Properties.LoggingConfiguration as {
         Destinations: { CloudWatchLogsLogGroup: { LogGroupArn: { 'Fn::GetAtt': [string, string] } } }[];
       }
     ).Destinations;
+    expect(destinations).toHaveLength(1);
     const logGroupId = destinations[0]!.CloudWatchLogsLogGroup.LogGroupArn['Fn::GetAtt'][0];
-    expect(defaults.template.findResources('AWS::Logs::LogGroup')[logGroupId]).toBeDefined();
+    const logGroup = defaults.template.findResources('AWS::Logs::LogGroup')[logGroupId] as CfnResource;
+    expect(evaluated(logGroup.Properties.LogGroupName)).toBe('/aws/vendedlogs/states/Hopper-0f1e2d3c');
+    expect(logGroup.Properties.RetentionInDays).toBe(90);
+  });
+
+  it('stops a run after the longest time Hopper supports: every poll at the longest interval, plus a day', () => {
+    const timeout = aslOf(defaults.stack.pipeline.stateMachine).TimeoutSeconds;
+    expect(timeout).toBe(EXECUTION_TIMEOUT_SECONDS);
+    expect(EXECUTION_TIMEOUT_SECONDS).toBe(MAX_POLLS_PER_RUN * POLL_MAX_SECONDS + 24 * 3600);
+    // A run that uses its whole wait budget ends with wait_limit (and a status file) first.
+    expect(EXECUTION_TIMEOUT_SECONDS).toBeGreaterThan(MAX_WAIT_SECONDS);
   });
 });
 
 describe('monitoring', () => {
-  it('alarms on failed, timed-out and aborted runs, dead letters and trigger errors', () => {
-    const [topicId] = resourcesOfType(defaults.template, 'AWS::SNS::Topic').map(([id]) => id);
-    const alarms = resourcesOfType(defaults.template, 'AWS::CloudWatch::Alarm').map(([, alarm]) => alarm);
-    expect(alarms.map((alarm) => alarm.Properties.MetricName).sort()).toEqual([
+  const [topicId] = resourcesOfType(defaults.template, 'AWS::SNS::Topic').map(([id]) => id);
+  const alarms = resourcesOfType(defaults.template, 'AWS::CloudWatch::Alarm');
+  const composites = resourcesOfType(defaults.template, 'AWS::CloudWatch::CompositeAlarm');
+  const notifying = [...alarms, ...composites].filter(
+    ([, alarm]) => alarm.Properties.AlarmActions !== undefined,
+  );
+  const [machineId] = resourcesOfType(defaults.template, 'AWS::StepFunctions::StateMachine').map(
+    ([id]) => id,
+  );
+
+  it('alarms on failed, timed-out, aborted and slow runs, dead letters, trigger errors and throttles', () => {
+    expect(notifying.map(([, alarm]) => alarm.Properties.MetricName ?? 'composite').sort()).toEqual([
       'ApproximateNumberOfMessagesVisible',
       'Errors',
+      'ExecutionTime',
       'ExecutionsAborted',
       'ExecutionsFailed',
       'ExecutionsTimedOut',
+      'composite',
     ]);
-    for (const alarm of alarms) {
-      expect(alarm.Properties).toMatchObject({
-        AlarmActions: [{ Ref: topicId }],
+    for (const [id, alarm] of notifying) {
+      const metric = alarm.Properties.MetricName;
+      if (metric === undefined || metric === 'ExecutionTime') continue; // the composite; the slow-run test
+      expect(alarm.Properties, id).toMatchObject({
         Threshold: 1,
         ComparisonOperator: 'GreaterThanOrEqualToThreshold',
         TreatMissingData: 'notBreaching',
@@ -403,9 +448,111 @@ describe('monitoring', () => {
     }
   });
 
+  it('notifies the topic when an alarm fires and when it recovers, for every alarm but the throttle inputs', () => {
+    expect(notifying.length).toBe(7);
+    for (const [id, alarm] of notifying) {
+      expect(alarm.Properties.AlarmActions, id).toEqual([{ Ref: topicId }]);
+      expect(alarm.Properties.OKActions, id).toEqual([{ Ref: topicId }]);
+    }
+    // The rest are the per-function throttle alarms the composite LambdaThrottles alarm combines.
+    const silent = alarms.filter(([, alarm]) => alarm.Properties.AlarmActions === undefined);
+    expect(silent.length).toBe(TASK_NAMES.length + 1);
+    for (const [id, alarm] of silent) {
+      expect(alarm.Properties.MetricName, id).toBe('Throttles');
+      expect(alarm.Properties.OKActions, id).toBeUndefined();
+    }
+    const [[, composite]] = composites as [[string, CfnResource]];
+    const rule = JSON.stringify(composite.Properties.AlarmRule);
+    for (const [id] of silent) expect(rule).toContain(`"Fn::GetAtt":["${id}","Arn"]`);
+  });
+
+  it('watches every function of the pipeline for throttles, one input alarm each', () => {
+    const functionIds = resourcesOfType(defaults.template, 'AWS::Lambda::Function').map(([id]) => id);
+    const throttled = alarms
+      .filter(([, alarm]) => alarm.Properties.MetricName === 'Throttles')
+      .map(([, alarm]) => {
+        expect(alarm.Properties).toMatchObject({ Namespace: 'AWS/Lambda', Statistic: 'Sum', Threshold: 1 });
+        const [dimension] = alarm.Properties.Dimensions as { Name: string; Value: { Ref: string } }[];
+        expect(dimension!.Name).toBe('FunctionName');
+        return dimension!.Value.Ref;
+      });
+    expect(throttled.sort()).toEqual(functionIds.sort());
+    expect(functionIds).toHaveLength(TASK_NAMES.length + 1);
+  });
+
+  it('calls a run slow when it took longer than half its wait budget', () => {
+    const [[, slow]] = notifying.filter(([, alarm]) => alarm.Properties.MetricName === 'ExecutionTime') as [
+      [string, CfnResource],
+    ];
+    expect(slow.Properties).toMatchObject({
+      Namespace: 'AWS/States',
+      Statistic: 'Maximum',
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: SLOW_RUN_SECONDS * 1000,
+      Dimensions: [{ Name: 'StateMachineArn', Value: { Ref: machineId } }],
+    });
+    expect(SLOW_RUN_SECONDS).toBe(MAX_WAIT_SECONDS / 2);
+    expect(slow.Properties.AlarmDescription).toContain('33 h 20 min');
+  });
+
+  it('lets CloudWatch alarms of this account publish to the topic and use its key', () => {
+    const fromOwnAlarms = {
+      StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
+      ArnLike: { 'aws:SourceArn': Match.anyValue() },
+    };
+    const sourceArns: string[] = [];
+    defaults.template.hasResourceProperties('AWS::SNS::TopicPolicy', {
+      Topics: [{ Ref: topicId }],
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Effect: 'Allow',
+            Principal: { Service: 'cloudwatch.amazonaws.com' },
+            Action: 'sns:Publish',
+            Resource: { Ref: topicId },
+            Condition: fromOwnAlarms,
+          }),
+        ]),
+      },
+    });
+    const [topicPolicy] = resourcesOfType(defaults.template, 'AWS::SNS::TopicPolicy').map(
+      ([, policy]) => policy,
+    );
+    const [topic] = resourcesOfType(defaults.template, 'AWS::SNS::Topic').map(([, resource]) => resource);
+    const keyId = (topic!.Properties.KmsMasterKeyId as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+    const key = defaults.template.findResources('AWS::KMS::Key')[keyId] as CfnResource;
+    expect((key.Properties.KeyPolicy as { Statement: unknown[] }).Statement).toContainEqual(
+      expect.objectContaining({
+        Effect: 'Allow',
+        Principal: { Service: 'cloudwatch.amazonaws.com' },
+        Action: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+        Condition: {
+          StringEquals: fromOwnAlarms.StringEquals,
+          ArnLike: { 'aws:SourceArn': expect.anything() as unknown },
+        },
+      }),
+    );
+    // Both allow the alarms of this account and region only.
+    for (const document of [topicPolicy!.Properties.PolicyDocument, key.Properties.KeyPolicy]) {
+      for (const statement of (document as { Statement: Statement[] }).Statement) {
+        const arn = statement.Condition?.ArnLike?.['aws:SourceArn'];
+        if (arn !== undefined) sourceArns.push(evaluated(arn));
+      }
+    }
+    expect(sourceArns).toEqual([
+      'arn:aws:cloudwatch:eu-west-1:123456789012:alarm:*',
+      'arn:aws:cloudwatch:eu-west-1:123456789012:alarm:*',
+    ]);
+  });
+
   it('sends alarms to a KMS-encrypted, TLS-only topic, e-mailed when notificationEmail is set', () => {
     defaults.template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: Match.anyValue() });
     defaults.template.hasResourceProperties('AWS::KMS::Key', { EnableKeyRotation: true });
+    // Deleted with the stack (after KMS's pending window), like the topic it serves.
+    defaults.template.hasResource('AWS::KMS::Key', {
+      DeletionPolicy: 'Delete',
+      Properties: Match.objectLike({ PendingWindowInDays: 30 }),
+    });
     defaults.template.hasResourceProperties('AWS::SNS::TopicPolicy', {
       PolicyDocument: {
         Statement: Match.arrayWith([
@@ -419,11 +566,22 @@ describe('monitoring', () => {
       Endpoint: EXISTING_RESOURCES.notificationEmail,
     });
   });
+
+  it('names the dashboard for the stack and the region (dashboards are account-wide)', () => {
+    defaults.template.hasResourceProperties('AWS::CloudWatch::Dashboard', {
+      DashboardName: { 'Fn::Join': ['', ['Hopper-', { Ref: 'AWS::Region' }]] },
+    });
+  });
 });
 
 describe('settings from context', () => {
-  it('asks for the service URL at deploy time when serviceUrl is not given', () => {
-    defaults.template.hasParameter('ServiceUrl', { Type: 'String', AllowedPattern: '^https://[^\\s]+$' });
+  it('takes the service URL as the ServiceUrl parameter (no default) when serviceUrl is not given', () => {
+    defaults.template.hasParameter('ServiceUrl', {
+      Type: 'String',
+      AllowedPattern: '^https://[^\\s]+$',
+      Default: Match.absent(),
+      Description: Match.stringLikeRegexp('--parameters ServiceUrl=https://'),
+    });
     expect(existing.template.toJSON().Parameters).not.toHaveProperty('ServiceUrl');
   });
 
