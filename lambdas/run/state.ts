@@ -47,8 +47,12 @@ export interface PollSchedule {
   readonly waitSeconds: number;
   /** Consecutive polls at `wait` so far; drives the backoff. */
   readonly polls: number;
+  /** Seconds slept in those consecutive waits (before this one); the interval grows with it. */
+  readonly waitedSeconds: number;
   /** Polls in the whole run so far; bounded to stay inside Step Functions' event history. */
   readonly totalPolls: number;
+  /** Seconds the run has slept in Wait states so far, this wait included; bounded per run. */
+  readonly totalWaitSeconds: number;
 }
 
 /** The dataset as the last service call left it ($.dataset). */

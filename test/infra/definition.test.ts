@@ -185,7 +185,9 @@ function dataset(nextAction: string): DatasetSlot {
     labelled: 0,
     waitSeconds: nextAction === 'wait' ? 30 : 0,
     polls: 0,
+    waitedSeconds: 0,
     totalPolls: 0,
+    totalWaitSeconds: 0,
   };
 }
 
@@ -204,7 +206,9 @@ function model(nextAction: string, attempts = 1): ModelSlot {
     error: null,
     waitSeconds: nextAction === 'wait' ? 30 : 0,
     polls: 0,
+    waitedSeconds: 0,
     totalPolls: 0,
+    totalWaitSeconds: 0,
   };
 }
 

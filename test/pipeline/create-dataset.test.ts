@@ -33,7 +33,9 @@ describe('create_dataset', () => {
       labelled: 0,
       waitSeconds: 0,
       polls: 0,
+      waitedSeconds: 0,
       totalPolls: 0,
+      totalWaitSeconds: 0,
     });
     const record = await (await runtime.service()).getDataset(slot.id);
     expect(record.name).toBe('my reviews');

@@ -124,7 +124,7 @@ describe('poll_dataset', () => {
       slot = await poll(runtime, slot);
       waits.push(slot.waitSeconds);
     }
-    expect(waits).toEqual([2, 3, 5, 7, 10, 15, 23, 34, 51, 77, 115, 120, 120]);
+    expect(waits).toEqual([2, 3, 5, 7, 10, 15, 23, 34, 51, 60, 60, 60, 60]);
     expect(slot).toMatchObject({ nextAction: 'wait', polls: 12, totalPolls: 13 });
 
     service.clock.advance(HOUR);
@@ -138,11 +138,11 @@ describe('poll_dataset', () => {
     const uploaded = await uploadedDataset(client);
     const backedOff: DatasetSlot = {
       ...datasetSlot(uploaded, undefined, service.clock.now()),
-      waitSeconds: 120,
+      waitSeconds: 60,
       polls: 20,
       totalPolls: 20,
     };
-    expect((await poll(runtime, backedOff)).waitSeconds).toBe(120);
+    expect((await poll(runtime, backedOff)).waitSeconds).toBe(60);
 
     service.clock.advance(10 * MINUTE - 5_500);
     expect((await poll(runtime, backedOff)).waitSeconds).toBe(5);

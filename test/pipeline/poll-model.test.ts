@@ -86,6 +86,27 @@ describe('poll_model', () => {
     expect(service.clock.now() - finishesAt).toBeLessThanOrEqual(2_000);
   });
 
+  it.each([
+    { what: '72 hours', trainingMs: 72 * HOUR },
+    { what: '7 days', trainingMs: 7 * 24 * HOUR },
+  ])(
+    'a training of $what finishes and is noticed within max(60 s, 5% of the wait)',
+    async ({ trainingMs }) => {
+      const { service, slot, poll } = await startedModel({ queuedMs: 0, trainingMs });
+      const startedAt = service.clock.now();
+      let current = slot;
+      let polls = 0;
+      for (; polls < 1000 && current.nextAction === 'wait'; polls++) {
+        service.clock.advance(current.waitSeconds * 1000);
+        current = await poll(current);
+      }
+      expect(current).toMatchObject({ status: 'done', nextAction: 'download' });
+      const delayMs = service.clock.now() - (startedAt + trainingMs);
+      expect(delayMs).toBeLessThanOrEqual(Math.max(60_000, 0.05 * trainingMs));
+      expect(polls).toBeLessThanOrEqual(trainingMs > 3 * 24 * HOUR ? 260 : 165);
+    },
+  );
+
   it('a done model: download, with its size and when its files expire', async () => {
     const { service, model, slot, poll } = await startedModel({ queuedMs: MINUTE });
     service.clock.advance(MINUTE);

@@ -20,7 +20,9 @@ const DATASET: DatasetSlot = {
   labelled: 0,
   waitSeconds: 0,
   polls: 0,
+  waitedSeconds: 0,
   totalPolls: 3,
+  totalWaitSeconds: 0,
 };
 
 const MODEL: ModelSlot = {
@@ -37,7 +39,9 @@ const MODEL: ModelSlot = {
   error: 'training diverged at epoch 2',
   waitSeconds: 0,
   polls: 0,
+  waitedSeconds: 0,
   totalPolls: 9,
+  totalWaitSeconds: 0,
 };
 
 const COPY: CopySlot = {

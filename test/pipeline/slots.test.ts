@@ -91,7 +91,9 @@ describe('datasetSlot', () => {
       labelled: 0,
       waitSeconds: 0,
       polls: 0,
+      waitedSeconds: 0,
       totalPolls: 0,
+      totalWaitSeconds: 0,
     });
   });
 
@@ -141,7 +143,7 @@ describe('datasetSlot', () => {
 describe('modelSlot', () => {
   const waitingDataset: DatasetSlot = datasetSlot(
     datasetRecord(),
-    { waitSeconds: 51, polls: 8, totalPolls: 30 } as DatasetSlot,
+    { waitSeconds: 51, polls: 8, waitedSeconds: 134, totalPolls: 30, totalWaitSeconds: 600 } as DatasetSlot,
     NOW,
   );
 
@@ -161,7 +163,9 @@ describe('modelSlot', () => {
       error: null,
       waitSeconds: 2,
       polls: 0,
+      waitedSeconds: 0,
       totalPolls: waitingDataset.totalPolls + 1,
+      totalWaitSeconds: waitingDataset.totalWaitSeconds + 2,
     });
   });
 

@@ -45,7 +45,9 @@ describe('start_training', () => {
       // A fresh backoff; the run's poll count goes on from the dataset's.
       waitSeconds: 2,
       polls: 0,
+      waitedSeconds: 0,
       totalPolls: 8,
+      totalWaitSeconds: expect.any(Number) as number,
     });
     expect(service.credits()).toBe(9);
     expect((await client.getModel(slot.id)).dataset_id).toBe(dataset.id);

@@ -19,7 +19,9 @@ function stateOf(drop: string, runId: string, startedAt: string): RunState {
       labelled: 0,
       waitSeconds: 0,
       polls: 0,
+      waitedSeconds: 0,
       totalPolls: 0,
+      totalWaitSeconds: 0,
     },
   };
 }
