@@ -112,7 +112,14 @@ function parse(
 
 function commonOptions(values: Values, env: NodeJS.ProcessEnv): LocalCommandOptions {
   const serviceUrl = stringValue(values['service-url']);
-  const apiKey = stringValue(values['api-key']) ?? nonEmpty(env[API_KEY_ENV]);
+  const keyFlag = stringValue(values['api-key']);
+  // Refused, not read as "no key": a blank key would start local mode and fail the run later.
+  if (keyFlag !== undefined && nonEmpty(keyFlag) === undefined) {
+    throw new CliUsageError(
+      `--api-key: expected the service's API key, got an empty string; give the key, or leave the flag out and set ${API_KEY_ENV}`,
+    );
+  }
+  const apiKey = keyFlag ?? nonEmpty(env[API_KEY_ENV]);
   let service: LocalModeOptions['service'];
   if (serviceUrl !== undefined) {
     if (!/^https?:\/\/[^\s]+$/.test(serviceUrl) || !URL.canParse(serviceUrl)) {
@@ -124,7 +131,7 @@ function commonOptions(values: Values, env: NodeJS.ProcessEnv): LocalCommandOpti
       );
     }
     service = { url: serviceUrl, apiKey };
-  } else if (stringValue(values['api-key']) !== undefined) {
+  } else if (keyFlag !== undefined) {
     throw new CliUsageError('--api-key is for --service-url; the simulated service needs no key from you');
   }
   const s3Port = integerFlag(values, 's3-port', 1, 65535);
