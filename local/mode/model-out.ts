@@ -11,6 +11,9 @@ import { pipeline } from 'node:stream/promises';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { CopySlot } from '../../lambdas/run/state.js';
 
+/** The files of a model in <out>/<drop>/, in the order they are written. */
+export const MODEL_FILES = ['model.onnx', 'model.json'] as const;
+
 export interface ModelOnDisk {
   readonly folder: string;
   readonly onnx: string;
@@ -25,8 +28,7 @@ export async function copyModelOut(
   folder: string,
 ): Promise<ModelOnDisk> {
   await mkdir(folder, { recursive: true });
-  const onnx = join(folder, 'model.onnx');
-  const record = join(folder, 'model.json');
+  const [onnx, record] = MODEL_FILES.map((name) => join(folder, name)) as [string, string];
   // A model.json left from an earlier run would vouch for a model.onnx not yet replaced.
   await rm(record, { force: true });
   await download(s3, bucket, copy.modelKey, onnx);

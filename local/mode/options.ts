@@ -24,7 +24,9 @@ export const RUN_HELP = `Usage: hopper run <folder> [options]
 
 Starts local mode, drops <folder> as inbox/<folder name>/ (train.json last), shows progress and
 copies the model to <out>/<folder name>/: model.onnx and model.json. Exit code 0 when the run
-succeeds, 1 when it fails (its error code and message are printed), 2 on a bad command line.
+succeeds, 1 when it fails (its error code and message are printed), 2 on a bad command line,
+folder or --out (checked before the run starts), 3 when the run succeeded but the model could not
+be saved to --out (it is kept; the command prints where).
 
 Options:
   --out DIR           where models go (default: ./${DEFAULT_OUT_DIR})

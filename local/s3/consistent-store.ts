@@ -112,9 +112,14 @@ class ConsistentStore extends BaseStore {
  * Gives `server`, whose store is in `directory`, the consistent store (call before it serves
  * anything). `partialDirectory` must exist, outside `directory` on the same filesystem.
  */
-export function useConsistentStore(server: S3rver, directory: string, partialDirectory: string): void {
+export function useConsistentStore(
+  server: S3rver,
+  directory: string,
+  partialDirectory: string,
+): Pick<FilesystemStore, 'getResourcePath'> {
   const store = new ConsistentStore(directory, partialDirectory);
   const internals = server as unknown as { store: unknown; context: { store: unknown } };
   internals.store = store;
   internals.context.store = store;
+  return store;
 }

@@ -26,11 +26,22 @@ export interface RunningHopper {
   stop(signal?: NodeJS.Signals): Promise<Finished>;
 }
 
+/** A user and group to run as (the test process must be root to switch). */
+export interface RunAs {
+  readonly uid: number;
+  readonly gid: number;
+}
+
 /** Starts `hopper ...args`, with `env` added to this process's environment. */
-export function startHopper(args: readonly string[], env: NodeJS.ProcessEnv = {}): RunningHopper {
+export function startHopper(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+  runAs?: RunAs,
+): RunningHopper {
   const child = spawn(process.execPath, [BIN, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
+    ...runAs,
   });
   let stdout = '';
   let stderr = '';
@@ -60,6 +71,18 @@ export function startHopper(args: readonly string[], env: NodeJS.ProcessEnv = {}
 }
 
 /** Runs `hopper ...args` to its end. */
-export async function hopper(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Finished> {
-  return startHopper(args, env).finished();
+export async function hopper(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+  runAs?: RunAs,
+): Promise<Finished> {
+  return startHopper(args, env, runAs).finished();
+}
+
+/**
+ * Someone who cannot write where permissions forbid it: root writes anywhere, so as root this is
+ * `nobody` (uid and gid 65534); otherwise the test's own user (undefined).
+ */
+export function permissionBoundUser(): RunAs | undefined {
+  return process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined;
 }
