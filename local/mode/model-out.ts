@@ -1,8 +1,10 @@
 /**
  * `hopper run`'s last step: the model the run copied into the local bucket, copied once more to
- * <out>/<drop>/ on disk. Each file streams to a temporary name and is renamed into place, and
- * model.json goes last: a folder with model.json in it holds a whole model.
+ * <out>/<drop>/ on disk. Each file streams to a temporary name of its own and is renamed into
+ * place, and model.json goes last: a folder with model.json in it holds a whole model. (Two runs
+ * writing one folder at once are kept apart by out-folder.ts's lock.)
  */
+import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -37,7 +39,8 @@ export async function copyModelOut(
 }
 
 async function download(s3: S3Client, bucket: string, key: string, path: string): Promise<void> {
-  const partial = `${path}.partial`;
+  // A name no other writer uses: a shared one lets one writer rename away the other's bytes.
+  const partial = `${path}.${String(process.pid)}-${randomUUID()}.partial`;
   try {
     const answer = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
     if (!(answer.Body instanceof Readable)) throw new Error(`s3://${bucket}/${key} has no body`);

@@ -3,7 +3,7 @@
  * credit spent), and a model that cannot be saved after the run is kept and said where.
  * bin/hopper.mjs spawned as a user runs it.
  */
-import { chmod, cp, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -145,4 +145,36 @@ describe('hopper run when the model cannot be saved after the run', () => {
     expect((await stat(kept)).isDirectory()).toBe(true);
     expect(result.code).toBe(3);
   });
+});
+
+describe('two hopper run into one --out at once', () => {
+  it('runs one and refuses the other up front; model.onnx and model.json are of one model', async () => {
+    const drop = join(work, 'reviews');
+    await cp(EXAMPLE, drop, { recursive: true });
+    const out = join(work, 'out');
+    const runs = [0, 1].map(() => startHopper(['run', drop, '--out', out, '--wait-ms', '20']));
+    let results: Finished[];
+    try {
+      results = await withTimeout(
+        Promise.all(runs.map((running) => running.finished())),
+        'two hopper run did not end',
+        40_000,
+      );
+    } finally {
+      await Promise.all(runs.map((running) => running.stop()));
+    }
+    const codes = results.map((result) => result.code).sort();
+    expect(codes).toEqual([0, 2]);
+    const refused = results.find((result) => result.code === 2);
+    expect(refused?.stdout).toBe('');
+    expect(refused?.stderr).toMatch(
+      /^hopper run: --out: another hopper run \(pid \d+ on .+\) is saving a model in .*out\/reviews: wait for it to finish/,
+    );
+    expect((await readdir(join(out, 'reviews'))).sort()).toEqual(['model.json', 'model.onnx']);
+    const record = JSON.parse(await readFile(join(out, 'reviews', 'model.json'), 'utf8')) as {
+      model: { id: string };
+    };
+    const onnx = await readFile(join(out, 'reviews', 'model.onnx'));
+    expect(onnx.equals(modelBytesAt(record.model.id, 0, onnx.length))).toBe(true);
+  }, 60_000);
 });
