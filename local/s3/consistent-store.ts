@@ -8,6 +8,7 @@
  * file and renamed into place, and renaming plus writing its metadata, like a read's look at the
  * metadata plus opening the file, happen under a per-key lock. An opened file keeps its bytes
  * after a rename replaces it, so a read under way finishes with the version it started with.
+ * Its listing, too, is replaced by one in S3's key order (key-order-listing.ts).
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
@@ -17,6 +18,7 @@ import { dirname, join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type S3rver from 's3rver';
+import { listInKeyOrder, type KeyOrderListing, type ListOptions } from './key-order-listing.js';
 
 /** The parts of s3rver's (untyped) FilesystemStore this module uses. */
 interface StoredObject {
@@ -28,6 +30,9 @@ interface StoredObject {
 
 interface FilesystemStore {
   getResourcePath(bucket: string, key: string, resource: string): string;
+  getBucketPath(bucket: string): string;
+  getMetadata(bucket: string, key: string): Promise<Record<string, string>>;
+  listObjects(bucket: string, options: ListOptions): Promise<unknown>;
   putMetadata(bucket: string, key: string, metadata: Record<string, string>, md5: string): Promise<void>;
   getObject(bucket: string, key: string, options?: unknown): Promise<unknown>;
   putObject(object: StoredObject): Promise<{ size: number; md5: string }>;
@@ -77,6 +82,11 @@ class ConsistentStore extends BaseStore {
   override async getObject(bucket: string, key: string, options?: unknown): Promise<unknown> {
     // The base resolves once the file is open: metadata and bytes are then of one version.
     return this.#locks.with(`${bucket}/${key}`, () => super.getObject(bucket, key, options));
+  }
+
+  /** In S3's key order, so that pages continue where the last one ended (key-order-listing.ts). */
+  override async listObjects(bucket: string, options: ListOptions): Promise<KeyOrderListing> {
+    return listInKeyOrder(this, bucket, options);
   }
 
   override async putObject(object: StoredObject): Promise<{ size: number; md5: string }> {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
 import { useConsistentStore } from './consistent-store.js';
+import { useWorkingContinuationTokens } from './continuation-tokens.js';
 
 /** Static credentials s3rver accepts (it checks signatures against these). */
 export const LOCAL_S3_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } as const;
@@ -54,6 +55,8 @@ export async function startLocalS3(options: LocalS3Options = {}): Promise<LocalS
     silent: true,
     configureBuckets: [{ name: bucket, configs: [] }],
   });
+  // s3rver's own continuation tokens need a cipher Node's OpenSSL lacks (continuation-tokens.ts).
+  useWorkingContinuationTokens();
   // s3rver's own store breaks a read racing a write of the same key (consistent-store.ts).
   const store = useConsistentStore(server, objects, partial);
   let address: AddressInfo;
