@@ -91,7 +91,9 @@ export async function listInKeyOrder(
 
 /** Every key stored in the bucket folder `bucketPath` at or under `prefix`'s folder. */
 async function storedKeys(bucketPath: string, prefix: string): Promise<string[]> {
-  const folder = join(bucketPath, prefix.slice(0, prefix.lastIndexOf('/') + 1));
+  const below = join(bucketPath, prefix.slice(0, prefix.lastIndexOf('/') + 1));
+  // A prefix with ".." segments would lead out of the bucket's folder: walk all of it instead.
+  const folder = relative(bucketPath, below).startsWith('..') ? bucketPath : below;
   const entries = await readdir(folder, { recursive: true, withFileTypes: true }).catch((error: unknown) => {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw error;

@@ -2,6 +2,7 @@
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import {
+  CreateBucketCommand,
   ListObjectsCommand,
   ListObjectsV2Command,
   paginateListObjectsV2,
@@ -130,6 +131,16 @@ describe('ListObjectsV2 past one page (1000 keys)', () => {
       { keys: ['a-before.txt'], prefixes: ['many-not/'] },
       { keys: [], prefixes: ['many/', 'zz-after/'] },
     ]);
+  });
+
+  it('lists nothing of another bucket for a prefix that climbs out of its folder', async () => {
+    await s3.client.send(new CreateBucketCommand({ Bucket: 'hopper-other' }));
+    await s3.client.send(new PutObjectCommand({ Bucket: 'hopper-other', Key: 'secret.txt', Body: 'x' }));
+    const page = await s3.client.send(
+      new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: '../hopper-other/' }),
+    );
+    expect(page.Contents ?? []).toEqual([]);
+    expect(page.KeyCount).toBe(0);
   });
 
   it('refuses a continuation token it did not make, as S3 does', async () => {
