@@ -80,6 +80,32 @@ export async function hopper(
 }
 
 /**
+ * Runs `hopper ...args` to its end within `timeoutMs`; past it the command is stopped (SIGINT,
+ * so it cleans up) and this rejects, naming the command.
+ */
+export async function hopperWithin(
+  args: readonly string[],
+  timeoutMs: number,
+  env: NodeJS.ProcessEnv = {},
+  runAs?: RunAs,
+): Promise<Finished> {
+  const running = startHopper(args, env, runAs);
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => {
+      resolve('timeout');
+    }, timeoutMs);
+  });
+  const first = await Promise.race([running.finished(), timedOut]);
+  clearTimeout(timer);
+  if (first !== 'timeout') return first;
+  const stopped = await running.stop();
+  throw new Error(
+    `hopper ${args.join(' ')} did not end within ${String(timeoutMs)} ms (stopped):\n${stopped.stdout}${stopped.stderr}`,
+  );
+}
+
+/**
  * Someone who cannot write where permissions forbid it: root writes anywhere, so as root this is
  * `nobody` (uid and gid 65534); otherwise the test's own user (undefined).
  */

@@ -9,9 +9,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_FILES } from '../../lambdas/drop/train-json.js';
 import { TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { hopper } from '../helpers/hopper-cli.js';
+import { hopperWithin } from '../helpers/hopper-cli.js';
 import { dropAndRun, useLocalMode } from '../helpers/local-mode.js';
-import { withTimeout } from '../helpers/timeout.js';
 
 const fixture = useLocalMode();
 
@@ -54,7 +53,7 @@ describe('hopper run of a folder with more data files than the service takes', (
 
   it('refuses it before starting anything, naming the limit and what to do, exit 2', async () => {
     const folder = await folderWith({ ...dataFiles(MAX_FILES + 1), [TRAIN_JSON]: '{}' });
-    const result = await withTimeout(hopper(['run', folder]), 'hopper run did not end', 25_000);
+    const result = await hopperWithin(['run', folder], 25_000);
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
     expect(result.stderr).toBe(

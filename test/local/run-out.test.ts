@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { modelBytesAt } from '../../local/service/model-bytes.js';
 import { TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { hopper, permissionBoundUser, startHopper, type Finished } from '../helpers/hopper-cli.js';
+import { hopperWithin, permissionBoundUser, startHopper, type Finished } from '../helpers/hopper-cli.js';
 import { withTimeout } from '../helpers/timeout.js';
 
 const EXAMPLE = fileURLToPath(new URL('../../examples/reviews', import.meta.url));
@@ -42,7 +42,7 @@ function expectRefusedUpFront(result: Finished): void {
 }
 
 async function run(args: readonly string[]): Promise<Finished> {
-  return withTimeout(hopper(['run', ...args]), `hopper run ${args.join(' ')} did not end`, 25_000);
+  return hopperWithin(['run', ...args], 25_000);
 }
 
 describe('hopper run --out, checked before the run starts', () => {
@@ -93,11 +93,7 @@ describe('hopper run --out, checked before the run starts', () => {
     const out = join(work, 'read-only');
     await mkdir(out, { mode: 0o555 });
     await chmod(out, 0o555);
-    const result = await withTimeout(
-      hopper(['run', drop, '--out', out], {}, user),
-      'hopper run into a read-only --out did not end',
-      25_000,
-    );
+    const result = await hopperWithin(['run', drop, '--out', out], 25_000, {}, user);
     expectRefusedUpFront(result);
     expect(result.stderr).toContain(`cannot create ${join(out, 'reviews')}`);
     expect(result.stderr).toContain('permission');
