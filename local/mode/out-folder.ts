@@ -115,7 +115,7 @@ async function firstFileOnTheWay(path: string): Promise<string | undefined> {
 }
 
 /** A file system error as a person reads it: "permission denied", "no space left on device". */
-export function describeFsError(error: unknown): string {
+function describeFsError(error: unknown): string {
   const failure = error as NodeJS.ErrnoException;
   const reasons: Record<string, string> = {
     EACCES: 'permission denied',

@@ -5,12 +5,12 @@
  * model to <out>/<drop>/. Exit codes: 0 succeeded, 1 failed, 2 bad command line, folder or
  * --out, 3 the model could not be saved to --out (it is kept and said where), 130 stopped.
  */
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 import type { Writable } from 'node:stream';
 import { messageOf } from '../../lambdas/run/errors.js';
 import { readStatus } from '../../lambdas/run/status.js';
 import type { CopySlot, RunState } from '../../lambdas/run/state.js';
-import { inboxKey, modelPrefix, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { DropFolderError, readDropFolder, uploadDropFolder, type DropFolder } from './drop-folder.js';
 import { startLocalMode, type LocalMode } from './local-mode.js';
 import { copyModelOut, MODEL_FILES } from './model-out.js';
@@ -131,7 +131,7 @@ async function report(
     try {
       model = await copyModelOut(local.s3.client, local.bucket, copy, outFolder);
     } catch (error) {
-      keepInBucket(local, drop, trained?.id ?? 'of this run', copy, outFolder, error, io);
+      keepInBucket(local, trained?.id, copy, outFolder, error, io);
       return EXIT.notSaved;
     }
     io.stdout.write(
@@ -160,25 +160,31 @@ async function report(
  */
 function keepInBucket(
   local: LocalMode,
-  drop: string,
-  modelId: string,
+  modelId: string | undefined,
   copy: CopySlot,
   outFolder: string,
   error: unknown,
   io: CommandIo,
 ): void {
   local.s3.keep();
+  // models/<drop>/<model id>/, from the key the model was copied to.
+  const prefix = `${posix.dirname(copy.modelKey)}/`;
   const [onnx, record] = MODEL_FILES.map((name) => join(outFolder, name)) as [string, string];
   io.stderr.write(
     [
       `hopper run: the run succeeded, but the model could not be saved to ${outFolder}: ${messageOf(error)}`,
-      `hopper run: model ${modelId} is kept in the local bucket at s3://${local.bucket}/${modelPrefix(drop, modelId)}, whose files stay on disk; copy them where you want the model, e.g.:`,
-      `  cp '${local.s3.objectFile(copy.modelKey)}' ${onnx}`,
-      `  cp '${local.s3.objectFile(copy.recordKey)}' ${record}`,
+      `hopper run: model ${modelId ?? posix.basename(prefix)} is kept in the local bucket at s3://${local.bucket}/${prefix}, whose files stay on disk; copy them where you want the model, e.g.:`,
+      `  cp ${shellQuoted(local.s3.objectFile(copy.modelKey))} ${shellQuoted(onnx)}`,
+      `  cp ${shellQuoted(local.s3.objectFile(copy.recordKey))} ${shellQuoted(record)}`,
       `hopper run: and delete ${local.s3.directory} once they are copied`,
       '',
     ].join('\n'),
   );
+}
+
+/** `text` as one word for a POSIX shell. */
+function shellQuoted(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
 }
 
 /** `promise`, or a rejection with the signal's reason once `signal` aborts. */

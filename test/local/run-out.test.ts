@@ -3,16 +3,19 @@
  * credit spent), and a model that cannot be saved after the run is kept and said where.
  * bin/hopper.mjs spawned as a user runs it.
  */
+import { execFile } from 'node:child_process';
 import { chmod, cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { modelBytesAt } from '../../local/service/model-bytes.js';
 import { TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { hopperWithin, permissionBoundUser, startHopper, type Finished } from '../helpers/hopper-cli.js';
 import { withTimeout } from '../helpers/timeout.js';
 
+const execFileAsync = promisify(execFile);
 const EXAMPLE = fileURLToPath(new URL('../../examples/reviews', import.meta.url));
 
 let work: string;
@@ -104,7 +107,8 @@ describe('hopper run when the model cannot be saved after the run', () => {
   it('prints the model id and where the model is kept, keeps it there, and exits 3', async () => {
     const drop = join(work, 'reviews');
     await cp(EXAMPLE, drop, { recursive: true });
-    const out = join(work, 'out');
+    // A space in the path: the printed cp lines must still work in a shell.
+    const out = join(work, 'my out');
     const running = startHopper(['run', drop, '--out', out, '--wait-ms', '20']);
     let result: Finished;
     try {
@@ -128,16 +132,23 @@ describe('hopper run when the model cannot be saved after the run', () => {
     expect(id).toBeDefined();
     expect(result.stderr).toContain(`s3://hopper-local/models/reviews/${String(id)}/`);
     // The lines to copy the model out by hand name files that outlive the command.
-    const copies = [...result.stderr.matchAll(/^ {2}cp '([^']+)' (\S+)$/gm)];
+    const copies = [...result.stderr.matchAll(/^ {2}cp '([^']+)' '([^']+)'$/gm)];
     expect(copies.map((copy) => copy[2])).toEqual([
       join(out, 'reviews', 'model.onnx'),
       join(out, 'reviews', 'model.json'),
     ]);
     expect(kept).toMatch(/hopper-s3-/);
-    const onnx = await readFile(copies[0]?.[1] ?? '');
+    // The printed lines, run by a shell once the folder is free, fetch the whole model.
+    await rm(join(out, 'reviews'));
+    await mkdir(join(out, 'reviews'));
+    for (const copy of copies) await execFileAsync('sh', ['-c', copy[0].trim()]);
+    const onnx = await readFile(join(out, 'reviews', 'model.onnx'));
     expect(onnx.equals(modelBytesAt(id ?? '', 0, onnx.length))).toBe(true);
-    const record = JSON.parse(await readFile(copies[1]?.[1] ?? '', 'utf8')) as { model: { id: string } };
+    const record = JSON.parse(await readFile(join(out, 'reviews', 'model.json'), 'utf8')) as {
+      model: { id: string; onnx_bytes: number };
+    };
     expect(record.model.id).toBe(id);
+    expect(onnx.length).toBe(record.model.onnx_bytes);
     expect((await stat(kept)).isDirectory()).toBe(true);
     expect(result.code).toBe(3);
   });
