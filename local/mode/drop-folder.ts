@@ -2,12 +2,19 @@
  * `hopper run <folder>`'s drop: every file of the folder uploaded under inbox/<folder name>/,
  * train.json last, since its arrival starts the run. Files go as they are (sub-folders too):
  * what a drop may hold is the pipeline's rule (docs/drop-format.md), so a folder that breaks
- * it fails the run with the same error it would get in the cloud.
+ * it fails the run with the same error it would get in the cloud; only more data files than
+ * the service takes is said before uploading, since the folder shows it at once.
  */
-import { open, readdir, stat } from 'node:fs/promises';
+import { open, readdir, readFile, stat } from 'node:fs/promises';
 import { basename, join, relative, resolve, sep } from 'node:path';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import {
+  MAX_FILES,
+  MAX_TRAIN_JSON_BYTES,
+  parseTrainJson,
+  type TrainJson,
+} from '../../lambdas/drop/train-json.js';
+import { DEFAULT_LABELS_FILE, inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 
 /** A folder that cannot be dropped at all; the message says why and what to do. */
 export class DropFolderError extends Error {
@@ -51,7 +58,37 @@ export async function readDropFolder(folder: string): Promise<DropFolder> {
     );
   }
   files.sort((a, b) => a.name.localeCompare(b.name));
+  await checkDataFileCount(folder, files, trainJsonPath);
   return { drop, files, trainJsonPath };
+}
+
+/**
+ * The service takes at most MAX_FILES files per dataset, so a folder that would send more is
+ * refused before anything is uploaded. The count follows the pipeline's default (every plain
+ * file but train.json and the labels file); a train.json that lists "files", or does not parse,
+ * is left to the run's first step, which checks it as in the cloud.
+ */
+async function checkDataFileCount(
+  folder: string,
+  files: readonly { readonly name: string }[],
+  trainJsonPath: string,
+): Promise<void> {
+  const plain = files.filter((file) => !file.name.includes('/'));
+  if (plain.length <= MAX_FILES) return;
+  if ((await stat(trainJsonPath)).size > MAX_TRAIN_JSON_BYTES) return;
+  let trainJson: TrainJson;
+  try {
+    trainJson = parseTrainJson(await readFile(trainJsonPath, 'utf8'));
+  } catch {
+    return;
+  }
+  if (trainJson.files !== undefined) return;
+  const labels = trainJson.labels ?? DEFAULT_LABELS_FILE;
+  const count = plain.filter((file) => file.name !== labels).length;
+  if (count <= MAX_FILES) return;
+  throw new DropFolderError(
+    `${folder} holds ${String(count)} data files and the service takes at most ${String(MAX_FILES)} per dataset: list the files to send in train.json "files", or split the folder into drops of at most ${String(MAX_FILES)} files`,
+  );
 }
 
 /**

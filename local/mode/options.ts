@@ -24,7 +24,9 @@ export const RUN_HELP = `Usage: hopper run <folder> [options]
 
 Starts local mode, drops <folder> as inbox/<folder name>/ (train.json last), shows progress and
 copies the model to <out>/<folder name>/: model.onnx and model.json. Exit code 0 when the run
-succeeds, 1 when it fails (its error code and message are printed), 2 on a bad command line.
+succeeds, 1 when it fails (its error code and message are printed), 2 on a bad command line,
+folder or --out (checked before the run starts), 3 when the run succeeded but the model could not
+be saved to --out (it is kept; the command prints where).
 
 Options:
   --out DIR           where models go (default: ./${DEFAULT_OUT_DIR})
@@ -112,7 +114,14 @@ function parse(
 
 function commonOptions(values: Values, env: NodeJS.ProcessEnv): LocalCommandOptions {
   const serviceUrl = stringValue(values['service-url']);
-  const apiKey = stringValue(values['api-key']) ?? nonEmpty(env[API_KEY_ENV]);
+  const keyFlag = stringValue(values['api-key']);
+  // Refused, not read as "no key": a blank key would start local mode and fail the run later.
+  if (keyFlag !== undefined && nonEmpty(keyFlag) === undefined) {
+    throw new CliUsageError(
+      `--api-key: expected the service's API key, got an empty string; give the key, or leave the flag out and set ${API_KEY_ENV}`,
+    );
+  }
+  const apiKey = keyFlag ?? nonEmpty(env[API_KEY_ENV]);
   let service: LocalModeOptions['service'];
   if (serviceUrl !== undefined) {
     if (!/^https?:\/\/[^\s]+$/.test(serviceUrl) || !URL.canParse(serviceUrl)) {
@@ -124,7 +133,7 @@ function commonOptions(values: Values, env: NodeJS.ProcessEnv): LocalCommandOpti
       );
     }
     service = { url: serviceUrl, apiKey };
-  } else if (stringValue(values['api-key']) !== undefined) {
+  } else if (keyFlag !== undefined) {
     throw new CliUsageError('--api-key is for --service-url; the simulated service needs no key from you');
   }
   const s3Port = integerFlag(values, 's3-port', 1, 65535);

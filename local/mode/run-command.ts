@@ -2,18 +2,19 @@
  * `hopper run <folder> [options]` (and `npm start`): local mode for one drop. Starts the local
  * S3 server, the simulated service (unless --service-url) and the state machine; drops the
  * folder as inbox/<folder name>/, train.json last; shows the run's progress; and copies the
- * model to <out>/<drop>/. Exit codes: 0 succeeded, 1 failed, 2 bad command line or folder,
- * 130 stopped by Ctrl-C.
+ * model to <out>/<drop>/. Exit codes: 0 succeeded, 1 failed, 2 bad command line, folder or
+ * --out, 3 the model could not be saved to --out (it is kept and said where), 130 stopped.
  */
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 import type { Writable } from 'node:stream';
 import { messageOf } from '../../lambdas/run/errors.js';
 import { readStatus } from '../../lambdas/run/status.js';
-import type { RunState } from '../../lambdas/run/state.js';
+import type { CopySlot, RunState } from '../../lambdas/run/state.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { DropFolderError, readDropFolder, uploadDropFolder, type DropFolder } from './drop-folder.js';
 import { startLocalMode, type LocalMode } from './local-mode.js';
-import { copyModelOut } from './model-out.js';
+import { copyModelOut, MODEL_FILES } from './model-out.js';
+import { OutFolderError, prepareOutFolder, type OutFolder } from './out-folder.js';
 import { CliUsageError, parseRunArgs, RUN_HELP } from './options.js';
 import { describeFailure, formatBytes, progressOf, reporterFor } from './progress.js';
 import type { ExecutionOutcome } from './state-machine.js';
@@ -28,11 +29,12 @@ export interface CommandIo {
 /** How long train.json's upload may go without its run starting (the trigger is in-process). */
 const START_TIMEOUT_MS = 30_000;
 
-export const EXIT = { succeeded: 0, failed: 1, usage: 2, stopped: 130 } as const;
+export const EXIT = { succeeded: 0, failed: 1, usage: 2, notSaved: 3, stopped: 130 } as const;
 
 export async function runRunCommand(argv: readonly string[], io: CommandIo = processIo()): Promise<number> {
   let parsed: ReturnType<typeof parseRunArgs>;
   let folder: DropFolder;
+  let out: OutFolder;
   try {
     parsed = parseRunArgs(argv);
     if (parsed.kind === 'help') {
@@ -40,8 +42,15 @@ export async function runRunCommand(argv: readonly string[], io: CommandIo = pro
       return EXIT.succeeded;
     }
     folder = await readDropFolder(parsed.folder);
+    // Before the run: a model paid for must have somewhere to go.
+    out = await prepareOutFolder(parsed.out, folder.drop);
   } catch (error) {
-    if (!(error instanceof CliUsageError || error instanceof DropFolderError)) throw error;
+    if (!(
+      error instanceof CliUsageError ||
+      error instanceof DropFolderError ||
+      error instanceof OutFolderError
+    ))
+      throw error;
     io.stderr.write(`hopper run: ${error.message}\n`);
     return EXIT.usage;
   }
@@ -93,7 +102,7 @@ export async function runRunCommand(argv: readonly string[], io: CommandIo = pro
     });
     const outcome = await untilAborted(started.done, stop);
     reporter.finish();
-    return await report(outcome, local, folder.drop, join(parsed.out, folder.drop), io, startedAt);
+    return await report(outcome, local, folder.drop, out.path, io, startedAt);
   } catch (error) {
     reporter.finish();
     if (stop.aborted) {
@@ -104,6 +113,7 @@ export async function runRunCommand(argv: readonly string[], io: CommandIo = pro
     return EXIT.failed;
   } finally {
     await local?.close();
+    await out.release();
   }
 }
 
@@ -117,9 +127,15 @@ async function report(
 ): Promise<number> {
   const seconds = ((Date.now() - startedAt) / 1000).toFixed(1);
   if (outcome.status === 'SUCCEEDED') {
-    const copy = (outcome.output as RunState).copy;
+    const { copy, model: trained } = outcome.output as RunState;
     if (copy === undefined) throw new Error('the run succeeded without copying a model (a bug in Hopper)');
-    const model = await copyModelOut(local.s3.client, local.bucket, copy, outFolder);
+    let model;
+    try {
+      model = await copyModelOut(local.s3.client, local.bucket, copy, outFolder);
+    } catch (error) {
+      keepInBucket(local, trained?.id, copy, outFolder, error, io);
+      return EXIT.notSaved;
+    }
     io.stdout.write(
       `hopper: succeeded in ${seconds} s: ${model.onnx} (${formatBytes(model.bytes)}) and ${model.record}\n`,
     );
@@ -138,6 +154,39 @@ async function report(
       : describeFailure(outcome.error, outcome.cause);
   io.stderr.write(`hopper: the run failed after ${seconds} s: ${error}\n`);
   return EXIT.failed;
+}
+
+/**
+ * A model the run paid for that could not be saved to `outFolder`: the local bucket's files are
+ * left on disk when local mode closes, and the user is told the model id and how to copy it.
+ */
+function keepInBucket(
+  local: LocalMode,
+  modelId: string | undefined,
+  copy: CopySlot,
+  outFolder: string,
+  error: unknown,
+  io: CommandIo,
+): void {
+  local.s3.keep();
+  // models/<drop>/<model id>/, from the key the model was copied to.
+  const prefix = `${posix.dirname(copy.modelKey)}/`;
+  const [onnx, record] = MODEL_FILES.map((name) => join(outFolder, name)) as [string, string];
+  io.stderr.write(
+    [
+      `hopper run: the run succeeded, but the model could not be saved to ${outFolder}: ${messageOf(error)}`,
+      `hopper run: model ${modelId ?? posix.basename(prefix)} is kept in the local bucket at s3://${local.bucket}/${prefix}, whose files stay on disk; copy them where you want the model, e.g.:`,
+      `  cp ${shellQuoted(local.s3.objectFile(copy.modelKey))} ${shellQuoted(onnx)}`,
+      `  cp ${shellQuoted(local.s3.objectFile(copy.recordKey))} ${shellQuoted(record)}`,
+      `hopper run: and delete ${local.s3.directory} once they are copied`,
+      '',
+    ].join('\n'),
+  );
+}
+
+/** `text` as one word for a POSIX shell. */
+function shellQuoted(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
 }
 
 /** `promise`, or a rejection with the signal's reason once `signal` aborts. */

@@ -8,6 +8,7 @@
  * file and renamed into place, and renaming plus writing its metadata, like a read's look at the
  * metadata plus opening the file, happen under a per-key lock. An opened file keeps its bytes
  * after a rename replaces it, so a read under way finishes with the version it started with.
+ * Its listing, too, is replaced by one in S3's key order (key-order-listing.ts).
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
@@ -17,6 +18,7 @@ import { dirname, join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type S3rver from 's3rver';
+import { listInKeyOrder, type KeyOrderListing, type ListOptions } from './key-order-listing.js';
 
 /** The parts of s3rver's (untyped) FilesystemStore this module uses. */
 interface StoredObject {
@@ -28,6 +30,9 @@ interface StoredObject {
 
 interface FilesystemStore {
   getResourcePath(bucket: string, key: string, resource: string): string;
+  getBucketPath(bucket: string): string;
+  getMetadata(bucket: string, key: string): Promise<Record<string, string>>;
+  listObjects(bucket: string, options: ListOptions): Promise<unknown>;
   putMetadata(bucket: string, key: string, metadata: Record<string, string>, md5: string): Promise<void>;
   getObject(bucket: string, key: string, options?: unknown): Promise<unknown>;
   putObject(object: StoredObject): Promise<{ size: number; md5: string }>;
@@ -79,6 +84,11 @@ class ConsistentStore extends BaseStore {
     return this.#locks.with(`${bucket}/${key}`, () => super.getObject(bucket, key, options));
   }
 
+  /** In S3's key order, so that pages continue where the last one ended (key-order-listing.ts). */
+  override async listObjects(bucket: string, options: ListOptions): Promise<KeyOrderListing> {
+    return listInKeyOrder(this, bucket, options);
+  }
+
   override async putObject(object: StoredObject): Promise<{ size: number; md5: string }> {
     const objectPath = this.getResourcePath(object.bucket, object.key, 'object');
     await mkdir(dirname(objectPath), { recursive: true });
@@ -112,9 +122,14 @@ class ConsistentStore extends BaseStore {
  * Gives `server`, whose store is in `directory`, the consistent store (call before it serves
  * anything). `partialDirectory` must exist, outside `directory` on the same filesystem.
  */
-export function useConsistentStore(server: S3rver, directory: string, partialDirectory: string): void {
+export function useConsistentStore(
+  server: S3rver,
+  directory: string,
+  partialDirectory: string,
+): Pick<FilesystemStore, 'getResourcePath'> {
   const store = new ConsistentStore(directory, partialDirectory);
   const internals = server as unknown as { store: unknown; context: { store: unknown } };
   internals.store = store;
   internals.context.store = store;
+  return store;
 }

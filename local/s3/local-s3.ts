@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
 import { useConsistentStore } from './consistent-store.js';
+import { useWorkingContinuationTokens } from './continuation-tokens.js';
 
 /** Static credentials s3rver accepts (it checks signatures against these). */
 export const LOCAL_S3_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } as const;
@@ -30,6 +31,12 @@ export interface LocalS3 {
   readonly client: S3Client;
   /** The s3rver instance, for its 'event' notifications (local triggers). */
   readonly server: S3rver;
+  /** The folder holding the server's objects (a temporary one, removed by close()). */
+  readonly directory: string;
+  /** The file holding the bytes of the object `key`, as they were uploaded. */
+  objectFile(key: string): string;
+  /** Leaves `directory` on disk at close(), e.g. for a model that could not be saved elsewhere. */
+  keep(): void;
   close(): Promise<void>;
 }
 
@@ -48,8 +55,10 @@ export async function startLocalS3(options: LocalS3Options = {}): Promise<LocalS
     silent: true,
     configureBuckets: [{ name: bucket, configs: [] }],
   });
+  // s3rver's own continuation tokens need a cipher Node's OpenSSL lacks (continuation-tokens.ts).
+  useWorkingContinuationTokens();
   // s3rver's own store breaks a read racing a write of the same key (consistent-store.ts).
-  useConsistentStore(server, objects, partial);
+  const store = useConsistentStore(server, objects, partial);
   let address: AddressInfo;
   try {
     address = await server.run();
@@ -59,16 +68,22 @@ export async function startLocalS3(options: LocalS3Options = {}): Promise<LocalS
   }
   const endpoint = `http://127.0.0.1:${String(address.port)}`;
   const client = localS3Client(endpoint);
+  let kept = false;
   return {
     endpoint,
     port: address.port,
     bucket,
     client,
     server,
+    directory,
+    objectFile: (key) => store.getResourcePath(bucket, key, 'object'),
+    keep() {
+      kept = true;
+    },
     async close() {
       client.destroy();
       await server.close();
-      await rm(directory, { recursive: true, force: true });
+      if (!kept) await rm(directory, { recursive: true, force: true });
     },
   };
 }

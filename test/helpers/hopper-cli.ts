@@ -26,11 +26,22 @@ export interface RunningHopper {
   stop(signal?: NodeJS.Signals): Promise<Finished>;
 }
 
+/** A user and group to run as (the test process must be root to switch). */
+export interface RunAs {
+  readonly uid: number;
+  readonly gid: number;
+}
+
 /** Starts `hopper ...args`, with `env` added to this process's environment. */
-export function startHopper(args: readonly string[], env: NodeJS.ProcessEnv = {}): RunningHopper {
+export function startHopper(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+  runAs?: RunAs,
+): RunningHopper {
   const child = spawn(process.execPath, [BIN, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
+    ...runAs,
   });
   let stdout = '';
   let stderr = '';
@@ -60,6 +71,44 @@ export function startHopper(args: readonly string[], env: NodeJS.ProcessEnv = {}
 }
 
 /** Runs `hopper ...args` to its end. */
-export async function hopper(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Finished> {
-  return startHopper(args, env).finished();
+export async function hopper(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+  runAs?: RunAs,
+): Promise<Finished> {
+  return startHopper(args, env, runAs).finished();
+}
+
+/**
+ * Runs `hopper ...args` to its end within `timeoutMs`; past it the command is stopped (SIGINT,
+ * so it cleans up) and this rejects, naming the command.
+ */
+export async function hopperWithin(
+  args: readonly string[],
+  timeoutMs: number,
+  env: NodeJS.ProcessEnv = {},
+  runAs?: RunAs,
+): Promise<Finished> {
+  const running = startHopper(args, env, runAs);
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => {
+      resolve('timeout');
+    }, timeoutMs);
+  });
+  const first = await Promise.race([running.finished(), timedOut]);
+  clearTimeout(timer);
+  if (first !== 'timeout') return first;
+  const stopped = await running.stop();
+  throw new Error(
+    `hopper ${args.join(' ')} did not end within ${String(timeoutMs)} ms (stopped):\n${stopped.stdout}${stopped.stderr}`,
+  );
+}
+
+/**
+ * Someone who cannot write where permissions forbid it: root writes anywhere, so as root this is
+ * `nobody` (uid and gid 65534); otherwise the test's own user (undefined).
+ */
+export function permissionBoundUser(): RunAs | undefined {
+  return process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined;
 }

@@ -12,7 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulatedService, type SimulatedService } from '../../local/service/index.js';
 import { modelBytesAt } from '../../local/service/model-bytes.js';
 import { inboxKey, MODELS_PREFIX, TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { hopper, startHopper } from '../helpers/hopper-cli.js';
+import { hopper, hopperWithin, startHopper } from '../helpers/hopper-cli.js';
 
 const EXAMPLE = fileURLToPath(new URL('../../examples/reviews', import.meta.url));
 
@@ -99,6 +99,19 @@ describe('hopper run', () => {
     } finally {
       await service.close();
     }
+  });
+
+  it('refuses an empty --api-key before starting anything, exit 2', async () => {
+    const drop = await smallDrop('blank-key');
+    const result = await hopperWithin(
+      ['run', drop, '--service-url', 'http://127.0.0.1:9', '--api-key', ''],
+      20_000,
+    );
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(
+      /^hopper run: --api-key: expected the service's API key, got an empty string/,
+    );
+    expect(result.stdout).toBe('');
   });
 
   it('refuses a folder without train.json before starting anything, exit 2', async () => {

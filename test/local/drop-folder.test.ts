@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetObjectCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_FILES } from '../../lambdas/drop/train-json.js';
 import { inboxKey } from '../../lambdas/storage/keys.js';
 import { DropFolderError, readDropFolder, uploadDropFolder } from '../../local/mode/drop-folder.js';
 import { startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
@@ -42,6 +43,45 @@ async function dropError(folder: string): Promise<DropFolderError> {
     throw new Error(`expected a DropFolderError, got ${String(error)}`);
   return error;
 }
+
+/** `count` small data files, by name. */
+function dataFiles(count: number): Record<string, string> {
+  return Object.fromEntries(
+    Array.from({ length: count }, (_, index) => [`d${String(index)}.csv`, 'text\nx\n']),
+  );
+}
+
+describe("readDropFolder and the service's limit of MAX_FILES data files", () => {
+  it('refuses more data files than the service takes, naming the count, the limit and what to do', async () => {
+    const folder = await dropFolder('many', { ...dataFiles(MAX_FILES + 1), 'train.json': '{}' });
+    expect((await dropError(folder)).message).toBe(
+      `${folder} holds ${String(MAX_FILES + 1)} data files and the service takes at most ${String(MAX_FILES)} per dataset: list the files to send in train.json "files", or split the folder into drops of at most ${String(MAX_FILES)} files`,
+    );
+  });
+
+  it('does not count the labels file, and leaves a train.json "files" list to the pipeline', async () => {
+    const withLabels = await dropFolder('labelled', {
+      ...dataFiles(MAX_FILES),
+      'labels.csv': 'id,label\n',
+      'train.json': '{}',
+    });
+    expect((await readDropFolder(withLabels)).files).toHaveLength(MAX_FILES + 1);
+    const namedLabels = await dropFolder('named', {
+      ...dataFiles(MAX_FILES),
+      'answers.csv': 'id,label\n',
+      'train.json': '{"labels": "answers.csv"}',
+    });
+    expect((await readDropFolder(namedLabels)).files).toHaveLength(MAX_FILES + 1);
+    const listed = await dropFolder('listed', {
+      ...dataFiles(MAX_FILES + 1),
+      'train.json': '{"files": ["d0.csv"]}',
+    });
+    expect((await readDropFolder(listed)).files).toHaveLength(MAX_FILES + 1);
+    // A train.json the pipeline will refuse is its to report (invalid_train_json), as in the cloud.
+    const broken = await dropFolder('broken', { ...dataFiles(MAX_FILES + 1), 'train.json': '{' });
+    expect((await readDropFolder(broken)).files).toHaveLength(MAX_FILES + 1);
+  });
+});
 
 describe('readDropFolder', () => {
   it('refuses a folder that does not exist, naming it', async () => {

@@ -166,6 +166,21 @@ describe('copyModelOut', () => {
     expect(await readdir(folder)).toEqual(['model.onnx']);
   });
 
+  it('lets two copies into one folder at once each finish: no temporary name is shared', async () => {
+    const [first, second] = [await storedModel(), await storedModel()];
+    const folder = await outFolder();
+    const copies = await Promise.allSettled([
+      copyModelOut(local.client, local.bucket, first.copy, folder),
+      copyModelOut(local.client, local.bucket, second.copy, folder),
+    ]);
+    expect(copies.map((copy) => copy.status)).toEqual(['fulfilled', 'fulfilled']);
+    // Which one landed last is a race (out-folder.ts's lock keeps runs from racing); no temporary
+    // file is left, and model.onnx is whole, one of the two.
+    expect((await readdir(folder)).sort()).toEqual(['model.json', 'model.onnx']);
+    const onnx = await readFile(join(folder, 'model.onnx'));
+    expect(onnx.equals(first.onnx) || onnx.equals(second.onnx)).toBe(true);
+  });
+
   it('removes the partial file of a download cut short and keeps the model it was replacing', async () => {
     const model = await storedModel();
     const folder = await outFolder();

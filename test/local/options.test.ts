@@ -137,6 +137,23 @@ describe.each(PARSERS)('the options common to both commands ($command)', ({ comm
       },
     );
 
+    it.each(['', '   '])(
+      'refuses --api-key %j, with or without --service-url, naming both ways to give a key',
+      (key) => {
+        for (const argv of [
+          ['--service-url', 'https://api.example.com', '--api-key', key],
+          [`--api-key=${key}`, '--service-url', 'https://api.example.com'],
+          ['--api-key', key],
+        ]) {
+          // A good key in the environment does not make a blank flag acceptable.
+          const error = usageError(() => parseAny(argv, { [API_KEY_ENV]: 'sk-env' }));
+          expect(error.message).toMatch(/^--api-key: /);
+          expect(error.message).toContain('empty');
+          expect(error.message).toContain(API_KEY_ENV);
+        }
+      },
+    );
+
     it('refuses --api-key without --service-url (the simulated service has its own key)', () => {
       const error = usageError(() => parseAny(['--api-key', 'sk-1']));
       expect(error.message).toMatch(/^--api-key is for --service-url/);

@@ -1,0 +1,241 @@
+/**
+ * `hopper run`'s <out>/<drop>/ folder, made ready before the run starts: a run pays for its
+ * model, so a folder the model could not go to is refused while refusing costs nothing. The
+ * folder is created, model.onnx and model.json in it must be replaceable files, and a lock file
+ * is written in it with the 'wx' flag: only a write shows that one can (permissions, read-only
+ * mounts, a full disk), and the lock keeps a second `hopper run` from writing the same model files
+ * at the same time (model.onnx of one model beside model.json of another). A lock whose process
+ * has ended is taken over.
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { mkdir, readFile, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { dirname, join, relative, sep } from 'node:path';
+import { setTimeout } from 'node:timers/promises';
+import { MODEL_FILES } from './model-out.js';
+
+/** The lock's name in <out>/<drop>/. */
+export const OUT_LOCK_FILE = '.hopper-run.lock';
+
+/** Why <out>/<drop>/ cannot take the model; the message names the path and what to do. */
+export class OutFolderError extends Error {
+  override readonly name = 'OutFolderError';
+}
+
+export interface OutFolder {
+  /** <out>/<drop> */
+  readonly path: string;
+  /**
+   * Removes the lock (if it is still this run's), then the folders made for the run if nothing
+   * was saved in them.
+   */
+  release(): Promise<void>;
+}
+
+/** What a lock file holds: who holds it, and a token no other holder shares. */
+interface LockHolder {
+  readonly pid: number;
+  readonly host: string;
+  readonly token: string;
+}
+
+/** Attempts at taking the lock, each after removing a stale one or waiting for another run to. */
+const LOCK_ATTEMPTS = 50;
+/** The pause while another run takes over a stale lock. */
+const TAKEOVER_RETRY_MS = 10;
+/** A takeover lock older than this was left by a process that died taking over. */
+const STALE_TAKEOVER_MS = 10_000;
+
+/**
+ * Creates <out>/<drop>/, checks it can take model.onnx and model.json, and locks it for this
+ * process.
+ * @throws OutFolderError naming the path and what to do
+ */
+export async function prepareOutFolder(out: string, drop: string): Promise<OutFolder> {
+  const path = join(out, drop);
+  let created: string | undefined;
+  try {
+    created = await mkdir(path, { recursive: true });
+  } catch (error) {
+    throw await cannotCreate(path, error);
+  }
+  const removeMadeFolders = async (): Promise<void> => {
+    if (created !== undefined) await removeEmptyFolders(path, created);
+  };
+  let lock: { release(): Promise<void> };
+  try {
+    for (const name of MODEL_FILES) {
+      const file = join(path, name);
+      if ((await stat(file).catch(() => null))?.isFile() === false) {
+        throw new OutFolderError(
+          `--out: ${file} is a folder, and hopper run saves the model as that file: move it away, or give another --out`,
+        );
+      }
+    }
+    lock = await takeLock(path);
+  } catch (error) {
+    await removeMadeFolders();
+    throw error;
+  }
+  return {
+    path,
+    async release() {
+      await lock.release();
+      await removeMadeFolders();
+    },
+  };
+}
+
+async function cannotCreate(path: string, error: unknown): Promise<OutFolderError> {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'EEXIST' || code === 'ENOTDIR') {
+    const file = await firstFileOnTheWay(path);
+    if (file !== undefined) {
+      return new OutFolderError(
+        `--out: ${file} is a file, and hopper run saves the model in the folder ${path}: give another --out, or move the file away`,
+      );
+    }
+  }
+  return new OutFolderError(
+    `--out: cannot create ${path} (${describeFsError(error)}): give --out a folder you can write to`,
+  );
+}
+
+/** The first path from `path`'s root down that exists and is not a folder. */
+async function firstFileOnTheWay(path: string): Promise<string | undefined> {
+  const parts = path.split(sep);
+  for (let depth = 1; depth <= parts.length; depth++) {
+    const prefix = parts.slice(0, depth).join(sep);
+    if (prefix === '') continue;
+    const info = await stat(prefix).catch(() => null);
+    if (info === null) return undefined;
+    if (!info.isDirectory()) return prefix;
+  }
+  return undefined;
+}
+
+/** A file system error as a person reads it: "permission denied", "no space left on device". */
+function describeFsError(error: unknown): string {
+  const failure = error as NodeJS.ErrnoException;
+  const reasons: Record<string, string> = {
+    EACCES: 'permission denied',
+    EPERM: 'permission denied',
+    EROFS: 'a read-only file system',
+    ENOSPC: 'no space left on device',
+    EDQUOT: 'disk quota exceeded',
+    ENOTDIR: 'a file is in the way',
+    EEXIST: 'a file is in the way',
+  };
+  const reason = failure.code === undefined ? undefined : reasons[failure.code];
+  if (reason !== undefined) return reason;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Removes `path` and its parents up to `created` while they are empty. */
+async function removeEmptyFolders(path: string, created: string): Promise<void> {
+  const depth = relative(created, path)
+    .split(sep)
+    .filter((part) => part !== '').length;
+  let folder = path;
+  for (let level = 0; level <= depth; level++) {
+    const removed = await rmdir(folder).then(
+      () => true,
+      () => false,
+    );
+    if (!removed) return;
+    folder = dirname(folder);
+  }
+}
+
+async function takeLock(folder: string): Promise<{ release(): Promise<void> }> {
+  const lockPath = join(folder, OUT_LOCK_FILE);
+  const mine: LockHolder = { pid: process.pid, host: hostname(), token: randomUUID() };
+  const text = `${JSON.stringify(mine)}\n`;
+  for (let attempt = 0; attempt < LOCK_ATTEMPTS; attempt++) {
+    try {
+      await writeFile(lockPath, text, { flag: 'wx' });
+      return {
+        async release() {
+          // A lock someone removed and retook (they judged it stale) is theirs to remove.
+          if ((await readFile(lockPath, 'utf8').catch(() => null)) === text)
+            await rm(lockPath, { force: true });
+        },
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
+        // The lock is the first file written: this is the folder's writability check.
+        await rm(lockPath, { force: true }).catch(() => undefined);
+        throw new OutFolderError(
+          `--out: cannot write in ${folder} (${describeFsError(error)}): give --out a folder you can write to`,
+        );
+      }
+    }
+    const held = await readFile(lockPath, 'utf8').catch(() => null);
+    if (held === null) continue; // released in between: try again
+    const holder = parseHolder(held);
+    if (holder === null || isAlive(holder)) throw busy(folder, lockPath, holder);
+    await removeStaleLock(lockPath, held);
+  }
+  throw busy(folder, lockPath, null);
+}
+
+function busy(folder: string, lockPath: string, holder: LockHolder | null): OutFolderError {
+  const who =
+    holder === null
+      ? 'another hopper run'
+      : `another hopper run (pid ${String(holder.pid)} on ${holder.host})`;
+  return new OutFolderError(
+    `--out: ${who} is saving a model in ${folder}: wait for it to finish, or give another --out. If no run is using it, delete ${lockPath}`,
+  );
+}
+
+function parseHolder(text: string): LockHolder | null {
+  try {
+    const value = JSON.parse(text) as Partial<LockHolder>;
+    if (typeof value.pid === 'number' && typeof value.host === 'string' && typeof value.token === 'string') {
+      return { pid: value.pid, host: value.host, token: value.token };
+    }
+  } catch {
+    // Not a lock this code wrote, or one being written right now: treated as held.
+  }
+  return null;
+}
+
+/** Whether the holder may still be running: a process on another host cannot be checked. */
+function isAlive(holder: LockHolder): boolean {
+  if (holder.host !== hostname()) return true;
+  try {
+    process.kill(holder.pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: the process exists, under another user.
+    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
+  }
+}
+
+/**
+ * Removes the lock at `lockPath` if it still holds `staleText`. Takeovers go one at a time, under
+ * a second lock file: between reading the stale lock again and removing it nothing else can
+ * change it (its holder has ended, and a new lock is only made where none is). A takeover lock
+ * left by a process that died mid-takeover (which takes milliseconds) is removed once old.
+ */
+async function removeStaleLock(lockPath: string, staleText: string): Promise<void> {
+  const takeover = `${lockPath}.takeover`;
+  try {
+    await writeFile(takeover, `${String(process.pid)}\n`, { flag: 'wx' });
+  } catch {
+    const since = await stat(takeover).then(
+      (info) => Date.now() - info.mtimeMs,
+      () => 0,
+    );
+    if (since > STALE_TAKEOVER_MS) await rm(takeover, { force: true });
+    else await setTimeout(TAKEOVER_RETRY_MS);
+    return;
+  }
+  try {
+    if ((await readFile(lockPath, 'utf8').catch(() => null)) === staleText)
+      await rm(lockPath, { force: true });
+  } finally {
+    await rm(takeover, { force: true });
+  }
+}
