@@ -18,11 +18,16 @@
  * - building: one pass over the stream, O(B) time; memory O(B) for the ids and normalised texts;
  * - an example matched by id, or with a text without placeholders: O(|text|) to normalise plus
  *   one Map lookup (expected O(1));
- * - an example whose text has placeholders: one regex compiled for it, tried once per distinct
- *   text: O(D x L x P) for texts of length L and P placeholders. The regex cannot backtrack
- *   catastrophically: each literal between placeholders is found by an atomic lookahead (the
- *   leftmost place, which is always right when every placeholder stands for "one or more
- *   characters"), so a row that does not match costs a linear scan, not a search over splits.
+ * - an example whose text has placeholders: a matching text starts with the literal before the
+ *   first placeholder and ends with the one after the last, so the distinct texts are kept
+ *   sorted, and sorted by their reversal, once (O(D log D), on the first such example); binary
+ *   search finds the texts with that prefix and those with that suffix (O(L log D)), and one
+ *   regex compiled for the example is tried on the smaller of the two sets only. Matching N
+ *   examples is near-linear, not O(N x D); only a text that both starts and ends with a
+ *   placeholder (no prefix or suffix to look up) is tried against every distinct text. The
+ *   regex cannot backtrack catastrophically: each literal between placeholders is found by an
+ *   atomic lookahead (the leftmost place, which is always right when every placeholder stands
+ *   for "one or more characters"), so a text that does not match costs a linear scan.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { RunError } from '../run/errors.js';
@@ -94,7 +99,10 @@ export class LabelIndex {
   readonly #byId = new Map<string, LabelRow[]>();
   /** Rows by normalised text: the exact lookup, and the distinct texts a placeholder scan tries. */
   readonly #byText = new Map<string, LabelRow[]>();
+  /** The distinct texts sorted, and sorted by their reversal: built on the first placeholder. */
+  #sorted: { readonly texts: readonly string[]; readonly reversed: readonly string[] } | undefined;
   #rows = 0;
+  #patternTests = 0;
 
   constructor(
     /** The file's name, for messages. */
@@ -105,6 +113,11 @@ export class LabelIndex {
   /** Rows that can match something (an id or a text). */
   get size(): number {
     return this.#rows;
+  }
+
+  /** Distinct texts a placeholder pattern was tried on so far: the cost of matching by text. */
+  get patternTests(): number {
+    return this.#patternTests;
   }
 
   /** Adds a record of the file (after the header); rows with neither id nor text are skipped. */
@@ -121,6 +134,7 @@ export class LabelIndex {
     };
     if (row.id !== undefined) append(this.#byId, row.id, row);
     if (row.text !== undefined) append(this.#byText, row.text, row);
+    this.#sorted = undefined;
     this.#rows++;
   }
 
@@ -132,10 +146,31 @@ export class LabelIndex {
     const pattern = placeholderPattern(text);
     if (pattern === null) return this.#byText.get(text) ?? [];
     const rows: LabelRow[] = [];
-    for (const [candidate, sameText] of this.#byText) {
-      if (pattern.test(candidate)) rows.push(...sameText);
+    for (const candidate of this.#candidates(text)) {
+      this.#patternTests++;
+      if (pattern.test(candidate)) rows.push(...(this.#byText.get(candidate) ?? []));
     }
     return rows.sort((a, b) => a.row - b.row);
+  }
+
+  /**
+   * The distinct texts that start with the literal before the text's first placeholder and end
+   * with the one after its last: whichever of the two sets is smaller (the pattern checks both).
+   */
+  #candidates(text: string): readonly string[] {
+    this.#sorted ??= {
+      texts: [...this.#byText.keys()].sort(),
+      reversed: [...this.#byText.keys()].map(reverse).sort(),
+    };
+    const literals = text.split(PLACEHOLDER);
+    const prefix = literals[0] ?? '';
+    const suffix = reverse(literals[literals.length - 1] ?? '');
+    const starting = prefixRange(this.#sorted.texts, prefix);
+    const ending = prefixRange(this.#sorted.reversed, suffix);
+    if (starting.end - starting.start <= ending.end - ending.start) {
+      return this.#sorted.texts.slice(starting.start, starting.end);
+    }
+    return this.#sorted.reversed.slice(ending.start, ending.end).map(reverse);
   }
 
   /**
@@ -219,6 +254,30 @@ export function describeExample(example: HeldOutExample): string {
   const text =
     example.text.length > TEXT_SHOWN ? `${example.text.slice(0, TEXT_SHOWN - 3)}...` : example.text;
   return `${JSON.stringify(example.id)} (text: ${JSON.stringify(text)})`;
+}
+
+/** [start, end) of the sorted strings that start with `prefix` (they sit together): two binary searches. */
+function prefixRange(sorted: readonly string[], prefix: string): { start: number; end: number } {
+  const start = firstIndex(sorted, (text) => text >= prefix);
+  const end = firstIndex(sorted, (text) => text >= prefix && !text.startsWith(prefix), start);
+  return { start, end };
+}
+
+/** The first index from `from` where `past` holds, for a predicate false then true along the array. */
+function firstIndex(sorted: readonly string[], past: (text: string) => boolean, from = 0): number {
+  let low = from;
+  let high = sorted.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (past(sorted[middle] ?? '')) high = middle;
+    else low = middle + 1;
+  }
+  return low;
+}
+
+/** By code point, so a reversed text's surrogate pairs stay whole. */
+function reverse(text: string): string {
+  return Array.from(text).reverse().join('');
 }
 
 function append<K, V>(map: Map<K, V[]>, key: K, value: V): void {

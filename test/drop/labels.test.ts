@@ -233,6 +233,32 @@ describe('the labels file', () => {
     expect(empty.code).toBe('invalid_labels_file');
   });
 
+  it('matches placeholder texts in near-linear time: each example tries a handful of texts, not all', async () => {
+    async function patternTestsFor(examples: number): Promise<number> {
+      const rows = Array.from(
+        { length: examples },
+        (_, n) =>
+          `"Order ${String(n)} arrived, write to u${String(n)}@example.com or call +1 555 ${String(n)}",x`,
+      );
+      const index = await indexOf(['text,label', ...rows].join('\n'), 'labels.csv', 64 * 1024);
+      for (let n = 0; n < examples; n++) {
+        const masked = `Order ${String(n)} arrived, write to [EMAIL] or call [PHONE]`;
+        expect(labelOf(index, { id: `data.csv#${String(n)}`, text: masked })).toBe('x');
+      }
+      // A text that starts and ends with a placeholder has nothing to look up: it tries all.
+      expect(labelOf(index, { id: 'any', text: '[NAME] arrived, write to [EMAIL] or call [PHONE]' })).toBe(
+        'x',
+      );
+      return index.patternTests - examples;
+    }
+    const small = await patternTestsFor(1_000);
+    const large = await patternTestsFor(10_000);
+    // "Order 1" is a prefix of "Order 10".."Order 19", ..., so a few candidates each: linear.
+    expect(small).toBeLessThan(1_000 * 15);
+    expect(large).toBeLessThan(10_000 * 15);
+    expect(large / small).toBeLessThan(15);
+  });
+
   it('indexes a large file and answers placeholder examples quickly', async () => {
     const rows = Array.from(
       { length: 20_000 },
