@@ -16,7 +16,8 @@ export const API_KEY_ENV = 'HOPPER_API_KEY';
 const COMMON_HELP = `  --service-url URL   use this training service instead of the simulated one (needs an API key)
   --api-key KEY       the service's API key (or set ${API_KEY_ENV}, which stays out of 'ps')
   --s3-port N         port of the local S3 endpoint (default: a free port)
-  --wait-ms N         sleep N ms in every Wait state instead of the polled seconds (demos, tests)
+  --wait-ms N         sleep N ms in every Wait state instead of the polled seconds, and take
+                      a drop after N ms without a write instead of 5 s (demos, tests)
   --verbose           print the handlers' own logs (JSON lines)
   -h, --help          show this help`;
 
@@ -144,7 +145,7 @@ function commonOptions(values: Values, env: NodeJS.ProcessEnv): LocalCommandOpti
     mode: {
       ...(service === undefined ? {} : { service }),
       ...(s3Port === undefined ? {} : { s3Port }),
-      ...(waitMs === undefined ? {} : { waitMs }),
+      ...(waitMs === undefined ? {} : { waitMs, dropQuietMs: waitMs }),
       logLevel: verbose ? 'INFO' : 'SILENT',
     },
   };

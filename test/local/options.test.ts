@@ -174,6 +174,11 @@ describe.each(PARSERS)('the options common to both commands ($command)', ({ comm
       expect(options(['--wait-ms=3600000']).mode.waitMs).toBe(3_600_000);
     });
 
+    it('--wait-ms also shortens the quiet period a drop waits for; without it, the default stands', () => {
+      expect(options(['--wait-ms', '20']).mode).toMatchObject({ waitMs: 20, dropQuietMs: 20 });
+      expect(options([]).mode.dropQuietMs).toBeUndefined();
+    });
+
     it('leave the defaults to local mode when absent', () => {
       const { mode } = options([]);
       expect('s3Port' in mode).toBe(false);
