@@ -5,9 +5,14 @@
  * Task state calling its real handler in-process; the training service is the simulated one,
  * or another given by URL and key. `hopper run` and `hopper local` are built on this.
  */
+import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { LogLevel } from '@aws-lambda-powertools/logger/types';
-import { synthesizeLocalDefinition, type LocalDefinition } from '../../infra/definition.js';
+import {
+  synthesizeLocalDefinition,
+  type AslDefinition,
+  type LocalDefinition,
+} from '../../infra/definition.js';
 import { TASKS } from '../../infra/tasks.js';
 import { messageOf } from '../../lambdas/run/errors.js';
 import type { TaskHandler } from '../../lambdas/run/handler.js';
@@ -20,6 +25,7 @@ import {
   type SimulatedService,
   type SimulatedServiceOptions,
 } from '../service/index.js';
+import { markInterruptedRuns } from './interrupted-runs.js';
 import { asLambda } from './lambda-invoke.js';
 import { connectS3Events } from './s3-events.js';
 import { LocalStateMachine } from './state-machine.js';
@@ -39,6 +45,11 @@ export interface LocalModeOptions {
   readonly logLevel?: LogLevel;
   /** Told about an S3 event the trigger could not take (default: written to stderr). */
   readonly onTriggerError?: (key: string, error: unknown) => void;
+  /**
+   * Where the local bucket's objects are kept across restarts (`<dataDir>/s3`). Default: a
+   * temporary folder removed on close. Runs found still `running` there are marked interrupted.
+   */
+  readonly dataDir?: string;
 }
 
 export interface LocalMode {
@@ -49,6 +60,10 @@ export interface LocalMode {
   /** The simulated service, when local mode started one. */
   readonly simulated: SimulatedService | undefined;
   readonly stateMachine: LocalStateMachine;
+  /** The definition the state machine runs (synthesized from the stack). */
+  readonly definition: AslDefinition;
+  /** The drops whose run was still `running` in the data directory, now marked interrupted. */
+  readonly interrupted: readonly string[];
   /**
    * Hands an event to the trigger, as the EventBridge rule does; s3rver's events arrive here on
    * their own. Tests call it to deliver one event twice.
@@ -74,8 +89,13 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
   try {
     // Synthesizing first: a broken stack fails before anything listens.
     const local = localDefinition();
-    const s3 = await startLocalS3(options.s3Port === undefined ? {} : { port: options.s3Port });
+    const s3 = await startLocalS3({
+      ...(options.s3Port === undefined ? {} : { port: options.s3Port }),
+      ...(options.dataDir === undefined ? {} : { directory: join(options.dataDir, 's3') }),
+    });
     cleanups.push(() => s3.close());
+    // Before anything can start a run: only a run of an earlier local mode is `running` now.
+    const interrupted = await markInterruptedRuns(s3.client, s3.bucket);
     let simulated: SimulatedService | undefined;
     if (options.service === undefined) {
       const started = await startSimulatedService(options.simulated ?? {});
@@ -126,6 +146,8 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
       serviceUrl: service.url,
       simulated,
       stateMachine,
+      definition: local.definition,
+      interrupted,
       deliver: trigger,
       close: closeAll,
     };
