@@ -128,6 +128,8 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
 
     const trigger = createTriggerHandler(stateMachine, { logger });
     const events = connectS3Events({
+      // A kept bucket outlives this start: its version ids (hence run ids) must not repeat.
+      ...(options.dataDir === undefined ? {} : { versionPrefix: `local-${Date.now().toString(36)}-` }),
       server: s3.server,
       s3: s3.client,
       deliver: trigger,

@@ -28,7 +28,7 @@ export function edgesOf(definition) {
  */
 export function drawGraph(svg, definition, marks, onSelect) {
   const graph = new dagre.graphlib.Graph();
-  graph.setGraph({ rankdir: 'TB', nodesep: 24, ranksep: 36, marginx: 8, marginy: 8 });
+  graph.setGraph({ rankdir: 'TB', nodesep: 14, ranksep: 34, marginx: 8, marginy: 8 });
   graph.setDefaultEdgeLabel(() => ({}));
   for (const [name, state] of Object.entries(definition.States)) {
     graph.setNode(name, {
@@ -43,10 +43,23 @@ export function drawGraph(svg, definition, marks, onSelect) {
   dagre.layout(graph);
 
   svg.replaceChildren();
-  const { width, height } = graph.graph();
-  svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
-  svg.setAttribute('width', String(width));
-  svg.setAttribute('height', String(height));
+  // dagre's own width leaves out edges routed around the nodes: take every point's bounds.
+  const xs = [];
+  const ys = [];
+  for (const name of graph.nodes()) {
+    const node = graph.node(name);
+    xs.push(node.x - node.width / 2, node.x + node.width / 2);
+    ys.push(node.y - node.height / 2, node.y + node.height / 2);
+  }
+  for (const edge of graph.edges()) {
+    for (const point of graph.edge(edge).points) {
+      xs.push(point.x);
+      ys.push(point.y);
+    }
+  }
+  const [left, top] = [Math.min(...xs) - 8, Math.min(...ys) - 8];
+  svg.setAttribute('viewBox', `${left} ${top} ${Math.max(...xs) + 8 - left} ${Math.max(...ys) + 8 - top}`);
+  svg.setAttribute('preserveAspectRatio', 'xMidYMin meet');
   const defs = element('defs');
   const marker = element('marker', {
     id: 'arrow',
