@@ -111,16 +111,24 @@ export function drawGraph(svg, definition, marks, onSelect) {
 
 /**
  * What the run did in each state, from its events: the last of entered (current), exited
- * (passed) or failed wins; a retried state that then exits is passed. Once the run has ended
+ * (passed) or failed wins; a retried state that then exits is passed, a caught one failed. Once the run has ended
  * nothing is current: the state it ended in is failed (a failed run) or passed.
  */
 export function stateMarks(events, runState) {
   const marks = {};
+  // A caught failure still exits its state: it stays failed until the state is entered again.
+  const caught = new Set();
   for (const event of events) {
     if (event.state === undefined) continue;
-    if (event.type === 'StateEntered') marks[event.state.name] = 'current';
-    else if (event.type === 'StateExited') marks[event.state.name] = 'passed';
-    else if (event.type === 'StateFailed') marks[event.state.name] = 'failed';
+    const name = event.state.name;
+    if (event.type === 'StateEntered') {
+      marks[name] = 'current';
+      caught.delete(name);
+    } else if (event.type === 'StateCaught') {
+      marks[name] = 'failed';
+      caught.add(name);
+    } else if (event.type === 'StateFailed') marks[name] = 'failed';
+    else if (event.type === 'StateExited' && !caught.has(name)) marks[name] = 'passed';
   }
   if (runState !== 'running') {
     for (const [name, mark] of Object.entries(marks)) {
