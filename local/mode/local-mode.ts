@@ -46,8 +46,9 @@ export interface LocalModeOptions {
   /** Told about an S3 event the trigger could not take (default: written to stderr). */
   readonly onTriggerError?: (key: string, error: unknown) => void;
   /**
-   * Where the local bucket's objects are kept across restarts (`<dataDir>/s3`). Default: a
-   * temporary folder removed on close. Runs found still `running` there are marked interrupted.
+   * Where local state is kept across restarts: the bucket's objects (`<dataDir>/s3`) and the
+   * simulated service's records and credits (`<dataDir>/service.json`). Default: a temporary
+   * folder removed on close, and a fresh service. Runs found still `running` are marked interrupted.
    */
   readonly dataDir?: string;
 }
@@ -98,7 +99,10 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
     const interrupted = await markInterruptedRuns(s3.client, s3.bucket);
     let simulated: SimulatedService | undefined;
     if (options.service === undefined) {
-      const started = await startSimulatedService(options.simulated ?? {});
+      const started = await startSimulatedService(
+        options.simulated ?? {},
+        options.dataDir === undefined ? undefined : { stateFile: join(options.dataDir, 'service.json') },
+      );
       cleanups.push(() => started.close());
       simulated = started;
     }

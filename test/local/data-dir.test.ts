@@ -1,6 +1,6 @@
 /**
- * `--data-dir`: the local bucket outlives local mode. A restart finds earlier drops, status
- * files and models; a run cut off by the stop is marked `interrupted` with how to start it over;
+ * `--data-dir`: the local bucket and the simulated service outlive local mode. A restart finds
+ * earlier drops, status files, models, the service's records and credits; a run cut off by the stop is marked `interrupted` with how to start it over;
  * and the same train.json dropped again after the restart is a new run, not a duplicate.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -51,7 +51,7 @@ async function startKept(dataDir: string, trainingMs: number = BRISK_SERVICE.tra
 }
 
 describe('hopper local --data-dir', () => {
-  it('keeps drops, status files and models across a restart, and marks a run cut off by the stop interrupted', async () => {
+  it('keeps drops, status files, models and the simulated service across a restart, and marks a run cut off by the stop interrupted', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'hopper-data-'));
     cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
     const files = await folderFiles(REVIEWS);
@@ -86,6 +86,7 @@ describe('hopper local --data-dir', () => {
       RUN_TIMEOUT_MS,
     );
     expect((await readStatus(first.s3.client, first.bucket, 'slow'))?.state).toBe('running');
+    const creditsLeft = first.simulated?.credits();
     await first.close();
 
     // Second start on the same folder.
@@ -99,8 +100,20 @@ describe('hopper local --data-dir', () => {
     expect((await readStatus(second.s3.client, second.bucket, 'reviews'))?.state).toBe('succeeded');
     expect(await modelObjects(second, 'reviews')).toEqual(models);
 
+    // The simulated service's records and credits came back too.
+    expect(second.simulated?.credits()).toBe(creditsLeft);
     const console = await startConsole(second, { dataDir });
     cleanups.push(() => console.close());
+    const service = (await (await fetch(new URL('/api/service', console.url))).json()) as {
+      datasets: { id: string }[];
+      models: { id: string; next_action: string }[];
+    };
+    expect(service.datasets.map((dataset) => dataset.id)).toEqual(
+      expect.arrayContaining([done.status?.dataset_id, interrupted?.dataset_id]),
+    );
+    expect(service.models).toContainEqual(
+      expect.objectContaining({ id: done.status?.model_id, next_action: 'download' }),
+    );
     const page = (await (await fetch(new URL('/api/runs', console.url))).json()) as RunPage;
     expect(page.runs.map((run) => [run.drop, run.state, run.source])).toEqual(
       expect.arrayContaining([
