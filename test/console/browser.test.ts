@@ -29,10 +29,12 @@ afterEach(async () => {
 });
 
 /** A page of a fresh browser, with the text of every answer it receives (but the ones below) kept. */
-async function openPage(): Promise<{ page: Page; answers: () => Promise<string[]> }> {
+async function openPage(): Promise<{ page: Page; answers: () => Promise<string[]>; requested: string[] }> {
   const browser = await launchChromium();
   cleanups.push(() => browser.close());
   const page = await browser.context.newPage();
+  const requested: string[] = [];
+  page.on('request', (request) => requested.push(request.url()));
   const texts: Promise<string>[] = [];
   page.on('response', (response) => {
     const path = new URL(response.url()).pathname;
@@ -41,7 +43,11 @@ async function openPage(): Promise<{ page: Page; answers: () => Promise<string[]
     if (path === '/api/events' || path === '/api/download' || response.request().method() === 'PUT') return;
     texts.push(response.text());
   });
-  return { page, answers: () => withTimeout(Promise.all(texts), 'answers were not read', BROWSER_WAIT_MS) };
+  return {
+    page,
+    answers: () => withTimeout(Promise.all(texts), 'answers were not read', BROWSER_WAIT_MS),
+    requested,
+  };
 }
 
 /** Chooses `folder` with the page's folder input; resolves once the page shows its run. */
@@ -62,7 +68,7 @@ async function graphMarks(page: Page): Promise<Record<string, string>> {
 describe('the console in a browser', () => {
   it('drops a folder from the page, follows the run to success on the graph, opens a state, downloads the model', async () => {
     const { local, console } = await fixture.start({ simulated: { apiKey: API_KEY } });
-    const { page, answers } = await openPage();
+    const { page, answers, requested } = await openPage();
     await page.goto(console.url);
     await page.waitForSelector('body[data-ready=true]');
 
@@ -128,6 +134,37 @@ describe('the console in a browser', () => {
     const received = await answers();
     expect(received.length).toBeGreaterThan(5);
     for (const text of received) expect(text).not.toContain(API_KEY);
+
+    // Everything the page loaded (scripts, styles, dagre, data) came from the console itself.
+    expect(requested).toContain(new URL('/vendor/dagre.min.js', console.url).href);
+    expect(requested.filter((url) => !url.startsWith(console.url))).toEqual([]);
+  });
+
+  it('follows a running run live: its current state is marked, and it turns to succeeded with no reload', async () => {
+    // Training takes 10 minutes of the service's clock, until the test moves the clock on.
+    const { local, console } = await fixture.start({ waitMs: 100, simulated: { trainingMs: 600_000 } });
+    const { page } = await openPage();
+    await page.goto(console.url);
+    await page.waitForSelector('body[data-ready=true]');
+    await page.evaluate('window.hopperTestMark = "same page"');
+    const runId = await dropFolder(page, REVIEWS);
+    await page.waitForSelector('#run-title [data-run-state=running]');
+    await page.waitForSelector('#graph g.node[data-state=WaitForModel][data-mark=current]');
+    expect(await graphMarks(page)).toMatchObject({
+      ValidateDrop: 'passed',
+      StartTraining: 'passed',
+      Succeeded: 'unreached',
+    });
+
+    local.simulated?.clock.advance(600_000);
+    await page.waitForSelector('#run-title [data-run-state=succeeded]');
+    expect(await graphMarks(page)).toMatchObject({
+      WaitForModel: 'passed',
+      CopyModel: 'passed',
+      Succeeded: 'passed',
+    });
+    expect(await page.evaluate('window.hopperTestMark')).toBe('same page');
+    expect(decodeURIComponent(new URL(page.url()).hash)).toBe(`#/run/${runId}`);
   });
 
   it('a folder with a bad labels file: the run fails and the page shows its code, message and what to do', async () => {
