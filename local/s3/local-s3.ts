@@ -44,7 +44,9 @@ export async function startLocalS3(options: LocalS3Options = {}): Promise<LocalS
   if (options.port !== undefined && options.port !== 0) await assertPortFree(options.port);
   const kept = options.directory !== undefined;
   const directory =
-    options.directory === undefined ? await mkdtemp(join(tmpdir(), 'hopper-s3-')) : resolve(options.directory);
+    options.directory === undefined
+      ? await mkdtemp(join(tmpdir(), 'hopper-s3-'))
+      : resolve(options.directory);
   const objects = join(directory, 'objects');
   const partial = join(directory, 'partial');
   await Promise.all([mkdir(objects, { recursive: true }), mkdir(partial, { recursive: true })]);
