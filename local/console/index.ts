@@ -2,7 +2,7 @@
  * The local console as the commands use it: started when chosen, and a wait for Ctrl-C for
  * `hopper run --console`, which keeps it up after the run.
  */
-import type { LocalMode } from '../mode/local-mode.js';
+import type { LocalMode, LocalModeOptions } from '../mode/local-mode.js';
 import type { ConsoleChoice } from '../mode/options.js';
 import { startConsole, type LocalConsole } from './server.js';
 
@@ -12,12 +12,13 @@ export { startConsole, type LocalConsole } from './server.js';
 export async function consoleFor(
   local: LocalMode,
   choice: ConsoleChoice | undefined,
-  dataDir: string | undefined,
+  mode: Pick<LocalModeOptions, 'dataDir' | 'service'>,
 ): Promise<LocalConsole | undefined> {
   if (choice?.enabled !== true) return undefined;
   return startConsole(local, {
     ...(choice.port === undefined ? {} : { port: choice.port }),
-    ...(dataDir === undefined ? {} : { dataDir }),
+    ...(mode.dataDir === undefined ? {} : { dataDir: mode.dataDir }),
+    ...(mode.service === undefined ? {} : { apiKey: mode.service.apiKey }),
   });
 }
 

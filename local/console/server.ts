@@ -36,6 +36,11 @@ export interface ConsoleOptions {
   readonly port?: number;
   /** Shown on the page: where the bucket is kept (`--data-dir`). */
   readonly dataDir?: string;
+  /**
+   * The key of a training service given by `--service-url`, checked for in every answer like
+   * the simulated service's own (which the console knows already).
+   */
+  readonly apiKey?: string;
 }
 
 export interface LocalConsole {
@@ -69,7 +74,7 @@ export async function startConsole(local: LocalMode, options: ConsoleOptions = {
   const service = local.simulated === undefined ? undefined : new ServiceView(local.simulated);
   const advice = await loadErrorAdvice();
   // The state never holds the key; every JSON answer is checked anyway before it leaves.
-  const secret = local.simulated?.apiKey ?? '';
+  const secret = options.apiKey ?? local.simulated?.apiKey ?? '';
   const streams = new EventStreams(log);
 
   const context: RouteContext = { local, runs, bucket, service, advice, secret, streams, options };

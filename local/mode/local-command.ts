@@ -46,7 +46,7 @@ export async function runLocalCommand(argv: readonly string[], io: CommandIo = p
   }
   let console: LocalConsole | undefined;
   try {
-    console = await consoleFor(local, parsed.options.console, parsed.options.mode.dataDir);
+    console = await consoleFor(local, parsed.options.console, parsed.options.mode);
   } catch (error) {
     await local.close();
     io.stderr.write(`hopper local: could not start the console: ${messageOf(error)}\n`);

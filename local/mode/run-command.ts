@@ -60,7 +60,7 @@ export async function runRunCommand(argv: readonly string[], io: CommandIo = pro
         triggerFailed.abort(new Error(`the S3 event for ${key} started no run: ${messageOf(error)}`));
       },
     });
-    console = await consoleFor(local, parsed.options.console, undefined);
+    console = await consoleFor(local, parsed.options.console, parsed.options.mode);
     if (console !== undefined) reporter.line(`hopper: console at ${console.url}`);
     reporter.line(
       `hopper: local mode: S3 at ${local.s3.endpoint} (bucket ${local.bucket}), training service at ${local.serviceUrl}${local.simulated === undefined ? '' : ' (simulated)'}`,

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ReadableStreamReadResult } from 'node:stream/web';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { putJson } from '../../lambdas/storage/objects.js';
 import { statusKey } from '../../lambdas/storage/keys.js';
 import type { RunStatus } from '../../lambdas/run/status.js';
@@ -16,7 +16,10 @@ import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
 import type { RunDetail, RunPage } from '../../local/console/runs.js';
 import { DropFolderError, readDropFolder } from '../../local/mode/drop-folder.js';
 import { consoleJson, dropThroughConsole, folderFiles, useConsole } from '../helpers/console.js';
-import { RUN_TIMEOUT_MS } from '../helpers/local-mode.js';
+import { startConsole } from '../../local/console/index.js';
+import { startLocalMode } from '../../local/mode/local-mode.js';
+import { startSimulatedService } from '../../local/service/index.js';
+import { BRISK_SERVICE, RUN_TIMEOUT_MS } from '../helpers/local-mode.js';
 import { withTimeout } from '../helpers/timeout.js';
 
 const fixture = useConsole();
@@ -38,6 +41,34 @@ async function endedRun(console: { url: string }, drop: string): Promise<RunPage
   }
   throw new Error(`no run of ${drop} ended within ${String(RUN_TIMEOUT_MS)} ms`);
 }
+
+/** A status file that holds the API key, as a buggy step might write it. */
+function leakyStatus(): RunStatus {
+  const now = new Date().toISOString();
+  return {
+    run_id: 'leaky-run',
+    drop: 'leaky',
+    state: 'failed',
+    stage: 'report',
+    step: null,
+    next_action: null,
+    dataset_id: null,
+    model_id: null,
+    attempts: 0,
+    max_attempts: null,
+    labelled: 0,
+    started_at: now,
+    updated_at: now,
+    finished_at: now,
+    error: { code: 'internal_error', message: `a bug wrote the key ${API_KEY}` },
+    model: null,
+  };
+}
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
 
 describe('the console API', () => {
   it('a folder dropped through it runs to success; the run has its history, status and model, which downloads byte for byte', async () => {
@@ -216,30 +247,39 @@ describe('the console API', () => {
 
   it('withholds an answer that would contain the API key (were a status file ever to hold it)', async () => {
     const { local, console } = await fixture.start({ simulated: { apiKey: API_KEY } });
-    const leaky: RunStatus = {
-      run_id: 'leaky-run',
-      drop: 'leaky',
-      state: 'failed',
-      stage: 'report',
-      step: null,
-      next_action: null,
-      dataset_id: null,
-      model_id: null,
-      attempts: 0,
-      max_attempts: null,
-      labelled: 0,
-      started_at: new Date().toISOString(),
-      updated_at: new Date().toISOString(),
-      finished_at: new Date().toISOString(),
-      error: { code: 'internal_error', message: `a bug wrote the key ${API_KEY}` },
-      model: null,
-    };
+    const leaky = leakyStatus();
     await putJson(local.s3.client, local.bucket, statusKey('leaky'), leaky);
     const list = await fetch(new URL('/api/runs', console.url));
     const text = await list.text();
     expect(list.status).toBe(500);
     expect(text).toContain('withheld');
     expect(text).not.toContain(API_KEY);
+  });
+
+  it('with another training service (--service-url) it shows no service side, and guards that key too', async () => {
+    const other = await startSimulatedService({ ...BRISK_SERVICE, apiKey: API_KEY });
+    cleanups.push(() => other.close());
+    const local = await startLocalMode({
+      service: { url: other.apiUrl, apiKey: other.apiKey },
+      waitMs: 10,
+      retryPauseMs: 0,
+    });
+    cleanups.push(() => local.close());
+    const console = await startConsole(local, { apiKey: other.apiKey });
+    cleanups.push(() => console.close());
+    expect(local.simulated).toBeUndefined();
+
+    expect((await fetch(new URL('/api/service', console.url))).status).toBe(404);
+    await dropThroughConsole(console, 'reviews', await folderFiles(REVIEWS));
+    const run = await endedRun(console, 'reviews');
+    expect(run.state).toBe('succeeded');
+    const { text } = await consoleJson<Detail>(console, `/api/runs/${run.runId}`);
+    expect(text).not.toContain(API_KEY);
+
+    await putJson(local.s3.client, local.bucket, statusKey('leaky'), { ...leakyStatus(), drop: 'leaky' });
+    const list = await fetch(new URL('/api/runs', console.url));
+    expect(list.status).toBe(500);
+    expect(await list.text()).not.toContain(API_KEY);
   });
 
   it('answers only pages it serves itself: another Host or Origin is refused', async () => {
