@@ -20,6 +20,8 @@ export interface LoggedRun {
   readonly execution: Execution;
   readonly events: ExecutionEvent[];
   outcome: ExecutionOutcome | null;
+  /** When the execution ended (ms), once it has. */
+  endedAt: number | null;
 }
 
 /** What the run list shows of one run. */
@@ -46,7 +48,7 @@ export class RunLog extends EventEmitter<{ change: [runId: string] }> {
   constructor(stateMachine: LocalStateMachine) {
     super();
     const onStarted = (execution: Execution): void => {
-      this.#runs.set(execution.name, { execution, events: [], outcome: null });
+      this.#runs.set(execution.name, { execution, events: [], outcome: null, endedAt: null });
       this.emit('change', execution.name);
     };
     const onEvent = (execution: Execution, event: ExecutionEvent): void => {
@@ -55,7 +57,10 @@ export class RunLog extends EventEmitter<{ change: [runId: string] }> {
     };
     const onDone = (execution: Execution, outcome: ExecutionOutcome): void => {
       const run = this.#runs.get(execution.name);
-      if (run !== undefined) run.outcome = outcome;
+      if (run !== undefined) {
+        run.outcome = outcome;
+        run.endedAt = Date.now();
+      }
       this.emit('change', execution.name);
     };
     stateMachine.on('started', onStarted);
@@ -84,7 +89,7 @@ export class RunLog extends EventEmitter<{ change: [runId: string] }> {
 
 /** The summary of a run from its own history. */
 export function summarize(run: LoggedRun): RunSummary {
-  const { execution, events, outcome } = run;
+  const { execution, events, outcome, endedAt } = run;
   let currentState: string | null = null;
   let latest: RunState | null = null;
   let finishedAt: string | null = null;
@@ -107,7 +112,7 @@ export function summarize(run: LoggedRun): RunSummary {
     nextAction: record?.nextAction ?? null,
     attempts: latest?.model?.attempts ?? 0,
     startedAt: execution.input.run.startedAt,
-    finishedAt: finishedAt ?? (outcome === null ? null : new Date().toISOString()),
+    finishedAt: finishedAt ?? (endedAt === null ? null : new Date(endedAt).toISOString()),
     error: errorOf(outcome, latest),
     source: 'execution',
   };

@@ -44,7 +44,8 @@ its model appears under models/<drop>/ and its state in status/<drop>.json.
 Options:
   --console-port N    the local console's port on 127.0.0.1 (default: a free port)
   --no-console        do not serve the local console
-  --data-dir DIR      keep the local bucket in DIR across restarts (default: a temporary folder)
+  --data-dir DIR      keep the local bucket and the simulated service's records in DIR across
+                      restarts (default: a temporary folder)
 ${COMMON_HELP}
 `;
 
