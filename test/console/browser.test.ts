@@ -211,7 +211,7 @@ describe('the console in a browser', () => {
     for (const text of await answers()) expect(text).not.toContain(API_KEY);
   });
 
-  it('refuses a folder without train.json with the same words as hopper run, and uploads nothing', async () => {
+  it('refuses a folder without train.json with the same words as hopper run, and a dragged file; uploads nothing', async () => {
     const { local, console } = await fixture.start();
     const parent = await mkdtemp(join(tmpdir(), 'hopper-console-'));
     cleanups.push(() => rm(parent, { recursive: true, force: true }));
@@ -225,6 +225,20 @@ describe('the console in a browser', () => {
     await page.waitForSelector('#drop-message.error');
     expect(await page.textContent('#drop-message')).toBe(
       'no-train has no train.json, which starts a run: add one ({} is valid, see docs/drop-format.md)',
+    );
+
+    // A file dragged onto the page, not a folder: refused, and nothing is uploaded either.
+    const dataTransfer = await page.evaluateHandle(
+      '(() => { const t = new DataTransfer(); t.items.add(new File(["text"], "reviews.csv")); return t; })()',
+    );
+    await page.dispatchEvent('body', 'dragover', { dataTransfer });
+    expect(await page.getAttribute('#dropzone', 'class')).toContain('over');
+    await page.dispatchEvent('body', 'drop', { dataTransfer });
+    await page.waitForFunction(
+      'document.querySelector("#drop-message").textContent.startsWith("Drop a folder")',
+    );
+    expect(await page.textContent('#drop-message.error')).toBe(
+      'Drop a folder (the one holding the data files and train.json), not a file.',
     );
     expect(local.stateMachine.executions()).toEqual([]);
   });
