@@ -23,6 +23,11 @@ export default tseslint.config(
     languageOptions: { ...tseslint.configs.disableTypeChecked.languageOptions, globals: globals.node },
   },
   {
+    // The console's page runs in the browser, with dagre's bundle loaded as a global.
+    files: ['local/console/page/**/*.js'],
+    languageOptions: { globals: { ...globals.browser, dagre: 'readonly' } },
+  },
+  {
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: {
       // Tests assert on shapes they have just checked; non-null assertions keep them readable.

@@ -48,6 +48,8 @@ export const ERROR_CODES = [
   'step_timeout',
   'storage_error',
   'internal_error',
+  // Local mode
+  'interrupted',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

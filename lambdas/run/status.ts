@@ -8,7 +8,11 @@ import { statusKey } from '../storage/keys.js';
 import { isNotFound, putJson } from '../storage/objects.js';
 import type { RunState } from './state.js';
 
-export type RunPhase = 'running' | 'succeeded' | 'failed';
+/**
+ * `interrupted`: local mode stopped while the run was going, and nothing runs it any more (set
+ * when `hopper local --data-dir` starts again, see interruptedStatus).
+ */
+export type RunPhase = 'running' | 'succeeded' | 'failed' | 'interrupted';
 
 export interface RunStatus {
   readonly run_id: string;
@@ -73,6 +77,24 @@ export function statusOf(state: RunState, update: StatusUpdate, now: number): Ru
             record: `s3://${run.bucket}/${copy.recordKey}`,
             bytes: copy.bytes,
           },
+  };
+}
+
+/**
+ * The status of a run that was still `running` when local mode stopped: nothing runs it now, so
+ * it says so, and how to start it over (the drop's files are still in the bucket).
+ */
+export function interruptedStatus(status: RunStatus, now: number): RunStatus {
+  const timestamp = new Date(now).toISOString();
+  return {
+    ...status,
+    state: 'interrupted',
+    updated_at: timestamp,
+    finished_at: timestamp,
+    error: {
+      code: 'interrupted',
+      message: `local mode stopped while this run was at ${status.stage}, and nothing runs it now. Upload inbox/${status.drop}/train.json again to start it over: the drop's other files are still in the bucket`,
+    },
   };
 }
 

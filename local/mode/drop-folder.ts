@@ -52,14 +52,24 @@ export async function readDropFolder(folder: string): Promise<DropFolder> {
     if (name === TRAIN_JSON) trainJsonPath = path;
     else files.push({ name, path, bytes: (await stat(path)).size });
   }
-  if (trainJsonPath === undefined) {
+  checkDropFiles(folder, trainJsonPath === undefined ? [] : [TRAIN_JSON]);
+  files.sort((a, b) => a.name.localeCompare(b.name));
+  const trainJson = trainJsonPath ?? join(root, TRAIN_JSON);
+  await checkDataFileCount(folder, files, trainJson);
+  return { drop, files, trainJsonPath: trainJson };
+}
+
+/**
+ * What makes a folder no drop at all, whoever sends it (`hopper run`, the console's page):
+ * `names` are its files relative to it, with `/` separators. Everything else is the pipeline's
+ * rule, checked by the run itself so the error is the one AWS would give.
+ */
+export function checkDropFiles(folder: string, names: readonly string[]): void {
+  if (!names.includes(TRAIN_JSON)) {
     throw new DropFolderError(
       `${folder} has no ${TRAIN_JSON}, which starts a run: add one ({} is valid, see docs/drop-format.md)`,
     );
   }
-  files.sort((a, b) => a.name.localeCompare(b.name));
-  await checkDataFileCount(folder, files, trainJsonPath);
-  return { drop, files, trainJsonPath };
 }
 
 /**

@@ -4,6 +4,7 @@
  * all of it can be eval'd), then serves until Ctrl-C, showing each run's progress on stderr.
  */
 import { messageOf } from '../../lambdas/run/errors.js';
+import { consoleFor, type LocalConsole } from '../console/index.js';
 import { LOCAL_S3_CREDENTIALS, LOCAL_S3_REGION } from '../s3/local-s3.js';
 import { startLocalMode, type LocalMode } from './local-mode.js';
 import { CliUsageError, LOCAL_HELP, parseLocalArgs } from './options.js';
@@ -43,12 +44,28 @@ export async function runLocalCommand(argv: readonly string[], io: CommandIo = p
     io.stderr.write(`hopper local: could not start: ${messageOf(error)}\n`);
     return EXIT.failed;
   }
+  let console: LocalConsole | undefined;
+  try {
+    console = await consoleFor(local, parsed.options.console, parsed.options.mode);
+  } catch (error) {
+    await local.close();
+    io.stderr.write(`hopper local: could not start the console: ${messageOf(error)}\n`);
+    return EXIT.failed;
+  }
   followRuns(local, io, parsed.options.mode.waitMs);
   const service = `${local.serviceUrl}${local.simulated === undefined ? '' : ' (simulated)'}`;
   io.stdout.write(
     [
       `# Hopper local mode is serving; Ctrl-C stops it.`,
       `# Training service: ${service}`,
+      ...(console === undefined ? [] : [`# Console: ${console.url}`]),
+      ...(parsed.options.mode.dataDir === undefined
+        ? []
+        : [`# Data directory: ${parsed.options.mode.dataDir} (the bucket is kept there across restarts)`]),
+      ...local.interrupted.map(
+        (drop) =>
+          `# Run of ${drop} interrupted by the last stop: upload inbox/${drop}/train.json again to resume`,
+      ),
       `# Drop a folder (train.json last), e.g. with the aws CLI after eval'ing the lines below:`,
       `#   aws --endpoint-url "$AWS_ENDPOINT_URL" s3 cp --recursive --exclude train.json <folder> "s3://$HOPPER_BUCKET/inbox/<drop>/"`,
       `#   aws --endpoint-url "$AWS_ENDPOINT_URL" s3 cp <folder>/train.json "s3://$HOPPER_BUCKET/inbox/<drop>/"`,
@@ -68,6 +85,7 @@ export async function runLocalCommand(argv: readonly string[], io: CommandIo = p
       );
   });
   io.stderr.write('hopper local: stopping\n');
+  await console?.close();
   await local.close();
   return EXIT.succeeded;
 }

@@ -5,9 +5,14 @@
  * Task state calling its real handler in-process; the training service is the simulated one,
  * or another given by URL and key. `hopper run` and `hopper local` are built on this.
  */
+import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { LogLevel } from '@aws-lambda-powertools/logger/types';
-import { synthesizeLocalDefinition, type LocalDefinition } from '../../infra/definition.js';
+import {
+  synthesizeLocalDefinition,
+  type AslDefinition,
+  type LocalDefinition,
+} from '../../infra/definition.js';
 import { TASKS } from '../../infra/tasks.js';
 import { messageOf } from '../../lambdas/run/errors.js';
 import type { TaskHandler } from '../../lambdas/run/handler.js';
@@ -20,6 +25,7 @@ import {
   type SimulatedService,
   type SimulatedServiceOptions,
 } from '../service/index.js';
+import { markInterruptedRuns } from './interrupted-runs.js';
 import { asLambda } from './lambda-invoke.js';
 import { connectS3Events } from './s3-events.js';
 import { LocalStateMachine } from './state-machine.js';
@@ -50,6 +56,12 @@ export interface LocalModeOptions {
   readonly clientOptions?: RuntimeOptions['clientOptions'];
   /** Told about an S3 event the trigger could not take (default: written to stderr). */
   readonly onTriggerError?: (key: string, error: unknown) => void;
+  /**
+   * Where local state is kept across restarts: the bucket's objects (`<dataDir>/s3`) and the
+   * simulated service's records and credits (`<dataDir>/service.json`). Default: a temporary
+   * folder removed on close, and a fresh service. Runs found still `running` are marked interrupted.
+   */
+  readonly dataDir?: string;
 }
 
 export interface LocalMode {
@@ -60,6 +72,10 @@ export interface LocalMode {
   /** The simulated service, when local mode started one. */
   readonly simulated: SimulatedService | undefined;
   readonly stateMachine: LocalStateMachine;
+  /** The definition the state machine runs (synthesized from the stack). */
+  readonly definition: AslDefinition;
+  /** The drops whose run was still `running` in the data directory, now marked interrupted. */
+  readonly interrupted: readonly string[];
   /**
    * Hands an event to the trigger, as the EventBridge rule does; s3rver's events arrive here on
    * their own. Tests call it to deliver one event twice.
@@ -85,11 +101,19 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
   try {
     // Synthesizing first: a broken stack fails before anything listens.
     const local = localDefinition();
-    const s3 = await startLocalS3(options.s3Port === undefined ? {} : { port: options.s3Port });
+    const s3 = await startLocalS3({
+      ...(options.s3Port === undefined ? {} : { port: options.s3Port }),
+      ...(options.dataDir === undefined ? {} : { directory: join(options.dataDir, 's3') }),
+    });
     cleanups.push(() => s3.close());
+    // Before anything can start a run: only a run of an earlier local mode is `running` now.
+    const interrupted = await markInterruptedRuns(s3.client, s3.bucket);
     let simulated: SimulatedService | undefined;
     if (options.service === undefined) {
-      const started = await startSimulatedService(options.simulated ?? {});
+      const started = await startSimulatedService(
+        options.simulated ?? {},
+        options.dataDir === undefined ? undefined : { stateFile: join(options.dataDir, 'service.json') },
+      );
       cleanups.push(() => started.close());
       simulated = started;
     }
@@ -120,6 +144,8 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
 
     const trigger = createTriggerHandler(stateMachine, { logger });
     const events = connectS3Events({
+      // A kept bucket outlives this start: its version ids (hence run ids) must not repeat.
+      ...(options.dataDir === undefined ? {} : { versionPrefix: `local-${Date.now().toString(36)}-` }),
       server: s3.server,
       s3: s3.client,
       deliver: trigger,
@@ -138,6 +164,8 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
       serviceUrl: service.url,
       simulated,
       stateMachine,
+      definition: local.definition,
+      interrupted,
       deliver: trigger,
       close: closeAll,
     };

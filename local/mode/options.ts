@@ -31,6 +31,9 @@ be saved to --out (it is kept; the command prints where).
 
 Options:
   --out DIR           where models go (default: ./${DEFAULT_OUT_DIR})
+  --console           serve the local console (a web page on 127.0.0.1) for the run, and keep it
+                      up after the run until Ctrl-C
+  --console-port N    the console's port (implies --console; default: a free port)
 ${COMMON_HELP}
 `;
 
@@ -42,12 +45,24 @@ HOPPER_BUCKET). A folder copied into s3://$HOPPER_BUCKET/inbox/<drop>/, train.js
 its model appears under models/<drop>/ and its state in status/<drop>.json.
 
 Options:
+  --console-port N    the local console's port on 127.0.0.1 (default: a free port)
+  --no-console        do not serve the local console
+  --data-dir DIR      keep the local bucket and the simulated service's records in DIR across
+                      restarts (default: a temporary folder)
 ${COMMON_HELP}
 `;
 
 export interface LocalCommandOptions {
   readonly mode: LocalModeOptions;
   readonly verbose: boolean;
+  /** The local console (local/console/): served unless `enabled` is false. */
+  readonly console?: ConsoleChoice;
+}
+
+export interface ConsoleChoice {
+  readonly enabled: boolean;
+  /** Default: a free port. */
+  readonly port?: number;
 }
 
 export type ParsedRun =
@@ -71,8 +86,23 @@ const COMMON_FLAGS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
+const RUN_CONSOLE_FLAGS = {
+  console: { type: 'boolean' },
+  'console-port': { type: 'string' },
+} as const;
+
+const LOCAL_CONSOLE_FLAGS = {
+  'console-port': { type: 'string' },
+  'no-console': { type: 'boolean' },
+  'data-dir': { type: 'string' },
+} as const;
+
 export function parseRunArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ParsedRun {
-  const { values, positionals } = parse(argv, { ...COMMON_FLAGS, out: { type: 'string' } }, true);
+  const { values, positionals } = parse(
+    argv,
+    { ...COMMON_FLAGS, ...RUN_CONSOLE_FLAGS, out: { type: 'string' } },
+    true,
+  );
   if (values.help === true) return { kind: 'help' };
   if (positionals.length !== 1) {
     throw new CliUsageError(
@@ -83,18 +113,40 @@ export function parseRunArgs(argv: readonly string[], env: NodeJS.ProcessEnv = p
   }
   const out = typeof values.out === 'string' ? values.out : DEFAULT_OUT_DIR;
   if (out === '') throw new CliUsageError('--out: expected a folder, got an empty string');
-  return { kind: 'run', folder: positionals[0] ?? '', out, options: commonOptions(values, env) };
+  return {
+    kind: 'run',
+    folder: positionals[0] ?? '',
+    out,
+    options: withConsole(commonOptions(values, env), values, false),
+  };
 }
 
 export function parseLocalArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ParsedLocal {
-  const { values, positionals } = parse(argv, COMMON_FLAGS, true);
+  const { values, positionals } = parse(argv, { ...COMMON_FLAGS, ...LOCAL_CONSOLE_FLAGS }, true);
   if (values.help === true) return { kind: 'help' };
   if (positionals.length > 0) {
     throw new CliUsageError(
       `hopper local takes no folder (got ${positionals.join(' ')}); copy drops in with any S3 client`,
     );
   }
-  return { kind: 'local', options: commonOptions(values, env) };
+  return { kind: 'local', options: withConsole(commonOptions(values, env), values, true) };
+}
+
+/** The console's flags and --data-dir; `byDefault`: whether the console is on without a flag. */
+function withConsole(options: LocalCommandOptions, values: Values, byDefault: boolean): LocalCommandOptions {
+  const port = integerFlag(values, 'console-port', 1, 65535);
+  if (values['no-console'] === true && port !== undefined) {
+    throw new CliUsageError('--no-console and --console-port contradict each other: give one of them');
+  }
+  const enabled =
+    values['no-console'] !== true && (byDefault || values.console === true || port !== undefined);
+  const dataDir = stringValue(values['data-dir']);
+  if (dataDir === '') throw new CliUsageError('--data-dir: expected a folder, got an empty string');
+  return {
+    ...options,
+    console: { enabled, ...(port === undefined ? {} : { port }) },
+    mode: { ...options.mode, ...(dataDir === undefined ? {} : { dataDir }) },
+  };
 }
 
 type Values = Record<string, string | boolean | undefined>;

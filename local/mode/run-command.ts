@@ -8,6 +8,7 @@
 import { join, posix } from 'node:path';
 import type { Writable } from 'node:stream';
 import { messageOf } from '../../lambdas/run/errors.js';
+import { consoleFor, untilStopped, type LocalConsole } from '../console/index.js';
 import { readStatus } from '../../lambdas/run/status.js';
 import type { CopySlot, RunState } from '../../lambdas/run/state.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
@@ -58,6 +59,7 @@ export async function runRunCommand(argv: readonly string[], io: CommandIo = pro
   const startedAt = Date.now();
   const stop = io.signal ?? interruptSignal();
   let local: LocalMode | undefined;
+  let console: LocalConsole | undefined;
   const reporter = reporterFor(io.stdout, startedAt);
   try {
     const triggerFailed = new AbortController();
@@ -69,6 +71,8 @@ export async function runRunCommand(argv: readonly string[], io: CommandIo = pro
         triggerFailed.abort(new Error(`the S3 event for ${key} started no run: ${messageOf(error)}`));
       },
     });
+    console = await consoleFor(local, parsed.options.console, parsed.options.mode);
+    if (console !== undefined) reporter.line(`hopper: console at ${console.url}`);
     reporter.line(
       `hopper: local mode: S3 at ${local.s3.endpoint} (bucket ${local.bucket}), training service at ${local.serviceUrl}${local.simulated === undefined ? '' : ' (simulated)'}`,
     );
@@ -112,6 +116,12 @@ export async function runRunCommand(argv: readonly string[], io: CommandIo = pro
     io.stderr.write(`hopper run: ${messageOf(error)}\n`);
     return EXIT.failed;
   } finally {
+    if (console !== undefined) {
+      // --console: the page stays up after the run, until Ctrl-C.
+      if (!stop.aborted) io.stderr.write(`hopper: the console stays up at ${console.url}; Ctrl-C stops it\n`);
+      await untilStopped(stop);
+      await console.close();
+    }
     await local?.close();
     await out.release();
   }

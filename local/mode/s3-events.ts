@@ -41,6 +41,11 @@ export interface S3EventSourceOptions {
   readonly deliver: (event: S3ObjectCreatedEvent) => Promise<unknown>;
   /** Told about an event that could not be built or delivered (nothing else would notice). */
   readonly onError: (key: string, error: unknown) => void;
+  /**
+   * What the version ids start with (default `local-`). A bucket kept across restarts needs one
+   * of its own per start: the count restarts, and a repeated version id would rename no run.
+   */
+  readonly versionPrefix?: string;
 }
 
 export interface S3EventSource {
@@ -76,7 +81,10 @@ export function connectS3Events(options: S3EventSourceOptions): S3EventSource {
     for (const record of notification.Records ?? []) {
       if (!record.eventName.startsWith('ObjectCreated:') || !ruleMatches(record.s3.object.key)) continue;
       version += 1;
-      const delivery = forward(record, `local-${String(version).padStart(8, '0')}`);
+      const delivery = forward(
+        record,
+        `${options.versionPrefix ?? 'local-'}${String(version).padStart(8, '0')}`,
+      );
       pending.add(delivery);
       void delivery.finally(() => pending.delete(delivery));
     }

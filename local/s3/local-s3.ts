@@ -5,7 +5,7 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
 import { useConsistentStore } from './consistent-store.js';
@@ -21,6 +21,11 @@ export interface LocalS3Options {
   readonly port?: number;
   /** Default: DEFAULT_LOCAL_BUCKET. */
   readonly bucket?: string;
+  /**
+   * Where the objects live, kept after close (and found again by the next start). Default: a
+   * temporary folder, removed on close.
+   */
+  readonly directory?: string;
 }
 
 export interface LocalS3 {
@@ -44,10 +49,16 @@ export async function startLocalS3(options: LocalS3Options = {}): Promise<LocalS
   const bucket = options.bucket ?? DEFAULT_LOCAL_BUCKET;
   // s3rver reports a failed listen as an unhandled 'error' event, which ends the process.
   if (options.port !== undefined && options.port !== 0) await assertPortFree(options.port);
-  const directory = await mkdtemp(join(tmpdir(), 'hopper-s3-'));
+  // A directory given by the caller (--data-dir) is theirs to keep; a temporary one is removed
+  // at close() unless keep() was called.
+  let kept = options.directory !== undefined;
+  const directory =
+    options.directory === undefined
+      ? await mkdtemp(join(tmpdir(), 'hopper-s3-'))
+      : resolve(options.directory);
   const objects = join(directory, 'objects');
   const partial = join(directory, 'partial');
-  await Promise.all([mkdir(objects), mkdir(partial)]);
+  await Promise.all([mkdir(objects, { recursive: true }), mkdir(partial, { recursive: true })]);
   const server = new S3rver({
     address: '127.0.0.1',
     port: options.port ?? 0,
@@ -63,12 +74,11 @@ export async function startLocalS3(options: LocalS3Options = {}): Promise<LocalS
   try {
     address = await server.run();
   } catch (error) {
-    await rm(directory, { recursive: true, force: true });
+    if (!kept) await rm(directory, { recursive: true, force: true });
     throw error;
   }
   const endpoint = `http://127.0.0.1:${String(address.port)}`;
   const client = localS3Client(endpoint);
-  let kept = false;
   return {
     endpoint,
     port: address.port,

@@ -16,10 +16,12 @@
  *   service.fileDigest(datasetId, fileName)            // { bytes, sha256 } of the last upload, or undefined
  *   await service.close()
  *
+ *   startSimulatedService(options, { stateFile })   // records and credits kept in a file across restarts
+ *
  * Also exported: modelBytesAt(modelId, start, length), the generator behind model downloads
  * (tests check downloaded bytes against it), and validateOptions.
  */
 export type { SimulatedServiceOptions, FaultRule, EndpointName, Encoder } from './options.js';
 export { DEFAULT_OPTIONS, ENDPOINTS, validateOptions } from './options.js';
-export { startSimulatedService, type SimulatedService } from './server.js';
+export { startSimulatedService, type SimulatedService, type ServicePersistence } from './server.js';
 export { modelBytesAt, MODEL_CHUNK_BYTES } from './model-bytes.js';

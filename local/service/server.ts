@@ -9,6 +9,7 @@ import { createFileHandler } from './files.js';
 import { modelState } from './models.js';
 import { DEFAULT_OPTIONS, type EndpointName, type SimulatedServiceOptions } from './options.js';
 import type { Sleep } from './pipeline.js';
+import { persistState } from './persistence.js';
 import { ServiceState } from './state.js';
 
 export interface SimulatedService {
@@ -33,23 +34,37 @@ export interface SimulatedService {
   close(): Promise<void>;
 }
 
+export interface ServicePersistence {
+  /** A file holding the records across restarts (read at start, kept up to date; persistence.ts). */
+  readonly stateFile: string;
+}
+
 export async function startSimulatedService(
   partial: Partial<SimulatedServiceOptions> = {},
+  persistence?: ServicePersistence,
 ): Promise<SimulatedService> {
   const options: SimulatedServiceOptions = { ...DEFAULT_OPTIONS, ...partial };
   const state = new ServiceState(options);
+  const persisted = persistence === undefined ? undefined : await persistState(state, persistence.stateFile);
   const sleeps = new SleepRegistry();
   const apiServer = createServer(createApiHandler(state, sleeps.sleep));
   const fileServer = createServer(createFileHandler(state, sleeps.sleep));
   // A multi-GB upload or download may take longer than Node's default 5-minute request timeout.
   fileServer.requestTimeout = 0;
 
-  const apiUrl = await listen(apiServer, options.host, options.port);
+  let apiUrl: string;
+  try {
+    apiUrl = await listen(apiServer, options.host, options.port);
+  } catch (error) {
+    await persisted?.close();
+    throw error;
+  }
   let fileUrl: string;
   try {
     fileUrl = await listen(fileServer, options.host, options.filePort);
   } catch (error) {
     await stop(apiServer);
+    await persisted?.close();
     throw error;
   }
   state.fileOrigin = fileUrl;
@@ -90,6 +105,7 @@ export async function startSimulatedService(
     async close() {
       sleeps.cancelAll();
       await Promise.all([stop(apiServer), stop(fileServer)]);
+      await persisted?.close();
     },
   };
 }

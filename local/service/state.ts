@@ -10,6 +10,14 @@ import { ENDPOINTS, validateOptions, type EndpointName, type SimulatedServiceOpt
 import { mulberry32 } from './random.js';
 import { Signer } from './signing.js';
 
+/** What ServiceState.records() gives and restore() takes. */
+export interface ServiceRecords {
+  readonly nextSeq: number;
+  readonly creditBase: number;
+  readonly datasets: readonly Dataset[];
+  readonly models: readonly Model[];
+}
+
 /** Knobs bound to the listening sockets or the clock: fixed once the service runs. */
 const FIXED_KNOBS = ['host', 'port', 'filePort', 'manualClockStart'] as const;
 
@@ -72,6 +80,29 @@ export class ServiceState {
     let returned = 0;
     for (const model of this.models.values()) if (creditReturned(model, now)) returned += 1;
     return returned;
+  }
+
+  /**
+   * The records and the account's balance, as plain data (see persistence.ts): what a restart
+   * needs to carry on. Knobs, counters, the clock and the signing key are not part of it.
+   */
+  records(): ServiceRecords {
+    return {
+      nextSeq: this.nextSeq,
+      creditBase: this.creditBase,
+      datasets: [...this.datasets.values()],
+      models: [...this.models.values()],
+    };
+  }
+
+  /** Takes the records of an earlier run of the service (before any request is served). */
+  restore(records: ServiceRecords): void {
+    this.nextSeq = records.nextSeq;
+    this.creditBase = records.creditBase;
+    this.datasets.clear();
+    this.models.clear();
+    for (const dataset of records.datasets) this.datasets.set(dataset.id, dataset);
+    for (const model of records.models) this.models.set(model.id, model);
   }
 
   count(endpoint: EndpointName): void {

@@ -187,4 +187,48 @@ describe('hopper local', () => {
     expect(stopped.code).toBe(0);
     expect(stopped.stderr).toContain('hopper local: stopping');
   });
+
+  it('serves the console at the URL it prints (a comment line); --no-console serves none', async () => {
+    const local = startHopper(['local', '--wait-ms', '20']);
+    try {
+      await local.waitFor('HOPPER_BUCKET=', 30_000);
+      const url = /^# Console: (http:\/\/127\.0\.0\.1:\d+\/)$/m.exec(local.stdout())?.[1];
+      expect(url).toBeDefined();
+      const page = await fetch(url ?? '');
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain('<title>Hopper local console</title>');
+      const overview = (await (await fetch(new URL('/api/overview', url))).json()) as { bucket: string };
+      expect(overview.bucket).toBe('hopper-local');
+    } finally {
+      expect((await local.stop()).code).toBe(0);
+    }
+    const quiet = startHopper(['local', '--no-console']);
+    try {
+      await quiet.waitFor('HOPPER_BUCKET=', 30_000);
+      expect(quiet.stdout()).not.toContain('# Console:');
+    } finally {
+      expect((await quiet.stop()).code).toBe(0);
+    }
+  });
+});
+
+describe('hopper run --console', () => {
+  it("keeps the console up after the run until Ctrl-C, then exits with the run's code", async () => {
+    const run = startHopper(['run', EXAMPLE, '--out', join(work, 'out'), '--wait-ms', '20', '--console']);
+    try {
+      await run.waitFor('the console stays up at', 60_000, 'stderr');
+      const url = /hopper: console at (http:\/\/127\.0\.0\.1:\d+\/)/.exec(run.stdout())?.[1];
+      expect(url).toBeDefined();
+      const runs = (await (await fetch(new URL('/api/runs', url))).json()) as {
+        runs: { drop: string; state: string }[];
+      };
+      expect(runs.runs).toEqual([expect.objectContaining({ drop: 'reviews', state: 'succeeded' })]);
+    } catch (error) {
+      await run.stop();
+      throw error;
+    }
+    const stopped = await run.stop();
+    expect(stopped.code).toBe(0);
+    expect(stopped.stdout).toMatch(/hopper: succeeded in/);
+  });
 });

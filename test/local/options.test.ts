@@ -42,7 +42,7 @@ describe('parseRunArgs', () => {
       kind: 'run',
       folder: 'examples/reviews',
       out: 'out',
-      options: { verbose: false, mode: { logLevel: 'SILENT' } },
+      options: { verbose: false, mode: { logLevel: 'SILENT' }, console: { enabled: false } },
     });
   });
 
@@ -79,7 +79,7 @@ describe('parseRunArgs', () => {
 
 describe('parseLocalArgs', () => {
   it('takes no folder and says how drops get in instead', () => {
-    expect(local([])).toEqual({ verbose: false, mode: { logLevel: 'SILENT' } });
+    expect(local([])).toEqual({ verbose: false, mode: { logLevel: 'SILENT' }, console: { enabled: true } });
     const error = usageError(() => parseLocalArgs(['examples/reviews'], NO_ENV));
     expect(error.message).toContain('examples/reviews');
     expect(error.message).toContain('S3 client');
@@ -207,5 +207,35 @@ describe.each(PARSERS)('the options common to both commands ($command)', ({ comm
       expect(options(['--verbose'])).toMatchObject({ verbose: true, mode: { logLevel: 'INFO' } });
       expect(options([])).toMatchObject({ verbose: false, mode: { logLevel: 'SILENT' } });
     });
+  });
+});
+
+describe('the console and the data directory', () => {
+  it('hopper local serves the console by default, on a chosen port with --console-port, not at all with --no-console', () => {
+    expect(local([]).console).toEqual({ enabled: true });
+    expect(local(['--console-port', '8080']).console).toEqual({ enabled: true, port: 8080 });
+    expect(local(['--no-console']).console).toEqual({ enabled: false });
+    expect(
+      usageError(() => parseLocalArgs(['--no-console', '--console-port', '8080'], NO_ENV)).message,
+    ).toContain('contradict');
+    expect(usageError(() => parseLocalArgs(['--console-port', '0'], NO_ENV)).message).toBe(
+      '--console-port: expected an integer 1..65535, got "0"',
+    );
+  });
+
+  it('hopper run serves it only with --console (or --console-port)', () => {
+    expect(run(['f']).options.console).toEqual({ enabled: false });
+    expect(run(['f', '--console']).options.console).toEqual({ enabled: true });
+    expect(run(['f', '--console-port', '9000']).options.console).toEqual({ enabled: true, port: 9000 });
+    expect(usageError(() => parseRunArgs(['f', '--no-console'], NO_ENV)).message).toContain("'--no-console'");
+  });
+
+  it('--data-dir goes to local mode; empty is refused; hopper run does not take it', () => {
+    expect(local(['--data-dir', 'state']).mode).toMatchObject({ dataDir: 'state' });
+    expect('dataDir' in local([]).mode).toBe(false);
+    expect(usageError(() => parseLocalArgs(['--data-dir='], NO_ENV)).message).toContain('--data-dir');
+    expect(usageError(() => parseRunArgs(['f', '--data-dir', 'x'], NO_ENV)).message).toContain(
+      "'--data-dir'",
+    );
   });
 });

@@ -1,0 +1,83 @@
+/**
+ * What the console reads from the local bucket: every drop's status file (listed on each
+ * request, re-read only when its ETag changed, so a list of hundreds of drops costs one
+ * listing), model records, and model files streamed for download.
+ */
+import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import type { Readable } from 'node:stream';
+import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
+import { readStatus, type RunStatus } from '../../lambdas/run/status.js';
+import { MODELS_PREFIX, STATUS_PREFIX, modelRecordKey } from '../../lambdas/storage/keys.js';
+import { isNotFound } from '../../lambdas/storage/objects.js';
+
+export class BucketView {
+  readonly #s3: S3Client;
+  readonly #bucket: string;
+  readonly #statuses = new Map<string, { etag: string; status: RunStatus | null }>();
+
+  constructor(s3: S3Client, bucket: string) {
+    this.#s3 = s3;
+    this.#bucket = bucket;
+  }
+
+  /** Every drop's status (one listing page: see docs/local-mode.md, Limits). */
+  async statuses(): Promise<RunStatus[]> {
+    const listed = await this.#s3.send(
+      new ListObjectsV2Command({ Bucket: this.#bucket, Prefix: STATUS_PREFIX }),
+    );
+    const found: RunStatus[] = [];
+    const seen = new Set<string>();
+    for (const { Key: key, ETag: etag = '' } of listed.Contents ?? []) {
+      const drop = key?.slice(STATUS_PREFIX.length).replace(/\.json$/, '');
+      if (drop === undefined || drop === '' || drop.includes('/')) continue;
+      seen.add(drop);
+      let cached = this.#statuses.get(drop);
+      if (cached?.etag !== etag) {
+        cached = { etag, status: await readStatus(this.#s3, this.#bucket, drop) };
+        this.#statuses.set(drop, cached);
+      }
+      if (cached.status !== null) found.push(cached.status);
+    }
+    for (const drop of this.#statuses.keys()) if (!seen.has(drop)) this.#statuses.delete(drop);
+    return found;
+  }
+
+  status(drop: string): Promise<RunStatus | null> {
+    return readStatus(this.#s3, this.#bucket, drop);
+  }
+
+  /** models/<drop>/<model id>/model.json, or null when there is none. */
+  async modelRecord(drop: string, modelId: string): Promise<ModelDocument | null> {
+    const body = await this.#get(modelRecordKey(drop, modelId));
+    if (body === null) return null;
+    const text = await body.text();
+    try {
+      return JSON.parse(text) as ModelDocument;
+    } catch {
+      return null;
+    }
+  }
+
+  /** A model file's bytes as a stream, with its size; null when there is no such object. */
+  async modelFile(key: string): Promise<{ body: Readable; bytes: number } | null> {
+    if (!key.startsWith(MODELS_PREFIX) || key.split('/').includes('..')) return null;
+    try {
+      const answer = await this.#s3.send(new GetObjectCommand({ Bucket: this.#bucket, Key: key }));
+      if (answer.Body === undefined) return null;
+      return { body: answer.Body as Readable, bytes: answer.ContentLength ?? 0 };
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw error;
+    }
+  }
+
+  async #get(key: string): Promise<{ text(): Promise<string> } | null> {
+    try {
+      const answer = await this.#s3.send(new GetObjectCommand({ Bucket: this.#bucket, Key: key }));
+      return { text: async () => (await answer.Body?.transformToString()) ?? '' };
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,38 @@
+/**
+ * The local console as the commands use it: started when chosen, and a wait for Ctrl-C for
+ * `hopper run --console`, which keeps it up after the run.
+ */
+import type { LocalMode, LocalModeOptions } from '../mode/local-mode.js';
+import type { ConsoleChoice } from '../mode/options.js';
+import { startConsole, type LocalConsole } from './server.js';
+
+export { startConsole, type LocalConsole } from './server.js';
+
+/** The console when `choice` enables it, else undefined. */
+export async function consoleFor(
+  local: LocalMode,
+  choice: ConsoleChoice | undefined,
+  mode: Pick<LocalModeOptions, 'dataDir' | 'service'>,
+): Promise<LocalConsole | undefined> {
+  if (choice?.enabled !== true) return undefined;
+  return startConsole(local, {
+    ...(choice.port === undefined ? {} : { port: choice.port }),
+    ...(mode.dataDir === undefined ? {} : { dataDir: mode.dataDir }),
+    ...(mode.service === undefined ? {} : { apiKey: mode.service.apiKey }),
+  });
+}
+
+/** Resolves when `signal` aborts (at once if it has). */
+export function untilStopped(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve();
+    else
+      signal.addEventListener(
+        'abort',
+        () => {
+          resolve();
+        },
+        { once: true },
+      );
+  });
+}

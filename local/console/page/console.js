@@ -1,0 +1,464 @@
+/**
+ * The console's page: the run list (#/) and one run (#/run/<id>), kept current by the server's
+ * event stream, and drops from a chosen or dragged folder. Text goes into the page through
+ * textContent only: drop names and messages are the user's.
+ */
+import { drawGraph, stateMarks } from './graph.js';
+
+const PAGE_SIZE = 50;
+/** How long the page waits for a dropped folder's run to start before it says so. */
+const START_WAIT_MS = 30_000;
+const STATES = ['running', 'succeeded', 'failed', 'interrupted', 'stopped'];
+
+const view = { filter: '', offset: 0, runId: null, selected: null, detail: null };
+let definition = null;
+let errors = {};
+
+const $ = (selector) => document.querySelector(selector);
+
+function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null) continue;
+    if (key === 'class') node.className = value;
+    else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, String(value));
+  }
+  for (const child of children) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+async function getJson(path) {
+  const response = await fetch(path, { headers: { accept: 'application/json' } });
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error ?? `${path}: HTTP ${response.status}`);
+  return body;
+}
+
+function elapsed(run) {
+  const end = run.finishedAt === null ? Date.now() : Date.parse(run.finishedAt);
+  const seconds = Math.max(0, (end - Date.parse(run.startedAt)) / 1000);
+  return seconds < 120
+    ? `${seconds.toFixed(1)} s`
+    : `${Math.floor(seconds / 60)} min ${Math.round(seconds % 60)} s`;
+}
+
+function badge(state) {
+  return el('span', { class: `badge ${state}`, 'data-run-state': state }, state);
+}
+
+// ---- The run list ------------------------------------------------------------------------
+
+async function showRuns() {
+  const query = new URLSearchParams({ offset: String(view.offset), limit: String(PAGE_SIZE) });
+  if (view.filter !== '') query.set('state', view.filter);
+  const page = await getJson(`/api/runs?${query}`);
+  const all = STATES.reduce((sum, state) => sum + page.counts[state], 0);
+  $('#filters').replaceChildren(
+    filterButton('', `all (${all})`),
+    ...STATES.map((state) => filterButton(state, `${state} (${page.counts[state]})`)),
+  );
+  const rows = page.runs.map((run) => {
+    const advice = run.error === null ? undefined : errors[run.error.code];
+    return el(
+      'tr',
+      { 'data-run-id': run.runId, 'data-drop': run.drop, class: `run ${run.state}` },
+      el('td', {}, el('a', { href: `#/run/${encodeURIComponent(run.runId)}` }, run.drop)),
+      el('td', {}, badge(run.state)),
+      el('td', {}, run.currentState ?? '—'),
+      el('td', {}, run.step ?? '—'),
+      el('td', {}, run.nextAction ?? '—'),
+      el(
+        'td',
+        { class: 'elapsed', 'data-started': run.startedAt, 'data-finished': run.finishedAt ?? '' },
+        elapsed(run),
+      ),
+      el('td', {}, run.attempts),
+      el(
+        'td',
+        { class: 'error-cell' },
+        run.error === null
+          ? ''
+          : el(
+              'div',
+              {},
+              el('code', { class: 'error-code' }, run.error.code),
+              ' ',
+              el('span', { class: 'error-message' }, run.error.message),
+              advice === undefined ? null : el('div', { class: 'todo' }, `What to do: ${plain(advice.todo)}`),
+            ),
+      ),
+    );
+  });
+  if (rows.length === 0)
+    rows.push(el('tr', {}, el('td', { colspan: 8, class: 'muted' }, 'No runs yet: drop a folder above.')));
+  $('#runs-table tbody').replaceChildren(...rows);
+  const last = Math.min(page.offset + page.runs.length, page.total);
+  $('#page-info').textContent = page.total === 0 ? '' : `${page.offset + 1}–${last} of ${page.total}`;
+  $('#prev-page').disabled = page.offset === 0;
+  $('#next-page').disabled = last >= page.total;
+  await showService().catch(() => undefined);
+}
+
+function filterButton(state, label) {
+  return el(
+    'button',
+    {
+      type: 'button',
+      class: view.filter === state ? 'active' : '',
+      'data-filter': state,
+      onclick: () => {
+        view.filter = state;
+        view.offset = 0;
+        void refresh();
+      },
+    },
+    label,
+  );
+}
+
+async function showService() {
+  const section = $('#service');
+  const response = await fetch('/api/service');
+  if (!response.ok) {
+    section.hidden = true;
+    return;
+  }
+  const service = await response.json();
+  section.hidden = false;
+  $('#service-summary').textContent = `${service.url} — credits left: ${service.credits}`;
+  const row = (record) =>
+    el(
+      'tr',
+      { 'data-service-id': record.id },
+      el('td', {}, el('code', {}, record.id)),
+      el('td', {}, record.name),
+      el('td', {}, record.status),
+      el('td', {}, `step ${record.step}`),
+      el('td', {}, record.next_action),
+    );
+  $('#service-datasets tbody').replaceChildren(...service.datasets.map(row));
+  $('#service-models tbody').replaceChildren(...service.models.map(row));
+}
+
+// ---- One run -----------------------------------------------------------------------------
+
+async function showRun(runId) {
+  const detail = await getJson(`/api/runs/${encodeURIComponent(runId)}`);
+  view.detail = detail;
+  const { summary } = detail;
+  $('#run-title').replaceChildren(summary.drop, ' ', badge(summary.state));
+  $('#run-summary').textContent =
+    `run ${summary.runId} · started ${summary.startedAt} · ${elapsed(summary)}` +
+    (summary.step === null ? '' : ` · step ${summary.step}, next_action ${summary.nextAction}`) +
+    ` · attempts ${summary.attempts}` +
+    (summary.source === 'status'
+      ? ' · from its status file (run by an earlier local mode; no history kept)'
+      : '');
+
+  const errorBox = $('#run-error');
+  errorBox.hidden = summary.error === null;
+  if (summary.error !== null) {
+    errorBox.replaceChildren(
+      el('p', {}, el('strong', {}, 'Error '), el('code', { id: 'error-code' }, summary.error.code)),
+      el('p', { id: 'error-message' }, summary.error.message),
+      detail.advice === null ? null : el('p', { id: 'error-meaning' }, plain(detail.advice.meaning)),
+      detail.advice === null
+        ? null
+        : el('p', { id: 'error-todo' }, el('strong', {}, 'What to do: '), plain(detail.advice.todo)),
+    );
+  }
+
+  const marks = stateMarks(detail.events, summary.state);
+  drawGraph($('#graph'), definition, marks, (name) => {
+    view.selected = name;
+    showStateIo();
+  });
+  showStateIo();
+  showHistory(detail.events);
+  $('#status-file').textContent =
+    detail.status === null ? '(none for this run)' : JSON.stringify(detail.status, null, 2);
+  showModel(detail);
+}
+
+/** The selected state's input and output, from its latest entered and exited events. */
+function showStateIo() {
+  const section = $('#state-io');
+  const name = view.selected;
+  const events = view.detail?.events ?? [];
+  if (name === null) {
+    section.hidden = true;
+    return;
+  }
+  let input;
+  let output;
+  for (const event of events) {
+    if (event.state?.name !== name) continue;
+    if (event.type === 'StateEntered') {
+      input = event.state.input;
+      output = undefined;
+    } else if (event.type === 'StateExited') output = event.state.output;
+  }
+  section.hidden = false;
+  $('#state-io-title').textContent = name;
+  $('#state-input').textContent =
+    input === undefined ? '(the run did not enter this state)' : JSON.stringify(input, null, 2);
+  $('#state-output').textContent =
+    output === undefined ? '(no output: not exited)' : JSON.stringify(output, null, 2);
+}
+
+function showHistory(events) {
+  const start = events[0]?.timestamp ?? 0;
+  const rows = events.map((event, index) =>
+    el(
+      'tr',
+      {
+        class: `event ${event.type}`,
+        'data-state': event.state?.name ?? '',
+        onclick: () => {
+          if (event.state === undefined) return;
+          view.selected = event.state.name;
+          showStateIo();
+        },
+      },
+      el('td', {}, index + 1),
+      el('td', {}, `+${((event.timestamp - start) / 1000).toFixed(3)} s`),
+      el('td', {}, event.type),
+      el('td', {}, event.state?.name ?? ''),
+      el('td', {}, eventDetail(event)),
+    ),
+  );
+  $('#history tbody').replaceChildren(...rows);
+}
+
+function eventDetail(event) {
+  if (event.type === 'StateRetried') return `retry ${event.retry.attempt}`;
+  if (event.type === 'StateCaught') return 'caught: on to the report';
+  if ('Error' in event) return `${event.Error}: ${causeText(event.Cause)}`;
+  if (event.type === 'StateEntered' && event.state.type === 'Wait') {
+    const record = event.state.input?.model ?? event.state.input?.dataset;
+    return record?.waitSeconds === undefined ? 'wait' : `wait ${record.waitSeconds} s`;
+  }
+  if (event.type === 'StateExited' && event.state.type === 'Task') {
+    const output = event.state.output ?? {};
+    const record = output.model ?? output.dataset;
+    return record === undefined ? '' : `step ${record.step}, next_action ${record.nextAction}`;
+  }
+  return '';
+}
+
+/** A Lambda error's JSON cause carries Hopper's `<code>: <message>`. */
+function causeText(cause) {
+  try {
+    const parsed = JSON.parse(cause);
+    if (typeof parsed.errorMessage === 'string') return parsed.errorMessage;
+  } catch {
+    // Not JSON: Step Functions' own words.
+  }
+  return String(cause ?? '');
+}
+
+function showModel(detail) {
+  const section = $('#model');
+  if (detail.model === null || detail.record === null) {
+    section.hidden = true;
+    return;
+  }
+  section.hidden = false;
+  const { model, cost, run } = detail.record;
+  const facts = [
+    ['model', model.id],
+    ['metrics', JSON.stringify(model.metrics)],
+    ['holdout_n', model.holdout_n],
+    ['onnx_bytes', model.onnx_bytes],
+    ['cost', `${cost.credits} credit · GPU $${cost.gpu_usd ?? '?'} · JEV $${cost.jev_usd ?? '?'}`],
+    ['attempts', run.attempts],
+    ['labelled', run.labelled],
+  ];
+  $('#model-facts').replaceChildren(
+    ...facts.flatMap(([name, value]) => [el('dt', {}, name), el('dd', { 'data-fact': name }, value ?? '—')]),
+  );
+  $('#download-onnx').href = `/api/download?key=${encodeURIComponent(detail.model.onnxKey)}`;
+  $('#download-json').href = `/api/download?key=${encodeURIComponent(detail.model.recordKey)}`;
+}
+
+/** Markdown code spans as plain text. */
+function plain(markdown) {
+  return markdown.replaceAll('`', '');
+}
+
+// ---- Drops -------------------------------------------------------------------------------
+
+/** Uploads `files` ({ name relative to the folder, file }) as the drop `drop`, train.json last. */
+async function dropFolder(drop, files) {
+  const message = $('#drop-message');
+  message.className = '';
+  message.textContent = `Checking ${drop}…`;
+  try {
+    const names = files.map((entry) => entry.name);
+    const check = await fetch('/api/drops/check', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ drop, files: names }),
+    });
+    const checked = await check.json();
+    if (!check.ok) throw new Error(checked.error);
+    const before = new Set(
+      (await getJson(`/api/runs?drop=${encodeURIComponent(drop)}&limit=200`)).runs.map((run) => run.runId),
+    );
+    const ordered = [
+      ...files.filter((entry) => entry.name !== 'train.json'),
+      ...files.filter((entry) => entry.name === 'train.json'),
+    ];
+    for (const [index, entry] of ordered.entries()) {
+      message.textContent = `Uploading ${drop}/${entry.name} (${index + 1} of ${ordered.length}) to ${checked.prefix}`;
+      const put = await fetch(
+        `/api/drops/${encodeURIComponent(drop)}/files?name=${encodeURIComponent(entry.name)}`,
+        {
+          method: 'PUT',
+          body: entry.file,
+        },
+      );
+      if (!put.ok) throw new Error((await put.json()).error);
+    }
+    message.textContent = `Dropped ${drop} (${ordered.length} files): waiting for its run to start…`;
+    const deadline = Date.now() + START_WAIT_MS;
+    while (Date.now() < deadline) {
+      const page = await getJson(`/api/runs?drop=${encodeURIComponent(drop)}&limit=200`);
+      const started = page.runs.find((run) => !before.has(run.runId));
+      if (started !== undefined) {
+        message.textContent = `Dropped ${drop}: run ${started.runId} started.`;
+        location.hash = `#/run/${encodeURIComponent(started.runId)}`;
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    throw new Error(`${drop} was uploaded but no run started within ${START_WAIT_MS / 1000} s`);
+  } catch (error) {
+    message.className = 'error';
+    message.textContent = error.message;
+  }
+}
+
+/** A folder chosen with the file input: every file's path starts with the folder's name. */
+function dropChosen(fileList) {
+  const files = [...fileList];
+  if (files.length === 0) return;
+  const drop = files[0].webkitRelativePath.split('/')[0];
+  void dropFolder(
+    drop,
+    files.map((file) => ({ name: file.webkitRelativePath.split('/').slice(1).join('/'), file })),
+  );
+}
+
+/** A folder dragged onto the page, walked through its entries. */
+async function dropDragged(items) {
+  const entry = items[0]?.webkitGetAsEntry?.();
+  if (entry === null || entry === undefined || !entry.isDirectory) {
+    const message = $('#drop-message');
+    message.className = 'error';
+    message.textContent = 'Drop a folder (the one holding the data files and train.json), not a file.';
+    return;
+  }
+  const files = [];
+  const walk = async (directory, prefix) => {
+    const reader = directory.createReader();
+    for (;;) {
+      const batch = await new Promise((resolve, reject) => reader.readEntries(resolve, reject));
+      if (batch.length === 0) return;
+      for (const child of batch) {
+        if (child.isDirectory) await walk(child, `${prefix}${child.name}/`);
+        else
+          files.push({
+            name: `${prefix}${child.name}`,
+            file: await new Promise((resolve, reject) => child.file(resolve, reject)),
+          });
+      }
+    }
+  };
+  await walk(entry, '');
+  await dropFolder(entry.name, files);
+}
+
+// ---- Wiring ------------------------------------------------------------------------------
+
+async function refresh() {
+  const match = /^#\/run\/(.+)$/.exec(location.hash);
+  const runId = match === null ? null : decodeURIComponent(match[1]);
+  if (runId !== view.runId) view.selected = null;
+  view.runId = runId;
+  $('#runs-view').hidden = runId !== null;
+  $('#run-view').hidden = runId === null;
+  try {
+    if (runId === null) await showRuns();
+    else await showRun(runId);
+  } catch (error) {
+    const message = $('#drop-message');
+    message.className = 'error';
+    message.textContent = error.message;
+  }
+}
+
+let pending = null;
+function refreshSoon() {
+  pending ??= setTimeout(() => {
+    pending = null;
+    void refresh();
+  }, 100);
+}
+
+async function start() {
+  const [overview, asl, advice] = await Promise.all([
+    getJson('/api/overview'),
+    getJson('/api/definition'),
+    getJson('/api/errors'),
+  ]);
+  definition = asl;
+  errors = advice;
+  $('#overview').textContent =
+    `bucket s3://${overview.bucket} at ${overview.s3Endpoint} · training service ${overview.serviceUrl}` +
+    (overview.simulated ? ' (simulated)' : '') +
+    (overview.dataDir === null ? ' · state in a temporary folder' : ` · state kept in ${overview.dataDir}`);
+  $('#prev-page').addEventListener('click', () => {
+    view.offset = Math.max(0, view.offset - PAGE_SIZE);
+    void refresh();
+  });
+  $('#next-page').addEventListener('click', () => {
+    view.offset += PAGE_SIZE;
+    void refresh();
+  });
+  $('#folder-input').addEventListener('change', (event) => {
+    dropChosen(event.target.files);
+    event.target.value = '';
+  });
+  const zone = document.body;
+  zone.addEventListener('dragover', (event) => {
+    event.preventDefault();
+    $('#dropzone').classList.add('over');
+  });
+  zone.addEventListener('dragleave', () => $('#dropzone').classList.remove('over'));
+  zone.addEventListener('drop', (event) => {
+    event.preventDefault();
+    $('#dropzone').classList.remove('over');
+    void dropDragged([...event.dataTransfer.items]);
+  });
+  window.addEventListener('hashchange', () => void refresh());
+  const events = new EventSource('/api/events');
+  events.addEventListener('runs', (event) => {
+    const { runIds } = JSON.parse(event.data);
+    if (view.runId === null || runIds.includes(view.runId)) refreshSoon();
+  });
+  setInterval(() => {
+    for (const cell of document.querySelectorAll('td.elapsed')) {
+      if (cell.dataset.finished !== '') continue;
+      cell.textContent = elapsed({ startedAt: cell.dataset.started, finishedAt: null });
+    }
+  }, 1000);
+  await refresh();
+  document.body.dataset.ready = 'true';
+}
+
+void start();

@@ -1,0 +1,80 @@
+/**
+ * The simulated service's side of the runs, for the console: its newest datasets and models
+ * with their step and next_action, and the credits left. Read through the service's own API
+ * with Hopper's client (the key stays in this process; only the fields below leave it).
+ */
+import { TrainingServiceClient } from '../../lambdas/service-client/index.js';
+import type { SimulatedService } from '../service/index.js';
+
+export interface ServiceRecord {
+  readonly id: string;
+  readonly name: string;
+  readonly status: string;
+  readonly step: number;
+  readonly next_action: string;
+  readonly created_at: string;
+  /** Models only: the dataset it was trained on. */
+  readonly dataset_id?: string;
+  readonly onnx_bytes?: number | null;
+  readonly error: string | null;
+}
+
+export interface ServiceSnapshot {
+  readonly url: string;
+  readonly credits: number;
+  readonly datasets: readonly ServiceRecord[];
+  readonly models: readonly ServiceRecord[];
+}
+
+/** How many of each the console shows (the newest). */
+const SHOWN = 25;
+
+export class ServiceView {
+  readonly #simulated: SimulatedService;
+  readonly #client: TrainingServiceClient;
+
+  constructor(simulated: SimulatedService) {
+    this.#simulated = simulated;
+    this.#client = new TrainingServiceClient({
+      baseUrl: simulated.apiUrl,
+      apiKey: simulated.apiKey,
+      maxRetries: 1,
+      timeoutMs: 5_000,
+    });
+  }
+
+  async snapshot(): Promise<ServiceSnapshot> {
+    const [datasets, models] = await Promise.all([
+      firstPage(this.#client.listDatasets({ limit: SHOWN }).pages()),
+      firstPage(this.#client.listModels({ limit: SHOWN }).pages()),
+    ]);
+    const common = (record: (typeof datasets)[number] | (typeof models)[number]): ServiceRecord => ({
+      id: record.id,
+      name: record.name,
+      status: record.status,
+      step: record.step,
+      next_action: record.next_action,
+      created_at: record.created_at,
+      error: record.error,
+    });
+    return {
+      url: this.#simulated.apiUrl,
+      credits: this.#simulated.credits(),
+      datasets: datasets.map(common),
+      models: models.map((model) => ({
+        ...common(model),
+        dataset_id: model.dataset_id,
+        onnx_bytes: model.onnx_bytes,
+      })),
+    };
+  }
+
+  close(): Promise<void> {
+    return this.#client.close();
+  }
+}
+
+async function firstPage<T>(pages: AsyncGenerator<{ data: T[] }>): Promise<T[]> {
+  for await (const page of pages) return page.data;
+  return [];
+}

@@ -1,0 +1,143 @@
+/**
+ * `--data-dir`: the local bucket and the simulated service outlive local mode. A restart finds
+ * earlier drops, status files, models, the service's records and credits; a run cut off by the stop is marked `interrupted` with how to start it over;
+ * and the same train.json dropped again after the restart is a new run, not a duplicate.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { readStatus } from '../../lambdas/run/status.js';
+import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { startConsole } from '../../local/console/index.js';
+import type { RunPage } from '../../local/console/runs.js';
+import { startLocalMode, type LocalMode } from '../../local/mode/local-mode.js';
+import {
+  BRISK_SERVICE,
+  dropAndRun,
+  modelObjects,
+  nextExecution,
+  RUN_TIMEOUT_MS,
+} from '../helpers/local-mode.js';
+import { putDrop } from '../helpers/pipeline.js';
+import { folderFiles } from '../helpers/console.js';
+import { withTimeout } from '../helpers/timeout.js';
+
+const REVIEWS = new URL('../../examples/reviews/', import.meta.url).pathname;
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function startKept(dataDir: string, trainingMs: number = BRISK_SERVICE.trainingMs): Promise<LocalMode> {
+  const local = await startLocalMode({
+    dataDir,
+    waitMs: 10,
+    retryPauseMs: 0,
+    simulated: { ...BRISK_SERVICE, trainingMs },
+  });
+  let closed = false;
+  cleanups.push(async () => {
+    if (!closed) await local.close();
+  });
+  return {
+    ...local,
+    async close() {
+      closed = true;
+      await local.close();
+    },
+  };
+}
+
+describe('hopper local --data-dir', () => {
+  it('keeps drops, status files, models and the simulated service across a restart, and marks a run cut off by the stop interrupted', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'hopper-data-'));
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const files = await folderFiles(REVIEWS);
+
+    // First start: one run succeeds; another is still training when local mode stops.
+    const first = await startKept(dataDir);
+    const done = await dropAndRun(first, 'reviews', files);
+    expect(done.outcome.status).toBe('SUCCEEDED');
+    const models = await modelObjects(first, 'reviews');
+    first.simulated?.configure({ trainingMs: 600_000 });
+    const slow = nextExecution(first, inboxKey('slow', TRAIN_JSON));
+    await putDrop(first.s3.client, first.bucket, 'slow', files);
+    const slowRun = await slow.execution;
+    await withTimeout(
+      new Promise<void>((resolve) => {
+        const onEvent = (
+          execution: { name: string },
+          event: { type: string; state?: { name: string } },
+        ): void => {
+          if (
+            execution.name === slowRun.name &&
+            event.type === 'StateEntered' &&
+            event.state?.name === 'WaitForModel'
+          ) {
+            first.stateMachine.off('event', onEvent);
+            resolve();
+          }
+        };
+        first.stateMachine.on('event', onEvent);
+      }),
+      'the slow run did not reach WaitForModel',
+      RUN_TIMEOUT_MS,
+    );
+    expect((await readStatus(first.s3.client, first.bucket, 'slow'))?.state).toBe('running');
+    const creditsLeft = first.simulated?.credits();
+    await first.close();
+
+    // Second start on the same folder.
+    const second = await startKept(dataDir);
+    expect(second.interrupted).toEqual(['slow']);
+    const interrupted = await readStatus(second.s3.client, second.bucket, 'slow');
+    expect(interrupted).toMatchObject({ run_id: slowRun.name, state: 'interrupted' });
+    expect(interrupted?.finished_at).not.toBeNull();
+    expect(interrupted?.error?.code).toBe('interrupted');
+    expect(interrupted?.error?.message).toContain(`Upload inbox/slow/${TRAIN_JSON} again`);
+    expect((await readStatus(second.s3.client, second.bucket, 'reviews'))?.state).toBe('succeeded');
+    expect(await modelObjects(second, 'reviews')).toEqual(models);
+
+    // The simulated service's records and credits came back too.
+    expect(second.simulated?.credits()).toBe(creditsLeft);
+    const console = await startConsole(second, { dataDir });
+    cleanups.push(() => console.close());
+    const service = (await (await fetch(new URL('/api/service', console.url))).json()) as {
+      datasets: { id: string }[];
+      models: { id: string; next_action: string }[];
+    };
+    expect(service.datasets.map((dataset) => dataset.id)).toEqual(
+      expect.arrayContaining([done.status?.dataset_id, interrupted?.dataset_id]),
+    );
+    expect(service.models).toContainEqual(
+      expect.objectContaining({ id: done.status?.model_id, next_action: 'download' }),
+    );
+    const page = (await (await fetch(new URL('/api/runs', console.url))).json()) as RunPage;
+    expect(page.runs.map((run) => [run.drop, run.state, run.source])).toEqual(
+      expect.arrayContaining([
+        ['reviews', 'succeeded', 'status'],
+        ['slow', 'interrupted', 'status'],
+      ]),
+    );
+
+    // The same train.json again: a new run (version ids do not repeat across starts).
+    const again = await dropAndRun(second, 'reviews', files);
+    expect(again.outcome.status).toBe('SUCCEEDED');
+    expect(again.execution.name).not.toBe(done.execution.name);
+  });
+
+  it('without a data directory nothing is kept: a fresh bucket each start', async () => {
+    const local = await startLocalMode({ waitMs: 10, retryPauseMs: 0, simulated: BRISK_SERVICE });
+    await putDrop(local.s3.client, local.bucket, 'gone', { 'reviews.csv': 'text\nfine\n' });
+    await local.close();
+    const again = await startLocalMode({ waitMs: 10, retryPauseMs: 0, simulated: BRISK_SERVICE });
+    cleanups.push(() => again.close());
+    const listed = await again.s3.client.send(
+      new ListObjectsV2Command({ Bucket: again.bucket, Prefix: inboxKey('gone', '') }),
+    );
+    expect(listed.Contents ?? []).toEqual([]);
+    expect(again.interrupted).toEqual([]);
+  });
+});
