@@ -13,6 +13,7 @@ import type { DropFile, RunConfig, RunInput } from '../run/state.js';
 import { DEFAULT_LABELS_FILE, inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
 import { ObjectChangedError, ObjectMissingError, openPinnedObject } from '../storage/streams.js';
 import { fileNameProblem, listForMessage, PLAIN_FILE_NAME_RULE } from './file-names.js';
+import { resumeSource } from '../run/resume.js';
 import { checkLabelsHeader } from './labels-csv.js';
 import type { DropListing } from './listing.js';
 import { settledListing, type SettleClock } from './settle.js';
@@ -81,6 +82,7 @@ export async function validateDrop(s3: S3Client, run: RunInput, settle: SettleOp
     encoder: trainJson.encoder ?? null,
     decisions: trainJson.decisions ?? DEFAULT_DECISIONS,
     maxAttempts: trainJson.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+    ...(trainJson.resume === true ? { resumeFrom: await resumeSource(s3, run) } : {}),
   };
   checkStateSize(config, folder);
   return config;

@@ -44,7 +44,9 @@ export const startTrainingStep: Step<'model'> = {
         : (state.model.filesRetentionSeconds ?? null);
 
     const newest = models[0];
-    if (newest !== undefined && isUnderWay(newest)) {
+    // A resumed run trains again when the earlier run's model lost its files (model_files_gone).
+    const filesGone = newest?.next_action === 'none' && config.resumeFrom !== undefined;
+    if (newest !== undefined && isUnderWay(newest) && !filesGone) {
       return modelSlot(newest, models.length, previous, env.runtime.now(), retention);
     }
     if (newest !== undefined && models.length >= config.maxAttempts) {

@@ -20,6 +20,7 @@ import {
   type SimulatedService,
   type SimulatedServiceOptions,
 } from '../service/index.js';
+import { startExecutionsEndpoint, type ExecutionsEndpoint } from './executions-endpoint.js';
 import { asLambda } from './lambda-invoke.js';
 import { connectS3Events } from './s3-events.js';
 import { LocalStateMachine } from './state-machine.js';
@@ -60,6 +61,8 @@ export interface LocalMode {
   /** The simulated service, when local mode started one. */
   readonly simulated: SimulatedService | undefined;
   readonly stateMachine: LocalStateMachine;
+  /** The state machine's executions over Step Functions' API (for `hopper runs`). */
+  readonly executions: Pick<ExecutionsEndpoint, 'url' | 'stateMachineArn'>;
   /**
    * Hands an event to the trigger, as the EventBridge rule does; s3rver's events arrive here on
    * their own. Tests call it to deliver one event twice.
@@ -117,6 +120,8 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
       ...(options.retryPauseMs === undefined ? {} : { retryPauseMs: options.retryPauseMs }),
     });
     cleanups.push(() => stateMachine.stopAll());
+    const executions = await startExecutionsEndpoint(stateMachine);
+    cleanups.push(() => executions.close());
 
     const trigger = createTriggerHandler(stateMachine, { logger });
     const events = connectS3Events({
@@ -138,6 +143,7 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
       serviceUrl: service.url,
       simulated,
       stateMachine,
+      executions: { url: executions.url, stateMachineArn: executions.stateMachineArn },
       deliver: trigger,
       close: closeAll,
     };
