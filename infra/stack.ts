@@ -118,7 +118,7 @@ export class HopperStack extends Stack {
       value: apiKeySecretName,
     });
     new CfnOutput(this, 'StateMachineArn', { value: this.pipeline.stateMachine.stateMachineArn });
-    new CfnOutput(this, 'ServiceUrl', {
+    new CfnOutput(this, 'TrainingServiceUrl', {
       description: 'The training service the pipeline calls (read by hopper models --stack)',
       value: serviceUrl,
     });

@@ -26,7 +26,7 @@ export const MODELS_HELP = `Usage: hopper models [options]
 
 Lists the training service's models, newest first: id, name, status, step, next_action, dataset
 and when each was created. Reads the service's pages one at a time, only as many as the listing
-needs. The service's URL and API key come from the stack (its ServiceUrl output and API key
+needs. The service's URL and API key come from the stack (its TrainingServiceUrl output and API key
 secret) or from \`hopper local\`'s settings (HOPPER_SERVICE_URL; HOPPER_API_KEY for a service
 other than the simulated one).
 

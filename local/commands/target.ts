@@ -31,7 +31,7 @@ export const STACK_OUTPUTS = {
   bucket: 'BucketName',
   stateMachine: 'StateMachineArn',
   apiKeySecret: 'ApiKeySecretName',
-  serviceUrl: 'ServiceUrl',
+  serviceUrl: 'TrainingServiceUrl',
 } as const;
 
 /** Settings that replace the SDK's defaults per AWS service (tests point them at loopback). */
