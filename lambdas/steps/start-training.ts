@@ -116,7 +116,7 @@ async function startTraining(
     if (error instanceof NoCreditsError) {
       throw new RunError(
         'no_credits',
-        `the training service account has no credits left to train dataset ${dataset.id} (a training costs 1 credit; a failed one is refunded): add credits at the service, then drop train.json again`,
+        `the training service account has no credits left to train dataset ${dataset.id} (a training costs 1 credit; a failed one is refunded): add credits at the service, then resume the run without uploading again (hopper retry <drop>, or upload train.json with "resume": true)`,
         { cause: error },
       );
     }
