@@ -130,6 +130,16 @@ describe('train.json', () => {
     );
   });
 
+  it('takes "resume" as true or false only', () => {
+    expect(parseTrainJson('{"resume": true}')).toEqual({ resume: true });
+    expect(parseTrainJson('{"resume": false}')).toEqual({ resume: false });
+    for (const bad of ['yes', 1, null]) {
+      expect(problemsOf({ resume: bad })).toBe(
+        `train.json: "resume" must be true or false (got ${JSON.stringify(bad)})`,
+      );
+    }
+  });
+
   it('checks "labels" as a plain file name that is not also a data file', () => {
     expect(problemsOf({ labels: 'sub/labels.csv' })).toContain('"labels" must be a plain file name');
     expect(problemsOf({ labels: 'both.csv', files: ['both.csv', 'data.csv'] })).toBe(

@@ -13,7 +13,7 @@ import { runModelsCommand } from '../../local/commands/models.js';
 import { runRetryCommand } from '../../local/commands/retry.js';
 import { runRunsCommand } from '../../local/commands/runs.js';
 import { runStatusCommand } from '../../local/commands/status.js';
-import type { AwsOverrides, CommandDeps } from '../../local/commands/target.js';
+import { STACK_OUTPUTS, type AwsOverrides, type CommandDeps } from '../../local/commands/target.js';
 import type { CommandIo } from '../../local/mode/run-command.js';
 import { LOCAL_S3_CREDENTIALS, startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
 import { startSimulatedService, type SimulatedService } from '../../local/service/index.js';
@@ -23,6 +23,7 @@ import {
   type CloudFormationEndpoint,
 } from '../helpers/cloudformation-endpoint.js';
 import { readText } from '../helpers/pipeline.js';
+import { synthesize } from '../infra/helpers.js';
 
 type Command = (argv: readonly string[], io?: CommandIo, deps?: CommandDeps) => Promise<number>;
 
@@ -281,6 +282,13 @@ describe('the commands against a deployed stack (--stack)', () => {
     const nothing = await run(runRetryCommand, ['typo', '--stack', STACK]);
     expect(nothing.code).toBe(1);
     expect(nothing.stderr).toMatch(/failed with missing_file before it created a dataset/);
+  });
+
+  it('reads outputs the stack has', () => {
+    const outputs = Object.keys(
+      synthesize({ serviceUrl: 'https://service.example' }).template.toJSON().Outputs as object,
+    );
+    expect(outputs).toEqual(expect.arrayContaining(Object.values(STACK_OUTPUTS)));
   });
 
   it('names a stack CloudFormation does not know', async () => {

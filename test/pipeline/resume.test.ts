@@ -89,6 +89,19 @@ describe('a run resumed with "resume": true', () => {
     expect(local.simulated?.requestCount('createDataset')).toBe(0);
   });
 
+  it('fails with not_resumable when the earlier dataset is not ready to train (labels missing)', async () => {
+    // Held-out examples and no labels file: the run stops at label_examples with labels_required.
+    const local = await fixture.start({ simulated: { heldOutCount: 2 } });
+    const failed = await dropAndRun(local, 'unlabelled', { ...DATA, [TRAIN_JSON]: '{}' });
+    expect(failed.status?.error?.code).toBe('labels_required');
+    const run = await dropAndRun(local, 'unlabelled', { [TRAIN_JSON]: '{"resume": true}' });
+    expect(run.status?.error?.code).toBe('not_resumable');
+    expect(run.status?.error?.message).toMatch(
+      /is at step 3 with next_action label_examples; only a dataset ready to train \(start_training or retry\) can be resumed/,
+    );
+    expect(local.simulated?.requestCount('createModel')).toBe(0);
+  });
+
   it('fails with not_resumable when the earlier dataset has expired at the service', async () => {
     const local = await fixture.start({ simulated: { ...QUICK, credits: 0, datasetTtlMs: 1500 } });
     const failed = await dropAndRun(local, 'stale', { ...DATA, [TRAIN_JSON]: '{}' });
