@@ -75,14 +75,24 @@ describe('the commands against hopper local', () => {
     const human = await run(runStatusCommand, ['reviews'], env);
     expect(human.stdout).toMatch(/^error +no_credits: the training service account has no credits/m);
 
+    // Retried too early (still no credits): the resumed run fails the same way.
+    const early = nextExecution(local, inboxKey('reviews', TRAIN_JSON));
+    const first = await run(runRetryCommand, ['reviews'], env);
+    expect(first.stderr).toBe('');
+    expect(first.code).toBe(0);
+    expect(first.stdout).toContain(
+      `resuming run ${failed.execution.name} of "reviews" (no_credits) from dataset ${String(failed.status?.dataset_id)}`,
+    );
+    const tooEarly = await finished(local, await early.execution);
+    expect(tooEarly.status).toMatchObject({ state: 'failed', dataset_id: failed.status?.dataset_id });
+    expect(tooEarly.status?.error?.code).toBe('no_credits');
+
+    // The same train.json bytes again: a new upload is a new run.
     service.configure({ credits: 1 });
     const started = nextExecution(local, inboxKey('reviews', TRAIN_JSON));
     const retry = await run(runRetryCommand, ['reviews'], env);
-    expect(retry.stderr).toBe('');
     expect(retry.code).toBe(0);
-    expect(retry.stdout).toContain(
-      `resuming run ${failed.execution.name} of "reviews" (no_credits) from dataset ${String(failed.status?.dataset_id)}`,
-    );
+    expect(retry.stdout).toContain(`resuming run ${tooEarly.execution.name} of "reviews" (no_credits)`);
     const resumed = await finished(local, await started.execution);
     expect(resumed.outcome.status).toBe('SUCCEEDED');
     expect(resumed.status?.dataset_id).toBe(failed.status?.dataset_id);
@@ -99,6 +109,7 @@ describe('the commands against hopper local', () => {
     }[];
     expect(listed.map((entry) => [entry.run_id, entry.outcome, entry.error?.code ?? null])).toEqual([
       [resumed.execution.name, 'succeeded', null],
+      [tooEarly.execution.name, 'failed', 'no_credits'],
       [failed.execution.name, 'failed', 'no_credits'],
     ]);
     const runsTable = await run(runRunsCommand, ['reviews', '--limit', '1'], env);
