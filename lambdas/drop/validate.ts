@@ -5,15 +5,16 @@
  *
  * The folder is taken once it has stopped changing (settle.ts). Checks, in order, each failing
  * with a code of its own and a message naming the files: train.json (the version that started the run, valid), no objects in sub-folders, the files
- * train.json names exist, there is data to send, no data file is empty, the labels file's header.
+ * train.json names exist, there is data to send, no data file is empty, the labels file's header;
+ * with `"resume": true`, the failed run whose dataset to take (lambdas/run/resume.ts).
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { RunError } from '../run/errors.js';
+import { resumeSource } from '../run/resume.js';
 import type { DropFile, RunConfig, RunInput } from '../run/state.js';
 import { DEFAULT_LABELS_FILE, inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
 import { ObjectChangedError, ObjectMissingError, openPinnedObject } from '../storage/streams.js';
 import { fileNameProblem, listForMessage, PLAIN_FILE_NAME_RULE } from './file-names.js';
-import { resumeSource } from '../run/resume.js';
 import { checkLabelsHeader } from './labels-csv.js';
 import type { DropListing } from './listing.js';
 import { settledListing, type SettleClock } from './settle.js';

@@ -5,14 +5,17 @@
  */
 import { messageOf } from '../../lambdas/run/errors.js';
 import { LOCAL_S3_CREDENTIALS, LOCAL_S3_REGION } from '../s3/local-s3.js';
-import { HOPPER_SERVICE_URL_ENV, HOPPER_STATE_MACHINE_ENV } from '../commands/settings.js';
+import { HOPPER_SERVICE_URL_ENV, HOPPER_STATE_MACHINE_ENV, SFN_ENDPOINT_ENV } from '../commands/settings.js';
 import { startLocalMode, type LocalMode } from './local-mode.js';
 import { CliUsageError, LOCAL_HELP, parseLocalArgs } from './options.js';
 import { describeFailure, formatProgress, progressOf } from './progress.js';
 import { EXIT, interruptSignal, processIo, type CommandIo } from './run-command.js';
 import type { ExecutionOutcome } from './state-machine.js';
 
-/** The lines a shell can eval to point an S3 client (aws CLI, SDK) at local mode. */
+/**
+ * The lines a shell can eval to point an S3 client (aws CLI, SDK) at local mode, and `hopper
+ * status`, `runs`, `models` and `retry` (local/commands/) at it too. Never the API key.
+ */
 export function exportLines(
   local: Pick<LocalMode, 'bucket'> & { s3: { endpoint: string } } & Partial<
       Pick<LocalMode, 'executions' | 'serviceUrl'>
@@ -24,11 +27,10 @@ export function exportLines(
     `export AWS_SECRET_ACCESS_KEY=${LOCAL_S3_CREDENTIALS.secretAccessKey}`,
     `export AWS_REGION=${LOCAL_S3_REGION}`,
     `export HOPPER_BUCKET=${local.bucket}`,
-    // For hopper status/runs/models/retry (local/commands/target.ts); never the API key.
     ...(local.executions === undefined
       ? []
       : [
-          `export AWS_ENDPOINT_URL_SFN=${local.executions.url}`,
+          `export ${SFN_ENDPOINT_ENV}=${local.executions.url}`,
           `export ${HOPPER_STATE_MACHINE_ENV}=${local.executions.stateMachineArn}`,
         ]),
     ...(local.serviceUrl === undefined ? [] : [`export ${HOPPER_SERVICE_URL_ENV}=${local.serviceUrl}`]),
