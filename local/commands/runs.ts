@@ -64,7 +64,17 @@ export async function runRunsCommand(
           `no state machine to read runs from: eval the export lines \`hopper local\` prints (${HOPPER_STATE_MACHINE_ENV} is not set), or give --stack NAME`,
         );
       }
-      const runs = await runsOf(target.stateMachine.client, target.stateMachine.arn, drop, limit);
+      const { runs, searchedAll } = await runsOf(
+        target.stateMachine.client,
+        target.stateMachine.arn,
+        drop,
+        limit,
+      );
+      if (!searchedAll) {
+        out.stderr.write(
+          `hopper runs: looked through the newest ${String(MAX_EXECUTION_PAGES * 1000)} executions only; older runs of "${drop}" are in the Step Functions console\n`,
+        );
+      }
       if (parsed.json) out.stdout.write(json(runs));
       else if (runs.length === 0) out.stdout.write(`no runs of "${drop}" (${target.label})\n`);
       else out.stdout.write(runsTable(runs, now()));
@@ -75,13 +85,16 @@ export async function runRunsCommand(
   );
 }
 
-/** The drop's runs, newest first, at most `limit`. */
+/**
+ * The drop's runs, newest first, at most `limit`; `searchedAll` is false when the listing stopped
+ * at MAX_EXECUTION_PAGES with fewer runs found and executions left unread.
+ */
 export async function runsOf(
   sfn: SFNClient,
   stateMachineArn: string,
   drop: string,
   limit: number,
-): Promise<RunSummary[]> {
+): Promise<{ runs: RunSummary[]; searchedAll: boolean }> {
   const name = new RegExp(`^${escapeRegExp(executionNameDrop(drop))}-[0-9a-f]{${String(NAME_HASH_HEX)}}$`);
   const runs: RunSummary[] = [];
   let token: string | undefined;
@@ -110,7 +123,8 @@ export async function runsOf(
     token = listed.nextToken;
     if (token === undefined) break;
   }
-  return runs.sort((a, b) => b.started_at.localeCompare(a.started_at));
+  runs.sort((a, b) => b.started_at.localeCompare(a.started_at));
+  return { runs, searchedAll: runs.length >= limit || token === undefined };
 }
 
 export function runsTable(runs: readonly RunSummary[], now: number): string {
