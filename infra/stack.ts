@@ -118,6 +118,10 @@ export class HopperStack extends Stack {
       value: apiKeySecretName,
     });
     new CfnOutput(this, 'StateMachineArn', { value: this.pipeline.stateMachine.stateMachineArn });
+    new CfnOutput(this, 'TrainingServiceUrl', {
+      description: 'The training service the pipeline calls (read by hopper models --stack)',
+      value: serviceUrl,
+    });
     new CfnOutput(this, 'StateMachineConsoleUrl', {
       description: 'Every run, as a graph',
       value: `https://${this.region}.console.aws.amazon.com/states/home?region=${this.region}#/statemachines/view/${this.pipeline.stateMachine.stateMachineArn}`,

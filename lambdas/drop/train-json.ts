@@ -18,6 +18,11 @@ export interface TrainJson {
   readonly encoder?: string;
   readonly decisions?: Decisions;
   readonly maxAttempts?: number;
+  /**
+   * Resume the drop's latest failed run from its dataset at the service instead of starting over:
+   * no upload, structuring or labelling, straight to training (lambdas/run/resume.ts).
+   */
+  readonly resume?: boolean;
 }
 
 export const DEFAULT_DECISIONS: Decisions = 'service';
@@ -29,7 +34,15 @@ export const MAX_ATTEMPTS_LIMIT = 10;
 /** train.json is a few lines; anything this large is not one (and is not read). */
 export const MAX_TRAIN_JSON_BYTES = 1024 * 1024;
 
-export const TRAIN_JSON_FIELDS = ['name', 'files', 'labels', 'encoder', 'decisions', 'maxAttempts'] as const;
+export const TRAIN_JSON_FIELDS = [
+  'name',
+  'files',
+  'labels',
+  'encoder',
+  'decisions',
+  'maxAttempts',
+  'resume',
+] as const;
 
 /**
  * train.json's deepest value is an answer in `decisions` (depth 2). Anything far deeper is not a
@@ -50,6 +63,7 @@ const ALLOWED = {
   decisions: '"service", "suggested" or an object of question id -> answer',
   answer: 'a non-empty string (an answer of that question)',
   maxAttempts: `an integer from 1 to ${String(MAX_ATTEMPTS_LIMIT)}`,
+  resume: 'true or false',
 } as const;
 
 const fileName = z.string({ error: ALLOWED.fileName }).refine(isPlainFileName, { error: ALLOWED.fileName });
@@ -101,6 +115,7 @@ const TrainJsonSchema = z.object({
     .min(1, { error: ALLOWED.maxAttempts })
     .max(MAX_ATTEMPTS_LIMIT, { error: ALLOWED.maxAttempts })
     .optional(),
+  resume: z.boolean({ error: ALLOWED.resume }).optional(),
 });
 
 /**

@@ -5,10 +5,12 @@
  *
  * The folder is taken once it has stopped changing (settle.ts). Checks, in order, each failing
  * with a code of its own and a message naming the files: train.json (the version that started the run, valid), no objects in sub-folders, the files
- * train.json names exist, there is data to send, no data file is empty, the labels file's header.
+ * train.json names exist, there is data to send, no data file is empty, the labels file's header;
+ * with `"resume": true`, the failed run whose dataset to take (lambdas/run/resume.ts).
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { RunError } from '../run/errors.js';
+import { resumeSource } from '../run/resume.js';
 import type { DropFile, RunConfig, RunInput } from '../run/state.js';
 import { DEFAULT_LABELS_FILE, inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
 import { ObjectChangedError, ObjectMissingError, openPinnedObject } from '../storage/streams.js';
@@ -81,6 +83,7 @@ export async function validateDrop(s3: S3Client, run: RunInput, settle: SettleOp
     encoder: trainJson.encoder ?? null,
     decisions: trainJson.decisions ?? DEFAULT_DECISIONS,
     maxAttempts: trainJson.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+    ...(trainJson.resume === true ? { resumeFrom: await resumeSource(s3, run) } : {}),
   };
   checkStateSize(config, folder);
   return config;

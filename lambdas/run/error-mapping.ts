@@ -38,7 +38,7 @@ function fromServiceError(error: ServiceError): RunError {
   if (error instanceof NoCreditsError) {
     return new RunError(
       'no_credits',
-      'the training service account has no credits left: add credits at the service, then drop train.json again',
+      'the training service account has no credits left: add credits at the service, then resume the run without uploading again (hopper retry <drop>, or upload train.json with "resume": true)',
       { cause: error },
     );
   }

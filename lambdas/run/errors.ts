@@ -25,6 +25,7 @@ export const ERROR_CODES = [
   'invalid_labels_file',
   'drop_changed',
   'files_still_arriving',
+  'not_resumable',
   // The service's verdicts
   'dataset_unreadable',
   'dataset_expired',

@@ -39,6 +39,19 @@ export interface RunConfig {
   readonly encoder: string | null;
   readonly decisions: Decisions;
   readonly maxAttempts: number;
+  /**
+   * train.json `"resume": true`: the dataset of the drop's failed run to train from instead of
+   * creating one (lambdas/run/resume.ts). Absent when the run starts over.
+   */
+  readonly resumeFrom?: ResumeFrom;
+}
+
+/** The failed run a resuming run takes its dataset from (its status file named it). */
+export interface ResumeFrom {
+  readonly runId: string;
+  readonly datasetId: string;
+  /** The earlier run's error code, for the status and the messages. */
+  readonly errorCode: string | null;
 }
 
 /** How long to wait before the next poll, and how many polls came before ($.dataset, $.model). */

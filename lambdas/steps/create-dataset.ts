@@ -1,9 +1,12 @@
 /**
  * create_dataset: declares the drop's data files to the service. The dataset comes back at
- * `upload_files`, and the Choice after this Task sends the run to UploadFiles.
+ * `upload_files`, and the Choice after this Task sends the run to UploadFiles. A resuming run
+ * (train.json `"resume": true`) takes its failed run's dataset instead, once the service shows it
+ * ready to train, and the Choice sends it straight to StartTraining (lambdas/run/resume.ts).
  */
 import type { Step } from '../run/handler.js';
 import { requireSlot } from '../run/require-slot.js';
+import { resumableDataset } from '../run/resume.js';
 import { datasetSlot } from '../run/slots.js';
 
 export const createDatasetStep: Step<'dataset'> = {
@@ -12,6 +15,10 @@ export const createDatasetStep: Step<'dataset'> = {
   async run(state, env) {
     const config = requireSlot(state, 'config', 'create_dataset');
     const client = await env.runtime.service();
+    if (config.resumeFrom !== undefined) {
+      const dataset = await resumableDataset(client, config.resumeFrom, env.runtime.now());
+      return datasetSlot(dataset, state.dataset, env.runtime.now());
+    }
     // Not idempotent: a Lambda retried after the service acted (or the client's own retry of a
     // dropped answer) creates a second dataset. That is harmless: a dataset costs no credit, the
     // orphan is never used, and the service deletes it when it expires.

@@ -44,7 +44,9 @@ export const startTrainingStep: Step<'model'> = {
         : (state.model.filesRetentionSeconds ?? null);
 
     const newest = models[0];
-    if (newest !== undefined && isUnderWay(newest)) {
+    // A resumed run trains again when the earlier run's model lost its files (model_files_gone).
+    const filesGone = newest?.next_action === 'none' && config.resumeFrom !== undefined;
+    if (newest !== undefined && isUnderWay(newest) && !filesGone) {
       return modelSlot(newest, models.length, previous, env.runtime.now(), retention);
     }
     if (newest !== undefined && models.length >= config.maxAttempts) {
@@ -114,7 +116,7 @@ async function startTraining(
     if (error instanceof NoCreditsError) {
       throw new RunError(
         'no_credits',
-        `the training service account has no credits left to train dataset ${dataset.id} (a training costs 1 credit; a failed one is refunded): add credits at the service, then drop train.json again`,
+        `the training service account has no credits left to train dataset ${dataset.id} (a training costs 1 credit; a failed one is refunded): add credits at the service, then resume the run without uploading again (hopper retry <drop>, or upload train.json with "resume": true)`,
         { cause: error },
       );
     }

@@ -65,10 +65,15 @@ export const NAME_HASH_HEX = 32;
 export function executionName(bucket: string, key: string, etag: string, versionId = ''): string {
   const drop = dropOfTrainJsonKey(key);
   if (drop === null) throw new RangeError(`${key} is not an inbox/<drop>/train.json key`);
-  const readable = drop.replace(/[^A-Za-z0-9_-]+/g, '-').slice(0, NAME_DROP_CHARS);
+  const readable = executionNameDrop(drop);
   const identity = `${bucket}\n${key}\n${bareEtag(etag)}${versionId === '' ? '' : `\n${versionId}`}`;
   const hash = createHash('sha256').update(identity).digest('hex').slice(0, NAME_HASH_HEX);
   return `${readable}-${hash}`;
+}
+
+/** The drop as it begins its runs' execution names (`hopper runs` finds a drop's runs by it). */
+export function executionNameDrop(drop: string): string {
+  return drop.replace(/[^A-Za-z0-9_-]+/g, '-').slice(0, NAME_DROP_CHARS);
 }
 
 /**

@@ -6,20 +6,35 @@
 import { messageOf } from '../../lambdas/run/errors.js';
 import { consoleFor, type LocalConsole } from '../console/index.js';
 import { LOCAL_S3_CREDENTIALS, LOCAL_S3_REGION } from '../s3/local-s3.js';
+import { HOPPER_SERVICE_URL_ENV, HOPPER_STATE_MACHINE_ENV, SFN_ENDPOINT_ENV } from '../commands/settings.js';
 import { startLocalMode, type LocalMode } from './local-mode.js';
 import { CliUsageError, LOCAL_HELP, parseLocalArgs } from './options.js';
 import { describeFailure, formatProgress, progressOf } from './progress.js';
 import { EXIT, interruptSignal, processIo, type CommandIo } from './run-command.js';
 import type { ExecutionOutcome } from './state-machine.js';
 
-/** The lines a shell can eval to point an S3 client (aws CLI, SDK) at local mode. */
-export function exportLines(local: Pick<LocalMode, 'bucket'> & { s3: { endpoint: string } }): string[] {
+/**
+ * The lines a shell can eval to point an S3 client (aws CLI, SDK) at local mode, and `hopper
+ * status`, `runs`, `models` and `retry` (local/commands/) at it too. Never the API key.
+ */
+export function exportLines(
+  local: Pick<LocalMode, 'bucket'> & { s3: { endpoint: string } } & Partial<
+      Pick<LocalMode, 'executions' | 'serviceUrl'>
+    >,
+): string[] {
   return [
     `export AWS_ENDPOINT_URL=${local.s3.endpoint}`,
     `export AWS_ACCESS_KEY_ID=${LOCAL_S3_CREDENTIALS.accessKeyId}`,
     `export AWS_SECRET_ACCESS_KEY=${LOCAL_S3_CREDENTIALS.secretAccessKey}`,
     `export AWS_REGION=${LOCAL_S3_REGION}`,
     `export HOPPER_BUCKET=${local.bucket}`,
+    ...(local.executions === undefined
+      ? []
+      : [
+          `export ${SFN_ENDPOINT_ENV}=${local.executions.url}`,
+          `export ${HOPPER_STATE_MACHINE_ENV}=${local.executions.stateMachineArn}`,
+        ]),
+    ...(local.serviceUrl === undefined ? [] : [`export ${HOPPER_SERVICE_URL_ENV}=${local.serviceUrl}`]),
   ];
 }
 

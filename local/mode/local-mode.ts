@@ -26,6 +26,7 @@ import {
   type SimulatedServiceOptions,
 } from '../service/index.js';
 import { markInterruptedRuns } from './interrupted-runs.js';
+import { startExecutionsEndpoint, type ExecutionsEndpoint } from './executions-endpoint.js';
 import { asLambda } from './lambda-invoke.js';
 import { connectS3Events } from './s3-events.js';
 import { LocalStateMachine } from './state-machine.js';
@@ -76,6 +77,8 @@ export interface LocalMode {
   readonly definition: AslDefinition;
   /** The drops whose run was still `running` in the data directory, now marked interrupted. */
   readonly interrupted: readonly string[];
+  /** The state machine's executions over Step Functions' API (for `hopper runs`). */
+  readonly executions: Pick<ExecutionsEndpoint, 'url' | 'stateMachineArn'>;
   /**
    * Hands an event to the trigger, as the EventBridge rule does; s3rver's events arrive here on
    * their own. Tests call it to deliver one event twice.
@@ -141,6 +144,8 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
       ...(options.retryPauseMs === undefined ? {} : { retryPauseMs: options.retryPauseMs }),
     });
     cleanups.push(() => stateMachine.stopAll());
+    const executions = await startExecutionsEndpoint(stateMachine);
+    cleanups.push(() => executions.close());
 
     const trigger = createTriggerHandler(stateMachine, { logger });
     const events = connectS3Events({
@@ -166,6 +171,7 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
       stateMachine,
       definition: local.definition,
       interrupted,
+      executions: { url: executions.url, stateMachineArn: executions.stateMachineArn },
       deliver: trigger,
       close: closeAll,
     };

@@ -130,6 +130,16 @@ describe('train.json', () => {
     );
   });
 
+  it('takes "resume" as true or false only', () => {
+    expect(parseTrainJson('{"resume": true}')).toEqual({ resume: true });
+    expect(parseTrainJson('{"resume": false}')).toEqual({ resume: false });
+    for (const bad of ['yes', 1, null]) {
+      expect(problemsOf({ resume: bad })).toBe(
+        `train.json: "resume" must be true or false (got ${JSON.stringify(bad)})`,
+      );
+    }
+  });
+
   it('checks "labels" as a plain file name that is not also a data file', () => {
     expect(problemsOf({ labels: 'sub/labels.csv' })).toContain('"labels" must be a plain file name');
     expect(problemsOf({ labels: 'both.csv', files: ['both.csv', 'data.csv'] })).toBe(
@@ -159,14 +169,14 @@ describe('train.json', () => {
 
   it('refuses unknown fields and suggests the closest known one', () => {
     expect(problemsOf({ maxAttempt: 3 })).toBe(
-      'train.json: unknown field "maxAttempt" (did you mean "maxAttempts"?); the fields are name, files, labels, encoder, decisions, maxAttempts',
+      'train.json: unknown field "maxAttempt" (did you mean "maxAttempts"?); the fields are name, files, labels, encoder, decisions, maxAttempts, resume',
     );
     expect(problemsOf({ max_attempts: 3 })).toContain('(did you mean "maxAttempts"?)');
     expect(problemsOf({ Name: 'x' })).toContain('unknown field "Name" (did you mean "name"?)');
     expect(problemsOf({ file: ['a.csv'] })).toContain('(did you mean "files"?)');
     expect(problemsOf({ encoder_id: 'x' })).toContain('(did you mean "encoder"?)');
     expect(problemsOf({ colour: 'blue' })).toBe(
-      'train.json: unknown field "colour"; the fields are name, files, labels, encoder, decisions, maxAttempts',
+      'train.json: unknown field "colour"; the fields are name, files, labels, encoder, decisions, maxAttempts, resume',
     );
   });
 

@@ -142,10 +142,15 @@ describe('hopper local', () => {
       expect(Object.keys(settings).sort()).toEqual([
         'AWS_ACCESS_KEY_ID',
         'AWS_ENDPOINT_URL',
+        'AWS_ENDPOINT_URL_SFN',
         'AWS_REGION',
         'AWS_SECRET_ACCESS_KEY',
         'HOPPER_BUCKET',
+        'HOPPER_SERVICE_URL',
+        'HOPPER_STATE_MACHINE_ARN',
       ]);
+      // The simulated service's key stays out of the output.
+      expect(stdout).not.toContain('dev-key');
       expect(settings.AWS_ENDPOINT_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect(stdout).toMatch(/# Training service: http:\/\/127\.0\.0\.1:\d+ \(simulated\)/);
 
@@ -177,6 +182,21 @@ describe('hopper local', () => {
       const keys = (listed.Contents ?? []).map((object) => object.Key ?? '');
       expect(keys).toHaveLength(2);
       expect(keys.filter((key) => /\/model\.(onnx|json)$/.test(key))).toHaveLength(2);
+
+      // The commands, spawned with only the printed settings, see the run (three more processes
+      // to start: hence this test's longer timeout).
+      const status = await hopper(['status', 'cli-drop', '--json'], settings);
+      expect(status.stderr).toBe('');
+      expect(JSON.parse(status.stdout)).toMatchObject({ drop: 'cli-drop', state: 'succeeded' });
+      const runs = await hopper(['runs', 'cli-drop'], settings);
+      expect(runs.stdout).toMatch(
+        /^RUN +STARTED +TOOK +OUTCOME +ERROR\ncli-drop-[0-9a-f]{32} .* succeeded\n$/,
+      );
+      const models = await hopper(['models', '--json'], settings);
+      expect(models.stderr).toBe('');
+      expect((JSON.parse(models.stdout) as { id: string }[]).map((model) => model.id)).toEqual([
+        (JSON.parse(status.stdout) as { model_id: string }).model_id,
+      ]);
     } catch (error) {
       await local.stop();
       throw error;
@@ -186,7 +206,7 @@ describe('hopper local', () => {
     const stopped = await local.stop();
     expect(stopped.code).toBe(0);
     expect(stopped.stderr).toContain('hopper local: stopping');
-  });
+  }, 90_000);
 
   it('serves the console at the URL it prints (a comment line); --no-console serves none', async () => {
     const local = startHopper(['local', '--wait-ms', '20']);

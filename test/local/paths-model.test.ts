@@ -85,7 +85,9 @@ describe('training', () => {
     const status = await expectFailed(local, run, 'no_credits');
     expect(status).toMatchObject({ step: 3, next_action: 'start_training', model_id: null, attempts: 0 });
     expect(status.error?.message).toContain('no credits left');
-    expect(status.error?.message).toContain('add credits at the service, then drop train.json again');
+    expect(status.error?.message).toContain(
+      'add credits at the service, then resume the run without uploading again',
+    );
     // Asked once and refused: no model exists at the service.
     expect(local.simulated?.requestCount('createModel')).toBe(1);
     expect(local.simulated?.requestCount('getModel')).toBe(0);

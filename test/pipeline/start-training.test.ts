@@ -114,13 +114,27 @@ describe('start_training', () => {
     expect(service.requestCount('createModel')).toBe(1);
   });
 
+  it("a resumed run trains again when the failed run's model lost its files (model_files_gone)", async () => {
+    const resumeFrom = { runId: 'earlier', datasetId: 'set below', errorCode: 'model_files_gone' };
+    const { service, run } = await readyDataset({}, { resumeFrom });
+    const done = await run();
+    service.removeModelFiles(done.id, 'refunded');
+    // The resumed run starts without a model slot: it finds the model gone and trains anew.
+    const again = await run();
+    expect(again).toMatchObject({ status: 'done', nextAction: 'download', attempts: 2, version: 2 });
+    expect(again.id).not.toBe(done.id);
+    expect(service.requestCount('createModel')).toBe(2);
+  });
+
   it('no credits: no_credits, saying what to do', async () => {
     const { dataset, run } = await readyDataset({ credits: 0 });
     const error = await rejectionOf(run());
     expect(error).toBeInstanceOf(RunError);
     expect(error).toMatchObject({ code: 'no_credits', retryable: false, name: 'Hopper.Failed' });
     expect((error as RunError).message).toContain(dataset.id);
-    expect((error as RunError).message).toContain('add credits at the service, then drop train.json again');
+    expect((error as RunError).message).toContain(
+      'add credits at the service, then resume the run without uploading again (hopper retry <drop>',
+    );
   });
 
   it("an encoder the service does not offer: unknown_encoder, listing the service's encoders", async () => {

@@ -1,0 +1,138 @@
+/**
+ * `hopper models`: the training service's models, newest first, read page by page with the
+ * service's cursor (the client's CursorList) and only as far as the listing needs: --limit
+ * records, or every page with --all.
+ */
+import { NotFoundError, TrainingServiceClient, type Model } from '../../lambdas/service-client/index.js';
+import {
+  CliUsageError,
+  CommandError,
+  EXIT,
+  integerFlag,
+  json,
+  runCommand,
+  table,
+  TARGET_HELP,
+  type CommandDeps,
+  type CommandIo,
+} from './command.js';
+
+export const DEFAULT_MODELS = 25;
+export const MAX_MODELS = 1000;
+/** The service's largest page (B10). */
+const PAGE_MAX = 100;
+
+export const MODELS_HELP = `Usage: hopper models [options]
+
+Lists the training service's models, newest first: id, name, status, step, next_action, dataset
+and when each was created. Reads the service's pages one at a time, only as many as the listing
+needs. The service's URL and API key come from the stack (its TrainingServiceUrl output and API key
+secret) or from \`hopper local\`'s settings (HOPPER_SERVICE_URL; HOPPER_API_KEY for a service
+other than the simulated one).
+
+Options:
+  --limit N           show at most N models (default ${String(DEFAULT_MODELS)}, at most ${String(MAX_MODELS)})
+  --all               every model, page after page
+  --status S          models with this status only (queued, training, done, failed)
+  --dataset ID        models of this dataset only
+${TARGET_HELP}
+`;
+
+export async function runModelsCommand(
+  argv: readonly string[],
+  io?: CommandIo,
+  deps?: CommandDeps,
+): Promise<number> {
+  return runCommand(
+    {
+      name: 'models',
+      help: MODELS_HELP,
+      flags: {
+        limit: { type: 'string' },
+        all: { type: 'boolean' },
+        status: { type: 'string' },
+        dataset: { type: 'string' },
+      },
+      positionals: { min: 0, max: 0, what: 'argument' },
+    },
+    argv,
+    async (parsed, target, out) => {
+      const all = parsed.values.all === true;
+      const given = integerFlag(parsed.values, 'limit', 1, MAX_MODELS);
+      if (all && given !== undefined) throw new CliUsageError('give --limit N or --all, not both');
+      const limit = all ? Infinity : (given ?? DEFAULT_MODELS);
+      const status = textFlag(parsed.values.status, 'status');
+      const dataset = textFlag(parsed.values.dataset, 'dataset');
+
+      const { url, apiKey } = await target.service();
+      // A command a person waits for: fewer retries than a pipeline step.
+      const client = new TrainingServiceClient({ baseUrl: url, apiKey, maxRetries: 2, timeoutMs: 15_000 });
+      try {
+        const models: Model[] = [];
+        for await (const model of modelList(client, { status, dataset, limit })) {
+          models.push(model);
+          if (models.length >= limit) break;
+        }
+        if (parsed.json) out.stdout.write(json(models));
+        else if (models.length === 0)
+          out.stdout.write(`no models at the training service (${target.label})\n`);
+        else out.stdout.write(modelsTable(models));
+        return EXIT.succeeded;
+      } finally {
+        await client.close();
+      }
+    },
+    io,
+    deps,
+  );
+}
+
+/** The models asked for, newest first, as an iterator that fetches pages only when read. */
+async function* modelList(
+  client: TrainingServiceClient,
+  filter: { status: string | undefined; dataset: string | undefined; limit: number },
+): AsyncGenerator<Model> {
+  const matches = (model: Model): boolean => filter.status === undefined || model.status === filter.status;
+  if (filter.dataset === undefined) {
+    const pageSize = Math.min(PAGE_MAX, filter.limit);
+    yield* client.listModels({
+      limit: pageSize,
+      ...(filter.status === undefined ? {} : { status: filter.status }),
+    });
+    return;
+  }
+  let createdAt: string;
+  try {
+    createdAt = (await client.getDataset(filter.dataset)).created_at;
+  } catch (error) {
+    if (error instanceof NotFoundError) {
+      throw new CommandError(`the training service has no dataset ${filter.dataset}: check --dataset`);
+    }
+    throw error;
+  }
+  // The service cannot filter by dataset: paging stops at models older than the dataset.
+  for await (const model of client.modelsOfDataset(filter.dataset, { datasetCreatedAt: createdAt })) {
+    if (matches(model)) yield model;
+  }
+}
+
+export function modelsTable(models: readonly Model[]): string {
+  return table(
+    ['MODEL', 'NAME', 'STATUS', 'STEP', 'NEXT_ACTION', 'DATASET', 'CREATED'],
+    models.map((model) => [
+      model.id,
+      model.name,
+      model.status,
+      String(model.step),
+      model.next_action,
+      model.dataset_id,
+      model.created_at,
+    ]),
+  );
+}
+
+function textFlag(value: string | boolean | undefined, flag: string): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  if (value.trim() === '') throw new CliUsageError(`--${flag}: expected a value, got an empty string`);
+  return value.trim();
+}

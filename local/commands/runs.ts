@@ -1,0 +1,169 @@
+/**
+ * `hopper runs <drop>`: the drop's runs, newest first, with their outcome: the state machine's
+ * executions (Step Functions' ListExecutions, or local mode's stand-in for it) whose names
+ * begin with the drop (lambdas/steps/trigger.ts names them), each checked by its input.
+ */
+import { DescribeExecutionCommand, ListExecutionsCommand, type SFNClient } from '@aws-sdk/client-sfn';
+import { executionNameDrop, NAME_HASH_HEX } from '../../lambdas/steps/trigger.js';
+import {
+  CommandError,
+  EXIT,
+  formatAge,
+  integerFlag,
+  json,
+  runCommand,
+  table,
+  TARGET_HELP,
+  type CommandDeps,
+  type CommandIo,
+} from './command.js';
+import { HOPPER_STATE_MACHINE_ENV } from './settings.js';
+
+export const DEFAULT_RUNS = 20;
+export const MAX_RUNS = 1000;
+/** Pages of ListExecutions read at most (1000 executions each) while looking for a drop's runs. */
+export const MAX_EXECUTION_PAGES = 20;
+
+export const RUNS_HELP = `Usage: hopper runs <drop> [options]
+
+Lists the drop's runs, newest first: when each started, how long it took, and its outcome
+(succeeded, failed with its error code, running, timed out, stopped).
+
+Options:
+  --limit N           show at most N runs (default ${String(DEFAULT_RUNS)}, at most ${String(MAX_RUNS)})
+${TARGET_HELP}
+`;
+
+export interface RunSummary {
+  readonly run_id: string;
+  readonly execution_arn: string;
+  readonly outcome: 'running' | 'succeeded' | 'failed' | 'timed_out' | 'stopped';
+  readonly started_at: string;
+  readonly stopped_at: string | null;
+  readonly error: { readonly code: string; readonly message: string } | null;
+}
+
+export async function runRunsCommand(
+  argv: readonly string[],
+  io?: CommandIo,
+  deps?: CommandDeps,
+): Promise<number> {
+  return runCommand(
+    {
+      name: 'runs',
+      help: RUNS_HELP,
+      flags: { limit: { type: 'string' } },
+      positionals: { min: 1, max: 1, what: 'drop' },
+    },
+    argv,
+    async (parsed, target, out, { now = Date.now }) => {
+      const drop = parsed.positionals[0] ?? '';
+      const limit = integerFlag(parsed.values, 'limit', 1, MAX_RUNS) ?? DEFAULT_RUNS;
+      if (target.stateMachine === null) {
+        throw new CommandError(
+          `no state machine to read runs from: eval the export lines \`hopper local\` prints (${HOPPER_STATE_MACHINE_ENV} is not set), or give --stack NAME`,
+        );
+      }
+      const { runs, searchedAll } = await runsOf(
+        target.stateMachine.client,
+        target.stateMachine.arn,
+        drop,
+        limit,
+      );
+      if (!searchedAll) {
+        out.stderr.write(
+          `hopper runs: looked through the newest ${String(MAX_EXECUTION_PAGES * 1000)} executions only; older runs of "${drop}" are in the Step Functions console\n`,
+        );
+      }
+      if (parsed.json) out.stdout.write(json(runs));
+      else if (runs.length === 0) out.stdout.write(`no runs of "${drop}" (${target.label})\n`);
+      else out.stdout.write(runsTable(runs, now()));
+      return EXIT.succeeded;
+    },
+    io,
+    deps,
+  );
+}
+
+/**
+ * The drop's runs, newest first, at most `limit`; `searchedAll` is false when the listing stopped
+ * at MAX_EXECUTION_PAGES with fewer runs found and executions left unread.
+ */
+export async function runsOf(
+  sfn: SFNClient,
+  stateMachineArn: string,
+  drop: string,
+  limit: number,
+): Promise<{ runs: RunSummary[]; searchedAll: boolean }> {
+  const name = new RegExp(`^${escapeRegExp(executionNameDrop(drop))}-[0-9a-f]{${String(NAME_HASH_HEX)}}$`);
+  const runs: RunSummary[] = [];
+  let token: string | undefined;
+  for (let page = 0; page < MAX_EXECUTION_PAGES && runs.length < limit; page++) {
+    const listed = await sfn.send(
+      new ListExecutionsCommand({ stateMachineArn, maxResults: 1000, nextToken: token }),
+    );
+    for (const item of listed.executions ?? []) {
+      if (runs.length >= limit) break;
+      if (item.name === undefined || item.executionArn === undefined || !name.test(item.name)) continue;
+      // Names keep 40 sanitised characters of the drop: the input tells drops apart for sure.
+      const execution = await sfn.send(new DescribeExecutionCommand({ executionArn: item.executionArn }));
+      if (dropOfInput(execution.input) !== drop) continue;
+      runs.push({
+        run_id: item.name,
+        execution_arn: item.executionArn,
+        outcome: outcomeOf(execution.status),
+        started_at: (execution.startDate ?? item.startDate ?? new Date(0)).toISOString(),
+        stopped_at: (execution.stopDate ?? item.stopDate)?.toISOString() ?? null,
+        error:
+          execution.status === 'FAILED' || execution.status === 'TIMED_OUT'
+            ? { code: execution.error ?? 'unknown', message: execution.cause ?? '' }
+            : null,
+      });
+    }
+    token = listed.nextToken;
+    if (token === undefined) break;
+  }
+  runs.sort((a, b) => b.started_at.localeCompare(a.started_at));
+  return { runs, searchedAll: runs.length >= limit || token === undefined };
+}
+
+export function runsTable(runs: readonly RunSummary[], now: number): string {
+  return table(
+    ['RUN', 'STARTED', 'TOOK', 'OUTCOME', 'ERROR'],
+    runs.map((run) => [
+      run.run_id,
+      `${formatAge(now - Date.parse(run.started_at))} ago`,
+      formatAge((run.stopped_at === null ? now : Date.parse(run.stopped_at)) - Date.parse(run.started_at)),
+      run.outcome,
+      run.error?.code ?? '',
+    ]),
+  );
+}
+
+function outcomeOf(status: string | undefined): RunSummary['outcome'] {
+  switch (status) {
+    case 'SUCCEEDED':
+      return 'succeeded';
+    case 'FAILED':
+      return 'failed';
+    case 'TIMED_OUT':
+      return 'timed_out';
+    case 'ABORTED':
+      return 'stopped';
+    default:
+      return 'running';
+  }
+}
+
+function dropOfInput(input: string | undefined): string | undefined {
+  try {
+    const parsed = JSON.parse(input ?? '') as { run?: { drop?: unknown } };
+    return typeof parsed.run?.drop === 'string' ? parsed.run.drop : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&');
+}

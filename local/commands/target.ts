@@ -1,0 +1,221 @@
+/**
+ * Where `hopper status`, `runs`, `models` and `retry` look: a deployed stack (`--stack NAME`:
+ * bucket, state machine, service URL and API key secret from the stack's outputs, with the
+ * user's normal AWS credentials) or a running `hopper local` (from the settings it printed).
+ */
+import {
+  CloudFormationClient,
+  DescribeStacksCommand,
+  type CloudFormationClientConfig,
+} from '@aws-sdk/client-cloudformation';
+import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import {
+  GetSecretValueCommand,
+  SecretsManagerClient,
+  type SecretsManagerClientConfig,
+} from '@aws-sdk/client-secrets-manager';
+import { SFNClient, type SFNClientConfig } from '@aws-sdk/client-sfn';
+import { messageOf } from '../../lambdas/run/errors.js';
+import { API_KEY_ENV } from '../mode/options.js';
+import { DEFAULT_OPTIONS as SIMULATED_DEFAULTS } from '../service/options.js';
+import {
+  HOPPER_BUCKET_ENV,
+  HOPPER_SERVICE_URL_ENV,
+  HOPPER_STATE_MACHINE_ENV,
+  S3_ENDPOINT_ENV,
+  SFN_ENDPOINT_ENV,
+} from './settings.js';
+
+/** The stack outputs the commands read (infra/stack.ts). */
+export const STACK_OUTPUTS = {
+  bucket: 'BucketName',
+  stateMachine: 'StateMachineArn',
+  apiKeySecret: 'ApiKeySecretName',
+  serviceUrl: 'TrainingServiceUrl',
+} as const;
+
+/** Settings that replace the SDK's defaults per AWS service (tests point them at loopback). */
+export interface AwsOverrides {
+  readonly cloudformation?: CloudFormationClientConfig;
+  readonly s3?: S3ClientConfig;
+  readonly sfn?: SFNClientConfig;
+  readonly secretsmanager?: SecretsManagerClientConfig;
+}
+
+export interface CommandDeps {
+  readonly env: NodeJS.ProcessEnv;
+  readonly aws?: AwsOverrides;
+  readonly now?: () => number;
+}
+
+/** A failure the command reports as is (exit 1): what is wrong and how to fix it. */
+export class CommandError extends Error {
+  override readonly name = 'CommandError';
+}
+
+export interface Target {
+  /** `stack NAME` or `hopper local`: for messages. */
+  readonly label: string;
+  readonly s3: S3Client;
+  readonly bucket: string;
+  /** The state machine whose executions are the runs, or null when the settings name none. */
+  readonly stateMachine: { readonly client: SFNClient; readonly arn: string } | null;
+  /** The training service's URL and API key (the key is read only when asked for). */
+  service(): Promise<{ readonly url: string; readonly apiKey: string }>;
+  close(): void;
+}
+
+export async function resolveTarget(stack: string | undefined, deps: CommandDeps): Promise<Target> {
+  return stack === undefined ? localTarget(deps) : await stackTarget(stack, deps);
+}
+
+function localTarget({ env, aws }: CommandDeps): Target {
+  const bucket = nonEmpty(env[HOPPER_BUCKET_ENV]);
+  if (bucket === undefined) {
+    throw new CommandError(
+      `no Hopper to talk to: give --stack NAME for a deployed stack, or run \`hopper local\` and eval the export lines it prints (${HOPPER_BUCKET_ENV} is not set)`,
+    );
+  }
+  const credentials =
+    env.AWS_ACCESS_KEY_ID !== undefined && env.AWS_SECRET_ACCESS_KEY !== undefined
+      ? { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY }
+      : undefined;
+  const common = {
+    region: nonEmpty(env.AWS_REGION) ?? 'us-east-1',
+    ...(credentials === undefined ? {} : { credentials }),
+  };
+  const s3Endpoint = nonEmpty(env[S3_ENDPOINT_ENV]);
+  // s3rver needs path-style addressing and checksums only when required (local/s3/local-s3.ts).
+  const s3 = new S3Client({
+    ...common,
+    ...(s3Endpoint === undefined
+      ? {}
+      : {
+          endpoint: s3Endpoint,
+          forcePathStyle: true,
+          requestChecksumCalculation: 'WHEN_REQUIRED',
+          responseChecksumValidation: 'WHEN_REQUIRED',
+        }),
+    ...aws?.s3,
+  });
+  const sfnEndpoint = nonEmpty(env[SFN_ENDPOINT_ENV]);
+  const arn = nonEmpty(env[HOPPER_STATE_MACHINE_ENV]);
+  const sfn =
+    arn === undefined
+      ? null
+      : {
+          client: new SFNClient({
+            ...common,
+            ...(sfnEndpoint === undefined ? {} : { endpoint: sfnEndpoint }),
+            ...aws?.sfn,
+          }),
+          arn,
+        };
+  return {
+    label: 'hopper local',
+    s3,
+    bucket,
+    stateMachine: sfn,
+    service() {
+      const url = nonEmpty(env[HOPPER_SERVICE_URL_ENV]);
+      if (url === undefined) {
+        return Promise.reject(
+          new CommandError(
+            `${HOPPER_SERVICE_URL_ENV} is not set: eval the export lines \`hopper local\` prints, or give --stack NAME`,
+          ),
+        );
+      }
+      const apiKey = nonEmpty(env[API_KEY_ENV]) ?? simulatedKeyFor(url);
+      if (apiKey === undefined) {
+        return Promise.reject(
+          new CommandError(`set ${API_KEY_ENV} to the API key of the training service at ${url}`),
+        );
+      }
+      return Promise.resolve({ url, apiKey });
+    },
+    close() {
+      s3.destroy();
+      sfn?.client.destroy();
+    },
+  };
+}
+
+/**
+ * The simulated service's key, for a service on loopback when no key is set: `hopper local`
+ * starts the simulated service with its default key, and does not print it.
+ */
+function simulatedKeyFor(url: string): string | undefined {
+  const host = new URL(url).hostname;
+  return host === '127.0.0.1' || host === 'localhost' || host === '[::1]'
+    ? SIMULATED_DEFAULTS.apiKey
+    : undefined;
+}
+
+async function stackTarget(stack: string, { aws }: CommandDeps): Promise<Target> {
+  const cloudformation = new CloudFormationClient({ ...aws?.cloudformation });
+  let outputs: Map<string, string>;
+  try {
+    const answer = await cloudformation.send(new DescribeStacksCommand({ StackName: stack }));
+    const found = answer.Stacks?.[0];
+    if (found === undefined) throw new CommandError(`CloudFormation has no stack "${stack}"`);
+    outputs = new Map(
+      (found.Outputs ?? []).flatMap((output) =>
+        output.OutputKey === undefined || output.OutputValue === undefined
+          ? []
+          : [[output.OutputKey, output.OutputValue] as const],
+      ),
+    );
+  } catch (error) {
+    if (error instanceof CommandError) throw error;
+    throw new CommandError(
+      `could not read stack "${stack}" from CloudFormation (${messageOf(error)}): check --stack, AWS_REGION and your AWS credentials`,
+    );
+  } finally {
+    cloudformation.destroy();
+  }
+  const output = (key: string): string => {
+    const value = outputs.get(key);
+    if (value === undefined) {
+      throw new CommandError(
+        `stack "${stack}" has no output ${key}: is it a Hopper stack, deployed with this version of Hopper?`,
+      );
+    }
+    return value;
+  };
+  const bucket = output(STACK_OUTPUTS.bucket);
+  const arn = output(STACK_OUTPUTS.stateMachine);
+  const s3 = new S3Client({ ...aws?.s3 });
+  const sfn = new SFNClient({ ...aws?.sfn });
+  return {
+    label: `stack ${stack}`,
+    s3,
+    bucket,
+    stateMachine: { client: sfn, arn },
+    async service() {
+      const url = output(STACK_OUTPUTS.serviceUrl);
+      const secretId = output(STACK_OUTPUTS.apiKeySecret);
+      const secrets = new SecretsManagerClient({ ...aws?.secretsmanager });
+      try {
+        const secret = await secrets.send(new GetSecretValueCommand({ SecretId: secretId }));
+        const apiKey = secret.SecretString?.trim() ?? '';
+        if (apiKey === '')
+          throw new CommandError(`the secret ${secretId} holds no API key: put the key in it`);
+        return { url, apiKey };
+      } catch (error) {
+        if (error instanceof CommandError) throw error;
+        // The SDK's message names the secret and the failure, never its value.
+        throw new CommandError(`could not read the API key from the secret ${secretId}: ${messageOf(error)}`);
+      } finally {
+        secrets.destroy();
+      }
+    },
+    close() {
+      s3.destroy();
+      sfn.destroy();
+    },
+  };
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}

@@ -1,0 +1,117 @@
+/**
+ * Resuming a failed run (train.json "resume": true) through local mode: the real definition, the
+ * real handlers and the simulated service over HTTP. A run that failed with no_credits resumes
+ * once credits are added, without uploading again, and the drop costs one dataset and one credit;
+ * a run with nothing to resume fails with not_resumable, saying why.
+ */
+import { describe, expect, it } from 'vitest';
+import { LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/runtime.js';
+import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { dropAndRun, finished, nextExecution, statesEntered, useLocalMode } from '../helpers/local-mode.js';
+import { putDrop } from '../helpers/pipeline.js';
+
+const fixture = useLocalMode();
+const DATA = { 'reviews.csv': 'id,text\nr1,good\nr2,bad\nr3,fine\n' };
+/** No held-out examples: the dataset goes straight to start_training. */
+const QUICK = { heldOutCount: 0 } as const;
+
+describe('a run resumed with "resume": true', () => {
+  it('after no_credits and credits added, trains the same dataset without uploading: one dataset, one credit', async () => {
+    const local = await fixture.start({ simulated: { ...QUICK, credits: 0 } });
+    const service = local.simulated;
+    if (service === undefined) throw new Error('local mode started no simulated service');
+    const failed = await dropAndRun(local, 'broke', { ...DATA, [TRAIN_JSON]: '{"maxAttempts": 2}' });
+    expect(failed.status?.error?.code).toBe('no_credits');
+    const datasetId = failed.status?.dataset_id;
+    expect(datasetId).toEqual(expect.any(String));
+    const uploads = service.requestCount('fileUpload');
+    expect(uploads).toBe(1);
+
+    service.configure({ credits: 1 });
+    const started = nextExecution(local, inboxKey('broke', TRAIN_JSON));
+    // Only train.json again: the data files stay as they are.
+    await putDrop(local.s3.client, local.bucket, 'broke', {
+      [TRAIN_JSON]: '{"maxAttempts": 2, "resume": true}',
+    });
+    const resumed = await finished(local, await started.execution, started.events);
+
+    expect(resumed.outcome.status).toBe('SUCCEEDED');
+    expect(resumed.status).toMatchObject({ state: 'succeeded', dataset_id: datasetId, attempts: 1 });
+    const route = statesEntered(resumed.events);
+    expect(route.slice(0, 4)).toEqual(['ValidateDrop', 'CreateDataset', 'RouteDataset', 'StartTraining']);
+    expect(route).not.toContain('UploadFiles');
+    expect(route).not.toContain('Structure');
+    expect(route).not.toContain('LabelExamples');
+    expect(service.requestCount('createDataset')).toBe(1);
+    expect(service.requestCount('fileUpload')).toBe(uploads);
+    // The failed run's request was refused (402) and cost nothing; the resumed run's trained.
+    expect(service.requestCount('createModel')).toBe(2);
+    expect(service.credits()).toBe(0);
+  });
+
+  it('adopts the model the failed run had trained, and copies it: no second credit', async () => {
+    // The download link keeps failing: the run fails after its model is done and paid for.
+    const local = await fixture.start({
+      simulated: { ...QUICK, credits: 1, faults: [{ endpoint: 'downloadLink', kind: '503', count: 1000 }] },
+      clientOptions: { ...LAMBDA_CLIENT_OPTIONS, timeoutMs: 500, callBudgetMs: 200, backoffCapMs: 20 },
+    });
+    const service = local.simulated;
+    if (service === undefined) throw new Error('local mode started no simulated service');
+    const failed = await dropAndRun(local, 'adopt', { ...DATA, [TRAIN_JSON]: '{}' });
+    expect(failed.outcome.status).toBe('FAILED');
+    expect(failed.status?.model_id).toEqual(expect.any(String));
+    expect(service.credits()).toBe(0);
+
+    service.configure({ faults: [] });
+    const resumed = await dropAndRun(local, 'adopt', { [TRAIN_JSON]: '{"resume": true}' });
+    expect(resumed.outcome.status).toBe('SUCCEEDED');
+    expect(resumed.status?.model_id).toBe(failed.status?.model_id);
+    expect(service.requestCount('createModel')).toBe(1);
+    expect(service.credits()).toBe(0);
+  });
+
+  it('fails with not_resumable when the latest run succeeded, and spends nothing', async () => {
+    const local = await fixture.start({ simulated: { ...QUICK, credits: 2 } });
+    const first = await dropAndRun(local, 'done', { ...DATA, [TRAIN_JSON]: '{}' });
+    expect(first.outcome.status).toBe('SUCCEEDED');
+    const again = await dropAndRun(local, 'done', { [TRAIN_JSON]: '{"resume": true}' });
+    expect(again.status?.error?.code).toBe('not_resumable');
+    expect(again.status?.error?.message).toMatch(/succeeded, so there is nothing to resume/);
+    expect(local.simulated?.requestCount('createModel')).toBe(1);
+    expect(local.simulated?.credits()).toBe(1);
+  });
+
+  it('fails with not_resumable when the drop has no earlier run, naming what to do', async () => {
+    const local = await fixture.start({ simulated: QUICK });
+    const run = await dropAndRun(local, 'fresh', { ...DATA, [TRAIN_JSON]: '{"resume": true}' });
+    expect(run.outcome).toMatchObject({ status: 'FAILED', error: 'not_resumable' });
+    expect(run.status?.error?.message).toMatch(/no earlier run of fresh to resume.*without "resume"/);
+    expect(local.simulated?.requestCount('createDataset')).toBe(0);
+  });
+
+  it('fails with not_resumable when the earlier dataset is not ready to train (labels missing)', async () => {
+    // Held-out examples and no labels file: the run stops at label_examples with labels_required.
+    const local = await fixture.start({ simulated: { heldOutCount: 2 } });
+    const failed = await dropAndRun(local, 'unlabelled', { ...DATA, [TRAIN_JSON]: '{}' });
+    expect(failed.status?.error?.code).toBe('labels_required');
+    const run = await dropAndRun(local, 'unlabelled', { [TRAIN_JSON]: '{"resume": true}' });
+    expect(run.status?.error?.code).toBe('not_resumable');
+    expect(run.status?.error?.message).toMatch(
+      /is at step 3 with next_action label_examples; only a dataset ready to train \(start_training or retry\) can be resumed/,
+    );
+    expect(local.simulated?.requestCount('createModel')).toBe(0);
+  });
+
+  it('fails with not_resumable when the earlier dataset has expired at the service', async () => {
+    const local = await fixture.start({ simulated: { ...QUICK, credits: 0, datasetTtlMs: 1500 } });
+    const failed = await dropAndRun(local, 'stale', { ...DATA, [TRAIN_JSON]: '{}' });
+    expect(failed.status?.error?.code).toBe('no_credits');
+    await new Promise((resolve) => setTimeout(resolve, 1600));
+    local.simulated?.configure({ credits: 1 });
+    const run = await dropAndRun(local, 'stale', { [TRAIN_JSON]: '{"resume": true}' });
+    expect(run.status?.error?.code).toBe('not_resumable');
+    expect(run.status?.error?.message).toMatch(/expired at the training service/);
+    // Only the failed run's refused request: the resumed run never asked to train.
+    expect(local.simulated?.requestCount('createModel')).toBe(1);
+  });
+});
