@@ -47,6 +47,7 @@ export const ERROR_CODES = [
   // Hopper itself
   'step_timeout',
   'storage_error',
+  'events_unavailable',
   'internal_error',
 ] as const;
 

@@ -20,6 +20,7 @@ import {
   type SimulatedService,
   type SimulatedServiceOptions,
 } from '../service/index.js';
+import { LocalEventBus } from './event-bus.js';
 import { asLambda } from './lambda-invoke.js';
 import { connectS3Events } from './s3-events.js';
 import { LocalStateMachine } from './state-machine.js';
@@ -48,6 +49,8 @@ export interface LocalModeOptions {
    * tests shrink them to see a hung service's bound in seconds rather than minutes.
    */
   readonly clientOptions?: RuntimeOptions['clientOptions'];
+  /** The `source` of the run events on the local bus. Default DEFAULT_EVENT_SOURCE (`hopper`). */
+  readonly eventSource?: string;
   /** Told about an S3 event the trigger could not take (default: written to stderr). */
   readonly onTriggerError?: (key: string, error: unknown) => void;
 }
@@ -60,6 +63,8 @@ export interface LocalMode {
   /** The simulated service, when local mode started one. */
   readonly simulated: SimulatedService | undefined;
   readonly stateMachine: LocalStateMachine;
+  /** Where the runs' Started, Succeeded and Failed events go (in place of EventBridge). */
+  readonly events: LocalEventBus;
   /**
    * Hands an event to the trigger, as the EventBridge rule does; s3rver's events arrive here on
    * their own. Tests call it to deliver one event twice.
@@ -95,7 +100,9 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
     }
     const service = options.service ?? { url: simulated?.apiUrl ?? '', apiKey: simulated?.apiKey ?? '' };
     const logger = new Logger({ serviceName: 'hopper', logLevel: options.logLevel ?? 'SILENT' });
+    const events = new LocalEventBus(options.eventSource);
     const runtime = createRuntime({
+      events,
       s3: s3.client,
       serviceUrl: service.url,
       apiKey: () => Promise.resolve(service.apiKey),
@@ -119,7 +126,7 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
     cleanups.push(() => stateMachine.stopAll());
 
     const trigger = createTriggerHandler(stateMachine, { logger });
-    const events = connectS3Events({
+    const s3Events = connectS3Events({
       server: s3.server,
       s3: s3.client,
       deliver: trigger,
@@ -130,7 +137,7 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
         }),
     });
     // Closed before the state machine stops: no execution starts while shutting down.
-    cleanups.push(() => events.close());
+    cleanups.push(() => s3Events.close());
 
     return {
       s3,
@@ -138,6 +145,7 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
       serviceUrl: service.url,
       simulated,
       stateMachine,
+      events,
       deliver: trigger,
       close: closeAll,
     };
