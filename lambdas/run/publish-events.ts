@@ -38,16 +38,20 @@ export async function announceRun(state: RunState, env: StepEnv): Promise<void> 
   }
 }
 
-/** Started (unless it went out already), then Succeeded or Failed; throws when either fails. */
+/**
+ * Started (unless it went out already), then Succeeded or Failed, finished at `finishedAt` (the
+ * final status's time); throws when either fails.
+ */
 export async function announceRunEnd(
   state: RunState,
   report: ReportSlot,
+  finishedAt: number,
   env: StepEnv,
 ): Promise<PublishResult> {
   const context = publishContext(state, env);
   await publishOnce(context, 'started', runStartedEvent(state));
   const metrics = report.outcome === 'succeeded' ? await modelMetrics(state, env) : null;
-  const event = runEndedEvent(state, { report, metrics, finishedAt: env.runtime.now() });
+  const event = runEndedEvent(state, { report, metrics, finishedAt });
   return publishOnce(context, report.outcome, event);
 }
 

@@ -39,7 +39,7 @@ export const reportStep: Step<'report'> = {
       statusOf(state, { stage: 'report', state: report.outcome, error: report.error }, now),
     );
     // After the status, so the event never announces an outcome the status file does not show.
-    await announceRunEnd(state, report, env);
+    await announceRunEnd(state, report, now, env);
     return report;
   },
 };

@@ -8,7 +8,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { LogLevel } from '@aws-lambda-powertools/logger/types';
 import { synthesizeLocalDefinition, type LocalDefinition } from '../../infra/definition.js';
-import { TASKS } from '../../infra/tasks.js';
+import { TASKS, type TaskName } from '../../infra/tasks.js';
 import { messageOf } from '../../lambdas/run/errors.js';
 import type { TaskHandler } from '../../lambdas/run/handler.js';
 import { createRuntime, LAMBDA_CLIENT_OPTIONS, type RuntimeOptions } from '../../lambdas/run/runtime.js';
@@ -51,6 +51,11 @@ export interface LocalModeOptions {
   readonly clientOptions?: RuntimeOptions['clientOptions'];
   /** The `source` of the run events on the local bus. Default DEFAULT_EVENT_SOURCE (`hopper`). */
   readonly eventSource?: string;
+  /**
+   * Wraps what answers a Task state, for fault tests (an invocation whose answer is lost after
+   * its handler ran, say). Default: none.
+   */
+  readonly wrapTask?: (name: TaskName, task: LocalTask) => LocalTask;
   /** Told about an S3 event the trigger could not take (default: written to stderr). */
   readonly onTriggerError?: (key: string, error: unknown) => void;
 }
@@ -73,6 +78,9 @@ export interface LocalMode {
   /** Stops every execution, then the S3 server and the simulated service. */
   close(): Promise<void>;
 }
+
+/** What answers a Task state: its input in, the Task's result out (see lambda-invoke.ts). */
+export type LocalTask = (input: unknown) => Promise<unknown>;
 
 let synthesized: LocalDefinition | undefined;
 
@@ -112,10 +120,11 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
       ...(options.dropQuietMs === undefined ? {} : { dropQuietMs: options.dropQuietMs }),
     });
 
-    const tasks: Record<string, (input: unknown) => Promise<unknown>> = {};
+    const tasks: Record<string, LocalTask> = {};
     for (const task of TASKS) {
       const module = (await import(local.handlers[task.name].path)) as { handler: TaskHandler<SlotName> };
-      tasks[task.name] = asLambda(module.handler.withRuntime(runtime), task.timeoutSeconds);
+      const lambda = asLambda(module.handler.withRuntime(runtime), task.timeoutSeconds);
+      tasks[task.name] = options.wrapTask?.(task.name, lambda) ?? lambda;
     }
     const stateMachine = new LocalStateMachine({
       definition: local.definition,
