@@ -4,6 +4,7 @@
  * bus over the real SDK client against a loopback stand-in of PutEvents, and the report and
  * validate_drop steps putting them.
  */
+import { readFile } from 'node:fs/promises';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -15,7 +16,13 @@ import {
 } from '../../lambdas/run/event-bus.js';
 import { eventBridgeBus } from '../../lambdas/run/eventbridge-bus.js';
 import { RunError } from '../../lambdas/run/errors.js';
-import { RUN_EVENT_TYPES, runEndedEvent, runStartedEvent, type RunEvent } from '../../lambdas/run/events.js';
+import {
+  RUN_EVENT_TYPES,
+  runEndedEvent,
+  runStartedEvent,
+  type RunEvent,
+  type RunEventDetail,
+} from '../../lambdas/run/events.js';
 import { stepHandler } from '../../lambdas/run/handler.js';
 import { announceRun } from '../../lambdas/run/publish-events.js';
 import type { CopySlot, DatasetSlot, ModelSlot, RunState } from '../../lambdas/run/state.js';
@@ -150,7 +157,9 @@ describe('run events: what they carry', () => {
     expect(event.detailType).toBe('Hopper Run Failed');
     expect(event.detail).toMatchObject({ state: 'failed', error, credits: 0, model: null, metrics: null });
     expect(event.detail.summary).toContain(`failed in 12 min 30 s with training_failed: ${error.message}`);
-    expect(event.detail.summary).toContain('What to do: as the message says; the "training_failed" row of docs/errors.md');
+    expect(event.detail.summary).toContain(
+      'What to do: as the message says; the "training_failed" row of docs/errors.md',
+    );
   });
 
   it('Failed after the training finished: the credit is spent', () => {
@@ -352,5 +361,45 @@ describe('the report and validate_drop steps put the run events', () => {
     const { bus } = recordingBus({ failFirst: 100 });
     const runtime = fixtures.runtime(await fixtures.service(), { events: bus });
     await expect(announceRun(runState(bucket, {}), stepEnv(runtime))).resolves.toBeUndefined();
+  });
+});
+
+describe('docs/operations.md', () => {
+  it('shows a sample Succeeded event that is exactly what Hopper builds for that run', async () => {
+    const text = await readFile(new URL('../../docs/operations.md', import.meta.url), 'utf8');
+    const block = /```json\n(\{\n {2}"version"[\s\S]+?)\n```/.exec(text)?.[1];
+    expect(block).toBeDefined();
+    const sample = JSON.parse(block ?? '') as {
+      'detail-type': string;
+      resources: string[];
+      detail: RunEventDetail;
+    };
+    const { detail } = sample;
+    const state: RunState = {
+      run: {
+        runId: detail.run_id,
+        bucket: detail.bucket,
+        drop: detail.drop,
+        key: detail.train_json,
+        etag: 'e',
+        startedAt: detail.started_at,
+        ...(detail.execution_arn === null ? {} : { executionArn: detail.execution_arn }),
+      },
+      dataset: { ...DATASET, id: detail.dataset_id ?? '' },
+      model: model({ id: detail.model_id ?? '', attempts: detail.attempts }),
+      copy: {
+        modelKey: (detail.model?.onnx ?? '').replace(`s3://${detail.bucket}/`, ''),
+        recordKey: (detail.model?.record ?? '').replace(`s3://${detail.bucket}/`, ''),
+        bytes: detail.model?.bytes ?? 0,
+      },
+    };
+    const built = runEndedEvent(state, {
+      report: { outcome: 'succeeded', error: null },
+      metrics: detail.metrics,
+      finishedAt: Date.parse(detail.finished_at ?? ''),
+    });
+    expect(sample['detail-type']).toBe(built.detailType);
+    expect(sample.resources).toEqual([detail.execution_arn]);
+    expect(detail).toEqual(built.detail);
   });
 });
