@@ -11,7 +11,6 @@ import { TrainingServiceClient } from '../service-client/index.js';
 import { RunError } from './errors.js';
 import type { RunEventBus } from './event-bus.js';
 import { DEFAULT_EVENT_SOURCE } from './events.js';
-import { eventBridgeBus } from './eventbridge-bus.js';
 
 /** The environment variables a Lambda handler reads (set by infra/, one place for the names). */
 export const ENV = {
@@ -124,9 +123,26 @@ export function runtimeFromEnvironment(env: NodeJS.ProcessEnv = process.env): Ru
     serviceUrl: requireEnv(env, ENV.serviceUrl),
     apiKey: secretsManagerKey(requireEnv(env, ENV.apiKeySecret)),
     clientOptions: LAMBDA_CLIENT_OPTIONS,
-    events: eventBridgeBus(optionalEnv(env, ENV.eventSource) ?? DEFAULT_EVENT_SOURCE),
+    events: lazyEventBridgeBus(optionalEnv(env, ENV.eventSource) ?? DEFAULT_EVENT_SOURCE),
   });
   return cloudRuntime;
+}
+
+/**
+ * EventBridge's bus, its client loaded on first use: only two steps put events, and local mode
+ * never loads the EventBridge client.
+ */
+function lazyEventBridgeBus(source: string): RunEventBus {
+  let bus: RunEventBus | undefined;
+  return {
+    async put(event) {
+      if (bus === undefined) {
+        const { eventBridgeBus } = await import('./eventbridge-bus.js');
+        bus = eventBridgeBus(source);
+      }
+      await bus.put(event);
+    },
+  };
 }
 
 /** What secretsManagerKey needs of Powertools' SecretsProvider (injected in tests). */
