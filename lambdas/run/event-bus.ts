@@ -18,17 +18,10 @@
  * on every retry of a step that failed after the put.
  */
 import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { STATUS_PREFIX } from '../storage/keys.js';
+import { eventMarkerKey } from '../storage/keys.js';
 import { isNotFound, isPreconditionFailed } from '../storage/objects.js';
 import { RunError, messageOf } from './errors.js';
 import type { RunEvent, RunEventKind } from './events.js';
-
-/** Where a run's event markers are: under status/, hidden from `status/<drop>.json` by the dot. */
-export const EVENT_MARKER_PREFIX = `${STATUS_PREFIX}.events/`;
-
-export function eventMarkerKey(runId: string, kind: RunEventKind): string {
-  return `${EVENT_MARKER_PREFIX}${runId}/${kind}`;
-}
 
 /** A bus that takes Hopper's events: EventBridge in the cloud, local/mode/event-bus.ts locally. */
 export interface RunEventBus {

@@ -91,6 +91,16 @@ describe('run events', () => {
   ])('refuses the event source %s at synth', (eventSource, message) => {
     expect(() => synthesize({ eventSource })).toThrow(message);
   });
+
+  it('expires the event markers under status/.events/ after a month (new bucket)', () => {
+    const [bucket] = resourcesOfType(defaults.template, 'AWS::S3::Bucket')
+      .map(([, resource]) => resource)
+      .filter((resource) => resource.Properties.NotificationConfiguration !== undefined);
+    const rules = (bucket!.Properties.LifecycleConfiguration as { Rules: Record<string, unknown>[] }).Rules;
+    expect(rules).toContainEqual(
+      expect.objectContaining({ Prefix: 'status/.events/', ExpirationInDays: 30, Status: 'Enabled' }),
+    );
+  });
 });
 
 describe('run notifications', () => {

@@ -8,12 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  eventMarkerKey,
-  publishOnce,
-  type PublishContext,
-  type RunEventBus,
-} from '../../lambdas/run/event-bus.js';
+import { publishOnce, type PublishContext, type RunEventBus } from '../../lambdas/run/event-bus.js';
 import { eventBridgeBus } from '../../lambdas/run/eventbridge-bus.js';
 import { RunError } from '../../lambdas/run/errors.js';
 import {
@@ -27,6 +22,7 @@ import { stepHandler } from '../../lambdas/run/handler.js';
 import { announceRun } from '../../lambdas/run/publish-events.js';
 import type { CopySlot, DatasetSlot, ModelSlot, RunState } from '../../lambdas/run/state.js';
 import { reportStep } from '../../lambdas/steps/report.js';
+import { eventMarkerKey } from '../../lambdas/storage/keys.js';
 import { LocalEventBus } from '../../local/mode/event-bus.js';
 import { CLIENT_SETTINGS, startAwsJsonEndpoint, type AwsJsonEndpoint } from '../helpers/aws-json-endpoint.js';
 import { invocationContext, stepEnv, uniqueDrop, usePipelineFixtures } from '../helpers/pipeline.js';
