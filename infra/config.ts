@@ -12,6 +12,8 @@ export const CONTEXT_KEYS = {
   apiKeySecretName: 'apiKeySecretName',
   bucketName: 'bucketName',
   notificationEmail: 'notificationEmail',
+  eventSource: 'eventSource',
+  runNotificationEmail: 'runNotificationEmail',
   inboxRetentionDays: 'inboxRetentionDays',
   stackName: 'stackName',
 } as const;
@@ -38,10 +40,17 @@ export function configFromContext(node: Node): HopperConfig {
   if (bucketName !== undefined && !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucketName)) {
     throw new Error(`context bucketName: "${bucketName}" is not a valid S3 bucket name`);
   }
-  const notificationEmail = text(CONTEXT_KEYS.notificationEmail);
-  if (notificationEmail !== undefined && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(notificationEmail)) {
-    throw new Error(`context notificationEmail: "${notificationEmail}" is not an e-mail address`);
-  }
+  const email = (key: string): string | undefined => {
+    const value = text(key);
+    if (value !== undefined && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value)) {
+      throw new Error(`context ${key}: "${value}" is not an e-mail address`);
+    }
+    return value;
+  };
+  const notificationEmail = email(CONTEXT_KEYS.notificationEmail);
+  const runNotificationEmail = email(CONTEXT_KEYS.runNotificationEmail);
+  const eventSource = text(CONTEXT_KEYS.eventSource);
+  if (eventSource !== undefined) checkEventSource(eventSource);
   const stackName = text(CONTEXT_KEYS.stackName) ?? DEFAULT_STACK_NAME;
   if (!/^[A-Za-z][A-Za-z0-9-]{0,127}$/.test(stackName)) {
     throw new Error(`context stackName: "${stackName}" is not a valid CloudFormation stack name`);
@@ -54,9 +63,26 @@ export function configFromContext(node: Node): HopperConfig {
       apiKeySecretName: text(CONTEXT_KEYS.apiKeySecretName),
       bucketName,
       notificationEmail,
+      eventSource,
+      runNotificationEmail,
       inboxRetentionDays: positiveDays(node.tryGetContext(CONTEXT_KEYS.inboxRetentionDays)),
     },
   };
+}
+
+/**
+ * An event source PutEvents takes from Hopper: up to 256 printable characters, and not one of
+ * AWS's (`aws.*`), which EventBridge refuses from an account.
+ */
+function checkEventSource(value: string): void {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._\-/]{0,255}$/.test(value)) {
+    throw new Error(
+      `context eventSource: "${value}" is not an event source: use letters, digits and . _ - / (e.g. hopper or com.example.hopper)`,
+    );
+  }
+  if (/^aws\./i.test(value)) {
+    throw new Error(`context eventSource: "${value}" starts with "aws.", which only AWS services may use`);
+  }
 }
 
 function checkServiceUrl(value: string): void {

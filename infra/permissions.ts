@@ -1,8 +1,9 @@
 /**
  * A Task's access (infra/tasks.ts) as IAM statements: S3 object actions on its own key prefixes
- * only, ListBucket (key names) on the bucket, and the API key secret only for the steps that call
- * the training service.
+ * only, ListBucket (key names) on the bucket, the API key secret only for the steps that call
+ * the training service, and PutEvents only for the steps that put run events.
  */
+import { Stack } from 'aws-cdk-lib';
 import { PolicyStatement, type IRole } from 'aws-cdk-lib/aws-iam';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
@@ -49,6 +50,21 @@ export function bucketStatements(bucket: IBucket, access: TaskAccess): PolicySta
 export interface TaskResources {
   readonly bucket: IBucket;
   readonly apiKeySecret: ISecret;
+  /** The `source` of the run events a Task with `events` may put, and no other. */
+  readonly eventSource: string;
+}
+
+/**
+ * PutEvents on the account's default bus in the stack's region, for events of `source` only
+ * (the `events:source` condition key): a Task cannot pose as another service on the bus.
+ */
+export function putRunEventsStatement(scope: IRole, source: string): PolicyStatement {
+  const stack = Stack.of(scope);
+  return new PolicyStatement({
+    actions: ['events:PutEvents'],
+    resources: [`arn:${stack.partition}:events:${stack.region}:${stack.account}:event-bus/default`],
+    conditions: { StringEquals: { 'events:source': source } },
+  });
 }
 
 /**
@@ -67,4 +83,5 @@ export function grantTaskAccess(role: IRole, access: TaskAccess, resources: Task
     );
   }
   if (access.apiKey) resources.apiKeySecret.grantRead(role);
+  if (access.events === true) role.addToPrincipalPolicy(putRunEventsStatement(role, resources.eventSource));
 }

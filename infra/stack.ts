@@ -7,6 +7,7 @@ import { CfnOutput, CfnParameter, Stack, type StackProps } from 'aws-cdk-lib';
 import { Secret, type ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import { HopperMonitoring } from './constructs/monitoring.js';
+import { HopperNotifications } from './constructs/notifications.js';
 import { HopperPipeline } from './constructs/pipeline.js';
 import { HopperStorage } from './constructs/storage.js';
 import { apiKeySecretName as newApiKeySecretName } from './names.js';
@@ -33,6 +34,16 @@ export interface HopperStackProps extends StackProps {
   readonly bucketName?: string;
   /** An e-mail address that receives the alarms. @default - no subscription */
   readonly notificationEmail?: string;
+  /**
+   * The `source` of Hopper's run events on the default EventBridge bus.
+   * @default DEFAULT_EVENT_SOURCE (`hopper`)
+   */
+  readonly eventSource?: string;
+  /**
+   * An e-mail address that receives a summary of every run that ended (the run notification
+   * topic, apart from the alarms). @default - no subscription
+   */
+  readonly runNotificationEmail?: string;
   /** Days an object under inbox/ is kept; new bucket only. @default 30 */
   readonly inboxRetentionDays?: number;
 }
@@ -45,6 +56,7 @@ export class HopperStack extends Stack {
   readonly apiKeySecret: ISecret;
   readonly pipeline: HopperPipeline;
   readonly monitoring: HopperMonitoring;
+  readonly notifications: HopperNotifications;
 
   constructor(scope: Construct, id: string, props: HopperStackProps = {}) {
     super(scope, id, {
@@ -99,6 +111,12 @@ export class HopperStack extends Stack {
       apiKeySecret: this.apiKeySecret,
       apiKeySecretId,
       serviceUrl,
+      eventSource: props.eventSource,
+    });
+
+    this.notifications = new HopperNotifications(this, 'Notifications', {
+      eventSource: this.pipeline.eventSource,
+      email: props.runNotificationEmail,
     });
 
     this.monitoring = new HopperMonitoring(this, 'Monitoring', {
@@ -127,6 +145,14 @@ export class HopperStack extends Stack {
       value: `https://${this.region}.console.aws.amazon.com/states/home?region=${this.region}#/statemachines/view/${this.pipeline.stateMachine.stateMachineArn}`,
     });
     new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.topic.topicArn });
+    new CfnOutput(this, 'RunNotificationTopicArn', {
+      description: 'A summary of every run that ended (docs/operations.md, "Notifications")',
+      value: this.notifications.topic.topicArn,
+    });
+    new CfnOutput(this, 'EventSource', {
+      description: 'The source of Hopper\'s run events on the default bus (docs/operations.md, "Events")',
+      value: this.pipeline.eventSource,
+    });
     new CfnOutput(this, 'TriggerDeadLetterQueueUrl', { value: this.pipeline.deadLetterQueue.queueUrl });
     if (this.monitoring.dashboard !== undefined) {
       new CfnOutput(this, 'DashboardUrl', {

@@ -26,6 +26,11 @@ export interface TaskAccess {
   readonly bucket: Readonly<Partial<Record<BucketArea, AreaAccess>>>;
   /** Reads the API key secret: true for the steps that call the training service. */
   readonly apiKey: boolean;
+  /**
+   * Puts Hopper's run events (events:PutEvents on the default bus, with the stack's source only;
+   * lambdas/run/events.ts). @default false
+   */
+  readonly events?: boolean;
 }
 
 export type TaskName =
@@ -75,7 +80,7 @@ export const TASKS: readonly TaskSpec[] = [
     slot: 'config',
     timeoutSeconds: MINUTE,
     memoryMb: 256,
-    access: { bucket: { inbox: 'read', ...STATUS }, apiKey: false },
+    access: { bucket: { inbox: 'read', ...STATUS }, apiKey: false, events: true },
   },
   {
     name: 'CreateDataset',
@@ -160,12 +165,13 @@ export const TASKS: readonly TaskSpec[] = [
   },
   {
     name: 'Report',
-    description: "decides the run's outcome and writes the final status",
+    description: "decides the run's outcome, writes the final status and puts the run's event",
     handlerFile: 'report.ts',
     slot: 'report',
     timeoutSeconds: MINUTE,
     memoryMb: 256,
-    access: { bucket: STATUS, apiKey: false },
+    // models/: the metrics in model.json, for the Succeeded event.
+    access: { bucket: { models: 'read', ...STATUS }, apiKey: false, events: true },
   },
 ];
 

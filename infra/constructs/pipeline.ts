@@ -14,6 +14,7 @@ import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
+import { DEFAULT_EVENT_SOURCE } from '../../lambdas/run/events.js';
 import { ENV } from '../../lambdas/run/runtime.js';
 import { TRAIN_JSON_KEY_WILDCARD } from '../../lambdas/storage/keys.js';
 import { executionLogGroupName } from '../names.js';
@@ -37,6 +38,11 @@ export interface HopperPipelineProps {
   readonly apiKeySecretId?: string;
   /** The training service's base URL (https, without /v1): HOPPER_SERVICE_URL. */
   readonly serviceUrl: string;
+  /**
+   * The `source` of the run events on the default bus (HOPPER_EVENT_SOURCE); the Tasks that put
+   * them may put no other. @default DEFAULT_EVENT_SOURCE (`hopper`)
+   */
+  readonly eventSource?: string;
   /** How long Lambda and state machine logs are kept. @default RetentionDays.THREE_MONTHS */
   readonly logRetention?: RetentionDays;
   /**
@@ -54,6 +60,8 @@ export interface HopperPipelineProps {
 
 export class HopperPipeline extends Construct {
   readonly stateMachine: StateMachine;
+  /** The `source` of the run events the pipeline puts on the default bus. */
+  readonly eventSource: string;
   /** The state machine's log group, `/aws/vendedlogs/states/<stack>-<creation id>` (infra/names.ts). */
   readonly executionLogs: LogGroup;
   /** The Lambda of each Task state, by state name. */
@@ -67,9 +75,11 @@ export class HopperPipeline extends Construct {
     super(scope, id);
     const logRetention = props.logRetention ?? RetentionDays.THREE_MONTHS;
 
+    this.eventSource = props.eventSource ?? DEFAULT_EVENT_SOURCE;
     const environment = {
       [ENV.serviceUrl]: props.serviceUrl,
       [ENV.apiKeySecret]: props.apiKeySecretId ?? props.apiKeySecret.secretArn,
+      [ENV.eventSource]: this.eventSource,
     };
     const functions = {} as Record<TaskName, NodejsFunction>;
     for (const spec of TASKS) {
@@ -81,7 +91,11 @@ export class HopperPipeline extends Construct {
         environment,
         logRetention,
       });
-      grantTaskAccess(task.role, spec.access, { bucket: props.bucket, apiKeySecret: props.apiKeySecret });
+      grantTaskAccess(task.role, spec.access, {
+        bucket: props.bucket,
+        apiKeySecret: props.apiKeySecret,
+        eventSource: this.eventSource,
+      });
       functions[spec.name] = task.function;
     }
     this.taskFunctions = functions;

@@ -15,7 +15,7 @@ import {
   type IBucket,
 } from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import { INBOX_PREFIX } from '../../lambdas/storage/keys.js';
+import { EVENT_MARKERS_PREFIX, INBOX_PREFIX } from '../../lambdas/storage/keys.js';
 import { acknowledgeRule } from '../nag.js';
 
 export interface HopperStorageProps {
@@ -44,6 +44,7 @@ export const STORAGE_DEFAULTS = {
   noncurrentVersionRetentionDays: 30,
   abortIncompleteUploadsAfterDays: 7,
   accessLogRetentionDays: 90,
+  eventMarkerRetentionDays: 30,
 } as const;
 
 export class HopperStorage extends Construct {
@@ -91,6 +92,13 @@ export class HopperStorage extends Construct {
           id: 'ExpireOldInbox',
           prefix: INBOX_PREFIX,
           expiration: Duration.days(props.inboxRetentionDays ?? STORAGE_DEFAULTS.inboxRetentionDays),
+        },
+        {
+          // A marker only matters while its run can still retry a step (at most the execution
+          // timeout, under 4 days): a month later it is clutter.
+          id: 'ExpireRunEventMarkers',
+          prefix: EVENT_MARKERS_PREFIX,
+          expiration: Duration.days(STORAGE_DEFAULTS.eventMarkerRetentionDays),
         },
         {
           id: 'ExpireOldVersionsAndUploads',

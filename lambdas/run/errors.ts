@@ -48,6 +48,7 @@ export const ERROR_CODES = [
   // Hopper itself
   'step_timeout',
   'storage_error',
+  'events_unavailable',
   'internal_error',
   // Local mode
   'interrupted',

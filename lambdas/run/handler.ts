@@ -99,6 +99,7 @@ const RunInputSchema = z.object({
   key: z.string().min(1),
   etag: z.string(),
   startedAt: z.string().min(1),
+  executionArn: z.string().min(1).optional(),
 });
 
 /**

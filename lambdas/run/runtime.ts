@@ -9,12 +9,16 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { DROP_QUIET_MS } from '../drop/settle.js';
 import { TrainingServiceClient } from '../service-client/index.js';
 import { RunError } from './errors.js';
+import type { RunEventBus } from './event-bus.js';
+import { DEFAULT_EVENT_SOURCE } from './events.js';
 
 /** The environment variables a Lambda handler reads (set by infra/, one place for the names). */
 export const ENV = {
   serviceUrl: 'HOPPER_SERVICE_URL',
   apiKeySecret: 'HOPPER_API_KEY_SECRET_ARN',
   stateMachineArn: 'HOPPER_STATE_MACHINE_ARN',
+  /** The `source` of Hopper's run events (default DEFAULT_EVENT_SOURCE). */
+  eventSource: 'HOPPER_EVENT_SOURCE',
 } as const;
 
 /** Seconds the API key is cached per container before Secrets Manager is asked again. */
@@ -29,6 +33,8 @@ export interface Runtime {
   now(): number;
   /** How long a drop folder must be unchanged before validate_drop takes it (0: at once). */
   readonly dropQuietMs: number;
+  /** Where the run's Started, Succeeded and Failed events go (lambdas/run/event-bus.ts). */
+  readonly events: RunEventBus;
 }
 
 /** Where the API key comes from; never logged, never part of a state. */
@@ -42,6 +48,8 @@ export interface RuntimeOptions {
   readonly now?: () => number;
   /** Default DROP_QUIET_MS; 0 where the caller uploads train.json last itself (hopper run). */
   readonly dropQuietMs?: number;
+  /** Where run events go. Default: a bus that refuses every event (the steps then fail). */
+  readonly events?: RunEventBus;
   /** Passed to every TrainingServiceClient (timeouts, retries); not the base URL or key. */
   readonly clientOptions?: Partial<
     Omit<ConstructorParameters<typeof TrainingServiceClient>[0], 'baseUrl' | 'apiKey'>
@@ -56,6 +64,7 @@ export function createRuntime(options: RuntimeOptions): Runtime {
     logger,
     now: options.now ?? Date.now,
     dropQuietMs: options.dropQuietMs ?? DROP_QUIET_MS,
+    events: options.events ?? NO_EVENT_BUS,
     async service() {
       const key = await options.apiKey();
       if (current?.key !== key) {
@@ -100,6 +109,11 @@ export const LAMBDA_CLIENT_OPTIONS = {
   callBudgetMs: 40_000,
 } as const;
 
+/** A runtime built without a bus: an event is an error, never dropped without a word. */
+const NO_EVENT_BUS: RunEventBus = {
+  put: () => Promise.reject(new Error('this runtime has no event bus (RuntimeOptions.events)')),
+};
+
 let cloudRuntime: Runtime | undefined;
 
 /** The runtime of a Lambda container: built on first use, kept for the container's life. */
@@ -109,8 +123,26 @@ export function runtimeFromEnvironment(env: NodeJS.ProcessEnv = process.env): Ru
     serviceUrl: requireEnv(env, ENV.serviceUrl),
     apiKey: secretsManagerKey(requireEnv(env, ENV.apiKeySecret)),
     clientOptions: LAMBDA_CLIENT_OPTIONS,
+    events: lazyEventBridgeBus(optionalEnv(env, ENV.eventSource) ?? DEFAULT_EVENT_SOURCE),
   });
   return cloudRuntime;
+}
+
+/**
+ * EventBridge's bus, its client loaded on first use: only two steps put events, and local mode
+ * never loads the EventBridge client.
+ */
+function lazyEventBridgeBus(source: string): RunEventBus {
+  let bus: RunEventBus | undefined;
+  return {
+    async put(event) {
+      if (bus === undefined) {
+        const { eventBridgeBus } = await import('./eventbridge-bus.js');
+        bus = eventBridgeBus(source);
+      }
+      await bus.put(event);
+    },
+  };
 }
 
 /** What secretsManagerKey needs of Powertools' SecretsProvider (injected in tests). */
@@ -140,6 +172,11 @@ export function secretsManagerKey(secretId: string, reader?: SecretReader): ApiK
     }
     return value.trim();
   };
+}
+
+function optionalEnv(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value === '' ? undefined : value;
 }
 
 function requireEnv(env: NodeJS.ProcessEnv, name: string): string {

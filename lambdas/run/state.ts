@@ -17,6 +17,12 @@ export interface RunInput {
   readonly key: string;
   readonly etag: string;
   readonly startedAt: string;
+  /**
+   * The execution's ARN, which the Task Lambdas cannot look up (the state machine's ARN in their
+   * environment would be a circular dependency): the starter adds it (lambdas/steps/trigger.ts).
+   * Absent for an execution started by other means.
+   */
+  readonly executionArn?: string;
 }
 
 /** How to treat the service's structuring questions (train.json `decisions`). */

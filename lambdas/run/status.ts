@@ -3,8 +3,8 @@
  * person (or `hopper run`) can see where the run stands and, when it fails, why and what to do.
  * Field names follow the service's snake_case, since `step` and `next_action` are its words.
  */
-import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { statusKey } from '../storage/keys.js';
+import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { STATUS_PREFIX, statusKey } from '../storage/keys.js';
 import { isNotFound, putJson } from '../storage/objects.js';
 import type { RunState } from './state.js';
 
@@ -112,6 +112,27 @@ export async function writeStatus(s3: S3Client, bucket: string, status: RunStatu
 }
 
 /** The drop's status, or null when there is none (or it is not a status document). */
+/**
+ * Every drop that has a status file (`status/<drop>.json`; not the event markers under
+ * `status/.events/`), with the file's etag, page by page. For the tools that show all drops.
+ */
+export async function* statusFiles(
+  s3: S3Client,
+  bucket: string,
+): AsyncGenerator<{ readonly drop: string; readonly etag: string }> {
+  let token: string | undefined;
+  do {
+    const page = await s3.send(
+      new ListObjectsV2Command({ Bucket: bucket, Prefix: STATUS_PREFIX, ContinuationToken: token }),
+    );
+    for (const { Key: key = '', ETag: etag = '' } of page.Contents ?? []) {
+      const drop = /^status\/([^/]+)\.json$/.exec(key)?.[1];
+      if (drop !== undefined) yield { drop, etag };
+    }
+    token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
+  } while (token !== undefined);
+}
+
 export async function readStatus(s3: S3Client, bucket: string, drop: string): Promise<RunStatus | null> {
   try {
     const answer = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: statusKey(drop) }));

@@ -10,6 +10,9 @@
  *    a message built from the state.
  * 3. $.copy: succeeded.
  * 4. Otherwise internal_error: the run got here without a model and without an error.
+ *
+ * Then it puts the run's Succeeded or Failed event (and Started, if validate_drop did not),
+ * once even when this step is retried (lambdas/run/event-bus.ts).
  */
 import {
   isErrorCode,
@@ -19,6 +22,7 @@ import {
   type ErrorCode,
 } from '../run/errors.js';
 import type { Step } from '../run/handler.js';
+import { announceRunEnd } from '../run/publish-events.js';
 import type { CaughtFailure, ReportSlot, RunState } from '../run/state.js';
 import { statusOf, writeStatus } from '../run/status.js';
 
@@ -34,6 +38,8 @@ export const reportStep: Step<'report'> = {
       state.run.bucket,
       statusOf(state, { stage: 'report', state: report.outcome, error: report.error }, now),
     );
+    // After the status, so the event never announces an outcome the status file does not show.
+    await announceRunEnd(state, report, now, env);
     return report;
   },
 };

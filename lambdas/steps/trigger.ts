@@ -41,7 +41,11 @@ export interface ExecutionInput {
 }
 
 export interface ExecutionStarter {
-  /** 'duplicate' when an execution of that name exists already (then nothing is started). */
+  /**
+   * 'duplicate' when an execution of that name exists already (then nothing is started). The
+   * execution's input is `input` with the execution's ARN added as `run.executionArn`
+   * (withExecutionArn), which the run's events carry.
+   */
   start(name: string, input: ExecutionInput): Promise<'started' | 'duplicate'>;
 }
 
@@ -194,6 +198,26 @@ export function createTriggerHandler(
   };
 }
 
+/**
+ * The ARN of execution `name` of `stateMachineArn`: Step Functions names executions
+ * `arn:<partition>:states:<region>:<account>:execution:<state machine name>:<execution name>`.
+ */
+export function executionArnOf(stateMachineArn: string, name: string): string {
+  const marker = ':stateMachine:';
+  if (!stateMachineArn.includes(marker))
+    throw new RangeError(`${stateMachineArn} is not a state machine ARN`);
+  return `${stateMachineArn.replace(marker, ':execution:')}:${name}`;
+}
+
+/** `input` with its run's execution ARN (a Task Lambda cannot look it up itself). */
+export function withExecutionArn(
+  input: ExecutionInput,
+  stateMachineArn: string,
+  name: string,
+): ExecutionInput {
+  return { ...input, run: { ...input.run, executionArn: executionArnOf(stateMachineArn, name) } };
+}
+
 /** Step Functions' StartExecution; ExecutionAlreadyExists means a repeated event. */
 export function sfnExecutionStarter(
   stateMachineArn: string,
@@ -202,7 +226,8 @@ export function sfnExecutionStarter(
   return {
     async start(name, input) {
       try {
-        await sfn.send(new StartExecutionCommand({ stateMachineArn, name, input: JSON.stringify(input) }));
+        const withArn = withExecutionArn(input, stateMachineArn, name);
+        await sfn.send(new StartExecutionCommand({ stateMachineArn, name, input: JSON.stringify(withArn) }));
         return 'started';
       } catch (error) {
         if (error instanceof Error && error.name === 'ExecutionAlreadyExists') return 'duplicate';

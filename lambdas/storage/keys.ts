@@ -4,6 +4,7 @@
  *   status/<drop>.json                         live state of the drop's latest run
  *   models/<drop>/<model id>/model.onnx        the trained model
  *   models/<drop>/<model id>/model.json        its record, the run's summary and cost
+ *   status/.events/<run id>/<kind>             marks a run event put (lambdas/run/event-bus.ts)
  */
 export const INBOX_PREFIX = 'inbox/';
 export const STATUS_PREFIX = 'status/';
@@ -24,6 +25,14 @@ export function inboxKey(drop: string, fileName: string): string {
 
 export function statusKey(drop: string): string {
   return `${STATUS_PREFIX}${drop}.json`;
+}
+
+/** Where the run event markers are: under status/, apart from `status/<drop>.json` by the dot. */
+export const EVENT_MARKERS_PREFIX = `${STATUS_PREFIX}.events/`;
+
+/** The marker of a run's event of `kind` (`started`, `succeeded`, `failed`). */
+export function eventMarkerKey(runId: string, kind: string): string {
+  return `${EVENT_MARKERS_PREFIX}${runId}/${kind}`;
 }
 
 export function modelPrefix(drop: string, modelId: string): string {

@@ -2,9 +2,8 @@
  * `hopper status [drop]`: status/<drop>.json of one drop, or a table of every drop (state,
  * step, next_action, age, error code), newest first.
  */
-import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
-import { readStatus, type RunStatus } from '../../lambdas/run/status.js';
-import { STATUS_PREFIX } from '../../lambdas/storage/keys.js';
+import type { S3Client } from '@aws-sdk/client-s3';
+import { readStatus, statusFiles, type RunStatus } from '../../lambdas/run/status.js';
 import {
   CommandError,
   EXIT,
@@ -60,20 +59,8 @@ export async function runStatusCommand(
 
 /** Every drop's status, newest change first. */
 export async function allStatuses(s3: S3Client, bucket: string): Promise<RunStatus[]> {
-  const drops: string[] = [];
-  let token: string | undefined;
-  do {
-    const page = await s3.send(
-      new ListObjectsV2Command({ Bucket: bucket, Prefix: STATUS_PREFIX, ContinuationToken: token }),
-    );
-    for (const { Key: key } of page.Contents ?? []) {
-      const drop = key?.match(/^status\/(.+)\.json$/)?.[1];
-      if (drop !== undefined) drops.push(drop);
-    }
-    token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
-  } while (token !== undefined);
   const statuses: RunStatus[] = [];
-  for (const drop of drops) {
+  for await (const { drop } of statusFiles(s3, bucket)) {
     const status = await readStatus(s3, bucket, drop);
     if (status !== null) statuses.push(status);
   }

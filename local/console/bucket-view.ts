@@ -3,11 +3,11 @@
  * request, re-read only when its ETag changed, so a list of hundreds of drops costs one
  * listing), model records, and model files streamed for download.
  */
-import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
 import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
-import { readStatus, type RunStatus } from '../../lambdas/run/status.js';
-import { MODELS_PREFIX, STATUS_PREFIX, modelRecordKey } from '../../lambdas/storage/keys.js';
+import { readStatus, statusFiles, type RunStatus } from '../../lambdas/run/status.js';
+import { MODELS_PREFIX, modelRecordKey } from '../../lambdas/storage/keys.js';
 import { isNotFound } from '../../lambdas/storage/objects.js';
 
 export class BucketView {
@@ -20,16 +20,11 @@ export class BucketView {
     this.#bucket = bucket;
   }
 
-  /** Every drop's status (one listing page: see docs/local-mode.md, Limits). */
+  /** Every drop's status; a file is read again only when its etag changed. */
   async statuses(): Promise<RunStatus[]> {
-    const listed = await this.#s3.send(
-      new ListObjectsV2Command({ Bucket: this.#bucket, Prefix: STATUS_PREFIX }),
-    );
     const found: RunStatus[] = [];
     const seen = new Set<string>();
-    for (const { Key: key, ETag: etag = '' } of listed.Contents ?? []) {
-      const drop = key?.slice(STATUS_PREFIX.length).replace(/\.json$/, '');
-      if (drop === undefined || drop === '' || drop.includes('/')) continue;
+    for await (const { drop, etag } of statusFiles(this.#s3, this.#bucket)) {
       seen.add(drop);
       let cached = this.#statuses.get(drop);
       if (cached?.etag !== etag) {

@@ -7,6 +7,7 @@ import { messageOf } from '../../lambdas/run/errors.js';
 import { consoleFor, type LocalConsole } from '../console/index.js';
 import { LOCAL_S3_CREDENTIALS, LOCAL_S3_REGION } from '../s3/local-s3.js';
 import { HOPPER_SERVICE_URL_ENV, HOPPER_STATE_MACHINE_ENV, SFN_ENDPOINT_ENV } from '../commands/settings.js';
+import { formatRunEvent } from './event-bus.js';
 import { startLocalMode, type LocalMode } from './local-mode.js';
 import { CliUsageError, LOCAL_HELP, parseLocalArgs } from './options.js';
 import { describeFailure, formatProgress, progressOf } from './progress.js';
@@ -105,8 +106,14 @@ export async function runLocalCommand(argv: readonly string[], io: CommandIo = p
   return EXIT.succeeded;
 }
 
-/** A line per Task or Wait state of every run, and one when a run ends. */
+/**
+ * A line per Task or Wait state of every run, one when a run ends, and one per run event put on
+ * the local bus (all on stderr: stdout stays eval-able).
+ */
 function followRuns(local: LocalMode, io: CommandIo, waitMs: number | undefined): void {
+  local.events.on('event', (event) => {
+    io.stderr.write(`${event.detail.drop}  ${formatRunEvent(event)}\n`);
+  });
   local.stateMachine.on('event', (execution, event) => {
     const progress = progressOf(event, waitMs);
     if (progress === null) return;

@@ -13,7 +13,7 @@ import {
   type AslDefinition,
   type LocalDefinition,
 } from '../../infra/definition.js';
-import { TASKS } from '../../infra/tasks.js';
+import { TASKS, type TaskName } from '../../infra/tasks.js';
 import { messageOf } from '../../lambdas/run/errors.js';
 import type { TaskHandler } from '../../lambdas/run/handler.js';
 import { createRuntime, LAMBDA_CLIENT_OPTIONS, type RuntimeOptions } from '../../lambdas/run/runtime.js';
@@ -27,6 +27,7 @@ import {
 } from '../service/index.js';
 import { markInterruptedRuns } from './interrupted-runs.js';
 import { startExecutionsEndpoint, type ExecutionsEndpoint } from './executions-endpoint.js';
+import { LocalEventBus } from './event-bus.js';
 import { asLambda } from './lambda-invoke.js';
 import { connectS3Events } from './s3-events.js';
 import { LocalStateMachine } from './state-machine.js';
@@ -55,6 +56,13 @@ export interface LocalModeOptions {
    * tests shrink them to see a hung service's bound in seconds rather than minutes.
    */
   readonly clientOptions?: RuntimeOptions['clientOptions'];
+  /** The `source` of the run events on the local bus. Default DEFAULT_EVENT_SOURCE (`hopper`). */
+  readonly eventSource?: string;
+  /**
+   * Wraps what answers a Task state, for fault tests (an invocation whose answer is lost after
+   * its handler ran, say). Default: none.
+   */
+  readonly wrapTask?: (name: TaskName, task: LocalTask) => LocalTask;
   /** Told about an S3 event the trigger could not take (default: written to stderr). */
   readonly onTriggerError?: (key: string, error: unknown) => void;
   /**
@@ -79,6 +87,8 @@ export interface LocalMode {
   readonly interrupted: readonly string[];
   /** The state machine's executions over Step Functions' API (for `hopper runs`). */
   readonly executions: Pick<ExecutionsEndpoint, 'url' | 'stateMachineArn'>;
+  /** Where the runs' Started, Succeeded and Failed events go (in place of EventBridge). */
+  readonly events: LocalEventBus;
   /**
    * Hands an event to the trigger, as the EventBridge rule does; s3rver's events arrive here on
    * their own. Tests call it to deliver one event twice.
@@ -87,6 +97,9 @@ export interface LocalMode {
   /** Stops every execution, then the S3 server and the simulated service. */
   close(): Promise<void>;
 }
+
+/** What answers a Task state: its input in, the Task's result out (see lambda-invoke.ts). */
+export type LocalTask = (input: unknown) => Promise<unknown>;
 
 let synthesized: LocalDefinition | undefined;
 
@@ -122,7 +135,9 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
     }
     const service = options.service ?? { url: simulated?.apiUrl ?? '', apiKey: simulated?.apiKey ?? '' };
     const logger = new Logger({ serviceName: 'hopper', logLevel: options.logLevel ?? 'SILENT' });
+    const events = new LocalEventBus(options.eventSource);
     const runtime = createRuntime({
+      events,
       s3: s3.client,
       serviceUrl: service.url,
       apiKey: () => Promise.resolve(service.apiKey),
@@ -132,10 +147,11 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
       ...(options.dropQuietMs === undefined ? {} : { dropQuietMs: options.dropQuietMs }),
     });
 
-    const tasks: Record<string, (input: unknown) => Promise<unknown>> = {};
+    const tasks: Record<string, LocalTask> = {};
     for (const task of TASKS) {
       const module = (await import(local.handlers[task.name].path)) as { handler: TaskHandler<SlotName> };
-      tasks[task.name] = asLambda(module.handler.withRuntime(runtime), task.timeoutSeconds);
+      const lambda = asLambda(module.handler.withRuntime(runtime), task.timeoutSeconds);
+      tasks[task.name] = options.wrapTask?.(task.name, lambda) ?? lambda;
     }
     const stateMachine = new LocalStateMachine({
       definition: local.definition,
@@ -148,7 +164,7 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
     cleanups.push(() => executions.close());
 
     const trigger = createTriggerHandler(stateMachine, { logger });
-    const events = connectS3Events({
+    const s3Events = connectS3Events({
       // A kept bucket outlives this start: its version ids (hence run ids) must not repeat.
       ...(options.dataDir === undefined ? {} : { versionPrefix: `local-${Date.now().toString(36)}-` }),
       server: s3.server,
@@ -161,7 +177,7 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
         }),
     });
     // Closed before the state machine stops: no execution starts while shutting down.
-    cleanups.push(() => events.close());
+    cleanups.push(() => s3Events.close());
 
     return {
       s3,
@@ -172,6 +188,7 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
       definition: local.definition,
       interrupted,
       executions: { url: executions.url, stateMachineArn: executions.stateMachineArn },
+      events,
       deliver: trigger,
       close: closeAll,
     };

@@ -11,7 +11,15 @@ import './with-resolvers.js';
 import { EventEmitter } from 'node:events';
 import { StateMachine, type RunOptions, type StateMachineDefinition } from 'aws-local-stepfunctions';
 import type { AslDefinition } from '../../infra/definition.js';
-import type { ExecutionInput, ExecutionStarter } from '../../lambdas/steps/trigger.js';
+import {
+  executionArnOf,
+  withExecutionArn,
+  type ExecutionInput,
+  type ExecutionStarter,
+} from '../../lambdas/steps/trigger.js';
+
+/** The local state machine's ARN (ARN-shaped like the definition's placeholders; never called). */
+export const LOCAL_STATE_MACHINE_ARN = 'arn:aws:states:us-east-1:123456789012:stateMachine:hopper-local';
 
 /** One entry of an execution's event log (the interpreter does not export the type). */
 export type ExecutionEvent =
@@ -72,11 +80,12 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
   }
 
   /** StartExecution: 'duplicate' when an execution of that name exists (then nothing starts). */
-  start(name: string, input: ExecutionInput): Promise<'started' | 'duplicate'> {
+  start(name: string, given: ExecutionInput): Promise<'started' | 'duplicate'> {
     if (this.#executions.has(name)) return Promise.resolve('duplicate');
+    const input = withExecutionArn(given, LOCAL_STATE_MACHINE_ARN, name);
     const run = this.#machine.run(input as unknown as Parameters<StateMachine['run']>[0], {
       overrides: this.#overrides,
-      context: { Execution: { Name: name } },
+      context: { Execution: { Name: name, Id: executionArnOf(LOCAL_STATE_MACHINE_ARN, name) } },
     });
     let resolve: (outcome: ExecutionOutcome) => void = () => undefined;
     const done = new Promise<ExecutionOutcome>((settle) => {

@@ -9,10 +9,16 @@
  * metadata plus opening the file, happen under a per-key lock. An opened file keeps its bytes
  * after a rename replaces it, so a read under way finishes with the version it started with.
  * Its listing, too, is replaced by one in S3's key order (key-order-listing.ts).
+ *
+ * s3rver also ignores a PutObject's `If-None-Match: *`, which real S3 honours (a create that
+ * fails with 412 PreconditionFailed when the key exists) and Hopper's event markers rely on
+ * (lambdas/run/event-bus.ts). Here the condition is checked under the key's lock, just before
+ * the rename, so of two conditional PUTs of a new key exactly one succeeds.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { access, mkdir, rename, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
@@ -40,8 +46,31 @@ interface FilesystemStore {
 
 type FilesystemStoreClass = new (rootDirectory: string) => FilesystemStore;
 
+type S3ErrorClass = new (code: string, message: string, detail?: Record<string, string>) => Error;
+
+/** The part of s3rver's (Koa) request context the condition middleware reads. */
+interface RequestContext {
+  readonly method: string;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+}
+type Middleware = (context: RequestContext, next: () => Promise<void>) => Promise<void>;
+
 const require = createRequire(import.meta.url);
 const BaseStore = require('s3rver/lib/stores/filesystem.js') as FilesystemStoreClass;
+const S3Error = require('s3rver/lib/models/error.js') as S3ErrorClass;
+
+/** The conditions of the request being served, for the store (which sees no headers). */
+interface WriteConditions {
+  readonly ifNoneMatch: boolean;
+}
+const requestConditions = new AsyncLocalStorage<WriteConditions>();
+
+/** Runs the rest of the request with its write conditions known to the store. */
+const conditionsMiddleware: Middleware = (context, next) => {
+  const header = context.headers['if-none-match'];
+  const ifNoneMatch = context.method === 'PUT' && typeof header === 'string' && header.trim() === '*';
+  return requestConditions.run({ ifNoneMatch }, next);
+};
 
 /** One promise chain per key: the next holder starts when the previous one has finished. */
 class KeyLock {
@@ -110,7 +139,18 @@ class ConsistentStore extends BaseStore {
       throw error;
     }
     const digest = md5.digest('hex');
+    const ifNoneMatch = requestConditions.getStore()?.ifNoneMatch === true;
     await this.#locks.with(`${object.bucket}/${object.key}`, async () => {
+      if (ifNoneMatch && (await exists(objectPath))) {
+        await rm(partial, { force: true });
+        throw new S3Error(
+          'PreconditionFailed',
+          'At least one of the pre-conditions you specified did not hold',
+          {
+            Condition: 'If-None-Match',
+          },
+        );
+      }
       await rename(partial, objectPath);
       await this.putMetadata(object.bucket, object.key, object.metadata, digest);
     });
@@ -118,9 +158,19 @@ class ConsistentStore extends BaseStore {
   }
 }
 
+async function exists(path: string): Promise<boolean> {
+  try {
+    await access(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
- * Gives `server`, whose store is in `directory`, the consistent store (call before it serves
- * anything). `partialDirectory` must exist, outside `directory` on the same filesystem.
+ * Gives `server`, whose store is in `directory`, the consistent store and `If-None-Match: *` on
+ * PutObject (call before it serves anything). `partialDirectory` must exist, outside
+ * `directory` on the same filesystem.
  */
 export function useConsistentStore(
   server: S3rver,
@@ -128,8 +178,14 @@ export function useConsistentStore(
   partialDirectory: string,
 ): Pick<FilesystemStore, 'getResourcePath'> {
   const store = new ConsistentStore(directory, partialDirectory);
-  const internals = server as unknown as { store: unknown; context: { store: unknown } };
+  const internals = server as unknown as {
+    store: unknown;
+    context: { store: unknown };
+    middleware: Middleware[];
+  };
   internals.store = store;
   internals.context.store = store;
+  // First, so the conditions are known for the whole request (Koa composes this list on listen).
+  internals.middleware.unshift(conditionsMiddleware);
   return store;
 }

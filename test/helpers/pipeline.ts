@@ -7,6 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { GetObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, afterEach, beforeAll } from 'vitest';
+import type { RunEventBus } from '../../lambdas/run/event-bus.js';
+import { LocalEventBus } from '../../local/mode/event-bus.js';
 import { startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
 import {
   DEFAULT_OPTIONS,
@@ -27,8 +29,14 @@ export interface PipelineFixtures {
   s3(): LocalS3;
   /** A fresh simulated service (QUICK unless overridden), closed after the test. */
   service(partial?: Partial<SimulatedServiceOptions>): Promise<SimulatedService>;
-  /** A runtime on the local S3 server and `service`, with fast client retries and no log output. */
-  runtime(service: SimulatedService, overrides?: { apiKey?: string; now?: () => number }): Runtime;
+  /**
+   * A runtime on the local S3 server and `service`, with fast client retries and no log output;
+   * its run events go to `events` (default: a LocalEventBus of its own, `runtime.events`).
+   */
+  runtime(
+    service: SimulatedService,
+    overrides?: { apiKey?: string; now?: () => number; events?: RunEventBus },
+  ): Runtime;
 }
 
 export function usePipelineFixtures(): PipelineFixtures {
@@ -64,6 +72,7 @@ export function usePipelineFixtures(): PipelineFixtures {
         logger: new Logger({ logLevel: 'SILENT' }),
         now: overrides.now ?? (() => service.clock.now()),
         dropQuietMs: 0,
+        events: overrides.events ?? new LocalEventBus(),
         clientOptions: { timeoutMs: 5_000, backoffBaseMs: 1, backoffCapMs: 5, maxRetryAfterMs: 10 },
       });
       runtimes.push(runtime);

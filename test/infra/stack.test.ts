@@ -55,9 +55,14 @@ const MULTIPART_WRITE = ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetOb
 /** What each Task may do, written out independently of infra/tasks.ts (docs/pipeline.md). */
 const EXPECTED: Record<
   (typeof TASK_NAMES)[number],
-  { timeout: number; objects: Record<string, string[]>; secret: boolean }
+  { timeout: number; objects: Record<string, string[]>; secret: boolean; events?: boolean }
 > = {
-  ValidateDrop: { timeout: 60, objects: { 'inbox/*': READ, 'status/*': READ_WRITE }, secret: false },
+  ValidateDrop: {
+    timeout: 60,
+    objects: { 'inbox/*': READ, 'status/*': READ_WRITE },
+    secret: false,
+    events: true,
+  },
   CreateDataset: { timeout: 300, objects: { 'status/*': READ_WRITE }, secret: true },
   UploadFiles: { timeout: 900, objects: { 'inbox/*': READ, 'status/*': READ_WRITE }, secret: true },
   PollDataset: { timeout: 300, objects: { 'status/*': READ_WRITE }, secret: true },
@@ -67,7 +72,12 @@ const EXPECTED: Record<
   StartTraining: { timeout: 300, objects: { 'status/*': READ_WRITE }, secret: true },
   PollModel: { timeout: 300, objects: { 'status/*': READ_WRITE }, secret: true },
   CopyModel: { timeout: 900, objects: { 'models/*': MULTIPART_WRITE, 'status/*': READ_WRITE }, secret: true },
-  Report: { timeout: 60, objects: { 'status/*': READ_WRITE }, secret: false },
+  Report: {
+    timeout: 60,
+    objects: { 'models/*': READ, 'status/*': READ_WRITE },
+    secret: false,
+    events: true,
+  },
 };
 
 /** A template value as CloudFormation would resolve it for the stack Hopper in eu-west-1. */
@@ -293,6 +303,7 @@ describe('the Lambda functions', () => {
       Variables: {
         HOPPER_SERVICE_URL: { Ref: 'ServiceUrl' },
         HOPPER_API_KEY_SECRET_ARN: { Ref: secretId },
+        HOPPER_EVENT_SOURCE: 'hopper',
         NODE_OPTIONS: '--enable-source-maps',
       },
     });
@@ -327,7 +338,9 @@ describe('the Lambda functions', () => {
         const secret = EXPECTED[name].secret
           ? ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue']
           : [];
-        expect(other.sort()).toEqual([...LOGS_AND_TRACING, 's3:ListBucket', ...secret].sort());
+        // PutEvents is checked (resource, condition) in test/infra/notifications.test.ts.
+        const events = EXPECTED[name].events === true ? ['events:PutEvents'] : [];
+        expect(other.sort()).toEqual([...LOGS_AND_TRACING, 's3:ListBucket', ...secret, ...events].sort());
       }
     },
   );
@@ -419,7 +432,10 @@ describe('the state machine', () => {
 });
 
 describe('monitoring', () => {
-  const [topicId] = resourcesOfType(defaults.template, 'AWS::SNS::Topic').map(([id]) => id);
+  // The alarm topic (the run notification topic is test/infra/notifications.test.ts's).
+  const [topicId] = resourcesOfType(defaults.template, 'AWS::SNS::Topic')
+    .map(([id]) => id)
+    .filter((id) => id.includes('AlarmTopic'));
   const alarms = resourcesOfType(defaults.template, 'AWS::CloudWatch::Alarm');
   const composites = resourcesOfType(defaults.template, 'AWS::CloudWatch::CompositeAlarm');
   const notifying = [...alarms, ...composites].filter(
@@ -518,10 +534,12 @@ describe('monitoring', () => {
         ]),
       },
     });
-    const [topicPolicy] = resourcesOfType(defaults.template, 'AWS::SNS::TopicPolicy').map(
-      ([, policy]) => policy,
-    );
-    const [topic] = resourcesOfType(defaults.template, 'AWS::SNS::Topic').map(([, resource]) => resource);
+    const [topicPolicy] = resourcesOfType(defaults.template, 'AWS::SNS::TopicPolicy')
+      .map(([, policy]) => policy)
+      .filter((policy) => JSON.stringify(policy.Properties.Topics) === JSON.stringify([{ Ref: topicId }]));
+    const [topic] = resourcesOfType(defaults.template, 'AWS::SNS::Topic')
+      .filter(([id]) => id === topicId)
+      .map(([, resource]) => resource);
     const keyId = (topic!.Properties.KmsMasterKeyId as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
     const key = defaults.template.findResources('AWS::KMS::Key')[keyId] as CfnResource;
     expect((key.Properties.KeyPolicy as { Statement: unknown[] }).Statement).toContainEqual(

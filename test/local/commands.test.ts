@@ -176,6 +176,17 @@ describe('hopper local', () => {
       }
       // The run's end, as hopper local reports it on stderr (up to 30 s).
       await local.waitFor('cli-drop  succeeded', 30_000, 'stderr');
+      // The run's events, one line each on stderr as they were put; stdout stays eval-able.
+      const eventLines = local
+        .stderr()
+        .split('\n')
+        .filter((line) => line.startsWith('cli-drop  event hopper'));
+      expect(eventLines).toEqual([
+        expect.stringContaining('"Hopper Run Started"'),
+        expect.stringMatching(/"Hopper Run Succeeded" \(run cli-drop-\w+\): s3:\/\/.+\/model\.onnx$/),
+      ]);
+      for (const line of local.stdout().trimEnd().split('\n'))
+        expect(line).toMatch(/^(#.*|export [A-Z_]+=\S+)$/);
       const listed = await s3.send(
         new ListObjectsV2Command({ Bucket: bucket, Prefix: `${MODELS_PREFIX}cli-drop/` }),
       );

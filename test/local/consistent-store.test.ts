@@ -66,3 +66,38 @@ describe('the local S3 server, one key read and written at once', () => {
     expect((listed.Contents ?? []).map((object) => object.Key)).toEqual([key]);
   });
 });
+
+describe('the local S3 server, If-None-Match: * on PutObject', () => {
+  async function putIfAbsent(key: string, body: string): Promise<'created' | 'PreconditionFailed'> {
+    try {
+      await s3.client.send(
+        new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: body, IfNoneMatch: '*' }),
+      );
+      return 'created';
+    } catch (error) {
+      if (error instanceof Error && error.name === 'PreconditionFailed') return 'PreconditionFailed';
+      throw error;
+    }
+  }
+
+  it('creates a new key, and answers 412 PreconditionFailed for one that exists, keeping it', async () => {
+    const key = 'status/.events/run-a/started';
+    expect(await putIfAbsent(key, 'first')).toBe('created');
+    expect(await putIfAbsent(key, 'second')).toBe('PreconditionFailed');
+    expect((await get(key)).body.toString()).toBe('first');
+    // Without the condition the key is overwritten, as in S3.
+    await put(key, Buffer.from('third'));
+    expect((await get(key)).body.toString()).toBe('third');
+  });
+
+  it('lets exactly one of several conditional PUTs of a new key through', async () => {
+    const key = 'status/.events/run-b/succeeded';
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, n) => putIfAbsent(key, `writer ${String(n)}`)),
+    );
+    expect(results.filter((result) => result === 'created')).toHaveLength(1);
+    expect(results.filter((result) => result === 'PreconditionFailed')).toHaveLength(7);
+    const winner = results.indexOf('created');
+    expect((await get(key)).body.toString()).toBe(`writer ${String(winner)}`);
+  });
+});

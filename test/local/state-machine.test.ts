@@ -2,9 +2,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { AslDefinition, AslState } from '../../infra/definition.js';
 import { retryable, RunError } from '../../lambdas/run/errors.js';
 import type { RunInput } from '../../lambdas/run/state.js';
-import type { ExecutionInput } from '../../lambdas/steps/trigger.js';
+import { withExecutionArn, type ExecutionInput } from '../../lambdas/steps/trigger.js';
 import { asLambda } from '../../local/mode/lambda-invoke.js';
 import {
+  LOCAL_STATE_MACHINE_ARN,
   LocalStateMachine,
   type Execution,
   type ExecutionEvent,
@@ -45,6 +46,11 @@ function input(drop: string): ExecutionInput {
     startedAt: '2026-03-01T12:00:00.000Z',
   };
   return { run };
+}
+
+/** `input(drop)` as execution `name` runs with it: the execution's ARN added to the run. */
+function asStarted(name: string, drop: string): ExecutionInput {
+  return withExecutionArn(input(drop), LOCAL_STATE_MACHINE_ARN, name);
 }
 
 function within<T>(promise: Promise<T>, what: string, ms = WAIT_MS): Promise<T> {
@@ -104,11 +110,14 @@ describe('LocalStateMachine', () => {
       });
       expect(await sm.start('first', input('reviews'))).toBe('started');
       const outcome = await within(sm.whenDone('first'), 'first');
-      expect(given).toEqual([{ ...input('reviews'), prepared: { ready: true } }]);
+      expect(given).toEqual([{ ...asStarted('first', 'reviews'), prepared: { ready: true } }]);
       expect(outcome).toEqual({
         status: 'SUCCEEDED',
-        output: { ...input('reviews'), prepared: { ready: true }, work: { done: 1 } },
+        output: { ...asStarted('first', 'reviews'), prepared: { ready: true }, work: { done: 1 } },
       });
+      expect(sm.execution('first')?.input.run.executionArn).toBe(
+        'arn:aws:states:us-east-1:123456789012:execution:hopper-local:first',
+      );
     });
 
     it("keeps the execution's name, input and start time", async () => {
@@ -144,7 +153,7 @@ describe('LocalStateMachine', () => {
       expect(await sm.start('same', input('c'))).toBe('duplicate');
       expect(calls).toBe(1);
       expect(started.map((execution) => execution.name)).toEqual(['same']);
-      expect(sm.execution('same')?.input).toEqual(input('a'));
+      expect(sm.execution('same')?.input).toEqual(asStarted('same', 'a'));
       expect(sm.executions()).toHaveLength(1);
       expect(first).toMatchObject({ status: 'SUCCEEDED', output: { work: 1 } });
     });
@@ -252,7 +261,7 @@ describe('LocalStateMachine', () => {
       });
       expect(await within(sm.whenDone('good'), 'good')).toEqual({
         status: 'SUCCEEDED',
-        output: input('good'),
+        output: asStarted('good', 'good'),
       });
     });
 

@@ -74,7 +74,13 @@ describe('sfnExecutionStarter', () => {
     expect(sfn.requests[0]?.body).toEqual({
       stateMachineArn: ARN,
       name: 'reviews-abc',
-      input: JSON.stringify(INPUT),
+      // The execution's ARN joins the run, for the run's events (the Lambdas cannot look it up).
+      input: JSON.stringify({
+        run: {
+          ...INPUT.run,
+          executionArn: 'arn:aws:states:us-east-1:123456789012:execution:hopper:reviews-abc',
+        },
+      }),
     });
   });
 

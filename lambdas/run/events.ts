@@ -1,0 +1,172 @@
+/**
+ * Hopper's own EventBridge events: `Hopper Run Started` when a run takes its drop, and
+ * `Hopper Run Succeeded` or `Hopper Run Failed` when it ends, each once per run (event-bus.ts
+ * says how). What they carry is built here from the run's state; docs/operations.md shows a
+ * sample and a rule. Field names follow status/<drop>.json (snake_case), so a consumer reads
+ * both the same way. Never the API key: nothing here comes from the runtime's secrets.
+ */
+import { statusKey } from '../storage/keys.js';
+import type { ReportSlot, RunState } from './state.js';
+
+/** The `source` of Hopper's events unless the stack is told otherwise (`-c eventSource=...`). */
+export const DEFAULT_EVENT_SOURCE = 'hopper';
+
+export const RUN_EVENT_TYPES = {
+  started: 'Hopper Run Started',
+  succeeded: 'Hopper Run Succeeded',
+  failed: 'Hopper Run Failed',
+} as const;
+
+export type RunEventKind = keyof typeof RUN_EVENT_TYPES;
+export type RunEventDetailType = (typeof RUN_EVENT_TYPES)[RunEventKind];
+
+/** Where docs/errors.md is, named in failure summaries (every code and what to do). */
+const ERRORS_DOC = 'docs/errors.md';
+
+export interface RunEventDetail {
+  /**
+   * `<run id>/<kind>`: the same for every delivery of one event, so a consumer that must never
+   * act twice can keep the ids it has seen (EventBridge's own `id` differs per PutEvents).
+   */
+  readonly event_id: string;
+  readonly run_id: string;
+  readonly drop: string;
+  /** The Step Functions execution, or null for a run started without Hopper's trigger. */
+  readonly execution_arn: string | null;
+  readonly state: 'running' | 'succeeded' | 'failed';
+  readonly bucket: string;
+  /** The train.json that started the run. */
+  readonly train_json: string;
+  readonly dataset_id: string | null;
+  readonly model_id: string | null;
+  /** Where the model is, once copied: s3:// URLs of model.onnx and model.json. */
+  readonly model: { readonly onnx: string; readonly record: string; readonly bytes: number } | null;
+  /** The service's metrics of the model (succeeded runs), as in model.json. */
+  readonly metrics: Readonly<Record<string, unknown>> | null;
+  /** Trainings started for the run's dataset, failed ones included. */
+  readonly attempts: number;
+  /** Credits the run spent or holds: a training that did not fail (a failed one's comes back). */
+  readonly credits: number;
+  readonly started_at: string;
+  /** Null in a Started event. */
+  readonly finished_at: string | null;
+  readonly duration_seconds: number | null;
+  readonly error: { readonly code: string; readonly message: string } | null;
+  /** One paragraph for a person (the run notifications send it as is). */
+  readonly summary: string;
+}
+
+export interface RunEvent {
+  readonly detailType: RunEventDetailType;
+  readonly detail: RunEventDetail;
+}
+
+/** What only the report knows: the outcome and, for a copied model, its metrics. */
+export interface RunEnd {
+  readonly report: ReportSlot;
+  readonly metrics: Readonly<Record<string, unknown>> | null;
+  readonly finishedAt: number;
+}
+
+export function runStartedEvent(state: RunState): RunEvent {
+  const base = baseDetail(state, 'started');
+  return {
+    detailType: RUN_EVENT_TYPES.started,
+    detail: {
+      ...base,
+      summary: `Hopper run ${base.run_id} started for drop "${base.drop}" (s3://${base.bucket}/${base.train_json}).`,
+    },
+  };
+}
+
+export function runEndedEvent(state: RunState, end: RunEnd): RunEvent {
+  const kind = end.report.outcome;
+  const base = baseDetail(state, kind);
+  const durationSeconds = Math.max(0, Math.round((end.finishedAt - Date.parse(base.started_at)) / 1000));
+  const detail = {
+    ...base,
+    state: kind,
+    metrics: kind === 'succeeded' ? end.metrics : null,
+    finished_at: new Date(end.finishedAt).toISOString(),
+    duration_seconds: durationSeconds,
+    error: end.report.error,
+  };
+  return { detailType: RUN_EVENT_TYPES[kind], detail: { ...detail, summary: endSummary(detail) } };
+}
+
+function baseDetail(state: RunState, kind: RunEventKind): Omit<RunEventDetail, 'summary'> {
+  const { run, dataset, model, copy } = state;
+  const modelId = model?.id ?? null;
+  return {
+    event_id: `${run.runId}/${kind}`,
+    run_id: run.runId,
+    drop: run.drop,
+    execution_arn: run.executionArn ?? null,
+    state: 'running',
+    bucket: run.bucket,
+    train_json: run.key,
+    dataset_id: dataset?.id ?? null,
+    model_id: modelId,
+    model:
+      copy === undefined
+        ? null
+        : {
+            onnx: `s3://${run.bucket}/${copy.modelKey}`,
+            record: `s3://${run.bucket}/${copy.recordKey}`,
+            bytes: copy.bytes,
+          },
+    metrics: null,
+    attempts: model?.attempts ?? 0,
+    credits: creditsHeld(state),
+    started_at: run.startedAt,
+    finished_at: null,
+    duration_seconds: null,
+    error: null,
+  };
+}
+
+/**
+ * A training costs a credit unless it fails (the service gives it back): so the run holds one
+ * when its latest model has not failed, and none before it starts a training.
+ */
+function creditsHeld(state: RunState): number {
+  const { model, copy } = state;
+  if (copy !== undefined) return 1;
+  if (model === undefined) return 0;
+  return model.status === 'failed' || model.nextAction === 'retry' ? 0 : 1;
+}
+
+function endSummary(detail: Omit<RunEventDetail, 'summary'>): string {
+  const took = `in ${formatDuration(detail.duration_seconds ?? 0)}`;
+  const run = `Hopper run ${detail.run_id} of drop "${detail.drop}"`;
+  const spent = `${String(detail.attempts)} training attempt${detail.attempts === 1 ? '' : 's'}, ${String(detail.credits)} credit${detail.credits === 1 ? '' : 's'}`;
+  if (detail.state === 'succeeded') {
+    const where =
+      detail.model === null
+        ? 'its model was copied'
+        : `the model is at ${detail.model.onnx} (record: ${detail.model.record})`;
+    const metrics =
+      detail.metrics === null || Object.keys(detail.metrics).length === 0
+        ? 'the service gave no metrics'
+        : `metrics: ${formatMetrics(detail.metrics)}`;
+    return `${run} succeeded ${took}: ${where}; model ${detail.model_id ?? '(unknown)'}, dataset ${detail.dataset_id ?? '(unknown)'}; ${metrics}; ${spent}.`;
+  }
+  const error = detail.error ?? { code: 'internal_error', message: 'no error was recorded' };
+  // The message already says what to do (every Hopper error message does); the code's row in
+  // docs/errors.md says more, so the advice is written once.
+  const message = error.message.replace(/[.\s]+$/, '');
+  return `${run} failed ${took} with ${error.code}: ${message}. What to do: as the message says; the "${error.code}" row of ${ERRORS_DOC} explains the code. Status: s3://${detail.bucket}/${statusKey(detail.drop)}; ${spent}.`;
+}
+
+function formatMetrics(metrics: Readonly<Record<string, unknown>>): string {
+  return Object.entries(metrics)
+    .map(([name, value]) => `${name} ${typeof value === 'string' ? value : JSON.stringify(value)}`)
+    .join(', ');
+}
+
+function formatDuration(seconds: number): string {
+  if (seconds < 60) return `${String(seconds)} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${String(minutes)} min ${String(seconds % 60)} s`;
+  return `${String(Math.floor(minutes / 60))} h ${String(minutes % 60)} min`;
+}

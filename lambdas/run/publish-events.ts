@@ -1,0 +1,74 @@
+/**
+ * The steps' side of run events: validate_drop announces the run (Started), the report ends it
+ * (Succeeded or Failed), and makes sure Started went out first, so a run whose validate_drop
+ * never got as far as the bus (a crash, a timeout, the bus down) still has both.
+ */
+import { GetObjectCommand } from '@aws-sdk/client-s3';
+import { isNotFound } from '../storage/objects.js';
+import { publishOnce, type PublishContext, type PublishResult } from './event-bus.js';
+import { messageOf } from './errors.js';
+import { runEndedEvent, runStartedEvent } from './events.js';
+import type { StepEnv } from './handler.js';
+import type { ReportSlot, RunState } from './state.js';
+
+function publishContext(state: RunState, env: StepEnv): PublishContext {
+  const { runtime } = env;
+  return {
+    s3: runtime.s3,
+    bucket: state.run.bucket,
+    bus: runtime.events,
+    now: () => runtime.now(),
+    warn: (message, extra) => {
+      runtime.logger.warn(message, extra);
+    },
+  };
+}
+
+/**
+ * Started, by validate_drop: a failure is logged and the step goes on, since the report puts
+ * Started again before the run's end event (a run is not failed for want of its first event).
+ */
+export async function announceRun(state: RunState, env: StepEnv): Promise<void> {
+  try {
+    await publishOnce(publishContext(state, env), 'started', runStartedEvent(state));
+  } catch (error) {
+    env.runtime.logger.warn('the run started event was not put; the report will put it', {
+      error: messageOf(error),
+    });
+  }
+}
+
+/**
+ * Started (unless it went out already), then Succeeded or Failed, finished at `finishedAt` (the
+ * final status's time); throws when either fails.
+ */
+export async function announceRunEnd(
+  state: RunState,
+  report: ReportSlot,
+  finishedAt: number,
+  env: StepEnv,
+): Promise<PublishResult> {
+  const context = publishContext(state, env);
+  await publishOnce(context, 'started', runStartedEvent(state));
+  const metrics = report.outcome === 'succeeded' ? await modelMetrics(state, env) : null;
+  const event = runEndedEvent(state, { report, metrics, finishedAt });
+  return publishOnce(context, report.outcome, event);
+}
+
+/** The service's metrics from the run's model.json (copy_model wrote it), or null without one. */
+async function modelMetrics(state: RunState, env: StepEnv): Promise<Record<string, unknown> | null> {
+  if (state.copy === undefined) return null;
+  try {
+    const answer = await env.runtime.s3.send(
+      new GetObjectCommand({ Bucket: state.run.bucket, Key: state.copy.recordKey }),
+    );
+    const record: unknown = JSON.parse((await answer.Body?.transformToString()) ?? '');
+    const metrics = (record as { model?: { metrics?: unknown } } | null)?.model?.metrics;
+    return typeof metrics === 'object' && metrics !== null && !Array.isArray(metrics)
+      ? (metrics as Record<string, unknown>)
+      : null;
+  } catch (error) {
+    if (isNotFound(error) || error instanceof SyntaxError) return null;
+    throw error;
+  }
+}
