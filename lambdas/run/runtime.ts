@@ -5,10 +5,14 @@
  * same handlers to it with `handler.withRuntime(runtime)`.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
+import { Tracer } from '@aws-lambda-powertools/tracer';
 import { S3Client } from '@aws-sdk/client-s3';
 import { DROP_QUIET_MS } from '../drop/settle.js';
 import { TrainingServiceClient } from '../service-client/index.js';
 import { RunError } from './errors.js';
+import { SERVICE_NAME } from './metric-names.js';
+import { tracedClient } from './tracing.js';
+import { countS3Requests } from './usage.js';
 
 /** The environment variables a Lambda handler reads (set by infra/, one place for the names). */
 export const ENV = {
@@ -29,6 +33,15 @@ export interface Runtime {
   now(): number;
   /** How long a drop folder must be unchanged before validate_drop takes it (0: at once). */
   readonly dropQuietMs: number;
+  /** X-Ray tracing (Lambda); undefined where nothing may reach an X-Ray daemon (local mode). */
+  readonly tracer?: Tracer;
+  /** Whether steps print CloudWatch embedded-metric lines on stdout (Lambda: yes; local mode: no). */
+  readonly emitMetrics?: boolean;
+  /**
+   * True the first time it is asked about `functionName`, false after: a Lambda container's
+   * cold start, and in local mode each function's first invocation.
+   */
+  coldStart?(functionName: string): boolean;
 }
 
 /** Where the API key comes from; never logged, never part of a state. */
@@ -46,40 +59,54 @@ export interface RuntimeOptions {
   readonly clientOptions?: Partial<
     Omit<ConstructorParameters<typeof TrainingServiceClient>[0], 'baseUrl' | 'apiKey'>
   >;
+  /** Traces S3 and service calls. Default: none (no tracing). */
+  readonly tracer?: Tracer;
+  /** Default false: EMF lines only where CloudWatch Logs reads them. */
+  readonly emitMetrics?: boolean;
 }
 
 export function createRuntime(options: RuntimeOptions): Runtime {
-  const logger = options.logger ?? new Logger({ serviceName: 'hopper' });
-  let current: { key: string; client: TrainingServiceClient } | undefined;
+  const logger = options.logger ?? new Logger({ serviceName: SERVICE_NAME });
+  const { tracer } = options;
+  // `traced` is what steps get: the client itself, or a view of it that traces each call.
+  let current: { key: string; client: TrainingServiceClient; traced: TrainingServiceClient } | undefined;
+  // Every step's S3 requests are counted for the run's summary (lambdas/run/usage.ts).
+  countS3Requests(options.s3);
+  const warm = new Set<string>();
   return {
     s3: options.s3,
     logger,
     now: options.now ?? Date.now,
     dropQuietMs: options.dropQuietMs ?? DROP_QUIET_MS,
+    tracer,
+    emitMetrics: options.emitMetrics ?? false,
+    coldStart(functionName) {
+      if (warm.has(functionName)) return false;
+      warm.add(functionName);
+      return true;
+    },
     async service() {
       const key = await options.apiKey();
       if (current?.key !== key) {
         const previous = current?.client;
-        current = {
-          key,
-          client: new TrainingServiceClient({
-            ...options.clientOptions,
-            baseUrl: options.serviceUrl,
-            apiKey: key,
-            logger: {
-              debug: (message) => {
-                logger.debug(message);
-              },
-              warn: (message) => {
-                logger.warn(message);
-              },
+        const client = new TrainingServiceClient({
+          ...options.clientOptions,
+          baseUrl: options.serviceUrl,
+          apiKey: key,
+          logger: {
+            debug: (message) => {
+              logger.debug(message);
             },
-          }),
-        };
+            warn: (message) => {
+              logger.warn(message);
+            },
+          },
+        });
+        current = { key, client, traced: tracedClient(client, tracer, 'service') };
         // A rotated key: the old client's connections are no longer needed.
         void previous?.close();
       }
-      return current.client;
+      return current.traced;
     },
   };
 }
@@ -104,12 +131,19 @@ let cloudRuntime: Runtime | undefined;
 
 /** The runtime of a Lambda container: built on first use, kept for the container's life. */
 export function runtimeFromEnvironment(env: NodeJS.ProcessEnv = process.env): Runtime {
-  cloudRuntime ??= createRuntime({
-    s3: new S3Client({}),
-    serviceUrl: requireEnv(env, ENV.serviceUrl),
-    apiKey: secretsManagerKey(requireEnv(env, ENV.apiKeySecret)),
-    clientOptions: LAMBDA_CLIENT_OPTIONS,
-  });
+  if (cloudRuntime === undefined) {
+    // Enabled in Lambda unless POWERTOOLS_TRACE_ENABLED=false; S3 and Secrets Manager calls
+    // get subsegments of their own through the captured SDK clients.
+    const tracer = new Tracer({ serviceName: SERVICE_NAME });
+    cloudRuntime = createRuntime({
+      s3: tracer.captureAWSv3Client(new S3Client({})),
+      serviceUrl: requireEnv(env, ENV.serviceUrl),
+      apiKey: secretsManagerKey(requireEnv(env, ENV.apiKeySecret), undefined, tracer),
+      clientOptions: LAMBDA_CLIENT_OPTIONS,
+      tracer,
+      emitMetrics: true,
+    });
+  }
   return cloudRuntime;
 }
 
@@ -123,13 +157,17 @@ export interface SecretReader {
  * API_KEY_CACHE_SECONDS: one read per container in the common case, and a rotated key is
  * picked up within minutes.
  */
-export function secretsManagerKey(secretId: string, reader?: SecretReader): ApiKeySource {
+export function secretsManagerKey(secretId: string, reader?: SecretReader, tracer?: Tracer): ApiKeySource {
   let provider = reader;
   return async () => {
     if (provider === undefined) {
       // Loaded on first use, so local mode never loads the Secrets Manager client.
-      const { SecretsProvider } = await import('@aws-lambda-powertools/parameters/secrets');
-      provider = new SecretsProvider();
+      const [{ SecretsProvider }, { SecretsManagerClient }] = await Promise.all([
+        import('@aws-lambda-powertools/parameters/secrets'),
+        import('@aws-sdk/client-secrets-manager'),
+      ]);
+      const client = new SecretsManagerClient({});
+      provider = new SecretsProvider({ awsSdkV3Client: tracer?.captureAWSv3Client(client) ?? client });
     }
     const value = await provider.get(secretId, { maxAge: API_KEY_CACHE_SECONDS });
     if (typeof value !== 'string' || value.trim() === '') {

@@ -32,7 +32,11 @@ export const reportStep: Step<'report'> = {
     await writeStatus(
       env.runtime.s3,
       state.run.bucket,
-      statusOf(state, { stage: 'report', state: report.outcome, error: report.error }, now),
+      statusOf(
+        state,
+        { stage: 'report', state: report.outcome, error: report.error, summary: env.summary?.(state) },
+        now,
+      ),
     );
     return report;
   },
