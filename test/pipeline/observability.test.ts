@@ -1,0 +1,335 @@
+/**
+ * What the handler wrapper tells an operator besides the status file: the embedded-metric
+ * lines (Powertools Metrics) each invocation prints, the per-invocation log keys (Lambda
+ * context, run, dataset and model ids) that never leak between overlapping invocations, and
+ * the tracing of service client calls. Steps run through the real wrapper over the local S3
+ * server; the report step is the real one.
+ */
+import type { Tracer } from '@aws-lambda-powertools/tracer';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { stepHandler, type Step } from '../../lambdas/run/handler.js';
+import { METRIC, METRICS_NAMESPACE } from '../../lambdas/run/metric-names.js';
+import { createRuntime, type Runtime } from '../../lambdas/run/runtime.js';
+import type { DatasetSlot, RunState } from '../../lambdas/run/state.js';
+import { tracedClient } from '../../lambdas/run/tracing.js';
+import { reportStep } from '../../lambdas/steps/report.js';
+import { invocationContext, usePipelineFixtures } from '../helpers/pipeline.js';
+import { configOf, stateOf } from './service-steps.js';
+
+const fixtures = usePipelineFixtures();
+
+/** Every line written to stdout while `work` runs (metrics and logs both go there). */
+async function stdoutOf(work: () => Promise<unknown>): Promise<string[]> {
+  const written: string[] = [];
+  const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    written.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString());
+    return true;
+  });
+  try {
+    await work().catch(() => undefined);
+  } finally {
+    spy.mockRestore();
+  }
+  return written
+    .join('')
+    .split('\n')
+    .filter((line) => line.trim() !== '');
+}
+
+interface EmfLine {
+  readonly _aws: {
+    readonly CloudWatchMetrics: readonly {
+      readonly Namespace: string;
+      readonly Dimensions: readonly (readonly string[])[];
+      readonly Metrics: readonly { readonly Name: string; readonly Unit: string }[];
+    }[];
+  };
+  readonly [key: string]: unknown;
+}
+
+function emfLines(lines: readonly string[]): EmfLine[] {
+  return lines.flatMap((line) => {
+    const parsed = JSON.parse(line) as Partial<EmfLine>;
+    return parsed._aws === undefined ? [] : [parsed];
+  });
+}
+
+/** Each metric's value and the line's dimensions, by metric name (a name may appear twice). */
+function metricsIn(lines: readonly EmfLine[]): { name: string; value: unknown; dimensions: string[] }[] {
+  return lines.flatMap((line) =>
+    line._aws.CloudWatchMetrics.flatMap((directive) => {
+      expect(directive.Namespace).toBe(METRICS_NAMESPACE);
+      return directive.Metrics.map((metric) => ({
+        name: metric.Name,
+        value: line[metric.Name],
+        dimensions: (directive.Dimensions[0] ?? []).map((name) => `${name}=${String(line[name])}`),
+      }));
+    }),
+  );
+}
+
+function runtimeWith(options: { emitMetrics?: boolean; logger?: Logger } = {}): Runtime {
+  return createRuntime({
+    s3: fixtures.s3().client,
+    serviceUrl: 'http://127.0.0.1:9', // the steps here make no service call
+    apiKey: () => Promise.resolve('unused'),
+    logger: options.logger ?? new Logger({ logLevel: 'SILENT' }),
+    emitMetrics: options.emitMetrics ?? true,
+  });
+}
+
+function datasetOf(overrides: Partial<DatasetSlot> = {}): DatasetSlot {
+  return {
+    id: 'ds-1',
+    step: 2,
+    status: 'ready',
+    nextAction: 'structure',
+    expiresAt: '2026-02-01T00:00:00.000Z',
+    error: null,
+    labelled: 0,
+    waitSeconds: 0,
+    polls: 0,
+    totalPolls: 0,
+    ...overrides,
+  };
+}
+
+/** A step that returns `slot` as upload_files would (its effects are not what is tested here). */
+function returning(stage: string, slot: DatasetSlot): Step<'dataset'> {
+  return { stage, slot: 'dataset', run: () => Promise.resolve(slot) };
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe('metrics (EMF lines on stdout, namespace Hopper)', () => {
+  it("a run's first invocation counts a run started and its step's duration; the next does not count a start", async () => {
+    const runtime = runtimeWith();
+    const state = stateOf(fixtures.s3().bucket, { config: configOf() });
+    const step = returning('upload_files', datasetOf({ nextAction: 'upload_files' }));
+    const first = metricsIn(
+      emfLines(await stdoutOf(() => stepHandler(step).withRuntime(runtime)(state, invocationContext()))),
+    );
+    expect(first.map((metric) => metric.name).sort()).toEqual([METRIC.runsStarted, METRIC.stepDuration]);
+    expect(first.find((metric) => metric.name === METRIC.stepDuration)?.dimensions).toEqual([
+      'service=hopper',
+      'Step=upload_files',
+    ]);
+    expect(first.find((metric) => metric.name === METRIC.runsStarted)).toMatchObject({ value: 1 });
+
+    const second = metricsIn(
+      emfLines(await stdoutOf(() => stepHandler(step).withRuntime(runtime)(state, invocationContext()))),
+    );
+    expect(second.map((metric) => metric.name)).toEqual([METRIC.stepDuration]);
+  });
+
+  it('bytes uploaded once the upload is done, and labels answered by the difference an invocation made', async () => {
+    const runtime = runtimeWith();
+    const config = configOf({
+      files: [
+        { name: 'a.csv', bytes: 1000, etag: 'a' },
+        { name: 'b.csv', bytes: 234, etag: 'b' },
+      ],
+    });
+    const state = stateOf(fixtures.s3().bucket, { config, dataset: datasetOf({ labelled: 3 }) });
+    const uploaded = metricsIn(
+      emfLines(
+        await stdoutOf(() =>
+          stepHandler(returning('upload_files', datasetOf({ nextAction: 'wait', labelled: 3 }))).withRuntime(
+            runtime,
+          )(state, invocationContext()),
+        ),
+      ),
+    );
+    expect(uploaded.find((metric) => metric.name === METRIC.bytesUploaded)).toMatchObject({ value: 1234 });
+    expect(uploaded.some((metric) => metric.name === METRIC.labelsAnswered)).toBe(false);
+
+    const labelled = metricsIn(
+      emfLines(
+        await stdoutOf(() =>
+          stepHandler(
+            returning('label_examples', datasetOf({ nextAction: 'label_examples', labelled: 10 })),
+          ).withRuntime(runtime)(state, invocationContext()),
+        ),
+      ),
+    );
+    expect(labelled.find((metric) => metric.name === METRIC.labelsAnswered)).toMatchObject({ value: 7 });
+    expect(labelled.some((metric) => metric.name === METRIC.bytesUploaded)).toBe(false);
+  });
+
+  it('a succeeded report: runs succeeded, credits spent, run duration, estimated cost', async () => {
+    const runtime = runtimeWith();
+    const state: RunState = {
+      ...stateOf(fixtures.s3().bucket, {
+        config: configOf(),
+        dataset: datasetOf({ nextAction: 'start_training' }),
+      }),
+      model: {
+        ...datasetOf(),
+        id: 'm-1',
+        step: 5,
+        status: 'done',
+        nextAction: 'download',
+        version: 1,
+        encoder: 'enc',
+        attempts: 1,
+        filesExpireAt: null,
+        filesRetentionSeconds: null,
+        onnxBytes: 10,
+        gpuUsd: 0.5,
+        jevUsd: 0.05,
+      },
+      copy: { modelKey: 'models/x/m-1/model.onnx', recordKey: 'models/x/m-1/model.json', bytes: 10 },
+    };
+    const metrics = metricsIn(
+      emfLines(
+        await stdoutOf(() => stepHandler(reportStep).withRuntime(runtime)(state, invocationContext())),
+      ),
+    );
+    const byName = new Map(metrics.map((metric) => [metric.name, metric]));
+    expect(byName.get(METRIC.runsSucceeded)?.value).toBe(1);
+    expect(byName.get(METRIC.creditsSpent)?.value).toBe(1);
+    expect(byName.get(METRIC.runDuration)?.value).toBeGreaterThan(0);
+    expect(byName.get(METRIC.runAwsCost)?.value).toBeGreaterThan(0);
+    expect(byName.has(METRIC.runsFailed)).toBe(false);
+  });
+
+  it('a failed report: runs failed, once in total and once with its error code as a dimension', async () => {
+    const runtime = runtimeWith();
+    const state: RunState = {
+      ...stateOf(fixtures.s3().bucket, {
+        config: configOf(),
+        dataset: datasetOf({ nextAction: 'start_over' }),
+      }),
+      stop: { code: 'dataset_unreadable' },
+    };
+    const failed = metricsIn(
+      emfLines(
+        await stdoutOf(() => stepHandler(reportStep).withRuntime(runtime)(state, invocationContext())),
+      ),
+    ).filter((metric) => metric.name === METRIC.runsFailed);
+    expect(failed.map((metric) => metric.dimensions)).toEqual(
+      expect.arrayContaining([['service=hopper'], ['service=hopper', 'ErrorCode=dataset_unreadable']]),
+    );
+    expect(failed).toHaveLength(2);
+  });
+
+  it('prints nothing when the runtime does not emit metrics (local mode)', async () => {
+    const runtime = runtimeWith({ emitMetrics: false });
+    const state = stateOf(fixtures.s3().bucket, { config: configOf() });
+    const lines = await stdoutOf(() =>
+      stepHandler(returning('upload_files', datasetOf())).withRuntime(runtime)(state, invocationContext()),
+    );
+    expect(emfLines(lines)).toEqual([]);
+  });
+});
+
+describe('log keys', () => {
+  it('two overlapping invocations each log their own run, request id and ids; the shared logger keeps none', async () => {
+    const logger = new Logger({ serviceName: 'hopper', logLevel: 'INFO' });
+    const runtime = runtimeWith({ emitMetrics: false, logger });
+    let release: () => void = () => undefined;
+    const barrier = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let entered = 0;
+    const overlapping: Step<'dataset'> = {
+      stage: 'poll_dataset',
+      slot: 'dataset',
+      async run(state, env) {
+        entered += 1;
+        if (entered === 2) release();
+        await barrier;
+        env.runtime.logger.info('inside', { dataset: state.dataset?.id });
+        return datasetOf({ id: state.dataset?.id ?? 'none' });
+      },
+    };
+    const bucket = fixtures.s3().bucket;
+    const a = stateOf(bucket, { config: configOf(), dataset: datasetOf({ id: 'ds-a' }) });
+    const b = stateOf(bucket, { config: configOf(), dataset: datasetOf({ id: 'ds-b' }) });
+    const handler = stepHandler(overlapping).withRuntime(runtime);
+    const contextA = { ...invocationContext(), functionName: 'PollDataset', memoryLimitInMB: '256' };
+    const contextB = { ...invocationContext(), functionName: 'PollDataset', memoryLimitInMB: '256' };
+    const lines = (await stdoutOf(() => Promise.all([handler(a, contextA), handler(b, contextB)]))).map(
+      (line) => JSON.parse(line) as Record<string, unknown>,
+    );
+
+    const inside = lines.filter((line) => line.message === 'inside');
+    expect(inside).toHaveLength(2);
+    for (const line of inside) {
+      const mine =
+        line.dataset === 'ds-a' ? { state: a, context: contextA } : { state: b, context: contextB };
+      expect(line).toMatchObject({
+        run_id: mine.state.run.runId,
+        drop: mine.state.run.drop,
+        dataset_id: line.dataset,
+        function_request_id: mine.context.awsRequestId,
+        function_name: 'PollDataset',
+        function_memory_size: 256,
+        stage: 'poll_dataset',
+      });
+    }
+    // The function's first invocation is its cold start, the second is not.
+    expect(inside.map((line) => line.cold_start).sort()).toEqual([false, true]);
+    // The shared logger carries nothing of either invocation afterwards.
+    const after = await stdoutOf(() => {
+      logger.info('later');
+      return Promise.resolve();
+    });
+    const later = JSON.parse(after[0] ?? '{}') as Record<string, unknown>;
+    expect(later).not.toHaveProperty('run_id');
+    expect(later).not.toHaveProperty('function_request_id');
+  });
+});
+
+describe('tracing of service calls', () => {
+  /** A tracer that records the subsegments opened and closed (no X-Ray daemon here). */
+  function recordingTracer(): { tracer: Tracer; opened: string[]; closed: string[]; errors: string[] } {
+    const opened: string[] = [];
+    const closed: string[] = [];
+    const errors: string[] = [];
+    const segment = {
+      addNewSubsegment(name: string) {
+        opened.push(name);
+        return {
+          close: () => closed.push(name),
+          addError: () => errors.push(name),
+        };
+      },
+    };
+    const tracer = { isTracingEnabled: () => true, getSegment: () => segment } as unknown as Tracer;
+    return { tracer, opened, closed, errors };
+  }
+
+  class Client {
+    readonly #secret = 'private field';
+    async get(id: string): Promise<string> {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      return `${id}:${this.#secret}`;
+    }
+    async fail(): Promise<never> {
+      await Promise.resolve();
+      throw new Error('refused');
+    }
+  }
+
+  it('each call is a subsegment closed when its promise settles; errors are flagged; private fields work', async () => {
+    const recorded = recordingTracer();
+    const client = tracedClient(new Client(), recorded.tracer, 'service');
+    const pending = client.get('m1');
+    expect(recorded.opened).toEqual(['service.get']);
+    expect(recorded.closed).toEqual([]);
+    await expect(pending).resolves.toBe('m1:private field');
+    expect(recorded.closed).toEqual(['service.get']);
+    await expect(client.fail()).rejects.toThrow('refused');
+    expect(recorded.errors).toEqual(['service.fail']);
+    expect(recorded.closed).toEqual(['service.get', 'service.fail']);
+  });
+
+  it('without an enabled tracer the client is returned as it is', () => {
+    const client = new Client();
+    expect(tracedClient(client, undefined, 'service')).toBe(client);
+  });
+});
