@@ -6,6 +6,7 @@
 import { CfnOutput, CfnParameter, Stack, type StackProps } from 'aws-cdk-lib';
 import { Secret, type ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
+import type { HopperLogLevel } from './config.js';
 import { HopperMonitoring } from './constructs/monitoring.js';
 import { HopperPipeline } from './constructs/pipeline.js';
 import { HopperStorage } from './constructs/storage.js';
@@ -35,6 +36,8 @@ export interface HopperStackProps extends StackProps {
   readonly notificationEmail?: string;
   /** Days an object under inbox/ is kept; new bucket only. @default 30 */
   readonly inboxRetentionDays?: number;
+  /** The level of every function's logs (POWERTOOLS_LOG_LEVEL). @default 'INFO' */
+  readonly logLevel?: HopperLogLevel;
 }
 
 /** A URL CloudFormation accepts as ServiceUrl: https, no white space. */
@@ -99,6 +102,7 @@ export class HopperStack extends Stack {
       apiKeySecret: this.apiKeySecret,
       apiKeySecretId,
       serviceUrl,
+      logLevel: props.logLevel,
     });
 
     this.monitoring = new HopperMonitoring(this, 'Monitoring', {

@@ -48,10 +48,14 @@ interface EmfLine {
   readonly [key: string]: unknown;
 }
 
+function isEmf(value: unknown): value is EmfLine {
+  return typeof value === 'object' && value !== null && '_aws' in value;
+}
+
 function emfLines(lines: readonly string[]): EmfLine[] {
   return lines.flatMap((line) => {
-    const parsed = JSON.parse(line) as Partial<EmfLine>;
-    return parsed._aws === undefined ? [] : [parsed];
+    const parsed: unknown = JSON.parse(line);
+    return isEmf(parsed) ? [parsed] : [];
   });
 }
 
