@@ -2,8 +2,8 @@
  * What an operator watches: alarms on runs that failed, timed out, were stopped or took much
  * longer than they should, on events the trigger could not take (dead-letter queue), on trigger
  * errors and on throttled Lambdas, all sent to one SNS topic (optionally e-mailed) when they fire
- * and when they recover, and a small dashboard of the same. docs/deploy.md ("The alarms") says
- * what each one means and what to do.
+ * and when they recover, and a dashboard of the same beside Hopper's own metrics (hopperWidgets).
+ * docs/deploy.md ("The alarms") says what each one means and what to do.
  */
 import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import {
