@@ -14,7 +14,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import { RunError } from './errors.js';
 import { toRunError } from './error-mapping.js';
 import { emitInvocationMetrics } from './metrics.js';
-import { runtimeFromEnvironment, type Runtime } from './runtime.js';
+import { runtimeFromEnvironment, withInvocationLogger, type Runtime } from './runtime.js';
 import type { RunState, SlotName } from './state.js';
 import { readStatus, statusOf, writeStatus } from './status.js';
 import { inSubsegment } from './tracing.js';
@@ -120,50 +120,52 @@ async function invoke<S extends SlotName>(
     });
   };
 
-  return meterS3(meter, async () => {
-    try {
-      previous = await priorSummary(runtime, state).catch((error: unknown) => {
-        throw toRunError(error);
-      });
-      const env: StepEnv = {
-        runtime: { ...runtime, logger },
-        remainingMs: () => context.getRemainingTimeInMillis(),
-        requestId: context.awsRequestId,
-        summary: (after) => usage(true, after, true),
-      };
-      const slot = await inSubsegment(runtime.tracer, `## ${step.stage}`, { run_id: state.run.runId }, () =>
-        step.run(state, env),
-      ).catch((error: unknown) => {
-        throw toRunError(error);
-      });
-      const after: RunState = { ...state, [step.slot]: slot };
-      // The report wrote its status itself, inside the count; the others' write is counted ahead.
-      const summary = usage(true, after, writesStatus);
-      if (writesStatus) {
-        const status = statusOf(after, { stage: step.stage, summary }, runtime.now());
-        await meter
-          .uncounted(() => writeStatus(runtime.s3, bucket, status))
-          .catch((error: unknown) => {
-            throw toRunError(error);
-          });
+  return withInvocationLogger(logger, () =>
+    meterS3(meter, async () => {
+      try {
+        previous = await priorSummary(runtime, state).catch((error: unknown) => {
+          throw toRunError(error);
+        });
+        const env: StepEnv = {
+          runtime: { ...runtime, logger },
+          remainingMs: () => context.getRemainingTimeInMillis(),
+          requestId: context.awsRequestId,
+          summary: (after) => usage(true, after, true),
+        };
+        const slot = await inSubsegment(runtime.tracer, `## ${step.stage}`, { run_id: state.run.runId }, () =>
+          step.run(state, env),
+        ).catch((error: unknown) => {
+          throw toRunError(error);
+        });
+        const after: RunState = { ...state, [step.slot]: slot };
+        // The report wrote its status itself, inside the count; the others' write is counted ahead.
+        const summary = usage(true, after, writesStatus);
+        if (writesStatus) {
+          const status = statusOf(after, { stage: step.stage, summary }, runtime.now());
+          await meter
+            .uncounted(() => writeStatus(runtime.s3, bucket, status))
+            .catch((error: unknown) => {
+              throw toRunError(error);
+            });
+        }
+        logger.appendKeys(idsOf(after));
+        logger.info('step done', { ms: Date.now() - started });
+        metrics(after, summary);
+        return slot;
+      } catch (error) {
+        const failure = error instanceof RunError ? error : toRunError(error);
+        logger.warn('step failed', {
+          code: failure.code,
+          retryable: failure.retryable,
+          message: failure.detail,
+        });
+        const summary = usage(false, state, writesStatus);
+        if (writesStatus) await recordFailedInvocation(runtime, logger, meter, state, step.stage, summary);
+        metrics(undefined, summary);
+        throw failure;
       }
-      logger.appendKeys(idsOf(after));
-      logger.info('step done', { ms: Date.now() - started });
-      metrics(after, summary);
-      return slot;
-    } catch (error) {
-      const failure = error instanceof RunError ? error : toRunError(error);
-      logger.warn('step failed', {
-        code: failure.code,
-        retryable: failure.retryable,
-        message: failure.detail,
-      });
-      const summary = usage(false, state, writesStatus);
-      if (writesStatus) await recordFailedInvocation(runtime, logger, meter, state, step.stage, summary);
-      metrics(undefined, summary);
-      throw failure;
-    }
-  });
+    }),
+  );
 }
 
 /** The run's summary so far: from its status file, unless that belongs to another run. */

@@ -4,6 +4,7 @@
  * on the local server, the simulated service, a key given on the command line) and binds the
  * same handlers to it with `handler.withRuntime(runtime)`.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Tracer } from '@aws-lambda-powertools/tracer';
 import { S3Client } from '@aws-sdk/client-s3';
@@ -65,6 +66,16 @@ export interface RuntimeOptions {
   readonly emitMetrics?: boolean;
 }
 
+const invocationLoggers = new AsyncLocalStorage<Logger>();
+
+/**
+ * Runs `work` with `logger` as the logger of whatever shared part (the service client) logs on
+ * its behalf, so those lines carry the invocation's keys too.
+ */
+export function withInvocationLogger<T>(logger: Logger, work: () => Promise<T>): Promise<T> {
+  return invocationLoggers.run(logger, work);
+}
+
 export function createRuntime(options: RuntimeOptions): Runtime {
   const logger = options.logger ?? new Logger({ serviceName: SERVICE_NAME });
   const { tracer } = options;
@@ -93,12 +104,13 @@ export function createRuntime(options: RuntimeOptions): Runtime {
           ...options.clientOptions,
           baseUrl: options.serviceUrl,
           apiKey: key,
+          // The client outlives invocations: it logs through the invocation's logger, keys and all.
           logger: {
             debug: (message) => {
-              logger.debug(message);
+              (invocationLoggers.getStore() ?? logger).debug(message);
             },
             warn: (message) => {
-              logger.warn(message);
+              (invocationLoggers.getStore() ?? logger).warn(message);
             },
           },
         });

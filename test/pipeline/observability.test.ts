@@ -288,6 +288,42 @@ describe('log keys', () => {
   });
 });
 
+describe('log keys of the shared service client', () => {
+  it('logs each service request with the keys of the invocation that made it', async () => {
+    const service = await fixtures.service();
+    const logger = new Logger({ serviceName: 'hopper', logLevel: 'DEBUG' });
+    const runtime = createRuntime({
+      s3: fixtures.s3().client,
+      serviceUrl: service.apiUrl,
+      apiKey: () => Promise.resolve(service.apiKey),
+      logger,
+    });
+    const asking: Step<'dataset'> = {
+      stage: 'structure',
+      slot: 'dataset',
+      async run(state) {
+        await (await runtime.service()).listEncoders();
+        return datasetOf({ id: state.dataset?.id ?? 'none' });
+      },
+    };
+    const state = stateOf(fixtures.s3().bucket, { config: configOf(), dataset: datasetOf({ id: 'ds-7' }) });
+    const lines = (
+      await stdoutOf(() => stepHandler(asking).withRuntime(runtime)(state, invocationContext()))
+    ).map((line) => JSON.parse(line) as Record<string, unknown>);
+    const requests = lines.filter((line) => String(line.message).includes('/v1/encoders'));
+    expect(requests.length).toBeGreaterThan(0);
+    for (const line of requests) {
+      expect(line).toMatchObject({
+        level: 'DEBUG',
+        run_id: state.run.runId,
+        dataset_id: 'ds-7',
+        stage: 'structure',
+      });
+    }
+    await (await runtime.service()).close();
+  });
+});
+
 describe('tracing of service calls', () => {
   /** A tracer that records the subsegments opened and closed (no X-Ray daemon here). */
   function recordingTracer(): { tracer: Tracer; opened: string[]; closed: string[]; errors: string[] } {
