@@ -37,7 +37,11 @@ export function emitInvocationMetrics(outcome: InvocationOutcome): void {
   step.addDimension(STEP_DIMENSION, stage);
   step.addMetric(METRIC.stepDuration, MetricUnit.Milliseconds, outcome.ms);
 
-  if (outcome.previous === null) metrics.addMetric(METRIC.runsStarted, MetricUnit.Count, 1);
+  // The run's first step, the first time: a retried one finds the summary its failure wrote,
+  // and a run whose status a newer run of the drop owns (no summary of its own) is not new.
+  if (stage === 'validate_drop' && outcome.previous === null) {
+    metrics.addMetric(METRIC.runsStarted, MetricUnit.Count, 1);
+  }
   if (after !== undefined) {
     const labelled = (after.dataset?.labelled ?? 0) - (before.dataset?.labelled ?? 0);
     if (labelled > 0) metrics.addMetric(METRIC.labelsAnswered, MetricUnit.Count, labelled);

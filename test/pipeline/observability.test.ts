@@ -109,22 +109,27 @@ afterEach(() => {
 });
 
 describe('metrics (EMF lines on stdout, namespace Hopper)', () => {
-  it("a run's first invocation counts a run started and its step's duration; the next does not count a start", async () => {
+  it("a run's first invocation counts a run started, even when it fails; its retry does not count another", async () => {
     const runtime = runtimeWith();
     const state = stateOf(fixtures.s3().bucket, { config: configOf() });
-    const step = returning('upload_files', datasetOf({ nextAction: 'upload_files' }));
+    const failing: Step<'dataset'> = {
+      stage: 'validate_drop',
+      slot: 'dataset',
+      run: () => Promise.reject(new Error('S3 hiccup')),
+    };
     const first = metricsIn(
-      emfLines(await stdoutOf(() => stepHandler(step).withRuntime(runtime)(state, invocationContext()))),
+      emfLines(await stdoutOf(() => stepHandler(failing).withRuntime(runtime)(state, invocationContext()))),
     );
     expect(first.map((metric) => metric.name).sort()).toEqual([METRIC.runsStarted, METRIC.stepDuration]);
     expect(first.find((metric) => metric.name === METRIC.stepDuration)?.dimensions).toEqual([
       'service=hopper',
-      'Step=upload_files',
+      'Step=validate_drop',
     ]);
     expect(first.find((metric) => metric.name === METRIC.runsStarted)).toMatchObject({ value: 1 });
 
+    const retried = returning('validate_drop', datasetOf({ nextAction: 'upload_files' }));
     const second = metricsIn(
-      emfLines(await stdoutOf(() => stepHandler(step).withRuntime(runtime)(state, invocationContext()))),
+      emfLines(await stdoutOf(() => stepHandler(retried).withRuntime(runtime)(state, invocationContext()))),
     );
     expect(second.map((metric) => metric.name)).toEqual([METRIC.stepDuration]);
   });
