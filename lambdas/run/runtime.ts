@@ -114,7 +114,7 @@ export function createRuntime(options: RuntimeOptions): Runtime {
             },
           },
         });
-        current = { key, client, traced: tracedClient(client, tracer, 'service') };
+        current = { key, client, traced: tracedClient(client, tracer, '### service') };
         // A rotated key: the old client's connections are no longer needed.
         void previous?.close();
       }

@@ -34,8 +34,8 @@ export async function inSubsegment<T>(
 }
 
 /**
- * `client` with each method call timed in its own subsegment (closed when a returned promise
- * settles). Methods run on the client itself, so its private fields keep working.
+ * `client` with each method call timed in its own subsegment `<prefix>.<method>` (closed when a
+ * returned promise settles). Methods run on the client itself, so its private fields keep working.
  */
 export function tracedClient<T extends object>(client: T, tracer: Tracer | undefined, prefix: string): T {
   if (tracer === undefined || !tracer.isTracingEnabled()) return client;

@@ -10,7 +10,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { stepHandler, type Step } from '../../lambdas/run/handler.js';
 import { METRIC, METRICS_NAMESPACE } from '../../lambdas/run/metric-names.js';
-import { createRuntime, type Runtime } from '../../lambdas/run/runtime.js';
+import { createRuntime, runtimeFromEnvironment, type Runtime } from '../../lambdas/run/runtime.js';
 import type { DatasetSlot, RunState } from '../../lambdas/run/state.js';
 import { tracedClient } from '../../lambdas/run/tracing.js';
 import { reportStep } from '../../lambdas/steps/report.js';
@@ -362,19 +362,32 @@ describe('tracing of service calls', () => {
 
   it('each call is a subsegment closed when its promise settles; errors are flagged; private fields work', async () => {
     const recorded = recordingTracer();
-    const client = tracedClient(new Client(), recorded.tracer, 'service');
+    const client = tracedClient(new Client(), recorded.tracer, '### service');
     const pending = client.get('m1');
-    expect(recorded.opened).toEqual(['service.get']);
+    expect(recorded.opened).toEqual(['### service.get']);
     expect(recorded.closed).toEqual([]);
     await expect(pending).resolves.toBe('m1:private field');
-    expect(recorded.closed).toEqual(['service.get']);
+    expect(recorded.closed).toEqual(['### service.get']);
     await expect(client.fail()).rejects.toThrow('refused');
-    expect(recorded.errors).toEqual(['service.fail']);
-    expect(recorded.closed).toEqual(['service.get', 'service.fail']);
+    expect(recorded.errors).toEqual(['### service.fail']);
+    expect(recorded.closed).toEqual(['### service.get', '### service.fail']);
   });
 
   it('without an enabled tracer the client is returned as it is', () => {
     const client = new Client();
     expect(tracedClient(client, undefined, 'service')).toBe(client);
+  });
+});
+
+describe("a Lambda container's runtime", () => {
+  it('emits metrics and has a tracer, which turns itself off outside Lambda (no X-Ray daemon is tried)', () => {
+    const runtime = runtimeFromEnvironment({
+      HOPPER_SERVICE_URL: 'https://train.example.com',
+      HOPPER_API_KEY_SECRET_ARN: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:key',
+    });
+    expect(runtime.emitMetrics).toBe(true);
+    expect(runtime.tracer).toBeDefined();
+    expect(process.env.AWS_LAMBDA_FUNCTION_NAME).toBeUndefined();
+    expect(runtime.tracer?.isTracingEnabled()).toBe(false);
   });
 });
