@@ -18,14 +18,8 @@ import { runtimeFromEnvironment, withInvocationLogger, type Runtime } from './ru
 import type { RunState, SlotName } from './state.js';
 import { readStatus, statusOf, writeStatus } from './status.js';
 import { inSubsegment } from './tracing.js';
-import {
-  addInvocation,
-  isRunSummary,
-  meterS3,
-  S3RequestMeter,
-  withStatusWrite,
-  type RunSummary,
-} from './usage.js';
+import { meterS3, S3RequestMeter, withStatusWrite } from './s3-requests.js';
+import { addInvocation, isRunSummary, type RunSummary } from './usage.js';
 
 /** The part of Lambda's context a step uses; local mode supplies the same. */
 export interface InvocationContext {

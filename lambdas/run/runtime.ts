@@ -13,7 +13,7 @@ import { TrainingServiceClient } from '../service-client/index.js';
 import { RunError } from './errors.js';
 import { SERVICE_NAME } from './metric-names.js';
 import { tracedClient } from './tracing.js';
-import { countS3Requests } from './usage.js';
+import { countS3Requests } from './s3-requests.js';
 
 /** The environment variables a Lambda handler reads (set by infra/, one place for the names). */
 export const ENV = {

@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ModelSlot, RunState } from '../../lambdas/run/state.js';
-import { addInvocation, priceClassOf } from '../../lambdas/run/usage.js';
+import { priceClassOf } from '../../lambdas/run/s3-requests.js';
+import { addInvocation } from '../../lambdas/run/usage.js';
 
 describe('S3 request price classes', () => {
   it.each([
