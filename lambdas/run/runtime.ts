@@ -92,6 +92,8 @@ export function createRuntime(options: RuntimeOptions): Runtime {
     tracer,
     emitMetrics: options.emitMetrics ?? false,
     coldStart(functionName) {
+      // As Powertools counts it: a provisioned-concurrency container starts before it is needed.
+      if (process.env.AWS_LAMBDA_INITIALIZATION_TYPE === 'provisioned-concurrency') return false;
       if (warm.has(functionName)) return false;
       warm.add(functionName);
       return true;

@@ -6,6 +6,7 @@
  * server; the report step is the real one.
  */
 import type { Tracer } from '@aws-lambda-powertools/tracer';
+import type { Context } from 'aws-lambda';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { stepHandler, type Step } from '../../lambdas/run/handler.js';
@@ -106,6 +107,7 @@ function returning(stage: string, slot: DatasetSlot): Step<'dataset'> {
 
 afterEach(() => {
   vi.restoreAllMocks();
+  vi.unstubAllEnvs();
 });
 
 describe('metrics (EMF lines on stdout, namespace Hopper)', () => {
@@ -389,5 +391,38 @@ describe("a Lambda container's runtime", () => {
     expect(runtime.tracer).toBeDefined();
     expect(process.env.AWS_LAMBDA_FUNCTION_NAME).toBeUndefined();
     expect(runtime.tracer?.isTracingEnabled()).toBe(false);
+  });
+});
+
+describe("the trigger's logs", () => {
+  it('carry the Lambda context: request id, function, cold start on the first invocation only', async () => {
+    // What Lambda sets for an on-demand container; Powertools reports no cold start without it.
+    vi.stubEnv('AWS_LAMBDA_INITIALIZATION_TYPE', 'on-demand');
+    const { handler } = await import('../../lambdas/trigger.js');
+    const event = {
+      source: 'aws.s3',
+      'detail-type': 'Object Created',
+      detail: { bucket: { name: 'b' }, object: { key: 'inbox/x/readme.txt', etag: 'e', size: 1 } },
+    };
+    const contextOf = (awsRequestId: string) =>
+      ({
+        awsRequestId,
+        functionName: 'Hopper-Trigger',
+        functionVersion: '$LATEST',
+        memoryLimitInMB: '256',
+        invokedFunctionArn: 'arn:aws:lambda:us-east-1:123456789012:function:Hopper-Trigger',
+      }) as unknown as Context;
+    const logged = async (awsRequestId: string) =>
+      (await stdoutOf(() => handler(event, contextOf(awsRequestId)))).map(
+        (line) => JSON.parse(line) as Record<string, unknown>,
+      );
+    const first = await logged('req-1');
+    const second = await logged('req-2');
+    expect(first[0]).toMatchObject({
+      function_request_id: 'req-1',
+      function_name: 'Hopper-Trigger',
+      cold_start: true,
+    });
+    expect(second[0]).toMatchObject({ function_request_id: 'req-2', cold_start: false });
   });
 });
