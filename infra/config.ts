@@ -16,7 +16,12 @@ export const CONTEXT_KEYS = {
   runNotificationEmail: 'runNotificationEmail',
   inboxRetentionDays: 'inboxRetentionDays',
   stackName: 'stackName',
+  logLevel: 'logLevel',
 } as const;
+
+/** The levels Powertools Logger knows (POWERTOOLS_LOG_LEVEL), least to most severe. */
+export const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT'] as const;
+export type HopperLogLevel = (typeof LOG_LEVELS)[number];
 
 export const DEFAULT_STACK_NAME = 'Hopper';
 
@@ -56,9 +61,11 @@ export function configFromContext(node: Node): HopperConfig {
     throw new Error(`context stackName: "${stackName}" is not a valid CloudFormation stack name`);
   }
 
+  const logLevel = text(CONTEXT_KEYS.logLevel);
   return {
     stackName,
     props: {
+      logLevel: logLevel === undefined ? undefined : checkLogLevel(logLevel),
       serviceUrl,
       apiKeySecretName: text(CONTEXT_KEYS.apiKeySecretName),
       bucketName,
@@ -97,6 +104,14 @@ function checkServiceUrl(value: string): void {
   if (/\/v1\/?$/.test(url.pathname)) {
     throw new Error(`context serviceUrl: give the base URL without /v1 (Hopper adds it), not "${value}"`);
   }
+}
+
+function checkLogLevel(value: string): HopperLogLevel {
+  const level = LOG_LEVELS.find((known) => known === value.toUpperCase());
+  if (level === undefined) {
+    throw new Error(`context logLevel: "${value}" is not a log level; use one of ${LOG_LEVELS.join(', ')}`);
+  }
+  return level;
 }
 
 function positiveDays(value: unknown): number | undefined {

@@ -6,6 +6,7 @@
 import { CfnOutput, CfnParameter, Stack, type StackProps } from 'aws-cdk-lib';
 import { Secret, type ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
+import type { HopperLogLevel } from './config.js';
 import { HopperMonitoring } from './constructs/monitoring.js';
 import { HopperNotifications } from './constructs/notifications.js';
 import { HopperPipeline } from './constructs/pipeline.js';
@@ -46,6 +47,8 @@ export interface HopperStackProps extends StackProps {
   readonly runNotificationEmail?: string;
   /** Days an object under inbox/ is kept; new bucket only. @default 30 */
   readonly inboxRetentionDays?: number;
+  /** The level of every function's logs (POWERTOOLS_LOG_LEVEL). @default 'INFO' */
+  readonly logLevel?: HopperLogLevel;
 }
 
 /** A URL CloudFormation accepts as ServiceUrl: https, no white space. */
@@ -112,6 +115,7 @@ export class HopperStack extends Stack {
       apiKeySecretId,
       serviceUrl,
       eventSource: props.eventSource,
+      logLevel: props.logLevel,
     });
 
     this.notifications = new HopperNotifications(this, 'Notifications', {

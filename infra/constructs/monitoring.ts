@@ -2,8 +2,8 @@
  * What an operator watches: alarms on runs that failed, timed out, were stopped or took much
  * longer than they should, on events the trigger could not take (dead-letter queue), on trigger
  * errors and on throttled Lambdas, all sent to one SNS topic (optionally e-mailed) when they fire
- * and when they recover, and a small dashboard of the same. docs/deploy.md ("The alarms") says
- * what each one means and what to do.
+ * and when they recover, and a dashboard of the same beside Hopper's own metrics (hopperWidgets).
+ * docs/deploy.md ("The alarms") says what each one means and what to do.
  */
 import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import {
@@ -14,6 +14,8 @@ import {
   CompositeAlarm,
   Dashboard,
   GraphWidget,
+  MathExpression,
+  Metric,
   TreatMissingData,
   type AlarmBase,
   type IMetric,
@@ -27,6 +29,13 @@ import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import type { IStateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
+import {
+  ERROR_CODE_DIMENSION,
+  METRIC,
+  METRICS_NAMESPACE,
+  SERVICE_NAME,
+  STEP_DIMENSION,
+} from '../../lambdas/run/metric-names.js';
 import { dashboardName } from '../names.js';
 import { SLOW_RUN_SECONDS, hoursAndMinutes } from '../run-limits.js';
 
@@ -241,6 +250,7 @@ export class HopperMonitoring extends Construct {
         ],
       }),
     );
+    dashboard.addWidgets(...hopperWidgets(period));
     const tasks = Object.entries(props.taskFunctions ?? {});
     if (tasks.length > 0) {
       dashboard.addWidgets(
@@ -265,4 +275,69 @@ export class HopperMonitoring extends Construct {
     }
     return dashboard;
   }
+}
+
+/**
+ * The dashboard's row of Hopper's own metrics (lambdas/run/metrics.ts, namespace Hopper): what
+ * the runs did and cost, beside the AWS metrics of the same runs. Metrics with a dimension whose
+ * values are open (error codes, steps) are graphed with SEARCH, so a new one shows up by itself.
+ */
+export function hopperWidgets(period: Duration): GraphWidget[] {
+  const hopper = (metricName: string, statistic: string, label: string): Metric =>
+    new Metric({
+      namespace: METRICS_NAMESPACE,
+      metricName,
+      dimensionsMap: { service: SERVICE_NAME },
+      period,
+      statistic,
+      label,
+    });
+  const byDimension = (metricName: string, dimension: string, statistic: string, label: string) =>
+    new MathExpression({
+      expression: `SEARCH('{${METRICS_NAMESPACE},service,${dimension}} MetricName="${metricName}"', '${statistic}', ${period.toSeconds()})`,
+      usingMetrics: {},
+      label,
+      period,
+    });
+  return [
+    new GraphWidget({
+      title: 'Hopper runs (from the steps)',
+      width: 8,
+      left: [
+        hopper(METRIC.runsStarted, 'Sum', 'started'),
+        hopper(METRIC.runsSucceeded, 'Sum', 'succeeded'),
+        hopper(METRIC.runsFailed, 'Sum', 'failed'),
+      ],
+    }),
+    new GraphWidget({
+      title: 'Failed runs by error code',
+      width: 8,
+      left: [byDimension(METRIC.runsFailed, ERROR_CODE_DIMENSION, 'Sum', '')],
+    }),
+    new GraphWidget({
+      title: 'Credits and estimated AWS cost (USD)',
+      width: 8,
+      left: [hopper(METRIC.creditsSpent, 'Sum', 'credits spent')],
+      right: [hopper(METRIC.runAwsCost, 'Sum', 'AWS cost of finished runs (USD)')],
+    }),
+    new GraphWidget({
+      title: 'Run duration (ms)',
+      width: 8,
+      left: [hopper(METRIC.runDuration, 'p50', 'median'), hopper(METRIC.runDuration, 'Maximum', 'longest')],
+    }),
+    new GraphWidget({
+      title: 'Time per step (p90, ms)',
+      width: 8,
+      left: [byDimension(METRIC.stepDuration, STEP_DIMENSION, 'p90', '')],
+    }),
+    new GraphWidget({
+      title: 'Data moved',
+      width: 8,
+      left: [
+        hopper(METRIC.bytesUploaded, 'Sum', 'bytes uploaded'),
+        hopper(METRIC.bytesCopied, 'Sum', 'bytes copied'),
+      ],
+      right: [hopper(METRIC.labelsAnswered, 'Sum', 'labels answered')],
+    }),
+  ];
 }

@@ -15,8 +15,10 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { DEFAULT_EVENT_SOURCE } from '../../lambdas/run/events.js';
+import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lambdas/run/metric-names.js';
 import { ENV } from '../../lambdas/run/runtime.js';
 import { TRAIN_JSON_KEY_WILDCARD } from '../../lambdas/storage/keys.js';
+import type { HopperLogLevel } from '../config.js';
 import { executionLogGroupName } from '../names.js';
 import { acknowledgeWildcardResource } from '../nag.js';
 import { grantTaskAccess } from '../permissions.js';
@@ -45,6 +47,8 @@ export interface HopperPipelineProps {
   readonly eventSource?: string;
   /** How long Lambda and state machine logs are kept. @default RetentionDays.THREE_MONTHS */
   readonly logRetention?: RetentionDays;
+  /** The level of every function's logs (POWERTOOLS_LOG_LEVEL). @default 'INFO' */
+  readonly logLevel?: HopperLogLevel;
   /**
    * How long one execution may run before Step Functions stops it (TimedOut).
    * @default Duration.seconds(EXECUTION_TIMEOUT_SECONDS), the longest run Hopper supports (infra/run-limits.ts)
@@ -76,7 +80,15 @@ export class HopperPipeline extends Construct {
     const logRetention = props.logRetention ?? RetentionDays.THREE_MONTHS;
 
     this.eventSource = props.eventSource ?? DEFAULT_EVENT_SOURCE;
+    // Powertools reads these in every function: the log level, and the service and namespace
+    // its logs, metrics and traces carry.
+    const powertools = {
+      POWERTOOLS_LOG_LEVEL: props.logLevel ?? 'INFO',
+      POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
+      POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+    };
     const environment = {
+      ...powertools,
       [ENV.serviceUrl]: props.serviceUrl,
       [ENV.apiKeySecret]: props.apiKeySecretId ?? props.apiKeySecret.secretArn,
       [ENV.eventSource]: this.eventSource,
@@ -126,7 +138,7 @@ export class HopperPipeline extends Construct {
       description: TRIGGER.description,
       timeout: Duration.seconds(TRIGGER.timeoutSeconds),
       memorySize: TRIGGER.memoryMb,
-      environment: { [ENV.stateMachineArn]: this.stateMachine.stateMachineArn },
+      environment: { ...powertools, [ENV.stateMachineArn]: this.stateMachine.stateMachineArn },
       logRetention,
       deadLetterQueue: this.deadLetterQueue,
       retryAttempts: 2,

@@ -2,18 +2,33 @@
  * The one shape every Task handler has: parse the state, run the step's domain function, write
  * the status, return the step's slot. Errors leave as RunErrors (see errors.ts), so the state
  * machine's Retry and Catch can tell transient from final.
+ *
+ * Around the step, per invocation: a child logger carrying the Lambda context (request id, cold
+ * start) and the run's keys, so two overlapping invocations (local mode) never share keys; an
+ * X-Ray subsegment (tracing.ts); the run's usage summary, read from the status file at the start
+ * and written back with this invocation added (usage.ts); and the invocation's metrics
+ * (metrics.ts).
  */
 import { z } from 'zod';
+import type { Logger } from '@aws-lambda-powertools/logger';
 import { RunError } from './errors.js';
 import { toRunError } from './error-mapping.js';
-import { runtimeFromEnvironment, type Runtime } from './runtime.js';
+import { emitInvocationMetrics } from './metrics.js';
+import { runtimeFromEnvironment, withInvocationLogger, type Runtime } from './runtime.js';
 import type { RunState, SlotName } from './state.js';
-import { statusOf, writeStatus } from './status.js';
+import { readStatus, statusOf, writeStatus } from './status.js';
+import { inSubsegment } from './tracing.js';
+import { meterS3, S3RequestMeter, withStatusWrite } from './s3-requests.js';
+import { addInvocation, isRunSummary, type RunSummary } from './usage.js';
 
 /** The part of Lambda's context a step uses; local mode supplies the same. */
 export interface InvocationContext {
   getRemainingTimeInMillis(): number;
   readonly awsRequestId: string;
+  /** The function's name (local mode: the Task's state name). */
+  readonly functionName?: string;
+  /** The function's memory (a string in Lambda's context); its GB-seconds are counted from it. */
+  readonly memoryLimitInMB?: string | number;
 }
 
 export interface StepEnv {
@@ -21,6 +36,12 @@ export interface StepEnv {
   /** Milliseconds left before this invocation is cut off. */
   remainingMs(): number;
   readonly requestId: string;
+  /**
+   * The run's usage summary with this invocation counted as a success that ends with `state`
+   * (and its status write): what a document written now should carry. Absent outside the
+   * handler wrapper (unit tests of a step).
+   */
+  summary?(state: RunState): RunSummary;
 }
 
 export type SlotValue<S extends SlotName> = NonNullable<RunState[S]>;
@@ -59,37 +80,154 @@ async function invoke<S extends SlotName>(
   context: InvocationContext,
 ): Promise<SlotValue<S>> {
   const state = parseState(event);
-  const logger = runtime.logger;
   const started = Date.now();
-  logger.appendKeys({ run_id: state.run.runId, drop: state.run.drop, stage: step.stage });
-  try {
-    const env: StepEnv = {
-      runtime,
-      remainingMs: () => context.getRemainingTimeInMillis(),
-      requestId: context.awsRequestId,
-    };
-    const slot = await step.run(state, env).catch((error: unknown) => {
-      throw toRunError(error);
+  const functionName = context.functionName ?? step.stage;
+  const memoryMb = memoryOf(context);
+  const logger = invocationLogger(runtime, context, state, step.stage, functionName, memoryMb);
+  const meter = new S3RequestMeter();
+  const { bucket } = state.run;
+  const writesStatus = step.writesStatus !== false;
+  let previous: RunSummary | null = null;
+  const usage = (ok: boolean, after: RunState, pendingWrite: boolean): RunSummary =>
+    addInvocation(
+      previous,
+      {
+        stage: step.stage,
+        ok,
+        ms: Date.now() - started,
+        memoryMb,
+        s3: pendingWrite ? withStatusWrite(meter.requests) : meter.requests,
+      },
+      after,
+    );
+  const metrics = (after: RunState | undefined, summary: RunSummary): void => {
+    if (runtime.emitMetrics !== true) return;
+    const now = runtime.now();
+    emitInvocationMetrics({
+      stage: step.stage,
+      ms: Date.now() - started,
+      before: state,
+      after,
+      previous,
+      summary,
+      now,
     });
-    if (step.writesStatus !== false) {
-      const next = { ...state, [step.slot]: slot };
-      await writeStatus(
-        runtime.s3,
-        state.run.bucket,
-        statusOf(next, { stage: step.stage }, runtime.now()),
-      ).catch((error: unknown) => {
-        throw toRunError(error);
+  };
+
+  return withInvocationLogger(logger, () =>
+    meterS3(meter, async () => {
+      try {
+        previous = await priorSummary(runtime, state).catch((error: unknown) => {
+          throw toRunError(error);
+        });
+        const env: StepEnv = {
+          runtime: { ...runtime, logger },
+          remainingMs: () => context.getRemainingTimeInMillis(),
+          requestId: context.awsRequestId,
+          summary: (after) => usage(true, after, true),
+        };
+        const slot = await inSubsegment(runtime.tracer, `## ${step.stage}`, { run_id: state.run.runId }, () =>
+          step.run(state, env),
+        ).catch((error: unknown) => {
+          throw toRunError(error);
+        });
+        const after: RunState = { ...state, [step.slot]: slot };
+        // The report wrote its status itself, inside the count; the others' write is counted ahead.
+        const summary = usage(true, after, writesStatus);
+        if (writesStatus) {
+          const status = statusOf(after, { stage: step.stage, summary }, runtime.now());
+          await meter
+            .uncounted(() => writeStatus(runtime.s3, bucket, status))
+            .catch((error: unknown) => {
+              throw toRunError(error);
+            });
+        }
+        logger.appendKeys(idsOf(after));
+        logger.info('step done', { ms: Date.now() - started });
+        metrics(after, summary);
+        return slot;
+      } catch (error) {
+        const failure = error instanceof RunError ? error : toRunError(error);
+        logger.warn('step failed', {
+          code: failure.code,
+          retryable: failure.retryable,
+          message: failure.detail,
+        });
+        const summary = usage(false, state, writesStatus);
+        if (writesStatus) await recordFailedInvocation(runtime, logger, meter, state, step.stage, summary);
+        metrics(undefined, summary);
+        throw failure;
+      }
+    }),
+  );
+}
+
+/** The run's summary so far: from its status file, unless that belongs to another run. */
+async function priorSummary(runtime: Runtime, state: RunState): Promise<RunSummary | null> {
+  const status = await readStatus(runtime.s3, state.run.bucket, state.run.drop);
+  if (status?.run_id !== state.run.runId) return null;
+  return isRunSummary(status.summary) ? status.summary : null;
+}
+
+/**
+ * A failed invocation still counts (Lambda bills it, a retry adds a transition): the status is
+ * rewritten as it stood, with the summary. Best effort: the step's own error is what matters.
+ */
+async function recordFailedInvocation(
+  runtime: Runtime,
+  logger: Logger,
+  meter: S3RequestMeter,
+  state: RunState,
+  stage: string,
+  summary: RunSummary,
+): Promise<void> {
+  const status = statusOf(state, { stage, summary }, runtime.now());
+  await meter
+    .uncounted(() => writeStatus(runtime.s3, state.run.bucket, status))
+    .catch((error: unknown) => {
+      logger.warn('could not record the failed invocation in the status file', {
+        message: error instanceof Error ? error.message : String(error),
       });
-    }
-    logger.info('step done', { ms: Date.now() - started });
-    return slot;
-  } catch (error) {
-    const failure = error instanceof RunError ? error : toRunError(error);
-    logger.warn('step failed', { code: failure.code, retryable: failure.retryable, message: failure.detail });
-    throw failure;
-  } finally {
-    logger.removeKeys(['run_id', 'drop', 'stage']);
-  }
+    });
+}
+
+/**
+ * A logger of this invocation alone: the Lambda context's keys as Powertools' addContext names
+ * them (cold start tracked per function by the runtime, which outlives the child), and the run's.
+ */
+function invocationLogger(
+  runtime: Runtime,
+  context: InvocationContext,
+  state: RunState,
+  stage: string,
+  functionName: string,
+  memoryMb: number,
+): Logger {
+  const logger = runtime.logger.createChild();
+  logger.appendKeys({
+    function_request_id: context.awsRequestId,
+    function_name: functionName,
+    function_memory_size: memoryMb,
+    cold_start: runtime.coldStart?.(functionName) ?? false,
+    run_id: state.run.runId,
+    drop: state.run.drop,
+    stage,
+    ...idsOf(state),
+  });
+  return logger;
+}
+
+/** The dataset and model ids, once the run has them. */
+function idsOf(state: RunState): Record<string, string> {
+  return {
+    ...(state.dataset === undefined ? {} : { dataset_id: state.dataset.id }),
+    ...(state.model === undefined ? {} : { model_id: state.model.id }),
+  };
+}
+
+function memoryOf(context: InvocationContext): number {
+  const value = Number(context.memoryLimitInMB ?? process.env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE ?? 0);
+  return Number.isFinite(value) && value > 0 ? value : 0;
 }
 
 const RunInputSchema = z.object({

@@ -4,13 +4,18 @@
  * on the local server, the simulated service, a key given on the command line) and binds the
  * same handlers to it with `handler.withRuntime(runtime)`.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Logger } from '@aws-lambda-powertools/logger';
+import { Tracer } from '@aws-lambda-powertools/tracer';
 import { S3Client } from '@aws-sdk/client-s3';
 import { DROP_QUIET_MS } from '../drop/settle.js';
 import { TrainingServiceClient } from '../service-client/index.js';
 import { RunError } from './errors.js';
 import type { RunEventBus } from './event-bus.js';
 import { DEFAULT_EVENT_SOURCE } from './events.js';
+import { SERVICE_NAME } from './metric-names.js';
+import { tracedClient } from './tracing.js';
+import { countS3Requests } from './s3-requests.js';
 
 /** The environment variables a Lambda handler reads (set by infra/, one place for the names). */
 export const ENV = {
@@ -35,6 +40,15 @@ export interface Runtime {
   readonly dropQuietMs: number;
   /** Where the run's Started, Succeeded and Failed events go (lambdas/run/event-bus.ts). */
   readonly events: RunEventBus;
+  /** X-Ray tracing (Lambda); undefined where nothing may reach an X-Ray daemon (local mode). */
+  readonly tracer?: Tracer;
+  /** Whether steps print CloudWatch embedded-metric lines on stdout (Lambda: yes; local mode: no). */
+  readonly emitMetrics?: boolean;
+  /**
+   * True the first time it is asked about `functionName`, false after: a Lambda container's
+   * cold start, and in local mode each function's first invocation.
+   */
+  coldStart?(functionName: string): boolean;
 }
 
 /** Where the API key comes from; never logged, never part of a state. */
@@ -54,41 +68,68 @@ export interface RuntimeOptions {
   readonly clientOptions?: Partial<
     Omit<ConstructorParameters<typeof TrainingServiceClient>[0], 'baseUrl' | 'apiKey'>
   >;
+  /** Traces S3 and service calls. Default: none (no tracing). */
+  readonly tracer?: Tracer;
+  /** Default false: EMF lines only where CloudWatch Logs reads them. */
+  readonly emitMetrics?: boolean;
+}
+
+const invocationLoggers = new AsyncLocalStorage<Logger>();
+
+/**
+ * Runs `work` with `logger` as the logger of whatever shared part (the service client) logs on
+ * its behalf, so those lines carry the invocation's keys too.
+ */
+export function withInvocationLogger<T>(logger: Logger, work: () => Promise<T>): Promise<T> {
+  return invocationLoggers.run(logger, work);
 }
 
 export function createRuntime(options: RuntimeOptions): Runtime {
-  const logger = options.logger ?? new Logger({ serviceName: 'hopper' });
-  let current: { key: string; client: TrainingServiceClient } | undefined;
+  const logger = options.logger ?? new Logger({ serviceName: SERVICE_NAME });
+  const { tracer } = options;
+  // `traced` is what steps get: the client itself, or a view of it that traces each call.
+  let current: { key: string; client: TrainingServiceClient; traced: TrainingServiceClient } | undefined;
+  // Every step's S3 requests are counted for the run's summary (lambdas/run/usage.ts).
+  countS3Requests(options.s3);
+  const warm = new Set<string>();
   return {
     s3: options.s3,
     logger,
     now: options.now ?? Date.now,
     dropQuietMs: options.dropQuietMs ?? DROP_QUIET_MS,
     events: options.events ?? NO_EVENT_BUS,
+    tracer,
+    emitMetrics: options.emitMetrics ?? false,
+    coldStart(functionName) {
+      // As Powertools counts it: a provisioned-concurrency container starts before it is needed.
+      if (process.env.AWS_LAMBDA_INITIALIZATION_TYPE === 'provisioned-concurrency') return false;
+      if (warm.has(functionName)) return false;
+      warm.add(functionName);
+      return true;
+    },
     async service() {
       const key = await options.apiKey();
       if (current?.key !== key) {
         const previous = current?.client;
-        current = {
-          key,
-          client: new TrainingServiceClient({
-            ...options.clientOptions,
-            baseUrl: options.serviceUrl,
-            apiKey: key,
-            logger: {
-              debug: (message) => {
-                logger.debug(message);
-              },
-              warn: (message) => {
-                logger.warn(message);
-              },
+        const client = new TrainingServiceClient({
+          ...options.clientOptions,
+          baseUrl: options.serviceUrl,
+          apiKey: key,
+          // The client outlives invocations: it logs through the invocation's logger, keys and all.
+          logger: {
+            debug: (message) => {
+              (invocationLoggers.getStore() ?? logger).debug(message);
             },
-          }),
-        };
+            warn: (message) => {
+              (invocationLoggers.getStore() ?? logger).warn(message);
+            },
+          },
+        });
+        current = { key, client, traced: tracedClient(client, tracer, '### service') };
         // A rotated key: the old client's connections are no longer needed.
         void previous?.close();
       }
-      return current.client;
+      return current.traced;
     },
   };
 }
@@ -118,13 +159,20 @@ let cloudRuntime: Runtime | undefined;
 
 /** The runtime of a Lambda container: built on first use, kept for the container's life. */
 export function runtimeFromEnvironment(env: NodeJS.ProcessEnv = process.env): Runtime {
-  cloudRuntime ??= createRuntime({
-    s3: new S3Client({}),
-    serviceUrl: requireEnv(env, ENV.serviceUrl),
-    apiKey: secretsManagerKey(requireEnv(env, ENV.apiKeySecret)),
-    clientOptions: LAMBDA_CLIENT_OPTIONS,
-    events: lazyEventBridgeBus(optionalEnv(env, ENV.eventSource) ?? DEFAULT_EVENT_SOURCE),
-  });
+  if (cloudRuntime === undefined) {
+    // Enabled in Lambda unless POWERTOOLS_TRACE_ENABLED=false; S3 and Secrets Manager calls
+    // get subsegments of their own through the captured SDK clients.
+    const tracer = new Tracer({ serviceName: SERVICE_NAME });
+    cloudRuntime = createRuntime({
+      s3: tracer.captureAWSv3Client(new S3Client({})),
+      serviceUrl: requireEnv(env, ENV.serviceUrl),
+      apiKey: secretsManagerKey(requireEnv(env, ENV.apiKeySecret), undefined, tracer),
+      clientOptions: LAMBDA_CLIENT_OPTIONS,
+      tracer,
+      emitMetrics: true,
+      events: lazyEventBridgeBus(optionalEnv(env, ENV.eventSource) ?? DEFAULT_EVENT_SOURCE),
+    });
+  }
   return cloudRuntime;
 }
 
@@ -155,13 +203,17 @@ export interface SecretReader {
  * API_KEY_CACHE_SECONDS: one read per container in the common case, and a rotated key is
  * picked up within minutes.
  */
-export function secretsManagerKey(secretId: string, reader?: SecretReader): ApiKeySource {
+export function secretsManagerKey(secretId: string, reader?: SecretReader, tracer?: Tracer): ApiKeySource {
   let provider = reader;
   return async () => {
     if (provider === undefined) {
       // Loaded on first use, so local mode never loads the Secrets Manager client.
-      const { SecretsProvider } = await import('@aws-lambda-powertools/parameters/secrets');
-      provider = new SecretsProvider();
+      const [{ SecretsProvider }, { SecretsManagerClient }] = await Promise.all([
+        import('@aws-lambda-powertools/parameters/secrets'),
+        import('@aws-sdk/client-secrets-manager'),
+      ]);
+      const client = new SecretsManagerClient({});
+      provider = new SecretsProvider({ awsSdkV3Client: tracer?.captureAWSv3Client(client) ?? client });
     }
     const value = await provider.get(secretId, { maxAge: API_KEY_CACHE_SECONDS });
     if (typeof value !== 'string' || value.trim() === '') {

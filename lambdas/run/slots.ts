@@ -58,6 +58,9 @@ export function modelSlot(
     filesRetentionSeconds,
     onnxBytes: record.onnx_bytes,
     error: record.error,
+    // Only once the service reports them (a finished training): the slot stays small until then.
+    ...(record.gpu_usd === null ? {} : { gpuUsd: record.gpu_usd }),
+    ...(record.jev_usd === null ? {} : { jevUsd: record.jev_usd }),
     ...nextPoll(
       record.next_action,
       schedule,

@@ -105,6 +105,9 @@ export interface ModelSlot extends PollSchedule {
   readonly filesRetentionSeconds: number | null;
   readonly onnxBytes: number | null;
   readonly error: string | null;
+  /** The service's cost figures for this training, once it reports them (older slots lack them). */
+  readonly gpuUsd?: number | null;
+  readonly jevUsd?: number | null;
 }
 
 /** Where the model was copied ($.copy). */

@@ -7,6 +7,7 @@ import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/
 import { STATUS_PREFIX, statusKey } from '../storage/keys.js';
 import { isNotFound, putJson } from '../storage/objects.js';
 import type { RunState } from './state.js';
+import type { RunSummary } from './usage.js';
 
 /**
  * `interrupted`: local mode stopped while the run was going, and nothing runs it any more (set
@@ -37,12 +38,18 @@ export interface RunStatus {
   readonly error: { readonly code: string; readonly message: string } | null;
   /** Where the model was copied, once it is. */
   readonly model: { readonly onnx: string; readonly record: string; readonly bytes: number } | null;
+  /**
+   * What the run has used and cost so far (lambdas/run/usage.ts), including the invocation that
+   * wrote this status; null in a status written before Hopper kept one.
+   */
+  readonly summary: RunSummary | null;
 }
 
 export interface StatusUpdate {
   readonly stage: string;
   readonly state?: RunPhase;
   readonly error?: { readonly code: string; readonly message: string } | null;
+  readonly summary?: RunSummary | null;
 }
 
 /** The status document for a state, as of `now`. */
@@ -77,6 +84,7 @@ export function statusOf(state: RunState, update: StatusUpdate, now: number): Ru
             record: `s3://${run.bucket}/${copy.recordKey}`,
             bytes: copy.bytes,
           },
+    summary: update.summary ?? null,
   };
 }
 

@@ -10,6 +10,7 @@ import { RunError } from '../run/errors.js';
 import type { Step } from '../run/handler.js';
 import { requireSlot } from '../run/require-slot.js';
 import type { RunState } from '../run/state.js';
+import type { RunSummary } from '../run/usage.js';
 import { modelFileKey, modelRecordKey } from '../storage/keys.js';
 import { deleteObject, objectSize, putJson } from '../storage/objects.js';
 import { uploadStream, type StreamUploadOptions } from '../storage/streams.js';
@@ -39,6 +40,11 @@ export interface ModelDocument {
     readonly gpu_usd: number | null;
     readonly jev_usd: number | null;
   };
+  /**
+   * What the run used and cost up to this copy (lambdas/run/usage.ts): the report that follows
+   * is in status/<drop>.json only. Null when the step ran outside the handler wrapper.
+   */
+  readonly summary: RunSummary | null;
 }
 
 export type CopyModelOptions = Pick<StreamUploadOptions, 'partBytes' | 'queueSize'>;
@@ -63,7 +69,12 @@ export function createCopyModelStep(options: CopyModelOptions = {}): Step<'copy'
         // and completes only after the byte count checked out): finish its work, even if the
         // service has deleted the files since.
         if ((await objectSize(s3, bucket, recordKey)) === null) {
-          await putJson(s3, bucket, recordKey, modelDocument(state, model, env.runtime.now()));
+          await putJson(
+            s3,
+            bucket,
+            recordKey,
+            modelDocument(state, model, env.runtime.now(), env.summary?.(state)),
+          );
         }
         env.runtime.logger.info('model already copied', { model_id: model.id });
         return { modelKey, recordKey, bytes };
@@ -115,7 +126,12 @@ export function createCopyModelStep(options: CopyModelOptions = {}): Step<'copy'
       }
       env.runtime.logger.info('model copied', { model_id: model.id, bytes, ms: Date.now() - started });
 
-      await putJson(s3, bucket, recordKey, modelDocument(state, model, env.runtime.now()));
+      await putJson(
+        s3,
+        bucket,
+        recordKey,
+        modelDocument(state, model, env.runtime.now(), env.summary?.(state)),
+      );
       return { modelKey, recordKey, bytes };
     },
   };
@@ -134,7 +150,12 @@ function filesGone(model: Model, cause?: unknown): RunError {
   );
 }
 
-export function modelDocument(state: RunState, model: Model, now: number): ModelDocument {
+export function modelDocument(
+  state: RunState,
+  model: Model,
+  now: number,
+  summary: RunSummary | null = null,
+): ModelDocument {
   return {
     model,
     run: {
@@ -150,5 +171,6 @@ export function modelDocument(state: RunState, model: Model, now: number): Model
       labelled: state.dataset?.labelled ?? 0,
     },
     cost: { credits: 1, gpu_usd: model.gpu_usd, jev_usd: model.jev_usd },
+    summary,
   };
 }

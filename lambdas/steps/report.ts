@@ -36,7 +36,11 @@ export const reportStep: Step<'report'> = {
     await writeStatus(
       env.runtime.s3,
       state.run.bucket,
-      statusOf(state, { stage: 'report', state: report.outcome, error: report.error }, now),
+      statusOf(
+        state,
+        { stage: 'report', state: report.outcome, error: report.error, summary: env.summary?.(state) },
+        now,
+      ),
     );
     // After the status, so the event never announces an outcome the status file does not show.
     await announceRunEnd(state, report, now, env);

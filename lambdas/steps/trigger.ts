@@ -237,8 +237,14 @@ export function sfnExecutionStarter(
   };
 }
 
-/** The starter of a Lambda container: the state machine from ENV.stateMachineArn, read at first use. */
-export function sfnStarterFromEnvironment(env: NodeJS.ProcessEnv = process.env): ExecutionStarter {
+/**
+ * The starter of a Lambda container: the state machine from ENV.stateMachineArn, read at first use.
+ * @param sfn the Step Functions client (the handler passes one traced with X-Ray)
+ */
+export function sfnStarterFromEnvironment(
+  env: NodeJS.ProcessEnv = process.env,
+  sfn?: SFNClient,
+): ExecutionStarter {
   let starter: ExecutionStarter | undefined;
   return {
     async start(name, input) {
@@ -247,7 +253,7 @@ export function sfnStarterFromEnvironment(env: NodeJS.ProcessEnv = process.env):
         if (arn === undefined || arn === '') {
           throw new Error(`environment variable ${ENV.stateMachineArn} is not set`);
         }
-        starter = sfnExecutionStarter(arn);
+        starter = sfnExecutionStarter(arn, sfn);
       }
       return await starter.start(name, input);
     },

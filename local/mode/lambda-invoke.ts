@@ -20,6 +20,12 @@ export class LambdaInvocationError extends Error {
   }
 }
 
+/** What the function is, as Lambda's context says it: its name and memory. */
+export interface LocalFunction {
+  readonly functionName: string;
+  readonly memoryMb: number;
+}
+
 /**
  * The state machine's view of a Lambda function running `handler` with a timeout of
  * `timeoutSeconds`. As in Lambda, a handler still running at the timeout is abandoned (its
@@ -28,12 +34,14 @@ export class LambdaInvocationError extends Error {
 export function asLambda(
   handler: LocalTaskHandler,
   timeoutSeconds: number,
+  fn?: LocalFunction,
 ): (event: unknown) => Promise<unknown> {
   return async (event) => {
     const deadline = Date.now() + timeoutSeconds * 1000;
     const context: InvocationContext = {
       getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
       awsRequestId: randomUUID(),
+      ...(fn === undefined ? {} : { functionName: fn.functionName, memoryLimitInMB: String(fn.memoryMb) }),
     };
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<never>((_, reject) => {

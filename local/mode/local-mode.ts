@@ -145,12 +145,16 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
       // The same retry budget as in Lambda, which fits the Tasks' timeouts enforced here too.
       clientOptions: options.clientOptions ?? LAMBDA_CLIENT_OPTIONS,
       ...(options.dropQuietMs === undefined ? {} : { dropQuietMs: options.dropQuietMs }),
+      // No tracer and no EMF lines: nothing here may reach an X-Ray daemon, and stdout is the user's.
     });
 
     const tasks: Record<string, LocalTask> = {};
     for (const task of TASKS) {
       const module = (await import(local.handlers[task.name].path)) as { handler: TaskHandler<SlotName> };
-      const lambda = asLambda(module.handler.withRuntime(runtime), task.timeoutSeconds);
+      const lambda = asLambda(module.handler.withRuntime(runtime), task.timeoutSeconds, {
+        functionName: task.name,
+        memoryMb: task.memoryMb,
+      });
       tasks[task.name] = options.wrapTask?.(task.name, lambda) ?? lambda;
     }
     const stateMachine = new LocalStateMachine({

@@ -103,6 +103,13 @@ function hopperBucketId(): string {
   return buckets[0]![0];
 }
 
+/** What every function gets for Powertools (test/infra/observability.test.ts tests the level). */
+const POWERTOOLS_ENV = {
+  POWERTOOLS_LOG_LEVEL: 'INFO',
+  POWERTOOLS_SERVICE_NAME: 'hopper',
+  POWERTOOLS_METRICS_NAMESPACE: 'Hopper',
+} as const;
+
 describe('the bucket', () => {
   it('is encrypted, versioned, blocks public access and sends its events to EventBridge', () => {
     defaults.template.hasResourceProperties('AWS::S3::Bucket', {
@@ -254,7 +261,11 @@ describe('the way in', () => {
       ([id]) => id,
     );
     expect(trigger.resource.Properties.Environment).toEqual({
-      Variables: { HOPPER_STATE_MACHINE_ARN: { Ref: machineId }, NODE_OPTIONS: '--enable-source-maps' },
+      Variables: {
+        HOPPER_STATE_MACHINE_ARN: { Ref: machineId },
+        NODE_OPTIONS: '--enable-source-maps',
+        ...POWERTOOLS_ENV,
+      },
     });
     const statements = roleStatements(defaults.template, trigger.resource);
     const actions = statements.flatMap(actionsOf).sort();
@@ -305,6 +316,7 @@ describe('the Lambda functions', () => {
         HOPPER_API_KEY_SECRET_ARN: { Ref: secretId },
         HOPPER_EVENT_SOURCE: 'hopper',
         NODE_OPTIONS: '--enable-source-maps',
+        ...POWERTOOLS_ENV,
       },
     });
   });

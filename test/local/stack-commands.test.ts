@@ -192,6 +192,7 @@ function failedStatus(drop: string, datasetId: string | null): RunStatus {
     labelled: 0,
     files: ['reviews.csv'],
     labels: null,
+    summary: null,
     started_at: '2026-11-25T04:50:00.000Z',
     updated_at: '2026-11-25T04:55:00.000Z',
     finished_at: '2026-11-25T04:55:00.000Z',

@@ -156,6 +156,8 @@ describe('copy_model', () => {
         labelled: 4,
       },
       cost: { credits: 1, gpu_usd: model.gpu_usd, jev_usd: model.jev_usd },
+      // Outside the handler wrapper no usage is tracked (test/local/usage.test.ts has it).
+      summary: null,
     });
     expect(document.model.onnx_bytes).toBe(MiB + 7);
   });

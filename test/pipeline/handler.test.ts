@@ -140,12 +140,23 @@ describe('the handler wrapper: status', () => {
     });
   });
 
-  it('writes nothing when the step fails', async () => {
+  it('when the step fails, writes the state as it was, counting only the failed invocation', async () => {
     const service = await fixtures.service();
     const { client, bucket } = fixtures.s3();
     const state = stateOf(bucket, { config: configOf({ name: '' }) });
     await rejectionOf(invoke(createDatasetStep, fixtures.runtime(service), state));
-    expect(await readText(client, bucket, statusKey(state.run.drop))).toBeNull();
+    const status = await readStatus(client, bucket, state.run.drop);
+    expect(status).toMatchObject({
+      state: 'running',
+      stage: 'create_dataset',
+      dataset_id: null,
+      error: null,
+    });
+    expect(status?.summary?.steps).toEqual({
+      create_dataset: expect.objectContaining({ invocations: 1, failed: 1 }) as unknown,
+    });
+    // A failed invocation is one transition (its Task); a retry would enter the Task again.
+    expect(status?.summary?.state_transitions).toBe(1);
   });
 });
 

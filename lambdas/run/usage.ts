@@ -1,0 +1,212 @@
+/**
+ * What a run has used so far, and what that cost: the `summary` of status/<drop>.json and
+ * model.json (docs/operations.md, "Cost figures in model.json and how they are computed").
+ *
+ * The state machine passes the whole state into every Task but keeps only the Task's slot, so a
+ * Task cannot add to a counter in the state. The status file can: the handler wrapper reads it
+ * when an invocation starts and rewrites it when the invocation ends, so each invocation adds
+ * its own usage to the summary it found (`addInvocation`). What is counted:
+ * - Lambda: every invocation that got as far as the wrapper, its wall time and the function's
+ *   memory (GB-seconds). The trigger and invocations Lambda cut off at their timeout are not seen.
+ * - S3: every request the step's S3 client sent, per attempt, by price class (s3-requests.ts),
+ *   and the GET and PUT of the status write that ends the invocation.
+ * - Step Functions: state transitions estimated from the invocations (TRANSITIONS_AFTER below).
+ * - The service: each model of the run as last seen, with its gpu_usd and jev_usd.
+ */
+import { PRICES_AS_OF, PRICES_REGION, PRICES_USD } from './prices.js';
+import type { S3Requests } from './s3-requests.js';
+import type { RunState } from './state.js';
+
+/** One step (Task) of the run: its Lambda invocations, failed ones included, and their time. */
+export interface StepUsage {
+  readonly invocations: number;
+  /** Invocations that ended in an error (retried, or caught to the report). */
+  readonly failed: number;
+  /** Wall time of all its invocations, milliseconds. */
+  readonly ms: number;
+  readonly gb_seconds: number;
+}
+
+/** A training of the run as last seen: failed ones return their credit. */
+export interface TrainingUsage {
+  readonly model_id: string;
+  readonly status: string;
+  readonly gpu_usd: number | null;
+  readonly jev_usd: number | null;
+}
+
+export interface RunSummary {
+  /** Trainings of the dataset started so far, failed ones included. */
+  readonly attempts: number;
+  /** Credits the run's trainings hold: one per training that did not fail. */
+  readonly credits: number;
+  /** The service's figures, summed over the run's trainings (null while none reports one). */
+  readonly gpu_usd: number | null;
+  readonly jev_usd: number | null;
+  readonly trainings: readonly TrainingUsage[];
+  /** By Hopper's step name (`upload_files`, ...). */
+  readonly steps: Readonly<Record<string, StepUsage>>;
+  readonly lambda_invocations: number;
+  readonly lambda_gb_seconds: number;
+  /** Estimated: see TRANSITIONS_AFTER. */
+  readonly state_transitions: number;
+  readonly s3_requests: S3Requests;
+  /** Estimated AWS cost of the run so far at list prices (lambdas/run/prices.ts). */
+  readonly aws_usd: {
+    readonly step_functions: number;
+    readonly lambda: number;
+    readonly s3: number;
+    readonly total: number;
+  };
+  readonly prices: { readonly region: string; readonly as_of: string };
+}
+
+/**
+ * State transitions a successful invocation of each step accounts for: the Task itself, the
+ * Wait before a poll, and the Choice after it (infra/state-machine.ts). A failed invocation
+ * accounts for 1 (its Task; a retry enters the Task again). The report adds RunSucceeded and the
+ * final Succeed or Fail, and the Pass state that stopped the run, if one did; a model at `retry`
+ * adds the AttemptsLeft choice. test/local/usage.test.ts checks this against the states a local
+ * run enters.
+ */
+export const TRANSITIONS_AFTER: Readonly<Record<string, number>> = {
+  validate_drop: 1,
+  create_dataset: 2,
+  upload_files: 2,
+  structure: 2,
+  pick_decisions: 2,
+  label_examples: 2,
+  poll_dataset: 3,
+  start_training: 2,
+  poll_model: 3,
+  copy_model: 1,
+  report: 3,
+};
+
+/** One invocation, as the wrapper measured it. */
+export interface InvocationUsage {
+  readonly stage: string;
+  readonly ok: boolean;
+  readonly ms: number;
+  readonly memoryMb: number;
+  readonly s3: S3Requests;
+}
+
+/**
+ * The summary after one more invocation.
+ * @param previous the summary the status file held for this run, or null for its first
+ * @param state the run's state after the invocation (its slots as the invocation left them)
+ */
+export function addInvocation(
+  previous: RunSummary | null,
+  invocation: InvocationUsage,
+  state: RunState,
+): RunSummary {
+  const before = previous?.steps[invocation.stage];
+  const gbSeconds = (invocation.memoryMb / 1024) * (invocation.ms / 1000);
+  const steps = {
+    ...previous?.steps,
+    [invocation.stage]: {
+      invocations: (before?.invocations ?? 0) + 1,
+      failed: (before?.failed ?? 0) + (invocation.ok ? 0 : 1),
+      ms: (before?.ms ?? 0) + invocation.ms,
+      gb_seconds: round((before?.gb_seconds ?? 0) + gbSeconds, 6),
+    },
+  };
+  const s3 = {
+    put: (previous?.s3_requests.put ?? 0) + invocation.s3.put,
+    get: (previous?.s3_requests.get ?? 0) + invocation.s3.get,
+  };
+  const transitions =
+    (previous?.state_transitions ?? 0) + (invocation.ok ? transitionsAfter(invocation.stage, state) : 1);
+  return summaryOf(state, steps, s3, transitions, trainingsOf(previous?.trainings ?? [], state));
+}
+
+function transitionsAfter(stage: string, state: RunState): number {
+  let count = TRANSITIONS_AFTER[stage] ?? 1;
+  if (stage === 'report' && state.stop !== undefined) count += 1;
+  if ((stage === 'start_training' || stage === 'poll_model') && state.model?.nextAction === 'retry')
+    count += 1;
+  return count;
+}
+
+function trainingsOf(previous: readonly TrainingUsage[], state: RunState): TrainingUsage[] {
+  const model = state.model;
+  if (model === undefined) return [...previous];
+  const seen: TrainingUsage = {
+    model_id: model.id,
+    status: model.status,
+    gpu_usd: model.gpuUsd ?? null,
+    jev_usd: model.jevUsd ?? null,
+  };
+  const known = previous.some((training) => training.model_id === model.id);
+  if (!known) return [...previous, seen];
+  return previous.map((training) => (training.model_id === model.id ? seen : training));
+}
+
+function summaryOf(
+  state: RunState,
+  steps: Readonly<Record<string, StepUsage>>,
+  s3: S3Requests,
+  transitions: number,
+  trainings: readonly TrainingUsage[],
+): RunSummary {
+  const invocations = Object.values(steps).reduce((sum, step) => sum + step.invocations, 0);
+  const gbSeconds = Object.values(steps).reduce((sum, step) => sum + step.gb_seconds, 0);
+  const stepFunctions = transitions * PRICES_USD.stepFunctionsTransition;
+  const lambda = gbSeconds * PRICES_USD.lambdaGbSecondArm + invocations * PRICES_USD.lambdaRequest;
+  const s3Usd = s3.put * PRICES_USD.s3PutRequest + s3.get * PRICES_USD.s3GetRequest;
+  return {
+    attempts: state.model?.attempts ?? 0,
+    credits: trainings.filter((training) => training.status !== 'failed').length,
+    gpu_usd: sumOf(trainings.map((training) => training.gpu_usd)),
+    jev_usd: sumOf(trainings.map((training) => training.jev_usd)),
+    trainings,
+    steps,
+    lambda_invocations: invocations,
+    lambda_gb_seconds: round(gbSeconds, 6),
+    state_transitions: transitions,
+    s3_requests: s3,
+    aws_usd: {
+      step_functions: usd(stepFunctions),
+      lambda: usd(lambda),
+      s3: usd(s3Usd),
+      total: usd(stepFunctions + lambda + s3Usd),
+    },
+    prices: { region: PRICES_REGION, as_of: PRICES_AS_OF },
+  };
+}
+
+function sumOf(values: readonly (number | null)[]): number | null {
+  const known = values.filter((value): value is number => value !== null);
+  return known.length === 0
+    ? null
+    : round(
+        known.reduce((sum, value) => sum + value, 0),
+        6,
+      );
+}
+
+/** Dollars to 1e-8: enough for a fraction of one Lambda request. */
+function usd(value: number): number {
+  return round(value, 8);
+}
+
+function round(value: number, digits: number): number {
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+}
+
+/** Whether a summary read back from a status file has the shape this module writes. */
+export function isRunSummary(value: unknown): value is RunSummary {
+  if (typeof value !== 'object' || value === null) return false;
+  const summary = value as Partial<Record<keyof RunSummary, unknown>>;
+  return (
+    typeof summary.steps === 'object' &&
+    summary.steps !== null &&
+    typeof summary.state_transitions === 'number' &&
+    typeof summary.s3_requests === 'object' &&
+    summary.s3_requests !== null &&
+    Array.isArray(summary.trainings)
+  );
+}
