@@ -7,6 +7,7 @@
  */
 import { statusKey } from '../storage/keys.js';
 import type { ReportSlot, RunState } from './state.js';
+import { modelLocation } from './status.js';
 
 /** The `source` of Hopper's events unless the stack is told otherwise (`-c eventSource=...`). */
 export const DEFAULT_EVENT_SOURCE = 'hopper';
@@ -66,6 +67,8 @@ export interface RunEnd {
   readonly report: ReportSlot;
   readonly metrics: Readonly<Record<string, unknown>> | null;
   readonly finishedAt: number;
+  /** The run's credits as its usage summary counts them (every training it kept); else from the state. */
+  readonly credits?: number;
 }
 
 export function runStartedEvent(state: RunState): RunEvent {
@@ -87,6 +90,7 @@ export function runEndedEvent(state: RunState, end: RunEnd): RunEvent {
     ...base,
     state: kind,
     metrics: kind === 'succeeded' ? end.metrics : null,
+    credits: end.credits ?? base.credits,
     finished_at: new Date(end.finishedAt).toISOString(),
     duration_seconds: durationSeconds,
     error: end.report.error,
@@ -107,14 +111,7 @@ function baseDetail(state: RunState, kind: RunEventKind): Omit<RunEventDetail, '
     train_json: run.key,
     dataset_id: dataset?.id ?? null,
     model_id: modelId,
-    model:
-      copy === undefined
-        ? null
-        : {
-            onnx: `s3://${run.bucket}/${copy.modelKey}`,
-            record: `s3://${run.bucket}/${copy.recordKey}`,
-            bytes: copy.bytes,
-          },
+    model: modelLocation(run, copy),
     metrics: null,
     attempts: model?.attempts ?? 0,
     credits: creditsHeld(state),

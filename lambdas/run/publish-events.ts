@@ -47,11 +47,17 @@ export async function announceRunEnd(
   report: ReportSlot,
   finishedAt: number,
   env: StepEnv,
+  credits?: number,
 ): Promise<PublishResult> {
   const context = publishContext(state, env);
   await publishOnce(context, 'started', runStartedEvent(state));
   const metrics = report.outcome === 'succeeded' ? await modelMetrics(state, env) : null;
-  const event = runEndedEvent(state, { report, metrics, finishedAt });
+  const event = runEndedEvent(state, {
+    report,
+    metrics,
+    finishedAt,
+    ...(credits === undefined ? {} : { credits }),
+  });
   return publishOnce(context, report.outcome, event);
 }
 

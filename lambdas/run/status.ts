@@ -6,7 +6,7 @@
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { STATUS_PREFIX, statusKey } from '../storage/keys.js';
 import { isNotFound, putJson } from '../storage/objects.js';
-import type { RunState } from './state.js';
+import type { CopySlot, RunInput, RunState } from './state.js';
 import type { RunSummary } from './usage.js';
 
 /**
@@ -76,16 +76,20 @@ export function statusOf(state: RunState, update: StatusUpdate, now: number): Ru
     updated_at: timestamp,
     finished_at: phase === 'running' ? null : timestamp,
     error: update.error ?? null,
-    model:
-      copy === undefined
-        ? null
-        : {
-            onnx: `s3://${run.bucket}/${copy.modelKey}`,
-            record: `s3://${run.bucket}/${copy.recordKey}`,
-            bytes: copy.bytes,
-          },
+    model: modelLocation(run, copy),
     summary: update.summary ?? null,
   };
+}
+
+/** Where the run's model was copied, as s3:// URLs, once it is. */
+export function modelLocation(run: RunInput, copy: CopySlot | undefined): RunStatus['model'] {
+  return copy === undefined
+    ? null
+    : {
+        onnx: `s3://${run.bucket}/${copy.modelKey}`,
+        record: `s3://${run.bucket}/${copy.recordKey}`,
+        bytes: copy.bytes,
+      };
 }
 
 /**

@@ -33,17 +33,14 @@ export const reportStep: Step<'report'> = {
   async run(state, env) {
     const report = reportOf(state);
     const now = env.runtime.now();
+    const summary = env.summary?.(state);
     await writeStatus(
       env.runtime.s3,
       state.run.bucket,
-      statusOf(
-        state,
-        { stage: 'report', state: report.outcome, error: report.error, summary: env.summary?.(state) },
-        now,
-      ),
+      statusOf(state, { stage: 'report', state: report.outcome, error: report.error, summary }, now),
     );
     // After the status, so the event never announces an outcome the status file does not show.
-    await announceRunEnd(state, report, now, env);
+    await announceRunEnd(state, report, now, env, summary?.credits);
     return report;
   },
 };
