@@ -3,5 +3,8 @@
  * context: `npx cdk deploy -c serviceUrl=https://... [-c apiKeySecretName=...]`; docs/deploy.md.
  */
 import { createHopperApp } from './hopper-app.js';
+import { addNagChecks } from './nag-checks.js';
 
-createHopperApp().app.synth();
+const { app } = createHopperApp();
+addNagChecks(app);
+app.synth();

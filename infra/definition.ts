@@ -93,7 +93,6 @@ export function localDefinitionOf(pipeline: HopperPipeline): LocalDefinition {
  */
 export function synthesizeLocalDefinition(): LocalDefinition {
   const { stack } = createHopperApp({
-    nag: false,
     cloudFormationValidation: false,
     context: { 'aws:cdk:bundling-stacks': [] },
   });

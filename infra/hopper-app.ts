@@ -1,12 +1,12 @@
 /**
- * The CDK app: the Hopper stack configured from context, with cdk-nag's AwsSolutions checks
- * registered as a validation plugin (a finding that is not acknowledged stops synth). The CLI
- * entry (infra/app.ts), the tests and local mode's definition extraction all build it here, so
- * they see the same stack with the same feature flags (cdk.json's context).
+ * The CDK app: the Hopper stack configured from context. The CLI entry (infra/app.ts), the tests
+ * and local mode's definition extraction all build it here, so they see the same stack with the
+ * same feature flags (cdk.json's context). cdk-nag, a build-time tool, is added by the CLI entry
+ * and the tests (nag-checks.ts), never loaded by local mode: `hopper run` works from an install
+ * without devDependencies.
  */
 import { readFileSync } from 'node:fs';
-import { App, Validations } from 'aws-cdk-lib';
-import { AwsSolutionsChecks } from 'cdk-nag';
+import { App } from 'aws-cdk-lib';
 import { configFromContext } from './config.js';
 import { HopperStack } from './stack.js';
 
@@ -17,8 +17,6 @@ export interface HopperAppOptions {
    * @default - cdk.json's context only
    */
   readonly context?: Readonly<Record<string, unknown>>;
-  /** Run cdk-nag's AwsSolutions checks when the app is synthesized. @default true */
-  readonly nag?: boolean;
   /**
    * Run CDK's built-in CloudFormation template validation at synth (a few seconds; findings are
    * errors, cdk.json sets `@aws-cdk/core:validateAgainstDefaultRules`). @default true
@@ -38,7 +36,6 @@ export function createHopperApp(options: HopperAppOptions = {}): HopperApp {
   });
   const config = configFromContext(app.node);
   const stack = new HopperStack(app, config.stackName, config.props);
-  if (options.nag ?? true) Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   return { app, stack };
 }
 

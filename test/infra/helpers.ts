@@ -23,7 +23,6 @@ export interface Synthesized extends HopperApp {
 
 export function synthesize(context: Readonly<Record<string, unknown>> = {}): Synthesized {
   const hopper = createHopperApp({
-    nag: false,
     cloudFormationValidation: false,
     context: { ...SKIP_BUNDLING, ...context },
   });

@@ -10,6 +10,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { describe, expect, it } from 'vitest';
 import { createHopperApp } from '../../infra/hopper-app.js';
+import { addNagChecks } from '../../infra/nag-checks.js';
 import { flattenReference } from '../../infra/nag.js';
 import { EXISTING_RESOURCES, SKIP_BUNDLING, synthesize, type Statement } from './helpers.js';
 
@@ -113,6 +114,7 @@ describe.each(Object.entries(SETUPS))('cdk-nag AwsSolutions with %s', (_name, co
 describe('the CLI app', () => {
   it('synthesizes with cdk-nag registered as a validation plugin and reports no violation', () => {
     const { app } = createHopperApp({ cloudFormationValidation: false, context: SKIP_BUNDLING });
+    addNagChecks(app);
     expect(() => app.synth()).not.toThrow();
   });
 });
