@@ -5,7 +5,7 @@
  * and when they recover, and a dashboard of the same beside Hopper's own metrics (hopperWidgets).
  * docs/deploy.md ("The alarms") says what each one means and what to do.
  */
-import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Duration, Stack } from 'aws-cdk-lib';
 import {
   Alarm,
   AlarmRule,
@@ -21,14 +21,13 @@ import {
   type IMetric,
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
-import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Key } from 'aws-cdk-lib/aws-kms';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import type { IStateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
+import { encryptedTopic } from './encrypted-topic.js';
 import {
   ERROR_CODE_DIMENSION,
   METRIC,
@@ -178,37 +177,17 @@ export class HopperMonitoring extends Construct {
         'aws:SourceArn': `arn:${stack.partition}:cloudwatch:${stack.region}:${stack.account}:alarm:*`,
       },
     };
-    const key = new Key(this, 'TopicKey', {
-      description: 'Hopper: encrypts the alarm topic',
-      enableKeyRotation: true,
-      // It protects the topic's messages only, and the topic goes with the stack: so does the key
-      // (KMS deletes it after the pending window), rather than costing a month each forever.
-      removalPolicy: RemovalPolicy.DESTROY,
-      pendingWindow: Duration.days(30),
-    });
-    key.addToResourcePolicy(
-      new PolicyStatement({
-        sid: 'CloudWatchAlarmsPublishToTopic',
-        principals: [new ServicePrincipal(CLOUDWATCH)],
-        actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
-        resources: ['*'], // in a key policy, "*" is this key
-        conditions: fromOwnAlarms,
-      }),
-    );
-    const topic = new Topic(this, 'AlarmTopic', {
+    const topic = encryptedTopic(this, {
+      id: 'AlarmTopic',
       displayName: 'Hopper alarms',
-      masterKey: key,
-      enforceSSL: true,
+      purpose: 'the alarm topic',
+      publisher: CLOUDWATCH,
+      keyActions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+      keySid: 'CloudWatchAlarmsPublishToTopic',
+      topicSid: 'CloudWatchAlarmsPublish',
+      keyConditions: fromOwnAlarms,
+      publishConditions: fromOwnAlarms,
     });
-    topic.addToResourcePolicy(
-      new PolicyStatement({
-        sid: 'CloudWatchAlarmsPublish',
-        principals: [new ServicePrincipal(CLOUDWATCH)],
-        actions: ['sns:Publish'],
-        resources: [topic.topicArn],
-        conditions: fromOwnAlarms,
-      }),
-    );
     if (notificationEmail !== undefined) topic.addSubscription(new EmailSubscription(notificationEmail));
     return topic;
   }

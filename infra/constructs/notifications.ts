@@ -5,13 +5,12 @@
  * event's `detail.summary` as plain text, so a notification goes out exactly when an event does
  * (lambdas/run/events.ts writes the summary; docs/operations.md, "Notifications").
  */
-import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Stack } from 'aws-cdk-lib';
 import { Rule, RuleTargetInput, type IRule, type RuleTargetInputProperties } from 'aws-cdk-lib/aws-events';
-import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Key } from 'aws-cdk-lib/aws-kms';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
+import { encryptedTopic } from './encrypted-topic.js';
 import { RUN_EVENT_TYPES } from '../../lambdas/run/events.js';
 
 export interface HopperNotificationsProps {
@@ -63,36 +62,17 @@ export class HopperNotifications extends Construct {
       StringEquals: { 'aws:SourceAccount': stack.account },
       ArnLike: { 'aws:SourceArn': `arn:${stack.partition}:events:${stack.region}:${stack.account}:rule/*` },
     };
-    const key = new Key(this, 'TopicKey', {
-      description: 'Hopper: encrypts the run notification topic',
-      enableKeyRotation: true,
-      // It protects this topic's messages only, and goes with the stack (as the alarm topic's).
-      removalPolicy: RemovalPolicy.DESTROY,
-      pendingWindow: Duration.days(30),
-    });
-    key.addToResourcePolicy(
-      new PolicyStatement({
-        sid: 'RunEndedRulePublishesToTopic',
-        principals: [new ServicePrincipal(EVENTBRIDGE)],
-        actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
-        resources: ['*'], // in a key policy, "*" is this key
-        conditions: fromOwnRules,
-      }),
-    );
-    this.topic = new Topic(this, 'RunTopic', {
+    this.topic = encryptedTopic(this, {
+      id: 'RunTopic',
       displayName: 'Hopper runs',
-      masterKey: key,
-      enforceSSL: true,
+      purpose: 'the run notification topic',
+      publisher: EVENTBRIDGE,
+      keyActions: ['kms:Decrypt', 'kms:GenerateDataKey'],
+      keySid: 'RunEndedRulePublishesToTopic',
+      topicSid: 'RunEndedRulePublishes',
+      keyConditions: fromOwnRules,
+      publishConditions: fromThisRule,
     });
-    this.topic.addToResourcePolicy(
-      new PolicyStatement({
-        sid: 'RunEndedRulePublishes',
-        principals: [new ServicePrincipal(EVENTBRIDGE)],
-        actions: ['sns:Publish'],
-        resources: [this.topic.topicArn],
-        conditions: fromThisRule,
-      }),
-    );
     const topic = this.topic;
     this.rule.addTarget({
       bind: () => ({ arn: topic.topicArn, input: new SummaryText(), targetResource: topic }),
