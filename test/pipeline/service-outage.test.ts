@@ -9,7 +9,7 @@
 import '../../local/mode/with-resolvers.js';
 import { describe, expect, it } from 'vitest';
 import { readFile } from 'node:fs/promises';
-import { synthesizeLocalDefinition, type AslState } from '../../infra/definition.js';
+import { synthesizeLocalDefinition, type AslState } from '../../local/mode/definition.js';
 import { RETRYABLE_ERROR } from '../../lambdas/run/errors.js';
 import {
   DEADLINE_MARGIN_MS,
