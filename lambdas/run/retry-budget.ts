@@ -1,7 +1,7 @@
 /**
  * How often, and for how long, one call to the training service may be tried, across the two
  * layers that retry it: the service client within an invocation (LAMBDA_CLIENT_OPTIONS) and the
- * state machine across invocations (the Retry of every Task: TRANSIENT_RETRY, TIMEOUT_RETRY).
+ * state machine across invocations (the Retry of every Task: TRANSIENT_RETRY, LAMBDA_DEATH_RETRY).
  * The numbers live here alone: the Lambda runtime and the definition (infra/state-machine.ts)
  * read them, retryBound derives what they allow together, docs/pipeline.md states it, and
  * test/pipeline/service-outage.test.ts checks the bound against the synthesized definition.
@@ -45,10 +45,11 @@ export const TRANSIENT_RETRY: RetrierSettings = {
 };
 
 /**
- * The Retry of a Task or Lambda timeout: once. A service call never causes one (the deadline
- * ends it first, as Hopper.Retryable); a hung S3 request or a step's own work can.
+ * The Retry of a Task that timed out or whose Lambda died (infra/state-machine.ts,
+ * LAMBDA_DEATH_ERRORS): once. A service call never causes a timeout (the deadline ends it
+ * first, as Hopper.Retryable); a hung S3 request, a step's own work or a crash can.
  */
-export const TIMEOUT_RETRY: RetrierSettings = { intervalSeconds: 2, backoffRate: 2, maxAttempts: 1 };
+export const LAMBDA_DEATH_RETRY: RetrierSettings = { intervalSeconds: 2, backoffRate: 2, maxAttempts: 1 };
 
 /**
  * Time an invocation keeps after its service calls' deadline: to write the status file, record

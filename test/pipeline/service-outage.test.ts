@@ -16,7 +16,7 @@ import {
   LAMBDA_CLIENT_OPTIONS,
   RETRY_BOUND,
   retryBound,
-  TIMEOUT_RETRY,
+  LAMBDA_DEATH_RETRY,
   TRANSIENT_RETRY,
   type RetrierSettings,
 } from '../../lambdas/run/retry-budget.js';
@@ -58,7 +58,7 @@ describe('a service that does not answer', () => {
       // Every Task retries transient errors and timeouts with the settings of retry-budget.ts ...
       const transient = retrierOf(state, RETRYABLE_ERROR);
       expect(transient, name).toEqual(TRANSIENT_RETRY);
-      expect(retrierOf(state, 'States.Timeout'), name).toEqual(TIMEOUT_RETRY);
+      expect(retrierOf(state, 'States.Timeout'), name).toEqual(LAMBDA_DEATH_RETRY);
       // ... so what the definition allows one call, with the client's retries, is the bound.
       const bound = retryBound(LAMBDA_CLIENT_OPTIONS, transient ?? TRANSIENT_RETRY);
       expect(bound, name).toEqual(RETRY_BOUND);
