@@ -92,7 +92,6 @@ describe('a service that does not answer', () => {
       // Lambda's settings scaled down a hundredfold: 200 ms per attempt, no retry after 400 ms.
       clientOptions: { ...LAMBDA_CLIENT_OPTIONS, timeoutMs: 200, callBudgetMs: 400, backoffCapMs: 100 },
     });
-    const started = Date.now();
     const run = await dropAndRun(local, 'hung', {
       'reviews.csv': REVIEWS_CSV,
       'labels.csv': LABELS_BY_ID,
@@ -107,7 +106,6 @@ describe('a service that does not answer', () => {
     expect(attempts).toBeGreaterThanOrEqual(4);
     expect(attempts).toBeLessThanOrEqual(12);
     expect(attempts).toBeLessThanOrEqual(RETRY_BOUND.requests);
-    expect(Date.now() - started).toBeLessThan(4 * (400 + 200 + 100) + 2_000);
     expect(local.simulated?.credits()).toBe(10);
   });
 });
