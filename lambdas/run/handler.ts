@@ -66,8 +66,9 @@ export type TaskHandler<S extends SlotName> = ((
 };
 
 export function stepHandler<S extends SlotName>(step: Step<S>): TaskHandler<S> {
-  const bound = (runtime: () => Runtime) => (event: unknown, context: InvocationContext) =>
-    invoke(step, runtime(), event, context);
+  const bound =
+    (runtime: () => Runtime | Promise<Runtime>) => async (event: unknown, context: InvocationContext) =>
+      invoke(step, await runtime(), event, context);
   return Object.assign(
     bound(() => runtimeFromEnvironment()),
     { withRuntime: (runtime: Runtime) => bound(() => runtime) },

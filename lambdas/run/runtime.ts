@@ -6,7 +6,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { Tracer } from '@aws-lambda-powertools/tracer';
+import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { S3Client } from '@aws-sdk/client-s3';
 import { DROP_QUIET_MS } from '../drop/settle.js';
 import { TrainingServiceClient, type RequestOptions } from '../service-client/index.js';
@@ -151,15 +151,21 @@ const NO_EVENT_BUS: RunEventBus = {
   put: () => Promise.reject(new Error('this runtime has no event bus (RuntimeOptions.events)')),
 };
 
-let cloudRuntime: Runtime | undefined;
+let cloudRuntime: Promise<Runtime> | undefined;
 
-/** The runtime of a Lambda container: built on first use, kept for the container's life. */
-export function runtimeFromEnvironment(env: NodeJS.ProcessEnv = process.env): Runtime {
-  if (cloudRuntime === undefined) {
+/**
+ * The runtime of a Lambda container: built on first use, kept for the container's life. The
+ * tracer is loaded here only: the X-Ray SDK under it tracks every promise through async_hooks
+ * (cls-hooked), which made each promise about 20 times costlier wherever it was imported
+ * (docs/performance.md). Local mode, the tests and the benchmarks never load it.
+ */
+export function runtimeFromEnvironment(env: NodeJS.ProcessEnv = process.env): Promise<Runtime> {
+  cloudRuntime ??= (async () => {
+    const { Tracer } = await import('@aws-lambda-powertools/tracer');
     // Enabled in Lambda unless POWERTOOLS_TRACE_ENABLED=false; S3 and Secrets Manager calls
     // get subsegments of their own through the captured SDK clients.
     const tracer = new Tracer({ serviceName: SERVICE_NAME });
-    cloudRuntime = createRuntime({
+    return createRuntime({
       s3: tracer.captureAWSv3Client(new S3Client({})),
       serviceUrl: requireEnv(env, ENV.serviceUrl),
       apiKey: secretsManagerKey(requireEnv(env, ENV.apiKeySecret), undefined, tracer),
@@ -168,7 +174,10 @@ export function runtimeFromEnvironment(env: NodeJS.ProcessEnv = process.env): Ru
       emitMetrics: true,
       events: lazyEventBridgeBus(optionalEnv(env, ENV.eventSource) ?? DEFAULT_EVENT_SOURCE),
     });
-  }
+  })();
+  cloudRuntime.catch(() => {
+    cloudRuntime = undefined; // a bad environment: the next invocation tries again (and says why)
+  });
   return cloudRuntime;
 }
 
