@@ -36,9 +36,10 @@ import {
   type StructureAnswer,
   type Suggestions,
 } from './contract.js';
-import { ConflictError, UnexpectedResponseError } from './errors.js';
+import { ConflictError, RateLimitedError, UnexpectedResponseError } from './errors.js';
 import { exchangeJson, makeRedactor, parseBody, type JsonAnswer, type Transport } from './http.js';
 import { CursorList } from './pagination.js';
+import { sharedRateLimiter, type AdaptiveRateLimiter } from './rate-limit.js';
 import {
   mayHaveActed,
   SILENT_LOGGER,
@@ -76,6 +77,11 @@ export interface TrainingServiceClientOptions {
   readonly random?: () => number;
   /** Default: a keep-alive Agent owned (and closed) by the client. */
   readonly dispatcher?: Dispatcher;
+  /**
+   * Paces the API requests once the service has answered 429 (rate-limit.ts). Default: the
+   * process's limiter for this service (sharedRateLimiter), shared by every client to it.
+   */
+  readonly rateLimiter?: AdaptiveRateLimiter;
 }
 
 export interface ModelsOfDatasetOptions {
@@ -105,6 +111,7 @@ export class TrainingServiceClient {
   readonly #retry: RetrySettings;
   readonly #transfer: TransferSettings;
   readonly #ownAgent: Agent | undefined;
+  readonly #limiter: AdaptiveRateLimiter;
 
   constructor(options: TrainingServiceClientOptions) {
     const url = new URL(options.baseUrl);
@@ -113,6 +120,7 @@ export class TrainingServiceClient {
       throw new TypeError('apiKey is required');
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.#apiKey = options.apiKey;
+    this.#limiter = options.rateLimiter ?? sharedRateLimiter(this.baseUrl);
     const logger = options.logger ?? SILENT_LOGGER;
     let dispatcher = options.dispatcher;
     if (dispatcher === undefined) {
@@ -353,18 +361,31 @@ export class TrainingServiceClient {
     const label = endpointLabel(endpoint);
     const search = new URLSearchParams(options.query ?? {}).toString();
     const url = `${this.baseUrl}${pathOf(endpoint, params)}${search === '' ? '' : `?${search}`}`;
+    // Waiting for the rate limiter's turn is not the service failing: the call's retry budget
+    // does not count it.
+    let queuedMs = 0;
+    const retry: RetrySettings = { ...this.#retry, now: () => this.#retry.now() - queuedMs };
     return withRetries(
       label,
       endpoint.retry,
-      this.#retry,
-      () =>
-        exchangeJson(this.#transport, {
-          method: endpoint.method,
-          url,
-          endpoint: label,
-          headers: { authorization: `Bearer ${this.#apiKey}` },
-          body: options.body,
-        }),
+      retry,
+      async () => {
+        const asked = Date.now();
+        await this.#limiter.acquire();
+        queuedMs += Date.now() - asked;
+        try {
+          return await exchangeJson(this.#transport, {
+            method: endpoint.method,
+            url,
+            endpoint: label,
+            headers: { authorization: `Bearer ${this.#apiKey}` },
+            body: options.body,
+          });
+        } catch (error) {
+          if (error instanceof RateLimitedError) this.#limiter.throttled();
+          throw error;
+        }
+      },
       options.hooks,
     );
   }
