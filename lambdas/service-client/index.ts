@@ -15,6 +15,7 @@ export {
   UPLOAD_URL_TTL_MS,
   LIST_LIMIT_MAX,
   filesRetentionMs,
+  trainingDurationMs,
 } from './contract.js';
 export type {
   Dataset,
