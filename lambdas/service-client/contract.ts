@@ -151,12 +151,17 @@ export function isKnownNextAction(value: string): value is NextAction {
 
 export const FILE_STATUS = { pending: 'pending', uploaded: 'uploaded' } as const;
 
+/** The next_actions at which a dataset waits to be structured (B4): structure, or answer suggestions. */
+const AWAITING_STRUCTURE: readonly NextAction[] = ['structure', 'pick_decisions'];
+
 /**
- * Dataset statuses that show POST structure took effect (B4): a structure retried after an
- * ambiguous failure and answered 409 succeeded if the dataset is in one of these, or at step 3+.
+ * Whether the dataset still waits for POST structure (or suggest). The one rule for a 409 on
+ * either: a dataset that no longer waits has moved on (an earlier call took effect, or it
+ * expired), and its record is the answer to route on; one that still waits refused for real.
  */
-export const DATASET_STATUSES_PAST_STRUCTURE: readonly string[] = ['structuring', 'labeling', 'ready'];
-export const FIRST_STEP_AFTER_STRUCTURE = 3;
+export function awaitsStructure(dataset: Pick<Dataset, 'next_action'>): boolean {
+  return AWAITING_STRUCTURE.includes(dataset.next_action);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Link lifetimes (B2, B8). The client never trusts its own clock with these: it reacts to

@@ -15,6 +15,7 @@ export {
   UPLOAD_URL_TTL_MS,
   LIST_LIMIT_MAX,
   filesRetentionMs,
+  awaitsStructure,
 } from './contract.js';
 export type {
   Dataset,
@@ -56,4 +57,4 @@ export {
   UnexpectedResponseError,
   UnsupportedNextActionError,
 } from './errors.js';
-export type { ErrorCode } from './errors.js';
+export type { ServiceErrorCode } from './errors.js';

@@ -12,8 +12,7 @@ import {
   type NextAction,
 } from '../service-client/index.js';
 import { RunError } from '../run/errors.js';
-import type { Step, StepEnv } from '../run/handler.js';
-import { requireSlot } from '../run/require-slot.js';
+import { defineStep, type StepEnv } from '../run/handler.js';
 import { datasetSlot } from '../run/slots.js';
 import type { DropFile, RunInput } from '../run/state.js';
 import { inboxKey } from '../storage/keys.js';
@@ -23,7 +22,6 @@ import { TIME_BOX } from '../run/time-box.js';
 /** The service's word for a file whose bytes have not been completed. */
 const PENDING = 'pending';
 const UPLOAD_FILES: NextAction = 'upload_files';
-const STAGE = 'upload_files';
 
 /** A conservative transfer rate for the time box: S3 to the service, through one Lambda. */
 export const ASSUMED_BYTES_PER_SECOND = 2 * 1024 * 1024;
@@ -41,33 +39,27 @@ export function uploadMarginMs(bytes: number): number {
   return Math.min(MAX_MARGIN_MS, Math.max(MIN_MARGIN_MS, estimate));
 }
 
-export const uploadFilesStep: Step<'dataset'> = {
-  stage: STAGE,
-  slot: 'dataset',
-  async run(state, env) {
-    const config = requireSlot(state, 'config', STAGE);
-    const previous = requireSlot(state, 'dataset', STAGE);
-    const client = await env.runtime.service();
-    let record = await client.getDataset(previous.id);
-    // Anything else (files all sent, the dataset expired) is for the state machine to route.
-    const pending =
-      record.next_action === UPLOAD_FILES ? record.files.filter((f) => f.status === PENDING) : [];
-    for (const file of pending) {
-      const margin = uploadMarginMs(file.bytes);
-      const left = env.remainingMs();
-      if (left < margin) {
-        env.runtime.logger.info('upload_files: time box reached; the next invocation goes on', {
-          file: file.name,
-          remaining_ms: left,
-          margin_ms: margin,
-        });
-        break;
-      }
-      record = await uploadOne(env, state.run, previous.id, file, pinnedFile(config.files, file.name));
+export const uploadFilesStep = defineStep('upload_files', async (state, env) => {
+  const { config, dataset: previous } = state;
+  const client = await env.runtime.service();
+  let record = await client.getDataset(previous.id);
+  // Anything else (files all sent, the dataset expired) is for the state machine to route.
+  const pending = record.next_action === UPLOAD_FILES ? record.files.filter((f) => f.status === PENDING) : [];
+  for (const file of pending) {
+    const margin = uploadMarginMs(file.bytes);
+    const left = env.remainingMs();
+    if (left < margin) {
+      env.runtime.logger.info('upload_files: time box reached; the next invocation goes on', {
+        file: file.name,
+        remaining_ms: left,
+        margin_ms: margin,
+      });
+      break;
     }
-    return datasetSlot(record, previous, env.runtime.now());
-  },
-};
+    record = await uploadOne(env, state.run, previous.id, file, pinnedFile(config.files, file.name));
+  }
+  return datasetSlot(record, previous, env.runtime.now());
+});
 
 /** Streams one file to the service and completes it; the record complete answered. */
 async function uploadOne(

@@ -34,7 +34,7 @@ describe('status/<drop>.json', () => {
     await writeStatus(
       client,
       bucket,
-      statusOf(state, { stage: 'create_dataset' }, Date.parse('2026-01-01T00:01:00Z')),
+      statusOf(state, { hopperStep: 'create_dataset' }, Date.parse('2026-01-01T00:01:00Z')),
     );
 
     const written = JSON.parse((await readText(client, bucket, statusKey(drop))) ?? 'null') as unknown;
@@ -42,7 +42,7 @@ describe('status/<drop>.json', () => {
       run_id: 'run-1',
       drop,
       state: 'running',
-      stage: 'create_dataset',
+      hopper_step: 'create_dataset',
       step: 1,
       next_action: 'upload_files',
       dataset_id: 'd1',
@@ -71,7 +71,7 @@ describe('status/<drop>.json', () => {
         maxAttempts: 3,
       },
     };
-    expect(statusOf(state, { stage: 'upload_files' }, Date.now())).toMatchObject({
+    expect(statusOf(state, { hopperStep: 'upload_files' }, Date.now())).toMatchObject({
       files: ['a.csv', 'b.jsonl'],
       labels: 'answers.csv',
     });
@@ -82,22 +82,22 @@ describe('status/<drop>.json', () => {
     const drop = uniqueDrop();
     const newer = stateOf(drop, 'run-new', '2026-01-02T00:00:00.000Z');
     const older = stateOf(drop, 'run-old', '2026-01-01T00:00:00.000Z');
-    expect(await writeStatus(client, bucket, statusOf(newer, { stage: 'validate_drop' }, Date.now()))).toBe(
-      true,
-    );
-    expect(await writeStatus(client, bucket, statusOf(older, { stage: 'poll_dataset' }, Date.now()))).toBe(
-      false,
-    );
+    expect(
+      await writeStatus(client, bucket, statusOf(newer, { hopperStep: 'validate_drop' }, Date.now())),
+    ).toBe(true);
+    expect(
+      await writeStatus(client, bucket, statusOf(older, { hopperStep: 'poll_dataset' }, Date.now())),
+    ).toBe(false);
     expect((await readStatus(client, bucket, drop))?.run_id).toBe('run-new');
 
     // The newer run keeps writing; an even newer one takes over.
-    expect(await writeStatus(client, bucket, statusOf(newer, { stage: 'poll_dataset' }, Date.now()))).toBe(
-      true,
-    );
+    expect(
+      await writeStatus(client, bucket, statusOf(newer, { hopperStep: 'poll_dataset' }, Date.now())),
+    ).toBe(true);
     const newest = stateOf(drop, 'run-newest', '2026-01-03T00:00:00.000Z');
-    expect(await writeStatus(client, bucket, statusOf(newest, { stage: 'validate_drop' }, Date.now()))).toBe(
-      true,
-    );
+    expect(
+      await writeStatus(client, bucket, statusOf(newest, { hopperStep: 'validate_drop' }, Date.now())),
+    ).toBe(true);
     expect((await readStatus(client, bucket, drop))?.run_id).toBe('run-newest');
   });
 });
