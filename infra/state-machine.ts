@@ -38,12 +38,12 @@ import {
 } from 'aws-cdk-lib/aws-stepfunctions';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import { Construct } from 'constructs';
-import { RETRYABLE_ERROR, TIMEOUT_ERRORS } from '../lambdas/run/lambda-error.js';
+import { LAMBDA_DEATH_ERRORS, RETRYABLE_ERROR } from '../lambdas/run/lambda-error.js';
 import { STOPS, type StopName } from '../lambdas/run/vocabulary.js';
 import type { NextAction } from '../lambdas/service-client/contract.js';
 import { taskNamed, taskTimeoutSeconds, type TaskName, type TaskSpec } from './tasks.js';
 
-export { STOPS, TIMEOUT_ERRORS };
+export { LAMBDA_DEATH_ERRORS, STOPS };
 
 /** Transient failures: a step's own retryable error, and Lambda's service-side errors. */
 export const TRANSIENT_ERRORS = [
@@ -197,7 +197,7 @@ function taskState(scope: Construct, spec: TaskSpec, fn: IFunction): LambdaInvok
     jitterStrategy: JitterType.FULL,
   });
   state.addRetry({
-    errors: [...TIMEOUT_ERRORS],
+    errors: [...LAMBDA_DEATH_ERRORS],
     interval: Duration.seconds(2),
     backoffRate: 2,
     maxAttempts: 1,

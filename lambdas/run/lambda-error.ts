@@ -17,8 +17,17 @@ export const HOPPER_ERRORS = [RETRYABLE_ERROR, FINAL_ERROR] as const;
 export const LAMBDA_TIMEOUT_ERROR = 'Sandbox.Timedout';
 /** Step Functions' error when a Task runs past its TimeoutSeconds. */
 export const TASK_TIMEOUT_ERROR = 'States.Timeout';
-/** A Task (or its Lambda) that ran out of time: retried once, then reported as step_timeout. */
+/** A Task (or its Lambda) that ran out of time: reported as step_timeout. */
 export const TIMEOUT_ERRORS = [TASK_TIMEOUT_ERROR, LAMBDA_TIMEOUT_ERROR] as const;
+/** Lambda's errorType when a function's runtime process exits (a crash, an OOM kill). */
+export const LAMBDA_CRASH_ERROR = 'Runtime.ExitError';
+/** Lambda's errorType for a failed invocation that gave none of its own. */
+export const LAMBDA_UNKNOWN_ERROR = 'Lambda.Unknown';
+/**
+ * A Task that ran out of time, or whose Lambda died: the definition tries it once more (every
+ * step is safe to run again after its side effect; test/local/handler-kills.test.ts).
+ */
+export const LAMBDA_DEATH_ERRORS = [...TIMEOUT_ERRORS, LAMBDA_CRASH_ERROR, LAMBDA_UNKNOWN_ERROR] as const;
 
 export function isTimeoutError(name: string): boolean {
   return (TIMEOUT_ERRORS as readonly string[]).includes(name);
