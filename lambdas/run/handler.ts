@@ -78,6 +78,8 @@ export type TaskHandler<N extends StepName> = ((
   event: unknown,
   context: InvocationContext,
 ) => Promise<SlotValue<SlotOf<N>>>) & {
+  /** The step it runs: the Task registry (infra/tasks.ts) binds it by this name. */
+  readonly step: N;
   /** The same handler over another runtime (local mode, tests). */
   withRuntime(
     runtime: Runtime,
@@ -89,7 +91,7 @@ export function stepHandler<N extends StepName>(step: Step<N>): TaskHandler<N> {
     invoke(step, runtime(), event, context);
   return Object.assign(
     bound(() => runtimeFromEnvironment()),
-    { withRuntime: (runtime: Runtime) => bound(() => runtime) },
+    { step: step.name, withRuntime: (runtime: Runtime) => bound(() => runtime) },
   );
 }
 

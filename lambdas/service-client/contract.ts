@@ -151,16 +151,28 @@ export function isKnownNextAction(value: string): value is NextAction {
 
 export const FILE_STATUS = { pending: 'pending', uploaded: 'uploaded' } as const;
 
-/** The next_actions at which a dataset waits to be structured (B4): structure, or answer suggestions. */
-const AWAITING_STRUCTURE: readonly NextAction[] = ['structure', 'pick_decisions'];
+// Where a dataset stands with structuring (B4), for the 409 answers of structure and suggest.
+// Both rules live here: the client's reconciliation and the structure step read them.
 
-/**
- * Whether the dataset still waits for POST structure (or suggest). The one rule for a 409 on
- * either: a dataset that no longer waits has moved on (an earlier call took effect, or it
- * expired), and its record is the answer to route on; one that still waits refused for real.
- */
+/** The next_actions at which a dataset waits to be structured: structure, or answer suggestions. */
+const AWAITING_STRUCTURE: readonly NextAction[] = ['structure', 'pick_decisions'];
+/** Dataset statuses that show POST structure took effect. */
+const DATASET_STATUSES_PAST_STRUCTURE: readonly string[] = ['structuring', 'labeling', 'ready'];
+const FIRST_STEP_AFTER_STRUCTURE = 3;
+
+/** The dataset still waits for POST structure (or suggest): a 409 there is a real refusal. */
 export function awaitsStructure(dataset: Pick<Dataset, 'next_action'>): boolean {
   return AWAITING_STRUCTURE.includes(dataset.next_action);
+}
+
+/**
+ * POST structure took effect on the dataset: it is structuring, or at step 3 and later. A
+ * structure retried after an ambiguous failure and answered 409 succeeded exactly then.
+ */
+export function isPastStructure(dataset: Pick<Dataset, 'status' | 'step'>): boolean {
+  return (
+    DATASET_STATUSES_PAST_STRUCTURE.includes(dataset.status) || dataset.step >= FIRST_STEP_AFTER_STRUCTURE
+  );
 }
 
 // ---------------------------------------------------------------------------------------------

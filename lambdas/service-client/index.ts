@@ -16,6 +16,7 @@ export {
   LIST_LIMIT_MAX,
   filesRetentionMs,
   awaitsStructure,
+  isPastStructure,
 } from './contract.js';
 export type {
   Dataset,

@@ -27,7 +27,8 @@ export const structureStep = defineStep('structure', async ({ config, dataset },
  * said. Usually it has moved on: an earlier invocation's call took effect before its Lambda was
  * cut off or retried, or the dataset expired. Then its current record is the answer, and the
  * Choice after the Task routes on where the dataset really is. A conflict at a dataset that
- * still awaits structure is a real failure (awaitsStructure: the client's rule too).
+ * still awaits structure is a real failure (awaitsStructure; beside isPastStructure, the rule the
+ * client's own 409 reconciliation applies, in contract.ts).
  */
 export async function orWhereItIsNow(
   client: TrainingServiceClient,
