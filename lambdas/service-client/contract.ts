@@ -133,7 +133,8 @@ export const NEXT_ACTIONS = {
   pick_decisions: { record: 'dataset', steps: [2] },
   label_examples: { record: 'dataset', steps: [3] },
   start_training: { record: 'dataset', steps: [3] },
-  retry: { record: 'model', steps: [4] },
+  // A model that failed; a dataset whose training failed shows it too (what a resumed run starts from).
+  retry: { record: 'any', steps: [4] },
   download: { record: 'model', steps: [5] },
   none: { record: 'model', steps: [5] },
   expired: { record: 'dataset', steps: [1, 2, 3] },
