@@ -6,6 +6,7 @@
  */
 import { S3ServiceException } from '@aws-sdk/client-s3';
 import {
+  DeadlineError,
   NoCreditsError,
   ServiceError,
   UnauthorizedError,
@@ -49,6 +50,14 @@ function fromServiceError(error: ServiceError): RunError {
       'unsupported_next_action',
       unsupportedNextActionMessage(error.nextAction, `the answer to ${error.endpoint}`),
       { cause: error },
+    );
+  }
+  if (error instanceof DeadlineError) {
+    // Retried by the state machine with a fresh invocation's time.
+    return new RunError(
+      'step_timeout',
+      `the step ran out of time before the training service answered: ${error.message}`,
+      { retryable: true, cause: error },
     );
   }
   if (error.retryable) {

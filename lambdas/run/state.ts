@@ -9,6 +9,7 @@ import type { RunErrorCode } from './errors.js';
 import type { SlotName, StopCode } from './vocabulary.js';
 
 export type { SlotName };
+import type { ExpectedFinish } from './polling.js';
 
 /** Where a run comes from: the execution input the trigger builds from the S3 event. */
 export interface RunInput {
@@ -107,6 +108,12 @@ export interface ModelSlot extends PollSchedule {
    * when none showed it; it caps the poll interval (pollCeilingSeconds).
    */
   readonly filesRetentionSeconds: number | null;
+  /**
+   * When this training is expected to finish, from how long the account's earlier trainings
+   * took; the schedule polls densely there (polling.ts). Null when none showed it; absent in a
+   * slot written before the field existed.
+   */
+  readonly expectedFinish?: ExpectedFinish | null;
   readonly onnxBytes: number | null;
   readonly error: string | null;
   /** The service's cost figures for this training, once it reports them (older slots lack them). */
