@@ -43,7 +43,9 @@ export const ERROR_CODES = [
   // The service as a whole
   'unauthorized',
   'service_unavailable',
+  'service_busy',
   'service_error',
+  'unexpected_response',
   'wait_limit',
   // Hopper itself
   'step_timeout',

@@ -12,7 +12,13 @@ import {
 } from './contract.js';
 
 export type ErrorCode =
-  ServiceErrorKind | 'connection_error' | 'timeout' | 'unexpected_response' | 'unsupported_next_action';
+  | ServiceErrorKind
+  | 'connection_error'
+  | 'timeout'
+  | 'garbled_answer'
+  | 'retry_later'
+  | 'unexpected_response'
+  | 'unsupported_next_action';
 
 export interface ServiceErrorInit {
   readonly message: string;
@@ -134,6 +140,26 @@ export class ConnectionError extends TransportError {
 export class TimeoutError extends TransportError {
   override readonly name = 'TimeoutError';
   override readonly code = 'timeout';
+}
+
+/**
+ * A 2xx answer whose body is not the JSON it should be (cut short, empty): mangled in transit,
+ * after the service may have acted (contract.ts, "Answers garbled in transit"). Retryable as a
+ * lost connection is: the request was sent, so only a request safe to repeat is sent again.
+ */
+export class GarbledAnswerError extends TransportError {
+  override readonly name = 'GarbledAnswerError';
+  override readonly code = 'garbled_answer';
+}
+
+/**
+ * The service asked to be left alone (Retry-After) for longer than the client waits in a call
+ * (`maxRetryAfterMs`): final for this call; a caller that can wait (a poll) may come back after
+ * `retryAfterMs`.
+ */
+export class RetryLaterError extends ServiceError {
+  override readonly name = 'RetryLaterError';
+  override readonly code = 'retry_later';
 }
 
 // The answer arrived but the client cannot use it.

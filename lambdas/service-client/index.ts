@@ -7,7 +7,7 @@ export type { TrainingServiceClientOptions, ModelsOfDatasetOptions, DownloadOpti
 export { CursorList } from './pagination.js';
 export type { OpenSource } from './transfer.js';
 export type { Logger } from './retry.js';
-export { backoffDelayMs, parseRetryAfterMs } from './retry.js';
+export { backoffDelayMs, mayHaveActed, parseRetryAfterMs } from './retry.js';
 export {
   NEXT_ACTIONS,
   isKnownNextAction,
@@ -15,6 +15,7 @@ export {
   UPLOAD_URL_TTL_MS,
   LIST_LIMIT_MAX,
   filesRetentionMs,
+  ASSUMED_FILES_RETENTION_MS,
 } from './contract.js';
 export type {
   Dataset,
@@ -53,6 +54,8 @@ export {
   ConnectionError,
   TimeoutError,
   TransportError,
+  GarbledAnswerError,
+  RetryLaterError,
   UnexpectedResponseError,
   UnsupportedNextActionError,
 } from './errors.js';
