@@ -50,8 +50,17 @@ export const TRANSIENT_ERRORS = [
   'Lambda.TooManyRequestsException',
 ] as const;
 
-/** A Task (or its Lambda) that ran out of time: tried once more. */
-export const TIMEOUT_ERRORS = ['States.Timeout', 'Sandbox.Timedout'] as const;
+/**
+ * A Task that ran out of time, or whose Lambda died (its runtime exited: a crash, an OOM kill;
+ * Lambda.Unknown when it gave no error type): tried once more. Every step is safe to run again
+ * after its side effect (test/local/handler-kills.test.ts kills each at its riskiest point).
+ */
+export const LAMBDA_DEATH_ERRORS = [
+  'States.Timeout',
+  'Sandbox.Timedout',
+  'Runtime.ExitError',
+  'Lambda.Unknown',
+] as const;
 
 /** The Pass states that stop a run on a next_action it cannot go on from, and their codes. */
 export const STOPS = {
@@ -179,7 +188,7 @@ function taskState(scope: Construct, spec: TaskSpec, fn: IFunction): LambdaInvok
     jitterStrategy: JitterType.FULL,
   });
   state.addRetry({
-    errors: [...TIMEOUT_ERRORS],
+    errors: [...LAMBDA_DEATH_ERRORS],
     interval: Duration.seconds(2),
     backoffRate: 2,
     maxAttempts: 1,
