@@ -17,6 +17,7 @@ export type ErrorCode =
   | 'timeout'
   | 'garbled_answer'
   | 'retry_later'
+  | 'deadline_exceeded'
   | 'unexpected_response'
   | 'unsupported_next_action';
 
@@ -140,6 +141,15 @@ export class ConnectionError extends TransportError {
 export class TimeoutError extends TransportError {
   override readonly name = 'TimeoutError';
   override readonly code = 'timeout';
+}
+/**
+ * The caller's deadline (the client's `signal`; in Lambda, the invocation's remaining time) came
+ * before the call could finish, its retries included. Retryable, but not under the same deadline:
+ * the client stops at once, and the caller tries again with fresh time (the state machine's Retry).
+ */
+export class DeadlineError extends TransportError {
+  override readonly name = 'DeadlineError';
+  override readonly code = 'deadline_exceeded';
 }
 
 /**

@@ -8,6 +8,7 @@ import type { z } from 'zod';
 import { isKnownNextAction, MAX_ANSWER_BYTES, NOT_SENT_ERROR_CODES } from './contract.js';
 import {
   ConnectionError,
+  DeadlineError,
   errorFromAnswer,
   GarbledAnswerError,
   ServiceError,
@@ -46,6 +47,8 @@ export interface JsonExchange {
   readonly headers: Headers;
   /** Serialized as JSON when present. */
   readonly body?: unknown;
+  /** The call's deadline: aborts the exchange with a DeadlineError. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 export interface JsonAnswer {
@@ -64,6 +67,8 @@ export async function exchangeJson(transport: Transport, exchange: JsonExchange)
   const timer = setTimeout(() => {
     deadline.abort();
   }, transport.timeoutMs);
+  const signal =
+    exchange.signal === undefined ? deadline.signal : AbortSignal.any([deadline.signal, exchange.signal]);
   const headers: Headers = { accept: 'application/json', ...exchange.headers };
   let body: string | undefined;
   if (exchange.body !== undefined) {
@@ -79,7 +84,7 @@ export async function exchangeJson(transport: Transport, exchange: JsonExchange)
       method: exchange.method,
       headers,
       body,
-      signal: deadline.signal,
+      signal,
       headersTimeout: transport.timeoutMs,
       bodyTimeout: transport.timeoutMs,
     });
@@ -98,7 +103,13 @@ export async function exchangeJson(transport: Transport, exchange: JsonExchange)
       body: parseJson(text, exchange.endpoint, target, response.statusCode),
     };
   } catch (error) {
-    if (deadline.signal.aborted && arrived.status !== undefined && !(error instanceof ServiceError)) {
+    const callerDeadline = exchange.signal?.aborted === true;
+    if (
+      deadline.signal.aborted &&
+      !callerDeadline &&
+      arrived.status !== undefined &&
+      !(error instanceof ServiceError)
+    ) {
       throw new TimeoutError({
         message: `${target}: answer ${arrived.status} too slow: ${arrived.bytes} bytes of its body arrived within ${transport.timeoutMs} ms`,
         endpoint: exchange.endpoint,
@@ -107,7 +118,14 @@ export async function exchangeJson(transport: Transport, exchange: JsonExchange)
         cause: error,
       });
     }
-    throw toServiceError(error, exchange.endpoint, target, deadline.signal.aborted, transport);
+    throw toServiceError(
+      error,
+      exchange.endpoint,
+      target,
+      deadline.signal.aborted,
+      transport,
+      exchange.signal,
+    );
   } finally {
     clearTimeout(timer);
   }
@@ -253,7 +271,8 @@ function isConnectionFailure(code: string): boolean {
 
 /**
  * The ServiceError for anything thrown during an exchange, or `error` itself when it is not a
- * transport failure (a bug, or the caller's own upload source failing).
+ * transport failure (a bug, or the caller's own upload source failing). Whatever failed once the
+ * call's `deadline` has aborted is a DeadlineError: the abort is what cut it short.
  */
 export function toServiceError(
   error: unknown,
@@ -261,10 +280,19 @@ export function toServiceError(
   target: string,
   timedOut: boolean,
   transport: Pick<Transport, 'redact' | 'timeoutMs'>,
+  deadline?: AbortSignal,
 ): unknown {
   if (error instanceof ServiceError) return error;
   const code = errorCodeOf(error);
   const detail = transport.redact(error instanceof Error ? error.message : String(error));
+  if (deadline?.aborted === true) {
+    return new DeadlineError({
+      message: `${target}: the call's deadline passed before an answer`,
+      endpoint,
+      requestSent: !provesNotSent(error),
+      cause: error,
+    });
+  }
   if (timedOut || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
     return new TimeoutError({
       message: `${target}: no answer within ${transport.timeoutMs} ms`,
@@ -350,6 +378,8 @@ export interface StreamExchange {
   readonly endpoint: string;
   readonly headers: Headers;
   readonly body?: Readable;
+  /** The call's deadline: aborts the exchange, body included, with a DeadlineError. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /**
@@ -370,11 +400,12 @@ export async function exchangeStream(
       method: exchange.method,
       headers: exchange.headers,
       body: exchange.body,
+      signal: exchange.signal,
       headersTimeout: transport.timeoutMs,
       bodyTimeout: transport.timeoutMs,
     });
   } catch (error) {
-    throw toServiceError(error, exchange.endpoint, target, false, transport);
+    throw toServiceError(error, exchange.endpoint, target, false, transport, exchange.signal);
   }
   transport.logger.debug(`${target} -> ${response.statusCode}`);
   if (response.statusCode >= 200 && response.statusCode <= 299) return response;
@@ -382,7 +413,7 @@ export async function exchangeStream(
   try {
     text = await response.body.text();
   } catch (error) {
-    throw toServiceError(error, exchange.endpoint, target, false, transport);
+    throw toServiceError(error, exchange.endpoint, target, false, transport, exchange.signal);
   }
   if (response.statusCode >= 400) {
     throw answerError(transport, exchange.endpoint, target, response.statusCode, response.headers, text);

@@ -3,7 +3,12 @@
  * the service beyond its published interface lives in contract.ts.
  */
 export { TrainingServiceClient } from './client.js';
-export type { TrainingServiceClientOptions, ModelsOfDatasetOptions, DownloadOptions } from './client.js';
+export type {
+  TrainingServiceClientOptions,
+  RequestOptions,
+  ModelsOfDatasetOptions,
+  DownloadOptions,
+} from './client.js';
 export { CursorList } from './pagination.js';
 export type { OpenSource } from './transfer.js';
 export type { Logger } from './retry.js';
@@ -16,6 +21,7 @@ export {
   LIST_LIMIT_MAX,
   filesRetentionMs,
   ASSUMED_FILES_RETENTION_MS,
+  trainingDurationMs,
 } from './contract.js';
 export type {
   Dataset,
@@ -53,6 +59,7 @@ export {
   UnavailableError,
   ConnectionError,
   TimeoutError,
+  DeadlineError,
   TransportError,
   GarbledAnswerError,
   RetryLaterError,
