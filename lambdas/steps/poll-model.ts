@@ -53,7 +53,11 @@ export function waitThroughFailure(model: ModelSlot, error: unknown, now: number
   const deadline = model.filesExpireAt ?? new Date(Date.parse(since) + retentionMs).toISOString();
   const secondsLeft = Math.floor((Date.parse(deadline) - now) / 1000);
   if (!(secondsLeft > 0)) return undefined;
-  const schedule = nextPoll('wait', model, deadline, now, pollCeilingSeconds(model.filesRetentionSeconds));
+  const schedule = nextPoll('wait', model, {
+    now,
+    deadline,
+    maxSeconds: pollCeilingSeconds(model.filesRetentionSeconds),
+  });
   // A Retry-After is honoured, as far as the deadline allows.
   const asked = Math.min(secondsLeft, Math.ceil((error.retryAfterMs ?? 0) / 1000));
   const extra = Math.max(0, asked - schedule.waitSeconds);
