@@ -71,7 +71,7 @@ export async function dropAndRun(
   files: Readonly<Record<string, string | Buffer>>,
   timeoutMs = RUN_TIMEOUT_MS,
 ): Promise<FinishedRun> {
-  const started = nextExecution(local, inboxKey(drop, TRAIN_JSON));
+  const started = nextExecution(local, inboxKey(drop, TRAIN_JSON), timeoutMs);
   await putDrop(local.s3.client, local.bucket, drop, files);
   return finished(local, await started.execution, started.events, timeoutMs);
 }
@@ -80,6 +80,7 @@ export async function dropAndRun(
 export function nextExecution(
   local: LocalMode,
   key: string,
+  timeoutMs = RUN_TIMEOUT_MS,
 ): { execution: Promise<Execution>; events: ExecutionEvent[] } {
   const events: ExecutionEvent[] = [];
   const execution = withTimeout(
@@ -87,7 +88,7 @@ export function nextExecution(
       onEvent: (event) => events.push(event),
     }),
     `no run started for ${key}`,
-    RUN_TIMEOUT_MS,
+    timeoutMs,
   );
   return { execution, events };
 }
