@@ -8,8 +8,10 @@ import { S3ServiceException } from '@aws-sdk/client-s3';
 import {
   DeadlineError,
   NoCreditsError,
+  RetryLaterError,
   ServiceError,
   UnauthorizedError,
+  UnexpectedResponseError,
   UnknownEncoderError,
   UnsupportedNextActionError,
 } from '../service-client/index.js';
@@ -33,7 +35,21 @@ function fromServiceError(error: ServiceError): RunError {
   if (error instanceof UnauthorizedError) {
     return new RunError(
       'unauthorized',
-      "the training service refused the API key: put a valid key in Hopper's API key secret (or pass --api-key in local mode)",
+      `the training service refused the API key (${error.endpoint} answered ${String(error.status ?? 401)}; the key may have been rotated): put a valid key in Hopper's API key secret (or pass --api-key in local mode), then resume the run (hopper retry <drop>)`,
+      { cause: error },
+    );
+  }
+  if (error instanceof UnexpectedResponseError) {
+    return new RunError(
+      'unexpected_response',
+      `the training service sent an answer Hopper cannot use, and asking again would not help: ${error.message}. The service is not answering as its interface says; report it to the service, then resume the run (hopper retry <drop>)`,
+      { cause: error },
+    );
+  }
+  if (error instanceof RetryLaterError) {
+    return new RunError(
+      'service_busy',
+      `the training service asked Hopper to stay away longer than a step waits: ${error.message}. Resume the run later (hopper retry <drop>)`,
       { cause: error },
     );
   }

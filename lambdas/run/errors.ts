@@ -47,7 +47,9 @@ export const RUN_ERROR_CODES = [
   // The service as a whole
   'unauthorized',
   'service_unavailable',
+  'service_busy',
   'service_error',
+  'unexpected_response',
   'wait_limit',
   // Hopper itself
   'step_timeout',

@@ -116,6 +116,12 @@ export interface ModelSlot extends PollSchedule {
   readonly expectedFinish?: ExpectedFinish | null;
   readonly onnxBytes: number | null;
   readonly error: string | null;
+  /**
+   * Set while polls of this paid model fail (the service unreachable or busy): when the first
+   * poll in a row failed. The run waits it out until the model's files could be gone
+   * (lambdas/steps/poll-model.ts); a poll that succeeds clears it.
+   */
+  readonly unreachableSince?: string;
   /** The service's cost figures for this training, once it reports them (older slots lack them). */
   readonly gpuUsd?: number | null;
   readonly jevUsd?: number | null;

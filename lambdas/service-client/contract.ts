@@ -252,6 +252,29 @@ export function errorKindForStatus(status: number): ServiceErrorKind | undefined
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Answers that went wrong on the way, and a service that misbehaves (beyond B9)
+//
+// - Garbled in transit: a 2xx whose body is empty or not JSON (cut short, a proxy's page) was
+//   mangled after the service acted on the request. It counts as a lost connection
+//   (GarbledAnswerError, requestSent): endpoints with the 'transient' policy send it again;
+//   POST models (which spends a credit) is not sent again, its caller reconciles by reading the
+//   dataset's models. A proxy's HTML 502 page is a 502: transient by B9 already.
+// - A 2xx whose JSON lacks a required field or has one of the wrong type: the service is not
+//   speaking this contract; retrying cannot help (UnexpectedResponseError, naming the field).
+// - Redirects (3xx) are not followed: the contract has none, and a redirect of an API call
+//   means the base URL is wrong (UnexpectedResponseError naming where it pointed).
+// - A cursor the service hands out twice would page forever: the list stops with an
+//   UnexpectedResponseError (pagination.ts).
+// - A Retry-After longer than the client waits in a call (maxRetryAfterMs) is honoured, not cut
+//   short: the call ends at once with RetryLaterError, which a poll may wait out.
+
+/**
+ * The largest answer the client reads: far above the largest the contract produces (a dataset
+ * of 1000 files with their upload URLs, a page of 100 model records: well under 1 MiB).
+ */
+export const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
+
 /** B9: answers with these statuses may be sent again; every other error answer is final. */
 export const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
 
@@ -370,6 +393,13 @@ export function filesRetentionMs(model: Model): number | null {
   const retention = Date.parse(model.files_expire_at) - Date.parse(finished);
   return Number.isFinite(retention) && retention >= 0 ? retention : null;
 }
+
+/**
+ * How long a done model's files are assumed to stay at the service when no earlier model showed
+ * it (filesRetentionMs): the interface gives no figure, and the simulated service keeps them 24 h.
+ * A run rides out an outage of the service while its paid model trains for this long.
+ */
+export const ASSUMED_FILES_RETENTION_MS = 24 * 60 * 60 * 1000;
 
 /**
  * How long a done model took from its creation (when a client starts polling it) to the end of

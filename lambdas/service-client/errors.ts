@@ -19,6 +19,8 @@ export type ServiceErrorCode =
   | ServiceErrorKind
   | 'connection_error'
   | 'timeout'
+  | 'garbled_answer'
+  | 'retry_later'
   | 'deadline_exceeded'
   | 'unexpected_response'
   | 'unsupported_next_action';
@@ -152,6 +154,26 @@ export class TimeoutError extends TransportError {
 export class DeadlineError extends TransportError {
   override readonly name = 'DeadlineError';
   override readonly code = 'deadline_exceeded';
+}
+
+/**
+ * A 2xx answer whose body is not the JSON it should be (cut short, empty): mangled in transit,
+ * after the service may have acted (contract.ts, "Answers garbled in transit"). Retryable as a
+ * lost connection is: the request was sent, so only a request safe to repeat is sent again.
+ */
+export class GarbledAnswerError extends TransportError {
+  override readonly name = 'GarbledAnswerError';
+  override readonly code = 'garbled_answer';
+}
+
+/**
+ * The service asked to be left alone (Retry-After) for longer than the client waits in a call
+ * (`maxRetryAfterMs`): final for this call; a caller that can wait (a poll) may come back after
+ * `retryAfterMs`.
+ */
+export class RetryLaterError extends ServiceError {
+  override readonly name = 'RetryLaterError';
+  override readonly code = 'retry_later';
 }
 
 // The answer arrived but the client cannot use it.

@@ -12,7 +12,7 @@ export type {
 export { CursorList } from './pagination.js';
 export type { OpenSource } from './transfer.js';
 export type { Logger } from './retry.js';
-export { backoffDelayMs, parseRetryAfterMs } from './retry.js';
+export { backoffDelayMs, mayHaveActed, parseRetryAfterMs } from './retry.js';
 export {
   NEXT_ACTIONS,
   isKnownNextAction,
@@ -22,6 +22,7 @@ export {
   filesRetentionMs,
   awaitsStructure,
   isPastStructure,
+  ASSUMED_FILES_RETENTION_MS,
   trainingDurationMs,
 } from './contract.js';
 export type {
@@ -62,6 +63,8 @@ export {
   TimeoutError,
   DeadlineError,
   TransportError,
+  GarbledAnswerError,
+  RetryLaterError,
   UnexpectedResponseError,
   UnsupportedNextActionError,
 } from './errors.js';

@@ -9,7 +9,9 @@
  */
 import {
   filesRetentionMs,
+  mayHaveActed,
   NoCreditsError,
+  ServiceError,
   trainingDurationMs,
   UnknownEncoderError,
   type Dataset,
@@ -73,7 +75,7 @@ export const startTrainingStep = defineStep('start_training', async (state, env)
       datasetExpiredMessage({ id: dataset.id, expiresAt: dataset.expires_at, step: dataset.step }),
     );
   }
-  const record = await startTraining(client, dataset, config);
+  const record = await startTraining(client, dataset, config, models);
   return modelSlot(record, models.length + 1, previous, env.runtime.now(), history);
 });
 
@@ -117,11 +119,18 @@ async function startTraining(
   client: TrainingServiceClient,
   dataset: Dataset,
   config: RunConfig,
+  modelsBefore: readonly Model[],
 ): Promise<Model> {
   const encoder = config.encoder ?? (await client.defaultEncoder()).id;
   try {
     return await client.startTraining(dataset.id, encoder);
   } catch (error) {
+    if (error instanceof ServiceError && mayHaveActed(error)) {
+      // The answer was lost or garbled after the request left: the training may have started
+      // (and the credit be spent). Read the dataset's models rather than pay again.
+      const started = await startedSince(client, dataset, modelsBefore);
+      if (started !== undefined) return started;
+    }
     if (error instanceof NoCreditsError) {
       throw new RunError('no_credits', noCreditsMessage(dataset.id), { cause: error });
     }
@@ -135,4 +144,14 @@ async function startTraining(
     }
     throw error;
   }
+}
+
+/** The dataset's newest model that was not among `modelsBefore`: one this step's call started. */
+async function startedSince(
+  client: TrainingServiceClient,
+  dataset: Dataset,
+  modelsBefore: readonly Model[],
+): Promise<Model | undefined> {
+  const known = new Set(modelsBefore.map((model) => model.id));
+  return (await modelsOf(client, dataset)).find((model) => !known.has(model.id));
 }
