@@ -11,7 +11,7 @@ import {
   UnauthorizedError,
   UnknownEncoderError,
   UnsupportedNextActionError,
-} from '../service-client/index.js';
+} from '../service-client/errors.js';
 import { messageOf, RunError } from './errors.js';
 
 export function toRunError(error: unknown): RunError {

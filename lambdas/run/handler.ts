@@ -9,12 +9,17 @@
  * and written back with this invocation added (usage.ts); and the invocation's metrics
  * (metrics.ts).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { RunError } from './errors.js';
 import { toRunError } from './error-mapping.js';
 import { emitInvocationMetrics } from './metrics.js';
-import { runtimeFromEnvironment, withInvocationLogger, type Runtime } from './runtime.js';
+import {
+  runtimeFromEnvironment,
+  withInvocationLogger,
+  type LambdaConnections,
+  type Runtime,
+} from './runtime.js';
 import type { RunState, SlotName } from './state.js';
 import { readStatus, statusOf, writeStatus } from './status.js';
 import { inSubsegment } from './tracing.js';
@@ -64,11 +69,19 @@ export type TaskHandler<S extends SlotName> = ((
   withRuntime(runtime: Runtime): (event: unknown, context: InvocationContext) => Promise<SlotValue<S>>;
 };
 
-export function stepHandler<S extends SlotName>(step: Step<S>): TaskHandler<S> {
+/**
+ * The Task handler of `step`. In Lambda its runtime comes from the environment with what
+ * `connections` names (the training service, the event bus): the entry file passes what its
+ * Task's access (infra/tasks.ts) allows, and its bundle holds nothing else.
+ */
+export function stepHandler<S extends SlotName>(
+  step: Step<S>,
+  connections: LambdaConnections = {},
+): TaskHandler<S> {
   const bound = (runtime: () => Runtime) => (event: unknown, context: InvocationContext) =>
     invoke(step, runtime(), event, context);
   return Object.assign(
-    bound(() => runtimeFromEnvironment()),
+    bound(() => runtimeFromEnvironment(process.env, connections)),
     { withRuntime: (runtime: Runtime) => bound(() => runtime) },
   );
 }
