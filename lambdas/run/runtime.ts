@@ -8,10 +8,10 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { Tracer } from '@aws-lambda-powertools/tracer';
+import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { S3Client } from '@aws-sdk/client-s3';
 import { DROP_QUIET_MS } from '../drop/settle.js';
-import type { TrainingServiceClient } from '../service-client/index.js';
+import type { RequestOptions, TrainingServiceClient } from '../service-client/index.js';
 import type { RunEventBus } from './event-bus.js';
 import { SERVICE_NAME } from './metric-names.js';
 import { countS3Requests } from './s3-requests.js';
@@ -19,10 +19,12 @@ import { countS3Requests } from './s3-requests.js';
 export interface Runtime {
   readonly s3: S3Client;
   /**
-   * A client with the current API key; the same instance while the key does not change.
-   * Rejects in a runtime built without a training service (a function that never calls it).
+   * A client with the current API key, sharing one connection pool while the key does not
+   * change; `options.signal` is the deadline of its every call (the handler passes the
+   * invocation's, lambdas/run/handler.ts). Rejects in a runtime built without a training
+   * service (a function that never calls it).
    */
-  service(): Promise<TrainingServiceClient>;
+  service(options?: RequestOptions): Promise<TrainingServiceClient>;
   readonly logger: Logger;
   /** Milliseconds since the epoch; injected so tests can stand at a chosen time. */
   now(): number;
@@ -48,7 +50,7 @@ export interface Runtime {
 export type ServiceConnector = (use: {
   readonly logger: Logger;
   readonly tracer: Tracer | undefined;
-}) => () => Promise<TrainingServiceClient>;
+}) => (options?: RequestOptions) => Promise<TrainingServiceClient>;
 
 export interface RuntimeOptions {
   readonly s3: S3Client;
@@ -107,21 +109,7 @@ export function createRuntime(options: RuntimeOptions): Runtime {
   };
 }
 
-/**
- * The client's retry budget in Lambda: a call starts no retry later than 40 s after it began
- * (at most 3 retries, waits of at most 10 s, or a Retry-After of at most 30 s) and each attempt
- * gets 20 s, so a call gives up within a minute, well inside the Task Lambdas' timeouts. A
- * longer outage reaches the state machine's own Retry (infra/state-machine.ts) as
- * Hopper.Retryable; both together end a run against a hung service within 5 minutes
- * (docs/pipeline.md, checked by test/pipeline/service-outage.test.ts).
- */
-export const LAMBDA_CLIENT_OPTIONS = {
-  timeoutMs: 20_000,
-  maxRetries: 3,
-  backoffCapMs: 10_000,
-  maxRetryAfterMs: 30_000,
-  callBudgetMs: 40_000,
-} as const;
+export { LAMBDA_CLIENT_OPTIONS } from './retry-budget.js';
 
 /** A runtime built without a bus: an event is an error, never dropped without a word. */
 const NO_EVENT_BUS: RunEventBus = {
@@ -143,24 +131,33 @@ export interface LambdaConnections {
   readonly events?: (env: NodeJS.ProcessEnv) => RunEventBus;
 }
 
-let cloudRuntime: Runtime | undefined;
+let cloudRuntime: Promise<Runtime> | undefined;
 
-/** The runtime of a Lambda container: built on first use, kept for the container's life. */
+/**
+ * The runtime of a Lambda container: built on first use, kept for the container's life. The
+ * tracer is loaded here only: the X-Ray SDK under it tracks every promise through async_hooks
+ * (cls-hooked), which made each promise about 20 times costlier wherever it was imported
+ * (docs/performance.md). Local mode, the tests and the benchmarks never load it.
+ */
 export function runtimeFromEnvironment(
   env: NodeJS.ProcessEnv = process.env,
   connections: LambdaConnections = {},
-): Runtime {
-  if (cloudRuntime === undefined) {
+): Promise<Runtime> {
+  cloudRuntime ??= (async () => {
+    const { Tracer } = await import('@aws-lambda-powertools/tracer');
     // Enabled in Lambda unless POWERTOOLS_TRACE_ENABLED=false; S3 and Secrets Manager calls
     // get subsegments of their own through the captured SDK clients.
     const tracer = new Tracer({ serviceName: SERVICE_NAME });
-    cloudRuntime = createRuntime({
+    return createRuntime({
       s3: tracer.captureAWSv3Client(new S3Client({})),
       tracer,
       emitMetrics: true,
       ...(connections.service === undefined ? {} : { service: connections.service(env, tracer) }),
       ...(connections.events === undefined ? {} : { events: connections.events(env) }),
     });
-  }
+  })();
+  cloudRuntime.catch(() => {
+    cloudRuntime = undefined; // a bad environment: the next invocation tries again (and says why)
+  });
   return cloudRuntime;
 }

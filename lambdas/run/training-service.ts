@@ -6,10 +6,14 @@
  */
 import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { TrainingServiceClient } from '../service-client/index.js';
+import { LAMBDA_CLIENT_OPTIONS } from './retry-budget.js';
 import { ENV, requireEnv } from './environment.js';
 import { RunError } from './errors.js';
-import { invocationLogger, LAMBDA_CLIENT_OPTIONS, type ServiceConnector } from './runtime.js';
+import { invocationLogger, type ServiceConnector } from './runtime.js';
 import { tracedClient } from './tracing.js';
+
+/** The X-Ray subsegment of each service call is `### service.<method>`. */
+const SERVICE_SEGMENT = '### service';
 
 /** Seconds the API key is cached per container before Secrets Manager is asked again. */
 export const API_KEY_CACHE_SECONDS = 300;
@@ -31,7 +35,7 @@ export function trainingService(options: TrainingServiceOptions): ServiceConnect
   return ({ logger, tracer }) => {
     // `traced` is what steps get: the client itself, or a view of it that traces each call.
     let current: { key: string; client: TrainingServiceClient; traced: TrainingServiceClient } | undefined;
-    return async () => {
+    return async (request) => {
       const key = await options.apiKey();
       if (current?.key !== key) {
         const previous = current?.client;
@@ -49,11 +53,12 @@ export function trainingService(options: TrainingServiceOptions): ServiceConnect
             },
           },
         });
-        current = { key, client, traced: tracedClient(client, tracer, '### service') };
+        current = { key, client, traced: tracedClient(client, tracer, SERVICE_SEGMENT) };
         // A rotated key: the old client's connections are no longer needed.
         void previous?.close();
       }
-      return current.traced;
+      if (request?.signal === undefined) return current.traced;
+      return tracedClient(current.client.withOptions(request), tracer, SERVICE_SEGMENT);
     };
   };
 }

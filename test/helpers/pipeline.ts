@@ -17,7 +17,7 @@ import {
   type SimulatedServiceOptions,
 } from '../../local/service/index.js';
 import { createRuntime, type Runtime } from '../../lambdas/run/runtime.js';
-import { trainingService } from '../../lambdas/run/training-service.js';
+import { trainingService, type TrainingServiceOptions } from '../../lambdas/run/training-service.js';
 import type { InvocationContext, StepEnv } from '../../lambdas/run/handler.js';
 import type { RunState } from '../../lambdas/run/state.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
@@ -36,7 +36,12 @@ export interface PipelineFixtures {
    */
   runtime(
     service: SimulatedService,
-    overrides?: { apiKey?: string; now?: () => number; events?: RunEventBus },
+    overrides?: {
+      apiKey?: string;
+      now?: () => number;
+      events?: RunEventBus;
+      clientOptions?: TrainingServiceOptions['clientOptions'];
+    },
   ): Runtime;
 }
 
@@ -71,7 +76,12 @@ export function usePipelineFixtures(): PipelineFixtures {
         service: trainingService({
           serviceUrl: service.apiUrl,
           apiKey: () => Promise.resolve(overrides.apiKey ?? service.apiKey),
-          clientOptions: { timeoutMs: 5_000, backoffBaseMs: 1, backoffCapMs: 5, maxRetryAfterMs: 10 },
+          clientOptions: overrides.clientOptions ?? {
+            timeoutMs: 5_000,
+            backoffBaseMs: 1,
+            backoffCapMs: 5,
+            maxRetryAfterMs: 10,
+          },
         }),
         logger: new Logger({ logLevel: 'SILENT' }),
         now: overrides.now ?? (() => service.clock.now()),

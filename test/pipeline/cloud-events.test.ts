@@ -39,7 +39,7 @@ describe('runtimeFromEnvironment: run events', () => {
       AWS_ACCESS_KEY_ID: 'test',
       AWS_SECRET_ACCESS_KEY: 'test',
     });
-    const runtime = runtimeFromEnvironment(
+    const runtime = await runtimeFromEnvironment(
       { [ENV.eventSource]: 'com.example.hopper' },
       { events: eventBridgeFromEnvironment },
     );
