@@ -9,13 +9,18 @@
  * and written back with this invocation added (usage.ts); and the invocation's metrics
  * (metrics.ts).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { RunError } from './errors.js';
 import { toRunError } from './error-mapping.js';
 import { emitInvocationMetrics } from './metrics.js';
 import { DEADLINE_MARGIN_MS } from './retry-budget.js';
-import { runtimeFromEnvironment, withInvocationLogger, type Runtime } from './runtime.js';
+import {
+  runtimeFromEnvironment,
+  withInvocationLogger,
+  type LambdaConnections,
+  type Runtime,
+} from './runtime.js';
 import { withNeededSlots } from './require-slot.js';
 import type { RunState, SlotName } from './state.js';
 import { readStatus, statusOf, writeStatus } from './status.js';
@@ -87,12 +92,20 @@ export type TaskHandler<N extends StepName> = ((
   ): (event: unknown, context: InvocationContext) => Promise<SlotValue<SlotOf<N>>>;
 };
 
-export function stepHandler<N extends StepName>(step: Step<N>): TaskHandler<N> {
+/**
+ * The Task handler of `step`. In Lambda its runtime comes from the environment with what
+ * `connections` names (the training service, the event bus): the entry file passes what its
+ * Task's access (infra/tasks.ts) allows, and its bundle holds nothing else.
+ */
+export function stepHandler<N extends StepName>(
+  step: Step<N>,
+  connections: LambdaConnections = {},
+): TaskHandler<N> {
   const bound =
     (runtime: () => Runtime | Promise<Runtime>) => async (event: unknown, context: InvocationContext) =>
       invoke(step, await runtime(), event, context);
   return Object.assign(
-    bound(() => runtimeFromEnvironment()),
+    bound(() => runtimeFromEnvironment(process.env, connections)),
     { step: step.name, withRuntime: (runtime: Runtime) => bound(() => runtime) },
   );
 }

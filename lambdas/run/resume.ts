@@ -8,7 +8,8 @@
  * never pays twice for a training.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
-import { NotFoundError, type Dataset, type TrainingServiceClient } from '../service-client/index.js';
+import type { Dataset, TrainingServiceClient } from '../service-client/index.js';
+import { NotFoundError } from '../service-client/errors.js';
 import { RunError } from './errors.js';
 import type { ResumeFrom, RunInput } from './state.js';
 import { readStatus } from './status.js';

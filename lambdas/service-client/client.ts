@@ -5,7 +5,7 @@
 import type { Readable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Agent, type Dispatcher } from 'undici';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import {
   isPastStructure,
   DatasetSchema,

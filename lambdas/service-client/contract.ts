@@ -7,7 +7,7 @@
  * Schemas are tolerant: unknown fields are dropped, optional fields default to null. They are
  * strict only about what Hopper relies on, so a change there fails loudly at the edge.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 // ---------------------------------------------------------------------------------------------
 // Endpoints (Part A section 4.2; B2-B8)

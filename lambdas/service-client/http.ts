@@ -4,7 +4,7 @@
  */
 import type { Readable } from 'node:stream';
 import { request, type Dispatcher } from 'undici';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { isKnownNextAction, MAX_ANSWER_BYTES, NOT_SENT_ERROR_CODES } from './contract.js';
 import {
   ConnectionError,

@@ -5,6 +5,7 @@ import { RunError } from '../../lambdas/run/errors.js';
 import { stepHandler, type Step } from '../../lambdas/run/handler.js';
 import { DEADLINE_MARGIN_MS, LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/retry-budget.js';
 import { createRuntime, type Runtime } from '../../lambdas/run/runtime.js';
+import { trainingService } from '../../lambdas/run/training-service.js';
 import { datasetSlot } from '../../lambdas/run/slots.js';
 import type { RunState } from '../../lambdas/run/state.js';
 import type { StepName } from '../../lambdas/run/vocabulary.js';
@@ -243,10 +244,12 @@ describe('the API key', () => {
         const service = await fixtures.service({ apiKey: API_KEY, faults });
         const runtime = createRuntime({
           s3: fixtures.s3().client,
-          serviceUrl: service.apiUrl,
-          apiKey: () => Promise.resolve(API_KEY),
+          service: trainingService({
+            serviceUrl: service.apiUrl,
+            apiKey: () => Promise.resolve(API_KEY),
+            clientOptions: { timeoutMs: 5_000, backoffBaseMs: 1, backoffCapMs: 5, maxRetries: 2 },
+          }),
           logger: new Logger({ serviceName: 'hopper', logLevel: 'DEBUG' }),
-          clientOptions: { timeoutMs: 5_000, backoffBaseMs: 1, backoffCapMs: 5, maxRetries: 2 },
         });
         await invoke(createDatasetStep, runtime, stateOf(fixtures.s3().bucket, { config: configOf() })).catch(
           () => undefined,

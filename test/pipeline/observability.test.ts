@@ -13,6 +13,7 @@ import { LocalEventBus } from '../../local/mode/event-bus.js';
 import { stepHandler, type Step } from '../../lambdas/run/handler.js';
 import { METRIC, METRICS_NAMESPACE } from '../../lambdas/run/metric-names.js';
 import { createRuntime, runtimeFromEnvironment, type Runtime } from '../../lambdas/run/runtime.js';
+import { trainingService, trainingServiceFromEnvironment } from '../../lambdas/run/training-service.js';
 import type { DatasetSlot, RunState } from '../../lambdas/run/state.js';
 import { tracedClient } from '../../lambdas/run/tracing.js';
 import { reportStep } from '../../lambdas/steps/report.js';
@@ -78,8 +79,6 @@ function metricsIn(lines: readonly EmfLine[]): { name: string; value: unknown; d
 function runtimeWith(options: { emitMetrics?: boolean; logger?: Logger } = {}): Runtime {
   return createRuntime({
     s3: fixtures.s3().client,
-    serviceUrl: 'http://127.0.0.1:9', // the steps here make no service call
-    apiKey: () => Promise.resolve('unused'),
     logger: options.logger ?? new Logger({ logLevel: 'SILENT' }),
     emitMetrics: options.emitMetrics ?? true,
     events: new LocalEventBus(),
@@ -303,8 +302,7 @@ describe('log keys of the shared service client', () => {
     const logger = new Logger({ serviceName: 'hopper', logLevel: 'DEBUG' });
     const runtime = createRuntime({
       s3: fixtures.s3().client,
-      serviceUrl: service.apiUrl,
-      apiKey: () => Promise.resolve(service.apiKey),
+      service: trainingService({ serviceUrl: service.apiUrl, apiKey: () => Promise.resolve(service.apiKey) }),
       logger,
     });
     const asking: Step<'structure'> = {
@@ -384,10 +382,13 @@ describe('tracing of service calls', () => {
 
 describe("a Lambda container's runtime", () => {
   it('emits metrics and has a tracer, which turns itself off outside Lambda (no X-Ray daemon is tried)', async () => {
-    const runtime = await runtimeFromEnvironment({
-      HOPPER_SERVICE_URL: 'https://train.example.com',
-      HOPPER_API_KEY_SECRET_ARN: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:key',
-    });
+    const runtime = await runtimeFromEnvironment(
+      {
+        HOPPER_SERVICE_URL: 'https://train.example.com',
+        HOPPER_API_KEY_SECRET_ARN: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:key',
+      },
+      { service: trainingServiceFromEnvironment },
+    );
     expect(runtime.emitMetrics).toBe(true);
     expect(runtime.tracer).toBeDefined();
     expect(process.env.AWS_LAMBDA_FUNCTION_NAME).toBeUndefined();
