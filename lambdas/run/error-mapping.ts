@@ -14,6 +14,7 @@ import {
   UnsupportedNextActionError,
 } from '../service-client/index.js';
 import { messageOf, RunError } from './errors.js';
+import { noCreditsMessage, unknownEncoderMessage, unsupportedNextActionMessage } from './messages.js';
 
 export function toRunError(error: unknown): RunError {
   if (error instanceof RunError) return error;
@@ -37,23 +38,17 @@ function fromServiceError(error: ServiceError): RunError {
     );
   }
   if (error instanceof NoCreditsError) {
-    return new RunError(
-      'no_credits',
-      'the training service account has no credits left: add credits at the service, then resume the run without uploading again (hopper retry <drop>, or upload train.json with "resume": true)',
-      { cause: error },
-    );
+    return new RunError('no_credits', noCreditsMessage(), { cause: error });
   }
   if (error instanceof UnknownEncoderError) {
-    return new RunError(
-      'unknown_encoder',
-      `the service does not know the encoder in train.json: ${error.message}. Remove "encoder" to use the service's default`,
-      { cause: error },
-    );
+    return new RunError('unknown_encoder', unknownEncoderMessage({ encoder: null, reason: error.message }), {
+      cause: error,
+    });
   }
   if (error instanceof UnsupportedNextActionError) {
     return new RunError(
       'unsupported_next_action',
-      `${error.message}: the service asked for an action this version of Hopper does not know; upgrade Hopper`,
+      unsupportedNextActionMessage(error.nextAction, `the answer to ${error.endpoint}`),
       { cause: error },
     );
   }

@@ -16,11 +16,13 @@ import { toRunError } from './error-mapping.js';
 import { emitInvocationMetrics } from './metrics.js';
 import { DEADLINE_MARGIN_MS } from './retry-budget.js';
 import { runtimeFromEnvironment, withInvocationLogger, type Runtime } from './runtime.js';
+import { withNeededSlots } from './require-slot.js';
 import type { RunState, SlotName } from './state.js';
 import { readStatus, statusOf, writeStatus } from './status.js';
 import { inSubsegment } from './tracing.js';
 import { meterS3, S3RequestMeter, withStatusWrite } from './s3-requests.js';
 import { addInvocation, isRunSummary, type RunSummary } from './usage.js';
+import { STEPS, type SlotOf, type StateFor, type StepName } from './vocabulary.js';
 
 /** The part of Lambda's context a step uses; local mode supplies the same. */
 export interface InvocationContext {
@@ -47,45 +49,65 @@ export interface StepEnv {
 
 export type SlotValue<S extends SlotName> = NonNullable<RunState[S]>;
 
-export interface Step<S extends SlotName> {
-  /** Hopper's name for the action, written to the status file (`upload_files`, ...). */
-  readonly stage: string;
-  /** Where the definition puts the result (`ResultPath: $.<slot>`). */
-  readonly slot: S;
-  run(state: RunState, env: StepEnv): Promise<SlotValue<S>>;
+/** A step's domain function: the state with its needed slots, to the slot it writes. */
+export type StepRun<N extends StepName> = (state: StateFor<N>, env: StepEnv) => Promise<SlotValue<SlotOf<N>>>;
+
+/**
+ * A step: its name (its Task, slot and needed slots are declared once, in STEPS of
+ * vocabulary.ts) and its domain function. Build one with defineStep.
+ */
+export interface Step<N extends StepName> {
+  /** Hopper's name for the step, written to the status file (`hopper_step`: `upload_files`, ...). */
+  readonly name: N;
+  /** Runs the step; a needed slot missing from `state` is internal_error (a broken definition). */
+  run(state: RunState, env: StepEnv): Promise<SlotValue<SlotOf<N>>>;
   /** False for the report step, which writes the final status itself. Default true. */
   readonly writesStatus?: boolean;
 }
 
-export type TaskHandler<S extends SlotName> = ((
+/** The step named `name` running `run` on a state whose needed slots were checked. */
+export function defineStep<N extends StepName>(
+  name: N,
+  run: StepRun<N>,
+  options: { readonly writesStatus?: boolean } = {},
+): Step<N> {
+  // Async, so a missing slot rejects like any other failure of the step.
+  return { name, ...options, run: async (state, env) => run(withNeededSlots(name, state), env) };
+}
+
+export type TaskHandler<N extends StepName> = ((
   event: unknown,
   context: InvocationContext,
-) => Promise<SlotValue<S>>) & {
+) => Promise<SlotValue<SlotOf<N>>>) & {
+  /** The step it runs: the Task registry (infra/tasks.ts) binds it by this name. */
+  readonly step: N;
   /** The same handler over another runtime (local mode, tests). */
-  withRuntime(runtime: Runtime): (event: unknown, context: InvocationContext) => Promise<SlotValue<S>>;
+  withRuntime(
+    runtime: Runtime,
+  ): (event: unknown, context: InvocationContext) => Promise<SlotValue<SlotOf<N>>>;
 };
 
-export function stepHandler<S extends SlotName>(step: Step<S>): TaskHandler<S> {
+export function stepHandler<N extends StepName>(step: Step<N>): TaskHandler<N> {
   const bound =
     (runtime: () => Runtime | Promise<Runtime>) => async (event: unknown, context: InvocationContext) =>
       invoke(step, await runtime(), event, context);
   return Object.assign(
     bound(() => runtimeFromEnvironment()),
-    { withRuntime: (runtime: Runtime) => bound(() => runtime) },
+    { step: step.name, withRuntime: (runtime: Runtime) => bound(() => runtime) },
   );
 }
 
-async function invoke<S extends SlotName>(
-  step: Step<S>,
+async function invoke<N extends StepName>(
+  step: Step<N>,
   runtime: Runtime,
   event: unknown,
   context: InvocationContext,
-): Promise<SlotValue<S>> {
+): Promise<SlotValue<SlotOf<N>>> {
   const state = parseState(event);
   const started = Date.now();
-  const functionName = context.functionName ?? step.stage;
+  const functionName = context.functionName ?? step.name;
   const memoryMb = memoryOf(context);
-  const logger = invocationLogger(runtime, context, state, step.stage, functionName, memoryMb);
+  const logger = invocationLogger(runtime, context, state, step.name, functionName, memoryMb);
   const meter = new S3RequestMeter();
   const { bucket } = state.run;
   const writesStatus = step.writesStatus !== false;
@@ -94,7 +116,7 @@ async function invoke<S extends SlotName>(
     addInvocation(
       previous,
       {
-        stage: step.stage,
+        step: step.name,
         ok,
         ms: Date.now() - started,
         memoryMb,
@@ -106,7 +128,7 @@ async function invoke<S extends SlotName>(
     if (runtime.emitMetrics !== true) return;
     const now = runtime.now();
     emitInvocationMetrics({
-      stage: step.stage,
+      step: step.name,
       ms: Date.now() - started,
       before: state,
       after,
@@ -134,16 +156,16 @@ async function invoke<S extends SlotName>(
           requestId: context.awsRequestId,
           summary: (after) => usage(true, after, true),
         };
-        const slot = await inSubsegment(runtime.tracer, `## ${step.stage}`, { run_id: state.run.runId }, () =>
+        const slot = await inSubsegment(runtime.tracer, `## ${step.name}`, { run_id: state.run.runId }, () =>
           step.run(state, env),
         ).catch((error: unknown) => {
           throw toRunError(error);
         });
-        const after: RunState = { ...state, [step.slot]: slot };
+        const after: RunState = { ...state, [STEPS[step.name].slot]: slot };
         // The report wrote its status itself, inside the count; the others' write is counted ahead.
         const summary = usage(true, after, writesStatus);
         if (writesStatus) {
-          const status = statusOf(after, { stage: step.stage, summary }, runtime.now());
+          const status = statusOf(after, { hopperStep: step.name, summary }, runtime.now());
           await meter
             .uncounted(() => writeStatus(runtime.s3, bucket, status))
             .catch((error: unknown) => {
@@ -162,7 +184,7 @@ async function invoke<S extends SlotName>(
           message: failure.detail,
         });
         const summary = usage(false, state, writesStatus);
-        if (writesStatus) await recordFailedInvocation(runtime, logger, meter, state, step.stage, summary);
+        if (writesStatus) await recordFailedInvocation(runtime, logger, meter, state, step.name, summary);
         metrics(undefined, summary);
         throw failure;
       }
@@ -186,10 +208,10 @@ async function recordFailedInvocation(
   logger: Logger,
   meter: S3RequestMeter,
   state: RunState,
-  stage: string,
+  step: StepName,
   summary: RunSummary,
 ): Promise<void> {
-  const status = statusOf(state, { stage, summary }, runtime.now());
+  const status = statusOf(state, { hopperStep: step, summary }, runtime.now());
   await meter
     .uncounted(() => writeStatus(runtime.s3, state.run.bucket, status))
     .catch((error: unknown) => {
@@ -207,7 +229,7 @@ function invocationLogger(
   runtime: Runtime,
   context: InvocationContext,
   state: RunState,
-  stage: string,
+  step: StepName,
   functionName: string,
   memoryMb: number,
 ): Logger {
@@ -219,7 +241,7 @@ function invocationLogger(
     cold_start: runtime.coldStart?.(functionName) ?? false,
     run_id: state.run.runId,
     drop: state.run.drop,
-    stage,
+    hopper_step: step,
     ...idsOf(state),
   });
   return logger;

@@ -31,7 +31,7 @@ export async function resumeSource(s3: S3Client, run: RunInput): Promise<ResumeF
   }
   if (status.state === 'running') {
     throw notResumable(
-      `run ${status.run_id} of ${run.drop} is still running (at ${status.stage}): wait for it to end, and resume only if it fails`,
+      `run ${status.run_id} of ${run.drop} is still running (at ${status.hopper_step}): wait for it to end, and resume only if it fails`,
     );
   }
   if (status.state === 'succeeded') {

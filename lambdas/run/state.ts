@@ -5,6 +5,10 @@
  * (Step Functions caps a state at 256 KiB) and free of secrets: the console shows all of it.
  */
 import type { NextAction } from '../service-client/index.js';
+import type { RunErrorCode } from './errors.js';
+import type { SlotName, StopCode } from './vocabulary.js';
+
+export type { SlotName };
 import type { ExpectedFinish } from './polling.js';
 
 /** Where a run comes from: the execution input the trigger builds from the S3 event. */
@@ -80,8 +84,8 @@ export interface DatasetSlot extends PollSchedule {
   readonly id: string;
   readonly step: number;
   readonly status: string;
-  /** A known value, or the raw string when the service sent one Hopper does not know. */
-  readonly nextAction: NextAction | (string & {});
+  /** Always a known value: the client refuses a record with another (unsupported_next_action). */
+  readonly nextAction: NextAction;
   readonly expiresAt: string;
   readonly error: string | null;
   /** Held-out examples this run has answered so far. */
@@ -93,7 +97,7 @@ export interface ModelSlot extends PollSchedule {
   readonly id: string;
   readonly step: number;
   readonly status: string;
-  readonly nextAction: NextAction | (string & {});
+  readonly nextAction: NextAction;
   readonly version: number;
   readonly encoder: string;
   /** Trainings of this dataset started so far, failed ones included. */
@@ -126,7 +130,7 @@ export interface CopySlot {
 
 /** A run that stopped on a next_action it cannot go on from ($.stop, set by a Pass state). */
 export interface StopSlot {
-  readonly code: string;
+  readonly code: StopCode;
 }
 
 /** What a Catch puts at $.failure: Step Functions' error name and cause. */
@@ -138,7 +142,13 @@ export interface CaughtFailure {
 /** The outcome the report step decided ($.report). */
 export interface ReportSlot {
   readonly outcome: 'succeeded' | 'failed';
-  readonly error: { readonly code: string; readonly message: string } | null;
+  readonly error: RunFailure | null;
+}
+
+/** A failed run's error: the status file's `error`, the Failed event's, the execution's. */
+export interface RunFailure {
+  readonly code: RunErrorCode;
+  readonly message: string;
 }
 
 export interface RunState {
@@ -151,6 +161,3 @@ export interface RunState {
   readonly failure?: CaughtFailure;
   readonly report?: ReportSlot;
 }
-
-/** The slot each Task writes. */
-export type SlotName = 'config' | 'dataset' | 'model' | 'copy' | 'report';

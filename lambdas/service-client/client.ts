@@ -7,14 +7,13 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Agent, type Dispatcher } from 'undici';
 import type { z } from 'zod';
 import {
-  DATASET_STATUSES_PAST_STRUCTURE,
+  isPastStructure,
   DatasetSchema,
   DownloadLinkSchema,
   EncoderListSchema,
   ENDPOINTS,
   endpointLabel,
   FILE_STATUS,
-  FIRST_STEP_AFTER_STRUCTURE,
   LabelResultSchema,
   LabelTaskSchema,
   listQuery,
@@ -36,9 +35,10 @@ import {
   type StructureAnswer,
   type Suggestions,
 } from './contract.js';
-import { ConflictError, UnexpectedResponseError } from './errors.js';
+import { ConflictError, RateLimitedError, UnexpectedResponseError } from './errors.js';
 import { exchangeJson, makeRedactor, parseBody, type JsonAnswer, type Transport } from './http.js';
 import { CursorList } from './pagination.js';
+import { sharedRateLimiter, type AdaptiveRateLimiter } from './rate-limit.js';
 import {
   mayHaveActed,
   SILENT_LOGGER,
@@ -86,6 +86,11 @@ export interface TrainingServiceClientOptions extends RequestOptions {
   readonly random?: () => number;
   /** Default: a keep-alive Agent owned (and closed) by the client. */
   readonly dispatcher?: Dispatcher;
+  /**
+   * Paces the API requests once the service has answered 429 (rate-limit.ts). Default: the
+   * process's limiter for this service (sharedRateLimiter), shared by every client to it.
+   */
+  readonly rateLimiter?: AdaptiveRateLimiter;
 }
 
 export interface ModelsOfDatasetOptions {
@@ -115,6 +120,7 @@ export class TrainingServiceClient {
   readonly #retry: RetrySettings;
   readonly #transfer: TransferSettings;
   readonly #ownAgent: Agent | undefined;
+  readonly #limiter: AdaptiveRateLimiter;
   readonly #options: TrainingServiceClientOptions;
   readonly #signal: AbortSignal | undefined;
 
@@ -125,6 +131,7 @@ export class TrainingServiceClient {
       throw new TypeError('apiKey is required');
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.#apiKey = options.apiKey;
+    this.#limiter = options.rateLimiter ?? sharedRateLimiter(this.baseUrl);
     this.#options = options;
     this.#signal = options.signal;
     const logger = options.logger ?? SILENT_LOGGER;
@@ -173,6 +180,7 @@ export class TrainingServiceClient {
       ...this.#options,
       ...options,
       dispatcher: this.#transport.dispatcher,
+      rateLimiter: this.#limiter,
     });
   }
 
@@ -253,7 +261,8 @@ export class TrainingServiceClient {
    * POST .../structure with the answers given (none: the service's own choices). Retried on
    * transient failures. A retry after an ambiguous failure (dropped connection, timeout, 5xx)
    * that is answered 409 conflict may mean the first attempt took effect: then the dataset is
-   * read, and if it has moved past structure the call succeeds with that record.
+   * read, and if it has moved past structure (isPastStructure, contract.ts) the call succeeds
+   * with that record.
    */
   async structure(datasetId: string, answers?: readonly StructureAnswer[]): Promise<Dataset> {
     // An object, not a boolean: the flag is set from a callback, beyond the compiler's flow analysis.
@@ -270,10 +279,7 @@ export class TrainingServiceClient {
     } catch (error) {
       if (!retried.afterAmbiguousFailure || !(error instanceof ConflictError)) throw error;
       const dataset = await this.getDataset(datasetId);
-      const pastStructure =
-        DATASET_STATUSES_PAST_STRUCTURE.includes(dataset.status) ||
-        dataset.step >= FIRST_STEP_AFTER_STRUCTURE;
-      if (!pastStructure) throw error;
+      if (!isPastStructure(dataset)) throw error;
       this.#retry.logger.warn(
         `${endpointLabel(ENDPOINTS.structure)}: 409 after an ambiguous failure; it had succeeded`,
       );
@@ -381,19 +387,32 @@ export class TrainingServiceClient {
     const search = new URLSearchParams(options.query ?? {}).toString();
     const url = `${this.baseUrl}${pathOf(endpoint, params)}${search === '' ? '' : `?${search}`}`;
     const signal = this.#signal;
+    // Waiting for the rate limiter's turn is not the service failing: the call's retry budget
+    // does not count it.
+    let queuedMs = 0;
+    const retry: RetrySettings = { ...this.#retry, now: () => this.#retry.now() - queuedMs };
     return withRetries(
       label,
       endpoint.retry,
-      this.#retry,
-      () =>
-        exchangeJson(this.#transport, {
-          method: endpoint.method,
-          url,
-          endpoint: label,
-          headers: { authorization: `Bearer ${this.#apiKey}` },
-          body: options.body,
-          signal,
-        }),
+      retry,
+      async () => {
+        const asked = Date.now();
+        await this.#limiter.acquire();
+        queuedMs += Date.now() - asked;
+        try {
+          return await exchangeJson(this.#transport, {
+            method: endpoint.method,
+            url,
+            endpoint: label,
+            headers: { authorization: `Bearer ${this.#apiKey}` },
+            body: options.body,
+            signal,
+          });
+        } catch (error) {
+          if (error instanceof RateLimitedError) this.#limiter.throttled();
+          throw error;
+        }
+      },
       { ...options.hooks, signal },
     );
   }

@@ -133,7 +133,8 @@ export const NEXT_ACTIONS = {
   pick_decisions: { record: 'dataset', steps: [2] },
   label_examples: { record: 'dataset', steps: [3] },
   start_training: { record: 'dataset', steps: [3] },
-  retry: { record: 'model', steps: [4] },
+  // A model that failed; a dataset whose training failed shows it too (what a resumed run starts from).
+  retry: { record: 'any', steps: [4] },
   download: { record: 'model', steps: [5] },
   none: { record: 'model', steps: [5] },
   expired: { record: 'dataset', steps: [1, 2, 3] },
@@ -151,12 +152,29 @@ export function isKnownNextAction(value: string): value is NextAction {
 
 export const FILE_STATUS = { pending: 'pending', uploaded: 'uploaded' } as const;
 
+// Where a dataset stands with structuring (B4), for the 409 answers of structure and suggest.
+// Both rules live here: the client's reconciliation and the structure step read them.
+
+/** The next_actions at which a dataset waits to be structured: structure, or answer suggestions. */
+const AWAITING_STRUCTURE: readonly NextAction[] = ['structure', 'pick_decisions'];
+/** Dataset statuses that show POST structure took effect. */
+const DATASET_STATUSES_PAST_STRUCTURE: readonly string[] = ['structuring', 'labeling', 'ready'];
+const FIRST_STEP_AFTER_STRUCTURE = 3;
+
+/** The dataset still waits for POST structure (or suggest): a 409 there is a real refusal. */
+export function awaitsStructure(dataset: Pick<Dataset, 'next_action'>): boolean {
+  return AWAITING_STRUCTURE.includes(dataset.next_action);
+}
+
 /**
- * Dataset statuses that show POST structure took effect (B4): a structure retried after an
- * ambiguous failure and answered 409 succeeded if the dataset is in one of these, or at step 3+.
+ * POST structure took effect on the dataset: it is structuring, or at step 3 and later. A
+ * structure retried after an ambiguous failure and answered 409 succeeded exactly then.
  */
-export const DATASET_STATUSES_PAST_STRUCTURE: readonly string[] = ['structuring', 'labeling', 'ready'];
-export const FIRST_STEP_AFTER_STRUCTURE = 3;
+export function isPastStructure(dataset: Pick<Dataset, 'status' | 'step'>): boolean {
+  return (
+    DATASET_STATUSES_PAST_STRUCTURE.includes(dataset.status) || dataset.step >= FIRST_STEP_AFTER_STRUCTURE
+  );
+}
 
 // ---------------------------------------------------------------------------------------------
 // Link lifetimes (B2, B8). The client never trusts its own clock with these: it reacts to

@@ -11,7 +11,11 @@ import {
   type ServiceErrorKind,
 } from './contract.js';
 
-export type ErrorCode =
+/**
+ * The client's error codes: one per error class. Not Hopper's run error codes (RunErrorCode in
+ * lambdas/run/errors.ts), which lambdas/run/error-mapping.ts derives from these.
+ */
+export type ServiceErrorCode =
   | ServiceErrorKind
   | 'connection_error'
   | 'timeout'
@@ -33,7 +37,7 @@ export interface ServiceErrorInit {
 
 export abstract class ServiceError extends Error {
   abstract override readonly name: string;
-  abstract readonly code: ErrorCode;
+  abstract readonly code: ServiceErrorCode;
   readonly endpoint: string;
   /** HTTP status of the answer; undefined when none arrived (transport failures). */
   readonly status: number | undefined;

@@ -20,6 +20,8 @@ export {
   UPLOAD_URL_TTL_MS,
   LIST_LIMIT_MAX,
   filesRetentionMs,
+  awaitsStructure,
+  isPastStructure,
   trainingDurationMs,
 } from './contract.js';
 export type {
@@ -63,4 +65,4 @@ export {
   UnexpectedResponseError,
   UnsupportedNextActionError,
 } from './errors.js';
-export type { ErrorCode } from './errors.js';
+export type { ServiceErrorCode } from './errors.js';

@@ -16,67 +16,66 @@ import {
   type Model,
   type TrainingServiceClient,
 } from '../service-client/index.js';
-import { RunError, trainingFailedMessage } from '../run/errors.js';
-import type { Step } from '../run/handler.js';
-import { requireSlot } from '../run/require-slot.js';
+import { RunError } from '../run/errors.js';
+import {
+  datasetExpiredMessage,
+  noCreditsMessage,
+  trainingFailedMessage,
+  unknownEncoderMessage,
+} from '../run/messages.js';
+import { defineStep } from '../run/handler.js';
 import { expectedFinish } from '../run/polling.js';
 import { modelSlot, type AccountHistory } from '../run/slots.js';
 import type { RunConfig } from '../run/state.js';
 
-const STAGE = 'start_training';
 const UNDER_WAY_STATUSES: readonly string[] = ['queued', 'training', 'done'];
 /** A model at one of these has not failed: wait for it, download it, or report its files gone. */
 const UNDER_WAY_NEXT_ACTIONS: readonly string[] = ['wait', 'download', 'none'];
 
-export const startTrainingStep: Step<'model'> = {
-  stage: STAGE,
-  slot: 'model',
-  async run(state, env) {
-    const config = requireSlot(state, 'config', STAGE);
-    const datasetSlot = requireSlot(state, 'dataset', STAGE);
-    const client = await env.runtime.service();
-    const dataset = await client.getDataset(datasetSlot.id);
-    const models = await modelsOf(client, dataset);
-    // The backoff of a new model starts afresh; the run's poll count carries on.
-    const previous = state.model ?? datasetSlot;
-    // Looked up once per run, at its first training; a retry carries it on.
-    const history: AccountHistory =
-      state.model === undefined
-        ? await accountHistory(client)
-        : {
-            filesRetentionSeconds: state.model.filesRetentionSeconds ?? null,
-            expectedFinish: state.model.expectedFinish ?? null,
-          };
+export const startTrainingStep = defineStep('start_training', async (state, env) => {
+  const { config, dataset: datasetSlot } = state;
+  const client = await env.runtime.service();
+  const dataset = await client.getDataset(datasetSlot.id);
+  const models = await modelsOf(client, dataset);
+  // The backoff of a new model starts afresh; the run's poll count carries on.
+  const previous = state.model ?? datasetSlot;
+  // Looked up once per run, at its first training; a retry carries it on.
+  const history: AccountHistory =
+    state.model === undefined
+      ? await accountHistory(client)
+      : {
+          filesRetentionSeconds: state.model.filesRetentionSeconds ?? null,
+          expectedFinish: state.model.expectedFinish ?? null,
+        };
 
-    const newest = models[0];
-    // A resumed run trains again when the earlier run's model lost its files (model_files_gone).
-    const filesGone = newest?.next_action === 'none' && config.resumeFrom !== undefined;
-    if (newest !== undefined && isUnderWay(newest) && !filesGone) {
-      return modelSlot(newest, models.length, previous, env.runtime.now(), history);
-    }
-    if (newest !== undefined && models.length >= config.maxAttempts) {
-      // The Choice counts attempts too; this guards the case it cannot see (a training started
-      // by a lost call that failed before this retry), counting what the service holds.
-      throw new RunError(
-        'training_failed',
-        trainingFailedMessage({
-          attempts: models.length,
-          maxAttempts: config.maxAttempts,
-          modelId: newest.id,
-          error: newest.error,
-        }),
-      );
-    }
-    if (dataset.next_action === 'expired') {
-      throw new RunError(
-        'dataset_expired',
-        `dataset ${dataset.id} expired at the service at ${dataset.expires_at}, before a training could start; drop the folder again, train.json last, to start over`,
-      );
-    }
-    const record = await startTraining(client, dataset, config);
-    return modelSlot(record, models.length + 1, previous, env.runtime.now(), history);
-  },
-};
+  const newest = models[0];
+  // A resumed run trains again when the earlier run's model lost its files (model_files_gone).
+  const filesGone = newest?.next_action === 'none' && config.resumeFrom !== undefined;
+  if (newest !== undefined && isUnderWay(newest) && !filesGone) {
+    return modelSlot(newest, models.length, previous, env.runtime.now(), history);
+  }
+  if (newest !== undefined && models.length >= config.maxAttempts) {
+    // The Choice counts attempts too; this guards the case it cannot see (a training started
+    // by a lost call that failed before this retry), counting what the service holds.
+    throw new RunError(
+      'training_failed',
+      trainingFailedMessage({
+        attempts: models.length,
+        maxAttempts: config.maxAttempts,
+        modelId: newest.id,
+        error: newest.error,
+      }),
+    );
+  }
+  if (dataset.next_action === 'expired') {
+    throw new RunError(
+      'dataset_expired',
+      datasetExpiredMessage({ id: dataset.id, expiresAt: dataset.expires_at, step: dataset.step }),
+    );
+  }
+  const record = await startTraining(client, dataset, config);
+  return modelSlot(record, models.length + 1, previous, env.runtime.now(), history);
+});
 
 /** Done models looked at for their files' retention and their trainings' durations: one page. */
 export const RETENTION_SAMPLE = 25;
@@ -124,21 +123,15 @@ async function startTraining(
     return await client.startTraining(dataset.id, encoder);
   } catch (error) {
     if (error instanceof NoCreditsError) {
-      throw new RunError(
-        'no_credits',
-        `the training service account has no credits left to train dataset ${dataset.id} (a training costs 1 credit; a failed one is refunded): add credits at the service, then resume the run without uploading again (hopper retry <drop>, or upload train.json with "resume": true)`,
-        { cause: error },
-      );
+      throw new RunError('no_credits', noCreditsMessage(dataset.id), { cause: error });
     }
     if (error instanceof UnknownEncoderError && config.encoder !== null) {
       const offered = (await client.listEncoders())
         .map((option) => `"${option.id}"${option.default ? ' (default)' : ''}`)
         .join(', ');
-      throw new RunError(
-        'unknown_encoder',
-        `train.json names the encoder "${config.encoder}", which the service does not offer; its encoders are ${offered}. Set "encoder" to one of them, or remove it to use the default, and drop train.json again`,
-        { cause: error },
-      );
+      throw new RunError('unknown_encoder', unknownEncoderMessage({ encoder: config.encoder, offered }), {
+        cause: error,
+      });
     }
     throw error;
   }

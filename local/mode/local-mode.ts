@@ -13,7 +13,7 @@ import { TASKS, type TaskName } from '../../infra/tasks.js';
 import { messageOf } from '../../lambdas/run/errors.js';
 import type { TaskHandler } from '../../lambdas/run/handler.js';
 import { createRuntime, LAMBDA_CLIENT_OPTIONS, type RuntimeOptions } from '../../lambdas/run/runtime.js';
-import type { SlotName } from '../../lambdas/run/state.js';
+import type { StepName } from '../../lambdas/run/vocabulary.js';
 import { createTriggerHandler, type TriggerResult } from '../../lambdas/trigger/start-execution.js';
 import { startLocalS3, type LocalS3 } from '../s3/local-s3.js';
 import {
@@ -152,7 +152,7 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
 
     const tasks: Record<string, LocalTask> = {};
     for (const task of TASKS) {
-      const module = (await import(local.handlers[task.name].path)) as { handler: TaskHandler<SlotName> };
+      const module = (await import(local.handlers[task.name].path)) as { handler: TaskHandler<StepName> };
       const lambda = asLambda(module.handler.withRuntime(runtime), task.timeoutSeconds, {
         functionName: task.name,
         memoryMb: task.memoryMb,

@@ -247,7 +247,7 @@ describe('copy_model', () => {
     expect(error.code).toBe('model_files_gone');
     const gone = await (await runtime.service()).getModel(model.id);
     expect(gone.files_deleted_at).not.toBeNull();
-    expect(error.detail).toContain(`the service deleted the model's files at ${gone.files_deleted_at ?? ''}`);
+    expect(error.detail).toContain(`are gone at the service at ${gone.files_deleted_at ?? ''}`);
     expect(service.requestCount('fileDownload')).toBe(0);
     expect(await keysUnder(modelPrefix(state.run.drop, model.id))).toEqual([]);
   });

@@ -7,6 +7,7 @@ import { DEADLINE_MARGIN_MS, LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/ret
 import { createRuntime, type Runtime } from '../../lambdas/run/runtime.js';
 import { datasetSlot } from '../../lambdas/run/slots.js';
 import type { RunState } from '../../lambdas/run/state.js';
+import type { StepName } from '../../lambdas/run/vocabulary.js';
 import { readStatus } from '../../lambdas/run/status.js';
 import { createDatasetStep } from '../../lambdas/steps/create-dataset.js';
 import { pollDatasetStep } from '../../lambdas/steps/poll-dataset.js';
@@ -20,11 +21,11 @@ const fixtures = usePipelineFixtures();
 const API_KEY = 'sk-test-0123456789-SECRET';
 
 /** A step whose run throws `error`. */
-function throwing(error: Error): Step<'dataset'> {
-  return { stage: 'poll_dataset', slot: 'dataset', run: () => Promise.reject(error) };
+function throwing(error: Error): Step<'poll_dataset'> {
+  return { name: 'poll_dataset', run: () => Promise.reject(error) };
 }
 
-async function invoke<S extends 'dataset' | 'model'>(step: Step<S>, runtime: Runtime, state: unknown) {
+async function invoke<N extends StepName>(step: Step<N>, runtime: Runtime, state: unknown) {
   return stepHandler(step).withRuntime(runtime)(state, invocationContext());
 }
 
@@ -159,7 +160,7 @@ describe('the handler wrapper: status', () => {
     expect(await readStatus(client, bucket, state.run.drop)).toMatchObject({
       run_id: state.run.runId,
       state: 'running',
-      stage: 'create_dataset',
+      hopper_step: 'create_dataset',
       step: 1,
       next_action: 'upload_files',
       dataset_id: slot.id,
@@ -178,7 +179,7 @@ describe('the handler wrapper: status', () => {
     const status = await readStatus(client, bucket, state.run.drop);
     expect(status).toMatchObject({
       state: 'running',
-      stage: 'create_dataset',
+      hopper_step: 'create_dataset',
       dataset_id: null,
       error: null,
     });

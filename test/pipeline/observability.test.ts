@@ -105,8 +105,8 @@ function datasetOf(overrides: Partial<DatasetSlot> = {}): DatasetSlot {
 }
 
 /** A step that returns `slot` as upload_files would (its effects are not what is tested here). */
-function returning(stage: string, slot: DatasetSlot): Step<'dataset'> {
-  return { stage, slot: 'dataset', run: () => Promise.resolve(slot) };
+function returning(name: 'upload_files' | 'label_examples', slot: DatasetSlot): Step<typeof name> {
+  return { name, run: () => Promise.resolve(slot) };
 }
 
 afterEach(() => {
@@ -118,9 +118,8 @@ describe('metrics (EMF lines on stdout, namespace Hopper)', () => {
   it("a run's first invocation counts a run started, even when it fails; its retry does not count another", async () => {
     const runtime = runtimeWith();
     const state = stateOf(fixtures.s3().bucket, { config: configOf() });
-    const failing: Step<'dataset'> = {
-      stage: 'validate_drop',
-      slot: 'dataset',
+    const failing: Step<'validate_drop'> = {
+      name: 'validate_drop',
       run: () => Promise.reject(new Error('S3 hiccup')),
     };
     const first = metricsIn(
@@ -133,7 +132,7 @@ describe('metrics (EMF lines on stdout, namespace Hopper)', () => {
     ]);
     expect(first.find((metric) => metric.name === METRIC.runsStarted)).toMatchObject({ value: 1 });
 
-    const retried = returning('validate_drop', datasetOf({ nextAction: 'upload_files' }));
+    const retried: Step<'validate_drop'> = { name: 'validate_drop', run: () => Promise.resolve(configOf()) };
     const second = metricsIn(
       emfLines(await stdoutOf(() => stepHandler(retried).withRuntime(runtime)(state, invocationContext()))),
     );
@@ -250,9 +249,8 @@ describe('log keys', () => {
       release = resolve;
     });
     let entered = 0;
-    const overlapping: Step<'dataset'> = {
-      stage: 'poll_dataset',
-      slot: 'dataset',
+    const overlapping: Step<'poll_dataset'> = {
+      name: 'poll_dataset',
       async run(state, env) {
         entered += 1;
         if (entered === 2) release();
@@ -283,7 +281,7 @@ describe('log keys', () => {
         function_request_id: mine.context.awsRequestId,
         function_name: 'PollDataset',
         function_memory_size: 256,
-        stage: 'poll_dataset',
+        hopper_step: 'poll_dataset',
       });
     }
     // The function's first invocation is its cold start, the second is not.
@@ -309,9 +307,8 @@ describe('log keys of the shared service client', () => {
       apiKey: () => Promise.resolve(service.apiKey),
       logger,
     });
-    const asking: Step<'dataset'> = {
-      stage: 'structure',
-      slot: 'dataset',
+    const asking: Step<'structure'> = {
+      name: 'structure',
       async run(state) {
         await (await runtime.service()).listEncoders();
         return datasetOf({ id: state.dataset?.id ?? 'none' });
@@ -328,7 +325,7 @@ describe('log keys of the shared service client', () => {
         level: 'DEBUG',
         run_id: state.run.runId,
         dataset_id: 'ds-7',
-        stage: 'structure',
+        hopper_step: 'structure',
       });
     }
     await (await runtime.service()).close();

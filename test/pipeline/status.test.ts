@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { RunError } from '../../lambdas/run/errors.js';
+import { resumeSource } from '../../lambdas/run/resume.js';
 import { readStatus, statusOf, writeStatus } from '../../lambdas/run/status.js';
+import { putJson } from '../../lambdas/storage/objects.js';
+import { describeStatus, allStatuses } from '../../local/commands/status.js';
+import { BucketView } from '../../local/console/bucket-view.js';
+import { markInterruptedRuns } from '../../local/mode/interrupted-runs.js';
 import type { RunState } from '../../lambdas/run/state.js';
 import { statusKey } from '../../lambdas/storage/keys.js';
 import { readText, uniqueDrop, usePipelineFixtures } from '../helpers/pipeline.js';
@@ -34,7 +40,7 @@ describe('status/<drop>.json', () => {
     await writeStatus(
       client,
       bucket,
-      statusOf(state, { stage: 'create_dataset' }, Date.parse('2026-01-01T00:01:00Z')),
+      statusOf(state, { hopperStep: 'create_dataset' }, Date.parse('2026-01-01T00:01:00Z')),
     );
 
     const written = JSON.parse((await readText(client, bucket, statusKey(drop))) ?? 'null') as unknown;
@@ -42,7 +48,7 @@ describe('status/<drop>.json', () => {
       run_id: 'run-1',
       drop,
       state: 'running',
-      stage: 'create_dataset',
+      hopper_step: 'create_dataset',
       step: 1,
       next_action: 'upload_files',
       dataset_id: 'd1',
@@ -71,7 +77,7 @@ describe('status/<drop>.json', () => {
         maxAttempts: 3,
       },
     };
-    expect(statusOf(state, { stage: 'upload_files' }, Date.now())).toMatchObject({
+    expect(statusOf(state, { hopperStep: 'upload_files' }, Date.now())).toMatchObject({
       files: ['a.csv', 'b.jsonl'],
       labels: 'answers.csv',
     });
@@ -82,22 +88,93 @@ describe('status/<drop>.json', () => {
     const drop = uniqueDrop();
     const newer = stateOf(drop, 'run-new', '2026-01-02T00:00:00.000Z');
     const older = stateOf(drop, 'run-old', '2026-01-01T00:00:00.000Z');
-    expect(await writeStatus(client, bucket, statusOf(newer, { stage: 'validate_drop' }, Date.now()))).toBe(
-      true,
-    );
-    expect(await writeStatus(client, bucket, statusOf(older, { stage: 'poll_dataset' }, Date.now()))).toBe(
-      false,
-    );
+    expect(
+      await writeStatus(client, bucket, statusOf(newer, { hopperStep: 'validate_drop' }, Date.now())),
+    ).toBe(true);
+    expect(
+      await writeStatus(client, bucket, statusOf(older, { hopperStep: 'poll_dataset' }, Date.now())),
+    ).toBe(false);
     expect((await readStatus(client, bucket, drop))?.run_id).toBe('run-new');
 
     // The newer run keeps writing; an even newer one takes over.
-    expect(await writeStatus(client, bucket, statusOf(newer, { stage: 'poll_dataset' }, Date.now()))).toBe(
-      true,
-    );
+    expect(
+      await writeStatus(client, bucket, statusOf(newer, { hopperStep: 'poll_dataset' }, Date.now())),
+    ).toBe(true);
     const newest = stateOf(drop, 'run-newest', '2026-01-03T00:00:00.000Z');
-    expect(await writeStatus(client, bucket, statusOf(newest, { stage: 'validate_drop' }, Date.now()))).toBe(
-      true,
-    );
+    expect(
+      await writeStatus(client, bucket, statusOf(newest, { hopperStep: 'validate_drop' }, Date.now())),
+    ).toBe(true);
     expect((await readStatus(client, bucket, drop))?.run_id).toBe('run-newest');
+  });
+});
+
+describe('a status file written by an earlier version (`stage`, not `hopper_step`)', () => {
+  /** The shape Hopper wrote before hopper_step: Hopper's step under `stage`. */
+  function oldStatus(drop: string, state: string, stage: string): Record<string, unknown> {
+    return {
+      run_id: `${drop}-old`,
+      drop,
+      state,
+      stage,
+      step: 1,
+      next_action: 'upload_files',
+      dataset_id: state === 'failed' ? 'ds-old' : null,
+      model_id: null,
+      attempts: 0,
+      max_attempts: 3,
+      labelled: 0,
+      files: ['a.csv'],
+      labels: null,
+      started_at: '2026-01-01T00:00:00.000Z',
+      updated_at: '2026-01-01T00:01:00.000Z',
+      finished_at: null,
+      error: state === 'failed' ? { code: 'no_credits', message: 'add credits' } : null,
+      model: null,
+      summary: null,
+    };
+  }
+
+  it('is read with `stage` as `hopper_step` by every reader: hopper status, the console, resuming, the interrupted-run check', async () => {
+    const { client, bucket } = fixtures.s3();
+    const running = uniqueDrop();
+    const failed = uniqueDrop();
+    await putJson(client, bucket, statusKey(running), oldStatus(running, 'running', 'upload_files'));
+    await putJson(client, bucket, statusKey(failed), oldStatus(failed, 'failed', 'start_training'));
+
+    const read = await readStatus(client, bucket, running);
+    expect(read).toMatchObject({ state: 'running', hopper_step: 'upload_files', step: 1 });
+    expect(read).not.toHaveProperty('stage');
+
+    // hopper status (one drop, and the table of all), and the console's view of the bucket.
+    expect(describeStatus(read!, Date.parse('2026-01-01T00:02:00.000Z'))).toMatch(
+      /hopper_step\s+upload_files/,
+    );
+    expect((await allStatuses(client, bucket)).find((status) => status.drop === failed)).toMatchObject({
+      hopper_step: 'start_training',
+    });
+    expect(await new BucketView(client, bucket).status(failed)).toMatchObject({
+      hopper_step: 'start_training',
+    });
+
+    // Resuming (hopper retry): a running old run is named with its step; a failed one is resumable.
+    const run = (drop: string) => ({ ...stateOf(drop, `${drop}-new`, '2026-01-02T00:00:00.000Z').run });
+    const refused = await resumeSource(client, run(running)).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(RunError);
+    expect((refused as RunError).message).toContain('(at upload_files)');
+    expect(await resumeSource(client, run(failed))).toEqual({
+      runId: `${failed}-old`,
+      datasetId: 'ds-old',
+      errorCode: 'no_credits',
+    });
+
+    // hopper local --data-dir: the old running file is marked interrupted, naming its step.
+    expect(await markInterruptedRuns(client, bucket)).toContain(running);
+    const marked = JSON.parse((await readText(client, bucket, statusKey(running))) ?? 'null') as Record<
+      string,
+      unknown
+    >;
+    expect(marked).toMatchObject({ state: 'interrupted', hopper_step: 'upload_files' });
+    expect(marked).not.toHaveProperty('stage');
+    expect(JSON.stringify(marked.error)).toContain('at upload_files');
   });
 });

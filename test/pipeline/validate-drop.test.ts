@@ -159,7 +159,7 @@ describe('validate_drop', () => {
     const status = JSON.parse(
       (await readText(client, bucket, statusKey(state.run.drop))) ?? 'null',
     ) as unknown;
-    expect(status).toMatchObject({ run_id: state.run.runId, state: 'running', stage: 'validate_drop' });
+    expect(status).toMatchObject({ run_id: state.run.runId, state: 'running', hopper_step: 'validate_drop' });
   });
 
   it('as a Lambda handler: a bad train.json fails for good with its code and every problem', async () => {
