@@ -146,7 +146,8 @@ describe('model files gone before the copy (next_action none)', () => {
 
     expect(removal).toBeUndefined();
     const status = await expectFailed(local, run, 'model_files_gone');
-    expect(status.error?.message).toContain(`model ${status.model_id ?? ''} cannot be downloaded any more`);
+    expect(status.error?.message).toContain(`the files of model ${status.model_id ?? ''} are gone`);
+    expect(status.error?.message).toContain('cannot be downloaded any more');
     expect(statesEntered(run.events)).toContain('CopyModel');
     expect(local.simulated?.credits()).toBe(10);
   });
