@@ -6,6 +6,11 @@
  * the client throws a retryable error although the service may have started the training. So
  * every invocation lists the dataset's models first (newest first) and adopts the newest one
  * when it is queued, training or done; only a failed newest model, or none, starts another.
+ *
+ * Two more rules before a new training (lambdas/run/supersede.ts): a run a newer train.json of
+ * the drop has taken over starts none (it stops, `superseded`; a training of its own it finds
+ * under way is adopted, since that credit is spent), and a run starts one only while it holds
+ * the drop's training claim (training-claim.ts), so one drop never has two trainings at once.
  */
 import {
   filesRetentionMs,
@@ -15,7 +20,9 @@ import {
   type Model,
   type TrainingServiceClient,
 } from '../service-client/index.js';
-import { RunError, trainingFailedMessage } from '../run/errors.js';
+import { RunError, retryable, trainingFailedMessage } from '../run/errors.js';
+import { supersededError } from '../run/supersede.js';
+import { claimTraining, recordTraining, type ClaimContext } from '../run/training-claim.js';
 import type { Step } from '../run/handler.js';
 import { requireSlot } from '../run/require-slot.js';
 import { modelSlot } from '../run/slots.js';
@@ -29,6 +36,7 @@ const UNDER_WAY_NEXT_ACTIONS: readonly string[] = ['wait', 'download', 'none'];
 export const startTrainingStep: Step<'model'> = {
   stage: STAGE,
   slot: 'model',
+  decidesWhenSuperseded: true,
   async run(state, env) {
     const config = requireSlot(state, 'config', STAGE);
     const datasetSlot = requireSlot(state, 'dataset', STAGE);
@@ -46,8 +54,19 @@ export const startTrainingStep: Step<'model'> = {
     const newest = models[0];
     // A resumed run trains again when the earlier run's model lost its files (model_files_gone).
     const filesGone = newest?.next_action === 'none' && config.resumeFrom !== undefined;
+    const claim: ClaimContext = {
+      s3: env.runtime.s3,
+      run: state.run,
+      now: env.runtime.now(),
+      service: () => Promise.resolve(client),
+    };
     if (newest !== undefined && isUnderWay(newest) && !filesGone) {
+      // This run's own training (a lost answer, or a retried invocation): its credit is spent.
+      await recordTraining(claim, dataset.id, newest.id);
       return modelSlot(newest, models.length, previous, env.runtime.now(), retention);
+    }
+    if (env.supersededBy !== undefined && env.supersededBy !== null) {
+      throw supersededError(state, env.supersededBy, STAGE);
     }
     if (newest !== undefined && models.length >= config.maxAttempts) {
       // The Choice counts attempts too; this guards the case it cannot see (a training started
@@ -68,7 +87,16 @@ export const startTrainingStep: Step<'model'> = {
         `dataset ${dataset.id} expired at the service at ${dataset.expires_at}, before a training could start; drop the folder again, train.json last, to start over`,
       );
     }
+    const held = await claimTraining(claim, dataset.id);
+    if (!held.held) {
+      // Rare: the claim the dataset step took went stale and another run took it meanwhile.
+      throw retryable(
+        'training_in_progress',
+        `another run of drop "${state.run.drop}" (run ${held.holder.run_id ?? '?'}) holds the drop's training${held.holder.model_id === null ? '' : ` (model ${held.holder.model_id})`}, and a drop trains one model at a time; once it ends, upload train.json again`,
+      );
+    }
     const record = await startTraining(client, dataset, config);
+    await recordTraining(claim, dataset.id, record.id);
     return modelSlot(record, models.length + 1, previous, env.runtime.now(), retention);
   },
 };
