@@ -51,7 +51,7 @@ export interface TaskSpec {
   readonly name: TaskName;
   /** One line on what the Task does (the Lambda's description). */
   readonly description: string;
-  /** The handler file under lambdas/; it exports `handler`. */
+  /** The handler entry file in HANDLERS_FOLDER; it exports `handler`. */
   readonly handlerFile: string;
   /** Where the definition puts the Task's result: `$.<slot>`. */
   readonly slot: SlotName;
@@ -76,7 +76,7 @@ export const TASKS: readonly TaskSpec[] = [
   {
     name: 'ValidateDrop',
     description: 'checks train.json and the drop files, pins each file to its etag',
-    handlerFile: 'validate-drop.ts',
+    handlerFile: 'validate-drop.handler.ts',
     slot: 'config',
     timeoutSeconds: MINUTE,
     memoryMb: 256,
@@ -85,7 +85,7 @@ export const TASKS: readonly TaskSpec[] = [
   {
     name: 'CreateDataset',
     description: 'creates the dataset at the training service',
-    handlerFile: 'create-dataset.ts',
+    handlerFile: 'create-dataset.handler.ts',
     slot: 'dataset',
     timeoutSeconds: SERVICE_CALLS,
     memoryMb: 256,
@@ -94,7 +94,7 @@ export const TASKS: readonly TaskSpec[] = [
   {
     name: 'UploadFiles',
     description: 'streams the drop files from S3 to the service (time-boxed)',
-    handlerFile: 'upload-files.ts',
+    handlerFile: 'upload-files.handler.ts',
     slot: 'dataset',
     timeoutSeconds: LONG,
     memoryMb: 1024,
@@ -103,7 +103,7 @@ export const TASKS: readonly TaskSpec[] = [
   {
     name: 'PollDataset',
     description: "reads the dataset's state and schedules the next poll",
-    handlerFile: 'poll-dataset.ts',
+    handlerFile: 'poll-dataset.handler.ts',
     slot: 'dataset',
     timeoutSeconds: SERVICE_CALLS,
     memoryMb: 256,
@@ -112,7 +112,7 @@ export const TASKS: readonly TaskSpec[] = [
   {
     name: 'Structure',
     description: 'structures the dataset, or asks for suggested decisions',
-    handlerFile: 'structure.ts',
+    handlerFile: 'structure.handler.ts',
     slot: 'dataset',
     timeoutSeconds: SERVICE_CALLS,
     memoryMb: 256,
@@ -121,7 +121,7 @@ export const TASKS: readonly TaskSpec[] = [
   {
     name: 'PickDecisions',
     description: 'answers the structuring questions as train.json says',
-    handlerFile: 'pick-decisions.ts',
+    handlerFile: 'pick-decisions.handler.ts',
     slot: 'dataset',
     timeoutSeconds: SERVICE_CALLS,
     memoryMb: 256,
@@ -130,7 +130,7 @@ export const TASKS: readonly TaskSpec[] = [
   {
     name: 'LabelExamples',
     description: "labels held-out examples from the drop's labels file (time-boxed)",
-    handlerFile: 'label-examples.ts',
+    handlerFile: 'label-examples.handler.ts',
     slot: 'dataset',
     timeoutSeconds: LONG,
     memoryMb: 512,
@@ -139,7 +139,7 @@ export const TASKS: readonly TaskSpec[] = [
   {
     name: 'StartTraining',
     description: 'starts a training, or adopts one already running for the dataset',
-    handlerFile: 'start-training.ts',
+    handlerFile: 'start-training.handler.ts',
     slot: 'model',
     timeoutSeconds: SERVICE_CALLS,
     memoryMb: 256,
@@ -148,7 +148,7 @@ export const TASKS: readonly TaskSpec[] = [
   {
     name: 'PollModel',
     description: "reads the model's state and schedules the next poll",
-    handlerFile: 'poll-model.ts',
+    handlerFile: 'poll-model.handler.ts',
     slot: 'model',
     timeoutSeconds: SERVICE_CALLS,
     memoryMb: 256,
@@ -157,7 +157,7 @@ export const TASKS: readonly TaskSpec[] = [
   {
     name: 'CopyModel',
     description: 'streams the trained model into models/ and writes model.json',
-    handlerFile: 'copy-model.ts',
+    handlerFile: 'copy-model.handler.ts',
     slot: 'copy',
     timeoutSeconds: LONG,
     memoryMb: 1024,
@@ -166,7 +166,7 @@ export const TASKS: readonly TaskSpec[] = [
   {
     name: 'Report',
     description: "decides the run's outcome, writes the final status and puts the run's event",
-    handlerFile: 'report.ts',
+    handlerFile: 'report.handler.ts',
     slot: 'report',
     timeoutSeconds: MINUTE,
     memoryMb: 256,
@@ -178,7 +178,7 @@ export const TASKS: readonly TaskSpec[] = [
 /** The Lambda EventBridge invokes for inbox/<drop>/train.json; not a state, starts executions. */
 export const TRIGGER = {
   description: 'starts one execution per train.json object (bucket, key, etag)',
-  handlerFile: 'trigger.ts',
+  handlerFile: 'trigger.handler.ts',
   timeoutSeconds: 30,
   memoryMb: 256,
 } as const;
@@ -194,7 +194,10 @@ export function taskNamed(name: TaskName): TaskSpec {
   return task;
 }
 
-/** The absolute path of a handler file under lambdas/. */
+/** The folder of the Lambda entry files, relative to the repository root. */
+export const HANDLERS_FOLDER = 'lambdas/handlers';
+
+/** The absolute path of a handler entry file in HANDLERS_FOLDER. */
 export function handlerPath(handlerFile: string): string {
-  return fileURLToPath(new URL(`../lambdas/${handlerFile}`, import.meta.url));
+  return fileURLToPath(new URL(`../${HANDLERS_FOLDER}/${handlerFile}`, import.meta.url));
 }

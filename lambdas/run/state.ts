@@ -19,7 +19,7 @@ export interface RunInput {
   readonly startedAt: string;
   /**
    * The execution's ARN, which the Task Lambdas cannot look up (the state machine's ARN in their
-   * environment would be a circular dependency): the starter adds it (lambdas/steps/trigger.ts).
+   * environment would be a circular dependency): the starter adds it (lambdas/trigger/start-execution.ts).
    * Absent for an execution started by other means.
    */
   readonly executionArn?: string;

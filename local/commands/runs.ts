@@ -1,10 +1,10 @@
 /**
  * `hopper runs <drop>`: the drop's runs, newest first, with their outcome: the state machine's
  * executions (Step Functions' ListExecutions, or local mode's stand-in for it) whose names
- * begin with the drop (lambdas/steps/trigger.ts names them), each checked by its input.
+ * begin with the drop (lambdas/trigger/start-execution.ts names them), each checked by its input.
  */
 import { DescribeExecutionCommand, ListExecutionsCommand, type SFNClient } from '@aws-sdk/client-sfn';
-import { executionNameDrop, NAME_HASH_HEX } from '../../lambdas/steps/trigger.js';
+import { executionNameDrop, NAME_HASH_HEX } from '../../lambdas/trigger/start-execution.js';
 import {
   CommandError,
   EXIT,

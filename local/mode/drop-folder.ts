@@ -103,7 +103,7 @@ async function checkDataFileCount(
 
 /**
  * Uploads the folder to `bucket` and resolves to train.json's etag, which names the run
- * (lambdas/steps/trigger.ts). train.json goes up only once every other file is there.
+ * (lambdas/trigger/start-execution.ts). train.json goes up only once every other file is there.
  */
 export async function uploadDropFolder(s3: S3Client, bucket: string, folder: DropFolder): Promise<string> {
   const queue = [...folder.files];

@@ -8,17 +8,13 @@
 import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { LogLevel } from '@aws-lambda-powertools/logger/types';
-import {
-  synthesizeLocalDefinition,
-  type AslDefinition,
-  type LocalDefinition,
-} from '../../infra/definition.js';
+import { synthesizeLocalDefinition, type AslDefinition, type LocalDefinition } from './definition.js';
 import { TASKS, type TaskName } from '../../infra/tasks.js';
 import { messageOf } from '../../lambdas/run/errors.js';
 import type { TaskHandler } from '../../lambdas/run/handler.js';
 import { createRuntime, LAMBDA_CLIENT_OPTIONS, type RuntimeOptions } from '../../lambdas/run/runtime.js';
 import type { SlotName } from '../../lambdas/run/state.js';
-import { createTriggerHandler, type TriggerResult } from '../../lambdas/steps/trigger.js';
+import { createTriggerHandler, type TriggerResult } from '../../lambdas/trigger/start-execution.js';
 import { startLocalS3, type LocalS3 } from '../s3/local-s3.js';
 import {
   startSimulatedService,

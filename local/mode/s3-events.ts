@@ -5,11 +5,13 @@
  * the stack deploys: writing train.json again is a new run, as in the cloud, while a repeated
  * delivery of one event keeps its version id and is a duplicate.
  */
+import { createHash } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import { HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type S3rver from 's3rver';
 import { TRAIN_JSON_KEY_WILDCARD } from '../../lambdas/storage/keys.js';
-import { s3ObjectCreatedEvent, type S3ObjectCreatedEvent } from '../../lambdas/steps/trigger.js';
+import { bareEtag } from '../../lambdas/storage/objects.js';
+import type { S3ObjectCreatedEvent } from '../../lambdas/trigger/start-execution.js';
 
 /** One record of s3rver's S3-notification-shaped 'event' (not in its types). */
 export interface S3NotificationRecord {
@@ -31,6 +33,43 @@ const RULE_KEY = new RegExp(
 /** Whether the cloud rule would deliver an Object Created event for `key`. */
 export function ruleMatches(key: string): boolean {
   return RULE_KEY.test(key);
+}
+
+/** The EventBridge event S3 sends for a new object (built here from s3rver's events; the account is a placeholder). */
+export function s3ObjectCreatedEvent(object: {
+  readonly bucket: string;
+  readonly key: string;
+  readonly etag: string;
+  readonly size: number;
+  readonly time?: string;
+  readonly versionId?: string;
+}): S3ObjectCreatedEvent {
+  const time = object.time ?? new Date().toISOString();
+  return {
+    version: '0',
+    id: createHash('sha256').update(`${object.bucket}\n${object.key}\n${object.etag}\n${time}`).digest('hex'),
+    'detail-type': 'Object Created',
+    source: 'aws.s3',
+    account: '000000000000',
+    time,
+    region: 'us-east-1',
+    resources: [`arn:aws:s3:::${object.bucket}`],
+    detail: {
+      version: '0',
+      bucket: { name: object.bucket },
+      object: {
+        key: object.key,
+        size: object.size,
+        etag: bareEtag(object.etag),
+        'version-id': object.versionId ?? '',
+        sequencer: '',
+      },
+      'request-id': '',
+      requester: '',
+      'source-ip-address': '127.0.0.1',
+      reason: 'PutObject',
+    },
+  };
 }
 
 export interface S3EventSourceOptions {

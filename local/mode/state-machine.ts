@@ -10,13 +10,13 @@
 import './with-resolvers.js';
 import { EventEmitter } from 'node:events';
 import { StateMachine, type RunOptions, type StateMachineDefinition } from 'aws-local-stepfunctions';
-import type { AslDefinition } from '../../infra/definition.js';
+import type { AslDefinition } from './definition.js';
 import {
   executionArnOf,
   withExecutionArn,
   type ExecutionInput,
   type ExecutionStarter,
-} from '../../lambdas/steps/trigger.js';
+} from '../../lambdas/trigger/start-execution.js';
 
 /** The local state machine's ARN (ARN-shaped like the definition's placeholders; never called). */
 export const LOCAL_STATE_MACHINE_ARN = 'arn:aws:states:us-east-1:123456789012:stateMachine:hopper-local';

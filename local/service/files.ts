@@ -40,5 +40,7 @@ async function handleFileRequest(
   });
   if (admission.answered) return;
   const request = { state, req, res, url, params, fault: admission.fault, sleep };
-  await (endpoint === 'fileUpload' ? handleUpload(request) : handleDownload(request));
+  await (endpoint === 'fileUpload'
+    ? state.uploadsInFlight.during(() => handleUpload(request))
+    : handleDownload(request));
 }

@@ -13,6 +13,7 @@
  *   service.credits()                                  // credits left
  *   service.requestCount('createModel')                // requests seen per endpoint (faulted ones too)
  *   service.removeModelFiles(modelId, 'refunded' | 'moved')  // model -> next_action 'none'
+ *   service.uploadsInFlight(reset?)                    // { now, max } file uploads served at once
  *   service.fileDigest(datasetId, fileName)            // { bytes, sha256 } of the last upload, or undefined
  *   await service.close()
  *

@@ -28,6 +28,11 @@ export interface SimulatedService {
   requestCount(endpoint: EndpointName): number;
   /** A done model loses its files: 'refunded' (credit back, status refunded) or 'moved' (hf_repo set). */
   removeModelFiles(modelId: string, how: 'refunded' | 'moved'): void;
+  /**
+   * File uploads (PUTs to upload URLs) being served now, and the most at once since the start
+   * or the last read with `reset`.
+   */
+  uploadsInFlight(reset?: boolean): { now: number; max: number };
   /** Size and sha256 (hex) of the last complete upload of a dataset's file, if any. */
   fileDigest(datasetId: string, fileName: string): { bytes: number; sha256: string } | undefined;
   /** Stops both servers and drops open connections. */
@@ -98,6 +103,7 @@ export async function startSimulatedService(
       }
       model.removal = { how, at: now };
     },
+    uploadsInFlight: (reset = false) => state.uploadsInFlight.read(reset),
     fileDigest(datasetId, fileName) {
       const upload = state.datasets.get(datasetId)?.files.find((file) => file.name === fileName)?.upload;
       return upload === undefined ? undefined : { bytes: upload.bytes, sha256: upload.sha256 };

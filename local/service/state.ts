@@ -5,6 +5,7 @@
 import { createClock, type ServiceClock } from './clock.js';
 import type { Dataset, DatasetFile } from './datasets.js';
 import { FaultInjector } from './faults.js';
+import { InFlightGauge } from './in-flight.js';
 import { creditReturned, type Model } from './models.js';
 import { ENDPOINTS, validateOptions, type EndpointName, type SimulatedServiceOptions } from './options.js';
 import { mulberry32 } from './random.js';
@@ -27,6 +28,8 @@ export class ServiceState {
   readonly faults: FaultInjector;
   readonly datasets = new Map<string, Dataset>();
   readonly models = new Map<string, Model>();
+  /** PUTs to upload URLs being served at once (files.ts). */
+  readonly uploadsInFlight = new InFlightGauge();
   /** Origin of presigned URLs, known once the file server listens. */
   fileOrigin = '';
   private options: SimulatedServiceOptions;

@@ -42,7 +42,7 @@ async function bundle(handlerFile: string): Promise<string> {
 
 describe('Lambda bundles', () => {
   it('the trigger bundle loads with undici and the AWS SDK inside, and ignores a key that is no drop', async () => {
-    const outfile = await bundle('trigger.ts');
+    const outfile = await bundle('trigger.handler.ts');
     const script = join(directory, 'invoke-trigger.mjs');
     await writeFile(
       script,
@@ -59,7 +59,7 @@ describe('Lambda bundles', () => {
   });
 
   it('a step bundle (service client, lib-storage, Powertools) loads and refuses an input without a run', async () => {
-    const outfile = await bundle('copy-model.ts');
+    const outfile = await bundle('copy-model.handler.ts');
     const script = join(directory, 'invoke-copy.mjs');
     await writeFile(
       script,

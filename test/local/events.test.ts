@@ -8,7 +8,7 @@
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
 import type { RunEventDetail } from '../../lambdas/run/events.js';
-import { executionArnOf } from '../../lambdas/steps/trigger.js';
+import { executionArnOf } from '../../lambdas/trigger/start-execution.js';
 import type { DeliveredRunEvent } from '../../local/mode/event-bus.js';
 import type { LocalMode } from '../../local/mode/local-mode.js';
 import { LambdaInvocationError } from '../../local/mode/lambda-invoke.js';

@@ -10,7 +10,8 @@ import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
 import { readStatus } from '../../lambdas/run/status.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { executionName, s3ObjectCreatedEvent } from '../../lambdas/steps/trigger.js';
+import { executionName } from '../../lambdas/trigger/start-execution.js';
+import { s3ObjectCreatedEvent } from '../../local/mode/s3-events.js';
 import { putDrop } from '../helpers/pipeline.js';
 import {
   dropAndRun,

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AslDefinition, AslState } from '../../infra/definition.js';
+import type { AslDefinition, AslState } from '../../local/mode/definition.js';
 import { retryable, RunError } from '../../lambdas/run/errors.js';
 import type { RunInput } from '../../lambdas/run/state.js';
-import { withExecutionArn, type ExecutionInput } from '../../lambdas/steps/trigger.js';
+import { withExecutionArn, type ExecutionInput } from '../../lambdas/trigger/start-execution.js';
 import { asLambda } from '../../local/mode/lambda-invoke.js';
 import {
   LOCAL_STATE_MACHINE_ARN,

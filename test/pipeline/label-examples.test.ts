@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it, vi } from 'vitest';
-import { handler } from '../../lambdas/label-examples.js';
+import { handler } from '../../lambdas/handlers/label-examples.handler.js';
 import type { StepEnv } from '../../lambdas/run/handler.js';
 import { RunError } from '../../lambdas/run/errors.js';
 import type { Runtime } from '../../lambdas/run/runtime.js';

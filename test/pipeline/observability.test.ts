@@ -402,7 +402,7 @@ describe("the trigger's logs", () => {
   it('carry the Lambda context: request id, function, cold start on the first invocation only', async () => {
     // What Lambda sets for an on-demand container; Powertools reports no cold start without it.
     vi.stubEnv('AWS_LAMBDA_INITIALIZATION_TYPE', 'on-demand');
-    const { handler } = await import('../../lambdas/trigger.js');
+    const { handler } = await import('../../lambdas/handlers/trigger.handler.js');
     const event = {
       source: 'aws.s3',
       'detail-type': 'Object Created',

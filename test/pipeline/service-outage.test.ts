@@ -8,7 +8,7 @@
  */
 import '../../local/mode/with-resolvers.js';
 import { describe, expect, it } from 'vitest';
-import { synthesizeLocalDefinition } from '../../infra/definition.js';
+import { synthesizeLocalDefinition } from '../../local/mode/definition.js';
 import { RETRYABLE_ERROR } from '../../lambdas/run/errors.js';
 import { LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/runtime.js';
 import { dropAndRun, statesEntered, useLocalMode } from '../helpers/local-mode.js';

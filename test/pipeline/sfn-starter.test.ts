@@ -5,7 +5,7 @@
  */
 import { SFNClient } from '@aws-sdk/client-sfn';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sfnExecutionStarter } from '../../lambdas/steps/trigger.js';
+import { sfnExecutionStarter } from '../../lambdas/trigger/start-execution.js';
 import { CLIENT_SETTINGS, startAwsJsonEndpoint, type AwsJsonRequest } from '../helpers/aws-json-endpoint.js';
 
 interface FakeStepFunctions {

@@ -7,10 +7,10 @@ import {
   createTriggerHandler,
   executionName,
   runInputFromEvent,
-  s3ObjectCreatedEvent,
   type ExecutionInput,
   type ExecutionStarter,
-} from '../../lambdas/steps/trigger.js';
+} from '../../lambdas/trigger/start-execution.js';
+import { s3ObjectCreatedEvent } from '../../local/mode/s3-events.js';
 import { uniqueDrop, usePipelineFixtures } from '../helpers/pipeline.js';
 
 const fixtures = usePipelineFixtures();

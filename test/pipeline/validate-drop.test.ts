@@ -7,7 +7,7 @@ import { createRuntime, type Runtime } from '../../lambdas/run/runtime.js';
 import type { RunConfig, RunState } from '../../lambdas/run/state.js';
 import { inboxKey, statusKey } from '../../lambdas/storage/keys.js';
 import { validateDropStep } from '../../lambdas/steps/validate-drop.js';
-import { handler } from '../../lambdas/validate-drop.js';
+import { handler } from '../../lambdas/handlers/validate-drop.handler.js';
 import {
   invocationContext,
   putDrop,

@@ -1,5 +1,5 @@
-import { stepHandler } from './run/handler.js';
-import { copyModelStep } from './steps/copy-model.js';
+import { stepHandler } from '../run/handler.js';
+import { copyModelStep } from '../steps/copy-model.js';
 
 /** Task CopyModel: streams the finished model into models/<drop>/<model id>/, then writes model.json. */
 export const handler = stepHandler(copyModelStep);

@@ -1,5 +1,5 @@
-import { stepHandler } from './run/handler.js';
-import { pollDatasetStep } from './steps/poll-dataset.js';
+import { stepHandler } from '../run/handler.js';
+import { pollDatasetStep } from '../steps/poll-dataset.js';
 
 /** Task PollDataset: reads the dataset after a Wait and schedules the next poll. */
 export const handler = stepHandler(pollDatasetStep);

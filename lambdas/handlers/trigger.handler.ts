@@ -2,8 +2,8 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Tracer } from '@aws-lambda-powertools/tracer';
 import { SFNClient } from '@aws-sdk/client-sfn';
 import type { Context } from 'aws-lambda';
-import { SERVICE_NAME } from './run/metric-names.js';
-import { createTriggerHandler, sfnStarterFromEnvironment } from './steps/trigger.js';
+import { SERVICE_NAME } from '../run/metric-names.js';
+import { createTriggerHandler, sfnStarterFromEnvironment } from '../trigger/start-execution.js';
 
 const logger = new Logger({ serviceName: SERVICE_NAME });
 // StartExecution gets its own X-Ray subsegment (the tracer is off outside Lambda).

@@ -1,5 +1,5 @@
-import { stepHandler } from './run/handler.js';
-import { startTrainingStep } from './steps/start-training.js';
+import { stepHandler } from '../run/handler.js';
+import { startTrainingStep } from '../steps/start-training.js';
 
 /** Task StartTraining: starts a training, or adopts the one a lost call already started. */
 export const handler = stepHandler(startTrainingStep);

@@ -1,5 +1,5 @@
-import { stepHandler } from './run/handler.js';
-import { createDatasetStep } from './steps/create-dataset.js';
+import { stepHandler } from '../run/handler.js';
+import { createDatasetStep } from '../steps/create-dataset.js';
 
 /** Task CreateDataset: declares the drop's data files to the service as a new dataset. */
 export const handler = stepHandler(createDatasetStep);

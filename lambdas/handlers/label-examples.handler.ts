@@ -1,5 +1,5 @@
-import { stepHandler } from './run/handler.js';
-import { labelExamplesStep } from './steps/label-examples.js';
+import { stepHandler } from '../run/handler.js';
+import { labelExamplesStep } from '../steps/label-examples.js';
 
 /** Task LabelExamples: answers held-out examples from the labels file, in a time-boxed batch. */
 export const handler = stepHandler(labelExamplesStep);

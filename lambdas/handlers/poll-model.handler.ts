@@ -1,5 +1,5 @@
-import { stepHandler } from './run/handler.js';
-import { pollModelStep } from './steps/poll-model.js';
+import { stepHandler } from '../run/handler.js';
+import { pollModelStep } from '../steps/poll-model.js';
 
 /** Task PollModel: reads the model after a Wait and schedules the next poll. */
 export const handler = stepHandler(pollModelStep);

@@ -101,43 +101,6 @@ export function runInputFromEvent(event: TriggerEvent, now: number): RunInput | 
   };
 }
 
-/** The EventBridge event S3 sends for a new object (local mode builds it from s3rver's events). */
-export function s3ObjectCreatedEvent(object: {
-  readonly bucket: string;
-  readonly key: string;
-  readonly etag: string;
-  readonly size: number;
-  readonly time?: string;
-  readonly versionId?: string;
-}): S3ObjectCreatedEvent {
-  const time = object.time ?? new Date().toISOString();
-  return {
-    version: '0',
-    id: createHash('sha256').update(`${object.bucket}\n${object.key}\n${object.etag}\n${time}`).digest('hex'),
-    'detail-type': 'Object Created',
-    source: 'aws.s3',
-    account: '000000000000',
-    time,
-    region: 'us-east-1',
-    resources: [`arn:aws:s3:::${object.bucket}`],
-    detail: {
-      version: '0',
-      bucket: { name: object.bucket },
-      object: {
-        key: object.key,
-        size: object.size,
-        etag: bareEtag(object.etag),
-        'version-id': object.versionId ?? '',
-        sequencer: '',
-      },
-      'request-id': '',
-      requester: '',
-      'source-ip-address': '127.0.0.1',
-      reason: 'PutObject',
-    },
-  };
-}
-
 const TriggerEventSchema = z.object({
   source: z.string(),
   'detail-type': z.string(),

@@ -11,9 +11,9 @@
 import { Stack } from 'aws-cdk-lib';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import type { CfnStateMachine, StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
-import type { HopperPipeline } from './constructs/pipeline.js';
-import { createHopperApp } from './hopper-app.js';
-import { TASKS, handlerPath, type TaskName } from './tasks.js';
+import type { HopperPipeline } from '../../infra/constructs/pipeline.js';
+import { createHopperApp } from '../../infra/hopper-app.js';
+import { HANDLERS_FOLDER, TASKS, handlerPath, type TaskName } from '../../infra/tasks.js';
 
 /** A placeholder Lambda ARN is this prefix followed by the function's logical id. */
 export const PLACEHOLDER_FUNCTION_ARN_PREFIX = 'arn:aws:lambda:us-east-1:123456789012:function:';
@@ -39,7 +39,7 @@ export interface AslDefinition {
 }
 
 export interface TaskHandlerFile {
-  /** The handler file, relative to the repository root (`lambdas/validate-drop.ts`). */
+  /** The handler file, relative to the repository root (`lambdas/handlers/validate-drop.handler.ts`). */
   readonly file: string;
   /** The same, absolute. */
   readonly path: string;
@@ -76,7 +76,10 @@ export function localDefinitionOf(pipeline: HopperPipeline): LocalDefinition {
         `Task ${spec.name} invokes ${String(state.Resource)}, not its own function ${expected}`,
       );
     }
-    handlers[spec.name] = { file: `lambdas/${spec.handlerFile}`, path: handlerPath(spec.handlerFile) };
+    handlers[spec.name] = {
+      file: `${HANDLERS_FOLDER}/${spec.handlerFile}`,
+      path: handlerPath(spec.handlerFile),
+    };
   }
   const unknown = Object.entries(definition.States).filter(
     ([name, state]) => state.Type === 'Task' && !(name in handlers),

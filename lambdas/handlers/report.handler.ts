@@ -1,5 +1,5 @@
-import { stepHandler } from './run/handler.js';
-import { reportStep } from './steps/report.js';
+import { stepHandler } from '../run/handler.js';
+import { reportStep } from '../steps/report.js';
 
 /** Task Report: decides the run's outcome and writes the final status/<drop>.json. */
 export const handler = stepHandler(reportStep);

@@ -1,5 +1,5 @@
-import { stepHandler } from './run/handler.js';
-import { validateDropStep } from './steps/validate-drop.js';
+import { stepHandler } from '../run/handler.js';
+import { validateDropStep } from '../steps/validate-drop.js';
 
 /** Task ValidateDrop: checks train.json and the drop folder; returns the run's configuration. */
 export const handler = stepHandler(validateDropStep);

@@ -1,5 +1,5 @@
-import { stepHandler } from './run/handler.js';
-import { structureStep } from './steps/structure.js';
+import { stepHandler } from '../run/handler.js';
+import { structureStep } from '../steps/structure.js';
 
 /** Task Structure: structures the dataset, or asks for suggested decisions, as train.json says. */
 export const handler = stepHandler(structureStep);

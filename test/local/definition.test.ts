@@ -1,5 +1,5 @@
 /**
- * The state machine definition as local mode gets it (infra/definition.ts): its shape as
+ * The state machine definition as local mode gets it (local/mode/definition.ts): its shape as
  * docs/pipeline.md says, accepted by aws-local-stepfunctions, and routed as docs/pipeline.md says. The
  * routing tests run the extracted ASL with scripted Task handlers (by state name): they test the
  * definition, not the handlers.
@@ -12,7 +12,7 @@ import {
   PLACEHOLDER_FUNCTION_ARN_PREFIX,
   synthesizeLocalDefinition,
   type AslState,
-} from '../../infra/definition.js';
+} from '../../local/mode/definition.js';
 import { RunError, retryable } from '../../lambdas/run/errors.js';
 import { executeLocally, type LocalExecution } from '../helpers/local-execution.js';
 import type { DatasetSlot, ModelSlot, RunConfig, RunInput } from '../../lambdas/run/state.js';
@@ -146,7 +146,7 @@ describe('the extracted definition', () => {
 
   it('names the handler file of every Task, and each exists', () => {
     expect(Object.keys(handlers).sort()).toEqual([...TASK_NAMES].sort());
-    expect(handlers.UploadFiles.file).toBe('lambdas/upload-files.ts');
+    expect(handlers.UploadFiles.file).toBe('lambdas/handlers/upload-files.handler.ts');
     for (const handler of Object.values(handlers)) expect(existsSync(handler.path), handler.file).toBe(true);
   });
 

@@ -1,0 +1,11 @@
+/**
+ * Every benchmark `npm run bench` runs, in order. To add one: write a module exporting a
+ * Benchmark (bench/harness/benchmark.ts: a name, a title, and run() returning figures made with
+ * figure() from bench/harness/figures.ts, each the median of context.runs runs side by side with
+ * its baseline), put its measured clients under bench/clients/ (run them with runClient, servers
+ * with startServer: bench/harness/processes.ts), and list it here.
+ */
+import type { Benchmark } from './harness/benchmark.js';
+import { transfers } from './transfers.js';
+
+export const BENCHMARKS: readonly Benchmark[] = [transfers];

@@ -1,0 +1,121 @@
+/**
+ * Measured clients of the transfer benchmark (bench/transfers.ts), each run in a fresh process:
+ * Hopper's copy_model and upload_files steps, and the plain pipes between the same endpoints
+ * they are compared with.
+ */
+import type { Readable } from 'node:stream';
+import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { request } from 'undici';
+import { inboxKey, modelFileKey } from '../../lambdas/storage/keys.js';
+import { objectSize } from '../../lambdas/storage/objects.js';
+import { uploadStream } from '../../lambdas/storage/streams.js';
+import { createCopyModelStep } from '../../lambdas/steps/copy-model.js';
+import { uploadFilesStep } from '../../lambdas/steps/upload-files.js';
+import type { ClientResult, Measure } from '../harness/protocol.js';
+import {
+  connect,
+  datasetForDrop,
+  endpointsOf,
+  jsonlSource,
+  numberArg,
+  stepEnv,
+  trainedModel,
+} from './setup.js';
+
+const DATA_FILE = 'data.jsonl';
+
+function optionalNumber(args: Record<string, unknown>, name: string): number | undefined {
+  return args[name] === undefined ? undefined : numberArg(args, name);
+}
+
+/** copy_model, as the state machine runs it (part size and queue from args when given, for tuning). */
+export async function hopperCopy(args: Record<string, unknown>, measure: Measure): Promise<ClientResult> {
+  const connected = await connect(endpointsOf(args));
+  const state = await trainedModel(connected, String(args.drop));
+  const partBytes = optionalNumber(args, 'partBytes');
+  const queueSize = optionalNumber(args, 'queueSize');
+  const step = createCopyModelStep({
+    ...(partBytes === undefined ? {} : { partBytes }),
+    ...(queueSize === undefined ? {} : { queueSize }),
+  });
+  const { result, measurement } = await measure(() => step.run(state, stepEnv(connected.runtime)));
+  if (result.bytes !== state.model?.onnxBytes) throw new Error(`copied ${result.bytes} bytes`);
+  return { ...measurement, bytes: result.bytes };
+}
+
+/** The floor for the copy: the download link's body piped into one streamed PutObject. */
+export async function pipeCopy(args: Record<string, unknown>, measure: Measure): Promise<ClientResult> {
+  const connected = await connect(endpointsOf(args));
+  const state = await trainedModel(connected, String(args.drop));
+  const model = state.model!;
+  const link = await connected.client.getDownloadLink(model.id);
+  const key = modelFileKey(state.run.drop, model.id);
+  const { measurement } = await measure(async () => {
+    const response = await request(link.url);
+    await connected.runtime.s3.send(
+      new PutObjectCommand({
+        Bucket: connected.bucket,
+        Key: key,
+        Body: response.body,
+        ContentLength: model.onnxBytes ?? undefined,
+      }),
+    );
+  });
+  const stored = await objectSize(connected.runtime.s3, connected.bucket, key);
+  if (stored !== model.onnxBytes) throw new Error(`the pipe stored ${String(stored)} bytes`);
+  return { ...measurement, bytes: stored };
+}
+
+/** Puts a data file of `bytes` into inbox/<drop>/ (set-up of the upload benchmark, not measured). */
+export async function seedDataFile(args: Record<string, unknown>, measure: Measure): Promise<ClientResult> {
+  const connected = await connect(endpointsOf(args));
+  const bytes = numberArg(args, 'bytes');
+  const { measurement } = await measure(() =>
+    uploadStream(
+      connected.runtime.s3,
+      connected.bucket,
+      inboxKey(String(args.drop), DATA_FILE),
+      jsonlSource(bytes),
+      {
+        expectedBytes: bytes,
+      },
+    ),
+  );
+  return { ...measurement };
+}
+
+/** upload_files for a drop of one data file (seeded by seedDataFile). */
+export async function hopperUpload(args: Record<string, unknown>, measure: Measure): Promise<ClientResult> {
+  const connected = await connect(endpointsOf(args));
+  const bytes = numberArg(args, 'bytes');
+  const state = await datasetForDrop(connected, String(args.drop), [{ name: DATA_FILE, bytes }]);
+  const { result, measurement } = await measure(() => uploadFilesStep.run(state, stepEnv(connected.runtime)));
+  if (result.nextAction === 'upload_files') throw new Error('upload_files did not finish');
+  return { ...measurement };
+}
+
+/** The floor for the upload: GetObject's body piped into the presigned PUT. */
+export async function pipeUpload(args: Record<string, unknown>, measure: Measure): Promise<ClientResult> {
+  const connected = await connect(endpointsOf(args));
+  const bytes = numberArg(args, 'bytes');
+  const drop = String(args.drop);
+  const dataset = await connected.client.createDataset({
+    name: `${drop}-pipe`,
+    files: [{ name: DATA_FILE, bytes }],
+  });
+  const url = dataset.files[0]?.upload_url;
+  if (url === undefined || url === null) throw new Error('the dataset has no upload URL');
+  const { measurement } = await measure(async () => {
+    const object = await connected.runtime.s3.send(
+      new GetObjectCommand({ Bucket: connected.bucket, Key: inboxKey(drop, DATA_FILE) }),
+    );
+    const response = await request(url, {
+      method: 'PUT',
+      headers: { 'content-length': String(bytes), 'content-type': 'application/octet-stream' },
+      body: object.Body as Readable,
+    });
+    await response.body.dump();
+    if (response.statusCode !== 200) throw new Error(`the pipe's PUT answered ${response.statusCode}`);
+  });
+  return { ...measurement };
+}

@@ -1,0 +1,51 @@
+/**
+ * A benchmark entry: a name, and a run that measures its figures side by side with their
+ * baselines. Entries are listed in bench/benchmarks.ts; `npm run bench` runs them in order.
+ */
+import type { Figure } from './figures.js';
+
+export interface BenchContext {
+  /** Runs per figure (BENCH_RUNS, default 3): each figure is their median. */
+  readonly runs: number;
+  /** A progress line on stderr (the table goes to stdout). */
+  log(line: string): void;
+}
+
+export interface Benchmark {
+  /** Short and stable: the prefix of its figures' names, and how to pick it on the command line. */
+  readonly name: string;
+  /** What it measures, one line, for the summary. */
+  readonly title: string;
+  run(context: BenchContext): Promise<readonly Figure[]>;
+}
+
+/**
+ * Runs each of `variants` once per round for `rounds` rounds, the order reversed every other
+ * round (A B, B A, A B ...) so a drift of the machine's load falls on both alike; returns each
+ * variant's results in round order (index i of every list is the same round: paired).
+ */
+export async function sideBySide<K extends string, R>(
+  rounds: number,
+  variants: Readonly<Record<K, (round: number) => Promise<R>>>,
+): Promise<Record<K, R[]>> {
+  const names = Object.keys(variants) as K[];
+  const results = Object.fromEntries(names.map((name) => [name, [] as R[]])) as Record<K, R[]>;
+  for (let round = 0; round < rounds; round++) {
+    const order = round % 2 === 0 ? names : [...names].reverse();
+    for (const name of order) results[name].push(await variants[name](round));
+  }
+  return results;
+}
+
+export const MiB = 1024 * 1024;
+export const GiB = 1024 * MiB;
+
+/** A whole number from the environment (a benchmark's size knob), or `fallback`. */
+export function envInteger(name: string, fallback: number, minimum = 1): number {
+  const text = process.env[name];
+  if (text === undefined || text === '') return fallback;
+  if (!/^\d+$/.test(text) || Number(text) < minimum) {
+    throw new Error(`${name} must be a whole number >= ${minimum}, got ${JSON.stringify(text)}`);
+  }
+  return Number(text);
+}
