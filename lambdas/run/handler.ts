@@ -16,7 +16,14 @@ import { toRunError } from './error-mapping.js';
 import { emitInvocationMetrics } from './metrics.js';
 import { runtimeFromEnvironment, withInvocationLogger, type Runtime } from './runtime.js';
 import type { DatasetSlot, RunState, SlotName } from './state.js';
-import { isNewerRun, readStatus, statusOf, supersededEntryOf, writeStatus, type RunStatus } from './status.js';
+import {
+  isNewerRun,
+  readStatus,
+  statusOf,
+  supersededEntryOf,
+  writeStatus,
+  type RunStatus,
+} from './status.js';
 import { gateTraining, holdsCredit, newerRunOf, supersededError, type NewerRun } from './supersede.js';
 import { releaseTraining } from './training-claim.js';
 import { inSubsegment } from './tracing.js';
@@ -135,7 +142,12 @@ async function invoke<S extends SlotName>(
         });
         previous = priorSummary(current, state.run.runId);
         const newer = current !== null && isNewerRun(current, state.run) ? newerRunOf(current) : null;
-        const claimContext = { s3: runtime.s3, run: state.run, now: runtime.now(), service: () => runtime.service() };
+        const claimContext = {
+          s3: runtime.s3,
+          run: state.run,
+          now: runtime.now(),
+          service: () => runtime.service(),
+        };
         if (newer !== null && step.decidesWhenSuperseded !== true && !holdsCredit(state)) {
           // The run gives way before this step: it lets the drop's claim go, if it held it.
           await releaseTraining(claimContext, false).catch((error: unknown) => {
@@ -150,17 +162,22 @@ async function invoke<S extends SlotName>(
           summary: (after) => usage(true, after, true),
           supersededBy: newer,
         };
-        const result = await inSubsegment(runtime.tracer, `## ${step.stage}`, { run_id: state.run.runId }, () =>
-          step.run(state, env),
+        const result = await inSubsegment(
+          runtime.tracer,
+          `## ${step.stage}`,
+          { run_id: state.run.runId },
+          () => step.run(state, env),
         ).catch((error: unknown) => {
           throw toRunError(error);
         });
         // A dataset ready to train waits while another run of the drop holds its credit.
         const slot = (
           step.slot === 'dataset'
-            ? await gateTraining(result as DatasetSlot, state.dataset, claimContext).catch((error: unknown) => {
-                throw toRunError(error);
-              })
+            ? await gateTraining(result as DatasetSlot, state.dataset, claimContext).catch(
+                (error: unknown) => {
+                  throw toRunError(error);
+                },
+              )
             : result
         ) as SlotValue<S>;
         const after: RunState = { ...state, [step.slot]: slot };

@@ -222,8 +222,7 @@ function nextDocument(
     return { document: { ...status, superseded_runs: earlier }, outcome: 'written' };
   }
   // This run takes the file from an older one: a run still going is named, with those it named.
-  const carried =
-    current.state === 'running' ? withEntry(earlier, supersededEntry(current, 'running')) : [];
+  const carried = current.state === 'running' ? withEntry(earlier, supersededEntry(current, 'running')) : [];
   return {
     document: { ...status, superseded_runs: carried.filter((entry) => entry.run_id !== status.run_id) },
     outcome: 'written',
@@ -260,9 +259,7 @@ function withEntry(entries: readonly SupersededRun[], entry: SupersededRun): Sup
 export function isLostRace(error: unknown, ifMatch: boolean): boolean {
   const name = error instanceof Error ? error.name : '';
   return (
-    isPreconditionFailed(error) ||
-    name === 'ConditionalRequestConflict' ||
-    (ifMatch && name === 'NoSuchKey')
+    isPreconditionFailed(error) || name === 'ConditionalRequestConflict' || (ifMatch && name === 'NoSuchKey')
   );
 }
 

@@ -40,7 +40,8 @@ export function trainingInFlight(state: RunState): boolean {
 /** The error that stops a superseded run that holds no credit, at the step it was about to take. */
 export function supersededError(state: RunState, newer: NewerRun, stage: string): RunError {
   const { dataset, model } = state;
-  const refunded = model === undefined ? '' : ` Its failed training (model ${model.id}) gave its credit back.`;
+  const refunded =
+    model === undefined ? '' : ` Its failed training (model ${model.id}) gave its credit back.`;
   const left =
     dataset === undefined
       ? ''

@@ -38,9 +38,7 @@ const CLAIM_ATTEMPTS = 8;
 /** A model in these holds its credit until it ends. */
 const IN_FLIGHT: readonly string[] = ['queued', 'training'];
 
-export type ClaimResult =
-  | { readonly held: true }
-  | { readonly held: false; readonly holder: TrainingClaim };
+export type ClaimResult = { readonly held: true } | { readonly held: false; readonly holder: TrainingClaim };
 
 export interface ClaimContext {
   readonly s3: S3Client;
@@ -74,7 +72,11 @@ export async function claimTraining(context: ClaimContext, datasetId: string): P
 }
 
 /** Records the training `run` started, so other runs can see when it ends. */
-export async function recordTraining(context: ClaimContext, datasetId: string, modelId: string): Promise<void> {
+export async function recordTraining(
+  context: ClaimContext,
+  datasetId: string,
+  modelId: string,
+): Promise<void> {
   await conditionally(context, (current) => {
     const claim = current?.claim;
     // Someone took over a claim this run let go stale: theirs stands (it will see this model).
@@ -98,10 +100,14 @@ export async function recordTraining(context: ClaimContext, datasetId: string, m
  * Lets the drop's claim go when `run` holds it and has no training under way (`modelInFlight`
  * false): a run that ends, or stops, frees the drop for the next run at once.
  */
-export async function releaseTraining(context: Omit<ClaimContext, 'service'>, modelInFlight: boolean): Promise<void> {
+export async function releaseTraining(
+  context: Omit<ClaimContext, 'service'>,
+  modelInFlight: boolean,
+): Promise<void> {
   if (modelInFlight) return;
   await conditionally({ ...context, service: never }, (current) => {
-    if (current?.claim.run_id !== context.run.runId) return Promise.resolve({ write: null, result: undefined });
+    if (current?.claim.run_id !== context.run.runId)
+      return Promise.resolve({ write: null, result: undefined });
     return Promise.resolve({
       write: {
         run_id: null,

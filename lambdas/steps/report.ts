@@ -46,7 +46,11 @@ export const reportStep: Step<'report'> = {
     const report = reportOf(state, env.supersededBy ?? null);
     const now = env.runtime.now();
     const summary = env.summary?.(state);
-    const status = statusOf(state, { stage: 'report', state: report.outcome, error: report.error, summary }, now);
+    const status = statusOf(
+      state,
+      { stage: 'report', state: report.outcome, error: report.error, summary },
+      now,
+    );
     const { s3 } = env.runtime;
     await writeStatus(s3, state.run.bucket, status);
     await putJson(s3, state.run.bucket, runRecordKey(state.run.drop, state.run.runId), status);

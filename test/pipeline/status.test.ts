@@ -125,8 +125,16 @@ describe('status/<drop>.json', () => {
     // Bounded: 3 rounds of both runs writing four times each, all at once.
     for (let round = 0; round < 3; round++) {
       const writes = Array.from({ length: 4 }, (_, n) => [
-        writeStatus(client, bucket, statusOf(older, { stage: `older-${String(round)}-${String(n)}` }, Date.now())),
-        writeStatus(client, bucket, statusOf(newer, { stage: `newer-${String(round)}-${String(n)}` }, Date.now())),
+        writeStatus(
+          client,
+          bucket,
+          statusOf(older, { stage: `older-${String(round)}-${String(n)}` }, Date.now()),
+        ),
+        writeStatus(
+          client,
+          bucket,
+          statusOf(newer, { stage: `newer-${String(round)}-${String(n)}` }, Date.now()),
+        ),
       ]).flat();
       await Promise.all(writes);
       const status = await readStatus(client, bucket, drop);
