@@ -14,6 +14,7 @@ import { messageOf } from '../../lambdas/run/errors.js';
 import type { TaskHandler } from '../../lambdas/run/handler.js';
 import { createRuntime, LAMBDA_CLIENT_OPTIONS, type RuntimeOptions } from '../../lambdas/run/runtime.js';
 import type { SlotName } from '../../lambdas/run/state.js';
+import type { TrainingServiceClient } from '../../lambdas/service-client/index.js';
 import { createTriggerHandler, type TriggerResult } from '../../lambdas/trigger/start-execution.js';
 import { startLocalS3, type LocalS3 } from '../s3/local-s3.js';
 import {
@@ -76,6 +77,8 @@ export interface LocalMode {
   readonly serviceUrl: string;
   /** The simulated service, when local mode started one. */
   readonly simulated: SimulatedService | undefined;
+  /** A client of the training service, as the steps have it (the key stays inside). */
+  service(): Promise<TrainingServiceClient>;
   readonly stateMachine: LocalStateMachine;
   /** The definition the state machine runs (synthesized from the stack). */
   readonly definition: AslDefinition;
@@ -184,6 +187,7 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
       bucket: s3.bucket,
       serviceUrl: service.url,
       simulated,
+      service: () => runtime.service(),
       stateMachine,
       definition: local.definition,
       interrupted,
