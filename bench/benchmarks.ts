@@ -6,6 +6,7 @@
  * with startServer: bench/harness/processes.ts), and list it here.
  */
 import type { Benchmark } from './harness/benchmark.js';
+import { manyFiles } from './many-files.js';
 import { transfers } from './transfers.js';
 
-export const BENCHMARKS: readonly Benchmark[] = [transfers];
+export const BENCHMARKS: readonly Benchmark[] = [transfers, manyFiles];

@@ -33,12 +33,14 @@ import {
   Wait,
   WaitTime,
   type IChainable,
+  type RetryProps,
   type INextable,
   type State,
 } from 'aws-cdk-lib/aws-stepfunctions';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import { Construct } from 'constructs';
 import { RETRYABLE_ERROR } from '../lambdas/run/errors.js';
+import { LAMBDA_DEATH_RETRY, TRANSIENT_RETRY, type RetrierSettings } from '../lambdas/run/retry-budget.js';
 import { taskNamed, taskTimeoutSeconds, type TaskName, type TaskSpec } from './tasks.js';
 
 /** Transient failures: a step's own retryable error, and Lambda's service-side errors. */
@@ -50,8 +52,17 @@ export const TRANSIENT_ERRORS = [
   'Lambda.TooManyRequestsException',
 ] as const;
 
-/** A Task (or its Lambda) that ran out of time: tried once more. */
-export const TIMEOUT_ERRORS = ['States.Timeout', 'Sandbox.Timedout'] as const;
+/**
+ * A Task that ran out of time, or whose Lambda died (its runtime exited: a crash, an OOM kill;
+ * Lambda.Unknown when it gave no error type): tried once more. Every step is safe to run again
+ * after its side effect (test/local/handler-kills.test.ts kills each at its riskiest point).
+ */
+export const LAMBDA_DEATH_ERRORS = [
+  'States.Timeout',
+  'Sandbox.Timedout',
+  'Runtime.ExitError',
+  'Lambda.Unknown',
+] as const;
 
 /** The Pass states that stop a run on a next_action it cannot go on from, and their codes. */
 export const STOPS = {
@@ -172,23 +183,20 @@ function taskState(scope: Construct, spec: TaskSpec, fn: IFunction): LambdaInvok
     taskTimeout: Timeout.duration(Duration.seconds(taskTimeoutSeconds(spec))),
     comment: spec.description,
   });
-  // Few retries: each invocation already retried within its client budget
-  // (LAMBDA_CLIENT_OPTIONS), and a run against a service that does not answer must end within
-  // 5 minutes with service_unavailable rather than sit in one step.
-  state.addRetry({
-    errors: [...TRANSIENT_ERRORS],
-    interval: Duration.seconds(5),
-    backoffRate: 2,
-    maxAttempts: 3,
-    maxDelay: Duration.seconds(30),
-    jitterStrategy: JitterType.FULL,
-  });
-  state.addRetry({
-    errors: [...TIMEOUT_ERRORS],
-    interval: Duration.seconds(2),
-    backoffRate: 2,
-    maxAttempts: 1,
-    jitterStrategy: JitterType.FULL,
-  });
+  // Few retries: each invocation already retried within its client budget, and both layers
+  // together are bounded (lambdas/run/retry-budget.ts): a run against a service that does not
+  // answer ends with service_unavailable rather than sit in one step.
+  state.addRetry({ errors: [...TRANSIENT_ERRORS], ...retryProps(TRANSIENT_RETRY) });
+  state.addRetry({ errors: [...LAMBDA_DEATH_ERRORS], ...retryProps(LAMBDA_DEATH_RETRY) });
   return state;
+}
+
+function retryProps(retrier: RetrierSettings): Omit<RetryProps, 'errors'> {
+  return {
+    interval: Duration.seconds(retrier.intervalSeconds),
+    backoffRate: retrier.backoffRate,
+    maxAttempts: retrier.maxAttempts,
+    ...(retrier.maxDelaySeconds === undefined ? {} : { maxDelay: Duration.seconds(retrier.maxDelaySeconds) }),
+    jitterStrategy: JitterType.FULL,
+  };
 }

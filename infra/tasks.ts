@@ -65,7 +65,7 @@ const MINUTE = 60;
 const LONG = 15 * MINUTE;
 /**
  * Steps that make a few service calls: room for one call's whole retry budget in Lambda
- * (LAMBDA_CLIENT_OPTIONS in lambdas/run/runtime.ts, under 3 minutes) plus the others.
+ * (LAMBDA_CLIENT_OPTIONS in lambdas/run/retry-budget.ts, a minute) plus the others.
  */
 const SERVICE_CALLS = 5 * MINUTE;
 

@@ -13,7 +13,7 @@ import type {
   ServerRequest,
 } from './protocol.js';
 
-const MEMORY_SAMPLE_MS = 10;
+const MEMORY_SAMPLE_MS = 25;
 
 function send(message: unknown): Promise<void> {
   return new Promise((resolve, reject) => {

@@ -27,7 +27,7 @@ export interface Measurement {
   readonly wallMs: number;
   /** User + system CPU of the client process while the work ran. */
   readonly cpuMs: number;
-  /** Peak RSS while the work ran, over the RSS just before it, in bytes (sampled every 10 ms). */
+  /** Peak RSS while the work ran, over the RSS just before it, in bytes (sampled every 25 ms). */
   readonly rssGrowth: number;
 }
 

@@ -6,6 +6,7 @@
  */
 import { S3ServiceException } from '@aws-sdk/client-s3';
 import {
+  DeadlineError,
   NoCreditsError,
   ServiceError,
   UnauthorizedError,
@@ -54,6 +55,14 @@ function fromServiceError(error: ServiceError): RunError {
       'unsupported_next_action',
       `${error.message}: the service asked for an action this version of Hopper does not know; upgrade Hopper`,
       { cause: error },
+    );
+  }
+  if (error instanceof DeadlineError) {
+    // Retried by the state machine with a fresh invocation's time.
+    return new RunError(
+      'step_timeout',
+      `the step ran out of time before the training service answered: ${error.message}`,
+      { retryable: true, cause: error },
     );
   }
   if (error.retryable) {

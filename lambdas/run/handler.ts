@@ -14,6 +14,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import { RunError } from './errors.js';
 import { toRunError } from './error-mapping.js';
 import { emitInvocationMetrics } from './metrics.js';
+import { DEADLINE_MARGIN_MS } from './retry-budget.js';
 import { runtimeFromEnvironment, withInvocationLogger, type Runtime } from './runtime.js';
 import type { DatasetSlot, RunState, SlotName } from './state.js';
 import {
@@ -85,8 +86,9 @@ export type TaskHandler<S extends SlotName> = ((
 };
 
 export function stepHandler<S extends SlotName>(step: Step<S>): TaskHandler<S> {
-  const bound = (runtime: () => Runtime) => (event: unknown, context: InvocationContext) =>
-    invoke(step, runtime(), event, context);
+  const bound =
+    (runtime: () => Runtime | Promise<Runtime>) => async (event: unknown, context: InvocationContext) =>
+      invoke(step, await runtime(), event, context);
   return Object.assign(
     bound(() => runtimeFromEnvironment()),
     { withRuntime: (runtime: Runtime) => bound(() => runtime) },
@@ -155,8 +157,14 @@ async function invoke<S extends SlotName>(
           });
           throw supersededError(state, newer, step.stage);
         }
+        // Every service call of the step stops at this deadline, leaving time to report it.
+        const deadline = invocationDeadline(context);
         const env: StepEnv = {
-          runtime: { ...runtime, logger },
+          runtime: {
+            ...runtime,
+            logger,
+            service: (options) => runtime.service({ signal: deadline, ...options }),
+          },
           remainingMs: () => context.getRemainingTimeInMillis(),
           requestId: context.awsRequestId,
           summary: (after) => usage(true, after, true),
@@ -274,6 +282,16 @@ function idsOf(state: RunState): Record<string, string> {
     ...(state.dataset === undefined ? {} : { dataset_id: state.dataset.id }),
     ...(state.model === undefined ? {} : { model_id: state.model.id }),
   };
+}
+
+/**
+ * Aborts DEADLINE_MARGIN_MS before Lambda would cut the invocation off: a service call still
+ * running then fails as a retryable DeadlineError, and the step has time to say so.
+ */
+export function invocationDeadline(
+  context: Pick<InvocationContext, 'getRemainingTimeInMillis'>,
+): AbortSignal {
+  return AbortSignal.timeout(Math.max(0, context.getRemainingTimeInMillis() - DEADLINE_MARGIN_MS));
 }
 
 function memoryOf(context: InvocationContext): number {

@@ -1,13 +1,20 @@
 /**
- * How long the state machine waits before polling a record again. Short at first, backing off
- * while the service stays at `wait` and then growing with the time waited, never sleeping past
- * the record's deadline or a quarter of the files' retention, and bounded over the whole run.
+ * How long the state machine waits before polling a record again: the one function that decides
+ * every Wait state's seconds (docs/pipeline.md, "Polling"). Short at first, backing off while the
+ * service stays at `wait`, then growing with the time waited, so that a result is noticed within
+ * max(60 s, 5% of the wait) at the cost of few polls; dense around the time the account's earlier
+ * trainings took; never sleeping past the record's deadline or a quarter of the files' retention;
+ * bounded over the whole run.
  */
 import { RunError } from './errors.js';
 import type { PollSchedule } from './state.js';
 
 export const POLL_FIRST_SECONDS = 2;
-export const POLL_BACKOFF_FACTOR = 1.5;
+/**
+ * ×3 from 2 s (2, 6, 18, 54): a phase of a few seconds is still seen within seconds, and the
+ * backoff reaches the 60 s the bound allows in four polls (×1.5 took nine: 64 polls for 2 h).
+ */
+export const POLL_BACKOFF_FACTOR = 3;
 /** Where the backoff levels off: from here the interval grows only with the time waited. */
 export const POLL_STEADY_SECONDS = 60;
 /**
@@ -25,17 +32,56 @@ export const POLL_MAX_SECONDS = 3600;
  */
 export const RETENTION_POLL_FRACTION = 0.25;
 /**
+ * The interval inside the window where earlier trainings finished (ExpectedFinish); a tenth of
+ * the expected time when that is shorter.
+ */
+export const DENSE_POLL_SECONDS = 10;
+/**
+ * The dense interval is at least the window's width over this: a wide spread of earlier
+ * durations makes the dense polls sparser rather than more numerous.
+ */
+export const MAX_DENSE_POLLS = 12;
+/** The share of earlier durations the window covers: from their 10th to their 90th percentile. */
+export const EXPECTED_LOW_QUANTILE = 0.1;
+export const EXPECTED_HIGH_QUANTILE = 0.9;
+/**
  * The longest a run waits on the service in all: 14 days, far past any training Hopper is meant
  * for; the state machine's execution timeout is derived from it (infra/run-limits.ts).
  */
 export const MAX_WAIT_SECONDS_PER_RUN = 14 * 24 * 3600;
 /**
  * A backstop on the count: each poll adds about ten events to the execution's history, which
- * Step Functions caps at 25,000. The schedule above stays far below it (about 430 polls in 14
+ * Step Functions caps at 25,000. The schedule above stays far below it (about 300 polls in 14
  * days); only a very short interval held for days (a service that keeps files for seconds,
  * training for days) could reach it.
  */
 export const MAX_POLLS_PER_RUN = 2000;
+
+/**
+ * When a training is expected to finish, in seconds after it was created, from how long the
+ * account's earlier trainings took: the schedule polls every few seconds inside this window.
+ */
+export interface ExpectedFinish {
+  readonly fromSeconds: number;
+  readonly toSeconds: number;
+}
+
+/** What the schedule knows besides the record's `next_action` and the schedule before. */
+export interface PollContext {
+  /** Milliseconds since the epoch. */
+  readonly now: number;
+  /** An ISO timestamp not to sleep past (the dataset's `expires_at`, the model's `files_expire_at`), or null. */
+  readonly deadline: string | null;
+  /** The longest interval (pollCeilingSeconds for a model). Default POLL_MAX_SECONDS. */
+  readonly maxSeconds?: number;
+  /**
+   * When the record began to wait (a model's `created_at`): the time waited is measured from it
+   * rather than summed from the sleeps, which leave out the time spent between them.
+   */
+  readonly since?: string | null;
+  /** Where earlier trainings finished, relative to `since`; null when none tells. */
+  readonly expected?: ExpectedFinish | null;
+}
 
 /** The schedule while not waiting: no sleep, the run's counts carried on. */
 export function noWait(previous?: Pick<PollSchedule, 'totalPolls' | 'totalWaitSeconds'>): PollSchedule {
@@ -49,21 +95,24 @@ export function noWait(previous?: Pick<PollSchedule, 'totalPolls' | 'totalWaitSe
 }
 
 /**
- * The schedule after a service call that left the record at `nextAction`: the one function
- * that decides how long every Wait state sleeps (docs/pipeline.md, "Polling").
+ * The schedule after a service call that left the record at `nextAction`:
+ * 1. backoff: 2 s, then ×3 per poll while the record stays at `wait`, up to 60 s (straight to
+ *    60 s when earlier trainings all took longer than a minute);
+ * 2. then 5% of the time waited (the interval after a poll at t is at most max(60 s, 0.05 t),
+ *    so a result that comes just after the poll is noticed within max(60 s, 5% of t));
+ * 3. inside the expected window, every DENSE_POLL_SECONDS (fewer when the window is wide), and
+ *    never sleeping past the window's start;
+ * 4. at most `maxSeconds` (an hour, or a quarter of the files' retention), never past the deadline.
  * @param previous the schedule the record had before (consecutive waits back off)
- * @param deadline an ISO timestamp not to sleep past (e.g. the dataset's `expires_at`), or null
- * @param maxSeconds the longest interval (pollCeilingSeconds for a model)
  * @throws RunError wait_limit past MAX_WAIT_SECONDS_PER_RUN or MAX_POLLS_PER_RUN
  */
 export function nextPoll(
   nextAction: string,
   previous: PollSchedule | undefined,
-  deadline: string | null,
-  now: number,
-  maxSeconds = POLL_MAX_SECONDS,
+  context: PollContext,
 ): PollSchedule {
   if (nextAction !== 'wait') return noWait(previous);
+  const { now, deadline, maxSeconds = POLL_MAX_SECONDS, since = null, expected = null } = context;
   const totalPolls = (previous?.totalPolls ?? 0) + 1;
   const continuing = previous !== undefined && previous.waitSeconds > 0;
   const polls = continuing ? previous.polls + 1 : 0;
@@ -71,11 +120,15 @@ export function nextPoll(
   const waitedSeconds = continuing
     ? ((previous as Partial<PollSchedule>).waitedSeconds ?? 0) + previous.waitSeconds
     : 0;
-  const backoff = Math.min(
-    POLL_STEADY_SECONDS,
-    Math.round(POLL_FIRST_SECONDS * POLL_BACKOFF_FACTOR ** polls),
-  );
-  let seconds = Math.min(maxSeconds, Math.max(backoff, Math.floor(POLL_WAITED_FRACTION * waitedSeconds)));
+  const sinceMs = since === null ? NaN : Date.parse(since);
+  const elapsed = Number.isFinite(sinceMs) ? Math.max(waitedSeconds, (now - sinceMs) / 1000) : waitedSeconds;
+
+  const longWaitExpected = expected !== null && expected.fromSeconds >= POLL_STEADY_SECONDS;
+  const backoff = longWaitExpected
+    ? POLL_STEADY_SECONDS
+    : Math.min(POLL_STEADY_SECONDS, Math.round(POLL_FIRST_SECONDS * POLL_BACKOFF_FACTOR ** polls));
+  let seconds = Math.min(maxSeconds, Math.max(backoff, Math.floor(POLL_WAITED_FRACTION * elapsed)));
+  if (expected !== null) seconds = Math.min(seconds, denseSeconds(expected, elapsed) ?? seconds);
   if (deadline !== null) {
     const secondsLeft = Math.floor((Date.parse(deadline) - now) / 1000);
     seconds = Math.min(seconds, Math.max(1, secondsLeft));
@@ -88,6 +141,45 @@ export function nextPoll(
     );
   }
   return { waitSeconds: seconds, polls, waitedSeconds, totalPolls, totalWaitSeconds };
+}
+
+/**
+ * The longest sleep the expected window allows after `elapsed` seconds: up to the window's start
+ * (whole seconds, at least 1), the dense interval inside it, nothing after it (undefined).
+ */
+function denseSeconds(expected: ExpectedFinish, elapsed: number): number | undefined {
+  if (elapsed >= expected.toSeconds) return undefined;
+  if (elapsed < expected.fromSeconds) return Math.max(1, Math.ceil(expected.fromSeconds - elapsed));
+  const width = expected.toSeconds - expected.fromSeconds;
+  // A training expected within seconds is polled every second or two, not every 10 s.
+  const dense = Math.min(DENSE_POLL_SECONDS, Math.ceil(0.1 * expected.toSeconds));
+  return Math.max(1, dense, Math.ceil(width / MAX_DENSE_POLLS));
+}
+
+/**
+ * The window where a training is expected to finish, from how long earlier trainings took (in
+ * seconds from creation to finish): their 10th to 90th percentile, widened each side by one
+ * dense interval (10 s, or a tenth of a duration of seconds). Null when there is none.
+ */
+export function expectedFinish(durationsSeconds: readonly number[]): ExpectedFinish | null {
+  const sorted = durationsSeconds
+    .filter((value) => Number.isFinite(value) && value >= 0)
+    .sort((a, b) => a - b);
+  if (sorted.length === 0) return null;
+  const low = quantile(sorted, EXPECTED_LOW_QUANTILE);
+  const high = quantile(sorted, EXPECTED_HIGH_QUANTILE);
+  return {
+    fromSeconds: Math.floor(low - Math.min(DENSE_POLL_SECONDS, 0.1 * low)),
+    toSeconds: Math.ceil(high + Math.min(DENSE_POLL_SECONDS, 0.1 * high)),
+  };
+}
+
+/** Linear interpolation between the closest ranks of an ascending, non-empty list. */
+function quantile(sorted: readonly number[], q: number): number {
+  const rank = q * (sorted.length - 1);
+  const below = sorted[Math.floor(rank)] ?? 0;
+  const above = sorted[Math.ceil(rank)] ?? below;
+  return below + (above - below) * (rank - Math.floor(rank));
 }
 
 /**

@@ -6,16 +6,17 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { Tracer } from '@aws-lambda-powertools/tracer';
+import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { S3Client } from '@aws-sdk/client-s3';
 import { DROP_QUIET_MS } from '../drop/settle.js';
-import { TrainingServiceClient } from '../service-client/index.js';
+import { TrainingServiceClient, type RequestOptions } from '../service-client/index.js';
 import { RunError } from './errors.js';
 import type { RunEventBus } from './event-bus.js';
 import { DEFAULT_EVENT_SOURCE } from './events.js';
 import { SERVICE_NAME } from './metric-names.js';
 import { tracedClient } from './tracing.js';
 import { countS3Requests } from './s3-requests.js';
+import { LAMBDA_CLIENT_OPTIONS } from './retry-budget.js';
 
 /** The environment variables a Lambda handler reads (set by infra/, one place for the names). */
 export const ENV = {
@@ -31,8 +32,12 @@ export const API_KEY_CACHE_SECONDS = 300;
 
 export interface Runtime {
   readonly s3: S3Client;
-  /** A client with the current API key; the same instance while the key does not change. */
-  service(): Promise<TrainingServiceClient>;
+  /**
+   * A client with the current API key, sharing one connection pool while the key does not
+   * change; `options.signal` is the deadline of its every call (the handler passes the
+   * invocation's, lambdas/run/handler.ts).
+   */
+  service(options?: RequestOptions): Promise<TrainingServiceClient>;
   readonly logger: Logger;
   /** Milliseconds since the epoch; injected so tests can stand at a chosen time. */
   now(): number;
@@ -76,6 +81,9 @@ export interface RuntimeOptions {
 
 const invocationLoggers = new AsyncLocalStorage<Logger>();
 
+/** The X-Ray subsegments of service calls: `### service.<method>`. */
+const SERVICE_SEGMENT = '### service';
+
 /**
  * Runs `work` with `logger` as the logger of whatever shared part (the service client) logs on
  * its behalf, so those lines carry the invocation's keys too.
@@ -107,7 +115,7 @@ export function createRuntime(options: RuntimeOptions): Runtime {
       warm.add(functionName);
       return true;
     },
-    async service() {
+    async service(request) {
       const key = await options.apiKey();
       if (current?.key !== key) {
         const previous = current?.client;
@@ -125,45 +133,39 @@ export function createRuntime(options: RuntimeOptions): Runtime {
             },
           },
         });
-        current = { key, client, traced: tracedClient(client, tracer, '### service') };
+        current = { key, client, traced: tracedClient(client, tracer, SERVICE_SEGMENT) };
         // A rotated key: the old client's connections are no longer needed.
         void previous?.close();
       }
-      return current.traced;
+      if (request?.signal === undefined) return current.traced;
+      return tracedClient(current.client.withOptions(request), tracer, SERVICE_SEGMENT);
     },
   };
 }
 
-/**
- * The client's retry budget in Lambda: a call starts no retry later than 40 s after it began
- * (at most 3 retries, waits of at most 10 s, or a Retry-After of at most 30 s) and each attempt
- * gets 20 s, so a call gives up within a minute, well inside the Task Lambdas' timeouts. A
- * longer outage reaches the state machine's own Retry (infra/state-machine.ts) as
- * Hopper.Retryable; both together end a run against a hung service within 5 minutes
- * (docs/pipeline.md, checked by test/pipeline/service-outage.test.ts).
- */
-export const LAMBDA_CLIENT_OPTIONS = {
-  timeoutMs: 20_000,
-  maxRetries: 3,
-  backoffCapMs: 10_000,
-  maxRetryAfterMs: 30_000,
-  callBudgetMs: 40_000,
-} as const;
+// The client's settings in Lambda, with the state machine's Retry in one place (retry-budget.ts).
+export { LAMBDA_CLIENT_OPTIONS } from './retry-budget.js';
 
 /** A runtime built without a bus: an event is an error, never dropped without a word. */
 const NO_EVENT_BUS: RunEventBus = {
   put: () => Promise.reject(new Error('this runtime has no event bus (RuntimeOptions.events)')),
 };
 
-let cloudRuntime: Runtime | undefined;
+let cloudRuntime: Promise<Runtime> | undefined;
 
-/** The runtime of a Lambda container: built on first use, kept for the container's life. */
-export function runtimeFromEnvironment(env: NodeJS.ProcessEnv = process.env): Runtime {
-  if (cloudRuntime === undefined) {
+/**
+ * The runtime of a Lambda container: built on first use, kept for the container's life. The
+ * tracer is loaded here only: the X-Ray SDK under it tracks every promise through async_hooks
+ * (cls-hooked), which made each promise about 20 times costlier wherever it was imported
+ * (docs/performance.md). Local mode, the tests and the benchmarks never load it.
+ */
+export function runtimeFromEnvironment(env: NodeJS.ProcessEnv = process.env): Promise<Runtime> {
+  cloudRuntime ??= (async () => {
+    const { Tracer } = await import('@aws-lambda-powertools/tracer');
     // Enabled in Lambda unless POWERTOOLS_TRACE_ENABLED=false; S3 and Secrets Manager calls
     // get subsegments of their own through the captured SDK clients.
     const tracer = new Tracer({ serviceName: SERVICE_NAME });
-    cloudRuntime = createRuntime({
+    return createRuntime({
       s3: tracer.captureAWSv3Client(new S3Client({})),
       serviceUrl: requireEnv(env, ENV.serviceUrl),
       apiKey: secretsManagerKey(requireEnv(env, ENV.apiKeySecret), undefined, tracer),
@@ -172,7 +174,10 @@ export function runtimeFromEnvironment(env: NodeJS.ProcessEnv = process.env): Ru
       emitMetrics: true,
       events: lazyEventBridgeBus(optionalEnv(env, ENV.eventSource) ?? DEFAULT_EVENT_SOURCE),
     });
-  }
+  })();
+  cloudRuntime.catch(() => {
+    cloudRuntime = undefined; // a bad environment: the next invocation tries again (and says why)
+  });
   return cloudRuntime;
 }
 

@@ -3,7 +3,7 @@
  * routes on (`nextAction`), what the Wait states sleep (`waitSeconds`), and what status.json shows.
  */
 import type { Dataset, Model } from '../service-client/index.js';
-import { nextPoll, noWait, pollCeilingSeconds } from './polling.js';
+import { nextPoll, noWait, pollCeilingSeconds, type ExpectedFinish } from './polling.js';
 import type { DatasetSlot, ModelSlot } from './state.js';
 
 /**
@@ -24,7 +24,7 @@ export function datasetSlot(
     expiresAt: record.expires_at,
     error: record.error,
     labelled,
-    ...nextPoll(record.next_action, previous, record.expires_at, now),
+    ...nextPoll(record.next_action, previous, { now, deadline: record.expires_at }),
   };
 }
 
@@ -32,16 +32,17 @@ export function datasetSlot(
  * The model slot after a call that returned `record`.
  * @param attempts trainings of the dataset started so far, this one included
  * @param previous the model slot before the call, or for the run's first model the dataset slot
- * @param filesRetentionSeconds what the account's earlier models showed; by default the
- *   previous model slot's (null when there is none)
+ * @param history what the account's earlier models showed (AccountHistory); by default the
+ *   previous model slot's (nothing when there is none)
  */
 export function modelSlot(
   record: Model,
   attempts: number,
   previous: ModelSlot | DatasetSlot | undefined,
   now: number,
-  filesRetentionSeconds = retentionOf(previous),
+  history: AccountHistory = historyOf(previous),
 ): ModelSlot {
+  const { filesRetentionSeconds, expectedFinish } = history;
   // The backoff goes on only for the same model; a new one (the first, or a retry) starts
   // afresh, while the run's poll count carries on.
   const sameModel = previous !== undefined && isModelSlot(previous) && previous.id === record.id;
@@ -56,24 +57,39 @@ export function modelSlot(
     attempts,
     filesExpireAt: record.files_expire_at,
     filesRetentionSeconds,
+    expectedFinish,
     onnxBytes: record.onnx_bytes,
     error: record.error,
     // Only once the service reports them (a finished training): the slot stays small until then.
     ...(record.gpu_usd === null ? {} : { gpuUsd: record.gpu_usd }),
     ...(record.jev_usd === null ? {} : { jevUsd: record.jev_usd }),
-    ...nextPoll(
-      record.next_action,
-      schedule,
-      record.files_expire_at,
+    ...nextPoll(record.next_action, schedule, {
       now,
-      pollCeilingSeconds(filesRetentionSeconds),
-    ),
+      deadline: record.files_expire_at,
+      maxSeconds: pollCeilingSeconds(filesRetentionSeconds),
+      since: record.created_at,
+      expected: expectedFinish,
+    }),
   };
 }
 
-/** `?? null`: a model slot written before the field existed has none. */
-function retentionOf(previous: ModelSlot | DatasetSlot | undefined): number | null {
-  return previous !== undefined && isModelSlot(previous) ? (previous.filesRetentionSeconds ?? null) : null;
+/** What StartTraining learnt from the account's earlier done models, carried on by every poll. */
+export interface AccountHistory {
+  /** The shortest time they kept their files (seconds), or null. */
+  readonly filesRetentionSeconds: number | null;
+  /** When a training is expected to finish, from how long theirs took, or null. */
+  readonly expectedFinish: ExpectedFinish | null;
+}
+
+/** `?? null`: a model slot written before a field existed has none. */
+function historyOf(previous: ModelSlot | DatasetSlot | undefined): AccountHistory {
+  if (previous === undefined || !isModelSlot(previous)) {
+    return { filesRetentionSeconds: null, expectedFinish: null };
+  }
+  return {
+    filesRetentionSeconds: previous.filesRetentionSeconds ?? null,
+    expectedFinish: previous.expectedFinish ?? null,
+  };
 }
 
 function isModelSlot(slot: ModelSlot | DatasetSlot): slot is ModelSlot {

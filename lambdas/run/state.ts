@@ -5,6 +5,7 @@
  * (Step Functions caps a state at 256 KiB) and free of secrets: the console shows all of it.
  */
 import type { NextAction } from '../service-client/index.js';
+import type { ExpectedFinish } from './polling.js';
 
 /** Where a run comes from: the execution input the trigger builds from the S3 event. */
 export interface RunInput {
@@ -109,6 +110,12 @@ export interface ModelSlot extends PollSchedule {
    * when none showed it; it caps the poll interval (pollCeilingSeconds).
    */
   readonly filesRetentionSeconds: number | null;
+  /**
+   * When this training is expected to finish, from how long the account's earlier trainings
+   * took; the schedule polls densely there (polling.ts). Null when none showed it; absent in a
+   * slot written before the field existed.
+   */
+  readonly expectedFinish?: ExpectedFinish | null;
   readonly onnxBytes: number | null;
   readonly error: string | null;
   /** The service's cost figures for this training, once it reports them (older slots lack them). */

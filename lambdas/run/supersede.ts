@@ -72,7 +72,7 @@ export async function gateTraining(
   return {
     ...slot,
     nextAction: 'wait',
-    ...nextPoll('wait', previous, slot.expiresAt, context.now),
+    ...nextPoll('wait', previous, { now: context.now, deadline: slot.expiresAt }),
     waitingFor: { runId: claim.holder.run_id ?? '', modelId: claim.holder.model_id },
   };
 }

@@ -49,7 +49,17 @@ import {
 } from './retry.js';
 import { downloadStream, uploadFileBytes, type OpenSource, type TransferSettings } from './transfer.js';
 
-export interface TrainingServiceClientOptions {
+/** Options that may differ from one use of the client to the next (withOptions). */
+export interface RequestOptions {
+  /**
+   * The deadline of every call, retries and transfers included: once it aborts, a call in flight
+   * stops, no retry starts, and the call fails with a DeadlineError (retryable by the caller,
+   * with fresh time). In Lambda: the invocation's remaining time (lambdas/run/handler.ts).
+   */
+  readonly signal?: AbortSignal | undefined;
+}
+
+export interface TrainingServiceClientOptions extends RequestOptions {
   /** The service's base_url (paths start with /v1 below it). */
   readonly baseUrl: string;
   readonly apiKey: string;
@@ -72,7 +82,7 @@ export interface TrainingServiceClientOptions {
   /** Default: silent. Never given the API key. */
   readonly logger?: Logger;
   /** Injected for tests: the wait between retries, and a uniform random number in [0, 1). */
-  readonly sleep?: (ms: number) => Promise<void>;
+  readonly sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   readonly random?: () => number;
   /** Default: a keep-alive Agent owned (and closed) by the client. */
   readonly dispatcher?: Dispatcher;
@@ -105,6 +115,8 @@ export class TrainingServiceClient {
   readonly #retry: RetrySettings;
   readonly #transfer: TransferSettings;
   readonly #ownAgent: Agent | undefined;
+  readonly #options: TrainingServiceClientOptions;
+  readonly #signal: AbortSignal | undefined;
 
   constructor(options: TrainingServiceClientOptions) {
     const url = new URL(options.baseUrl);
@@ -113,6 +125,8 @@ export class TrainingServiceClient {
       throw new TypeError('apiKey is required');
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.#apiKey = options.apiKey;
+    this.#options = options;
+    this.#signal = options.signal;
     const logger = options.logger ?? SILENT_LOGGER;
     let dispatcher = options.dispatcher;
     if (dispatcher === undefined) {
@@ -135,7 +149,7 @@ export class TrainingServiceClient {
       callBudgetMs:
         options.callBudgetMs === undefined ? Infinity : nonNegative('callBudgetMs', options.callBudgetMs, 0),
       now: Date.now,
-      sleep: options.sleep ?? ((ms) => delay(ms)),
+      sleep: options.sleep ?? ((ms, signal) => delay(ms, undefined, { signal })),
       random: options.random ?? Math.random,
       logger,
     };
@@ -146,7 +160,20 @@ export class TrainingServiceClient {
         1,
         Math.floor(nonNegative('maxTransferAttempts', options.maxTransferAttempts, 5)),
       ),
+      signal: options.signal,
     };
+  }
+
+  /**
+   * This client with `options` in place of its own (as openai-node's withOptions): same key,
+   * settings and connection pool, which stays the original's to close.
+   */
+  withOptions(options: RequestOptions): TrainingServiceClient {
+    return new TrainingServiceClient({
+      ...this.#options,
+      ...options,
+      dispatcher: this.#transport.dispatcher,
+    });
   }
 
   /** Closes the client's own connection pool (not an injected dispatcher). */
@@ -353,6 +380,7 @@ export class TrainingServiceClient {
     const label = endpointLabel(endpoint);
     const search = new URLSearchParams(options.query ?? {}).toString();
     const url = `${this.baseUrl}${pathOf(endpoint, params)}${search === '' ? '' : `?${search}`}`;
+    const signal = this.#signal;
     return withRetries(
       label,
       endpoint.retry,
@@ -364,8 +392,9 @@ export class TrainingServiceClient {
           endpoint: label,
           headers: { authorization: `Bearer ${this.#apiKey}` },
           body: options.body,
+          signal,
         }),
-      options.hooks,
+      { ...options.hooks, signal },
     );
   }
 

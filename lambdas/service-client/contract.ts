@@ -353,6 +353,20 @@ export function filesRetentionMs(model: Model): number | null {
   return Number.isFinite(retention) && retention >= 0 ? retention : null;
 }
 
+/**
+ * How long a done model took from its creation (when a client starts polling it) to the end of
+ * its training, or null when the record does not tell. The interface leaves the inside of
+ * `steps` unshown: its `finished_at` is read as the finish (the simulated service writes
+ * `queued_at`, `training_at` and `finished_at` there), else `public_at`.
+ */
+export function trainingDurationMs(model: Model): number | null {
+  const finishedAt = model.steps?.finished_at;
+  const finished = typeof finishedAt === 'string' ? finishedAt : model.public_at;
+  if (finished === null) return null;
+  const duration = Date.parse(finished) - Date.parse(model.created_at);
+  return Number.isFinite(duration) && duration >= 0 ? duration : null;
+}
+
 export type Question = z.infer<typeof QuestionSchema>;
 export type DatasetFile = z.infer<typeof DatasetFileSchema>;
 export type Dataset = z.infer<typeof DatasetSchema>;

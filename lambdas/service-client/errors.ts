@@ -12,7 +12,12 @@ import {
 } from './contract.js';
 
 export type ErrorCode =
-  ServiceErrorKind | 'connection_error' | 'timeout' | 'unexpected_response' | 'unsupported_next_action';
+  | ServiceErrorKind
+  | 'connection_error'
+  | 'timeout'
+  | 'deadline_exceeded'
+  | 'unexpected_response'
+  | 'unsupported_next_action';
 
 export interface ServiceErrorInit {
   readonly message: string;
@@ -134,6 +139,15 @@ export class ConnectionError extends TransportError {
 export class TimeoutError extends TransportError {
   override readonly name = 'TimeoutError';
   override readonly code = 'timeout';
+}
+/**
+ * The caller's deadline (the client's `signal`; in Lambda, the invocation's remaining time) came
+ * before the call could finish, its retries included. Retryable, but not under the same deadline:
+ * the client stops at once, and the caller tries again with fresh time (the state machine's Retry).
+ */
+export class DeadlineError extends TransportError {
+  override readonly name = 'DeadlineError';
+  override readonly code = 'deadline_exceeded';
 }
 
 // The answer arrived but the client cannot use it.

@@ -8,6 +8,7 @@ import type { z } from 'zod';
 import { isKnownNextAction, NOT_SENT_ERROR_CODES } from './contract.js';
 import {
   ConnectionError,
+  DeadlineError,
   errorFromAnswer,
   ServiceError,
   SizeMismatchError,
@@ -45,6 +46,8 @@ export interface JsonExchange {
   readonly headers: Headers;
   /** Serialized as JSON when present. */
   readonly body?: unknown;
+  /** The call's deadline: aborts the exchange with a DeadlineError. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 export interface JsonAnswer {
@@ -63,6 +66,8 @@ export async function exchangeJson(transport: Transport, exchange: JsonExchange)
   const timer = setTimeout(() => {
     deadline.abort();
   }, transport.timeoutMs);
+  const signal =
+    exchange.signal === undefined ? deadline.signal : AbortSignal.any([deadline.signal, exchange.signal]);
   const headers: Headers = { accept: 'application/json', ...exchange.headers };
   let body: string | undefined;
   if (exchange.body !== undefined) {
@@ -76,7 +81,7 @@ export async function exchangeJson(transport: Transport, exchange: JsonExchange)
       method: exchange.method,
       headers,
       body,
-      signal: deadline.signal,
+      signal,
       headersTimeout: transport.timeoutMs,
       bodyTimeout: transport.timeoutMs,
     });
@@ -99,7 +104,14 @@ export async function exchangeJson(transport: Transport, exchange: JsonExchange)
       body: parseJson(text, exchange.endpoint, target, response.statusCode),
     };
   } catch (error) {
-    throw toServiceError(error, exchange.endpoint, target, deadline.signal.aborted, transport);
+    throw toServiceError(
+      error,
+      exchange.endpoint,
+      target,
+      deadline.signal.aborted,
+      transport,
+      exchange.signal,
+    );
   } finally {
     clearTimeout(timer);
   }
@@ -181,7 +193,8 @@ function isConnectionFailure(code: string): boolean {
 
 /**
  * The ServiceError for anything thrown during an exchange, or `error` itself when it is not a
- * transport failure (a bug, or the caller's own upload source failing).
+ * transport failure (a bug, or the caller's own upload source failing). Whatever failed once the
+ * call's `deadline` has aborted is a DeadlineError: the abort is what cut it short.
  */
 export function toServiceError(
   error: unknown,
@@ -189,10 +202,19 @@ export function toServiceError(
   target: string,
   timedOut: boolean,
   transport: Pick<Transport, 'redact' | 'timeoutMs'>,
+  deadline?: AbortSignal,
 ): unknown {
   if (error instanceof ServiceError) return error;
   const code = errorCodeOf(error);
   const detail = transport.redact(error instanceof Error ? error.message : String(error));
+  if (deadline?.aborted === true) {
+    return new DeadlineError({
+      message: `${target}: the call's deadline passed before an answer`,
+      endpoint,
+      requestSent: !provesNotSent(error),
+      cause: error,
+    });
+  }
   if (timedOut || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
     return new TimeoutError({
       message: `${target}: no answer within ${transport.timeoutMs} ms`,
@@ -278,6 +300,8 @@ export interface StreamExchange {
   readonly endpoint: string;
   readonly headers: Headers;
   readonly body?: Readable;
+  /** The call's deadline: aborts the exchange, body included, with a DeadlineError. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /**
@@ -298,11 +322,12 @@ export async function exchangeStream(
       method: exchange.method,
       headers: exchange.headers,
       body: exchange.body,
+      signal: exchange.signal,
       headersTimeout: transport.timeoutMs,
       bodyTimeout: transport.timeoutMs,
     });
   } catch (error) {
-    throw toServiceError(error, exchange.endpoint, target, false, transport);
+    throw toServiceError(error, exchange.endpoint, target, false, transport, exchange.signal);
   }
   transport.logger.debug(`${target} -> ${response.statusCode}`);
   if (response.statusCode >= 200 && response.statusCode <= 299) return response;
@@ -310,7 +335,7 @@ export async function exchangeStream(
   try {
     text = await response.body.text();
   } catch (error) {
-    throw toServiceError(error, exchange.endpoint, target, false, transport);
+    throw toServiceError(error, exchange.endpoint, target, false, transport, exchange.signal);
   }
   if (response.statusCode >= 400) {
     throw answerError(transport, exchange.endpoint, target, response.statusCode, response.headers, text);

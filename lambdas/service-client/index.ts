@@ -3,7 +3,12 @@
  * the service beyond its published interface lives in contract.ts.
  */
 export { TrainingServiceClient } from './client.js';
-export type { TrainingServiceClientOptions, ModelsOfDatasetOptions, DownloadOptions } from './client.js';
+export type {
+  TrainingServiceClientOptions,
+  RequestOptions,
+  ModelsOfDatasetOptions,
+  DownloadOptions,
+} from './client.js';
 export { CursorList } from './pagination.js';
 export type { OpenSource } from './transfer.js';
 export type { Logger } from './retry.js';
@@ -15,6 +20,7 @@ export {
   UPLOAD_URL_TTL_MS,
   LIST_LIMIT_MAX,
   filesRetentionMs,
+  trainingDurationMs,
 } from './contract.js';
 export type {
   Dataset,
@@ -52,6 +58,7 @@ export {
   UnavailableError,
   ConnectionError,
   TimeoutError,
+  DeadlineError,
   TransportError,
   UnexpectedResponseError,
   UnsupportedNextActionError,

@@ -3,7 +3,7 @@
  * from the injected `sleep` and `random`, so tests drive it without waiting.
  */
 import type { RetryPolicy } from './contract.js';
-import { ServiceError, TransportError } from './errors.js';
+import { DeadlineError, ServiceError, TransportError } from './errors.js';
 
 export interface Logger {
   debug(message: string): void;
@@ -26,7 +26,8 @@ export interface RetrySettings {
   readonly callBudgetMs: number;
   /** Milliseconds since the epoch; injected so tests can move time. */
   readonly now: () => number;
-  readonly sleep: (ms: number) => Promise<void>;
+  /** Resolves after `ms`; may end early (and reject) when `signal` aborts. */
+  readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** Uniform in [0, 1). */
   readonly random: () => number;
   readonly logger: Logger;
@@ -87,6 +88,67 @@ export function mayRetry(error: ServiceError, policy: RetryPolicy): boolean {
 export interface RetryHooks {
   /** Called with each failure about to be retried (not with the last one). */
   readonly onRetry?: (error: ServiceError) => void;
+  /**
+   * The call's deadline: once it aborts no attempt starts and no wait goes on, and the call
+   * fails with a DeadlineError (see deadlineError).
+   */
+  readonly signal?: AbortSignal | undefined;
+}
+
+/**
+ * The error of a call whose deadline came first; `last` is the failure it was about to retry,
+ * if any. The request may have been acted on when an attempt had left (mayHaveActed).
+ */
+export function deadlineError(label: string, last?: unknown): DeadlineError {
+  if (last instanceof DeadlineError) return last;
+  const why = last instanceof ServiceError ? ` after ${last.code}` : '';
+  return new DeadlineError({
+    message: `${label}: the call's deadline passed${why}; not retried within this invocation`,
+    endpoint: label,
+    requestSent:
+      last instanceof ServiceError ? (last instanceof TransportError ? last.requestSent : true) : false,
+    cause: last,
+  });
+}
+
+/** Read through a call: the compiler would keep a narrowing of `signal.aborted` across awaits. */
+export function isAborted(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true;
+}
+
+/**
+ * Waits `ms` with `settings.sleep`; false, at once, when `signal` aborts first (an injected
+ * sleep need not watch the signal itself).
+ */
+export async function pause(
+  settings: Pick<RetrySettings, 'sleep'>,
+  ms: number,
+  signal?: AbortSignal,
+): Promise<boolean> {
+  if (signal === undefined) {
+    await settings.sleep(ms);
+    return true;
+  }
+  if (signal.aborted) return false;
+  let onAbort = (): void => undefined;
+  const aborted = new Promise<false>((resolve) => {
+    onAbort = () => {
+      resolve(false);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  const slept = settings.sleep(ms, signal).then(
+    () => !signal.aborted,
+    (error: unknown) => {
+      if (signal.aborted) return false;
+      throw error;
+    },
+  );
+  try {
+    return await Promise.race([slept, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
 }
 
 /**
@@ -101,6 +163,8 @@ export async function withRetries<T>(
   hooks: RetryHooks = {},
 ): Promise<T> {
   const startedAt = settings.now();
+  const { signal } = hooks;
+  if (isAborted(signal)) throw deadlineError(label);
   for (let retryIndex = 0; ; retryIndex++) {
     try {
       return await attempt();
@@ -108,6 +172,8 @@ export async function withRetries<T>(
       if (!(error instanceof ServiceError) || !mayRetry(error, policy) || retryIndex >= settings.maxRetries) {
         throw error;
       }
+      // Past the deadline nothing is retried here: the caller has no time left to wait for it.
+      if (isAborted(signal)) throw deadlineError(label, error);
       const delayMs = retryDelayMs(error, retryIndex, settings);
       if (settings.now() - startedAt + delayMs >= settings.callBudgetMs) {
         settings.logger.warn(
@@ -120,7 +186,7 @@ export async function withRetries<T>(
           `retry ${retryIndex + 1} of ${settings.maxRetries} in ${delayMs} ms`,
       );
       hooks.onRetry?.(error);
-      await settings.sleep(delayMs);
+      if (!(await pause(settings, delayMs, signal))) throw deadlineError(label, error);
     }
   }
 }

@@ -15,19 +15,22 @@ import {
 import {
   ConflictError,
   ConnectionError,
+  DeadlineError,
   ServiceError,
   SizeMismatchError,
   UnexpectedResponseError,
   UrlExpiredError,
 } from './errors.js';
 import { describeTarget, exchangeStream, toServiceError, type Transport } from './http.js';
-import { retryDelayMs, type RetrySettings } from './retry.js';
+import { deadlineError, pause, retryDelayMs, type RetrySettings } from './retry.js';
 
 export interface TransferSettings {
   readonly transport: Transport;
   readonly retry: RetrySettings;
   /** Attempts of one upload; for a download, failed attempts in a row without a byte of progress. */
   readonly maxAttempts: number;
+  /** The deadline of every transfer: an abort stops it (body included) with a DeadlineError. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /** Opens the bytes of a file from the start; called once per attempt. */
@@ -46,9 +49,11 @@ export interface UploadJob {
  * the bytes, or the file turns out to be uploaded and completed already.
  */
 export async function uploadFileBytes(settings: TransferSettings, job: UploadJob): Promise<void> {
+  const { signal } = settings;
   let url = job.file.upload_url ?? undefined;
   let lastError: unknown;
   for (let attempt = 1; attempt <= settings.maxAttempts; attempt++) {
+    if (signal?.aborted === true) throw deadlineError(FILE_UPLOAD_LABEL, lastError);
     url ??= await job.freshUploadUrl();
     if (url === undefined) return;
     const source = await job.openSource();
@@ -64,10 +69,12 @@ export async function uploadFileBytes(settings: TransferSettings, job: UploadJob
         endpoint: FILE_UPLOAD_LABEL,
         headers: { 'content-length': String(job.file.bytes), 'content-type': UPLOAD_CONTENT_TYPE },
         body: source,
+        signal,
       });
       await response.body.dump();
       return;
     } catch (error) {
+      if (error instanceof DeadlineError) throw error;
       if (sourceError !== undefined) {
         lastError = sourceError; // The caller's stream failed: a fresh one may not.
       } else if (error instanceof UrlExpiredError) {
@@ -91,7 +98,8 @@ export async function uploadFileBytes(settings: TransferSettings, job: UploadJob
           `${FILE_UPLOAD_LABEL} ${job.file.name}: attempt ${attempt} of ${settings.maxAttempts} failed; ` +
             `sending it again in ${delayMs} ms`,
         );
-        await settings.retry.sleep(delayMs);
+        if (!(await pause(settings.retry, delayMs, signal)))
+          throw deadlineError(FILE_UPLOAD_LABEL, lastError);
       }
     } finally {
       // The listener stays: a late 'error' from the discarded source must not go unhandled.
@@ -119,12 +127,13 @@ export function downloadStream(settings: TransferSettings, job: DownloadJob): Re
 }
 
 async function* downloadChunks(settings: TransferSettings, job: DownloadJob): AsyncGenerator<Buffer> {
-  const { transport, retry, maxAttempts } = settings;
+  const { transport, retry, maxAttempts, signal } = settings;
   let link: DownloadLink | undefined;
   let received = 0;
   let total = job.expectedBytes;
   let failuresInARow = 0;
   for (;;) {
+    if (signal?.aborted === true) throw deadlineError(FILE_DOWNLOAD_LABEL);
     link ??= await job.freshLink();
     let response: Dispatcher.ResponseData | undefined;
     try {
@@ -133,6 +142,7 @@ async function* downloadChunks(settings: TransferSettings, job: DownloadJob): As
         url: link.url,
         endpoint: FILE_DOWNLOAD_LABEL,
         headers: received > 0 ? { range: rangeHeader(received) } : {},
+        signal,
       });
       const target = describeTarget('GET', link.url);
       const answer = answerRange(response, target);
@@ -181,7 +191,8 @@ async function* downloadChunks(settings: TransferSettings, job: DownloadJob): As
       });
     } catch (caught) {
       const target = describeTarget('GET', link.url);
-      const error = toServiceError(caught, FILE_DOWNLOAD_LABEL, target, false, transport);
+      const error = toServiceError(caught, FILE_DOWNLOAD_LABEL, target, false, transport, signal);
+      if (error instanceof DeadlineError) throw error;
       if (!(error instanceof ServiceError) || !(error.retryable || error instanceof UrlExpiredError))
         throw error;
       failuresInARow++;
@@ -196,7 +207,7 @@ async function* downloadChunks(settings: TransferSettings, job: DownloadJob): As
         `${FILE_DOWNLOAD_LABEL}: ${error.code} at byte ${received}; ` +
           `resuming (attempt ${failuresInARow + 1} of ${maxAttempts}) in ${delayMs} ms`,
       );
-      await retry.sleep(delayMs);
+      if (!(await pause(retry, delayMs, signal))) throw deadlineError(FILE_DOWNLOAD_LABEL, error);
     } finally {
       if (response !== undefined) discard(response.body);
     }

@@ -15,6 +15,7 @@
 import {
   filesRetentionMs,
   NoCreditsError,
+  trainingDurationMs,
   UnknownEncoderError,
   type Dataset,
   type Model,
@@ -25,7 +26,8 @@ import { supersededError } from '../run/supersede.js';
 import { claimTraining, recordTraining, type ClaimContext } from '../run/training-claim.js';
 import type { Step } from '../run/handler.js';
 import { requireSlot } from '../run/require-slot.js';
-import { modelSlot } from '../run/slots.js';
+import { expectedFinish } from '../run/polling.js';
+import { modelSlot, type AccountHistory } from '../run/slots.js';
 import type { RunConfig } from '../run/state.js';
 
 const STAGE = 'start_training';
@@ -46,10 +48,13 @@ export const startTrainingStep: Step<'model'> = {
     // The backoff of a new model starts afresh; the run's poll count carries on.
     const previous = state.model ?? datasetSlot;
     // Looked up once per run, at its first training; a retry carries it on.
-    const retention =
+    const history: AccountHistory =
       state.model === undefined
-        ? await observedFilesRetentionSeconds(client)
-        : (state.model.filesRetentionSeconds ?? null);
+        ? await accountHistory(client)
+        : {
+            filesRetentionSeconds: state.model.filesRetentionSeconds ?? null,
+            expectedFinish: state.model.expectedFinish ?? null,
+          };
 
     const newest = models[0];
     // A resumed run trains again when the earlier run's model lost its files (model_files_gone).
@@ -63,7 +68,7 @@ export const startTrainingStep: Step<'model'> = {
     if (newest !== undefined && isUnderWay(newest) && !filesGone) {
       // This run's own training (a lost answer, or a retried invocation): its credit is spent.
       await recordTraining(claim, dataset.id, newest.id);
-      return modelSlot(newest, models.length, previous, env.runtime.now(), retention);
+      return modelSlot(newest, models.length, previous, env.runtime.now(), history);
     }
     if (env.supersededBy !== undefined && env.supersededBy !== null) {
       throw supersededError(state, env.supersededBy, STAGE);
@@ -97,26 +102,31 @@ export const startTrainingStep: Step<'model'> = {
     }
     const record = await startTraining(client, dataset, config);
     await recordTraining(claim, dataset.id, record.id);
-    return modelSlot(record, models.length + 1, previous, env.runtime.now(), retention);
+    return modelSlot(record, models.length + 1, previous, env.runtime.now(), history);
   },
 };
 
-/** Done models looked at for their files' retention: the account's latest, one page. */
+/** Done models looked at for their files' retention and their trainings' durations: one page. */
 export const RETENTION_SAMPLE = 25;
 
 /**
- * The shortest time the account's latest done models kept their files after finishing, in
- * seconds, or null when none tells. Polling stays well inside it (pollCeilingSeconds), so a
- * service that deletes files soon after a training ends does not take a paid model with it.
+ * What the account's latest done models tell (one page of them, newest first):
+ * - the shortest time they kept their files after finishing, in seconds: polling stays well
+ *   inside it (pollCeilingSeconds), so a service that deletes files soon after a training ends
+ *   does not take a paid model with it;
+ * - how long their trainings took: polling is dense where this one is expected to finish.
  */
-async function observedFilesRetentionSeconds(client: TrainingServiceClient): Promise<number | null> {
+async function accountHistory(client: TrainingServiceClient): Promise<AccountHistory> {
   const pages = client.listModels({ status: 'done', limit: RETENTION_SAMPLE }).pages();
   const first = await pages.next();
   await pages.return(undefined);
-  const retentions = (first.done === true ? [] : first.value.data)
-    .map(filesRetentionMs)
-    .filter((ms): ms is number => ms !== null);
-  return retentions.length === 0 ? null : Math.floor(Math.min(...retentions) / 1000);
+  const done = first.done === true ? [] : first.value.data;
+  const retentions = done.map(filesRetentionMs).filter((ms): ms is number => ms !== null);
+  const durations = done.map(trainingDurationMs).filter((ms): ms is number => ms !== null);
+  return {
+    filesRetentionSeconds: retentions.length === 0 ? null : Math.floor(Math.min(...retentions) / 1000),
+    expectedFinish: expectedFinish(durations.map((ms) => ms / 1000)),
+  };
 }
 
 function isUnderWay(model: Model): boolean {

@@ -1,9 +1,10 @@
 /**
  * upload_files: streams each data file still pending at the service from the drop
  * (inbox/<drop>/<name>, pinned to the etag validate_drop saw) to its presigned URL and completes
- * it. Constant memory: bytes flow from S3 to the service without being held. Time-boxed: a file
- * is not started when the invocation may end before it is sent; the slot then still says
- * upload_files and the state machine calls this step again, which skips what is done.
+ * it, UPLOAD_CONCURRENCY files at a time. Constant memory: bytes flow from S3 to the service
+ * without being held. Time-boxed: a file is not started when the invocation may end before it is
+ * sent, at the rate measured for the files already sent; the files in flight then finish, the slot
+ * still says upload_files and the state machine calls this step again, which skips what is done.
  */
 import {
   SizeMismatchError,
@@ -25,8 +26,19 @@ const PENDING = 'pending';
 const UPLOAD_FILES: NextAction = 'upload_files';
 const STAGE = 'upload_files';
 
-/** A conservative transfer rate for the time box: S3 to the service, through one Lambda. */
-export const ASSUMED_BYTES_PER_SECOND = 2 * 1024 * 1024;
+/**
+ * Files sent at once. Each file is a few round trips (GET from S3, PUT, complete) whose latency,
+ * not bandwidth, bounds one file after another; 8 at once measured about 5x faster than one at
+ * a time for 1,000 small files, and gave the same total rate as one for large files (the pipe
+ * is then the limit). Memory stays small: files stream, nothing is buffered.
+ */
+export const UPLOAD_CONCURRENCY = 8;
+/**
+ * The transfer rate assumed for a file before any has been measured in this invocation: low on
+ * purpose (S3 to the service through one Lambda does far better), so the first files of an
+ * invocation never overrun the time box; after that the measured rate is used.
+ */
+export const INITIAL_BYTES_PER_SECOND = 2 * 1024 * 1024;
 /** Never start a file with less than this left: complete and the status write need time too. */
 export const MIN_MARGIN_MS = TIME_BOX.marginMs;
 /**
@@ -35,39 +47,95 @@ export const MIN_MARGIN_MS = TIME_BOX.marginMs;
  */
 export const MAX_MARGIN_MS = TIME_BOX.batchMs;
 
-/** Time a file needs before it may be started. */
-export function uploadMarginMs(bytes: number): number {
-  const estimate = Math.ceil((bytes / ASSUMED_BYTES_PER_SECOND) * 1000);
-  return Math.min(MAX_MARGIN_MS, Math.max(MIN_MARGIN_MS, estimate));
+/**
+ * The rate one file streams at, measured over the files sent so far in this invocation (each
+ * file's bytes over its own time, so files sent side by side count at the rate each one got).
+ */
+export class UploadRate {
+  #bytes = 0;
+  #ms = 0;
+
+  record(bytes: number, ms: number): void {
+    this.#bytes += bytes;
+    this.#ms += Math.max(1, ms);
+  }
+
+  /** Bytes per second: measured once 1 MiB has been sent, else INITIAL_BYTES_PER_SECOND. */
+  get bytesPerSecond(): number {
+    if (this.#bytes < 1024 * 1024) return INITIAL_BYTES_PER_SECOND;
+    return (this.#bytes / this.#ms) * 1000;
+  }
 }
 
-export const uploadFilesStep: Step<'dataset'> = {
-  stage: STAGE,
-  slot: 'dataset',
-  async run(state, env) {
-    const config = requireSlot(state, 'config', STAGE);
-    const previous = requireSlot(state, 'dataset', STAGE);
-    const client = await env.runtime.service();
-    let record = await client.getDataset(previous.id);
-    // Anything else (files all sent, the dataset expired) is for the state machine to route.
-    const pending =
-      record.next_action === UPLOAD_FILES ? record.files.filter((f) => f.status === PENDING) : [];
-    for (const file of pending) {
-      const margin = uploadMarginMs(file.bytes);
-      const left = env.remainingMs();
-      if (left < margin) {
-        env.runtime.logger.info('upload_files: time box reached; the next invocation goes on', {
-          file: file.name,
-          remaining_ms: left,
-          margin_ms: margin,
-        });
-        break;
-      }
-      record = await uploadOne(env, state.run, previous.id, file, pinnedFile(config.files, file.name));
-    }
-    return datasetSlot(record, previous, env.runtime.now());
-  },
-};
+/** Time a file needs before it may be started, at `bytesPerSecond`. */
+export function uploadMarginMs(bytes: number, bytesPerSecond = INITIAL_BYTES_PER_SECOND): number {
+  const estimate = Math.ceil((bytes / bytesPerSecond) * 1000);
+  return Math.min(MAX_MARGIN_MS, Math.max(MIN_MARGIN_MS, MIN_MARGIN_MS + estimate));
+}
+
+/** The record that has seen the most files complete (answers to parallel completes may cross). */
+function latest(a: Dataset, b: Dataset): Dataset {
+  const uploaded = (record: Dataset) => record.files.filter((f) => f.status !== PENDING).length;
+  return uploaded(b) >= uploaded(a) ? b : a;
+}
+
+/** The step with another concurrency (the benchmark's one-after-another baseline, tests). */
+export function uploadFilesStepWith(concurrency = UPLOAD_CONCURRENCY): Step<'dataset'> {
+  return {
+    stage: STAGE,
+    slot: 'dataset',
+    async run(state, env) {
+      const config = requireSlot(state, 'config', STAGE);
+      const previous = requireSlot(state, 'dataset', STAGE);
+      const client = await env.runtime.service();
+      let record = await client.getDataset(previous.id);
+      // Anything else (files all sent, the dataset expired) is for the state machine to route.
+      const pending =
+        record.next_action === UPLOAD_FILES ? record.files.filter((f) => f.status === PENDING) : [];
+      const rate = new UploadRate();
+      let next = 0;
+      let stopped = false;
+      let failure: { error: unknown } | undefined;
+      const worker = async (): Promise<void> => {
+        while (!stopped && failure === undefined) {
+          const file = pending[next];
+          if (file === undefined) return;
+          const margin = uploadMarginMs(file.bytes, rate.bytesPerSecond);
+          const left = env.remainingMs();
+          if (left < margin) {
+            stopped = true;
+            env.runtime.logger.info('upload_files: time box reached; the next invocation goes on', {
+              file: file.name,
+              remaining_ms: left,
+              margin_ms: margin,
+            });
+            return;
+          }
+          next++;
+          const started = performance.now();
+          try {
+            const answered = await uploadOne(
+              env,
+              state.run,
+              previous.id,
+              file,
+              pinnedFile(config.files, file.name),
+            );
+            rate.record(file.bytes, performance.now() - started);
+            record = latest(record, answered);
+          } catch (error) {
+            failure ??= { error }; // the others finish the file they have, then stop
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(concurrency, pending.length) }, () => worker()));
+      if (failure !== undefined) throw failure.error;
+      return datasetSlot(record, previous, env.runtime.now());
+    },
+  };
+}
+
+export const uploadFilesStep: Step<'dataset'> = uploadFilesStepWith();
 
 /** Streams one file to the service and completes it; the record complete answered. */
 async function uploadOne(

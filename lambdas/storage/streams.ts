@@ -5,7 +5,7 @@
  */
 import { Readable } from 'node:stream';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
+import { writeMultipart } from './multipart.js';
 import { bareEtag, isNotFound, isPreconditionFailed } from './objects.js';
 
 /** An object at the version (etag) a step validated. */
@@ -66,7 +66,7 @@ export async function openPinnedObject(s3: S3Client, object: PinnedObject): Prom
   return body;
 }
 
-/** lib-storage's floor for every part but the last. */
+/** S3's floor for every part but the last. */
 export const MIN_PART_BYTES = 5 * 1024 * 1024;
 /** S3's ceiling on the parts of one upload. */
 export const MAX_PARTS = 10_000;
@@ -90,10 +90,10 @@ export function partBytesFor(expectedBytes: number | undefined, partBytes = DEFA
 }
 
 /**
- * Writes `body` to the object with a multipart upload (one PUT when it fits in one part).
- * Nothing is left behind on failure: the multipart upload is aborted (leavePartsOnError false;
- * the bucket's lifecycle rule catches an abort that fails) and the body is destroyed, releasing
- * its connection.
+ * Writes `body` to the object with a multipart upload (one PUT when it fits in one part;
+ * multipart.ts). Nothing is left behind on failure: the multipart upload is aborted (the
+ * bucket's lifecycle rule catches an abort that fails) and the body is destroyed, releasing its
+ * connection.
  */
 export async function uploadStream(
   s3: S3Client,
@@ -102,21 +102,16 @@ export async function uploadStream(
   body: Readable,
   options: StreamUploadOptions = {},
 ): Promise<void> {
-  const upload = new Upload({
-    client: s3,
-    params: { Bucket: bucket, Key: key, Body: body, ContentType: options.contentType },
-    partSize: partBytesFor(options.expectedBytes, options.partBytes),
-    queueSize: options.queueSize ?? DEFAULT_QUEUE_SIZE,
-    leavePartsOnError: false,
-  });
-  // The body's own failure is the one to report: lib-storage throws the abort's error instead
-  // when aborting the multipart upload fails too (s3rver, for one, does not implement abort).
+  // The body's own failure is the one to report (a download that failed), not what it caused.
   let bodyError: unknown;
   body.on('error', (error) => {
     bodyError ??= error;
   });
   try {
-    await upload.done();
+    await writeMultipart(s3, { bucket, key, contentType: options.contentType }, body, {
+      partBytes: partBytesFor(options.expectedBytes, options.partBytes),
+      queueSize: options.queueSize ?? DEFAULT_QUEUE_SIZE,
+    });
   } catch (error) {
     body.destroy();
     throw bodyError ?? error;

@@ -38,6 +38,11 @@ export interface LocalModeOptions {
   readonly simulated?: Partial<SimulatedServiceOptions>;
   /** Milliseconds every Wait state sleeps instead of the poll handler's seconds. Default: real waits. */
   readonly waitMs?: number;
+  /**
+   * The clock the handlers read (when they compare with the service's timestamps, say). Default
+   * Date.now; tests that move the simulated service's clock pass that clock.
+   */
+  readonly now?: () => number;
   /** Milliseconds every Retry pauses instead of its backoff. Default: real pauses. */
   readonly retryPauseMs?: number;
   /**
@@ -144,6 +149,7 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
       // The same retry budget as in Lambda, which fits the Tasks' timeouts enforced here too.
       clientOptions: options.clientOptions ?? LAMBDA_CLIENT_OPTIONS,
       ...(options.dropQuietMs === undefined ? {} : { dropQuietMs: options.dropQuietMs }),
+      ...(options.now === undefined ? {} : { now: options.now }),
       // No tracer and no EMF lines: nothing here may reach an X-Ray daemon, and stdout is the user's.
     });
 

@@ -27,6 +27,7 @@ import { dirname, join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type S3rver from 's3rver';
+import { completedObject, type CompletedPartRef } from './multipart-completion.js';
 import { listInKeyOrder, type KeyOrderListing, type ListOptions } from './key-order-listing.js';
 
 /** The parts of s3rver's (untyped) FilesystemStore this module uses. */
@@ -38,13 +39,18 @@ interface StoredObject {
 }
 
 interface FilesystemStore {
-  getResourcePath(bucket: string, key: string, resource: string): string;
+  getResourcePath(bucket: string, key: string | undefined, resource: string): string;
   getBucketPath(bucket: string): string;
   getMetadata(bucket: string, key: string): Promise<Record<string, string>>;
   listObjects(bucket: string, options: ListOptions): Promise<unknown>;
   putMetadata(bucket: string, key: string, metadata: Record<string, string>, md5: string): Promise<void>;
   getObject(bucket: string, key: string, options?: unknown): Promise<unknown>;
   putObject(object: StoredObject): Promise<{ size: number; md5: string }>;
+  putObjectMultipart(
+    bucket: string,
+    uploadId: string,
+    parts: readonly CompletedPartRef[],
+  ): Promise<{ size: number; md5: string }>;
 }
 
 type FilesystemStoreClass = new (rootDirectory: string) => FilesystemStore;
@@ -131,17 +137,31 @@ class ConsistentStore extends BaseStore {
     return listInKeyOrder(this, bucket, options);
   }
 
-  override async putObject(object: StoredObject): Promise<{ size: number; md5: string }> {
+  /** S3's completion: the multipart ETag from the parts' digests (multipart-completion.ts). */
+  override async putObjectMultipart(
+    bucket: string,
+    uploadId: string,
+    parts: readonly CompletedPartRef[],
+  ): Promise<{ size: number; md5: string }> {
+    const uploadDirectory = join(this.getResourcePath(bucket, undefined, 'uploads'), uploadId);
+    const { key, metadata, content, etag } = await completedObject(uploadDirectory, parts);
+    const result = await this.putObject({ bucket, key, content, metadata }, etag);
+    await rm(uploadDirectory, { recursive: true, force: true });
+    return result;
+  }
+
+  /** `digest`: the ETag when it is known already (a completed multipart upload): no MD5 pass. */
+  override async putObject(object: StoredObject, digest?: string): Promise<{ size: number; md5: string }> {
     const objectPath = this.getResourcePath(object.bucket, object.key, 'object');
     await mkdir(dirname(objectPath), { recursive: true });
     const partial = join(this.partialDirectory, randomUUID());
-    const md5 = createHash('md5');
+    const md5 = digest === undefined ? createHash('md5') : undefined;
     let size = 0;
     try {
       const source = Buffer.isBuffer(object.content) ? Readable.from([object.content]) : object.content;
       const measure = new Transform({
         transform(chunk: Buffer, _encoding, callback) {
-          md5.update(chunk);
+          md5?.update(chunk);
           size += chunk.length;
           callback(null, chunk);
         },
@@ -151,7 +171,7 @@ class ConsistentStore extends BaseStore {
       await rm(partial, { force: true });
       throw error;
     }
-    const digest = md5.digest('hex');
+    const etag = digest ?? md5?.digest('hex') ?? '';
     const conditions = requestConditions.getStore();
     await this.#locks.with(`${object.bucket}/${object.key}`, async () => {
       const refusal = await this.#conditionRefusal(object, objectPath, conditions);
@@ -160,9 +180,9 @@ class ConsistentStore extends BaseStore {
         throw refusal;
       }
       await rename(partial, objectPath);
-      await this.putMetadata(object.bucket, object.key, object.metadata, digest);
+      await this.putMetadata(object.bucket, object.key, object.metadata, etag);
     });
-    return { size, md5: digest };
+    return { size, md5: etag };
   }
 
   /** The error S3 answers when the request's conditions do not hold for the key now, or null. */

@@ -69,16 +69,18 @@ export async function dropAndRun(
   local: LocalMode,
   drop: string,
   files: Readonly<Record<string, string | Buffer>>,
+  timeoutMs = RUN_TIMEOUT_MS,
 ): Promise<FinishedRun> {
-  const started = nextExecution(local, inboxKey(drop, TRAIN_JSON));
+  const started = nextExecution(local, inboxKey(drop, TRAIN_JSON), timeoutMs);
   await putDrop(local.s3.client, local.bucket, drop, files);
-  return finished(local, await started.execution, started.events);
+  return finished(local, await started.execution, started.events, timeoutMs);
 }
 
 /** The next execution started for `key`, and its events from the first. */
 export function nextExecution(
   local: LocalMode,
   key: string,
+  timeoutMs = RUN_TIMEOUT_MS,
 ): { execution: Promise<Execution>; events: ExecutionEvent[] } {
   const events: ExecutionEvent[] = [];
   const execution = withTimeout(
@@ -86,7 +88,7 @@ export function nextExecution(
       onEvent: (event) => events.push(event),
     }),
     `no run started for ${key}`,
-    RUN_TIMEOUT_MS,
+    timeoutMs,
   );
   return { execution, events };
 }
@@ -96,8 +98,9 @@ export async function finished(
   local: LocalMode,
   execution: Execution,
   events: readonly ExecutionEvent[] = [],
+  timeoutMs = RUN_TIMEOUT_MS,
 ): Promise<FinishedRun> {
-  const outcome = await withTimeout(execution.done, `run ${execution.name} did not end`, RUN_TIMEOUT_MS);
+  const outcome = await withTimeout(execution.done, `run ${execution.name} did not end`, timeoutMs);
   const status = await readStatus(local.s3.client, local.bucket, execution.input.run.drop);
   return { execution, outcome, status, events };
 }

@@ -16,7 +16,7 @@ import {
   type SimulatedService,
   type SimulatedServiceOptions,
 } from '../../local/service/index.js';
-import { createRuntime, type Runtime } from '../../lambdas/run/runtime.js';
+import { createRuntime, type Runtime, type RuntimeOptions } from '../../lambdas/run/runtime.js';
 import type { InvocationContext, StepEnv } from '../../lambdas/run/handler.js';
 import type { RunState } from '../../lambdas/run/state.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
@@ -35,7 +35,12 @@ export interface PipelineFixtures {
    */
   runtime(
     service: SimulatedService,
-    overrides?: { apiKey?: string; now?: () => number; events?: RunEventBus },
+    overrides?: {
+      apiKey?: string;
+      now?: () => number;
+      events?: RunEventBus;
+      clientOptions?: RuntimeOptions['clientOptions'];
+    },
   ): Runtime;
 }
 
@@ -73,7 +78,12 @@ export function usePipelineFixtures(): PipelineFixtures {
         now: overrides.now ?? (() => service.clock.now()),
         dropQuietMs: 0,
         events: overrides.events ?? new LocalEventBus(),
-        clientOptions: { timeoutMs: 5_000, backoffBaseMs: 1, backoffCapMs: 5, maxRetryAfterMs: 10 },
+        clientOptions: overrides.clientOptions ?? {
+          timeoutMs: 5_000,
+          backoffBaseMs: 1,
+          backoffCapMs: 5,
+          maxRetryAfterMs: 10,
+        },
       });
       runtimes.push(runtime);
       return runtime;

@@ -89,7 +89,7 @@ describe('the extracted definition', () => {
   });
 
   it.each(TASK_NAMES)(
-    '%s retries transient errors with backoff and full jitter, and a timeout once',
+    '%s retries transient errors with backoff and full jitter, and a timeout or a dead Lambda once',
     (name) => {
       expect(state(name).Retry).toEqual([
         {
@@ -107,7 +107,7 @@ describe('the extracted definition', () => {
           JitterStrategy: 'FULL',
         },
         {
-          ErrorEquals: ['States.Timeout', 'Sandbox.Timedout'],
+          ErrorEquals: ['States.Timeout', 'Sandbox.Timedout', 'Runtime.ExitError', 'Lambda.Unknown'],
           IntervalSeconds: 2,
           BackoffRate: 2,
           MaxAttempts: 1,

@@ -37,7 +37,7 @@ describe('runtimeFromEnvironment: run events', () => {
       AWS_ACCESS_KEY_ID: 'test',
       AWS_SECRET_ACCESS_KEY: 'test',
     });
-    const runtime = runtimeFromEnvironment({
+    const runtime = await runtimeFromEnvironment({
       [ENV.serviceUrl]: 'https://train.example.com',
       [ENV.apiKeySecret]: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:hopper-key',
       [ENV.eventSource]: 'com.example.hopper',

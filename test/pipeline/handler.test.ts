@@ -3,6 +3,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, it, vi } from 'vitest';
 import { RunError } from '../../lambdas/run/errors.js';
 import { stepHandler, type Step } from '../../lambdas/run/handler.js';
+import { DEADLINE_MARGIN_MS, LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/retry-budget.js';
 import { createRuntime, type Runtime } from '../../lambdas/run/runtime.js';
 import { datasetSlot } from '../../lambdas/run/slots.js';
 import type { RunState } from '../../lambdas/run/state.js';
@@ -113,6 +114,35 @@ describe('the handler wrapper: errors', () => {
     expect(await rejectionOf(invoke(createDatasetStep, runtime, { config: configOf() }))).toMatchObject({
       name: 'Hopper.Failed',
       code: 'invalid_event',
+    });
+  });
+});
+
+describe('the handler wrapper: the invocation deadline', () => {
+  it("reaches the step's service calls: a stalled service ends the step as retryable step_timeout, with time left", async () => {
+    const service = await fixtures.service({
+      faults: [{ endpoint: 'getDataset', kind: 'stall', stallMs: 10 * 60_000 }],
+    });
+    // Lambda's own client settings: 20 s per attempt, so only the deadline ends the call early.
+    const runtime = fixtures.runtime(service, { clientOptions: LAMBDA_CLIENT_OPTIONS });
+    const dataset = await (
+      await runtime.service()
+    ).createDataset({ name: 'r', files: [{ name: 'a.csv', bytes: 1 }] });
+    const state = stateOf(fixtures.s3().bucket, {
+      config: configOf(),
+      dataset: datasetSlot(dataset, undefined, service.clock.now()),
+    });
+    const context = invocationContext(DEADLINE_MARGIN_MS + 500);
+
+    const error = await rejectionOf(stepHandler(pollDatasetStep).withRuntime(runtime)(state, context));
+
+    expect(error).toMatchObject({ name: 'Hopper.Retryable', code: 'step_timeout', retryable: true });
+    expect((error as Error).message).toContain("the call's deadline passed");
+    expect(context.getRemainingTimeInMillis()).toBeGreaterThan(0);
+    expect(service.requestCount('getDataset')).toBe(1);
+    // The step said so in the status file before Lambda would have cut it off.
+    expect(await readStatus(fixtures.s3().client, fixtures.s3().bucket, state.run.drop)).toMatchObject({
+      run_id: state.run.runId,
     });
   });
 });

@@ -386,8 +386,8 @@ describe('tracing of service calls', () => {
 });
 
 describe("a Lambda container's runtime", () => {
-  it('emits metrics and has a tracer, which turns itself off outside Lambda (no X-Ray daemon is tried)', () => {
-    const runtime = runtimeFromEnvironment({
+  it('emits metrics and has a tracer, which turns itself off outside Lambda (no X-Ray daemon is tried)', async () => {
+    const runtime = await runtimeFromEnvironment({
       HOPPER_SERVICE_URL: 'https://train.example.com',
       HOPPER_API_KEY_SECRET_ARN: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:key',
     });

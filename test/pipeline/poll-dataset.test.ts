@@ -48,7 +48,7 @@ const CASES: readonly Case[] = [
     options: { readingMs: MINUTE },
     reach: (client) => uploadedDataset(client),
     // The slot before already waited once (the upload left the dataset reading): the second wait.
-    expected: { step: 1, status: 'reading', waitSeconds: 3, polls: 1, totalPolls: 2 },
+    expected: { step: 1, status: 'reading', waitSeconds: 6, polls: 1, totalPolls: 2 },
   },
   {
     nextAction: 'start_over',
@@ -78,7 +78,7 @@ const CASES: readonly Case[] = [
     what: 'structuring',
     options: { structuringMs: MINUTE },
     reach: async (client) => client.structure((await uploadedDataset(client)).id),
-    expected: { step: 2, status: 'structuring', waitSeconds: 3, polls: 1, totalPolls: 2 },
+    expected: { step: 2, status: 'structuring', waitSeconds: 6, polls: 1, totalPolls: 2 },
   },
   {
     nextAction: 'label_examples',
@@ -124,7 +124,7 @@ describe('poll_dataset', () => {
       slot = await poll(runtime, slot);
       waits.push(slot.waitSeconds);
     }
-    expect(waits).toEqual([2, 3, 5, 7, 10, 15, 23, 34, 51, 60, 60, 60, 60]);
+    expect(waits).toEqual([2, 6, 18, 54, 60, 60, 60, 60, 60, 60, 60, 60, 60]);
     expect(slot).toMatchObject({ nextAction: 'wait', polls: 12, totalPolls: 13 });
 
     service.clock.advance(HOUR);

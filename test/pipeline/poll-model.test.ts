@@ -45,7 +45,8 @@ describe('poll_model', () => {
     current = await poll(current);
     waits.push(current.waitSeconds);
     expect(current).toMatchObject({ status: 'training', nextAction: 'wait', polls: 4, totalPolls: 5 });
-    expect(waits).toEqual([2, 3, 5, 7, 10]);
+    // An hour after the model's creation, 5% of the time it has waited: 180 s.
+    expect(waits).toEqual([2, 6, 18, 54, 180]);
 
     service.clock.advance(HOUR);
     current = await poll(current);

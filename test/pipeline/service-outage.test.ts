@@ -8,9 +8,19 @@
  */
 import '../../local/mode/with-resolvers.js';
 import { describe, expect, it } from 'vitest';
-import { synthesizeLocalDefinition } from '../../local/mode/definition.js';
+import { readFile } from 'node:fs/promises';
+import { synthesizeLocalDefinition, type AslState } from '../../local/mode/definition.js';
 import { RETRYABLE_ERROR } from '../../lambdas/run/errors.js';
-import { LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/runtime.js';
+import {
+  DEADLINE_MARGIN_MS,
+  LAMBDA_CLIENT_OPTIONS,
+  RETRY_BOUND,
+  retryBound,
+  LAMBDA_DEATH_RETRY,
+  TRANSIENT_RETRY,
+  type RetrierSettings,
+} from '../../lambdas/run/retry-budget.js';
+import { TASKS } from '../../infra/tasks.js';
 import { dropAndRun, statesEntered, useLocalMode } from '../helpers/local-mode.js';
 import { expectFailed, LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
 
@@ -25,28 +35,53 @@ interface RetrierJson {
   readonly MaxDelaySeconds?: number;
 }
 
-/** The longest a Task can spend on Hopper.Retryable: every invocation, every (full) pause. */
-function worstCaseSeconds(retry: RetrierJson, invocationSeconds: number): number {
-  const retries = retry.MaxAttempts ?? 3;
-  let pauses = 0;
-  for (let index = 0; index < retries; index++) {
-    const pause = (retry.IntervalSeconds ?? 1) * (retry.BackoffRate ?? 2) ** index;
-    pauses += Math.min(pause, retry.MaxDelaySeconds ?? Infinity);
-  }
-  return (retries + 1) * invocationSeconds + pauses;
+/** The Task's retrier of `error` as the definition holds it (Step Functions' defaults filled in). */
+function retrierOf(state: AslState, error: string): RetrierSettings | undefined {
+  const retriers = (state.Retry ?? []) as readonly RetrierJson[];
+  const retrier = retriers.find((candidate) => candidate.ErrorEquals.includes(error));
+  if (retrier === undefined) return undefined;
+  return {
+    intervalSeconds: retrier.IntervalSeconds ?? 1,
+    backoffRate: retrier.BackoffRate ?? 2,
+    maxAttempts: retrier.MaxAttempts ?? 3,
+    maxDelaySeconds: retrier.MaxDelaySeconds,
+  };
 }
 
 describe('a service that does not answer', () => {
-  it('fails a run within 5 minutes, by the definition and the client settings', () => {
-    const { definition } = synthesizeLocalDefinition();
-    const invocationSeconds = (LAMBDA_CLIENT_OPTIONS.callBudgetMs + LAMBDA_CLIENT_OPTIONS.timeoutMs) / 1000;
-    const bounds = Object.entries(definition.States).flatMap(([name, state]) => {
-      const retriers = ('Retry' in state ? state.Retry : undefined) as readonly RetrierJson[] | undefined;
-      const retry = retriers?.find((retrier) => retrier.ErrorEquals.includes(RETRYABLE_ERROR));
-      return retry === undefined ? [] : [{ name, seconds: worstCaseSeconds(retry, invocationSeconds) }];
-    });
-    expect(bounds.map((bound) => bound.name)).toContain('CreateDataset');
-    for (const bound of bounds) expect(bound.seconds, bound.name).toBeLessThanOrEqual(PROMISED_BOUND_SECONDS);
+  const { definition } = synthesizeLocalDefinition();
+  const tasks = Object.entries(definition.States).filter(([, state]) => state.Type === 'Task');
+
+  it('gets at most RETRY_BOUND.requests requests per call, failing the run within 5 minutes, by the definition', () => {
+    expect(tasks.map(([name]) => name)).toContain('CreateDataset');
+    for (const [name, state] of tasks) {
+      // Every Task retries transient errors and timeouts with the settings of retry-budget.ts ...
+      const transient = retrierOf(state, RETRYABLE_ERROR);
+      expect(transient, name).toEqual(TRANSIENT_RETRY);
+      expect(retrierOf(state, 'States.Timeout'), name).toEqual(LAMBDA_DEATH_RETRY);
+      // ... so what the definition allows one call, with the client's retries, is the bound.
+      const bound = retryBound(LAMBDA_CLIENT_OPTIONS, transient ?? TRANSIENT_RETRY);
+      expect(bound, name).toEqual(RETRY_BOUND);
+    }
+    expect(RETRY_BOUND.requests).toBe(
+      (LAMBDA_CLIENT_OPTIONS.maxRetries + 1) * (TRANSIENT_RETRY.maxAttempts + 1),
+    );
+    expect(RETRY_BOUND.seconds).toBeLessThanOrEqual(PROMISED_BOUND_SECONDS);
+  });
+
+  it("keeps one invocation's call, retries included, inside the shortest service Task's Lambda, with the deadline margin", () => {
+    const serviceTasks = TASKS.filter((task) => task.access.apiKey);
+    const shortest = Math.min(...serviceTasks.map((task) => task.timeoutSeconds));
+    expect(RETRY_BOUND.invocationSeconds * 1000 + DEADLINE_MARGIN_MS).toBeLessThanOrEqual(shortest * 1000);
+  });
+
+  it('is documented with the figures the settings give', async () => {
+    const pipeline = await readFile(new URL('../../docs/pipeline.md', import.meta.url), 'utf8');
+    const text = pipeline.replace(/\s+/g, ' ');
+    expect(text).toContain(`at most ${RETRY_BOUND.requests} requests`);
+    expect(text).toContain(`${RETRY_BOUND.requestsPerInvocation} per invocation`);
+    expect(text).toContain(`${RETRY_BOUND.invocations} invocations`);
+    expect(text).toContain(`within ${RETRY_BOUND.seconds} s`);
   });
 
   const fixture = useLocalMode();
@@ -57,7 +92,6 @@ describe('a service that does not answer', () => {
       // Lambda's settings scaled down a hundredfold: 200 ms per attempt, no retry after 400 ms.
       clientOptions: { ...LAMBDA_CLIENT_OPTIONS, timeoutMs: 200, callBudgetMs: 400, backoffCapMs: 100 },
     });
-    const started = Date.now();
     const run = await dropAndRun(local, 'hung', {
       'reviews.csv': REVIEWS_CSV,
       'labels.csv': LABELS_BY_ID,
@@ -71,7 +105,7 @@ describe('a service that does not answer', () => {
     const attempts = local.simulated?.requestCount('createDataset') ?? 0;
     expect(attempts).toBeGreaterThanOrEqual(4);
     expect(attempts).toBeLessThanOrEqual(12);
-    expect(Date.now() - started).toBeLessThan(4 * (400 + 200 + 100) + 2_000);
+    expect(attempts).toBeLessThanOrEqual(RETRY_BOUND.requests);
     expect(local.simulated?.credits()).toBe(10);
   });
 });

@@ -116,7 +116,7 @@ describe('datasetSlot', () => {
       slot = datasetSlot(datasetRecord(), slot, NOW);
       waits.push(slot.waitSeconds);
     }
-    expect(waits).toEqual([2, 3, 5, 7]);
+    expect(waits).toEqual([2, 6, 18, 54]);
     expect(slot?.totalPolls).toBe(4);
     const nearExpiry = datasetSlot(datasetRecord({ expires_at: inSeconds(4.5) }), slot, NOW);
     expect(nearExpiry).toMatchObject({ waitSeconds: 4, polls: 4, totalPolls: 5 });
@@ -159,6 +159,7 @@ describe('modelSlot', () => {
       attempts: 1,
       filesExpireAt: null,
       filesRetentionSeconds: null,
+      expectedFinish: null,
       onnxBytes: null,
       error: null,
       waitSeconds: 2,
@@ -173,7 +174,7 @@ describe('modelSlot', () => {
     let slot: ModelSlot = modelSlot(modelRecord(), 1, undefined, NOW);
     slot = modelSlot(modelRecord(), 1, slot, NOW);
     slot = modelSlot(modelRecord(), 1, slot, NOW);
-    expect(slot).toMatchObject({ waitSeconds: 5, polls: 2, totalPolls: 3 });
+    expect(slot).toMatchObject({ waitSeconds: 18, polls: 2, totalPolls: 3 });
     const retry = modelSlot(modelRecord({ id: 'm2', version: 2 }), 2, slot, NOW);
     expect(retry).toMatchObject({ id: 'm2', attempts: 2, waitSeconds: 2, polls: 0, totalPolls: 4 });
   });

@@ -38,8 +38,9 @@ describe('start_training', () => {
       encoder: 'enc-small',
       attempts: 1,
       filesExpireAt: null,
-      // No model of the account is done yet: nothing caps the poll interval.
+      // No model of the account is done yet: nothing caps the poll interval or tells its length.
       filesRetentionSeconds: null,
+      expectedFinish: null,
       onnxBytes: null,
       error: null,
       // A fresh backoff; the run's poll count goes on from the dataset's.
@@ -191,5 +192,28 @@ describe('start_training', () => {
     expect(slot).toMatchObject({ version: 1, attempts: 1 });
     // One page settles the dataset's models; one more reads the account's done models (retention).
     expect(service.requestCount('listModels') - before).toBe(2);
+  });
+
+  it("learns when the training should finish from the account's earlier trainings, and polls there", async () => {
+    const queuedMs = MINUTE;
+    const trainingMs = 2 * HOUR;
+    const { service, client, run } = await readyDataset({ queuedMs, trainingMs });
+    // Two earlier models of the account, done: each took 2 h 1 min from creation to finish.
+    for (const name of ['first', 'second']) {
+      await client.startTraining((await trainableDataset(client, name)).id, 'enc-small');
+      service.clock.advance(queuedMs + trainingMs);
+    }
+    const slot = await run();
+    const expectedSeconds = (queuedMs + trainingMs) / 1000;
+    expect(slot.expectedFinish).toEqual({
+      fromSeconds: expectedSeconds - 10,
+      toSeconds: expectedSeconds + 10,
+    });
+    // Earlier trainings took hours: no backoff from 2 s, the first poll a minute after the start.
+    expect(slot.waitSeconds).toBe(60);
+    // A retry carries what was learnt without reading the list again.
+    const listed = service.requestCount('listModels');
+    expect((await run(slot)).expectedFinish).toEqual(slot.expectedFinish);
+    expect(service.requestCount('listModels') - listed).toBe(1);
   });
 });

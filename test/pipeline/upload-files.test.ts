@@ -8,7 +8,14 @@ import type { Runtime } from '../../lambdas/run/runtime.js';
 import { datasetSlot } from '../../lambdas/run/slots.js';
 import type { DropFile, RunState } from '../../lambdas/run/state.js';
 import { inboxKey } from '../../lambdas/storage/keys.js';
-import { MIN_MARGIN_MS, uploadFilesStep, uploadMarginMs } from '../../lambdas/steps/upload-files.js';
+import {
+  INITIAL_BYTES_PER_SECOND,
+  MIN_MARGIN_MS,
+  UPLOAD_CONCURRENCY,
+  UploadRate,
+  uploadFilesStep,
+  uploadMarginMs,
+} from '../../lambdas/steps/upload-files.js';
 import type { SimulatedService } from '../../local/service/index.js';
 import { HOUR } from '../client/helpers.js';
 import { putDrop, runStateFor, stepEnv, uniqueDrop, usePipelineFixtures } from '../helpers/pipeline.js';
@@ -243,5 +250,57 @@ describe('upload_files', () => {
     expect(uploadMarginMs(0)).toBe(MIN_MARGIN_MS);
     expect(uploadMarginMs(1024 * MiB)).toBeGreaterThan(MIN_MARGIN_MS);
     expect(uploadMarginMs(100 * 1024 * MiB)).toBeLessThan(15 * 60_000 - MIN_MARGIN_MS);
+  });
+
+  it('sends files side by side, never more than UPLOAD_CONCURRENCY at once at the service', async () => {
+    const files = Object.fromEntries(
+      Array.from({ length: 2 * UPLOAD_CONCURRENCY + 3 }, (_, i) => [`f${i}.jsonl`, jsonl(500, `f${i}`)]),
+    );
+    const { service, runtime, state } = await setUp(files);
+    // Each upload is held at the service a moment, so uploads sent side by side overlap there.
+    service.configure({ faults: [{ endpoint: 'fileUpload', kind: 'stall', rate: 1, stallMs: 200 }] });
+
+    const slot = await uploadFilesStep.run(state, stepEnv(runtime));
+
+    expect(slot.nextAction).not.toBe('upload_files');
+    expect(service.requestCount('fileUpload')).toBe(Object.keys(files).length);
+    expect(service.uploadsInFlight()).toEqual({ now: 0, max: UPLOAD_CONCURRENCY });
+    for (const [name, data] of Object.entries(files)) {
+      expect(service.fileDigest(slot.id, name)?.sha256).toBe(sha256(data));
+    }
+  });
+
+  it('with files side by side, starts none once the time box closes and returns with none in flight', async () => {
+    const files = Object.fromEntries(
+      Array.from({ length: 12 }, (_, i) => [`g${i}.jsonl`, jsonl(500, `g${i}`)]),
+    );
+    const { service, runtime, state } = await setUp(files);
+    service.configure({ faults: [{ endpoint: 'fileUpload', kind: 'stall', rate: 1, stallMs: 100 }] });
+
+    const started = 5;
+    const slot = await uploadFilesStep.run(
+      state,
+      scriptedEnv(runtime, [...Array.from({ length: started }, () => 2 * MIN_MARGIN_MS), MIN_MARGIN_MS - 1]),
+    );
+
+    expect(slot.nextAction).toBe('upload_files');
+    expect(service.requestCount('fileUpload')).toBe(started);
+    // Every file started was finished and completed before the step returned.
+    expect(service.uploadsInFlight().now).toBe(0);
+    const record = await (await runtime.service()).getDataset(slot.id);
+    expect(record.files.filter((file) => file.status === 'uploaded')).toHaveLength(started);
+  });
+
+  it("estimates a file's time from the rate measured in the invocation, not a constant", () => {
+    const rate = new UploadRate();
+    expect(rate.bytesPerSecond).toBe(INITIAL_BYTES_PER_SECOND);
+    rate.record(200 * MiB, 1_000);
+    rate.record(100 * MiB, 1_000);
+    expect(rate.bytesPerSecond).toBe(150 * MiB);
+    expect(uploadMarginMs(1024 * MiB, rate.bytesPerSecond)).toBe(
+      MIN_MARGIN_MS + Math.ceil((1024 / 150) * 1000),
+    );
+    // At the initial rate, the same file asks for 512 s more.
+    expect(uploadMarginMs(1024 * MiB)).toBe(MIN_MARGIN_MS + 512_000);
   });
 });

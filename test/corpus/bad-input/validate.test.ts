@@ -1,0 +1,53 @@
+/**
+ * The corpus cases that the drop alone decides, through ValidateDrop's domain function against
+ * the real local S3: each is accepted, or refused with its code and a message naming what is wrong.
+ */
+import { describe, expect, it } from 'vitest';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { RunError } from '../../../lambdas/run/errors.js';
+import { createRuntime } from '../../../lambdas/run/runtime.js';
+import { validateDropStep } from '../../../lambdas/steps/validate-drop.js';
+import { putDrop, runStateFor, stepEnv, uniqueDrop, usePipelineFixtures } from '../../helpers/pipeline.js';
+import { CASES } from './cases.js';
+
+const fixtures = usePipelineFixtures();
+
+async function validateDrop(files: Readonly<Record<string, string | Buffer>>): Promise<unknown> {
+  const { client, bucket } = fixtures.s3();
+  const drop = uniqueDrop('corpus');
+  await putDrop(client, bucket, drop, files);
+  const runtime = createRuntime({
+    s3: client,
+    serviceUrl: 'http://127.0.0.1:9',
+    apiKey: () => Promise.reject(new Error('validate_drop must not call the service')),
+    logger: new Logger({ logLevel: 'SILENT' }),
+    dropQuietMs: 0,
+  });
+  return validateDropStep.run(await runStateFor(client, bucket, drop), stepEnv(runtime));
+}
+
+it('the corpus holds at least 40 cases', () => {
+  expect(CASES.length).toBeGreaterThanOrEqual(40);
+  expect(new Set(CASES.map((entry) => entry.name)).size).toBe(CASES.length);
+});
+
+describe('bad-input corpus: what ValidateDrop decides from the drop alone', () => {
+  it.each(CASES.filter((entry) => entry.through === 'validate'))(
+    '$name',
+    async ({ files, expect: expected }) => {
+      const outcome = await validateDrop(files).then(
+        (config) => ({ config }),
+        (error: unknown) => ({ error }),
+      );
+      if (expected.trains === true) {
+        expect(outcome).toHaveProperty('config');
+        return;
+      }
+      if (!('error' in outcome) || !(outcome.error instanceof RunError)) {
+        throw new Error(`expected ${expected.code}, got ${JSON.stringify(outcome)}`);
+      }
+      expect(outcome.error.code).toBe(expected.code);
+      for (const text of expected.mentions) expect(outcome.error.detail).toContain(text);
+    },
+  );
+});

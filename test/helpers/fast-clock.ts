@@ -1,0 +1,64 @@
+/**
+ * Local mode on a fast clock: each Wait state of the state machine sleeps a few milliseconds of
+ * real time (`waitMs`), and the poll Task after it first moves the simulated service's clock by
+ * the seconds the Wait was meant to sleep (its SecondsPath, `$.dataset.waitSeconds` or
+ * `$.model.waitSeconds`). A 7-day training then runs end to end in seconds, every poll on time
+ * by the service's clock.
+ */
+import type { TaskName } from '../../infra/tasks.js';
+import type { RunState } from '../../lambdas/run/state.js';
+import type { LocalModeOptions, LocalTask } from '../../local/mode/local-mode.js';
+import type { ServiceClock } from '../../local/service/clock.js';
+
+/** A poll of the model: when (service clock) and what it found. */
+export interface ModelPoll {
+  readonly at: number;
+  readonly nextAction: string;
+}
+
+export interface FastClock {
+  /** For LocalModeOptions.wrapTask. */
+  readonly wrapTask: NonNullable<LocalModeOptions['wrapTask']>;
+  /** For LocalModeOptions.now: the handlers read the service's clock (Date.now until attached). */
+  readonly now: () => number;
+  /** The simulated service's clock, once local mode has started it. */
+  attach(clock: ServiceClock): void;
+  /** Every PollModel invocation so far, in order. */
+  readonly modelPolls: ModelPoll[];
+}
+
+/** The slot whose `waitSeconds` the Wait before each poll Task sleeps. */
+const SLOT_WAITED: Partial<Record<TaskName, 'dataset' | 'model'>> = {
+  PollDataset: 'dataset',
+  PollModel: 'model',
+};
+
+export function fastClock(): FastClock {
+  let clock: ServiceClock | undefined;
+  const modelPolls: ModelPoll[] = [];
+  const wrapTask = (name: TaskName, task: LocalTask): LocalTask => {
+    const slot = SLOT_WAITED[name];
+    if (slot === undefined) return task;
+    return async (input) => {
+      if (clock === undefined) throw new Error('fastClock: attach() the service clock before a run');
+      // Resource-style Lambda Tasks (payloadResponseOnly): the state in, the slot out.
+      const state = input as RunState;
+      clock.advance((state[slot]?.waitSeconds ?? 0) * 1000);
+      const at = clock.now();
+      const result = await task(input);
+      if (name === 'PollModel') {
+        const found = (result as { nextAction?: string }).nextAction ?? '?';
+        modelPolls.push({ at, nextAction: found });
+      }
+      return result;
+    };
+  };
+  return {
+    wrapTask,
+    now: () => clock?.now() ?? Date.now(),
+    attach(serviceClock) {
+      clock = serviceClock;
+    },
+    modelPolls,
+  };
+}
