@@ -36,9 +36,10 @@ import {
   type StructureAnswer,
   type Suggestions,
 } from './contract.js';
-import { ConflictError, UnexpectedResponseError } from './errors.js';
+import { ConflictError, RateLimitedError, UnexpectedResponseError } from './errors.js';
 import { exchangeJson, makeRedactor, parseBody, type JsonAnswer, type Transport } from './http.js';
 import { CursorList } from './pagination.js';
+import { sharedRateLimiter, type AdaptiveRateLimiter } from './rate-limit.js';
 import {
   mayHaveActed,
   SILENT_LOGGER,
@@ -86,6 +87,11 @@ export interface TrainingServiceClientOptions extends RequestOptions {
   readonly random?: () => number;
   /** Default: a keep-alive Agent owned (and closed) by the client. */
   readonly dispatcher?: Dispatcher;
+  /**
+   * Paces the API requests once the service has answered 429 (rate-limit.ts). Default: the
+   * process's limiter for this service (sharedRateLimiter), shared by every client to it.
+   */
+  readonly rateLimiter?: AdaptiveRateLimiter;
 }
 
 export interface ModelsOfDatasetOptions {
@@ -115,6 +121,7 @@ export class TrainingServiceClient {
   readonly #retry: RetrySettings;
   readonly #transfer: TransferSettings;
   readonly #ownAgent: Agent | undefined;
+  readonly #limiter: AdaptiveRateLimiter;
   readonly #options: TrainingServiceClientOptions;
   readonly #signal: AbortSignal | undefined;
 
@@ -125,6 +132,7 @@ export class TrainingServiceClient {
       throw new TypeError('apiKey is required');
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.#apiKey = options.apiKey;
+    this.#limiter = options.rateLimiter ?? sharedRateLimiter(this.baseUrl);
     this.#options = options;
     this.#signal = options.signal;
     const logger = options.logger ?? SILENT_LOGGER;
@@ -173,6 +181,7 @@ export class TrainingServiceClient {
       ...this.#options,
       ...options,
       dispatcher: this.#transport.dispatcher,
+      rateLimiter: this.#limiter,
     });
   }
 
@@ -381,19 +390,32 @@ export class TrainingServiceClient {
     const search = new URLSearchParams(options.query ?? {}).toString();
     const url = `${this.baseUrl}${pathOf(endpoint, params)}${search === '' ? '' : `?${search}`}`;
     const signal = this.#signal;
+    // Waiting for the rate limiter's turn is not the service failing: the call's retry budget
+    // does not count it.
+    let queuedMs = 0;
+    const retry: RetrySettings = { ...this.#retry, now: () => this.#retry.now() - queuedMs };
     return withRetries(
       label,
       endpoint.retry,
-      this.#retry,
-      () =>
-        exchangeJson(this.#transport, {
-          method: endpoint.method,
-          url,
-          endpoint: label,
-          headers: { authorization: `Bearer ${this.#apiKey}` },
-          body: options.body,
-          signal,
-        }),
+      retry,
+      async () => {
+        const asked = Date.now();
+        await this.#limiter.acquire();
+        queuedMs += Date.now() - asked;
+        try {
+          return await exchangeJson(this.#transport, {
+            method: endpoint.method,
+            url,
+            endpoint: label,
+            headers: { authorization: `Bearer ${this.#apiKey}` },
+            body: options.body,
+            signal,
+          });
+        } catch (error) {
+          if (error instanceof RateLimitedError) this.#limiter.throttled();
+          throw error;
+        }
+      },
       { ...options.hooks, signal },
     );
   }

@@ -58,14 +58,21 @@ export function parseRetryAfterMs(value: string | undefined, nowMs: number): num
   return Math.max(0, at - nowMs);
 }
 
-/** The wait before retry number `retryIndex` (from 0) after `error`. */
+/**
+ * The wait before retry number `retryIndex` (from 0) after `error`: its Retry-After (capped) plus
+ * a full-jitter backoff, never earlier than the service asked, and spread so that the clients it
+ * refused together (other Lambda containers) do not all come back at the same instant; the
+ * full-jitter backoff alone without Retry-After.
+ */
 export function retryDelayMs(
   error: ServiceError,
   retryIndex: number,
   settings: Pick<RetrySettings, 'backoffBaseMs' | 'backoffCapMs' | 'random' | 'maxRetryAfterMs'>,
 ): number {
-  if (error.retryAfterMs !== undefined) return Math.min(error.retryAfterMs, settings.maxRetryAfterMs);
-  return backoffDelayMs(retryIndex, settings);
+  const jitter = backoffDelayMs(retryIndex, settings);
+  if (error.retryAfterMs !== undefined)
+    return Math.min(error.retryAfterMs, settings.maxRetryAfterMs) + jitter;
+  return jitter;
 }
 
 /**

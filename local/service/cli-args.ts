@@ -74,6 +74,11 @@ const FLAGS: readonly FlagSpec[] = [
     help: 'seed of the PRNG behind fault rates',
     parse: (text) => integer('seed', text, true),
   },
+  intFlag(
+    'max-requests-per-second',
+    'maxRequestsPerSecond',
+    'API requests per second before 429 (0: no limit)',
+  ),
   intFlag('reading-ms', 'readingMs', 'dataset reading phase'),
   intFlag('structuring-ms', 'structuringMs', 'dataset structuring phase'),
   intFlag('queued-ms', 'queuedMs', 'model queued phase'),

@@ -77,6 +77,12 @@ export interface SimulatedServiceOptions {
   seed: number;
   /** Failure injection rules, checked in order; the first that fires wins. Default []. */
   faults: FaultRule[];
+  /**
+   * API requests per second the account may make (rate-limit.ts): beyond it, 429 rate_limited
+   * with Retry-After, before any side effect. Presigned file transfers do not count. 0: no limit.
+   * Default 0.
+   */
+  maxRequestsPerSecond: number;
 
   /** Dataset `reading` phase (after the last file completes). Default 1000. */
   readingMs: number;
@@ -144,6 +150,7 @@ export const DEFAULT_OPTIONS: SimulatedServiceOptions = {
   credits: 10,
   seed: 1,
   faults: [],
+  maxRequestsPerSecond: 0,
   readingMs: 1000,
   structuringMs: 1000,
   queuedMs: 500,
@@ -175,6 +182,7 @@ export function validateOptions(options: SimulatedServiceOptions): void {
     'port',
     'filePort',
     'credits',
+    'maxRequestsPerSecond',
     'readingMs',
     'structuringMs',
     'queuedMs',

@@ -29,12 +29,16 @@ function faultReply(fault: FaultRule): Reply | undefined {
   }
 }
 
+/** Presigned transfers go to storage, not the API: the rate limit does not count them. */
+const FILE_ENDPOINTS: readonly EndpointName[] = ['fileUpload', 'fileDownload'];
+
 /** What admitRequest decided: the request was answered by a fault, or goes on (with the fault, if any). */
 export type Admission = { answered: true } | { answered: false; fault: FaultRule | undefined };
 
 /**
- * The first step for a request to `endpoint` on either server: count it, then let a fault rule
- * drop it ('drop') or answer it before any side effect ('429', '500', '503', sent by `send`).
+ * The first step for a request to `endpoint` on either server: count it, answer 429 when it is
+ * over the rate limit (maxRequestsPerSecond), then let a fault rule drop it ('drop') or answer it
+ * before any side effect ('429', '500', '503', sent by `send`).
  * Other fault kinds act later and are handed on.
  */
 export function admitRequest(
@@ -44,6 +48,12 @@ export function admitRequest(
   send: (reply: Reply) => void,
 ): Admission {
   state.count(endpoint);
+  const retryAfterSeconds = FILE_ENDPOINTS.includes(endpoint) ? undefined : state.rateLimit.take();
+  if (retryAfterSeconds !== undefined) {
+    const headers = { 'Retry-After': String(retryAfterSeconds) };
+    send(errorReply(new ServiceError('rate_limited', 'too many requests: over the rate limit', { headers })));
+    return { answered: true };
+  }
   const fault = state.faults.pick(endpoint);
   if (fault?.kind === 'drop') {
     req.socket.destroy();

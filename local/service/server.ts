@@ -24,8 +24,10 @@ export interface SimulatedService {
   configure(partial: Partial<SimulatedServiceOptions>): void;
   /** Credits left now. */
   credits(): number;
-  /** Requests seen per endpoint, faulted ones included. */
+  /** Requests seen per endpoint, faulted and rate-limited ones included. */
   requestCount(endpoint: EndpointName): number;
+  /** Requests answered 429 by the maxRequestsPerSecond limit so far. */
+  rateLimited(): number;
   /** A done model loses its files: 'refunded' (credit back, status refunded) or 'moved' (hf_repo set). */
   removeModelFiles(modelId: string, how: 'refunded' | 'moved'): void;
   /**
@@ -91,6 +93,7 @@ export async function startSimulatedService(
     },
     credits: () => state.credits(),
     requestCount: (endpoint) => state.requestCount(endpoint),
+    rateLimited: () => state.rateLimit.limited(),
     removeModelFiles(modelId, how) {
       const model = state.models.get(modelId);
       if (model === undefined) throw new Error(`removeModelFiles: no model ${modelId}`);

@@ -5,6 +5,7 @@
 import { createClock, type ServiceClock } from './clock.js';
 import type { Dataset, DatasetFile } from './datasets.js';
 import { FaultInjector } from './faults.js';
+import { RequestRateLimit } from './rate-limit.js';
 import { InFlightGauge } from './in-flight.js';
 import { creditReturned, type Model } from './models.js';
 import { ENDPOINTS, validateOptions, type EndpointName, type SimulatedServiceOptions } from './options.js';
@@ -26,6 +27,8 @@ export class ServiceState {
   readonly clock: ServiceClock;
   readonly signer = new Signer();
   readonly faults: FaultInjector;
+  /** The maxRequestsPerSecond knob at work. */
+  readonly rateLimit = new RequestRateLimit();
   readonly datasets = new Map<string, Dataset>();
   readonly models = new Map<string, Model>();
   /** PUTs to upload URLs being served at once (files.ts). */
@@ -43,6 +46,7 @@ export class ServiceState {
     this.options = { ...options };
     this.clock = createClock(options.manualClockStart);
     this.faults = new FaultInjector(options.faults, mulberry32(options.seed));
+    this.rateLimit.setLimit(options.maxRequestsPerSecond);
     this.creditBase = options.credits;
   }
 
@@ -68,6 +72,7 @@ export class ServiceState {
     validateOptions(next);
     this.options = next;
     if (partial.faults !== undefined) this.faults.setRules(next.faults);
+    this.rateLimit.setLimit(next.maxRequestsPerSecond);
     if (partial.seed !== undefined) this.faults.setRandom(mulberry32(next.seed));
     if (partial.credits !== undefined) {
       // Make the balance read `credits` now; credits still owed (failures to come) arrive later.

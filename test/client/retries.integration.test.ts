@@ -43,7 +43,8 @@ describe('transient failures are retried', () => {
 
   it('honours Retry-After, capped by maxRetryAfterMs', async () => {
     const service = await fixtures.service();
-    const client = fixtures.client(service, { maxRetryAfterMs: 2500 });
+    // random 0: no jitter on top of Retry-After (retry.test.ts checks the spread).
+    const client = fixtures.client(service, { maxRetryAfterMs: 2500, random: () => 0 });
     service.configure({
       faults: [{ endpoint: 'listEncoders', kind: '429', count: 1, retryAfterSeconds: 2 }],
     });
@@ -107,9 +108,9 @@ describe('final errors are never retried', () => {
 });
 
 describe('starting a training spends a credit: ambiguous failures are not retried', () => {
-  async function setUp(partial = {}) {
+  async function setUp(partial = {}, clientOptions: { random?: () => number } = {}) {
     const service = await fixtures.service({ heldOutCount: 0, credits: 5, ...partial });
-    const client = fixtures.client(service, { timeoutMs: 300 });
+    const client = fixtures.client(service, { timeoutMs: 300, ...clientOptions });
     const dataset = await trainableDataset(client);
     return { service, client, dataset };
   }
@@ -160,7 +161,7 @@ describe('starting a training spends a credit: ambiguous failures are not retrie
   });
 
   it('429 proves the request was not processed: retried, one credit spent', async () => {
-    const { service, client, dataset } = await setUp();
+    const { service, client, dataset } = await setUp({}, { random: () => 0 }); // no jitter on top of Retry-After
     service.configure({ faults: [{ endpoint: 'createModel', kind: '429', count: 2, retryAfterSeconds: 1 }] });
     const model = await client.startTraining(dataset.id, 'enc-small');
     expect(model.version).toBe(1);

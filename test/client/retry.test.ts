@@ -84,11 +84,15 @@ describe('parseRetryAfterMs', () => {
 });
 
 describe('retryDelayMs', () => {
-  it('honours Retry-After, capped by maxRetryAfterMs', () => {
-    const s = settings({ maxRetryAfterMs: 10_000 });
+  it('honours Retry-After, capped by maxRetryAfterMs, plus a full-jitter spread', () => {
+    const s = settings({ maxRetryAfterMs: 10_000, random: () => 0 });
     const limited = (retryAfterMs: number) => new RateLimitedError({ message: 'x', endpoint, retryAfterMs });
     expect(retryDelayMs(limited(2000), 0, s)).toBe(2000);
     expect(retryDelayMs(limited(120_000), 0, s)).toBe(10_000);
+    // random 0.5: half of min(cap, 250 * 2^n) on top, never less than Retry-After.
+    const spread = settings({ maxRetryAfterMs: 10_000, random: () => 0.5 });
+    expect(retryDelayMs(limited(2000), 0, spread)).toBe(2125);
+    expect(retryDelayMs(limited(2000), 2, spread)).toBe(2500);
   });
 
   it('falls back to backoff without Retry-After', () => {
