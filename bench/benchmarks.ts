@@ -7,6 +7,7 @@
  */
 import type { Benchmark } from './harness/benchmark.js';
 import { manyFiles } from './many-files.js';
+import { polling } from './polling.js';
 import { transfers } from './transfers.js';
 
-export const BENCHMARKS: readonly Benchmark[] = [transfers, manyFiles];
+export const BENCHMARKS: readonly Benchmark[] = [transfers, manyFiles, polling];

@@ -54,15 +54,19 @@ export const manyFiles: Benchmark = {
         context.log(
           `many-files: ${String(context.runs)} rounds of ${drop.label}, one after another and ${String(UPLOAD_CONCURRENCY)} at a time`,
         );
-        const results = await sideBySide(context.runs, {
-          sequential: () => call('uploadMany', { ...files, concurrency: 1 }),
-          concurrent: async () => {
-            await service.request({ op: 'maxConcurrentUploads', reset: true });
-            const result = await call('uploadMany', { ...files, concurrency: UPLOAD_CONCURRENCY });
-            maxSeen = Math.max(maxSeen, await service.request<number>({ op: 'maxConcurrentUploads' }));
-            return result;
+        const results = await sideBySide(
+          context.runs,
+          {
+            sequential: () => call('uploadMany', { ...files, concurrency: 1 }),
+            concurrent: async () => {
+              await service.request({ op: 'maxConcurrentUploads', reset: true });
+              const result = await call('uploadMany', { ...files, concurrency: UPLOAD_CONCURRENCY });
+              maxSeen = Math.max(maxSeen, await service.request<number>({ op: 'maxConcurrentUploads' }));
+              return result;
+            },
           },
-        });
+          context.log,
+        );
         figures.push(
           figure({
             name: `many-files.${drop.name}.speedup`,

@@ -114,13 +114,17 @@ export const transfers: Benchmark = {
       context.log(
         `copy: ${String(context.runs)} rounds of plain pipe and copy_model at ${String(size.large / MiB)} MiB`,
       );
-      const copy = await sideBySide(context.runs, {
-        pipe: () => call('pipeCopy'),
-        hopper: () => call('hopperCopy'),
-      });
+      const copy = await sideBySide(
+        context.runs,
+        {
+          pipe: () => call('pipeCopy'),
+          hopper: () => call('hopperCopy'),
+        },
+        context.log,
+      );
       await modelBytes(size.small);
       context.log(`copy: copy_model at ${String(size.small / MiB)} MiB`);
-      const copySmall = await sideBySide(context.runs, { hopper: () => call('hopperCopy') });
+      const copySmall = await sideBySide(context.runs, { hopper: () => call('hopperCopy') }, context.log);
 
       context.log('upload: putting the data files into the local S3');
       await call('seedDataFile', { drop: 'upload-large', bytes: size.large });
@@ -129,14 +133,22 @@ export const transfers: Benchmark = {
         `upload: ${String(context.runs)} rounds of plain pipe and upload_files at ${String(size.large / MiB)} MiB`,
       );
       const large = { drop: 'upload-large', bytes: size.large };
-      const upload = await sideBySide(context.runs, {
-        pipe: () => call('pipeUpload', large),
-        hopper: () => call('hopperUpload', large),
-      });
+      const upload = await sideBySide(
+        context.runs,
+        {
+          pipe: () => call('pipeUpload', large),
+          hopper: () => call('hopperUpload', large),
+        },
+        context.log,
+      );
       context.log(`upload: upload_files at ${String(size.small / MiB)} MiB`);
-      const uploadSmall = await sideBySide(context.runs, {
-        hopper: () => call('hopperUpload', { drop: 'upload-small', bytes: size.small }),
-      });
+      const uploadSmall = await sideBySide(
+        context.runs,
+        {
+          hopper: () => call('hopperUpload', { drop: 'upload-small', bytes: size.small }),
+        },
+        context.log,
+      );
       return [
         ...pathFigures('copy', { ...copy, hopperSmall: copySmall.hopper }, size, 0.8),
         ...pathFigures('upload', { ...upload, hopperSmall: uploadSmall.hopper }, size, 0.95),

@@ -1,9 +1,11 @@
 /**
  * The stack's settings from CDK context (`cdk deploy -c key=value`, or "context" in cdk.json),
- * checked here so a typo fails at synth with a clear message rather than at deploy. Every key
+ * checked with a zod schema (as train.json is, lambdas/drop/train-json.ts) so a typo fails at
+ * synth, every wrong setting named at once with what to give, rather than at deploy. Every key
  * and its default is listed in docs/deploy.md.
  */
 import type { Node } from 'constructs';
+import * as z from 'zod';
 import type { HopperStackProps } from './stack.js';
 
 /** The context keys Hopper reads. */
@@ -30,97 +32,124 @@ export interface HopperConfig {
   readonly props: HopperStackProps;
 }
 
+/** A context value left out: absent, null or an empty string (`-c key=`). */
+function isBlank(value: unknown): boolean {
+  return value === undefined || value === null || (typeof value === 'string' && value.trim() === '');
+}
+
+/** An optional string setting, trimmed, then checked by `rule` (which says what is wrong). */
+function textSetting(rule: (value: string) => string | undefined = () => undefined) {
+  return z.preprocess(
+    (value) => (isBlank(value) ? undefined : value),
+    z
+      .string({ error: (issue) => `must be a string, got ${JSON.stringify(issue.input)}` })
+      .trim()
+      .superRefine((value, ctx) => {
+        const problem = rule(value);
+        if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+      })
+      .optional(),
+  );
+}
+
+const ContextSchema = z.object({
+  serviceUrl: textSetting(serviceUrlProblem),
+  apiKeySecretName: textSetting(),
+  bucketName: textSetting((value) =>
+    /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(value) ? undefined : `"${value}" is not a valid S3 bucket name`,
+  ),
+  notificationEmail: textSetting(emailProblem),
+  runNotificationEmail: textSetting(emailProblem),
+  eventSource: textSetting(eventSourceProblem),
+  stackName: textSetting((value) =>
+    /^[A-Za-z][A-Za-z0-9-]{0,127}$/.test(value)
+      ? undefined
+      : `"${value}" is not a valid CloudFormation stack name`,
+  ),
+  logLevel: textSetting((value) =>
+    logLevelOf(value) === undefined
+      ? `"${value}" is not a log level; use one of ${LOG_LEVELS.join(', ')}`
+      : undefined,
+  ),
+  inboxRetentionDays: z.unknown().transform((value, ctx): number | undefined => {
+    if (isBlank(value)) return undefined;
+    // `-c inboxRetentionDays=7` arrives as a string, cdk.json may hold a number.
+    const days = typeof value === 'number' ? value : typeof value === 'string' ? Number(value) : Number.NaN;
+    if (Number.isInteger(days) && days >= 1) return days;
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be a whole number of days >= 1, got ${JSON.stringify(value)}`,
+    });
+    return z.NEVER;
+  }),
+});
+
+type ContextKey = keyof typeof CONTEXT_KEYS;
+
+/**
+ * The stack's settings from context.
+ * @throws Error naming every setting that is wrong (not just the first), each with what to give
+ */
 export function configFromContext(node: Node): HopperConfig {
-  const text = (key: string): string | undefined => {
-    const value: unknown = node.tryGetContext(key);
-    if (value === undefined || value === null || value === '') return undefined;
-    if (typeof value !== 'string')
-      throw new Error(`context ${key} must be a string, got ${JSON.stringify(value)}`);
-    return value.trim();
-  };
-
-  const serviceUrl = text(CONTEXT_KEYS.serviceUrl);
-  if (serviceUrl !== undefined) checkServiceUrl(serviceUrl);
-  const bucketName = text(CONTEXT_KEYS.bucketName);
-  if (bucketName !== undefined && !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucketName)) {
-    throw new Error(`context bucketName: "${bucketName}" is not a valid S3 bucket name`);
+  const given = Object.fromEntries(
+    (Object.keys(CONTEXT_KEYS) as ContextKey[]).map((key) => [key, node.tryGetContext(CONTEXT_KEYS[key])]),
+  );
+  const parsed = ContextSchema.safeParse(given);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map(
+      (issue) => `context ${issue.path.map(String).join('.')}: ${issue.message}`,
+    );
+    throw new Error(
+      problems.length === 1
+        ? (problems[0] ?? '')
+        : `${String(problems.length)} context settings are wrong (docs/deploy.md lists them):\n${problems.map((problem) => `  - ${problem}`).join('\n')}`,
+    );
   }
-  const email = (key: string): string | undefined => {
-    const value = text(key);
-    if (value !== undefined && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value)) {
-      throw new Error(`context ${key}: "${value}" is not an e-mail address`);
-    }
-    return value;
-  };
-  const notificationEmail = email(CONTEXT_KEYS.notificationEmail);
-  const runNotificationEmail = email(CONTEXT_KEYS.runNotificationEmail);
-  const eventSource = text(CONTEXT_KEYS.eventSource);
-  if (eventSource !== undefined) checkEventSource(eventSource);
-  const stackName = text(CONTEXT_KEYS.stackName) ?? DEFAULT_STACK_NAME;
-  if (!/^[A-Za-z][A-Za-z0-9-]{0,127}$/.test(stackName)) {
-    throw new Error(`context stackName: "${stackName}" is not a valid CloudFormation stack name`);
-  }
-
-  const logLevel = text(CONTEXT_KEYS.logLevel);
+  const settings = parsed.data;
   return {
-    stackName,
+    stackName: settings.stackName ?? DEFAULT_STACK_NAME,
     props: {
-      logLevel: logLevel === undefined ? undefined : checkLogLevel(logLevel),
-      serviceUrl,
-      apiKeySecretName: text(CONTEXT_KEYS.apiKeySecretName),
-      bucketName,
-      notificationEmail,
-      eventSource,
-      runNotificationEmail,
-      inboxRetentionDays: positiveDays(node.tryGetContext(CONTEXT_KEYS.inboxRetentionDays)),
+      logLevel: settings.logLevel === undefined ? undefined : logLevelOf(settings.logLevel),
+      serviceUrl: settings.serviceUrl,
+      apiKeySecretName: settings.apiKeySecretName,
+      bucketName: settings.bucketName,
+      notificationEmail: settings.notificationEmail,
+      eventSource: settings.eventSource,
+      runNotificationEmail: settings.runNotificationEmail,
+      inboxRetentionDays: settings.inboxRetentionDays,
     },
   };
+}
+
+function emailProblem(value: string): string | undefined {
+  return /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value) ? undefined : `"${value}" is not an e-mail address`;
 }
 
 /**
  * An event source PutEvents takes from Hopper: up to 256 printable characters, and not one of
  * AWS's (`aws.*`), which EventBridge refuses from an account.
  */
-function checkEventSource(value: string): void {
+function eventSourceProblem(value: string): string | undefined {
   if (!/^[A-Za-z0-9][A-Za-z0-9._\-/]{0,255}$/.test(value)) {
-    throw new Error(
-      `context eventSource: "${value}" is not an event source: use letters, digits and . _ - / (e.g. hopper or com.example.hopper)`,
-    );
+    return `"${value}" is not an event source: use letters, digits and . _ - / (e.g. hopper or com.example.hopper)`;
   }
-  if (/^aws\./i.test(value)) {
-    throw new Error(`context eventSource: "${value}" starts with "aws.", which only AWS services may use`);
-  }
+  if (/^aws\./i.test(value)) return `"${value}" starts with "aws.", which only AWS services may use`;
+  return undefined;
 }
 
-function checkServiceUrl(value: string): void {
+function serviceUrlProblem(value: string): string | undefined {
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    throw new Error(`context serviceUrl: "${value}" is not a URL`);
+    return `"${value}" is not a URL`;
   }
   // The API key travels in the Authorization header: never over plain http.
-  if (url.protocol !== 'https:') throw new Error(`context serviceUrl: "${value}" must be an https:// URL`);
-  if (/\/v1\/?$/.test(url.pathname)) {
-    throw new Error(`context serviceUrl: give the base URL without /v1 (Hopper adds it), not "${value}"`);
-  }
+  if (url.protocol !== 'https:') return `"${value}" must be an https:// URL`;
+  if (/\/v1\/?$/.test(url.pathname)) return `give the base URL without /v1 (Hopper adds it), not "${value}"`;
+  return undefined;
 }
 
-function checkLogLevel(value: string): HopperLogLevel {
-  const level = LOG_LEVELS.find((known) => known === value.toUpperCase());
-  if (level === undefined) {
-    throw new Error(`context logLevel: "${value}" is not a log level; use one of ${LOG_LEVELS.join(', ')}`);
-  }
-  return level;
-}
-
-function positiveDays(value: unknown): number | undefined {
-  if (value === undefined || value === null || value === '') return undefined;
-  const days = typeof value === 'number' ? value : Number(value);
-  if (!Number.isInteger(days) || days < 1) {
-    throw new Error(
-      `context inboxRetentionDays must be a whole number of days >= 1, got ${JSON.stringify(value)}`,
-    );
-  }
-  return days;
+function logLevelOf(value: string): HopperLogLevel | undefined {
+  return LOG_LEVELS.find((known) => known === value.toUpperCase());
 }

@@ -66,12 +66,8 @@ export class HopperStack extends Stack {
       description: 'Hopper: drop a folder into S3, get a trained model back',
       ...props,
     });
-    if (props.bucketName !== undefined && props.inboxRetentionDays !== undefined) {
-      throw new Error(
-        'inboxRetentionDays applies to a bucket the stack creates; with bucketName, set lifecycle rules on that bucket yourself',
-      );
-    }
-
+    // Settings that conflict (a new bucket's options with an existing bucket) are refused by
+    // the constructs themselves (HopperStorage), whoever builds them.
     this.storage = new HopperStorage(this, 'Storage', {
       bucketName: props.bucketName,
       inboxRetentionDays: props.inboxRetentionDays,

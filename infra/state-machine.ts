@@ -39,9 +39,13 @@ import {
 } from 'aws-cdk-lib/aws-stepfunctions';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import { Construct } from 'constructs';
-import { RETRYABLE_ERROR } from '../lambdas/run/errors.js';
+import { LAMBDA_DEATH_ERRORS, RETRYABLE_ERROR } from '../lambdas/run/lambda-error.js';
 import { LAMBDA_DEATH_RETRY, TRANSIENT_RETRY, type RetrierSettings } from '../lambdas/run/retry-budget.js';
+import { STOPS, type StopName } from '../lambdas/run/vocabulary.js';
+import type { NextAction } from '../lambdas/service-client/contract.js';
 import { taskNamed, taskTimeoutSeconds, type TaskName, type TaskSpec } from './tasks.js';
+
+export { LAMBDA_DEATH_ERRORS, STOPS };
 
 /** Transient failures: a step's own retryable error, and Lambda's service-side errors. */
 export const TRANSIENT_ERRORS = [
@@ -53,25 +57,11 @@ export const TRANSIENT_ERRORS = [
 ] as const;
 
 /**
- * A Task that ran out of time, or whose Lambda died (its runtime exited: a crash, an OOM kill;
- * Lambda.Unknown when it gave no error type): tried once more. Every step is safe to run again
- * after its side effect (test/local/handler-kills.test.ts kills each at its riskiest point).
+ * Where a Choice sends each next_action of its record: a state, or `unexpected` for a value the
+ * service should never give that record (UnexpectedNextAction). A Record over every NextAction,
+ * so a new value in the contract does not compile until both routes say where it goes.
  */
-export const LAMBDA_DEATH_ERRORS = [
-  'States.Timeout',
-  'Sandbox.Timedout',
-  'Runtime.ExitError',
-  'Lambda.Unknown',
-] as const;
-
-/** The Pass states that stop a run on a next_action it cannot go on from, and their codes. */
-export const STOPS = {
-  DatasetUnreadable: 'dataset_unreadable',
-  DatasetExpired: 'dataset_expired',
-  UnexpectedNextAction: 'unsupported_next_action',
-  AttemptsExhausted: 'training_failed',
-  ModelFilesGone: 'model_files_gone',
-} as const;
+type Routes = Readonly<Record<NextAction, IChainable | 'unexpected'>>;
 
 export type TaskFunctions = Readonly<Record<TaskName, IFunction>>;
 
@@ -79,7 +69,7 @@ export type TaskFunctions = Readonly<Record<TaskName, IFunction>>;
 export function buildDefinition(scope: Construct, functions: TaskFunctions): IChainable {
   const flow = new Construct(scope, 'Flow');
   const task = (name: TaskName) => taskState(flow, taskNamed(name), functions[name]);
-  const stop = (name: keyof typeof STOPS) =>
+  const stop = (name: StopName) =>
     new Pass(flow, name, { result: Result.fromObject({ code: STOPS[name] }), resultPath: '$.stop' });
 
   // The end: Report decides the outcome from the state; a Report that fails ends the run as is.
@@ -123,17 +113,23 @@ export function buildDefinition(scope: Construct, functions: TaskFunctions): ICh
   startTraining.next(routeModel);
   const waitForModel = new Wait(flow, 'WaitForModel', { time: WaitTime.secondsPath('$.model.waitSeconds') });
   waitForModel.next(catchToReport(task('PollModel'))).next(routeModel);
-  routeModel
-    .when(nextAction('$.model', 'wait'), waitForModel)
-    .when(
-      nextAction('$.model', 'retry'),
-      new Choice(flow, 'AttemptsLeft')
-        .when(Condition.numberLessThanJsonPath('$.model.attempts', '$.config.maxAttempts'), startTraining)
-        .otherwise(toReport(stop('AttemptsExhausted'))),
-    )
-    .when(nextAction('$.model', 'download'), catchToReport(task('CopyModel')).next(report))
-    .when(nextAction('$.model', 'none'), toReport(stop('ModelFilesGone')))
-    .otherwise(unexpected);
+  const copyModel = catchToReport(task('CopyModel'));
+  copyModel.next(report);
+  route(routeModel, '$.model', unexpected, {
+    wait: waitForModel,
+    retry: new Choice(flow, 'AttemptsLeft')
+      .when(Condition.numberLessThanJsonPath('$.model.attempts', '$.config.maxAttempts'), startTraining)
+      .otherwise(toReport(stop('AttemptsExhausted'))),
+    download: copyModel,
+    none: toReport(stop('ModelFilesGone')),
+    upload_files: 'unexpected',
+    start_over: 'unexpected',
+    structure: 'unexpected',
+    pick_decisions: 'unexpected',
+    label_examples: 'unexpected',
+    start_training: 'unexpected',
+    expired: 'unexpected',
+  });
 
   // The dataset: every action the service asks for, until it is ready to train.
   const routeDataset = new Choice(flow, 'RouteDataset');
@@ -146,27 +142,40 @@ export function buildDefinition(scope: Construct, functions: TaskFunctions): ICh
     time: WaitTime.secondsPath('$.dataset.waitSeconds'),
   });
   waitForDataset.next(loop('PollDataset'));
-  routeDataset
-    .when(nextAction('$.dataset', 'upload_files'), loop('UploadFiles'))
-    .when(nextAction('$.dataset', 'wait'), waitForDataset)
-    .when(nextAction('$.dataset', 'structure'), loop('Structure'))
-    .when(nextAction('$.dataset', 'pick_decisions'), loop('PickDecisions'))
-    .when(nextAction('$.dataset', 'label_examples'), loop('LabelExamples'))
-    .when(
-      Condition.or(nextAction('$.dataset', 'start_training'), nextAction('$.dataset', 'retry')),
-      startTraining,
-    )
-    .when(nextAction('$.dataset', 'start_over'), toReport(stop('DatasetUnreadable')))
-    .when(nextAction('$.dataset', 'expired'), toReport(stop('DatasetExpired')))
-    .otherwise(unexpected);
+  route(routeDataset, '$.dataset', unexpected, {
+    upload_files: loop('UploadFiles'),
+    wait: waitForDataset,
+    structure: loop('Structure'),
+    pick_decisions: loop('PickDecisions'),
+    label_examples: loop('LabelExamples'),
+    start_training: startTraining,
+    retry: startTraining,
+    start_over: toReport(stop('DatasetUnreadable')),
+    expired: toReport(stop('DatasetExpired')),
+    download: 'unexpected',
+    none: 'unexpected',
+  });
 
   return catchToReport(task('ValidateDrop'))
     .next(catchToReport(task('CreateDataset')))
     .next(routeDataset);
 }
 
-function nextAction(slot: '$.dataset' | '$.model', value: string): Condition {
-  return Condition.stringEquals(`${slot}.nextAction`, value);
+/**
+ * Adds a rule per target state to `choice`, in the table's order, matching every next_action that
+ * goes there; anything else (a value of the wrong record, a missing slot) goes to `unexpected`.
+ */
+function route(choice: Choice, slot: '$.dataset' | '$.model', unexpected: IChainable, routes: Routes): void {
+  const targets = new Map<IChainable, NextAction[]>();
+  for (const [action, target] of Object.entries(routes) as [NextAction, IChainable | 'unexpected'][]) {
+    if (target === 'unexpected') continue;
+    targets.set(target, [...(targets.get(target) ?? []), action]);
+  }
+  for (const [target, actions] of targets) {
+    const conditions = actions.map((action) => Condition.stringEquals(`${slot}.nextAction`, action));
+    choice.when(conditions.length === 1 ? (conditions[0] as Condition) : Condition.or(...conditions), target);
+  }
+  choice.otherwise(unexpected);
 }
 
 /**

@@ -3,12 +3,17 @@
  * import, so both the stack (infra/) and local mode (local/) read the same list. A Task's name
  * is its state name in the definition; local mode binds handlers by that name.
  *
- * Every Task gets the whole state as input and returns one slot, placed at `$.<slot>`
- * (lambdas/run/state.ts). The Task's TimeoutSeconds is its Lambda timeout plus a minute
- * (taskTimeoutSeconds), so a Lambda that runs out of time fails as Sandbox.Timedout first.
+ * What a step is (its Task's name, the slot it writes, the slots it needs) is declared once, in
+ * STEPS (lambdas/run/vocabulary.ts, plain data), and the registry derives from it: here are only
+ * the Lambda's settings, one entry per TaskName (the compiler asks for one when a step is added).
+ * Every Task gets the whole state as input and returns its slot, placed at `$.<slot>`. The
+ * Task's TimeoutSeconds is its Lambda timeout plus a minute (taskTimeoutSeconds), so a Lambda that
+ * runs out of time fails as Sandbox.Timedout first.
  */
 import { fileURLToPath } from 'node:url';
-import type { SlotName } from '../lambdas/run/state.js';
+import { STEP_NAMES, STEPS, type SlotName, type StepName, type TaskName } from '../lambdas/run/vocabulary.js';
+
+export type { TaskName };
 
 /** The areas of the bucket (lambdas/storage/keys.ts) a handler may touch. */
 export type BucketArea = 'inbox' | 'status' | 'models';
@@ -33,31 +38,24 @@ export interface TaskAccess {
   readonly events?: boolean;
 }
 
-export type TaskName =
-  | 'ValidateDrop'
-  | 'CreateDataset'
-  | 'UploadFiles'
-  | 'PollDataset'
-  | 'Structure'
-  | 'PickDecisions'
-  | 'LabelExamples'
-  | 'StartTraining'
-  | 'PollModel'
-  | 'CopyModel'
-  | 'Report';
-
-export interface TaskSpec {
-  /** The state name in the definition (local mode overrides Tasks by this name). */
-  readonly name: TaskName;
+/** A Task's Lambda, as the stack builds it. */
+export interface TaskSettings {
   /** One line on what the Task does (the Lambda's description). */
   readonly description: string;
-  /** The handler entry file in HANDLERS_FOLDER; it exports `handler`. */
-  readonly handlerFile: string;
-  /** Where the definition puts the Task's result: `$.<slot>`. */
-  readonly slot: SlotName;
   readonly timeoutSeconds: number;
   readonly memoryMb: number;
   readonly access: TaskAccess;
+}
+
+export interface TaskSpec extends TaskSettings {
+  /** The state name in the definition (local mode overrides Tasks by this name). */
+  readonly name: TaskName;
+  /** The step the Task runs (STEPS in lambdas/run/vocabulary.ts). */
+  readonly step: StepName;
+  /** The handler entry file in HANDLERS_FOLDER, named after the step; it exports `handler`. */
+  readonly handlerFile: string;
+  /** Where the definition puts the Task's result: `$.<slot>` (the step's declaration). */
+  readonly slot: SlotName;
 }
 
 const MINUTE = 60;
@@ -72,108 +70,86 @@ const SERVICE_CALLS = 5 * MINUTE;
 /** Every Task writes status/<drop>.json after its step (lambdas/run/handler.ts), so reads it too. */
 const STATUS = { status: 'readWrite' } as const;
 
-export const TASKS: readonly TaskSpec[] = [
-  {
-    name: 'ValidateDrop',
+const TASK_SETTINGS: Readonly<Record<TaskName, TaskSettings>> = {
+  ValidateDrop: {
     description: 'checks train.json and the drop files, pins each file to its etag',
-    handlerFile: 'validate-drop.handler.ts',
-    slot: 'config',
     timeoutSeconds: MINUTE,
     memoryMb: 256,
     access: { bucket: { inbox: 'read', ...STATUS }, apiKey: false, events: true },
   },
-  {
-    name: 'CreateDataset',
+  CreateDataset: {
     description: 'creates the dataset at the training service',
-    handlerFile: 'create-dataset.handler.ts',
-    slot: 'dataset',
     timeoutSeconds: SERVICE_CALLS,
     memoryMb: 256,
     access: { bucket: STATUS, apiKey: true },
   },
-  {
-    name: 'UploadFiles',
+  UploadFiles: {
     description: 'streams the drop files from S3 to the service (time-boxed)',
-    handlerFile: 'upload-files.handler.ts',
-    slot: 'dataset',
     timeoutSeconds: LONG,
     memoryMb: 1024,
     access: { bucket: { inbox: 'read', ...STATUS }, apiKey: true },
   },
-  {
-    name: 'PollDataset',
+  PollDataset: {
     description: "reads the dataset's state and schedules the next poll",
-    handlerFile: 'poll-dataset.handler.ts',
-    slot: 'dataset',
     timeoutSeconds: SERVICE_CALLS,
     memoryMb: 256,
     access: { bucket: STATUS, apiKey: true },
   },
-  {
-    name: 'Structure',
+  Structure: {
     description: 'structures the dataset, or asks for suggested decisions',
-    handlerFile: 'structure.handler.ts',
-    slot: 'dataset',
     timeoutSeconds: SERVICE_CALLS,
     memoryMb: 256,
     access: { bucket: STATUS, apiKey: true },
   },
-  {
-    name: 'PickDecisions',
+  PickDecisions: {
     description: 'answers the structuring questions as train.json says',
-    handlerFile: 'pick-decisions.handler.ts',
-    slot: 'dataset',
     timeoutSeconds: SERVICE_CALLS,
     memoryMb: 256,
     access: { bucket: STATUS, apiKey: true },
   },
-  {
-    name: 'LabelExamples',
+  LabelExamples: {
     description: "labels held-out examples from the drop's labels file (time-boxed)",
-    handlerFile: 'label-examples.handler.ts',
-    slot: 'dataset',
     timeoutSeconds: LONG,
     memoryMb: 512,
     access: { bucket: { inbox: 'read', ...STATUS }, apiKey: true },
   },
-  {
-    name: 'StartTraining',
+  StartTraining: {
     description: 'starts a training, or adopts one already running for the dataset',
-    handlerFile: 'start-training.handler.ts',
-    slot: 'model',
     timeoutSeconds: SERVICE_CALLS,
     memoryMb: 256,
     access: { bucket: STATUS, apiKey: true },
   },
-  {
-    name: 'PollModel',
+  PollModel: {
     description: "reads the model's state and schedules the next poll",
-    handlerFile: 'poll-model.handler.ts',
-    slot: 'model',
     timeoutSeconds: SERVICE_CALLS,
     memoryMb: 256,
     access: { bucket: STATUS, apiKey: true },
   },
-  {
-    name: 'CopyModel',
+  CopyModel: {
     description: 'streams the trained model into models/ and writes model.json',
-    handlerFile: 'copy-model.handler.ts',
-    slot: 'copy',
     timeoutSeconds: LONG,
     memoryMb: 1024,
     access: { bucket: { models: 'readWrite', ...STATUS }, apiKey: true },
   },
-  {
-    name: 'Report',
+  Report: {
     description: "decides the run's outcome, writes the final status and puts the run's event",
-    handlerFile: 'report.handler.ts',
-    slot: 'report',
     timeoutSeconds: MINUTE,
     memoryMb: 256,
     // models/: the metrics in model.json, for the Succeeded event.
     access: { bucket: { models: 'read', ...STATUS }, apiKey: false, events: true },
   },
-];
+};
+
+/** Every Task, in the order a run meets them: the step's declaration with its Lambda's settings. */
+export const TASKS: readonly TaskSpec[] = STEP_NAMES.map((step) => {
+  const { task, slot } = STEPS[step];
+  return { name: task, step, slot, handlerFile: handlerFileOf(step), ...TASK_SETTINGS[task] };
+});
+
+/** `upload_files` -> `upload-files.handler.ts`: an entry file is named after its step. */
+export function handlerFileOf(step: StepName): string {
+  return `${step.replaceAll('_', '-')}.handler.ts`;
+}
 
 /** The Lambda EventBridge invokes for inbox/<drop>/train.json; not a state, starts executions. */
 export const TRIGGER = {

@@ -6,13 +6,13 @@ import {
   SLOW_RUN_SECONDS,
   hoursAndMinutes,
 } from '../infra/run-limits.js';
-import { ERROR_CODES } from '../lambdas/run/errors.js';
+import { RUN_ERROR_CODES } from '../lambdas/run/errors.js';
 
 describe('docs/errors.md', () => {
   it('documents every run error code, and no other', async () => {
     const text = await readFile(new URL('../docs/errors.md', import.meta.url), 'utf8');
     const documented = [...text.matchAll(/^\|\s*`([a-z_]+)`\s*\|/gm)].map((match) => match[1]);
-    expect(documented.sort()).toEqual([...ERROR_CODES].sort());
+    expect(documented.sort()).toEqual([...RUN_ERROR_CODES].sort());
   });
 });
 

@@ -6,6 +6,7 @@ import { Readable } from 'node:stream';
 import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { createRuntime, type Runtime } from '../../lambdas/run/runtime.js';
+import { trainingService } from '../../lambdas/run/training-service.js';
 import type { StepEnv } from '../../lambdas/run/handler.js';
 import { datasetSlot, modelSlot } from '../../lambdas/run/slots.js';
 import type { RunState } from '../../lambdas/run/state.js';
@@ -44,8 +45,10 @@ export interface Connected {
 export async function connect(endpoints: Endpoints): Promise<Connected> {
   const runtime = createRuntime({
     s3: localS3Client(endpoints.s3Endpoint),
-    serviceUrl: endpoints.apiUrl,
-    apiKey: () => Promise.resolve(endpoints.apiKey),
+    service: trainingService({
+      serviceUrl: endpoints.apiUrl,
+      apiKey: () => Promise.resolve(endpoints.apiKey),
+    }),
     logger: new Logger({ logLevel: 'SILENT' }),
   });
   return { runtime, client: await runtime.service(), bucket: endpoints.bucket };

@@ -3,12 +3,13 @@
  * baselines. Entries are listed in bench/benchmarks.ts; `npm run bench` runs them in order.
  */
 import type { Figure } from './figures.js';
+import type { Measurement } from './protocol.js';
 
 export interface BenchContext {
   /** Runs per figure (BENCH_RUNS, default 3): each figure is their median. */
   readonly runs: number;
   /** A progress line on stderr (the table goes to stdout). */
-  log(line: string): void;
+  readonly log: (line: string) => void;
 }
 
 export interface Benchmark {
@@ -27,12 +28,24 @@ export interface Benchmark {
 export async function sideBySide<K extends string, R>(
   rounds: number,
   variants: Readonly<Record<K, (round: number) => Promise<R>>>,
+  /** Told each run's measurement as it ends (a long run shows progress, and a cut one its figures). */
+  log?: (line: string) => void,
 ): Promise<Record<K, R[]>> {
   const names = Object.keys(variants) as K[];
   const results = Object.fromEntries(names.map((name) => [name, [] as R[]])) as Record<K, R[]>;
   for (let round = 0; round < rounds; round++) {
     const order = round % 2 === 0 ? names : [...names].reverse();
-    for (const name of order) results[name].push(await variants[name](round));
+    for (const name of order) {
+      const result = await variants[name](round);
+      results[name].push(result);
+      const run = result as Partial<Measurement>;
+      if (log !== undefined && run.wallMs !== undefined) {
+        log(
+          `  ${name} round ${String(round + 1)}: ${(run.wallMs / 1000).toFixed(2)} s, ` +
+            `CPU ${((run.cpuMs ?? 0) / 1000).toFixed(2)} s, RSS +${((run.rssGrowth ?? 0) / MiB).toFixed(0)} MiB`,
+        );
+      }
+    }
   }
   return results;
 }

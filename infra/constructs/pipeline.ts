@@ -16,7 +16,7 @@ import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from 'aws-cd
 import { Construct } from 'constructs';
 import { DEFAULT_EVENT_SOURCE } from '../../lambdas/run/events.js';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lambdas/run/metric-names.js';
-import { ENV } from '../../lambdas/run/runtime.js';
+import { ENV } from '../../lambdas/run/environment.js';
 import { TRAIN_JSON_KEY_WILDCARD } from '../../lambdas/storage/keys.js';
 import type { HopperLogLevel } from '../config.js';
 import { executionLogGroupName } from '../names.js';

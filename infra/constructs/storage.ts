@@ -47,6 +47,46 @@ export const STORAGE_DEFAULTS = {
   eventMarkerRetentionDays: 30,
 } as const;
 
+/** The props that configure a bucket the construct creates, and mean nothing for an existing one. */
+const NEW_BUCKET_ONLY = [
+  'inboxRetentionDays',
+  'noncurrentVersionRetentionDays',
+  'abortIncompleteUploadsAfterDays',
+  'accessLogRetentionDays',
+  'removalPolicy',
+] as const satisfies readonly (keyof HopperStorageProps)[];
+
+/** The day counts a new bucket's lifecycle rules take: whole days, at least one. */
+const DAY_PROPS = [
+  'inboxRetentionDays',
+  'noncurrentVersionRetentionDays',
+  'abortIncompleteUploadsAfterDays',
+  'accessLogRetentionDays',
+] as const satisfies readonly (keyof HopperStorageProps)[];
+
+/**
+ * Every way `props` contradict themselves, so one error names them all: options of a new bucket
+ * given with an existing one (they would be ignored silently), and day counts no rule takes.
+ */
+export function storagePropsProblems(props: HopperStorageProps): string[] {
+  const problems: string[] = [];
+  if (props.bucketName !== undefined) {
+    const given = NEW_BUCKET_ONLY.filter((name) => props[name] !== undefined);
+    if (given.length > 0) {
+      problems.push(
+        `${given.join(', ')} ${given.length === 1 ? 'applies' : 'apply'} to a bucket the stack creates; with bucketName (the existing bucket "${props.bucketName}"), leave ${given.length === 1 ? 'it' : 'them'} out and set ${given.length === 1 ? 'it' : 'them'} on that bucket yourself`,
+      );
+    }
+  }
+  for (const name of DAY_PROPS) {
+    const days = props[name];
+    if (days !== undefined && !(Number.isInteger(days) && days >= 1)) {
+      problems.push(`${name} must be a whole number of days >= 1, got ${String(days)}`);
+    }
+  }
+  return problems;
+}
+
 export class HopperStorage extends Construct {
   readonly bucket: IBucket;
   /** The server access log bucket; absent when an existing bucket is used. */
@@ -54,6 +94,8 @@ export class HopperStorage extends Construct {
 
   constructor(scope: Construct, id: string, props: HopperStorageProps = {}) {
     super(scope, id);
+    const problems = storagePropsProblems(props);
+    if (problems.length > 0) throw new Error(`HopperStorage ${this.node.path}: ${problems.join('; ')}`);
     if (props.bucketName !== undefined) {
       const bucket = Bucket.fromBucketName(this, 'Bucket', props.bucketName);
       bucket.enableEventBridgeNotification();

@@ -5,7 +5,7 @@
  * what is allowed, so one upload of a fixed file is enough. Unknown fields are refused (a typo
  * such as "maxAttempt" would otherwise be ignored silently) with the closest known field.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { messageOf, RunError } from '../run/errors.js';
 import type { Decisions } from '../run/state.js';
 import { isPlainFileName, PLAIN_FILE_NAME_RULE } from './file-names.js';

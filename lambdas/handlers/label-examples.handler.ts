@@ -1,5 +1,6 @@
 import { stepHandler } from '../run/handler.js';
+import { trainingServiceFromEnvironment } from '../run/training-service.js';
 import { labelExamplesStep } from '../steps/label-examples.js';
 
 /** Task LabelExamples: answers held-out examples from the labels file, in a time-boxed batch. */
-export const handler = stepHandler(labelExamplesStep);
+export const handler = stepHandler(labelExamplesStep, { service: trainingServiceFromEnvironment });

@@ -1,5 +1,6 @@
+import { eventBridgeFromEnvironment } from '../run/eventbridge-bus.js';
 import { stepHandler } from '../run/handler.js';
 import { reportStep } from '../steps/report.js';
 
 /** Task Report: decides the run's outcome and writes the final status/<drop>.json. */
-export const handler = stepHandler(reportStep);
+export const handler = stepHandler(reportStep, { events: eventBridgeFromEnvironment });

@@ -1,5 +1,6 @@
 import { stepHandler } from '../run/handler.js';
+import { trainingServiceFromEnvironment } from '../run/training-service.js';
 import { structureStep } from '../steps/structure.js';
 
 /** Task Structure: structures the dataset, or asks for suggested decisions, as train.json says. */
-export const handler = stepHandler(structureStep);
+export const handler = stepHandler(structureStep, { service: trainingServiceFromEnvironment });

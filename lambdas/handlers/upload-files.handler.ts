@@ -1,5 +1,6 @@
 import { stepHandler } from '../run/handler.js';
+import { trainingServiceFromEnvironment } from '../run/training-service.js';
 import { uploadFilesStep } from '../steps/upload-files.js';
 
 /** Task UploadFiles: streams the drop's pending data files from S3 to the service (time-boxed; loops). */
-export const handler = stepHandler(uploadFilesStep);
+export const handler = stepHandler(uploadFilesStep, { service: trainingServiceFromEnvironment });

@@ -1,5 +1,6 @@
+import { eventBridgeFromEnvironment } from '../run/eventbridge-bus.js';
 import { stepHandler } from '../run/handler.js';
 import { validateDropStep } from '../steps/validate-drop.js';
 
 /** Task ValidateDrop: checks train.json and the drop folder; returns the run's configuration. */
-export const handler = stepHandler(validateDropStep);
+export const handler = stepHandler(validateDropStep, { events: eventBridgeFromEnvironment });

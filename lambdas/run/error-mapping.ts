@@ -8,12 +8,15 @@ import { S3ServiceException } from '@aws-sdk/client-s3';
 import {
   DeadlineError,
   NoCreditsError,
+  RetryLaterError,
   ServiceError,
   UnauthorizedError,
+  UnexpectedResponseError,
   UnknownEncoderError,
   UnsupportedNextActionError,
-} from '../service-client/index.js';
+} from '../service-client/errors.js';
 import { messageOf, RunError } from './errors.js';
+import { noCreditsMessage, unknownEncoderMessage, unsupportedNextActionMessage } from './messages.js';
 
 export function toRunError(error: unknown): RunError {
   if (error instanceof RunError) return error;
@@ -32,28 +35,36 @@ function fromServiceError(error: ServiceError): RunError {
   if (error instanceof UnauthorizedError) {
     return new RunError(
       'unauthorized',
-      "the training service refused the API key: put a valid key in Hopper's API key secret (or pass --api-key in local mode)",
+      `the training service refused the API key (${error.endpoint} answered ${String(error.status ?? 401)}; the key may have been rotated): put a valid key in Hopper's API key secret (or pass --api-key in local mode), then resume the run (hopper retry <drop>)`,
+      { cause: error },
+    );
+  }
+  if (error instanceof UnexpectedResponseError) {
+    return new RunError(
+      'unexpected_response',
+      `the training service sent an answer Hopper cannot use, and asking again would not help: ${error.message}. The service is not answering as its interface says; report it to the service, then resume the run (hopper retry <drop>)`,
+      { cause: error },
+    );
+  }
+  if (error instanceof RetryLaterError) {
+    return new RunError(
+      'service_busy',
+      `the training service asked Hopper to stay away longer than a step waits: ${error.message}. Resume the run later (hopper retry <drop>)`,
       { cause: error },
     );
   }
   if (error instanceof NoCreditsError) {
-    return new RunError(
-      'no_credits',
-      'the training service account has no credits left: add credits at the service, then resume the run without uploading again (hopper retry <drop>, or upload train.json with "resume": true)',
-      { cause: error },
-    );
+    return new RunError('no_credits', noCreditsMessage(), { cause: error });
   }
   if (error instanceof UnknownEncoderError) {
-    return new RunError(
-      'unknown_encoder',
-      `the service does not know the encoder in train.json: ${error.message}. Remove "encoder" to use the service's default`,
-      { cause: error },
-    );
+    return new RunError('unknown_encoder', unknownEncoderMessage({ encoder: null, reason: error.message }), {
+      cause: error,
+    });
   }
   if (error instanceof UnsupportedNextActionError) {
     return new RunError(
       'unsupported_next_action',
-      `${error.message}: the service asked for an action this version of Hopper does not know; upgrade Hopper`,
+      unsupportedNextActionMessage(error.nextAction, `the answer to ${error.endpoint}`),
       { cause: error },
     );
   }

@@ -6,13 +6,17 @@
  * - RETRYABLE_ERROR for a transient failure: the definition retries the Task with backoff and
  *   full jitter, and once retries run out the report step shows the code and message;
  * - FINAL_ERROR for everything else: caught at once and reported.
- * The message is `<code>: <text>`, so the code survives the trip through Step Functions, whose
- * Cause carries only the message.
+ * The message is `<code>: <text>` (lambda-error.ts), so the code survives the trip through Step
+ * Functions, whose Cause carries only the message.
+ *
+ * These are Hopper's run error codes, not the training service's (ServiceErrorCode in
+ * lambdas/service-client/errors.ts), which error-mapping.ts turns into these.
  */
-export const RETRYABLE_ERROR = 'Hopper.Retryable';
-export const FINAL_ERROR = 'Hopper.Failed';
+import { codedMessage, FINAL_ERROR, RETRYABLE_ERROR } from './lambda-error.js';
 
-export const ERROR_CODES = [
+export { FINAL_ERROR, RETRYABLE_ERROR };
+
+export const RUN_ERROR_CODES = [
   // The drop (validate step)
   'invalid_event',
   'invalid_train_json',
@@ -43,7 +47,9 @@ export const ERROR_CODES = [
   // The service as a whole
   'unauthorized',
   'service_unavailable',
+  'service_busy',
   'service_error',
+  'unexpected_response',
   'wait_limit',
   // Hopper itself
   'step_timeout',
@@ -57,20 +63,20 @@ export const ERROR_CODES = [
   'interrupted',
 ] as const;
 
-export type ErrorCode = (typeof ERROR_CODES)[number];
+export type RunErrorCode = (typeof RUN_ERROR_CODES)[number];
 
-export function isErrorCode(value: string): value is ErrorCode {
-  return (ERROR_CODES as readonly string[]).includes(value);
+export function isRunErrorCode(value: string): value is RunErrorCode {
+  return (RUN_ERROR_CODES as readonly string[]).includes(value);
 }
 
 export class RunError extends Error {
-  readonly code: ErrorCode;
+  readonly code: RunErrorCode;
   readonly retryable: boolean;
   /** The message without the `<code>: ` prefix. */
   readonly detail: string;
 
-  constructor(code: ErrorCode, detail: string, options: { retryable?: boolean; cause?: unknown } = {}) {
-    super(`${code}: ${detail}`, options.cause === undefined ? undefined : { cause: options.cause });
+  constructor(code: RunErrorCode, detail: string, options: { retryable?: boolean; cause?: unknown } = {}) {
+    super(codedMessage(code, detail), options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.detail = detail;
     this.retryable = options.retryable ?? false;
@@ -79,22 +85,8 @@ export class RunError extends Error {
 }
 
 /** Shorthand for a transient failure the state machine should retry. */
-export function retryable(code: ErrorCode, detail: string, cause?: unknown): RunError {
+export function retryable(code: RunErrorCode, detail: string, cause?: unknown): RunError {
   return new RunError(code, detail, { retryable: true, cause });
-}
-
-/**
- * The message of `training_failed`: every allowed attempt failed. Written by start_training (when
- * it finds the attempts used up) and by the report (when the state machine does).
- */
-export function trainingFailedMessage(failure: {
-  readonly attempts: number;
-  readonly maxAttempts: number | undefined;
-  readonly modelId: string | undefined;
-  readonly error: string | null | undefined;
-}): string {
-  const model = failure.modelId === undefined ? '' : ` (model ${failure.modelId})`;
-  return `training failed on ${String(failure.attempts)} of ${String(failure.maxAttempts ?? '?')} attempts (maxAttempts); the last attempt${model} failed with: ${failure.error ?? 'no reason given'}. Failed attempts cost no credit: check the data or raise "maxAttempts" in train.json, then upload it again`;
 }
 
 /** An error's message, or the thrown value as text when it is not an Error. */

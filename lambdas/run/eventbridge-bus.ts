@@ -3,7 +3,9 @@
  * stack's event source (HOPPER_EVENT_SOURCE; docs/operations.md).
  */
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import { ENV, optionalEnv } from './environment.js';
 import type { RunEventBus } from './event-bus.js';
+import { DEFAULT_EVENT_SOURCE } from './events.js';
 
 export function eventBridgeBus(
   source: string,
@@ -31,6 +33,21 @@ export function eventBridgeBus(
           `EventBridge refused the event: ${refused?.ErrorCode ?? 'no code'} ${refused?.ErrorMessage ?? ''}`.trim(),
         );
       }
+    },
+  };
+}
+
+/**
+ * The bus of a Lambda container: the source the stack set (default DEFAULT_EVENT_SOURCE), the
+ * client created at the first event.
+ */
+export function eventBridgeFromEnvironment(env: NodeJS.ProcessEnv): RunEventBus {
+  const source = optionalEnv(env, ENV.eventSource) ?? DEFAULT_EVENT_SOURCE;
+  let bus: RunEventBus | undefined;
+  return {
+    async put(event) {
+      bus ??= eventBridgeBus(source);
+      await bus.put(event);
     },
   };
 }

@@ -9,13 +9,19 @@
  * and written back with this invocation added (usage.ts); and the invocation's metrics
  * (metrics.ts).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { RunError } from './errors.js';
 import { toRunError } from './error-mapping.js';
 import { emitInvocationMetrics } from './metrics.js';
 import { DEADLINE_MARGIN_MS } from './retry-budget.js';
-import { runtimeFromEnvironment, withInvocationLogger, type Runtime } from './runtime.js';
+import {
+  runtimeFromEnvironment,
+  withInvocationLogger,
+  type LambdaConnections,
+  type Runtime,
+} from './runtime.js';
+import { withNeededSlots } from './require-slot.js';
 import type { DatasetSlot, RunState, SlotName } from './state.js';
 import {
   isNewerRun,
@@ -30,6 +36,7 @@ import { releaseTraining } from './training-claim.js';
 import { inSubsegment } from './tracing.js';
 import { meterS3, S3RequestMeter, withStatusWrite } from './s3-requests.js';
 import { addInvocation, isRunSummary, type RunSummary } from './usage.js';
+import { STEPS, type SlotOf, type StateFor, type StepName } from './vocabulary.js';
 
 /** The part of Lambda's context a step uses; local mode supplies the same. */
 export interface InvocationContext {
@@ -61,12 +68,18 @@ export interface StepEnv {
 
 export type SlotValue<S extends SlotName> = NonNullable<RunState[S]>;
 
-export interface Step<S extends SlotName> {
-  /** Hopper's name for the action, written to the status file (`upload_files`, ...). */
-  readonly stage: string;
-  /** Where the definition puts the result (`ResultPath: $.<slot>`). */
-  readonly slot: S;
-  run(state: RunState, env: StepEnv): Promise<SlotValue<S>>;
+/** A step's domain function: the state with its needed slots, to the slot it writes. */
+export type StepRun<N extends StepName> = (state: StateFor<N>, env: StepEnv) => Promise<SlotValue<SlotOf<N>>>;
+
+/**
+ * A step: its name (its Task, slot and needed slots are declared once, in STEPS of
+ * vocabulary.ts) and its domain function. Build one with defineStep.
+ */
+export interface Step<N extends StepName> {
+  /** Hopper's name for the step, written to the status file (`hopper_step`: `upload_files`, ...). */
+  readonly name: N;
+  /** Runs the step; a needed slot missing from `state` is internal_error (a broken definition). */
+  run(state: RunState, env: StepEnv): Promise<SlotValue<SlotOf<N>>>;
   /** False for the report step, which writes the final status itself. Default true. */
   readonly writesStatus?: boolean;
   /**
@@ -77,35 +90,57 @@ export interface Step<S extends SlotName> {
   readonly decidesWhenSuperseded?: boolean;
 }
 
-export type TaskHandler<S extends SlotName> = ((
+/** The step named `name` running `run` on a state whose needed slots were checked. */
+export function defineStep<N extends StepName>(
+  name: N,
+  run: StepRun<N>,
+  options: { readonly writesStatus?: boolean; readonly decidesWhenSuperseded?: boolean } = {},
+): Step<N> {
+  // Async, so a missing slot rejects like any other failure of the step.
+  return { name, ...options, run: async (state, env) => run(withNeededSlots(name, state), env) };
+}
+
+export type TaskHandler<N extends StepName> = ((
   event: unknown,
   context: InvocationContext,
-) => Promise<SlotValue<S>>) & {
+) => Promise<SlotValue<SlotOf<N>>>) & {
+  /** The step it runs: the Task registry (infra/tasks.ts) binds it by this name. */
+  readonly step: N;
   /** The same handler over another runtime (local mode, tests). */
-  withRuntime(runtime: Runtime): (event: unknown, context: InvocationContext) => Promise<SlotValue<S>>;
+  withRuntime(
+    runtime: Runtime,
+  ): (event: unknown, context: InvocationContext) => Promise<SlotValue<SlotOf<N>>>;
 };
 
-export function stepHandler<S extends SlotName>(step: Step<S>): TaskHandler<S> {
+/**
+ * The Task handler of `step`. In Lambda its runtime comes from the environment with what
+ * `connections` names (the training service, the event bus): the entry file passes what its
+ * Task's access (infra/tasks.ts) allows, and its bundle holds nothing else.
+ */
+export function stepHandler<N extends StepName>(
+  step: Step<N>,
+  connections: LambdaConnections = {},
+): TaskHandler<N> {
   const bound =
     (runtime: () => Runtime | Promise<Runtime>) => async (event: unknown, context: InvocationContext) =>
       invoke(step, await runtime(), event, context);
   return Object.assign(
-    bound(() => runtimeFromEnvironment()),
-    { withRuntime: (runtime: Runtime) => bound(() => runtime) },
+    bound(() => runtimeFromEnvironment(process.env, connections)),
+    { step: step.name, withRuntime: (runtime: Runtime) => bound(() => runtime) },
   );
 }
 
-async function invoke<S extends SlotName>(
-  step: Step<S>,
+async function invoke<N extends StepName>(
+  step: Step<N>,
   runtime: Runtime,
   event: unknown,
   context: InvocationContext,
-): Promise<SlotValue<S>> {
+): Promise<SlotValue<SlotOf<N>>> {
   const state = parseState(event);
   const started = Date.now();
-  const functionName = context.functionName ?? step.stage;
+  const functionName = context.functionName ?? step.name;
   const memoryMb = memoryOf(context);
-  const logger = invocationLogger(runtime, context, state, step.stage, functionName, memoryMb);
+  const logger = invocationLogger(runtime, context, state, step.name, functionName, memoryMb);
   const meter = new S3RequestMeter();
   const { bucket } = state.run;
   const writesStatus = step.writesStatus !== false;
@@ -114,7 +149,7 @@ async function invoke<S extends SlotName>(
     addInvocation(
       previous,
       {
-        stage: step.stage,
+        step: step.name,
         ok,
         ms: Date.now() - started,
         memoryMb,
@@ -126,7 +161,7 @@ async function invoke<S extends SlotName>(
     if (runtime.emitMetrics !== true) return;
     const now = runtime.now();
     emitInvocationMetrics({
-      stage: step.stage,
+      step: step.name,
       ms: Date.now() - started,
       before: state,
       after,
@@ -155,7 +190,7 @@ async function invoke<S extends SlotName>(
           await releaseTraining(claimContext, false).catch((error: unknown) => {
             throw toRunError(error);
           });
-          throw supersededError(state, newer, step.stage);
+          throw supersededError(state, newer, step.name);
         }
         // Every service call of the step stops at this deadline, leaving time to report it.
         const deadline = invocationDeadline(context);
@@ -172,27 +207,28 @@ async function invoke<S extends SlotName>(
         };
         const result = await inSubsegment(
           runtime.tracer,
-          `## ${step.stage}`,
+          `## ${step.name}`,
           { run_id: state.run.runId },
           () => step.run(state, env),
         ).catch((error: unknown) => {
           throw toRunError(error);
         });
+        const slotName = STEPS[step.name].slot;
         // A dataset ready to train waits while another run of the drop holds its credit.
         const slot = (
-          step.slot === 'dataset'
+          slotName === 'dataset'
             ? await gateTraining(result as DatasetSlot, state.dataset, claimContext).catch(
                 (error: unknown) => {
                   throw toRunError(error);
                 },
               )
             : result
-        ) as SlotValue<S>;
-        const after: RunState = { ...state, [step.slot]: slot };
+        ) as typeof result;
+        const after: RunState = { ...state, [slotName]: slot };
         // The report wrote its status itself, inside the count; the others' write is counted ahead.
         const summary = usage(true, after, writesStatus);
         if (writesStatus) {
-          const status = statusOf(after, { stage: step.stage, summary }, runtime.now());
+          const status = statusOf(after, { hopperStep: step.name, summary }, runtime.now());
           await meter
             .uncounted(() => writeStatus(runtime.s3, bucket, status))
             .catch((error: unknown) => {
@@ -211,7 +247,7 @@ async function invoke<S extends SlotName>(
           message: failure.detail,
         });
         const summary = usage(false, state, writesStatus);
-        if (writesStatus) await recordFailedInvocation(runtime, logger, meter, state, step.stage, summary);
+        if (writesStatus) await recordFailedInvocation(runtime, logger, meter, state, step.name, summary);
         metrics(undefined, summary);
         throw failure;
       }
@@ -237,10 +273,10 @@ async function recordFailedInvocation(
   logger: Logger,
   meter: S3RequestMeter,
   state: RunState,
-  stage: string,
+  step: StepName,
   summary: RunSummary,
 ): Promise<void> {
-  const status = statusOf(state, { stage, summary }, runtime.now());
+  const status = statusOf(state, { hopperStep: step, summary }, runtime.now());
   await meter
     .uncounted(() => writeStatus(runtime.s3, state.run.bucket, status))
     .catch((error: unknown) => {
@@ -258,7 +294,7 @@ function invocationLogger(
   runtime: Runtime,
   context: InvocationContext,
   state: RunState,
-  stage: string,
+  step: StepName,
   functionName: string,
   memoryMb: number,
 ): Logger {
@@ -270,7 +306,7 @@ function invocationLogger(
     cold_start: runtime.coldStart?.(functionName) ?? false,
     run_id: state.run.runId,
     drop: state.run.drop,
-    stage,
+    hopper_step: step,
     ...idsOf(state),
   });
   return logger;

@@ -14,9 +14,10 @@ import {
 } from './metric-names.js';
 import type { ReportSlot, RunState } from './state.js';
 import type { RunSummary } from './usage.js';
+import type { StepName } from './vocabulary.js';
 
 export interface InvocationOutcome {
-  readonly stage: string;
+  readonly step: StepName;
   readonly ms: number;
   /** The state the invocation got. */
   readonly before: RunState;
@@ -31,26 +32,26 @@ export interface InvocationOutcome {
 
 export function emitInvocationMetrics(outcome: InvocationOutcome): void {
   const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: SERVICE_NAME });
-  const { stage, before, after } = outcome;
+  const { step, before, after } = outcome;
 
-  const step = metrics.singleMetric();
-  step.addDimension(STEP_DIMENSION, stage);
-  step.addMetric(METRIC.stepDuration, MetricUnit.Milliseconds, outcome.ms);
+  const duration = metrics.singleMetric();
+  duration.addDimension(STEP_DIMENSION, step);
+  duration.addMetric(METRIC.stepDuration, MetricUnit.Milliseconds, outcome.ms);
 
   // The run's first step, the first time: a retried one finds the summary its failure wrote,
   // and a run whose status a newer run of the drop owns (no summary of its own) is not new.
-  if (stage === 'validate_drop' && outcome.previous === null) {
+  if (step === 'validate_drop' && outcome.previous === null) {
     metrics.addMetric(METRIC.runsStarted, MetricUnit.Count, 1);
   }
   if (after !== undefined) {
     const labelled = (after.dataset?.labelled ?? 0) - (before.dataset?.labelled ?? 0);
     if (labelled > 0) metrics.addMetric(METRIC.labelsAnswered, MetricUnit.Count, labelled);
     // Uploading is time-boxed over several invocations: the bytes count once, when it is done.
-    if (stage === 'upload_files' && after.dataset?.nextAction !== 'upload_files') {
+    if (step === 'upload_files' && after.dataset?.nextAction !== 'upload_files') {
       const bytes = (after.config?.files ?? []).reduce((sum, file) => sum + file.bytes, 0);
       metrics.addMetric(METRIC.bytesUploaded, MetricUnit.Bytes, bytes);
     }
-    if (stage === 'copy_model' && after.copy !== undefined) {
+    if (step === 'copy_model' && after.copy !== undefined) {
       metrics.addMetric(METRIC.bytesCopied, MetricUnit.Bytes, after.copy.bytes);
     }
     if (after.report !== undefined) emitOutcome(metrics, after.report, outcome);

@@ -1,24 +1,23 @@
 /**
- * The slots a step reads from earlier Tasks. The state machine guarantees them (CreateDataset
- * runs after ValidateDrop, PollModel after StartTraining, ...), so a missing one means the
- * definition or the local runner is broken: a bug in Hopper, not in the user's drop.
+ * The slots a step reads from earlier Tasks, as its declaration says (STEPS in vocabulary.ts).
+ * The state machine guarantees them (CreateDataset runs after ValidateDrop, PollModel after
+ * StartTraining, ...), so a missing one means the definition or the local runner is broken: a
+ * bug in Hopper, not in the user's drop.
  */
 import { RunError } from './errors.js';
-import type { RunState } from './state.js';
+import type { RunState, SlotName } from './state.js';
+import { STEPS, type StateFor, type StepName } from './vocabulary.js';
 
-type InputSlot = 'config' | 'dataset' | 'model';
-
-export function requireSlot<K extends InputSlot>(
-  state: RunState,
-  slot: K,
-  stage: string,
-): NonNullable<RunState[K]> {
-  const value = state[slot];
-  if (value === undefined) {
-    throw new RunError(
-      'internal_error',
-      `${stage} ran without $.${slot} in its input: Hopper's state machine definition is broken; report this as a bug`,
-    );
+/** `state`, typed with step `name`'s needed slots present. @throws RunError internal_error when one is not */
+export function withNeededSlots<N extends StepName>(name: N, state: RunState): StateFor<N> {
+  const needs: readonly SlotName[] = STEPS[name].needs;
+  for (const slot of needs) {
+    if (state[slot] === undefined) {
+      throw new RunError(
+        'internal_error',
+        `${name} ran without $.${slot} in its input: Hopper's state machine definition is broken; report this as a bug`,
+      );
+    }
   }
-  return value;
+  return state as StateFor<N>;
 }

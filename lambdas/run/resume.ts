@@ -8,7 +8,8 @@
  * never pays twice for a training.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
-import { NotFoundError, type Dataset, type TrainingServiceClient } from '../service-client/index.js';
+import type { Dataset, TrainingServiceClient } from '../service-client/index.js';
+import { NotFoundError } from '../service-client/errors.js';
 import { RunError } from './errors.js';
 import type { ResumeFrom, RunInput } from './state.js';
 import { readStatus } from './status.js';
@@ -31,7 +32,7 @@ export async function resumeSource(s3: S3Client, run: RunInput): Promise<ResumeF
   }
   if (status.state === 'running') {
     throw notResumable(
-      `run ${status.run_id} of ${run.drop} is still running (at ${status.stage}): wait for it to end, and resume only if it fails`,
+      `run ${status.run_id} of ${run.drop} is still running (at ${status.hopper_step}): wait for it to end, and resume only if it fails`,
     );
   }
   if (status.state === 'succeeded') {

@@ -5,6 +5,10 @@
  * (Step Functions caps a state at 256 KiB) and free of secrets: the console shows all of it.
  */
 import type { NextAction } from '../service-client/index.js';
+import type { RunErrorCode } from './errors.js';
+import type { SlotName, StopCode } from './vocabulary.js';
+
+export type { SlotName };
 import type { ExpectedFinish } from './polling.js';
 
 /** Where a run comes from: the execution input the trigger builds from the S3 event. */
@@ -80,8 +84,8 @@ export interface DatasetSlot extends PollSchedule {
   readonly id: string;
   readonly step: number;
   readonly status: string;
-  /** A known value, or the raw string when the service sent one Hopper does not know. */
-  readonly nextAction: NextAction | (string & {});
+  /** Always a known value: the client refuses a record with another (unsupported_next_action). */
+  readonly nextAction: NextAction;
   readonly expiresAt: string;
   readonly error: string | null;
   /** Held-out examples this run has answered so far. */
@@ -99,7 +103,7 @@ export interface ModelSlot extends PollSchedule {
   readonly id: string;
   readonly step: number;
   readonly status: string;
-  readonly nextAction: NextAction | (string & {});
+  readonly nextAction: NextAction;
   readonly version: number;
   readonly encoder: string;
   /** Trainings of this dataset started so far, failed ones included. */
@@ -118,6 +122,12 @@ export interface ModelSlot extends PollSchedule {
   readonly expectedFinish?: ExpectedFinish | null;
   readonly onnxBytes: number | null;
   readonly error: string | null;
+  /**
+   * Set while polls of this paid model fail (the service unreachable or busy): when the first
+   * poll in a row failed. The run waits it out until the model's files could be gone
+   * (lambdas/steps/poll-model.ts); a poll that succeeds clears it.
+   */
+  readonly unreachableSince?: string;
   /** The service's cost figures for this training, once it reports them (older slots lack them). */
   readonly gpuUsd?: number | null;
   readonly jevUsd?: number | null;
@@ -132,7 +142,7 @@ export interface CopySlot {
 
 /** A run that stopped on a next_action it cannot go on from ($.stop, set by a Pass state). */
 export interface StopSlot {
-  readonly code: string;
+  readonly code: StopCode;
 }
 
 /** What a Catch puts at $.failure: Step Functions' error name and cause. */
@@ -145,7 +155,13 @@ export interface CaughtFailure {
 export interface ReportSlot {
   /** `superseded`: a newer train.json of the drop took over (docs/pipeline.md). */
   readonly outcome: 'succeeded' | 'failed' | 'superseded';
-  readonly error: { readonly code: string; readonly message: string } | null;
+  readonly error: RunFailure | null;
+}
+
+/** A failed run's error: the status file's `error`, the Failed event's, the execution's. */
+export interface RunFailure {
+  readonly code: RunErrorCode;
+  readonly message: string;
 }
 
 export interface RunState {
@@ -158,6 +174,3 @@ export interface RunState {
   readonly failure?: CaughtFailure;
   readonly report?: ReportSlot;
 }
-
-/** The slot each Task writes. */
-export type SlotName = 'config' | 'dataset' | 'model' | 'copy' | 'report';

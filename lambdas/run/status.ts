@@ -2,13 +2,20 @@
  * status/<drop>.json: the live state of a drop's latest run, rewritten after every step so a
  * person (or `hopper run`) can see where the run stands and, when it fails, why and what to do.
  * Field names follow the service's snake_case, since `step` and `next_action` are its words.
+ *
+ * Three words a reader must tell apart (docs/drop-format.md, "Reading status.json"): `state` is
+ * the run's (running, succeeded, failed, interrupted), `hopper_step` is Hopper's step that wrote
+ * the file (validate_drop ... report), `step` and `next_action` are the service's. A file written
+ * before `hopper_step` existed calls it `stage`: readStatus reads both.
  */
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { STATUS_PREFIX, statusKey } from '../storage/keys.js';
 import { isNotFound, isPreconditionFailed } from '../storage/objects.js';
+import type { NextAction } from '../service-client/contract.js';
 import { retryable } from './errors.js';
-import type { CopySlot, RunInput, RunState } from './state.js';
+import type { CopySlot, RunFailure, RunInput, RunState } from './state.js';
 import type { RunSummary } from './usage.js';
+import type { StepName } from './vocabulary.js';
 
 /**
  * `interrupted`: local mode stopped while the run was going, and nothing runs it any more (set
@@ -26,7 +33,7 @@ export interface SupersededRun {
   readonly run_id: string;
   readonly started_at: string;
   readonly state: RunPhase;
-  readonly stage: string;
+  readonly hopper_step: StepName;
   readonly dataset_id: string | null;
   readonly model_id: string | null;
   /** Credits the run's trainings hold (a failed training's came back). */
@@ -41,12 +48,13 @@ export interface SupersededRun {
 export interface RunStatus {
   readonly run_id: string;
   readonly drop: string;
+  /** The run's state (DESIGN.md's word): running, succeeded, failed, or interrupted (local mode). */
   readonly state: RunPhase;
-  /** Hopper's step that wrote this status (the Task's action, e.g. `upload_files`). */
-  readonly stage: string;
+  /** Hopper's step that wrote this status (`upload_files`, ...; `stage` in files before it). */
+  readonly hopper_step: StepName;
   /** The service's step and next_action for the record the run is at (model once there is one). */
   readonly step: number | null;
-  readonly next_action: string | null;
+  readonly next_action: NextAction | null;
   readonly dataset_id: string | null;
   readonly model_id: string | null;
   readonly attempts: number;
@@ -58,7 +66,7 @@ export interface RunStatus {
   readonly started_at: string;
   readonly updated_at: string;
   readonly finished_at: string | null;
-  readonly error: { readonly code: string; readonly message: string } | null;
+  readonly error: RunFailure | null;
   /** Where the model was copied, once it is. */
   readonly model: { readonly onnx: string; readonly record: string; readonly bytes: number } | null;
   /**
@@ -82,9 +90,10 @@ export interface RunStatus {
 export const MAX_SUPERSEDED_RUNS = 10;
 
 export interface StatusUpdate {
-  readonly stage: string;
+  /** The step writing the status. */
+  readonly hopperStep: StepName;
   readonly state?: RunPhase;
-  readonly error?: { readonly code: string; readonly message: string } | null;
+  readonly error?: RunFailure | null;
   readonly summary?: RunSummary | null;
 }
 
@@ -98,7 +107,7 @@ export function statusOf(state: RunState, update: StatusUpdate, now: number): Ru
     run_id: run.runId,
     drop: run.drop,
     state: phase,
-    stage: update.stage,
+    hopper_step: update.hopperStep,
     step: record?.step ?? null,
     next_action: record?.nextAction ?? null,
     dataset_id: dataset?.id ?? null,
@@ -145,7 +154,7 @@ export function interruptedStatus(status: RunStatus, now: number): RunStatus {
     finished_at: timestamp,
     error: {
       code: 'interrupted',
-      message: `local mode stopped while this run was at ${status.stage}, and nothing runs it now. Upload inbox/${status.drop}/train.json again to start it over: the drop's other files are still in the bucket`,
+      message: `local mode stopped while this run was at ${status.hopper_step}, and nothing runs it now. Upload inbox/${status.drop}/train.json again to start it over: the drop's other files are still in the bucket`,
     },
   };
 }
@@ -234,7 +243,7 @@ function supersededEntry(status: RunStatus, state: RunPhase = status.state): Sup
     run_id: status.run_id,
     started_at: status.started_at,
     state,
-    stage: status.stage,
+    hopper_step: status.hopper_step,
     dataset_id: status.dataset_id,
     model_id: status.model_id,
     credits: status.summary?.credits ?? (status.model_id === null ? 0 : 1),
@@ -284,7 +293,11 @@ export async function* statusFiles(
   } while (token !== undefined);
 }
 
-/** The drop's status, or null when there is none (or it is not a status document). */
+/**
+ * The drop's status, or null when there is none (or it is not a status document). Every reader
+ * of status files (hopper status, runs and retry, the console, resuming, the interrupted-run
+ * check) reads through here, so a file of an earlier version is read the same way everywhere.
+ */
 export async function readStatus(s3: S3Client, bucket: string, drop: string): Promise<RunStatus | null> {
   return (await readStatusObject(s3, bucket, drop))?.status ?? null;
 }
@@ -301,16 +314,19 @@ async function readStatusObject(
   try {
     const answer = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: statusKey(drop) }));
     const text = (await answer.Body?.transformToString()) ?? '';
-    let parsed: unknown = null;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      // Not JSON: not a status document.
-    }
-    return { status: isRunStatus(parsed) ? parsed : null, etag: answer.ETag ?? '' };
+    return { status: parseStatus(text), etag: answer.ETag ?? '' };
   } catch (error) {
     if (isNotFound(error)) return null;
     throw error;
+  }
+}
+
+/** A status file's text as a RunStatus; null when it is not JSON or not a status document. */
+function parseStatus(text: string): RunStatus | null {
+  try {
+    return statusFromJson(JSON.parse(text));
+  } catch {
+    return null;
   }
 }
 
@@ -319,11 +335,15 @@ export function supersededEntryOf(status: RunStatus | null, runId: string): Supe
   return status?.superseded_runs?.find((entry) => entry.run_id === runId) ?? null;
 }
 
-function isRunStatus(value: unknown): value is RunStatus {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as { run_id?: unknown }).run_id === 'string' &&
-    typeof (value as { started_at?: unknown }).started_at === 'string'
-  );
+/**
+ * A parsed status file as this version's RunStatus, or null when it is not one. A file written
+ * before `hopper_step` has `stage` instead: it is read as `hopper_step` (and not kept).
+ */
+export function statusFromJson(value: unknown): RunStatus | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const fields = value as Partial<Record<keyof RunStatus | 'stage', unknown>>;
+  if (typeof fields.run_id !== 'string' || typeof fields.started_at !== 'string') return null;
+  if (fields.hopper_step !== undefined || typeof fields.stage !== 'string') return value as RunStatus;
+  const { stage, ...rest } = fields;
+  return { ...rest, hopper_step: stage } as RunStatus;
 }

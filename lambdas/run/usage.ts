@@ -16,6 +16,7 @@
 import { PRICES_AS_OF, PRICES_REGION, PRICES_USD } from './prices.js';
 import type { S3Requests } from './s3-requests.js';
 import type { RunState } from './state.js';
+import type { StepName } from './vocabulary.js';
 
 /** One step (Task) of the run: its Lambda invocations, failed ones included, and their time. */
 export interface StepUsage {
@@ -44,7 +45,7 @@ export interface RunSummary {
   readonly gpu_usd: number | null;
   readonly jev_usd: number | null;
   readonly trainings: readonly TrainingUsage[];
-  /** By Hopper's step name (`upload_files`, ...). */
+  /** By Hopper's step name (`upload_files`, ...; StepName; a file written by another version may hold others). */
   readonly steps: Readonly<Record<string, StepUsage>>;
   readonly lambda_invocations: number;
   readonly lambda_gb_seconds: number;
@@ -69,7 +70,7 @@ export interface RunSummary {
  * adds the AttemptsLeft choice. test/local/usage.test.ts checks this against the states a local
  * run enters.
  */
-export const TRANSITIONS_AFTER: Readonly<Record<string, number>> = {
+export const TRANSITIONS_AFTER: Readonly<Record<StepName, number>> = {
   validate_drop: 1,
   create_dataset: 2,
   upload_files: 2,
@@ -85,7 +86,7 @@ export const TRANSITIONS_AFTER: Readonly<Record<string, number>> = {
 
 /** One invocation, as the wrapper measured it. */
 export interface InvocationUsage {
-  readonly stage: string;
+  readonly step: StepName;
   readonly ok: boolean;
   readonly ms: number;
   readonly memoryMb: number;
@@ -102,11 +103,11 @@ export function addInvocation(
   invocation: InvocationUsage,
   state: RunState,
 ): RunSummary {
-  const before = previous?.steps[invocation.stage];
+  const before = previous?.steps[invocation.step];
   const gbSeconds = (invocation.memoryMb / 1024) * (invocation.ms / 1000);
   const steps = {
     ...previous?.steps,
-    [invocation.stage]: {
+    [invocation.step]: {
       invocations: (before?.invocations ?? 0) + 1,
       failed: (before?.failed ?? 0) + (invocation.ok ? 0 : 1),
       ms: (before?.ms ?? 0) + invocation.ms,
@@ -118,15 +119,14 @@ export function addInvocation(
     get: (previous?.s3_requests.get ?? 0) + invocation.s3.get,
   };
   const transitions =
-    (previous?.state_transitions ?? 0) + (invocation.ok ? transitionsAfter(invocation.stage, state) : 1);
+    (previous?.state_transitions ?? 0) + (invocation.ok ? transitionsAfter(invocation.step, state) : 1);
   return summaryOf(state, steps, s3, transitions, trainingsOf(previous?.trainings ?? [], state));
 }
 
-function transitionsAfter(stage: string, state: RunState): number {
-  let count = TRANSITIONS_AFTER[stage] ?? 1;
-  if (stage === 'report' && state.stop !== undefined) count += 1;
-  if ((stage === 'start_training' || stage === 'poll_model') && state.model?.nextAction === 'retry')
-    count += 1;
+function transitionsAfter(step: StepName, state: RunState): number {
+  let count = TRANSITIONS_AFTER[step];
+  if (step === 'report' && state.stop !== undefined) count += 1;
+  if ((step === 'start_training' || step === 'poll_model') && state.model?.nextAction === 'retry') count += 1;
   return count;
 }
 

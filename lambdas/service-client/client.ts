@@ -5,16 +5,15 @@
 import type { Readable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Agent, type Dispatcher } from 'undici';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import {
-  DATASET_STATUSES_PAST_STRUCTURE,
+  isPastStructure,
   DatasetSchema,
   DownloadLinkSchema,
   EncoderListSchema,
   ENDPOINTS,
   endpointLabel,
   FILE_STATUS,
-  FIRST_STEP_AFTER_STRUCTURE,
   LabelResultSchema,
   LabelTaskSchema,
   listQuery,
@@ -262,7 +261,8 @@ export class TrainingServiceClient {
    * POST .../structure with the answers given (none: the service's own choices). Retried on
    * transient failures. A retry after an ambiguous failure (dropped connection, timeout, 5xx)
    * that is answered 409 conflict may mean the first attempt took effect: then the dataset is
-   * read, and if it has moved past structure the call succeeds with that record.
+   * read, and if it has moved past structure (isPastStructure, contract.ts) the call succeeds
+   * with that record.
    */
   async structure(datasetId: string, answers?: readonly StructureAnswer[]): Promise<Dataset> {
     // An object, not a boolean: the flag is set from a callback, beyond the compiler's flow analysis.
@@ -279,10 +279,7 @@ export class TrainingServiceClient {
     } catch (error) {
       if (!retried.afterAmbiguousFailure || !(error instanceof ConflictError)) throw error;
       const dataset = await this.getDataset(datasetId);
-      const pastStructure =
-        DATASET_STATUSES_PAST_STRUCTURE.includes(dataset.status) ||
-        dataset.step >= FIRST_STEP_AFTER_STRUCTURE;
-      if (!pastStructure) throw error;
+      if (!isPastStructure(dataset)) throw error;
       this.#retry.logger.warn(
         `${endpointLabel(ENDPOINTS.structure)}: 409 after an ambiguous failure; it had succeeded`,
       );

@@ -7,7 +7,7 @@
  * Schemas are tolerant: unknown fields are dropped, optional fields default to null. They are
  * strict only about what Hopper relies on, so a change there fails loudly at the edge.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 // ---------------------------------------------------------------------------------------------
 // Endpoints (Part A section 4.2; B2-B8)
@@ -133,7 +133,8 @@ export const NEXT_ACTIONS = {
   pick_decisions: { record: 'dataset', steps: [2] },
   label_examples: { record: 'dataset', steps: [3] },
   start_training: { record: 'dataset', steps: [3] },
-  retry: { record: 'model', steps: [4] },
+  // A model that failed; a dataset whose training failed shows it too (what a resumed run starts from).
+  retry: { record: 'any', steps: [4] },
   download: { record: 'model', steps: [5] },
   none: { record: 'model', steps: [5] },
   expired: { record: 'dataset', steps: [1, 2, 3] },
@@ -151,12 +152,29 @@ export function isKnownNextAction(value: string): value is NextAction {
 
 export const FILE_STATUS = { pending: 'pending', uploaded: 'uploaded' } as const;
 
+// Where a dataset stands with structuring (B4), for the 409 answers of structure and suggest.
+// Both rules live here: the client's reconciliation and the structure step read them.
+
+/** The next_actions at which a dataset waits to be structured: structure, or answer suggestions. */
+const AWAITING_STRUCTURE: readonly NextAction[] = ['structure', 'pick_decisions'];
+/** Dataset statuses that show POST structure took effect. */
+const DATASET_STATUSES_PAST_STRUCTURE: readonly string[] = ['structuring', 'labeling', 'ready'];
+const FIRST_STEP_AFTER_STRUCTURE = 3;
+
+/** The dataset still waits for POST structure (or suggest): a 409 there is a real refusal. */
+export function awaitsStructure(dataset: Pick<Dataset, 'next_action'>): boolean {
+  return AWAITING_STRUCTURE.includes(dataset.next_action);
+}
+
 /**
- * Dataset statuses that show POST structure took effect (B4): a structure retried after an
- * ambiguous failure and answered 409 succeeded if the dataset is in one of these, or at step 3+.
+ * POST structure took effect on the dataset: it is structuring, or at step 3 and later. A
+ * structure retried after an ambiguous failure and answered 409 succeeded exactly then.
  */
-export const DATASET_STATUSES_PAST_STRUCTURE: readonly string[] = ['structuring', 'labeling', 'ready'];
-export const FIRST_STEP_AFTER_STRUCTURE = 3;
+export function isPastStructure(dataset: Pick<Dataset, 'status' | 'step'>): boolean {
+  return (
+    DATASET_STATUSES_PAST_STRUCTURE.includes(dataset.status) || dataset.step >= FIRST_STEP_AFTER_STRUCTURE
+  );
+}
 
 // ---------------------------------------------------------------------------------------------
 // Link lifetimes (B2, B8). The client never trusts its own clock with these: it reacts to
@@ -233,6 +251,29 @@ export function errorKindForStatus(status: number): ServiceErrorKind | undefined
       return undefined;
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Answers that went wrong on the way, and a service that misbehaves (beyond B9)
+//
+// - Garbled in transit: a 2xx whose body is empty or not JSON (cut short, a proxy's page) was
+//   mangled after the service acted on the request. It counts as a lost connection
+//   (GarbledAnswerError, requestSent): endpoints with the 'transient' policy send it again;
+//   POST models (which spends a credit) is not sent again, its caller reconciles by reading the
+//   dataset's models. A proxy's HTML 502 page is a 502: transient by B9 already.
+// - A 2xx whose JSON lacks a required field or has one of the wrong type: the service is not
+//   speaking this contract; retrying cannot help (UnexpectedResponseError, naming the field).
+// - Redirects (3xx) are not followed: the contract has none, and a redirect of an API call
+//   means the base URL is wrong (UnexpectedResponseError naming where it pointed).
+// - A cursor the service hands out twice would page forever: the list stops with an
+//   UnexpectedResponseError (pagination.ts).
+// - A Retry-After longer than the client waits in a call (maxRetryAfterMs) is honoured, not cut
+//   short: the call ends at once with RetryLaterError, which a poll may wait out.
+
+/**
+ * The largest answer the client reads: far above the largest the contract produces (a dataset
+ * of 1000 files with their upload URLs, a page of 100 model records: well under 1 MiB).
+ */
+export const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
 
 /** B9: answers with these statuses may be sent again; every other error answer is final. */
 export const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
@@ -352,6 +393,13 @@ export function filesRetentionMs(model: Model): number | null {
   const retention = Date.parse(model.files_expire_at) - Date.parse(finished);
   return Number.isFinite(retention) && retention >= 0 ? retention : null;
 }
+
+/**
+ * How long a done model's files are assumed to stay at the service when no earlier model showed
+ * it (filesRetentionMs): the interface gives no figure, and the simulated service keeps them 24 h.
+ * A run rides out an outage of the service while its paid model trains for this long.
+ */
+export const ASSUMED_FILES_RETENTION_MS = 24 * 60 * 60 * 1000;
 
 /**
  * How long a done model took from its creation (when a client starts polling it) to the end of

@@ -11,10 +11,16 @@ import {
   type ServiceErrorKind,
 } from './contract.js';
 
-export type ErrorCode =
+/**
+ * The client's error codes: one per error class. Not Hopper's run error codes (RunErrorCode in
+ * lambdas/run/errors.ts), which lambdas/run/error-mapping.ts derives from these.
+ */
+export type ServiceErrorCode =
   | ServiceErrorKind
   | 'connection_error'
   | 'timeout'
+  | 'garbled_answer'
+  | 'retry_later'
   | 'deadline_exceeded'
   | 'unexpected_response'
   | 'unsupported_next_action';
@@ -33,7 +39,7 @@ export interface ServiceErrorInit {
 
 export abstract class ServiceError extends Error {
   abstract override readonly name: string;
-  abstract readonly code: ErrorCode;
+  abstract readonly code: ServiceErrorCode;
   readonly endpoint: string;
   /** HTTP status of the answer; undefined when none arrived (transport failures). */
   readonly status: number | undefined;
@@ -148,6 +154,26 @@ export class TimeoutError extends TransportError {
 export class DeadlineError extends TransportError {
   override readonly name = 'DeadlineError';
   override readonly code = 'deadline_exceeded';
+}
+
+/**
+ * A 2xx answer whose body is not the JSON it should be (cut short, empty): mangled in transit,
+ * after the service may have acted (contract.ts, "Answers garbled in transit"). Retryable as a
+ * lost connection is: the request was sent, so only a request safe to repeat is sent again.
+ */
+export class GarbledAnswerError extends TransportError {
+  override readonly name = 'GarbledAnswerError';
+  override readonly code = 'garbled_answer';
+}
+
+/**
+ * The service asked to be left alone (Retry-After) for longer than the client waits in a call
+ * (`maxRetryAfterMs`): final for this call; a caller that can wait (a poll) may come back after
+ * `retryAfterMs`.
+ */
+export class RetryLaterError extends ServiceError {
+  override readonly name = 'RetryLaterError';
+  override readonly code = 'retry_later';
 }
 
 // The answer arrived but the client cannot use it.

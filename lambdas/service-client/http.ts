@@ -4,12 +4,13 @@
  */
 import type { Readable } from 'node:stream';
 import { request, type Dispatcher } from 'undici';
-import type { z } from 'zod';
-import { isKnownNextAction, NOT_SENT_ERROR_CODES } from './contract.js';
+import type * as z from 'zod';
+import { isKnownNextAction, MAX_ANSWER_BYTES, NOT_SENT_ERROR_CODES } from './contract.js';
 import {
   ConnectionError,
   DeadlineError,
   errorFromAnswer,
+  GarbledAnswerError,
   ServiceError,
   SizeMismatchError,
   TimeoutError,
@@ -75,6 +76,8 @@ export async function exchangeJson(transport: Transport, exchange: JsonExchange)
     headers['content-type'] = 'application/json';
   }
   transport.logger.debug(target);
+  // What had arrived when the deadline struck: a body that trickles in is told from no answer.
+  const arrived = { status: undefined as number | undefined, bytes: 0 };
   try {
     const response = await request(exchange.url, {
       dispatcher: transport.dispatcher,
@@ -85,18 +88,14 @@ export async function exchangeJson(transport: Transport, exchange: JsonExchange)
       headersTimeout: transport.timeoutMs,
       bodyTimeout: transport.timeoutMs,
     });
-    const text = await response.body.text();
+    arrived.status = response.statusCode;
+    const text = await readAnswer(response, exchange.endpoint, target, arrived);
     transport.logger.debug(`${target} -> ${response.statusCode}`);
     if (response.statusCode >= 400) {
       throw answerError(transport, exchange.endpoint, target, response.statusCode, response.headers, text);
     }
     if (response.statusCode < 200 || response.statusCode > 299) {
-      throw new UnexpectedResponseError({
-        message: `${target}: unexpected status ${response.statusCode}`,
-        endpoint: exchange.endpoint,
-        status: response.statusCode,
-        fieldPath: '',
-      });
+      throw unexpectedStatus(exchange.endpoint, target, response.statusCode, response.headers);
     }
     if (response.statusCode === 204) return { status: 204, body: undefined };
     return {
@@ -104,6 +103,21 @@ export async function exchangeJson(transport: Transport, exchange: JsonExchange)
       body: parseJson(text, exchange.endpoint, target, response.statusCode),
     };
   } catch (error) {
+    const callerDeadline = exchange.signal?.aborted === true;
+    if (
+      deadline.signal.aborted &&
+      !callerDeadline &&
+      arrived.status !== undefined &&
+      !(error instanceof ServiceError)
+    ) {
+      throw new TimeoutError({
+        message: `${target}: answer ${arrived.status} too slow: ${arrived.bytes} bytes of its body arrived within ${transport.timeoutMs} ms`,
+        endpoint: exchange.endpoint,
+        status: arrived.status,
+        requestSent: true,
+        cause: error,
+      });
+    }
     throw toServiceError(
       error,
       exchange.endpoint,
@@ -117,15 +131,79 @@ export async function exchangeJson(transport: Transport, exchange: JsonExchange)
   }
 }
 
+/**
+ * The whole body as text, refusing one larger than MAX_ANSWER_BYTES (by its Content-Length, or
+ * as it arrives) so a runaway answer cannot exhaust a Lambda's memory.
+ */
+async function readAnswer(
+  response: Dispatcher.ResponseData,
+  endpoint: string,
+  target: string,
+  arrived: { bytes: number },
+): Promise<string> {
+  const tooLarge = () => {
+    response.body.destroy();
+    return new UnexpectedResponseError({
+      message: `${target}: answer ${response.statusCode} is larger than ${MAX_ANSWER_BYTES} bytes, the most an answer of the service can hold`,
+      endpoint,
+      status: response.statusCode,
+      fieldPath: '',
+    });
+  };
+  const declared = Number(response.headers['content-length']);
+  if (Number.isFinite(declared) && declared > MAX_ANSWER_BYTES) throw tooLarge();
+  const chunks: Buffer[] = [];
+  for await (const chunk of response.body as AsyncIterable<Buffer>) {
+    arrived.bytes += chunk.length;
+    if (arrived.bytes > MAX_ANSWER_BYTES) throw tooLarge();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** A 1xx or 3xx answer: the client follows no redirect (contract.ts, "Redirects"). */
+function unexpectedStatus(
+  endpoint: string,
+  target: string,
+  status: number,
+  headers: Dispatcher.ResponseData['headers'],
+): UnexpectedResponseError {
+  const location = headers.location;
+  const where = Array.isArray(location) ? location[0] : location;
+  const redirect =
+    status >= 300 && status <= 399
+      ? `: redirected${where === undefined ? '' : ` to ${describeLocation(where, target)}`}, and Hopper follows no redirect; check the service URL`
+      : '';
+  return new UnexpectedResponseError({
+    message: `${target}: unexpected status ${status}${redirect}`,
+    endpoint,
+    status,
+    fieldPath: '',
+  });
+}
+
+/** A redirect's Location without its query string (it could carry a signature). */
+function describeLocation(location: string, target: string): string {
+  try {
+    const base = target.slice(target.indexOf(' ') + 1);
+    const url = new URL(location, base);
+    return `${url.origin}${url.pathname}`;
+  } catch {
+    return 'an address that is not a URL';
+  }
+}
+
+/** A 2xx body that is not JSON was mangled on the way (truncated, empty, a proxy's page). */
 function parseJson(text: string, endpoint: string, target: string, status: number): unknown {
   try {
     return JSON.parse(text);
   } catch {
-    throw new UnexpectedResponseError({
-      message: `${target}: answer ${status} is not JSON`,
+    const what = text.trim() === '' ? 'is empty' : 'is not JSON (cut short or mangled in transit)';
+    throw new GarbledAnswerError({
+      message: `${target}: answer ${status} ${what}`,
       endpoint,
       status,
-      fieldPath: '',
+      requestSent: true,
     });
   }
 }
@@ -340,10 +418,5 @@ export async function exchangeStream(
   if (response.statusCode >= 400) {
     throw answerError(transport, exchange.endpoint, target, response.statusCode, response.headers, text);
   }
-  throw new UnexpectedResponseError({
-    message: `${target}: unexpected status ${response.statusCode}`,
-    endpoint: exchange.endpoint,
-    status: response.statusCode,
-    fieldPath: '',
-  });
+  throw unexpectedStatus(exchange.endpoint, target, response.statusCode, response.headers);
 }

@@ -12,7 +12,7 @@ export type {
 export { CursorList } from './pagination.js';
 export type { OpenSource } from './transfer.js';
 export type { Logger } from './retry.js';
-export { backoffDelayMs, parseRetryAfterMs } from './retry.js';
+export { backoffDelayMs, mayHaveActed, parseRetryAfterMs } from './retry.js';
 export {
   NEXT_ACTIONS,
   isKnownNextAction,
@@ -20,6 +20,9 @@ export {
   UPLOAD_URL_TTL_MS,
   LIST_LIMIT_MAX,
   filesRetentionMs,
+  awaitsStructure,
+  isPastStructure,
+  ASSUMED_FILES_RETENTION_MS,
   trainingDurationMs,
 } from './contract.js';
 export type {
@@ -60,7 +63,9 @@ export {
   TimeoutError,
   DeadlineError,
   TransportError,
+  GarbledAnswerError,
+  RetryLaterError,
   UnexpectedResponseError,
   UnsupportedNextActionError,
 } from './errors.js';
-export type { ErrorCode } from './errors.js';
+export type { ServiceErrorCode } from './errors.js';

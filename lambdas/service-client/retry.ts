@@ -3,7 +3,7 @@
  * from the injected `sleep` and `random`, so tests drive it without waiting.
  */
 import type { RetryPolicy } from './contract.js';
-import { DeadlineError, ServiceError, TransportError } from './errors.js';
+import { DeadlineError, RetryLaterError, ServiceError, TransportError } from './errors.js';
 
 export interface Logger {
   debug(message: string): void;
@@ -17,7 +17,7 @@ export interface RetrySettings {
   readonly maxRetries: number;
   readonly backoffBaseMs: number;
   readonly backoffCapMs: number;
-  /** A Retry-After longer than this is waited for only this long. */
+  /** A Retry-After longer than this is not waited for: the call fails with RetryLaterError. */
   readonly maxRetryAfterMs: number;
   /**
    * No retry starts later than this many ms after the call's first attempt began (Infinity: no
@@ -56,6 +56,18 @@ export function parseRetryAfterMs(value: string | undefined, nowMs: number): num
   const at = Date.parse(text);
   if (Number.isNaN(at)) return undefined;
   return Math.max(0, at - nowMs);
+}
+
+function retryLater(label: string, error: ServiceError, maxRetryAfterMs: number): RetryLaterError {
+  const seconds = (ms: number) => String(Math.ceil(ms / 1000));
+  return new RetryLaterError({
+    message: `${label}: the service asked to be called again in ${seconds(error.retryAfterMs ?? 0)} s (Retry-After on a ${String(error.status ?? 'failed')} answer), longer than a call waits (${seconds(maxRetryAfterMs)} s)`,
+    endpoint: error.endpoint,
+    status: error.status,
+    serviceCode: error.serviceCode,
+    retryAfterMs: error.retryAfterMs,
+    cause: error,
+  });
 }
 
 /**
@@ -176,9 +188,12 @@ export async function withRetries<T>(
     try {
       return await attempt();
     } catch (error) {
-      if (!(error instanceof ServiceError) || !mayRetry(error, policy) || retryIndex >= settings.maxRetries) {
-        throw error;
+      if (!(error instanceof ServiceError) || !mayRetry(error, policy)) throw error;
+      if (error.retryAfterMs !== undefined && error.retryAfterMs > settings.maxRetryAfterMs) {
+        // Coming back sooner than asked would only be refused again.
+        throw retryLater(label, error, settings.maxRetryAfterMs);
       }
+      if (retryIndex >= settings.maxRetries) throw error;
       // Past the deadline nothing is retried here: the caller has no time left to wait for it.
       if (isAborted(signal)) throw deadlineError(label, error);
       const delayMs = retryDelayMs(error, retryIndex, settings);

@@ -7,15 +7,14 @@
  */
 import { FilesExpiredError, SizeMismatchError, type Model } from '../service-client/index.js';
 import { RunError } from '../run/errors.js';
-import type { Step } from '../run/handler.js';
-import { requireSlot } from '../run/require-slot.js';
+import { modelFilesGoneMessage } from '../run/messages.js';
+import { defineStep, type Step } from '../run/handler.js';
 import type { RunState } from '../run/state.js';
 import type { RunSummary } from '../run/usage.js';
 import { modelFileKey, modelRecordKey } from '../storage/keys.js';
 import { deleteObject, objectSize, putJson } from '../storage/objects.js';
 import { uploadStream, type StreamUploadOptions } from '../storage/streams.js';
 
-const STAGE = 'copy_model';
 const ONNX_CONTENT_TYPE = 'application/octet-stream';
 
 /** model.json: the service's record of the model, the run's summary and what it cost. */
@@ -50,102 +49,99 @@ export interface ModelDocument {
 export type CopyModelOptions = Pick<StreamUploadOptions, 'partBytes' | 'queueSize'>;
 
 /** The step with chosen part size and queue size (tests use small parts to force several). */
-export function createCopyModelStep(options: CopyModelOptions = {}): Step<'copy'> {
-  return {
-    stage: STAGE,
-    slot: 'copy',
-    async run(state, env) {
-      const { s3 } = env.runtime;
-      const { bucket, drop } = state.run;
-      const slot = requireSlot(state, 'model', STAGE);
-      const client = await env.runtime.service();
-      const model = await client.getModel(slot.id);
-      const modelKey = modelFileKey(drop, model.id);
-      const recordKey = modelRecordKey(drop, model.id);
-      const bytes = model.onnx_bytes;
+export function createCopyModelStep(options: CopyModelOptions = {}): Step<'copy_model'> {
+  return defineStep('copy_model', async (state, env) => {
+    const { s3 } = env.runtime;
+    const { bucket, drop } = state.run;
+    const slot = state.model;
+    const client = await env.runtime.service();
+    const model = await client.getModel(slot.id);
+    const modelKey = modelFileKey(drop, model.id);
+    const recordKey = modelRecordKey(drop, model.id);
+    const bytes = model.onnx_bytes;
 
-      if (bytes !== null && (await objectSize(s3, bucket, modelKey)) === bytes) {
-        // An earlier attempt copied model.onnx (a multipart upload appears whole or not at all,
-        // and completes only after the byte count checked out): finish its work, even if the
-        // service has deleted the files since.
-        if ((await objectSize(s3, bucket, recordKey)) === null) {
-          await putJson(
-            s3,
-            bucket,
-            recordKey,
-            modelDocument(state, model, env.runtime.now(), env.summary?.(state)),
-          );
-        }
-        env.runtime.logger.info('model already copied', { model_id: model.id });
-        return { modelKey, recordKey, bytes };
-      }
-      if (model.next_action === 'none' || model.files_deleted_at !== null) throw filesGone(model);
-      if (model.next_action !== 'download') {
-        throw new RunError(
-          'service_error',
-          `model ${model.id} is at next_action ${model.next_action} (status ${model.status}), not download: there is no finished model to copy`,
+    if (bytes !== null && (await objectSize(s3, bucket, modelKey)) === bytes) {
+      // An earlier attempt copied model.onnx (a multipart upload appears whole or not at all,
+      // and completes only after the byte count checked out): finish its work, even if the
+      // service has deleted the files since.
+      if ((await objectSize(s3, bucket, recordKey)) === null) {
+        await putJson(
+          s3,
+          bucket,
+          recordKey,
+          modelDocument(state, model, env.runtime.now(), env.summary?.(state)),
         );
       }
-      if (bytes === null) {
-        throw new RunError(
-          'service_error',
-          `model ${model.id} is finished but the service did not give its size (onnx_bytes), so a copy could not be checked`,
-        );
-      }
+      env.runtime.logger.info('model already copied', { model_id: model.id });
+      return { modelKey, recordKey, bytes };
+    }
+    if (model.next_action === 'none' || model.files_deleted_at !== null) throw filesGone(model);
+    if (model.next_action !== 'download') {
+      throw new RunError(
+        'service_error',
+        `model ${model.id} is at next_action ${model.next_action} (status ${model.status}), not download: there is no finished model to copy`,
+      );
+    }
+    if (bytes === null) {
+      throw new RunError(
+        'service_error',
+        `model ${model.id} is finished but the service did not give its size (onnx_bytes), so a copy could not be checked`,
+      );
+    }
 
-      const started = Date.now();
-      try {
-        await uploadStream(s3, bucket, modelKey, client.downloadModel(model.id, { expectedBytes: bytes }), {
-          ...options,
-          expectedBytes: bytes,
-          contentType: ONNX_CONTENT_TYPE,
-        });
-      } catch (error) {
-        if (error instanceof FilesExpiredError) {
-          throw filesGone(await client.getModel(model.id).catch(() => model), error);
-        }
-        if (error instanceof SizeMismatchError) {
-          throw new RunError(
-            'model_size_mismatch',
-            `the service sent model ${model.id} with a size other than its onnx_bytes (${bytes}): ${error.message}`,
-            { cause: error },
-          );
-        }
-        throw error;
+    const started = Date.now();
+    try {
+      await uploadStream(s3, bucket, modelKey, client.downloadModel(model.id, { expectedBytes: bytes }), {
+        ...options,
+        expectedBytes: bytes,
+        contentType: ONNX_CONTENT_TYPE,
+      });
+    } catch (error) {
+      if (error instanceof FilesExpiredError) {
+        throw filesGone(await client.getModel(model.id).catch(() => model), error);
       }
-
-      const stored = await objectSize(s3, bucket, modelKey);
-      if (stored !== bytes) {
-        await deleteObject(s3, bucket, modelKey);
-        // The download had the right size, so S3 stored something else: a new copy may work.
+      if (error instanceof SizeMismatchError) {
         throw new RunError(
           'model_size_mismatch',
-          `s3://${bucket}/${modelKey} holds ${stored ?? 'no'} bytes after the copy, the model has ${bytes}; the bad copy was deleted`,
-          { retryable: true },
+          `the service sent model ${model.id} with a size other than its onnx_bytes (${bytes}): ${error.message}`,
+          { cause: error },
         );
       }
-      env.runtime.logger.info('model copied', { model_id: model.id, bytes, ms: Date.now() - started });
+      throw error;
+    }
 
-      await putJson(
-        s3,
-        bucket,
-        recordKey,
-        modelDocument(state, model, env.runtime.now(), env.summary?.(state)),
+    const stored = await objectSize(s3, bucket, modelKey);
+    if (stored !== bytes) {
+      await deleteObject(s3, bucket, modelKey);
+      // The download had the right size, so S3 stored something else: a new copy may work.
+      throw new RunError(
+        'model_size_mismatch',
+        `s3://${bucket}/${modelKey} holds ${stored ?? 'no'} bytes after the copy, the model has ${bytes}; the bad copy was deleted`,
+        { retryable: true },
       );
-      return { modelKey, recordKey, bytes };
-    },
-  };
+    }
+    env.runtime.logger.info('model copied', { model_id: model.id, bytes, ms: Date.now() - started });
+
+    await putJson(
+      s3,
+      bucket,
+      recordKey,
+      modelDocument(state, model, env.runtime.now(), env.summary?.(state)),
+    );
+    return { modelKey, recordKey, bytes };
+  });
 }
 
 export const copyModelStep = createCopyModelStep();
 
 function filesGone(model: Model, cause?: unknown): RunError {
-  const when = model.files_deleted_at ?? model.files_expire_at ?? 'an unknown time';
-  const moved = model.hf_repo === null ? '' : ` (it moved them to ${model.hf_repo})`;
   return new RunError(
     'model_files_gone',
-    `the service deleted the model's files at ${when}${moved} before Hopper could copy them; ` +
-      `model ${model.id} cannot be downloaded any more. Drop train.json again to train a new model (it costs a credit)`,
+    modelFilesGoneMessage({
+      id: model.id,
+      goneAt: model.files_deleted_at ?? model.files_expire_at,
+      movedTo: model.hf_repo,
+    }),
     { cause },
   );
 }

@@ -4,28 +4,23 @@
  * (train.json `"resume": true`) takes its failed run's dataset instead, once the service shows it
  * ready to train, and the Choice sends it straight to StartTraining (lambdas/run/resume.ts).
  */
-import type { Step } from '../run/handler.js';
-import { requireSlot } from '../run/require-slot.js';
+import { defineStep } from '../run/handler.js';
 import { resumableDataset } from '../run/resume.js';
 import { datasetSlot } from '../run/slots.js';
 
-export const createDatasetStep: Step<'dataset'> = {
-  stage: 'create_dataset',
-  slot: 'dataset',
-  async run(state, env) {
-    const config = requireSlot(state, 'config', 'create_dataset');
-    const client = await env.runtime.service();
-    if (config.resumeFrom !== undefined) {
-      const dataset = await resumableDataset(client, config.resumeFrom, env.runtime.now());
-      return datasetSlot(dataset, state.dataset, env.runtime.now());
-    }
-    // Not idempotent: a Lambda retried after the service acted (or the client's own retry of a
-    // dropped answer) creates a second dataset. That is harmless: a dataset costs no credit, the
-    // orphan is never used, and the service deletes it when it expires.
-    const record = await client.createDataset({
-      name: config.name,
-      files: config.files.map((file) => ({ name: file.name, bytes: file.bytes })),
-    });
-    return datasetSlot(record, state.dataset, env.runtime.now());
-  },
-};
+export const createDatasetStep = defineStep('create_dataset', async (state, env) => {
+  const { config } = state;
+  const client = await env.runtime.service();
+  if (config.resumeFrom !== undefined) {
+    const dataset = await resumableDataset(client, config.resumeFrom, env.runtime.now());
+    return datasetSlot(dataset, state.dataset, env.runtime.now());
+  }
+  // Not idempotent: a Lambda retried after the service acted (or the client's own retry of a
+  // dropped answer) creates a second dataset. That is harmless: a dataset costs no credit, the
+  // orphan is never used, and the service deletes it when it expires.
+  const record = await client.createDataset({
+    name: config.name,
+    files: config.files.map((file) => ({ name: file.name, bytes: file.bytes })),
+  });
+  return datasetSlot(record, state.dataset, env.runtime.now());
+});

@@ -16,12 +16,9 @@ import {
   type LabelMatch,
 } from '../drop/labels.js';
 import { RunError } from '../run/errors.js';
-import type { Step, StepEnv } from '../run/handler.js';
-import { requireSlot } from '../run/require-slot.js';
+import { defineStep, type Step, type StepEnv } from '../run/handler.js';
 import { datasetSlot } from '../run/slots.js';
 import { TIME_BOX } from '../run/time-box.js';
-
-const STAGE = 'label_examples';
 
 export interface LabelBatchLimits {
   /** No new task is taken with less than this left of the invocation. */
@@ -41,29 +38,24 @@ export const DEFAULT_LABEL_BATCH_LIMITS: LabelBatchLimits = {
 };
 
 /** The step with other limits (tests); the state machine uses labelExamplesStep. */
-export function labelExamplesStepWith(limits: Partial<LabelBatchLimits> = {}): Step<'dataset'> {
+export function labelExamplesStepWith(limits: Partial<LabelBatchLimits> = {}): Step<'label_examples'> {
   const effective = { ...DEFAULT_LABEL_BATCH_LIMITS, ...limits };
-  return {
-    stage: STAGE,
-    slot: 'dataset',
-    async run(state, env) {
-      const config = requireSlot(state, 'config', STAGE);
-      const previous = requireSlot(state, 'dataset', STAGE);
-      const client = await env.runtime.service();
-      let labelled = 0;
-      if (config.labels === null) {
-        await requireNoneHeldOut(client, previous.id);
-      } else {
-        const index = await loadLabelIndex(env.runtime.s3, state.run.bucket, state.run.drop, config.labels);
-        labelled = await labelBatch(client, previous.id, index, env, effective);
-      }
-      const record = await client.getDataset(previous.id);
-      return datasetSlot(record, previous, env.runtime.now(), previous.labelled + labelled);
-    },
-  };
+  return defineStep('label_examples', async (state, env) => {
+    const { config, dataset: previous } = state;
+    const client = await env.runtime.service();
+    let labelled = 0;
+    if (config.labels === null) {
+      await requireNoneHeldOut(client, previous.id);
+    } else {
+      const index = await loadLabelIndex(env.runtime.s3, state.run.bucket, state.run.drop, config.labels);
+      labelled = await labelBatch(client, previous.id, index, env, effective);
+    }
+    const record = await client.getDataset(previous.id);
+    return datasetSlot(record, previous, env.runtime.now(), previous.labelled + labelled);
+  });
 }
 
-export const labelExamplesStep: Step<'dataset'> = labelExamplesStepWith();
+export const labelExamplesStep = labelExamplesStepWith();
 
 /**
  * Takes tasks until none is left, the last one is answered, or the time box closes.
@@ -82,7 +74,7 @@ async function labelBatch(
   for (let taken = 0; taken < limits.maxTasks; taken++) {
     const remainingMs = env.remainingMs();
     if (remainingMs < limits.marginMs || limits.clock() - started >= limits.batchMs) {
-      env.runtime.logger.info(`${STAGE}: time box reached; the next invocation goes on`, {
+      env.runtime.logger.info(`label_examples: time box reached; the next invocation goes on`, {
         labelled,
         remaining_ms: remainingMs,
       });

@@ -5,33 +5,26 @@
  */
 import type { Question, StructureAnswer } from '../service-client/index.js';
 import { RunError } from '../run/errors.js';
-import type { Step } from '../run/handler.js';
-import { requireSlot } from '../run/require-slot.js';
+import { defineStep } from '../run/handler.js';
 import { datasetSlot } from '../run/slots.js';
 import type { Decisions } from '../run/state.js';
 import { orWhereItIsNow } from './structure.js';
 
-export const pickDecisionsStep: Step<'dataset'> = {
-  stage: 'pick_decisions',
-  slot: 'dataset',
-  async run(state, env) {
-    const config = requireSlot(state, 'config', 'pick_decisions');
-    const dataset = requireSlot(state, 'dataset', 'pick_decisions');
-    const client = await env.runtime.service();
-    const record = await client.getDataset(dataset.id);
-    // Moved on already (a retried invocation whose structure took effect, or expiry): route on it.
-    if (record.next_action !== 'pick_decisions') return datasetSlot(record, dataset, env.runtime.now());
-    if (record.questions === null) {
-      throw new RunError(
-        'service_error',
-        `the service shows dataset ${record.id} at pick_decisions without its questions; check the dataset at the service, or set "decisions": "service" in train.json and drop it again`,
-      );
-    }
-    const answers = answersFor(record.questions, config.decisions);
-    const structured = await orWhereItIsNow(client, dataset.id, () => client.structure(dataset.id, answers));
-    return datasetSlot(structured, dataset, env.runtime.now());
-  },
-};
+export const pickDecisionsStep = defineStep('pick_decisions', async ({ config, dataset }, env) => {
+  const client = await env.runtime.service();
+  const record = await client.getDataset(dataset.id);
+  // Moved on already (a retried invocation whose structure took effect, or expiry): route on it.
+  if (record.next_action !== 'pick_decisions') return datasetSlot(record, dataset, env.runtime.now());
+  if (record.questions === null) {
+    throw new RunError(
+      'service_error',
+      `the service shows dataset ${record.id} at pick_decisions without its questions; check the dataset at the service, or set "decisions": "service" in train.json and drop it again`,
+    );
+  }
+  const answers = answersFor(record.questions, config.decisions);
+  const structured = await orWhereItIsNow(client, dataset.id, () => client.structure(dataset.id, answers));
+  return datasetSlot(structured, dataset, env.runtime.now());
+});
 
 /**
  * One answer per question: the suggested one, or train.json's when `decisions` is an object.

@@ -21,34 +21,33 @@
  * Then it puts the run's Succeeded or Failed event (and Started, if validate_drop did not),
  * once even when this step is retried (lambdas/run/event-bus.ts).
  */
+import { isRunErrorCode } from '../run/errors.js';
+import { defineStep } from '../run/handler.js';
+import { causeMessage, isHopperError, isTimeoutError, parseCodedMessage } from '../run/lambda-error.js';
 import {
-  isErrorCode,
-  RETRYABLE_ERROR,
-  FINAL_ERROR,
+  datasetExpiredMessage,
+  modelFilesGoneMessage,
   trainingFailedMessage,
-  type ErrorCode,
-} from '../run/errors.js';
-import type { Step } from '../run/handler.js';
+  unsupportedNextActionMessage,
+} from '../run/messages.js';
 import { announceRunEnd } from '../run/publish-events.js';
-import type { CaughtFailure, ReportSlot, RunState } from '../run/state.js';
+import type { CaughtFailure, ReportSlot, RunFailure, RunState } from '../run/state.js';
 import { modelLocation, statusOf, writeStatus } from '../run/status.js';
 import { trainingInFlight, type NewerRun } from '../run/supersede.js';
 import { releaseTraining } from '../run/training-claim.js';
+import type { StopCode } from '../run/vocabulary.js';
 import { runRecordKey } from '../storage/keys.js';
 import { putJson } from '../storage/objects.js';
 
-export const reportStep: Step<'report'> = {
-  stage: 'report',
-  slot: 'report',
-  writesStatus: false,
-  decidesWhenSuperseded: true,
-  async run(state, env) {
+export const reportStep = defineStep(
+  'report',
+  async (state, env) => {
     const report = reportOf(state, env.supersededBy ?? null);
     const now = env.runtime.now();
     const summary = env.summary?.(state);
     const status = statusOf(
       state,
-      { stage: 'report', state: report.outcome, error: report.error, summary },
+      { hopperStep: 'report', state: report.outcome, error: report.error, summary },
       now,
     );
     const { s3 } = env.runtime;
@@ -59,12 +58,8 @@ export const reportStep: Step<'report'> = {
     await announceRunEnd(state, report, now, env, summary?.credits);
     return report;
   },
-};
-
-const TIMEOUT_ERRORS: readonly string[] = ['States.Timeout', 'Sandbox.Timedout'];
-const HOPPER_ERRORS: readonly string[] = [RETRYABLE_ERROR, FINAL_ERROR];
-/** Longest message taken from a Cause: enough for any Hopper message, not for a dumped object. */
-const MAX_CAUSE_CHARS = 1000;
+  { writesStatus: false, decidesWhenSuperseded: true },
+);
 
 /**
  * The run's outcome as the state shows it.
@@ -93,66 +88,29 @@ export function reportOf(state: RunState, supersededBy: NewerRun | null = null):
   });
 }
 
-interface RunFailure {
-  readonly code: ErrorCode;
-  readonly message: string;
-}
-
 function failed(error: RunFailure): ReportSlot {
   return { outcome: 'failed', error };
 }
 
 function failureError(state: RunState, failure: CaughtFailure): RunFailure {
   const name = typeof failure.Error === 'string' && failure.Error !== '' ? failure.Error : 'unknown error';
-  const text = causeText(failure.Cause);
-  if (TIMEOUT_ERRORS.includes(name)) {
+  const text = causeMessage(failure.Cause);
+  if (isTimeoutError(name)) {
     return {
       code: 'step_timeout',
       message: `a step ran past its time limit (${name}) while ${whereTheRunWas(state)}; the service or S3 may have been slow: drop train.json again to start over`,
     };
   }
-  if (HOPPER_ERRORS.includes(name) && text !== undefined) {
-    const match = /^([a-z][a-z0-9_]*): (.+)$/s.exec(text);
-    const code = match?.[1];
-    const detail = match?.[2];
-    if (code !== undefined && detail !== undefined && isErrorCode(code)) return { code, message: detail };
-  }
+  const coded = isHopperError(name) && text !== undefined ? parseCodedMessage(text) : null;
+  if (coded !== null && isRunErrorCode(coded.code)) return { code: coded.code, message: coded.text };
   return {
     code: 'internal_error',
     message: `Hopper failed unexpectedly (${name}${text === undefined ? '' : `: ${text}`}) while ${whereTheRunWas(state)}; look up run ${state.run.runId} in the logs, then drop train.json again`,
   };
 }
 
-/**
- * The message in a Cause: Lambda's JSON ({"errorMessage", "errorType", "stackTrace", ...}) or a
- * plain string (local mode, other integrations). Stack frames are cut off: the status file is
- * for the person who dropped the folder, the logs keep the rest.
- */
-export function causeText(cause: unknown): string | undefined {
-  if (typeof cause !== 'string' || cause.trim() === '') return undefined;
-  let text = cause;
-  try {
-    const parsed: unknown = JSON.parse(cause);
-    if (typeof parsed === 'object' && parsed !== null && 'errorMessage' in parsed) {
-      const message = parsed.errorMessage;
-      text = typeof message === 'string' ? message : '';
-    } else if (typeof parsed === 'string') {
-      text = parsed;
-    }
-  } catch {
-    // Not JSON: the Cause is the message itself.
-  }
-  const lines: string[] = [];
-  for (const line of text.split(/\r?\n/)) {
-    if (/^\s*at\s/.test(line)) break;
-    if (line.trim() !== '') lines.push(line.trim());
-  }
-  const message = lines.join(' ');
-  if (message === '') return undefined;
-  return message.length > MAX_CAUSE_CHARS ? `${message.slice(0, MAX_CAUSE_CHARS)}...` : message;
-}
-
-function stopError(state: RunState, code: string): RunFailure {
+/** The error of a run a stop ended: its code, worded from the state. */
+function stopError(state: RunState, code: StopCode): RunFailure {
   const { dataset, model, config } = state;
   switch (code) {
     case 'dataset_unreadable':
@@ -163,7 +121,11 @@ function stopError(state: RunState, code: string): RunFailure {
     case 'dataset_expired':
       return {
         code,
-        message: `dataset ${dataset?.id ?? '(unknown)'} expired at the service at ${dataset?.expiresAt ?? 'an unknown time'}, at step ${String(dataset?.step ?? '?')}, before a model was trained; drop the folder again, train.json last, to start over`,
+        message: datasetExpiredMessage({
+          id: dataset?.id,
+          expiresAt: dataset?.expiresAt,
+          step: dataset?.step,
+        }),
       };
     case 'training_failed':
       return {
@@ -178,22 +140,27 @@ function stopError(state: RunState, code: string): RunFailure {
     case 'model_files_gone':
       return {
         code,
-        message: `the files of model ${model?.id ?? '(unknown)'} are gone at the service (expired, refunded or moved) before Hopper could copy them; drop train.json again to train a new model`,
+        message: modelFilesGoneMessage({ id: model?.id, goneAt: model?.filesExpireAt }),
       };
     case 'unsupported_next_action': {
       const record =
         model !== undefined ? { kind: 'model', slot: model } : { kind: 'dataset', slot: dataset };
-      const value = record.slot?.nextAction ?? '(none)';
       return {
         code,
-        message: `the service asked for next_action "${value}" on the ${record.kind} ${record.slot?.id ?? '(unknown)'} at step ${String(record.slot?.step ?? '?')}, which Hopper does not handle there; check the ${record.kind} at the service, or upgrade Hopper`,
+        message: unsupportedNextActionMessage(
+          record.slot?.nextAction ?? '(none)',
+          `the ${record.kind} ${record.slot?.id ?? '(unknown)'} at step ${String(record.slot?.step ?? '?')}`,
+        ),
       };
     }
-    default:
+    default: {
+      // Every StopCode has its case above: the compiler says so here when one is added.
+      const unknown: never = code;
       return {
         code: 'internal_error',
-        message: `the run stopped with the unknown code "${code}": a bug in Hopper's state machine; drop train.json again and report run ${state.run.runId}`,
+        message: `the run stopped with the unknown code "${String(unknown)}": a bug in Hopper's state machine; drop train.json again and report run ${state.run.runId}`,
       };
+    }
   }
 }
 

@@ -14,34 +14,37 @@
  */
 import {
   filesRetentionMs,
+  mayHaveActed,
   NoCreditsError,
+  ServiceError,
   trainingDurationMs,
   UnknownEncoderError,
   type Dataset,
   type Model,
   type TrainingServiceClient,
 } from '../service-client/index.js';
-import { RunError, retryable, trainingFailedMessage } from '../run/errors.js';
+import { RunError, retryable } from '../run/errors.js';
+import {
+  datasetExpiredMessage,
+  noCreditsMessage,
+  trainingFailedMessage,
+  unknownEncoderMessage,
+} from '../run/messages.js';
+import { defineStep } from '../run/handler.js';
 import { supersededError } from '../run/supersede.js';
 import { claimTraining, recordTraining, type ClaimContext } from '../run/training-claim.js';
-import type { Step } from '../run/handler.js';
-import { requireSlot } from '../run/require-slot.js';
 import { expectedFinish } from '../run/polling.js';
 import { modelSlot, type AccountHistory } from '../run/slots.js';
 import type { RunConfig } from '../run/state.js';
 
-const STAGE = 'start_training';
 const UNDER_WAY_STATUSES: readonly string[] = ['queued', 'training', 'done'];
 /** A model at one of these has not failed: wait for it, download it, or report its files gone. */
 const UNDER_WAY_NEXT_ACTIONS: readonly string[] = ['wait', 'download', 'none'];
 
-export const startTrainingStep: Step<'model'> = {
-  stage: STAGE,
-  slot: 'model',
-  decidesWhenSuperseded: true,
-  async run(state, env) {
-    const config = requireSlot(state, 'config', STAGE);
-    const datasetSlot = requireSlot(state, 'dataset', STAGE);
+export const startTrainingStep = defineStep(
+  'start_training',
+  async (state, env) => {
+    const { config, dataset: datasetSlot } = state;
     const client = await env.runtime.service();
     const dataset = await client.getDataset(datasetSlot.id);
     const models = await modelsOf(client, dataset);
@@ -71,7 +74,7 @@ export const startTrainingStep: Step<'model'> = {
       return modelSlot(newest, models.length, previous, env.runtime.now(), history);
     }
     if (env.supersededBy !== undefined && env.supersededBy !== null) {
-      throw supersededError(state, env.supersededBy, STAGE);
+      throw supersededError(state, env.supersededBy, 'start_training');
     }
     if (newest !== undefined && models.length >= config.maxAttempts) {
       // The Choice counts attempts too; this guards the case it cannot see (a training started
@@ -89,7 +92,7 @@ export const startTrainingStep: Step<'model'> = {
     if (dataset.next_action === 'expired') {
       throw new RunError(
         'dataset_expired',
-        `dataset ${dataset.id} expired at the service at ${dataset.expires_at}, before a training could start; drop the folder again, train.json last, to start over`,
+        datasetExpiredMessage({ id: dataset.id, expiresAt: dataset.expires_at, step: dataset.step }),
       );
     }
     const held = await claimTraining(claim, dataset.id);
@@ -100,11 +103,12 @@ export const startTrainingStep: Step<'model'> = {
         `another run of drop "${state.run.drop}" (run ${held.holder.run_id ?? '?'}) holds the drop's training${held.holder.model_id === null ? '' : ` (model ${held.holder.model_id})`}, and a drop trains one model at a time; once it ends, upload train.json again`,
       );
     }
-    const record = await startTraining(client, dataset, config);
+    const record = await startTraining(client, dataset, config, models);
     await recordTraining(claim, dataset.id, record.id);
     return modelSlot(record, models.length + 1, previous, env.runtime.now(), history);
   },
-};
+  { decidesWhenSuperseded: true },
+);
 
 /** Done models looked at for their files' retention and their trainings' durations: one page. */
 export const RETENTION_SAMPLE = 25;
@@ -146,28 +150,39 @@ async function startTraining(
   client: TrainingServiceClient,
   dataset: Dataset,
   config: RunConfig,
+  modelsBefore: readonly Model[],
 ): Promise<Model> {
   const encoder = config.encoder ?? (await client.defaultEncoder()).id;
   try {
     return await client.startTraining(dataset.id, encoder);
   } catch (error) {
+    if (error instanceof ServiceError && mayHaveActed(error)) {
+      // The answer was lost or garbled after the request left: the training may have started
+      // (and the credit be spent). Read the dataset's models rather than pay again.
+      const started = await startedSince(client, dataset, modelsBefore);
+      if (started !== undefined) return started;
+    }
     if (error instanceof NoCreditsError) {
-      throw new RunError(
-        'no_credits',
-        `the training service account has no credits left to train dataset ${dataset.id} (a training costs 1 credit; a failed one is refunded): add credits at the service, then resume the run without uploading again (hopper retry <drop>, or upload train.json with "resume": true)`,
-        { cause: error },
-      );
+      throw new RunError('no_credits', noCreditsMessage(dataset.id), { cause: error });
     }
     if (error instanceof UnknownEncoderError && config.encoder !== null) {
       const offered = (await client.listEncoders())
         .map((option) => `"${option.id}"${option.default ? ' (default)' : ''}`)
         .join(', ');
-      throw new RunError(
-        'unknown_encoder',
-        `train.json names the encoder "${config.encoder}", which the service does not offer; its encoders are ${offered}. Set "encoder" to one of them, or remove it to use the default, and drop train.json again`,
-        { cause: error },
-      );
+      throw new RunError('unknown_encoder', unknownEncoderMessage({ encoder: config.encoder, offered }), {
+        cause: error,
+      });
     }
     throw error;
   }
+}
+
+/** The dataset's newest model that was not among `modelsBefore`: one this step's call started. */
+async function startedSince(
+  client: TrainingServiceClient,
+  dataset: Dataset,
+  modelsBefore: readonly Model[],
+): Promise<Model | undefined> {
+  const known = new Set(modelsBefore.map((model) => model.id));
+  return (await modelsOf(client, dataset)).find((model) => !known.has(model.id));
 }

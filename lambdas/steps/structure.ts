@@ -5,38 +5,30 @@
  *   `pick_decisions`, where the PickDecisions Task answers the questions.
  */
 import type { Dataset, TrainingServiceClient } from '../service-client/index.js';
-import { ConflictError } from '../service-client/index.js';
-import type { Step } from '../run/handler.js';
-import { requireSlot } from '../run/require-slot.js';
+import { awaitsStructure, ConflictError } from '../service-client/index.js';
+import { defineStep } from '../run/handler.js';
 import { datasetSlot } from '../run/slots.js';
 
-export const structureStep: Step<'dataset'> = {
-  stage: 'structure',
-  slot: 'dataset',
-  async run(state, env) {
-    const config = requireSlot(state, 'config', 'structure');
-    const dataset = requireSlot(state, 'dataset', 'structure');
-    const client = await env.runtime.service();
-    const record =
-      config.decisions === 'service'
-        ? await orWhereItIsNow(client, dataset.id, () => client.structure(dataset.id))
-        : await orWhereItIsNow(client, dataset.id, async () => {
-            await client.suggest(dataset.id);
-            // The suggestions alone are not a record: the dataset now shows pick_decisions.
-            return client.getDataset(dataset.id);
-          });
-    return datasetSlot(record, dataset, env.runtime.now());
-  },
-};
-
-const STRUCTURABLE: readonly string[] = ['structure', 'pick_decisions'];
+export const structureStep = defineStep('structure', async ({ config, dataset }, env) => {
+  const client = await env.runtime.service();
+  const record =
+    config.decisions === 'service'
+      ? await orWhereItIsNow(client, dataset.id, () => client.structure(dataset.id))
+      : await orWhereItIsNow(client, dataset.id, async () => {
+          await client.suggest(dataset.id);
+          // The suggestions alone are not a record: the dataset now shows pick_decisions.
+          return client.getDataset(dataset.id);
+        });
+  return datasetSlot(record, dataset, env.runtime.now());
+});
 
 /**
  * Runs `call` (suggest or structure). A 409 conflict says the dataset is not where the slot
  * said. Usually it has moved on: an earlier invocation's call took effect before its Lambda was
  * cut off or retried, or the dataset expired. Then its current record is the answer, and the
  * Choice after the Task routes on where the dataset really is. A conflict at a dataset that
- * still shows structure or pick_decisions is a real failure.
+ * still awaits structure is a real failure (awaitsStructure; beside isPastStructure, the rule the
+ * client's own 409 reconciliation applies, in contract.ts).
  */
 export async function orWhereItIsNow(
   client: TrainingServiceClient,
@@ -48,7 +40,7 @@ export async function orWhereItIsNow(
   } catch (error) {
     if (!(error instanceof ConflictError)) throw error;
     const current = await client.getDataset(datasetId);
-    if (STRUCTURABLE.includes(current.next_action)) throw error;
+    if (awaitsStructure(current)) throw error;
     return current;
   }
 }

@@ -13,8 +13,7 @@ import {
   type NextAction,
 } from '../service-client/index.js';
 import { RunError } from '../run/errors.js';
-import type { Step, StepEnv } from '../run/handler.js';
-import { requireSlot } from '../run/require-slot.js';
+import { defineStep, type Step, type StepEnv } from '../run/handler.js';
 import { datasetSlot } from '../run/slots.js';
 import type { DropFile, RunInput } from '../run/state.js';
 import { inboxKey } from '../storage/keys.js';
@@ -24,7 +23,6 @@ import { TIME_BOX } from '../run/time-box.js';
 /** The service's word for a file whose bytes have not been completed. */
 const PENDING = 'pending';
 const UPLOAD_FILES: NextAction = 'upload_files';
-const STAGE = 'upload_files';
 
 /**
  * Files sent at once. Each file is a few round trips (GET from S3, PUT, complete) whose latency,
@@ -80,62 +78,57 @@ function latest(a: Dataset, b: Dataset): Dataset {
 }
 
 /** The step with another concurrency (the benchmark's one-after-another baseline, tests). */
-export function uploadFilesStepWith(concurrency = UPLOAD_CONCURRENCY): Step<'dataset'> {
-  return {
-    stage: STAGE,
-    slot: 'dataset',
-    async run(state, env) {
-      const config = requireSlot(state, 'config', STAGE);
-      const previous = requireSlot(state, 'dataset', STAGE);
-      const client = await env.runtime.service();
-      let record = await client.getDataset(previous.id);
-      // Anything else (files all sent, the dataset expired) is for the state machine to route.
-      const pending =
-        record.next_action === UPLOAD_FILES ? record.files.filter((f) => f.status === PENDING) : [];
-      const rate = new UploadRate();
-      let next = 0;
-      let stopped = false;
-      let failure: { error: unknown } | undefined;
-      const worker = async (): Promise<void> => {
-        while (!stopped && failure === undefined) {
-          const file = pending[next];
-          if (file === undefined) return;
-          const margin = uploadMarginMs(file.bytes, rate.bytesPerSecond);
-          const left = env.remainingMs();
-          if (left < margin) {
-            stopped = true;
-            env.runtime.logger.info('upload_files: time box reached; the next invocation goes on', {
-              file: file.name,
-              remaining_ms: left,
-              margin_ms: margin,
-            });
-            return;
-          }
-          next++;
-          const started = performance.now();
-          try {
-            const answered = await uploadOne(
-              env,
-              state.run,
-              previous.id,
-              file,
-              pinnedFile(config.files, file.name),
-            );
-            rate.record(file.bytes, performance.now() - started);
-            record = latest(record, answered);
-          } catch (error) {
-            failure ??= { error }; // the others finish the file they have, then stop
-          }
+export function uploadFilesStepWith(concurrency = UPLOAD_CONCURRENCY): Step<'upload_files'> {
+  return defineStep('upload_files', async (state, env) => {
+    const { config, dataset: previous } = state;
+    const client = await env.runtime.service();
+    let record = await client.getDataset(previous.id);
+    // Anything else (files all sent, the dataset expired) is for the state machine to route.
+    const pending =
+      record.next_action === UPLOAD_FILES ? record.files.filter((f) => f.status === PENDING) : [];
+    const rate = new UploadRate();
+    let next = 0;
+    let stopped = false;
+    let failure: { error: unknown } | undefined;
+    const worker = async (): Promise<void> => {
+      while (!stopped && failure === undefined) {
+        const file = pending[next];
+        if (file === undefined) return;
+        const margin = uploadMarginMs(file.bytes, rate.bytesPerSecond);
+        const left = env.remainingMs();
+        if (left < margin) {
+          stopped = true;
+          env.runtime.logger.info('upload_files: time box reached; the next invocation goes on', {
+            file: file.name,
+            remaining_ms: left,
+            margin_ms: margin,
+          });
+          return;
         }
-      };
-      await Promise.all(Array.from({ length: Math.min(concurrency, pending.length) }, () => worker()));
-      if (failure !== undefined) throw failure.error;
-      return datasetSlot(record, previous, env.runtime.now());
-    },
-  };
+        next++;
+        const started = performance.now();
+        try {
+          const answered = await uploadOne(
+            env,
+            state.run,
+            previous.id,
+            file,
+            pinnedFile(config.files, file.name),
+          );
+          rate.record(file.bytes, performance.now() - started);
+          record = latest(record, answered);
+        } catch (error) {
+          failure ??= { error }; // the others finish the file they have, then stop
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, pending.length) }, () => worker()));
+    if (failure !== undefined) throw failure.error;
+    return datasetSlot(record, previous, env.runtime.now());
+  });
 }
 
-export const uploadFilesStep: Step<'dataset'> = uploadFilesStepWith();
+export const uploadFilesStep = uploadFilesStepWith();
 
 /** Streams one file to the service and completes it; the record complete answered. */
 async function uploadOne(

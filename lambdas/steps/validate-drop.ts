@@ -5,18 +5,14 @@
  * It also puts the run's Started event (lambdas/run/publish-events.ts).
  */
 import { validateDrop } from '../drop/validate.js';
-import type { Step } from '../run/handler.js';
+import { defineStep } from '../run/handler.js';
 import { announceRun } from '../run/publish-events.js';
 
-export const validateDropStep: Step<'config'> = {
-  stage: 'validate_drop',
-  slot: 'config',
-  async run(state, env) {
-    // First, so a drop that fails validation still has its Started event before its Failed one.
-    await announceRun(state, env);
-    return validateDrop(env.runtime.s3, state.run, {
-      quietMs: env.runtime.dropQuietMs,
-      clock: { now: () => env.runtime.now(), remainingMs: () => env.remainingMs() },
-    });
-  },
-};
+export const validateDropStep = defineStep('validate_drop', async (state, env) => {
+  // First, so a drop that fails validation still has its Started event before its Failed one.
+  await announceRun(state, env);
+  return validateDrop(env.runtime.s3, state.run, {
+    quietMs: env.runtime.dropQuietMs,
+    clock: { now: () => env.runtime.now(), remainingMs: () => env.remainingMs() },
+  });
+});

@@ -1,17 +1,22 @@
 /**
  * The trigger: S3's EventBridge "Object Created" event for inbox/<drop>/train.json starts one
  * execution of the state machine. The execution name is derived from bucket, key and etag, so
- * a repeated event (EventBridge delivers at least once) finds the execution already there and
- * starts nothing new. Starting goes through ExecutionStarter: Step Functions in the cloud
- * (sfnExecutionStarter), the local interpreter in local mode.
+ * a repeated event (EventBridge delivers at least once) starts nothing new, by Step Functions'
+ * own rule for a Standard workflow's StartExecution of a name it has seen (kept 90 days):
+ * - the execution is open and the input is the same (a repeated event carries the event's time,
+ *   so its input is): success, answering the open execution's ARN and start date;
+ * - the execution is open and the input differs, or it has closed, whatever the input:
+ *   ExecutionAlreadyExists.
+ * Starting goes through ExecutionStarter: Step Functions in the cloud (sfnExecutionStarter), the
+ * local interpreter in local mode (local/mode/state-machine.ts), both under that rule.
  */
 import { createHash } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import type { EventBridgeEvent, S3ObjectCreatedNotificationEventDetail } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
 import { RunError } from '../run/errors.js';
-import { ENV } from '../run/runtime.js';
+import { ENV } from '../run/environment.js';
 import type { RunInput } from '../run/state.js';
 import { dropOfTrainJsonKey } from '../storage/keys.js';
 import { bareEtag } from '../storage/objects.js';
@@ -40,13 +45,45 @@ export interface ExecutionInput {
   readonly run: RunInput;
 }
 
+/**
+ * StartExecution's outcome. `running`: an execution of that name and input is open, started by
+ * this call or by an earlier one with the same input (Step Functions answers both alike, with
+ * the open execution's ARN and start date). `already_exists`: ExecutionAlreadyExists, nothing
+ * started (the name's execution has other input, or has closed).
+ */
+export type StartOutcome =
+  | { readonly outcome: 'running'; readonly executionArn: string; readonly startDate: Date }
+  | { readonly outcome: 'already_exists' };
+
 export interface ExecutionStarter {
   /**
-   * 'duplicate' when an execution of that name exists already (then nothing is started). The
+   * StartExecution of `name`, under Step Functions' rule for a name already used (above). The
    * execution's input is `input` with the execution's ARN added as `run.executionArn`
    * (withExecutionArn), which the run's events carry.
    */
-  start(name: string, input: ExecutionInput): Promise<'started' | 'duplicate'>;
+  start(name: string, input: ExecutionInput): Promise<StartOutcome>;
+}
+
+/** The error name Step Functions gives a start refused under the rule above. */
+export const EXECUTION_ALREADY_EXISTS = 'ExecutionAlreadyExists';
+
+/** An execution as StartExecution's rule looks at it. */
+export interface KnownExecution {
+  readonly executionArn: string;
+  readonly startDate: Date;
+  /** Its input as it was started: StartExecution compares the JSON text. */
+  readonly inputText: string;
+  readonly open: boolean;
+}
+
+/**
+ * The rule itself: StartExecution of a name whose execution is `existing`, with `inputText`.
+ * Local mode and the tests' stand-ins answer by it; Step Functions answers so itself.
+ */
+export function repeatedStartOutcome(existing: KnownExecution, inputText: string): StartOutcome {
+  return existing.open && existing.inputText === inputText
+    ? { outcome: 'running', executionArn: existing.executionArn, startDate: existing.startDate }
+    : { outcome: 'already_exists' };
 }
 
 export type TriggerResult =
@@ -150,13 +187,20 @@ export function createTriggerHandler(
       logger.info(reason, { bucket: detail.bucket.name, key });
       return { started: false, reason };
     }
-    const outcome = await starter.start(run.runId, { run });
-    if (outcome === 'duplicate') {
-      const reason = `duplicate: an execution named ${run.runId} exists already (a repeated event)`;
+    const started = await starter.start(run.runId, { run });
+    if (started.outcome === 'already_exists') {
+      const reason = `duplicate: an execution named ${run.runId} has ended or has other input (${EXECUTION_ALREADY_EXISTS}; a repeated event)`;
       logger.info(reason, { run_id: run.runId, drop: run.drop });
       return { started: false, reason, runId: run.runId };
     }
-    logger.info('run started', { run_id: run.runId, drop: run.drop, key });
+    // Also the answer to a repeated event while the run is open: the same execution, not a new one.
+    logger.info('run started or running', {
+      run_id: run.runId,
+      drop: run.drop,
+      key,
+      execution_arn: started.executionArn,
+      execution_started_at: started.startDate.toISOString(),
+    });
     return { started: true, runId: run.runId };
   };
 }
@@ -181,7 +225,7 @@ export function withExecutionArn(
   return { ...input, run: { ...input.run, executionArn: executionArnOf(stateMachineArn, name) } };
 }
 
-/** Step Functions' StartExecution; ExecutionAlreadyExists means a repeated event. */
+/** Step Functions' StartExecution; ExecutionAlreadyExists is an outcome, any other refusal an error. */
 export function sfnExecutionStarter(
   stateMachineArn: string,
   sfn: SFNClient = new SFNClient({}),
@@ -190,10 +234,17 @@ export function sfnExecutionStarter(
     async start(name, input) {
       try {
         const withArn = withExecutionArn(input, stateMachineArn, name);
-        await sfn.send(new StartExecutionCommand({ stateMachineArn, name, input: JSON.stringify(withArn) }));
-        return 'started';
+        const answer = await sfn.send(
+          new StartExecutionCommand({ stateMachineArn, name, input: JSON.stringify(withArn) }),
+        );
+        return {
+          outcome: 'running',
+          executionArn: answer.executionArn ?? executionArnOf(stateMachineArn, name),
+          startDate: answer.startDate ?? new Date(),
+        };
       } catch (error) {
-        if (error instanceof Error && error.name === 'ExecutionAlreadyExists') return 'duplicate';
+        if (error instanceof Error && error.name === EXECUTION_ALREADY_EXISTS)
+          return { outcome: 'already_exists' };
         throw error;
       }
     },

@@ -57,7 +57,7 @@ export async function runRetryCommand(
       }
       if (status.state === 'running') {
         throw new CommandError(
-          `run ${status.run_id} of "${drop}" is still running (at ${status.stage}); resume it only if it fails`,
+          `run ${status.run_id} of "${drop}" is still running (at ${status.hopper_step}); resume it only if it fails`,
         );
       }
       if (status.state === 'succeeded') {

@@ -86,7 +86,7 @@ export function describeStatus(status: RunStatus, now: number): string {
     ['drop', status.drop],
     ['run', status.run_id],
     ['state', status.state],
-    ['stage', status.stage],
+    ['hopper_step', status.hopper_step],
     ['step', status.step === null ? '-' : String(status.step)],
     ['next_action', status.next_action ?? '-'],
     ['dataset', status.dataset_id ?? '-'],

@@ -1,6 +1,6 @@
 /**
  * What a run error means and what to do about it, as docs/errors.md says: the one place these
- * words live (test/docs.test.ts keeps its table in step with ERROR_CODES). The console reads
+ * words live (test/docs.test.ts keeps its table in step with RUN_ERROR_CODES). The console reads
  * the table once and shows the row of a failed run's code.
  */
 import { readFile } from 'node:fs/promises';

@@ -5,7 +5,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { RunState } from '../../lambdas/run/state.js';
-import { describeFailure } from '../mode/progress.js';
+import { describeFailure, parseCodedMessage } from '../../lambdas/run/lambda-error.js';
 import type {
   Execution,
   ExecutionEvent,
@@ -138,10 +138,8 @@ function errorOf(
   const reported = latest?.report?.error;
   if (reported !== undefined && reported !== null) return reported;
   const text = describeFailure(outcome.error, outcome.cause);
-  const coded = /^([a-z_]+): (.*)$/s.exec(text);
-  return coded === null
-    ? { code: outcome.error, message: text }
-    : { code: coded[1] ?? '', message: coded[2] ?? '' };
+  const coded = parseCodedMessage(text);
+  return coded === null ? { code: outcome.error, message: text } : { code: coded.code, message: coded.text };
 }
 
 function asRunState(value: unknown): RunState | null {

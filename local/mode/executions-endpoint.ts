@@ -1,17 +1,28 @@
 /**
  * The local state machine's executions over Step Functions' own API (JSON protocol, on loopback):
- * ListExecutions and DescribeExecution, answered from the executions local mode has run. The
+ * StartExecution (under Step Functions' rule for a name seen before, as LocalStateMachine keeps
+ * it), ListExecutions and DescribeExecution, answered from the executions local mode has run. The
  * `hopper runs` command reads a deployed stack's runs with the SDK's SFNClient; pointed here
- * (AWS_ENDPOINT_URL_SFN, printed by `hopper local`), the same code reads local mode's runs, and so
- * does `aws stepfunctions list-executions`.
+ * (AWS_ENDPOINT_URL_SFN, printed by `hopper local`), the same code reads local mode's runs, the
+ * trigger's sfnExecutionStarter starts one, and so does `aws stepfunctions start-execution`.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Execution, ExecutionOutcome, LocalStateMachine } from './state-machine.js';
+import {
+  EXECUTION_ALREADY_EXISTS,
+  executionArnOf,
+  type ExecutionInput,
+} from '../../lambdas/trigger/start-execution.js';
+import {
+  LOCAL_STATE_MACHINE_ARN,
+  type Execution,
+  type ExecutionOutcome,
+  type LocalStateMachine,
+} from './state-machine.js';
 
-/** The local state machine's ARN (account and region are placeholders: nothing leaves loopback). */
-export const LOCAL_STATE_MACHINE_ARN = 'arn:aws:states:us-east-1:000000000000:stateMachine:hopper-local';
-const EXECUTION_ARN_PREFIX = 'arn:aws:states:us-east-1:000000000000:execution:hopper-local:';
+const EXECUTION_ARN_PREFIX = executionArnOf(LOCAL_STATE_MACHINE_ARN, '');
+/** What Step Functions allows in an execution name (and its length). */
+const EXECUTION_NAME = /^[A-Za-z0-9_-]{1,80}$/;
 /** ListExecutions' page size when the caller gives none, and its ceiling (as in Step Functions). */
 const DEFAULT_PAGE = 100;
 const MAX_PAGE = 1000;
@@ -34,7 +45,7 @@ export async function startExecutionsEndpoint(machine: LocalStateMachine): Promi
   const summary = (execution: Execution): Record<string, unknown> => {
     const end = ended.get(execution.name);
     return {
-      executionArn: `${EXECUTION_ARN_PREFIX}${execution.name}`,
+      executionArn: execution.arn,
       stateMachineArn: LOCAL_STATE_MACHINE_ARN,
       name: execution.name,
       status: end?.outcome.status ?? 'RUNNING',
@@ -45,6 +56,7 @@ export async function startExecutionsEndpoint(machine: LocalStateMachine): Promi
   };
 
   const answer = (target: string, body: Record<string, unknown>): Answer => {
+    if (target === 'AWSStepFunctions.StartExecution') return startExecution(machine, body);
     if (target === 'AWSStepFunctions.ListExecutions') {
       if (body.stateMachineArn !== LOCAL_STATE_MACHINE_ARN) {
         return error(
@@ -86,7 +98,7 @@ export async function startExecutionsEndpoint(machine: LocalStateMachine): Promi
     }
     return error(
       'UnknownOperationException',
-      `local mode answers ListExecutions and DescribeExecution, not ${target}`,
+      `local mode answers StartExecution, ListExecutions and DescribeExecution, not ${target}`,
     );
   };
 
@@ -114,6 +126,37 @@ export async function startExecutionsEndpoint(machine: LocalStateMachine): Promi
           resolve();
         });
       }),
+  };
+}
+
+function startExecution(machine: LocalStateMachine, body: Record<string, unknown>): Answer {
+  if (body.stateMachineArn !== LOCAL_STATE_MACHINE_ARN) {
+    return error(
+      'StateMachineDoesNotExist',
+      `State Machine Does Not Exist: '${String(body.stateMachineArn)}'`,
+    );
+  }
+  const name = body.name;
+  if (typeof name !== 'string' || !EXECUTION_NAME.test(name)) {
+    return error('InvalidName', `Invalid Name: '${String(name)}' (1 to 80 of A-Z, a-z, 0-9, - and _)`);
+  }
+  let input: unknown;
+  try {
+    input = JSON.parse(typeof body.input === 'string' ? body.input : '{}');
+  } catch {
+    return error('InvalidExecutionInput', 'Invalid State Machine Execution Input: not JSON');
+  }
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    return error('InvalidExecutionInput', 'Invalid State Machine Execution Input: not a JSON object');
+  }
+  const started = machine.startExecution(name, input as ExecutionInput);
+  if (started.outcome === 'already_exists') {
+    return error(EXECUTION_ALREADY_EXISTS, `Execution Already Exists: '${EXECUTION_ARN_PREFIX}${name}'`);
+  }
+  // The JSON protocol's timestamps are epoch seconds.
+  return {
+    status: 200,
+    body: { executionArn: started.executionArn, startDate: started.startDate.getTime() / 1000 },
   };
 }
 

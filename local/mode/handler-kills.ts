@@ -23,11 +23,11 @@ import { Agent, type Dispatcher } from 'undici';
 import type { TaskName } from '../../infra/tasks.js';
 import { LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/runtime.js';
 import { mulberry32, type Random } from '../service/random.js';
-import { LAMBDA_TIMEOUT_ERROR, LambdaInvocationError } from './lambda-invoke.js';
+import { LAMBDA_CRASH_ERROR, LAMBDA_TIMEOUT_ERROR } from '../../lambdas/run/lambda-error.js';
+import { LambdaInvocationError } from './lambda-invoke.js';
 import type { LocalModeOptions, LocalTask } from './local-mode.js';
 
-/** The error type Lambda reports when a function's runtime process exits (crash, OOM kill). */
-export const LAMBDA_CRASH_ERROR = 'Runtime.ExitError';
+export { LAMBDA_CRASH_ERROR };
 
 /** How an invocation dies, as Step Functions sees it. */
 export type LambdaDeath = typeof LAMBDA_TIMEOUT_ERROR | typeof LAMBDA_CRASH_ERROR;

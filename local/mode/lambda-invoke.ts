@@ -6,16 +6,19 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { InvocationContext } from '../../lambdas/run/handler.js';
+import { LAMBDA_TIMEOUT_ERROR, lambdaCause } from '../../lambdas/run/lambda-error.js';
+
+export { LAMBDA_TIMEOUT_ERROR };
 
 export type LocalTaskHandler = (event: unknown, context: InvocationContext) => Promise<unknown>;
 
-/** The error type Lambda reports when a function runs past its timeout. */
-export const LAMBDA_TIMEOUT_ERROR = 'Sandbox.Timedout';
-
-/** An error as Step Functions receives it from a failed Lambda invocation. */
+/**
+ * An error as Step Functions receives it from a failed Lambda invocation: the interpreter
+ * matches Retry and Catch on its name and passes its message on as the Cause.
+ */
 export class LambdaInvocationError extends Error {
   constructor(errorType: string, errorMessage: string) {
-    super(JSON.stringify({ errorType, errorMessage }));
+    super(lambdaCause(errorType, errorMessage));
     this.name = errorType;
   }
 }

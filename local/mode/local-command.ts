@@ -10,7 +10,8 @@ import { HOPPER_SERVICE_URL_ENV, HOPPER_STATE_MACHINE_ENV, SFN_ENDPOINT_ENV } fr
 import { formatRunEvent } from './event-bus.js';
 import { startLocalMode, type LocalMode } from './local-mode.js';
 import { CliUsageError, LOCAL_HELP, parseLocalArgs } from './options.js';
-import { describeFailure, formatProgress, progressOf } from './progress.js';
+import { describeFailure } from '../../lambdas/run/lambda-error.js';
+import { formatProgress, progressOf } from './progress.js';
 import { EXIT, interruptSignal, processIo, type CommandIo } from './run-command.js';
 import type { ExecutionOutcome } from './state-machine.js';
 

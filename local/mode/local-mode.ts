@@ -12,8 +12,9 @@ import { synthesizeLocalDefinition, type AslDefinition, type LocalDefinition } f
 import { TASKS, type TaskName } from '../../infra/tasks.js';
 import { messageOf } from '../../lambdas/run/errors.js';
 import type { TaskHandler } from '../../lambdas/run/handler.js';
-import { createRuntime, LAMBDA_CLIENT_OPTIONS, type RuntimeOptions } from '../../lambdas/run/runtime.js';
-import type { SlotName } from '../../lambdas/run/state.js';
+import { createRuntime, LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/runtime.js';
+import { trainingService, type TrainingServiceOptions } from '../../lambdas/run/training-service.js';
+import type { StepName } from '../../lambdas/run/vocabulary.js';
 import type { TrainingServiceClient } from '../../lambdas/service-client/index.js';
 import { createTriggerHandler, type TriggerResult } from '../../lambdas/trigger/start-execution.js';
 import { startLocalS3, type LocalS3 } from '../s3/local-s3.js';
@@ -57,7 +58,7 @@ export interface LocalModeOptions {
    * The service client's timeouts and retry budget. Default: Lambda's (LAMBDA_CLIENT_OPTIONS);
    * tests shrink them to see a hung service's bound in seconds rather than minutes.
    */
-  readonly clientOptions?: RuntimeOptions['clientOptions'];
+  readonly clientOptions?: TrainingServiceOptions['clientOptions'];
   /** The `source` of the run events on the local bus. Default DEFAULT_EVENT_SOURCE (`hopper`). */
   readonly eventSource?: string;
   /**
@@ -143,11 +144,13 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
     const runtime = createRuntime({
       events,
       s3: s3.client,
-      serviceUrl: service.url,
-      apiKey: () => Promise.resolve(service.apiKey),
+      service: trainingService({
+        serviceUrl: service.url,
+        apiKey: () => Promise.resolve(service.apiKey),
+        // The same retry budget as in Lambda, which fits the Tasks' timeouts enforced here too.
+        clientOptions: options.clientOptions ?? LAMBDA_CLIENT_OPTIONS,
+      }),
       logger,
-      // The same retry budget as in Lambda, which fits the Tasks' timeouts enforced here too.
-      clientOptions: options.clientOptions ?? LAMBDA_CLIENT_OPTIONS,
       ...(options.dropQuietMs === undefined ? {} : { dropQuietMs: options.dropQuietMs }),
       ...(options.now === undefined ? {} : { now: options.now }),
       // No tracer and no EMF lines: nothing here may reach an X-Ray daemon, and stdout is the user's.
@@ -155,7 +158,7 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
 
     const tasks: Record<string, LocalTask> = {};
     for (const task of TASKS) {
-      const module = (await import(local.handlers[task.name].path)) as { handler: TaskHandler<SlotName> };
+      const module = (await import(local.handlers[task.name].path)) as { handler: TaskHandler<StepName> };
       const lambda = asLambda(module.handler.withRuntime(runtime), task.timeoutSeconds, {
         functionName: task.name,
         memoryMb: task.memoryMb,

@@ -5,6 +5,7 @@
  * place; anywhere else (a pipe, CI's log) a plain line per Task or Wait state entered.
  */
 import type { Writable } from 'node:stream';
+import { describeFailure } from '../../lambdas/run/lambda-error.js';
 import type { RunState } from '../../lambdas/run/state.js';
 import type { ExecutionEvent } from './state-machine.js';
 
@@ -56,21 +57,6 @@ export function formatProgress(elapsedMs: number, progress: RunProgress): string
   }
   if (progress.failure !== null) parts.push(`failed: ${progress.failure}`);
   return parts.join('  ');
-}
-
-/**
- * A Task's error as a person reads it. A Lambda error's cause is JSON whose message carries
- * Hopper's `<code>: <text>`; the error name (Hopper.Retryable, ...) adds nothing then.
- */
-export function describeFailure(error: string, cause: unknown): string {
-  const text = typeof cause === 'string' ? cause : '';
-  try {
-    const parsed = JSON.parse(text) as { errorMessage?: unknown };
-    if (typeof parsed.errorMessage === 'string') return parsed.errorMessage;
-  } catch {
-    // Not JSON: a cause written by Step Functions itself (States.Timeout, ...).
-  }
-  return text === '' ? error : `${error}: ${text}`;
 }
 
 /** `1.0 MiB`, `292.9 KiB`, `12 B` */

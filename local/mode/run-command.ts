@@ -20,7 +20,8 @@ import { startLocalMode, type LocalMode } from './local-mode.js';
 import { copyModelOut, MODEL_FILES } from './model-out.js';
 import { OutFolderError, prepareOutFolder, type OutFolder } from './out-folder.js';
 import { CliUsageError, parseRunArgs, RUN_HELP } from './options.js';
-import { describeFailure, formatBytes, progressOf, reporterFor } from './progress.js';
+import { describeFailure } from '../../lambdas/run/lambda-error.js';
+import { formatBytes, progressOf, reporterFor } from './progress.js';
 import { describeLeftovers, leftAtService, trainingsUnderWay } from './left-at-service.js';
 import type { ExecutionOutcome } from './state-machine.js';
 

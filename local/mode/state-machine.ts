@@ -1,7 +1,9 @@
 /**
  * Local Step Functions: executions of the synthesized definition in aws-local-stepfunctions,
- * started by name the way StartExecution starts them (an existing name is a duplicate and starts
- * nothing), each Task state answered by its handler in-process (see lambda-invoke.ts).
+ * started by name under StartExecution's rule for a Standard workflow (a name seen before starts
+ * nothing: the same input while the execution is open answers that execution, anything else is
+ * ExecutionAlreadyExists; lambdas/trigger/start-execution.ts), each Task state answered by its
+ * handler in-process (see lambda-invoke.ts).
  *
  * Every execution's events are drained as they happen (the interpreter queues them until read)
  * and re-emitted as `event`, which is how progress is shown; `whenDone` waits for an execution
@@ -13,9 +15,11 @@ import { StateMachine, type RunOptions, type StateMachineDefinition } from 'aws-
 import type { AslDefinition } from './definition.js';
 import {
   executionArnOf,
+  repeatedStartOutcome,
   withExecutionArn,
   type ExecutionInput,
   type ExecutionStarter,
+  type StartOutcome,
 } from '../../lambdas/trigger/start-execution.js';
 
 /** The local state machine's ARN (ARN-shaped like the definition's placeholders; never called). */
@@ -35,6 +39,7 @@ export type ExecutionOutcome =
 
 export interface Execution {
   readonly name: string;
+  readonly arn: string;
   readonly input: ExecutionInput;
   readonly startedAt: number;
   /** Settles when the execution ends; never rejects. */
@@ -61,7 +66,10 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
   readonly #machine: StateMachine;
   readonly #overrides: Overrides;
   readonly #executions = new Map<string, Execution>();
+  /** The aborts of the open executions, by name: an execution leaves when it closes. */
   readonly #aborts = new Map<string, () => void>();
+  /** Each execution's input as StartExecution compares it: its JSON text. */
+  readonly #inputTexts = new Map<string, string>();
 
   constructor(options: LocalStateMachineOptions) {
     super();
@@ -79,24 +87,47 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
     };
   }
 
-  /** StartExecution: 'duplicate' when an execution of that name exists (then nothing starts). */
-  start(name: string, given: ExecutionInput): Promise<'started' | 'duplicate'> {
-    if (this.#executions.has(name)) return Promise.resolve('duplicate');
-    const input = withExecutionArn(given, LOCAL_STATE_MACHINE_ARN, name);
+  /**
+   * The trigger's StartExecution: `given` with the execution's ARN added as `run.executionArn`
+   * (as sfnExecutionStarter sends it), started by startExecution.
+   */
+  start(name: string, given: ExecutionInput): Promise<StartOutcome> {
+    return Promise.resolve(this.startExecution(name, withExecutionArn(given, LOCAL_STATE_MACHINE_ARN, name)));
+  }
+
+  /**
+   * StartExecution of `input` as it is. A name seen before starts nothing: while that execution
+   * is open and its input is the same JSON, the answer is that execution (as Step Functions
+   * answers an idempotent start); otherwise (other input, or closed) it is already_exists.
+   */
+  startExecution(name: string, input: ExecutionInput): StartOutcome {
+    const inputText = JSON.stringify(input);
+    const existing = this.#executions.get(name);
+    if (existing !== undefined) {
+      const known = {
+        executionArn: existing.arn,
+        startDate: new Date(existing.startedAt),
+        inputText: this.#inputTexts.get(name) ?? '',
+        open: this.#aborts.has(name),
+      };
+      return repeatedStartOutcome(known, inputText);
+    }
+    const arn = executionArnOf(LOCAL_STATE_MACHINE_ARN, name);
     const run = this.#machine.run(input as unknown as Parameters<StateMachine['run']>[0], {
       overrides: this.#overrides,
-      context: { Execution: { Name: name, Id: executionArnOf(LOCAL_STATE_MACHINE_ARN, name) } },
+      context: { Execution: { Name: name, Id: arn } },
     });
     let resolve: (outcome: ExecutionOutcome) => void = () => undefined;
     const done = new Promise<ExecutionOutcome>((settle) => {
       resolve = settle;
     });
-    const execution: Execution = { name, input, startedAt: Date.now(), done };
+    const execution: Execution = { name, arn, input, startedAt: Date.now(), done };
     this.#executions.set(name, execution);
+    this.#inputTexts.set(name, inputText);
     this.#aborts.set(name, run.abort);
     this.emit('started', execution);
     void this.#follow(execution, run, resolve);
-    return Promise.resolve('started');
+    return { outcome: 'running', executionArn: arn, startDate: new Date(execution.startedAt) };
   }
 
   execution(name: string): Execution | undefined {

@@ -18,6 +18,7 @@ import { createModel, downloadLink, getModel, listEncoders } from './api-models.
 import type { RequestContext } from './context.js';
 import { invalidRequest, notFound, ServiceError } from './errors.js';
 import { errorReply, matchPath, requestUrl, sendReply, type Reply } from './http.js';
+import { misbehavedReply } from './misbehaviour.js';
 import type { EndpointName } from './options.js';
 import { admitRequest, answer, asServiceError, guarded, type Sleep } from './pipeline.js';
 import type { ServiceState } from './state.js';
@@ -103,7 +104,11 @@ async function handleApiRequest(
     }
     if (route.takesQuery !== true && url.search !== '')
       throw invalidRequest(`${route.endpoint} takes no query`);
-    reply = await route.handle({ state, req, url, params, now: state.now() });
+    reply = misbehavedReply(await route.handle({ state, req, url, params, now: state.now() }), fault, {
+      state,
+      endpoint: route.endpoint,
+      url,
+    });
   } catch (error) {
     reply = errorReply(asServiceError(error));
   }

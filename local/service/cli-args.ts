@@ -132,18 +132,35 @@ function parseEncoders(text: string): Encoder[] {
   return encoders;
 }
 
-const FAULT_FIELDS = ['count', 'rate', 'retryAfterSeconds', 'stallMs', 'cutAfterBytes'] as const;
+const FAULT_FIELDS = [
+  'count',
+  'rate',
+  'retryAfterSeconds',
+  'stallMs',
+  'cutAfterBytes',
+  'bodyBytes',
+  'byteIntervalMs',
+] as const;
+/** Settings whose value is a word, not a number. */
+const FAULT_WORD_FIELDS = ['form', 'field'] as const;
 
 /** `ENDPOINT:KIND[:key=value,...]`, e.g. `createModel:429:count=2,retryAfterSeconds=1` or `*:503:rate=0.1`. */
 export function parseFaultFlag(text: string): FaultRule {
-  const usage = `--fault: expected ENDPOINT:KIND[:key=value,...] (keys ${FAULT_FIELDS.join(', ')}), got "${text}"`;
+  const usage = `--fault: expected ENDPOINT:KIND[:key=value,...] (keys ${[...FAULT_FIELDS, ...FAULT_WORD_FIELDS].join(', ')}), got "${text}"`;
   const [endpoint = '', kind = '', settings, ...rest] = text.split(':');
   if (rest.length > 0 || endpoint === '' || kind === '') throw new CliUsageError(usage);
   const rule = { endpoint, kind } as FaultRule;
   for (const setting of settings === undefined || settings === '' ? [] : settings.split(',')) {
     const [key = '', value, ...extra] = setting.split('=');
+    if (value === undefined || extra.length > 0) throw new CliUsageError(usage);
+    const word = FAULT_WORD_FIELDS.find((name) => name === key);
+    if (word !== undefined) {
+      // Checked with the rule below (validateFaultRule names a form or field it does not know).
+      (rule as unknown as Record<string, string>)[word] = value;
+      continue;
+    }
     const field = FAULT_FIELDS.find((name) => name === key);
-    if (field === undefined || value === undefined || extra.length > 0) throw new CliUsageError(usage);
+    if (field === undefined) throw new CliUsageError(usage);
     const number = field === 'rate' ? Number(value) : /^\d{1,15}$/.test(value) ? Number(value) : NaN;
     if (value === '' || Number.isNaN(number)) {
       throw new CliUsageError(
@@ -209,11 +226,15 @@ export function helpText(): string {
     '',
     'Fault rules: ENDPOINT is * or one of',
     `  ${ENDPOINTS.join(', ')}`,
-    'KIND is 429, 500, 503, drop, drop_after, stall or cut (cut: fileDownload only).',
+    'KIND is 429, 500, 503, drop, drop_after, stall or cut (cut: fileDownload only), or a misbehaviour:',
+    'garble (after processing; form=html_502|truncated|empty, default one at random), missing_field',
+    '(field=NAME, default next_action), wrong_type (field=NAME, default step), huge_body (bodyBytes=N,',
+    'default 10 MiB), trickle (byteIntervalMs=N, default 1000), redirect, repeat_cursor (lists) or',
+    'wrong_bytes (fileDownload: one byte more than onnx_bytes).',
     'Settings: count=N (first N matching requests), rate=P (probability 0..1, seeded),',
     'retryAfterSeconds=N (429, default 1), stallMs=N (stall, default 5000), cutAfterBytes=N (cut, default 1024).',
     'Neither count nor rate: the rule fires on every matching request.',
-    "Example: --fault createModel:429:count=2,retryAfterSeconds=1 --fault '*:503:rate=0.1'",
+    "Example: --fault createModel:429:count=2,retryAfterSeconds=1 --fault '*:503:rate=0.1' --fault '*:garble:rate=0.08'",
   ].join('\n');
 }
 

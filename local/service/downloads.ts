@@ -5,7 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import { notFound, ServiceError } from './errors.js';
 import { FAULT_DEFAULTS } from './faults.js';
-import { errorReply } from './http.js';
+import { drainOrClose, errorReply } from './http.js';
 import { MODEL_CHUNK_BYTES, modelBytesAt } from './model-bytes.js';
 import { assertFilesServable, type Model } from './models.js';
 import { answer, asServiceError, beforeAnswer } from './pipeline.js';
@@ -66,13 +66,15 @@ export async function handleDownload(request: FileRequest): Promise<void> {
   if (!(await beforeAnswer(req, fault, sleep)) || res.destroyed) return;
 
   const { model, range } = checked;
-  const { start, end } = range ?? { start: 0, end: model.onnxBytes };
+  // A 'wrong_bytes' misbehaviour serves a file one byte longer than the record's onnx_bytes.
+  const size = model.onnxBytes + (fault?.kind === 'wrong_bytes' ? 1 : 0);
+  const { start, end } = range ?? { start: 0, end: size };
   const headers: Record<string, string | number> = {
     'Content-Type': 'application/octet-stream',
     'Content-Length': end - start,
     'Accept-Ranges': 'bytes',
   };
-  if (range !== undefined) headers['Content-Range'] = `bytes ${start}-${end - 1}/${model.onnxBytes}`;
+  if (range !== undefined) headers['Content-Range'] = `bytes ${start}-${end - 1}/${size}`;
   res.writeHead(range === undefined ? 200 : 206, headers);
   if (fault?.kind === 'cut') {
     const cutAt = Math.min(end, start + (fault.cutAfterBytes ?? FAULT_DEFAULTS.cutAfterBytes));
@@ -93,18 +95,6 @@ async function streamModel(res: ServerResponse, modelId: string, start: number, 
     position += length;
     if (!flowing) await drainOrClose(res);
   }
-}
-
-function drainOrClose(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
 }
 
 /** Lets what was written reach the kernel, then drops the connection mid-body. */

@@ -20,7 +20,8 @@ export const ERROR_STATUS = {
   unavailable: 503,
 } as const;
 
-export type ErrorCode = keyof typeof ERROR_STATUS;
+/** The simulated service's wire codes (`{"error": code}`). */
+export type WireErrorCode = keyof typeof ERROR_STATUS;
 
 /** Thrown by handlers; the pipeline turns it into the error answer. */
 export class ServiceError extends Error {
@@ -30,7 +31,7 @@ export class ServiceError extends Error {
 
   /** `status` overrides the one the code implies, for answers the contract gives no code of their own. */
   constructor(
-    code: ErrorCode,
+    code: WireErrorCode,
     message: string,
     { headers = {}, status = ERROR_STATUS[code] }: { headers?: Record<string, string>; status?: number } = {},
   ) {

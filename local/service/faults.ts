@@ -2,6 +2,7 @@
  * Failure injection: decides, per request, which FaultRule (if any) fires. Rules are checked in
  * order and the first that fires wins; rules after it are not consulted for that request.
  */
+import { isMisbehaviour, misbehaviourAppliesTo, resolveMisbehaviour } from './misbehaviour.js';
 import type { EndpointName, FaultRule } from './options.js';
 import type { Random } from './random.js';
 
@@ -11,6 +12,8 @@ export class FaultInjector {
   private rules: readonly FaultRule[] = [];
   /** Matching requests seen so far, per rule (drives `count`). */
   private matched: number[] = [];
+  /** Rules fired so far, by kind (since the service started; setRules keeps them). */
+  private readonly fired = new Map<FaultRule['kind'], number>();
 
   constructor(
     rules: readonly FaultRule[],
@@ -30,13 +33,24 @@ export class FaultInjector {
     this.random = random;
   }
 
+  /** How many times rules of `kind` fired (every kind when absent). */
+  firedCount(kind?: FaultRule['kind']): number {
+    if (kind !== undefined) return this.fired.get(kind) ?? 0;
+    let total = 0;
+    for (const count of this.fired.values()) total += count;
+    return total;
+  }
+
   /** The rule that fires for this request to `endpoint`, if any. */
   pick(endpoint: EndpointName): FaultRule | undefined {
     for (const [index, rule] of this.rules.entries()) {
       if (!appliesTo(rule, endpoint)) continue;
       const seen = (this.matched[index] ?? 0) + 1;
       this.matched[index] = seen;
-      if (fires(rule, seen, this.random)) return rule;
+      if (fires(rule, seen, this.random)) {
+        this.fired.set(rule.kind, (this.fired.get(rule.kind) ?? 0) + 1);
+        return resolveMisbehaviour(rule, this.random);
+      }
     }
     return undefined;
   }
@@ -44,6 +58,7 @@ export class FaultInjector {
 
 function appliesTo(rule: FaultRule, endpoint: EndpointName): boolean {
   if (rule.endpoint !== '*' && rule.endpoint !== endpoint) return false;
+  if (isMisbehaviour(rule.kind)) return misbehaviourAppliesTo(rule.kind, endpoint);
   // A cut needs a body to cut: only file downloads have one worth cutting.
   return rule.kind !== 'cut' || endpoint === 'fileDownload';
 }

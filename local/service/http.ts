@@ -39,6 +39,19 @@ export function sendReply(res: ServerResponse, reply: Reply): void {
   res.end(text);
 }
 
+/** Resolves when the response can take more data ('drain') or is gone ('close'). */
+export function drainOrClose(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
 /** Largest JSON body the API accepts (a dataset of 1000 files fits comfortably). */
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
 

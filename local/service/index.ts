@@ -12,6 +12,7 @@
  *   service.configure({ failTrainings: 1, faults: [...] })  // change knobs while running
  *   service.credits()                                  // credits left
  *   service.requestCount('createModel')                // requests seen per endpoint (faulted ones too)
+ *   service.faultCount('garble')                       // fault rules fired, of a kind or of all
  *   service.removeModelFiles(modelId, 'refunded' | 'moved')  // model -> next_action 'none'
  *   service.uploadsInFlight(reset?)                    // { now, max } file uploads served at once
  *   service.fileDigest(datasetId, fileName)            // { bytes, sha256 } of the last upload, or undefined

@@ -4,6 +4,14 @@
  * Durations are milliseconds of the service clock (see clock.ts).
  */
 
+import {
+  isMisbehaviour,
+  MISBEHAVIOUR_KINDS,
+  misbehaviourSettingsError,
+  type MisbehaviourKind,
+  type MisbehaviourSettings,
+} from './misbehaviour.js';
+
 /** Names of the endpoints, used to aim failure injection and to count requests. */
 export const ENDPOINTS = [
   'listModels',
@@ -31,7 +39,7 @@ export type EndpointName = (typeof ENDPOINTS)[number];
  * rule fires: for each matching request the rule fires while `count` lasts (the first N
  * matching requests), else with probability `rate`, drawn from the service's seeded PRNG.
  */
-export interface FaultRule {
+export interface FaultRule extends MisbehaviourSettings {
   /** Endpoint the rule applies to, or '*' for every endpoint. */
   endpoint: EndpointName | '*';
   /**
@@ -42,8 +50,10 @@ export interface FaultRule {
    *    destroyed instead of answering: the ambiguous failure a client must survive
    * - 'stall': the answer is delayed by `stallMs` (to trigger client timeouts)
    * - 'cut': file downloads only: headers and `cutAfterBytes` bytes of body, then the socket is destroyed
+   * - the misbehaviours of misbehaviour.ts: 'garble' (after processing), 'missing_field',
+   *   'wrong_type', 'huge_body', 'trickle', 'redirect', 'repeat_cursor', 'wrong_bytes'
    */
-  kind: '429' | '500' | '503' | 'drop' | 'drop_after' | 'stall' | 'cut';
+  kind: '429' | '500' | '503' | 'drop' | 'drop_after' | 'stall' | 'cut' | MisbehaviourKind;
   /** Fire for the first `count` matching requests. */
   count?: number;
   /** Otherwise fire with this probability (0..1). */
@@ -171,7 +181,16 @@ export const DEFAULT_OPTIONS: SimulatedServiceOptions = {
   renameNextActions: {},
 };
 
-const FAULT_KINDS: readonly FaultRule['kind'][] = ['429', '500', '503', 'drop', 'drop_after', 'stall', 'cut'];
+const FAULT_KINDS: readonly FaultRule['kind'][] = [
+  '429',
+  '500',
+  '503',
+  'drop',
+  'drop_after',
+  'stall',
+  'cut',
+  ...MISBEHAVIOUR_KINDS,
+];
 
 /**
  * Throws an Error naming the first knob with a value the service cannot run with. Called on
@@ -248,5 +267,15 @@ export function validateFaultRule(rule: FaultRule, where: string): void {
     if (value !== undefined && (!Number.isSafeInteger(value) || value < 0)) {
       throw new Error(`${where}.${field} must be an integer >= 0`);
     }
+  }
+  const misbehaviour = misbehaviourSettingsError(rule);
+  if (misbehaviour !== undefined) throw new Error(`${where}.${misbehaviour}`);
+  if (
+    (rule.form !== undefined && rule.kind !== 'garble') ||
+    (rule.field !== undefined && !isMisbehaviour(rule.kind))
+  ) {
+    throw new Error(
+      `${where}: ${rule.form !== undefined ? 'form' : 'field'} does not apply to kind ${rule.kind}`,
+    );
   }
 }

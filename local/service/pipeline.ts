@@ -6,6 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ServiceError } from './errors.js';
 import { FAULT_DEFAULTS } from './faults.js';
 import { errorReply, sendReply, type Reply } from './http.js';
+import { earlyMisbehaviour, sendMisbehaving } from './misbehaviour.js';
 import type { EndpointName, FaultRule } from './options.js';
 import type { ServiceState } from './state.js';
 
@@ -38,7 +39,7 @@ export type Admission = { answered: true } | { answered: false; fault: FaultRule
 /**
  * The first step for a request to `endpoint` on either server: count it, answer 429 when it is
  * over the rate limit (maxRequestsPerSecond), then let a fault rule drop it ('drop') or answer it
- * before any side effect ('429', '500', '503', sent by `send`).
+ * before any side effect ('429', '500', '503', 'redirect', sent by `send`).
  * Other fault kinds act later and are handed on.
  */
 export function admitRequest(
@@ -59,7 +60,7 @@ export function admitRequest(
     req.socket.destroy();
     return { answered: true };
   }
-  const early = fault && faultReply(fault);
+  const early = fault && (faultReply(fault) ?? earlyMisbehaviour(fault, req));
   if (early !== undefined) {
     send(early);
     return { answered: true };
@@ -76,8 +77,8 @@ export function asServiceError(error: unknown): ServiceError {
 
 /**
  * Ends a request whose work is done: 'drop_after' destroys the socket instead of answering,
- * 'stall' answers `stallMs` late, otherwise the reply goes out now. Returns false when no answer
- * is to be sent.
+ * 'stall' answers `stallMs` late, otherwise the reply goes out now (answer() lets a misbehaviour
+ * mangle it on the way). Returns false when no answer is to be sent.
  */
 export async function beforeAnswer(
   req: IncomingMessage,
@@ -99,7 +100,8 @@ export async function answer(
   fault: FaultRule | undefined,
   sleep: Sleep,
 ): Promise<void> {
-  if (await beforeAnswer(req, fault, sleep)) sendReply(res, reply);
+  if (!(await beforeAnswer(req, fault, sleep)) || res.destroyed || res.headersSent) return;
+  if (!(await sendMisbehaving(res, reply, fault, sleep))) sendReply(res, reply);
 }
 
 /** Runs a request handler; an unexpected rejection drops the connection rather than crash. */

@@ -7,7 +7,12 @@ import type { AddressInfo } from 'node:net';
 import { createApiHandler } from './api.js';
 import { createFileHandler } from './files.js';
 import { modelState } from './models.js';
-import { DEFAULT_OPTIONS, type EndpointName, type SimulatedServiceOptions } from './options.js';
+import {
+  DEFAULT_OPTIONS,
+  type EndpointName,
+  type FaultRule,
+  type SimulatedServiceOptions,
+} from './options.js';
 import type { Sleep } from './pipeline.js';
 import { persistState } from './persistence.js';
 import { ServiceState } from './state.js';
@@ -26,6 +31,8 @@ export interface SimulatedService {
   credits(): number;
   /** Requests seen per endpoint, faulted and rate-limited ones included. */
   requestCount(endpoint: EndpointName): number;
+  /** Fault rules fired so far, of one kind or of all (a garbled answer counts once). */
+  faultCount(kind?: FaultRule['kind']): number;
   /** Requests answered 429 by the maxRequestsPerSecond limit so far. */
   rateLimited(): number;
   /** A done model loses its files: 'refunded' (credit back, status refunded) or 'moved' (hf_repo set). */
@@ -93,6 +100,7 @@ export async function startSimulatedService(
     },
     credits: () => state.credits(),
     requestCount: (endpoint) => state.requestCount(endpoint),
+    faultCount: (kind) => state.faults.firedCount(kind),
     rateLimited: () => state.rateLimit.limited(),
     removeModelFiles(modelId, how) {
       const model = state.models.get(modelId);

@@ -8,6 +8,7 @@ import {
   ConflictError,
   ConnectionError,
   FilesExpiredError,
+  GarbledAnswerError,
   InvalidLabelError,
   InvalidRequestError,
   NoCreditsError,
@@ -339,12 +340,24 @@ describe('answers the client cannot use (stub server)', () => {
     );
   });
 
-  it('UnexpectedResponseError for a missing required field, and for a body that is not JSON', async () => {
+  it('UnexpectedResponseError for a missing required field; GarbledAnswerError, retried, for a body that is not JSON', async () => {
     const { expires_at: _dropped, ...withoutExpiry } = record;
     const missing = await rejectionOf((await stubClient(JSON.stringify(withoutExpiry))).getDataset('d1'));
     expect(missing).toMatchObject({ code: 'unexpected_response', fieldPath: 'expires_at' });
-    const notJson = await rejectionOf((await stubClient('<html>hello</html>')).getDataset('d1'));
-    expect(notJson).toBeInstanceOf(UnexpectedResponseError);
+    const garbledClient = await stubClient('<html>hello</html>');
+    const notJson = await rejectionOf(garbledClient.getDataset('d1'));
+    expect(notJson).toBeInstanceOf(GarbledAnswerError);
+    expect(notJson).toMatchObject({
+      code: 'garbled_answer',
+      retryable: true,
+      requestSent: true,
+      status: 200,
+    });
+    expect((notJson as Error).message).toMatch(
+      /^GET http:\/\/127\.0\.0\.1:\d+\/v1\/datasets\/d1: answer 200 is not JSON/,
+    );
+    // Sent again as often as a lost connection is (5 retries by default).
+    expect(garbledClient.slept).toHaveLength(5);
   });
 
   it('accepts a record with unknown extra fields', async () => {

@@ -9,6 +9,7 @@ import {
   ConflictError,
   ConnectionError,
   RateLimitedError,
+  RetryLaterError,
   ServerError,
   TimeoutError,
   UnavailableError,
@@ -41,7 +42,7 @@ describe('transient failures are retried', () => {
     expect(client.slept).toEqual([50, 100, 150, 150]);
   });
 
-  it('honours Retry-After, capped by maxRetryAfterMs', async () => {
+  it('honours Retry-After up to maxRetryAfterMs; a longer one ends the call with RetryLaterError, not sooner retries', async () => {
     const service = await fixtures.service();
     // random 0: no jitter on top of Retry-After (retry.test.ts checks the spread).
     const client = fixtures.client(service, { maxRetryAfterMs: 2500, random: () => 0 });
@@ -49,11 +50,18 @@ describe('transient failures are retried', () => {
       faults: [{ endpoint: 'listEncoders', kind: '429', count: 1, retryAfterSeconds: 2 }],
     });
     await client.listEncoders();
+    expect(client.slept).toEqual([2000]);
     service.configure({
       faults: [{ endpoint: 'listEncoders', kind: '429', count: 1, retryAfterSeconds: 30 }],
     });
-    await client.listEncoders();
-    expect(client.slept).toEqual([2000, 2500]);
+    const error = await rejectionOf(client.listEncoders());
+    expect(error).toBeInstanceOf(RetryLaterError);
+    expect(error).toMatchObject({ code: 'retry_later', retryable: false, retryAfterMs: 30_000, status: 429 });
+    expect((error as Error).message).toBe(
+      'GET /v1/encoders: the service asked to be called again in 30 s (Retry-After on a 429 answer), longer than a call waits (3 s)',
+    );
+    expect(client.slept).toEqual([2000]);
+    expect(service.requestCount('listEncoders')).toBe(3);
   });
 
   it('stops after maxRetries and throws the last failure', async () => {

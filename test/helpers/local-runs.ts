@@ -54,7 +54,7 @@ export function expectSucceeded(status: RunStatus | null, runId: string): string
   expect(status).toMatchObject({
     run_id: runId,
     state: 'succeeded',
-    stage: 'report',
+    hopper_step: 'report',
     step: 5,
     next_action: 'download',
     error: null,
@@ -69,7 +69,7 @@ export function expectSucceeded(status: RunStatus | null, runId: string): string
  */
 export async function expectFailed(local: LocalMode, run: FinishedRun, code: string): Promise<RunStatus> {
   const status = run.status;
-  expect(status).toMatchObject({ run_id: run.execution.name, state: 'failed', stage: 'report' });
+  expect(status).toMatchObject({ run_id: run.execution.name, state: 'failed', hopper_step: 'report' });
   expect(status?.error?.code).toBe(code);
   expect(run.outcome).toEqual({ status: 'FAILED', error: code, cause: status?.error?.message });
   expect(status?.model).toBeNull();

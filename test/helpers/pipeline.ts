@@ -16,7 +16,8 @@ import {
   type SimulatedService,
   type SimulatedServiceOptions,
 } from '../../local/service/index.js';
-import { createRuntime, type Runtime, type RuntimeOptions } from '../../lambdas/run/runtime.js';
+import { createRuntime, type Runtime } from '../../lambdas/run/runtime.js';
+import { trainingService, type TrainingServiceOptions } from '../../lambdas/run/training-service.js';
 import type { InvocationContext, StepEnv } from '../../lambdas/run/handler.js';
 import type { RunState } from '../../lambdas/run/state.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
@@ -39,7 +40,7 @@ export interface PipelineFixtures {
       apiKey?: string;
       now?: () => number;
       events?: RunEventBus;
-      clientOptions?: RuntimeOptions['clientOptions'];
+      clientOptions?: TrainingServiceOptions['clientOptions'];
     },
   ): Runtime;
 }
@@ -72,18 +73,20 @@ export function usePipelineFixtures(): PipelineFixtures {
     runtime(service, overrides = {}) {
       const runtime = createRuntime({
         s3: s3().client,
-        serviceUrl: service.apiUrl,
-        apiKey: () => Promise.resolve(overrides.apiKey ?? service.apiKey),
+        service: trainingService({
+          serviceUrl: service.apiUrl,
+          apiKey: () => Promise.resolve(overrides.apiKey ?? service.apiKey),
+          clientOptions: overrides.clientOptions ?? {
+            timeoutMs: 5_000,
+            backoffBaseMs: 1,
+            backoffCapMs: 5,
+            maxRetryAfterMs: 10,
+          },
+        }),
         logger: new Logger({ logLevel: 'SILENT' }),
         now: overrides.now ?? (() => service.clock.now()),
         dropQuietMs: 0,
         events: overrides.events ?? new LocalEventBus(),
-        clientOptions: overrides.clientOptions ?? {
-          timeoutMs: 5_000,
-          backoffBaseMs: 1,
-          backoffCapMs: 5,
-          maxRetryAfterMs: 10,
-        },
       });
       runtimes.push(runtime);
       return runtime;

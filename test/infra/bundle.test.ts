@@ -1,74 +1,160 @@
 /**
- * The Lambda bundles load and run: esbuild with the stack's own bundling settings (ESM, the
- * createRequire banner, module-first resolution), then the bundle imported by a plain `node`
- * with none of the project's node_modules around it, as Lambda would.
+ * The Lambda bundles as the stack ships them: the app synthesized with CDK's own esbuild bundling
+ * (NodejsFunction, the stack's settings), each function's asset read from the cloud assembly.
+ * Each bundle holds only what its function runs: the training service's client and undici, and
+ * the Secrets Manager client, only where the Task's access names the API key; the EventBridge
+ * client only where it puts run events. Each loads in a plain `node` with no node_modules
+ * around it, as in Lambda, and answers.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { build } from 'esbuild';
+import { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUNDLING } from '../../infra/constructs/hopper-function.js';
-import { handlerPath } from '../../infra/tasks.js';
+import { createHopperApp } from '../../infra/hopper-app.js';
+import { TASKS, type TaskAccess } from '../../infra/tasks.js';
+import { functionNamed, type CfnResource } from './helpers.js';
 
 const run = promisify(execFile);
-let directory = '';
+
+/**
+ * Limits with a little room over what the bundles measure (docs/deploy.md#bundles). The issue's
+ * goals were 1 MB and 400 KB: undici alone is ~525 KB of a service bundle, and S3, X-Ray and zod
+ * ~700 KB of every bundle, so these limits catch a regression (a client or a namespace import
+ * pulled in again) rather than mark the goal.
+ */
+const KB = 1024;
+const SERVICE_BUNDLE_LIMIT = 1400 * KB;
+const NO_SERVICE_BUNDLE_LIMIT = 850 * KB;
+
+/** Strings only each library's code holds (an error code, an API's target prefix, a signing name). */
+const MARKERS = {
+  undici: 'UND_ERR_CONNECT_TIMEOUT',
+  eventBridge: 'AWSEvents',
+  secretsManager: 'secretsmanager',
+} as const;
+
+interface Bundle {
+  readonly name: string;
+  readonly access: TaskAccess;
+  readonly file: string;
+  readonly bytes: number;
+  readonly code: string;
+}
+
+const TRIGGER_ACCESS: TaskAccess = { bucket: {}, apiKey: false };
+let assemblyDirectory = '';
+let scratch = '';
+const bundles: Bundle[] = [];
 
 beforeAll(async () => {
-  directory = await mkdtemp(join(tmpdir(), 'hopper-bundle-'));
-});
+  scratch = await mkdtemp(join(tmpdir(), 'hopper-bundle-'));
+  const { app, stack } = createHopperApp({ cloudFormationValidation: false });
+  // Bundling on (the default): every NodejsFunction runs esbuild into the App's temporary outdir.
+  const assembly = app.synth();
+  assemblyDirectory = assembly.directory;
+  const template = Template.fromStack(stack);
+  const named = [
+    ...TASKS.map((task) => ({ name: task.name, access: task.access })),
+    { name: 'Trigger', access: TRIGGER_ACCESS },
+  ];
+  for (const { name, access } of named) {
+    const { resource } = functionNamed(template, name);
+    const file = join(assembly.directory, assetFolder(resource), 'index.mjs');
+    const code = await readFile(file, 'utf8');
+    bundles.push({ name, access, file, bytes: (await stat(file)).size, code });
+  }
+}, 600_000);
+
 afterAll(async () => {
-  await rm(directory, { recursive: true, force: true });
+  if (assemblyDirectory !== '') await rm(assemblyDirectory, { recursive: true, force: true });
+  await rm(scratch, { recursive: true, force: true });
 });
 
-async function bundle(handlerFile: string): Promise<string> {
-  const outfile = join(directory, handlerFile.replace(/\.ts$/, '.mjs'));
-  await build({
-    entryPoints: [handlerPath(handlerFile)],
-    outfile,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    // The local Node runs the test; Lambda's newer one reads the same output.
-    target: 'node20',
-    mainFields: [...(BUNDLING.mainFields ?? [])],
-    banner: { js: BUNDLING.banner ?? '' },
-    logLevel: 'silent',
-  });
-  return outfile;
+function assetFolder(resource: CfnResource): string {
+  const key = (resource.Properties.Code as { S3Key: string }).S3Key;
+  return `asset.${key.replace(/\.zip$/, '')}`;
+}
+
+function bundleOf(name: string): Bundle {
+  const bundle = bundles.find((candidate) => candidate.name === name);
+  if (bundle === undefined) throw new Error(`no bundle for ${name}`);
+  return bundle;
 }
 
 describe('Lambda bundles', () => {
-  it('the trigger bundle loads with undici and the AWS SDK inside, and ignores a key that is no drop', async () => {
-    const outfile = await bundle('trigger.handler.ts');
-    const script = join(directory, 'invoke-trigger.mjs');
+  it('one per function, without a source map', () => {
+    expect(bundles.map((bundle) => bundle.name).sort()).toEqual(
+      [...TASKS.map((task) => task.name), 'Trigger'].sort(),
+    );
+    for (const bundle of bundles) expect(bundle.code).not.toContain('sourceMappingURL');
+  });
+
+  it('hold the training service client, undici and Secrets Manager only where the Task calls the service', () => {
+    for (const bundle of bundles) {
+      const calls = bundle.access.apiKey;
+      expect({ name: bundle.name, undici: bundle.code.includes(MARKERS.undici) }).toEqual({
+        name: bundle.name,
+        undici: calls,
+      });
+      expect({ name: bundle.name, secrets: bundle.code.includes(MARKERS.secretsManager) }).toEqual({
+        name: bundle.name,
+        secrets: calls,
+      });
+    }
+  });
+
+  it('hold the EventBridge client only where the Task puts run events', () => {
+    for (const bundle of bundles) {
+      expect({ name: bundle.name, events: bundle.code.includes(MARKERS.eventBridge) }).toEqual({
+        name: bundle.name,
+        events: bundle.access.events === true,
+      });
+    }
+  });
+
+  it(`stay under ${SERVICE_BUNDLE_LIMIT / KB} KB, and under ${NO_SERVICE_BUNDLE_LIMIT / KB} KB where the service is never called`, () => {
+    const over = bundles
+      .filter(
+        (bundle) => bundle.bytes > (bundle.access.apiKey ? SERVICE_BUNDLE_LIMIT : NO_SERVICE_BUNDLE_LIMIT),
+      )
+      .map((bundle) => `${bundle.name}: ${Math.round(bundle.bytes / KB)} KB`);
+    expect(over).toEqual([]);
+  });
+
+  it('the trigger loads and ignores a key that is no drop', async () => {
+    const script = join(scratch, 'invoke-trigger.mjs');
     await writeFile(
       script,
-      `const { handler } = await import(${JSON.stringify(outfile)});
+      `const { handler } = await import(${JSON.stringify(bundleOf('Trigger').file)});
        const result = await handler({ source: 'aws.s3', 'detail-type': 'Object Created',
          detail: { bucket: { name: 'b' }, object: { key: 'inbox/x/readme.txt', etag: 'e', size: 1 } } });
        process.stdout.write(JSON.stringify(result));`,
     );
     const { stdout } = await run(process.execPath, [script], {
-      cwd: directory,
+      cwd: scratch,
       env: { PATH: process.env.PATH, POWERTOOLS_LOG_LEVEL: 'SILENT', HOPPER_STATE_MACHINE_ARN: 'arn:x' },
     });
     expect(JSON.parse(stdout)).toMatchObject({ started: false });
   });
 
-  it('a step bundle (service client, lib-storage, Powertools) loads and refuses an input without a run', async () => {
-    const outfile = await bundle('copy-model.handler.ts');
-    const script = join(directory, 'invoke-copy.mjs');
+  it('every Task bundle loads and refuses an input without a run', async () => {
+    const script = join(scratch, 'invoke-tasks.mjs');
+    const files = Object.fromEntries(TASKS.map((task) => [task.name, bundleOf(task.name).file]));
     await writeFile(
       script,
-      `const { handler } = await import(${JSON.stringify(outfile)});
-       try { await handler({}, { getRemainingTimeInMillis: () => 60000, awsRequestId: 'r' }); }
-       catch (error) { process.stdout.write(JSON.stringify({ name: error.name, message: error.message })); }`,
+      `const answers = {};
+       for (const [name, file] of Object.entries(${JSON.stringify(files)})) {
+         const { handler } = await import(file);
+         try { await handler({}, { getRemainingTimeInMillis: () => 60000, awsRequestId: 'r' }); answers[name] = 'returned'; }
+         catch (error) { answers[name] = error.name + ' ' + error.message.split(':')[0]; }
+       }
+       process.stdout.write(JSON.stringify(answers));`,
     );
     const { stdout } = await run(process.execPath, [script], {
-      cwd: directory,
+      cwd: scratch,
       env: {
         PATH: process.env.PATH,
         POWERTOOLS_LOG_LEVEL: 'SILENT',
@@ -77,8 +163,8 @@ describe('Lambda bundles', () => {
         AWS_REGION: 'us-east-1',
       },
     });
-    const failure = JSON.parse(stdout) as { name: string; message: string };
-    expect(failure.name).toBe('Hopper.Failed');
-    expect(failure.message).toMatch(/^invalid_event: /);
+    expect(JSON.parse(stdout)).toEqual(
+      Object.fromEntries(TASKS.map((task) => [task.name, 'Hopper.Failed invalid_event'])),
+    );
   });
 });

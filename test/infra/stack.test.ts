@@ -263,7 +263,6 @@ describe('the way in', () => {
     expect(trigger.resource.Properties.Environment).toEqual({
       Variables: {
         HOPPER_STATE_MACHINE_ARN: { Ref: machineId },
-        NODE_OPTIONS: '--enable-source-maps',
         ...POWERTOOLS_ENV,
       },
     });
@@ -315,7 +314,6 @@ describe('the Lambda functions', () => {
         HOPPER_SERVICE_URL: { Ref: 'ServiceUrl' },
         HOPPER_API_KEY_SECRET_ARN: { Ref: secretId },
         HOPPER_EVENT_SOURCE: 'hopper',
-        NODE_OPTIONS: '--enable-source-maps',
         ...POWERTOOLS_ENV,
       },
     });

@@ -16,6 +16,7 @@ import {
 import { RunError, retryable } from '../../lambdas/run/errors.js';
 import { executeLocally, type LocalExecution } from '../helpers/local-execution.js';
 import type { DatasetSlot, ModelSlot, RunConfig, RunInput } from '../../lambdas/run/state.js';
+import type { NextAction } from '../../lambdas/service-client/index.js';
 
 const { definition, handlers } = synthesizeLocalDefinition();
 const states = definition.States;
@@ -174,12 +175,13 @@ const CONFIG: RunConfig = {
   maxAttempts: 2,
 };
 
+/** `nextAction` may be a value the types exclude: the definition must route it too. */
 function dataset(nextAction: string): DatasetSlot {
   return {
     id: 'ds_1',
     step: 1,
     status: 'status',
-    nextAction,
+    nextAction: nextAction as NextAction,
     expiresAt: '2025-01-02T00:00:00.000Z',
     error: null,
     labelled: 0,
@@ -196,7 +198,7 @@ function model(nextAction: string, attempts = 1): ModelSlot {
     id: 'm_1',
     step: 4,
     status: 'status',
-    nextAction,
+    nextAction: nextAction as NextAction,
     version: attempts,
     encoder: 'enc',
     attempts,

@@ -9,7 +9,7 @@
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { executionName } from '../../lambdas/trigger/start-execution.js';
+import { executionName, runInputFromEvent } from '../../lambdas/trigger/start-execution.js';
 import { s3ObjectCreatedEvent } from '../../local/mode/s3-events.js';
 import { putDrop } from '../helpers/pipeline.js';
 import {
@@ -150,7 +150,7 @@ describe('model files gone before the copy (next_action none)', () => {
 });
 
 describe('trigger events', () => {
-  it('the S3 event delivered again starts nothing: one execution, "duplicate" answers, one credit', async () => {
+  it('the S3 event delivered again starts nothing: one execution, one credit', async () => {
     const local = await fixture.start();
     const key = inboxKey('twice', TRAIN_JSON);
     const started = nextExecution(local, key);
@@ -158,8 +158,9 @@ describe('trigger events', () => {
     const execution = await started.execution;
 
     // The event s3rver's notification became: local mode gives the first train.json of its
-    // bucket version local-00000001. The trigger took it first; these are its redeliveries,
-    // made while the run is under way, as EventBridge may.
+    // bucket version local-00000001. The trigger took it first. An event for the same object
+    // built again later carries another time, so other input: ExecutionAlreadyExists, a
+    // "duplicate", while the run is under way or not.
     const head = await local.s3.client.send(new HeadObjectCommand({ Bucket: local.bucket, Key: key }));
     const etag = head.ETag ?? '';
     const versionId = 'local-00000001';
@@ -182,6 +183,13 @@ describe('trigger events', () => {
 
     const run = await finished(local, execution, started.events);
     expect(run.outcome.status).toBe('SUCCEEDED');
+    // The very event again (EventBridge's redelivery: the same time, so the same input) after the
+    // run has ended: ExecutionAlreadyExists too. While it was open it would have answered the
+    // run itself (test/pipeline/sfn-starter.test.ts).
+    const again = { ...event, time: execution.input.run.startedAt };
+    const { executionArn } = execution.input.run;
+    expect({ ...runInputFromEvent(again, 0), executionArn }).toEqual(execution.input.run);
+    expect(await local.deliver(again)).toEqual(second);
     const modelId = expectSucceeded(run.status, execution.name);
     const objects = await modelObjects(local, 'twice');
     expect([...objects.keys()].sort()).toEqual([`${modelId}/model.json`, `${modelId}/model.onnx`]);

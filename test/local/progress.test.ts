@@ -1,9 +1,8 @@
 import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { retryable, RunError } from '../../lambdas/run/errors.js';
+import { retryable } from '../../lambdas/run/errors.js';
 import { LambdaInvocationError } from '../../local/mode/lambda-invoke.js';
 import {
-  describeFailure,
   formatBytes,
   formatProgress,
   lineReporter,
@@ -128,33 +127,6 @@ describe('progressOf', () => {
       { type: 'ExecutionFailed', timestamp: 0, Error: 'Hopper.Failed', Cause: 'x' },
     ];
     for (const event of ignored) expect(progressOf(event)).toBeNull();
-  });
-});
-
-describe('describeFailure', () => {
-  it("unwraps a Lambda error's JSON cause to Hopper's `<code>: <text>`", () => {
-    const error = new RunError('invalid_train_json', 'train.json: "encoder" must be a string');
-    const lambda = new LambdaInvocationError(error.name, error.message);
-    expect(describeFailure(lambda.name, lambda.message)).toBe(
-      'invalid_train_json: train.json: "encoder" must be a string',
-    );
-  });
-
-  it('keeps the error name with a cause that is not a Lambda error', () => {
-    expect(describeFailure('States.Timeout', 'Task timed out')).toBe('States.Timeout: Task timed out');
-    expect(describeFailure('States.Runtime', '{"message":"not a lambda error"}')).toBe(
-      'States.Runtime: {"message":"not a lambda error"}',
-    );
-    expect(describeFailure('X', '{"errorMessage": 42}')).toBe('X: {"errorMessage": 42}');
-    for (const cause of ['null', '"text"', '7', '{not json']) {
-      expect(describeFailure('X', cause)).toBe(`X: ${cause}`);
-    }
-  });
-
-  it('is the error name alone without a readable cause', () => {
-    expect(describeFailure('States.Runtime', '')).toBe('States.Runtime');
-    expect(describeFailure('States.Runtime', undefined)).toBe('States.Runtime');
-    expect(describeFailure('States.Runtime', { Cause: 'an object' })).toBe('States.Runtime');
   });
 });
 

@@ -182,7 +182,7 @@ function failedStatus(drop: string, datasetId: string | null): RunStatus {
     run_id: `${drop}-${hex('a')}`,
     drop,
     state: 'failed',
-    stage: 'report',
+    hopper_step: 'report',
     step: datasetId === null ? null : 3,
     next_action: datasetId === null ? null : 'start_training',
     dataset_id: datasetId,

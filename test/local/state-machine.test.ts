@@ -108,7 +108,10 @@ describe('LocalStateMachine', () => {
           return Promise.resolve({ done: 1 });
         },
       });
-      expect(await sm.start('first', input('reviews'))).toBe('started');
+      expect(await sm.start('first', input('reviews'))).toMatchObject({
+        outcome: 'running',
+        executionArn: 'arn:aws:states:us-east-1:123456789012:execution:hopper-local:first',
+      });
       const outcome = await within(sm.whenDone('first'), 'first');
       expect(given).toEqual([{ ...asStarted('first', 'reviews'), prepared: { ready: true } }]);
       expect(outcome).toEqual({
@@ -132,7 +135,7 @@ describe('LocalStateMachine', () => {
       await within(execution!.done, 'kept');
     });
 
-    it("answers 'duplicate' for a name it has started, while running and after, and runs nothing again", async () => {
+    it("answers a name it has started by StartExecution's rule, and runs nothing again", async () => {
       let calls = 0;
       let release: () => void = () => undefined;
       const released = new Promise<void>((resolve) => (release = resolve));
@@ -145,17 +148,22 @@ describe('LocalStateMachine', () => {
       });
       const started: Execution[] = [];
       sm.on('started', (execution) => started.push(execution));
-      expect(await sm.start('same', input('a'))).toBe('started');
+      const first = await sm.start('same', input('a'));
+      expect(first).toMatchObject({ outcome: 'running' });
       await nextEvent(sm, 'same', entered('Work'));
-      expect(await sm.start('same', input('b'))).toBe('duplicate');
+      // Open, the same input: the open execution again (an idempotent start); other input: refused.
+      expect(await sm.start('same', input('a'))).toEqual(first);
+      expect(await sm.start('same', input('b'))).toEqual({ outcome: 'already_exists' });
       release();
-      const first = await within(sm.whenDone('same'), 'same');
-      expect(await sm.start('same', input('c'))).toBe('duplicate');
+      const outcome = await within(sm.whenDone('same'), 'same');
+      // Closed: refused whatever the input.
+      expect(await sm.start('same', input('a'))).toEqual({ outcome: 'already_exists' });
+      expect(await sm.start('same', input('c'))).toEqual({ outcome: 'already_exists' });
       expect(calls).toBe(1);
       expect(started.map((execution) => execution.name)).toEqual(['same']);
       expect(sm.execution('same')?.input).toEqual(asStarted('same', 'a'));
       expect(sm.executions()).toHaveLength(1);
-      expect(first).toMatchObject({ status: 'SUCCEEDED', output: { work: 1 } });
+      expect(outcome).toMatchObject({ status: 'SUCCEEDED', output: { work: 1 } });
     });
 
     it('runs executions of different names side by side', async () => {
@@ -299,7 +307,7 @@ describe('LocalStateMachine', () => {
       expect(outcomes).toEqual([{ status: 'ABORTED' }]);
       expect(await sm.whenDone('parked')).toEqual({ status: 'ABORTED' });
       // The name stays taken, as a stopped execution's does in Step Functions.
-      expect(await sm.start('parked', input('a'))).toBe('duplicate');
+      expect(await sm.start('parked', input('a'))).toEqual({ outcome: 'already_exists' });
     });
 
     it('stops every running execution and leaves ended ones as they were', async () => {

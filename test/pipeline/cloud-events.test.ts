@@ -5,7 +5,9 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { runStartedEvent } from '../../lambdas/run/events.js';
-import { ENV, runtimeFromEnvironment } from '../../lambdas/run/runtime.js';
+import { ENV } from '../../lambdas/run/environment.js';
+import { eventBridgeFromEnvironment } from '../../lambdas/run/eventbridge-bus.js';
+import { runtimeFromEnvironment } from '../../lambdas/run/runtime.js';
 import { startAwsJsonEndpoint, type AwsJsonEndpoint } from '../helpers/aws-json-endpoint.js';
 
 const SDK_SETTINGS = [
@@ -37,11 +39,10 @@ describe('runtimeFromEnvironment: run events', () => {
       AWS_ACCESS_KEY_ID: 'test',
       AWS_SECRET_ACCESS_KEY: 'test',
     });
-    const runtime = await runtimeFromEnvironment({
-      [ENV.serviceUrl]: 'https://train.example.com',
-      [ENV.apiKeySecret]: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:hopper-key',
-      [ENV.eventSource]: 'com.example.hopper',
-    });
+    const runtime = await runtimeFromEnvironment(
+      { [ENV.eventSource]: 'com.example.hopper' },
+      { events: eventBridgeFromEnvironment },
+    );
     const event = runStartedEvent({
       run: { runId: 'r-1', bucket: 'b', drop: 'd', key: 'inbox/d/train.json', etag: 'e', startedAt: 'x' },
     });

@@ -6,6 +6,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, it } from 'vitest';
 import { RunError } from '../../lambdas/run/errors.js';
 import { createRuntime, type Runtime } from '../../lambdas/run/runtime.js';
+import { trainingService } from '../../lambdas/run/training-service.js';
 import { datasetSlot, modelSlot } from '../../lambdas/run/slots.js';
 import type { RunState } from '../../lambdas/run/state.js';
 import type { Model } from '../../lambdas/service-client/index.js';
@@ -247,7 +248,7 @@ describe('copy_model', () => {
     expect(error.code).toBe('model_files_gone');
     const gone = await (await runtime.service()).getModel(model.id);
     expect(gone.files_deleted_at).not.toBeNull();
-    expect(error.detail).toContain(`the service deleted the model's files at ${gone.files_deleted_at ?? ''}`);
+    expect(error.detail).toContain(`are gone at the service at ${gone.files_deleted_at ?? ''}`);
     expect(service.requestCount('fileDownload')).toBe(0);
     expect(await keysUnder(modelPrefix(state.run.drop, model.id))).toEqual([]);
   });
@@ -258,17 +259,19 @@ describe('copy_model', () => {
     const { service, model, runtime, state } = await trained(bytes, (service) =>
       createRuntime({
         s3: fixtures.s3().client,
-        serviceUrl: service.apiUrl,
-        apiKey: () => Promise.resolve(service.apiKey),
+        service: trainingService({
+          serviceUrl: service.apiUrl,
+          apiKey: () => Promise.resolve(service.apiKey),
+          // The client sleeps before it resumes a cut download: the files go in that gap.
+          clientOptions: {
+            sleep: () => {
+              onResume();
+              return Promise.resolve();
+            },
+          },
+        }),
         logger: new Logger({ logLevel: 'SILENT' }),
         now: () => service.clock.now(),
-        // The client sleeps before it resumes a cut download: the files go in that gap.
-        clientOptions: {
-          sleep: () => {
-            onResume();
-            return Promise.resolve();
-          },
-        },
       }),
     );
     try {

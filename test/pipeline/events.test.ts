@@ -20,7 +20,7 @@ import {
 } from '../../lambdas/run/events.js';
 import { stepHandler } from '../../lambdas/run/handler.js';
 import { announceRun } from '../../lambdas/run/publish-events.js';
-import type { CopySlot, DatasetSlot, ModelSlot, RunState } from '../../lambdas/run/state.js';
+import type { CopySlot, DatasetSlot, ModelSlot, RunFailure, RunState } from '../../lambdas/run/state.js';
 import { reportStep } from '../../lambdas/steps/report.js';
 import { eventMarkerKey } from '../../lambdas/storage/keys.js';
 import { LocalEventBus } from '../../local/mode/event-bus.js';
@@ -145,7 +145,7 @@ describe('run events: what they carry', () => {
       dataset: DATASET,
       model: model({ status: 'failed', nextAction: 'retry' }),
     });
-    const error = {
+    const error: RunFailure = {
       code: 'training_failed',
       message: 'training failed on 3 of 3 attempts; raise "maxAttempts"',
     };
@@ -164,7 +164,7 @@ describe('run events: what they carry', () => {
 
   it('Failed after the training finished: the credit is spent', () => {
     const state = runState('b', { dataset: DATASET, model: model({ nextAction: 'none' }) });
-    const error = { code: 'model_files_gone', message: 'gone' };
+    const error: RunFailure = { code: 'model_files_gone', message: 'gone' };
     const event = runEndedEvent(state, {
       report: { outcome: 'failed', error },
       metrics: null,

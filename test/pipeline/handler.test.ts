@@ -5,8 +5,10 @@ import { RunError } from '../../lambdas/run/errors.js';
 import { stepHandler, type Step } from '../../lambdas/run/handler.js';
 import { DEADLINE_MARGIN_MS, LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/retry-budget.js';
 import { createRuntime, type Runtime } from '../../lambdas/run/runtime.js';
+import { trainingService } from '../../lambdas/run/training-service.js';
 import { datasetSlot } from '../../lambdas/run/slots.js';
 import type { RunState } from '../../lambdas/run/state.js';
+import type { StepName } from '../../lambdas/run/vocabulary.js';
 import { readStatus } from '../../lambdas/run/status.js';
 import { createDatasetStep } from '../../lambdas/steps/create-dataset.js';
 import { pollDatasetStep } from '../../lambdas/steps/poll-dataset.js';
@@ -20,11 +22,11 @@ const fixtures = usePipelineFixtures();
 const API_KEY = 'sk-test-0123456789-SECRET';
 
 /** A step whose run throws `error`. */
-function throwing(error: Error): Step<'dataset'> {
-  return { stage: 'poll_dataset', slot: 'dataset', run: () => Promise.reject(error) };
+function throwing(error: Error): Step<'poll_dataset'> {
+  return { name: 'poll_dataset', run: () => Promise.reject(error) };
 }
 
-async function invoke<S extends 'dataset' | 'model'>(step: Step<S>, runtime: Runtime, state: unknown) {
+async function invoke<N extends StepName>(step: Step<N>, runtime: Runtime, state: unknown) {
   return stepHandler(step).withRuntime(runtime)(state, invocationContext());
 }
 
@@ -159,7 +161,7 @@ describe('the handler wrapper: status', () => {
     expect(await readStatus(client, bucket, state.run.drop)).toMatchObject({
       run_id: state.run.runId,
       state: 'running',
-      stage: 'create_dataset',
+      hopper_step: 'create_dataset',
       step: 1,
       next_action: 'upload_files',
       dataset_id: slot.id,
@@ -178,7 +180,7 @@ describe('the handler wrapper: status', () => {
     const status = await readStatus(client, bucket, state.run.drop);
     expect(status).toMatchObject({
       state: 'running',
-      stage: 'create_dataset',
+      hopper_step: 'create_dataset',
       dataset_id: null,
       error: null,
     });
@@ -242,10 +244,12 @@ describe('the API key', () => {
         const service = await fixtures.service({ apiKey: API_KEY, faults });
         const runtime = createRuntime({
           s3: fixtures.s3().client,
-          serviceUrl: service.apiUrl,
-          apiKey: () => Promise.resolve(API_KEY),
+          service: trainingService({
+            serviceUrl: service.apiUrl,
+            apiKey: () => Promise.resolve(API_KEY),
+            clientOptions: { timeoutMs: 5_000, backoffBaseMs: 1, backoffCapMs: 5, maxRetries: 2 },
+          }),
           logger: new Logger({ serviceName: 'hopper', logLevel: 'DEBUG' }),
-          clientOptions: { timeoutMs: 5_000, backoffBaseMs: 1, backoffCapMs: 5, maxRetries: 2 },
         });
         await invoke(createDatasetStep, runtime, stateOf(fixtures.s3().bucket, { config: configOf() })).catch(
           () => undefined,

@@ -273,6 +273,10 @@ describe('label_examples', () => {
     const status = JSON.parse(
       (await readText(client, bucket, statusKey(state.run.drop))) ?? 'null',
     ) as unknown;
-    expect(status).toMatchObject({ stage: 'label_examples', next_action: 'start_training', labelled: 3 });
+    expect(status).toMatchObject({
+      hopper_step: 'label_examples',
+      next_action: 'start_training',
+      labelled: 3,
+    });
   });
 });

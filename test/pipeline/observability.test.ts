@@ -13,6 +13,7 @@ import { LocalEventBus } from '../../local/mode/event-bus.js';
 import { stepHandler, type Step } from '../../lambdas/run/handler.js';
 import { METRIC, METRICS_NAMESPACE } from '../../lambdas/run/metric-names.js';
 import { createRuntime, runtimeFromEnvironment, type Runtime } from '../../lambdas/run/runtime.js';
+import { trainingService, trainingServiceFromEnvironment } from '../../lambdas/run/training-service.js';
 import type { DatasetSlot, RunState } from '../../lambdas/run/state.js';
 import { tracedClient } from '../../lambdas/run/tracing.js';
 import { reportStep } from '../../lambdas/steps/report.js';
@@ -78,8 +79,6 @@ function metricsIn(lines: readonly EmfLine[]): { name: string; value: unknown; d
 function runtimeWith(options: { emitMetrics?: boolean; logger?: Logger } = {}): Runtime {
   return createRuntime({
     s3: fixtures.s3().client,
-    serviceUrl: 'http://127.0.0.1:9', // the steps here make no service call
-    apiKey: () => Promise.resolve('unused'),
     logger: options.logger ?? new Logger({ logLevel: 'SILENT' }),
     emitMetrics: options.emitMetrics ?? true,
     events: new LocalEventBus(),
@@ -105,8 +104,8 @@ function datasetOf(overrides: Partial<DatasetSlot> = {}): DatasetSlot {
 }
 
 /** A step that returns `slot` as upload_files would (its effects are not what is tested here). */
-function returning(stage: string, slot: DatasetSlot): Step<'dataset'> {
-  return { stage, slot: 'dataset', run: () => Promise.resolve(slot) };
+function returning(name: 'upload_files' | 'label_examples', slot: DatasetSlot): Step<typeof name> {
+  return { name, run: () => Promise.resolve(slot) };
 }
 
 afterEach(() => {
@@ -118,9 +117,8 @@ describe('metrics (EMF lines on stdout, namespace Hopper)', () => {
   it("a run's first invocation counts a run started, even when it fails; its retry does not count another", async () => {
     const runtime = runtimeWith();
     const state = stateOf(fixtures.s3().bucket, { config: configOf() });
-    const failing: Step<'dataset'> = {
-      stage: 'validate_drop',
-      slot: 'dataset',
+    const failing: Step<'validate_drop'> = {
+      name: 'validate_drop',
       run: () => Promise.reject(new Error('S3 hiccup')),
     };
     const first = metricsIn(
@@ -133,7 +131,7 @@ describe('metrics (EMF lines on stdout, namespace Hopper)', () => {
     ]);
     expect(first.find((metric) => metric.name === METRIC.runsStarted)).toMatchObject({ value: 1 });
 
-    const retried = returning('validate_drop', datasetOf({ nextAction: 'upload_files' }));
+    const retried: Step<'validate_drop'> = { name: 'validate_drop', run: () => Promise.resolve(configOf()) };
     const second = metricsIn(
       emfLines(await stdoutOf(() => stepHandler(retried).withRuntime(runtime)(state, invocationContext()))),
     );
@@ -250,9 +248,8 @@ describe('log keys', () => {
       release = resolve;
     });
     let entered = 0;
-    const overlapping: Step<'dataset'> = {
-      stage: 'poll_dataset',
-      slot: 'dataset',
+    const overlapping: Step<'poll_dataset'> = {
+      name: 'poll_dataset',
       async run(state, env) {
         entered += 1;
         if (entered === 2) release();
@@ -283,7 +280,7 @@ describe('log keys', () => {
         function_request_id: mine.context.awsRequestId,
         function_name: 'PollDataset',
         function_memory_size: 256,
-        stage: 'poll_dataset',
+        hopper_step: 'poll_dataset',
       });
     }
     // The function's first invocation is its cold start, the second is not.
@@ -305,13 +302,11 @@ describe('log keys of the shared service client', () => {
     const logger = new Logger({ serviceName: 'hopper', logLevel: 'DEBUG' });
     const runtime = createRuntime({
       s3: fixtures.s3().client,
-      serviceUrl: service.apiUrl,
-      apiKey: () => Promise.resolve(service.apiKey),
+      service: trainingService({ serviceUrl: service.apiUrl, apiKey: () => Promise.resolve(service.apiKey) }),
       logger,
     });
-    const asking: Step<'dataset'> = {
-      stage: 'structure',
-      slot: 'dataset',
+    const asking: Step<'structure'> = {
+      name: 'structure',
       async run(state) {
         await (await runtime.service()).listEncoders();
         return datasetOf({ id: state.dataset?.id ?? 'none' });
@@ -328,7 +323,7 @@ describe('log keys of the shared service client', () => {
         level: 'DEBUG',
         run_id: state.run.runId,
         dataset_id: 'ds-7',
-        stage: 'structure',
+        hopper_step: 'structure',
       });
     }
     await (await runtime.service()).close();
@@ -387,10 +382,13 @@ describe('tracing of service calls', () => {
 
 describe("a Lambda container's runtime", () => {
   it('emits metrics and has a tracer, which turns itself off outside Lambda (no X-Ray daemon is tried)', async () => {
-    const runtime = await runtimeFromEnvironment({
-      HOPPER_SERVICE_URL: 'https://train.example.com',
-      HOPPER_API_KEY_SECRET_ARN: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:key',
-    });
+    const runtime = await runtimeFromEnvironment(
+      {
+        HOPPER_SERVICE_URL: 'https://train.example.com',
+        HOPPER_API_KEY_SECRET_ARN: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:key',
+      },
+      { service: trainingServiceFromEnvironment },
+    );
     expect(runtime.emitMetrics).toBe(true);
     expect(runtime.tracer).toBeDefined();
     expect(process.env.AWS_LAMBDA_FUNCTION_NAME).toBeUndefined();

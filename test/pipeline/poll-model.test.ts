@@ -26,7 +26,7 @@ async function startedModel(options: Partial<SimulatedServiceOptions> = {}, atte
     dataset: datasetSlot(dataset, undefined, now),
   });
   const poll = (from: ModelSlot) => pollModelStep.run({ ...state, model: from }, stepEnv(runtime));
-  return { service, model, slot, poll };
+  return { service, model, slot, poll, state };
 }
 
 describe('poll_model', () => {
@@ -153,6 +153,65 @@ describe('poll_model', () => {
     const last = await poll({ ...slot, totalPolls: MAX_POLLS_PER_RUN - 1 });
     expect(last.totalPolls).toBe(MAX_POLLS_PER_RUN);
     expect(toRunError(await rejectionOf(poll(last)))).toMatchObject({ code: 'wait_limit', retryable: false });
+  });
+
+  it('a service that fails every poll of the paid model is waited out, until its files could be gone', async () => {
+    const { service, slot, poll } = await startedModel({
+      queuedMs: HOUR,
+      faults: [{ endpoint: 'getModel', kind: '503' }],
+    });
+    const firstFailure = service.clock.now();
+    let current = await poll(slot);
+    expect(current).toMatchObject({
+      status: 'queued',
+      nextAction: 'wait',
+      unreachableSince: new Date(firstFailure).toISOString(),
+      totalPolls: slot.totalPolls + 1,
+    });
+    expect(current.waitSeconds).toBeGreaterThan(0);
+    // Ten hours of outage: every poll is one more wait, backing off.
+    const waits: number[] = [];
+    for (let polls = 0; polls < 200 && service.clock.now() - firstFailure < 10 * HOUR; polls++) {
+      service.clock.advance(current.waitSeconds * 1000);
+      current = await poll(current);
+      waits.push(current.waitSeconds);
+    }
+    expect(current.unreachableSince).toBe(new Date(firstFailure).toISOString());
+    expect(Math.max(...waits)).toBeGreaterThan(waits[0] ?? 0);
+
+    // The service answers again: the poll sees the model done, and the outage mark is gone.
+    service.configure({ faults: [] });
+    service.clock.advance(HOUR);
+    const done = await poll(current);
+    expect(done).toMatchObject({ status: 'done', nextAction: 'download', waitSeconds: 0 });
+    expect(done).not.toHaveProperty('unreachableSince');
+
+    // Failing past the files' retention (24 h by default when no model showed it): the run ends.
+    service.configure({ faults: [{ endpoint: 'getModel', kind: '503' }] });
+    const stale = { ...current, unreachableSince: new Date(service.clock.now() - 24 * HOUR).toISOString() };
+    expect(toRunError(await rejectionOf(poll(stale)))).toMatchObject({
+      code: 'service_unavailable',
+      retryable: true,
+    });
+  });
+
+  it('a far Retry-After on a poll is waited out as asked; a final error (a rotated key) still fails the poll', async () => {
+    const { service, slot, poll, state } = await startedModel({
+      queuedMs: HOUR,
+      faults: [{ endpoint: 'getModel', kind: '429', retryAfterSeconds: 600, count: 1 }],
+    });
+    const busy = await poll(slot);
+    expect(busy).toMatchObject({ nextAction: 'wait', waitSeconds: 600 });
+    expect(busy.unreachableSince).toBeDefined();
+
+    // The key is rotated at the service; Hopper still holds the old one.
+    const staleRuntime = fixtures.runtime(service, { apiKey: service.apiKey });
+    service.configure({ apiKey: 'rotated-key' });
+    const refused = toRunError(
+      await rejectionOf(pollModelStep.run({ ...state, model: busy }, stepEnv(staleRuntime))),
+    );
+    expect(refused).toMatchObject({ code: 'unauthorized', retryable: false });
+    expect(refused.message).toContain('GET /v1/models/{model} answered 401');
   });
 
   it('a next_action Hopper does not know fails the run, naming the value', async () => {

@@ -1,92 +1,138 @@
 /**
- * The cloud ExecutionStarter: StartExecution through the real SFN client. Step Functions has no
- * local server, so a loopback HTTP server answers the one call of its JSON protocol the way the
- * service does, including the ExecutionAlreadyExists error a duplicate name gets.
+ * The cloud ExecutionStarter: StartExecution through the real SFN client, against local mode's
+ * Step Functions endpoint (local/mode/executions-endpoint.ts) over a LocalStateMachine, which keep
+ * Step Functions' rule for a Standard workflow's name seen before: the same input while the
+ * execution is open answers that execution, other input or a closed execution is
+ * ExecutionAlreadyExists (https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html).
  */
-import { SFNClient } from '@aws-sdk/client-sfn';
+import '../../local/mode/with-resolvers.js';
+import { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sfnExecutionStarter } from '../../lambdas/trigger/start-execution.js';
-import { CLIENT_SETTINGS, startAwsJsonEndpoint, type AwsJsonRequest } from '../helpers/aws-json-endpoint.js';
+import {
+  sfnExecutionStarter,
+  withExecutionArn,
+  type ExecutionInput,
+} from '../../lambdas/trigger/start-execution.js';
+import type { AslDefinition } from '../../local/mode/definition.js';
+import { startExecutionsEndpoint, type ExecutionsEndpoint } from '../../local/mode/executions-endpoint.js';
+import { LOCAL_STATE_MACHINE_ARN, LocalStateMachine } from '../../local/mode/state-machine.js';
+import { CLIENT_SETTINGS } from '../helpers/aws-json-endpoint.js';
+import { withTimeout } from '../helpers/timeout.js';
 
-interface FakeStepFunctions {
+/** One Task, held open until the test lets it finish. */
+const HOLD: AslDefinition = {
+  StartAt: 'Hold',
+  States: {
+    Hold: { Type: 'Task', Resource: 'arn:aws:lambda:us-east-1:123456789012:function:Hold', End: true },
+  },
+};
+
+interface StepFunctions {
+  readonly machine: LocalStateMachine;
   readonly client: SFNClient;
-  readonly requests: AwsJsonRequest[];
+  /** Lets every held execution finish. */
+  release(): void;
   close(): Promise<void>;
 }
 
-/** StartExecution: a name seen before is ExecutionAlreadyExists; the name "boom" is refused. */
-async function stepFunctionsServer(): Promise<FakeStepFunctions> {
-  const names = new Set<string>();
-  const endpoint = await startAwsJsonEndpoint('application/x-amz-json-1.0', ({ body }) => {
-    const name = String(body.name);
-    if (name === 'boom') return { status: 400, body: { __type: 'InvalidName', message: 'bad name' } };
-    if (names.has(name)) {
-      return {
-        status: 400,
-        body: { __type: 'ExecutionAlreadyExists', message: `Execution Already Exists: ${name}` },
-      };
-    }
-    names.add(name);
-    return {
-      status: 200,
-      body: { executionArn: `arn:aws:states:us-east-1:1:execution:sm:${name}`, startDate: 1 },
-    };
+async function stepFunctions(): Promise<StepFunctions> {
+  let release: () => void = () => undefined;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const machine = new LocalStateMachine({
+    definition: HOLD,
+    tasks: { Hold: () => released.then(() => ({})) },
   });
+  const endpoint: ExecutionsEndpoint = await startExecutionsEndpoint(machine);
   const client = new SFNClient({ ...CLIENT_SETTINGS, endpoint: endpoint.url, maxAttempts: 1 });
   return {
+    machine,
     client,
-    requests: endpoint.requests,
+    release,
     close: async () => {
+      release();
       client.destroy();
+      await machine.stopAll();
       await endpoint.close();
     },
   };
 }
 
-let sfn: FakeStepFunctions | undefined;
+let sfn: StepFunctions | undefined;
 afterEach(async () => {
   await sfn?.close();
   sfn = undefined;
 });
 
-const ARN = 'arn:aws:states:us-east-1:123456789012:stateMachine:hopper';
-const INPUT = {
-  run: {
-    runId: 'reviews-abc',
-    bucket: 'b',
-    drop: 'reviews',
-    key: 'inbox/reviews/train.json',
-    etag: 'e',
-    startedAt: '2026-01-01T00:00:00.000Z',
-  },
-};
+function input(etag: string): ExecutionInput {
+  return {
+    run: {
+      runId: 'reviews-abc',
+      bucket: 'b',
+      drop: 'reviews',
+      key: 'inbox/reviews/train.json',
+      etag,
+      startedAt: '2026-01-01T00:00:00.000Z',
+    },
+  };
+}
 
 describe('sfnExecutionStarter', () => {
-  it('starts the execution with its name and JSON input, and calls a repeated name a duplicate', async () => {
-    sfn = await stepFunctionsServer();
-    const starter = sfnExecutionStarter(ARN, sfn.client);
+  it('starts the execution with its name and JSON input, the execution ARN added to the run', async () => {
+    sfn = await stepFunctions();
+    const starter = sfnExecutionStarter(LOCAL_STATE_MACHINE_ARN, sfn.client);
 
-    expect(await starter.start('reviews-abc', INPUT)).toBe('started');
-    expect(await starter.start('reviews-abc', INPUT)).toBe('duplicate');
+    const started = await starter.start('reviews-abc', input('e'));
 
-    expect(sfn.requests).toHaveLength(2);
-    expect(sfn.requests[0]?.target).toBe('AWSStepFunctions.StartExecution');
-    expect(sfn.requests[0]?.body).toEqual({
-      stateMachineArn: ARN,
-      name: 'reviews-abc',
-      // The execution's ARN joins the run, for the run's events (the Lambdas cannot look it up).
-      input: JSON.stringify({
-        run: {
-          ...INPUT.run,
-          executionArn: 'arn:aws:states:us-east-1:123456789012:execution:hopper:reviews-abc',
-        },
-      }),
+    expect(started).toEqual({
+      outcome: 'running',
+      executionArn: 'arn:aws:states:us-east-1:123456789012:execution:hopper-local:reviews-abc',
+      startDate: expect.any(Date) as Date,
     });
+    const execution = sfn.machine.execution('reviews-abc');
+    expect(execution?.input).toEqual(withExecutionArn(input('e'), LOCAL_STATE_MACHINE_ARN, 'reviews-abc'));
+    expect(execution?.input.run.executionArn).toBe(started.outcome === 'running' ? started.executionArn : '');
+  });
+
+  it('while the execution is open: the same input answers that execution, other input is already_exists', async () => {
+    sfn = await stepFunctions();
+    const starter = sfnExecutionStarter(LOCAL_STATE_MACHINE_ARN, sfn.client);
+    const first = await starter.start('reviews-abc', input('e'));
+
+    const again = await starter.start('reviews-abc', input('e'));
+    const other = await starter.start('reviews-abc', input('another'));
+
+    expect(again).toEqual(first);
+    expect(other).toEqual({ outcome: 'already_exists' });
+    expect(sfn.machine.executions()).toHaveLength(1);
+  });
+
+  it('once the execution has closed: already_exists whatever the input, and nothing runs again', async () => {
+    sfn = await stepFunctions();
+    const starter = sfnExecutionStarter(LOCAL_STATE_MACHINE_ARN, sfn.client);
+    await starter.start('reviews-abc', input('e'));
+    sfn.release();
+    expect(await withTimeout(sfn.machine.whenDone('reviews-abc'), 'reviews-abc', 5_000)).toMatchObject({
+      status: 'SUCCEEDED',
+    });
+
+    expect(await starter.start('reviews-abc', input('e'))).toEqual({ outcome: 'already_exists' });
+    expect(await starter.start('reviews-abc', input('another'))).toEqual({ outcome: 'already_exists' });
+    expect(sfn.machine.executions()).toHaveLength(1);
   });
 
   it('lets any other refusal through, so the event is retried and then dead-lettered', async () => {
-    sfn = await stepFunctionsServer();
-    const starter = sfnExecutionStarter(ARN, sfn.client);
-    await expect(starter.start('boom', INPUT)).rejects.toMatchObject({ name: 'InvalidName' });
+    sfn = await stepFunctions();
+    const starter = sfnExecutionStarter(LOCAL_STATE_MACHINE_ARN, sfn.client);
+    await expect(starter.start('not a name', input('e'))).rejects.toMatchObject({ name: 'InvalidName' });
+    const elsewhere = sfnExecutionStarter(`${LOCAL_STATE_MACHINE_ARN}-nope`, sfn.client);
+    await expect(elsewhere.start('reviews-abc', input('e'))).rejects.toMatchObject({
+      name: 'StateMachineDoesNotExist',
+    });
+    await expect(
+      sfn.client.send(
+        new StartExecutionCommand({ stateMachineArn: LOCAL_STATE_MACHINE_ARN, name: 'x', input: '{' }),
+      ),
+    ).rejects.toMatchObject({ name: 'InvalidExecutionInput' });
+    expect(sfn.machine.executions()).toHaveLength(0);
   });
 });

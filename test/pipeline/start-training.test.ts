@@ -88,15 +88,36 @@ describe('start_training', () => {
     expect(service.credits()).toBe(9);
   });
 
-  it('after an answer lost once the service had acted, the next invocation adopts the model', async () => {
+  it.each(['drop_after', 'garble'] as const)(
+    'after an answer lost once the service had acted (%s), it finds the model it started and pays once',
+    async (kind) => {
+      const { service, run } = await readyDataset({
+        queuedMs: MINUTE,
+        faults: [
+          { endpoint: 'createModel', kind, count: 1, form: kind === 'garble' ? 'truncated' : undefined },
+        ],
+      });
+      expect(await run()).toMatchObject({ status: 'queued', nextAction: 'wait', attempts: 1, version: 1 });
+      expect(service.credits()).toBe(9);
+      expect(service.requestCount('createModel')).toBe(1);
+    },
+  );
+
+  it('after an answer lost once the service had acted and the models unreadable, the next invocation adopts the model', async () => {
     const { service, run } = await readyDataset({
       queuedMs: MINUTE,
-      faults: [{ endpoint: 'createModel', kind: 'drop_after', count: 1 }],
+      faults: [
+        { endpoint: 'createModel', kind: 'drop_after', count: 1 },
+        // The two lists before the training start pass; every one after it fails.
+        { endpoint: 'listModels', kind: 'stall', stallMs: 0, count: 2 },
+        { endpoint: 'listModels', kind: '503' },
+      ],
     });
     const lost = toRunError(await rejectionOf(run()));
     expect(lost).toMatchObject({ code: 'service_unavailable', retryable: true, name: 'Hopper.Retryable' });
     expect(service.credits()).toBe(9);
 
+    service.configure({ faults: [] });
     expect(await run()).toMatchObject({ status: 'queued', nextAction: 'wait', attempts: 1 });
     expect(service.credits()).toBe(9);
     expect(service.requestCount('createModel')).toBe(1);

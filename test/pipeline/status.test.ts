@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
+import { RunError } from '../../lambdas/run/errors.js';
+import { resumeSource } from '../../lambdas/run/resume.js';
 import { readStatus, statusOf, writeStatus } from '../../lambdas/run/status.js';
+import { putJson } from '../../lambdas/storage/objects.js';
+import { describeStatus, allStatuses } from '../../local/commands/status.js';
+import { BucketView } from '../../local/console/bucket-view.js';
+import { markInterruptedRuns } from '../../local/mode/interrupted-runs.js';
 import type { RunState } from '../../lambdas/run/state.js';
+import type { StepName } from '../../lambdas/run/vocabulary.js';
 import { statusKey } from '../../lambdas/storage/keys.js';
 import { localS3Client } from '../../local/s3/local-s3.js';
 import { readText, uniqueDrop, usePipelineFixtures } from '../helpers/pipeline.js';
@@ -35,7 +42,7 @@ describe('status/<drop>.json', () => {
     await writeStatus(
       client,
       bucket,
-      statusOf(state, { stage: 'create_dataset' }, Date.parse('2026-01-01T00:01:00Z')),
+      statusOf(state, { hopperStep: 'create_dataset' }, Date.parse('2026-01-01T00:01:00Z')),
     );
 
     const written = JSON.parse((await readText(client, bucket, statusKey(drop))) ?? 'null') as unknown;
@@ -43,7 +50,7 @@ describe('status/<drop>.json', () => {
       run_id: 'run-1',
       drop,
       state: 'running',
-      stage: 'create_dataset',
+      hopper_step: 'create_dataset',
       step: 1,
       next_action: 'upload_files',
       dataset_id: 'd1',
@@ -72,7 +79,7 @@ describe('status/<drop>.json', () => {
         maxAttempts: 3,
       },
     };
-    expect(statusOf(state, { stage: 'upload_files' }, Date.now())).toMatchObject({
+    expect(statusOf(state, { hopperStep: 'upload_files' }, Date.now())).toMatchObject({
       files: ['a.csv', 'b.jsonl'],
       labels: 'answers.csv',
     });
@@ -83,16 +90,21 @@ describe('status/<drop>.json', () => {
     const drop = uniqueDrop();
     const newer = stateOf(drop, 'run-new', '2026-01-02T00:00:00.000Z');
     const older = stateOf(drop, 'run-old', '2026-01-01T00:00:00.000Z');
-    const write = (state: RunState, stage: string) =>
-      writeStatus(client, bucket, statusOf(state, { stage }, Date.now()));
+    const write = (state: RunState, hopperStep: StepName) =>
+      writeStatus(client, bucket, statusOf(state, { hopperStep }, Date.now()));
     expect(await write(older, 'create_dataset')).toBe('written');
     // The newer run takes the file from the older one, which was still running: it is named.
     expect(await write(newer, 'validate_drop')).toBe('written');
     expect(await write(older, 'poll_dataset')).toBe('superseded');
     const status = await readStatus(client, bucket, drop);
-    expect(status).toMatchObject({ run_id: 'run-new', stage: 'validate_drop' });
+    expect(status).toMatchObject({ run_id: 'run-new', hopper_step: 'validate_drop' });
     expect(status?.superseded_runs).toEqual([
-      expect.objectContaining({ run_id: 'run-old', state: 'running', stage: 'poll_dataset', credits: 0 }),
+      expect.objectContaining({
+        run_id: 'run-old',
+        state: 'running',
+        hopper_step: 'poll_dataset',
+        credits: 0,
+      }),
     ]);
 
     // The newer run keeps writing, and keeps the entry; an even newer one takes over.
@@ -109,11 +121,15 @@ describe('status/<drop>.json', () => {
     const { client, bucket } = fixtures.s3();
     const drop = uniqueDrop();
     const first = stateOf(drop, 'run-1', '2026-01-01T00:00:00.000Z');
-    await writeStatus(client, bucket, statusOf(first, { stage: 'report', state: 'succeeded' }, Date.now()));
-    const second = stateOf(drop, 'run-2', '2026-01-02T00:00:00.000Z');
-    expect(await writeStatus(client, bucket, statusOf(second, { stage: 'validate_drop' }, Date.now()))).toBe(
-      'written',
+    await writeStatus(
+      client,
+      bucket,
+      statusOf(first, { hopperStep: 'report', state: 'succeeded' }, Date.now()),
     );
+    const second = stateOf(drop, 'run-2', '2026-01-02T00:00:00.000Z');
+    expect(
+      await writeStatus(client, bucket, statusOf(second, { hopperStep: 'validate_drop' }, Date.now())),
+    ).toBe('written');
     expect((await readStatus(client, bucket, drop))?.superseded_runs).toEqual([]);
   });
 
@@ -124,22 +140,14 @@ describe('status/<drop>.json', () => {
     const older = stateOf(drop, 'run-old', '2026-01-01T00:00:00.000Z');
     // Bounded: 3 rounds of both runs writing four times each, all at once.
     for (let round = 0; round < 3; round++) {
-      const writes = Array.from({ length: 4 }, (_, n) => [
-        writeStatus(
-          client,
-          bucket,
-          statusOf(older, { stage: `older-${String(round)}-${String(n)}` }, Date.now()),
-        ),
-        writeStatus(
-          client,
-          bucket,
-          statusOf(newer, { stage: `newer-${String(round)}-${String(n)}` }, Date.now()),
-        ),
+      const writes = Array.from({ length: 4 }, () => [
+        writeStatus(client, bucket, statusOf(older, { hopperStep: 'poll_dataset' }, Date.now())),
+        writeStatus(client, bucket, statusOf(newer, { hopperStep: 'upload_files' }, Date.now())),
       ]).flat();
       await Promise.all(writes);
       const status = await readStatus(client, bucket, drop);
       expect(status?.run_id).toBe('run-new');
-      expect(status?.stage).toMatch(/^newer-/);
+      expect(status?.hopper_step).toBe('upload_files');
       expect(status?.superseded_runs?.map((entry) => entry.run_id)).toEqual(['run-old']);
     }
   });
@@ -151,7 +159,7 @@ describe('status/<drop>.json', () => {
     const drop = uniqueDrop();
     const older = stateOf(drop, 'run-old', '2026-01-01T00:00:00.000Z');
     const newer = stateOf(drop, 'run-new', '2026-01-02T00:00:00.000Z');
-    await writeStatus(client, bucket, statusOf(older, { stage: 'create_dataset' }, Date.now()));
+    await writeStatus(client, bucket, statusOf(older, { hopperStep: 'create_dataset' }, Date.now()));
     const slow = localS3Client(endpoint);
     let releasePut: () => void = () => undefined;
     const putHeld = new Promise<void>((resolve) => {
@@ -174,18 +182,93 @@ describe('status/<drop>.json', () => {
       { step: 'initialize', name: 'holdFirstPut' },
     );
     try {
-      const olderWrite = writeStatus(slow, bucket, statusOf(older, { stage: 'upload_files' }, Date.now()));
-      await olderAtPut;
-      expect(await writeStatus(client, bucket, statusOf(newer, { stage: 'validate_drop' }, Date.now()))).toBe(
-        'written',
+      const olderWrite = writeStatus(
+        slow,
+        bucket,
+        statusOf(older, { hopperStep: 'upload_files' }, Date.now()),
       );
+      await olderAtPut;
+      expect(
+        await writeStatus(client, bucket, statusOf(newer, { hopperStep: 'validate_drop' }, Date.now())),
+      ).toBe('written');
       releasePut();
       expect(await olderWrite).toBe('superseded');
       const status = await readStatus(client, bucket, drop);
-      expect(status).toMatchObject({ run_id: 'run-new', stage: 'validate_drop' });
+      expect(status).toMatchObject({ run_id: 'run-new', hopper_step: 'validate_drop' });
       expect(status?.superseded_runs?.[0]).toMatchObject({ run_id: 'run-old', stage: 'upload_files' });
     } finally {
       slow.destroy();
     }
+  });
+});
+
+describe('a status file written by an earlier version (`stage`, not `hopper_step`)', () => {
+  /** The shape Hopper wrote before hopper_step: Hopper's step under `stage`. */
+  function oldStatus(drop: string, state: string, stage: string): Record<string, unknown> {
+    return {
+      run_id: `${drop}-old`,
+      drop,
+      state,
+      stage,
+      step: 1,
+      next_action: 'upload_files',
+      dataset_id: state === 'failed' ? 'ds-old' : null,
+      model_id: null,
+      attempts: 0,
+      max_attempts: 3,
+      labelled: 0,
+      files: ['a.csv'],
+      labels: null,
+      started_at: '2026-01-01T00:00:00.000Z',
+      updated_at: '2026-01-01T00:01:00.000Z',
+      finished_at: null,
+      error: state === 'failed' ? { code: 'no_credits', message: 'add credits' } : null,
+      model: null,
+      summary: null,
+    };
+  }
+
+  it('is read with `stage` as `hopper_step` by every reader: hopper status, the console, resuming, the interrupted-run check', async () => {
+    const { client, bucket } = fixtures.s3();
+    const running = uniqueDrop();
+    const failed = uniqueDrop();
+    await putJson(client, bucket, statusKey(running), oldStatus(running, 'running', 'upload_files'));
+    await putJson(client, bucket, statusKey(failed), oldStatus(failed, 'failed', 'start_training'));
+
+    const read = await readStatus(client, bucket, running);
+    expect(read).toMatchObject({ state: 'running', hopper_step: 'upload_files', step: 1 });
+    expect(read).not.toHaveProperty('stage');
+
+    // hopper status (one drop, and the table of all), and the console's view of the bucket.
+    expect(describeStatus(read!, Date.parse('2026-01-01T00:02:00.000Z'))).toMatch(
+      /hopper_step\s+upload_files/,
+    );
+    expect((await allStatuses(client, bucket)).find((status) => status.drop === failed)).toMatchObject({
+      hopper_step: 'start_training',
+    });
+    expect(await new BucketView(client, bucket).status(failed)).toMatchObject({
+      hopper_step: 'start_training',
+    });
+
+    // Resuming (hopper retry): a running old run is named with its step; a failed one is resumable.
+    const run = (drop: string) => ({ ...stateOf(drop, `${drop}-new`, '2026-01-02T00:00:00.000Z').run });
+    const refused = await resumeSource(client, run(running)).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(RunError);
+    expect((refused as RunError).message).toContain('(at upload_files)');
+    expect(await resumeSource(client, run(failed))).toEqual({
+      runId: `${failed}-old`,
+      datasetId: 'ds-old',
+      errorCode: 'no_credits',
+    });
+
+    // hopper local --data-dir: the old running file is marked interrupted, naming its step.
+    expect(await markInterruptedRuns(client, bucket)).toContain(running);
+    const marked = JSON.parse((await readText(client, bucket, statusKey(running))) ?? 'null') as Record<
+      string,
+      unknown
+    >;
+    expect(marked).toMatchObject({ state: 'interrupted', hopper_step: 'upload_files' });
+    expect(marked).not.toHaveProperty('stage');
+    expect(JSON.stringify(marked.error)).toContain('at upload_files');
   });
 });

@@ -6,9 +6,11 @@ import { RunError } from '../../lambdas/run/errors.js';
 import {
   createTriggerHandler,
   executionName,
+  repeatedStartOutcome,
   runInputFromEvent,
   type ExecutionInput,
   type ExecutionStarter,
+  type KnownExecution,
 } from '../../lambdas/trigger/start-execution.js';
 import { s3ObjectCreatedEvent } from '../../local/mode/s3-events.js';
 import { uniqueDrop, usePipelineFixtures } from '../helpers/pipeline.js';
@@ -18,19 +20,30 @@ const NOW = Date.parse('2026-03-01T12:00:00.000Z');
 const SILENT = new Logger({ logLevel: 'SILENT' });
 
 /**
- * Step Functions has no local stand-in: this starter records what it is asked to start and
- * answers 'duplicate' for a name it has seen, as StartExecution's ExecutionAlreadyExists does.
+ * A starter that records what it is asked to start and answers a name it has seen by Step
+ * Functions' rule (repeatedStartOutcome): the same input while open is that execution, other
+ * input or a closed execution is already_exists. `close` ends an execution.
  */
 function recordingStarter(): ExecutionStarter & {
   readonly started: { name: string; input: ExecutionInput }[];
+  close(name: string): void;
 } {
   const started: { name: string; input: ExecutionInput }[] = [];
+  const known = new Map<string, KnownExecution>();
   return {
     started,
     start(name, input) {
-      if (started.some((execution) => execution.name === name)) return Promise.resolve('duplicate');
+      const inputText = JSON.stringify(input);
+      const existing = known.get(name);
+      if (existing !== undefined) return Promise.resolve(repeatedStartOutcome(existing, inputText));
       started.push({ name, input });
-      return Promise.resolve('started');
+      const execution = { executionArn: `arn:aws:states:::execution:sm:${name}`, startDate: new Date(NOW) };
+      known.set(name, { ...execution, inputText, open: true });
+      return Promise.resolve({ outcome: 'running', ...execution });
+    },
+    close(name) {
+      const existing = known.get(name);
+      if (existing !== undefined) known.set(name, { ...existing, open: false });
     },
   };
 }
@@ -125,24 +138,41 @@ describe('the trigger handler', () => {
     expect(starter.started).toEqual([{ name: run?.runId, input: { run } }]);
   });
 
-  it('treats a repeated event as a duplicate, without error, and starts nothing new', async () => {
+  it('starts nothing new for a repeated event: the open run answers it, an ended one refuses it', async () => {
     const starter = recordingStarter();
     const handler = createTriggerHandler(starter, { now: () => NOW, logger: SILENT });
     const first = await handler(event('inbox/reviews/train.json'));
-    // EventBridge may deliver the same event again, later.
+    // EventBridge may deliver the same event again, later: the same input while the run is open.
     const later = createTriggerHandler(starter, { now: () => NOW + 5_000, logger: SILENT });
 
-    const second = await later(event('inbox/reviews/train.json'));
+    const whileOpen = await later(event('inbox/reviews/train.json'));
 
-    expect(first.started).toBe(true);
-    expect(second).toMatchObject({ started: false, runId: first.started ? first.runId : '' });
-    expect(second.started ? '' : second.reason).toMatch(/^duplicate/);
+    expect(first).toEqual({ started: true, runId: expect.any(String) as string });
+    expect(whileOpen).toEqual(first);
+    expect(starter.started).toHaveLength(1);
+
+    // After the run has ended the same event is ExecutionAlreadyExists: a duplicate, no error.
+    starter.close(first.runId ?? '');
+    const afterEnd = await later(event('inbox/reviews/train.json'));
+    expect(afterEnd).toMatchObject({ started: false, runId: first.runId });
+    expect(afterEnd.started ? '' : afterEnd.reason).toMatch(/^duplicate: .*ExecutionAlreadyExists/);
     expect(starter.started).toHaveLength(1);
 
     // train.json dropped again (a new etag) is a new run.
     const third = await handler(event('inbox/reviews/train.json', 'another-etag'));
     expect(third.started).toBe(true);
     expect(starter.started).toHaveLength(2);
+  });
+
+  it('refuses a repeated event whose input differs (no event time) while the run is open', async () => {
+    const starter = recordingStarter();
+    const { time: _time, ...timeless } = event('inbox/reviews/train.json');
+    const first = await createTriggerHandler(starter, { now: () => NOW, logger: SILENT })(timeless);
+    const again = await createTriggerHandler(starter, { now: () => NOW + 1, logger: SILENT })(timeless);
+
+    expect(first.started).toBe(true);
+    expect(again).toMatchObject({ started: false, runId: first.runId });
+    expect(starter.started).toHaveLength(1);
   });
 
   it.each([

@@ -58,7 +58,7 @@ function stateWithModel(model: Partial<ModelSlot>): RunState {
 }
 
 describe('the summary of trainings and cost', () => {
-  const poll = { stage: 'poll_model', ok: true, ms: 1000, memoryMb: 256, s3: { put: 1, get: 2 } } as const;
+  const poll = { step: 'poll_model', ok: true, ms: 1000, memoryMb: 256, s3: { put: 1, get: 2 } } as const;
 
   it('a training seen again replaces what was known of it; a new one is added; a failed one holds no credit', () => {
     const queued = addInvocation(null, poll, stateWithModel({ status: 'queued' }));
@@ -78,7 +78,7 @@ describe('the summary of trainings and cost', () => {
 
     const second = addInvocation(
       failed,
-      { ...poll, stage: 'start_training' },
+      { ...poll, step: 'start_training' },
       stateWithModel({ id: 'm2', status: 'done', attempts: 2, gpuUsd: 0.3, jevUsd: 0.03 }),
     );
     expect(second.trainings.map((training) => training.model_id)).toEqual(['m1', 'm2']);

@@ -27,8 +27,6 @@ const REVIEWS_CSV = 'id,text\nr-1,Great value.\nr-2,Broke after a week.\n';
 function s3Runtime(): Runtime {
   return createRuntime({
     s3: fixtures.s3().client,
-    serviceUrl: 'http://127.0.0.1:9',
-    apiKey: () => Promise.reject(new Error('validate_drop must not call the service')),
     logger: new Logger({ logLevel: 'SILENT' }),
     dropQuietMs: 0,
   });
@@ -159,7 +157,7 @@ describe('validate_drop', () => {
     const status = JSON.parse(
       (await readText(client, bucket, statusKey(state.run.drop))) ?? 'null',
     ) as unknown;
-    expect(status).toMatchObject({ run_id: state.run.runId, state: 'running', stage: 'validate_drop' });
+    expect(status).toMatchObject({ run_id: state.run.runId, state: 'running', hopper_step: 'validate_drop' });
   });
 
   it('as a Lambda handler: a bad train.json fails for good with its code and every problem', async () => {
@@ -360,8 +358,6 @@ describe('validate_drop while files are still arriving', () => {
   function settlingRuntime(quietMs: number): Runtime {
     return createRuntime({
       s3: fixtures.s3().client,
-      serviceUrl: 'http://127.0.0.1:9',
-      apiKey: () => Promise.reject(new Error('validate_drop must not call the service')),
       logger: new Logger({ logLevel: 'SILENT' }),
       dropQuietMs: quietMs,
     });

@@ -18,8 +18,6 @@ async function validateDrop(files: Readonly<Record<string, string | Buffer>>): P
   await putDrop(client, bucket, drop, files);
   const runtime = createRuntime({
     s3: client,
-    serviceUrl: 'http://127.0.0.1:9',
-    apiKey: () => Promise.reject(new Error('validate_drop must not call the service')),
     logger: new Logger({ logLevel: 'SILENT' }),
     dropQuietMs: 0,
   });

@@ -1,0 +1,79 @@
+/**
+ * The words of the run errors more than one place can raise, each written once: a step that
+ * finds the problem itself and the report (or the error mapping) that finds it later say the
+ * same thing. A message says what happened and what to do (docs/errors.md has the table).
+ */
+
+const RESUME =
+  'resume the run without uploading again (hopper retry <drop>, or upload train.json with "resume": true)';
+
+/** no_credits: the account cannot pay for a training. */
+export function noCreditsMessage(datasetId?: string): string {
+  const what = datasetId === undefined ? '' : ` to train dataset ${datasetId}`;
+  return `the training service account has no credits left${what} (a training costs 1 credit; a failed one is refunded): add credits at the service, then ${RESUME}`;
+}
+
+/**
+ * unknown_encoder: the service refused the encoder.
+ * @param encoder train.json's `encoder`, or null when Hopper asked for the service's default
+ * @param offered the service's encoders as a list to show, when known
+ * @param reason the service's own words, when there is no encoder name to show
+ */
+export function unknownEncoderMessage(failure: {
+  readonly encoder: string | null;
+  readonly offered?: string;
+  readonly reason?: string;
+}): string {
+  const what =
+    failure.encoder === null
+      ? `the service refused the encoder Hopper asked for${failure.reason === undefined ? '' : ` (${failure.reason})`}`
+      : `train.json names the encoder "${failure.encoder}", which the service does not offer`;
+  const offered = failure.offered === undefined ? '' : `; its encoders are ${failure.offered}`;
+  return `${what}${offered}. Set "encoder" to one the service offers, or remove it to use the default, and drop train.json again`;
+}
+
+/** dataset_expired: the service dropped the dataset before a model was trained. */
+export function datasetExpiredMessage(dataset: {
+  readonly id: string | undefined;
+  readonly expiresAt: string | undefined;
+  readonly step?: number | undefined;
+}): string {
+  const step = dataset.step === undefined ? '' : `, at step ${String(dataset.step)}`;
+  return `dataset ${dataset.id ?? '(unknown)'} expired at the service at ${dataset.expiresAt ?? 'an unknown time'}${step}, before a model was trained; drop the folder again, train.json last, to start over`;
+}
+
+/** model_files_gone: the trained model's files went before Hopper copied them. */
+export function modelFilesGoneMessage(model: {
+  readonly id: string | undefined;
+  /** When the service deleted them (or they expired), when it says. */
+  readonly goneAt?: string | null;
+  /** Where the service moved them (hf_repo), when it did. */
+  readonly movedTo?: string | null;
+}): string {
+  const when = model.goneAt === undefined || model.goneAt === null ? '' : ` at ${model.goneAt}`;
+  const why =
+    model.movedTo === undefined || model.movedTo === null
+      ? 'expired, refunded or moved'
+      : `it moved them to ${model.movedTo}`;
+  return `the files of model ${model.id ?? '(unknown)'} are gone at the service${when} (${why}) before Hopper could copy them, so it cannot be downloaded any more; drop train.json again to train a new model (it costs a credit)`;
+}
+
+/**
+ * unsupported_next_action: the service asked for an action Hopper does not know, or one it
+ * does not handle on that record.
+ * @param where the record (`the model m-1 at step 4`) or the request that brought the value
+ */
+export function unsupportedNextActionMessage(nextAction: string, where: string): string {
+  return `the service asked for next_action "${nextAction}" on ${where}, which this version of Hopper does not handle there; check the record at the service, or upgrade Hopper`;
+}
+
+/** training_failed: every allowed attempt failed (start_training finds it, or the state machine). */
+export function trainingFailedMessage(failure: {
+  readonly attempts: number;
+  readonly maxAttempts: number | undefined;
+  readonly modelId: string | undefined;
+  readonly error: string | null | undefined;
+}): string {
+  const model = failure.modelId === undefined ? '' : ` (model ${failure.modelId})`;
+  return `training failed on ${String(failure.attempts)} of ${String(failure.maxAttempts ?? '?')} attempts (maxAttempts); the last attempt${model} failed with: ${failure.error ?? 'no reason given'}. Failed attempts cost no credit: check the data or raise "maxAttempts" in train.json, then upload it again`;
+}

@@ -1,0 +1,270 @@
+/**
+ * Misbehaviour knobs: fault kinds that make the service (or the network in front of it) answer
+ * in ways no retry can mend, or mangle an answer after the request was processed. They are
+ * FaultRule kinds like the others (aimed by endpoint, fired by count or rate), kept here so the
+ * request pipeline only asks this module what to do.
+ *
+ * - garble:        AFTER processing, a 2xx answer arrives mangled in transit: `html_502` (a
+ *                  proxy's HTML 502 page), `truncated` (the JSON cut in half, framing intact) or
+ *                  `empty` (a 2xx with an empty body); without `form`, one of the three at random.
+ * - missing_field: `field` (default next_action) removed from the record, or from every item of a
+ *                  list page.
+ * - wrong_type:    `field` (default step) given a value of the wrong type.
+ * - huge_body:     the answer padded with white space to `bodyBytes` (default 10 MiB).
+ * - trickle:       the answer sent one byte every `byteIntervalMs` (default 1000).
+ * - redirect:      302 to the same path under /moved, before any side effect.
+ * - repeat_cursor: lists: `next` is the cursor the request came with (the first page's is one
+ *                  pointing at the first page), so a client following it pages forever.
+ * - wrong_bytes:   file downloads: the file is one byte longer than the model's onnx_bytes.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { encodeCursor, type ListName } from './cursor.js';
+import { drainOrClose, type Reply } from './http.js';
+import type { EndpointName, FaultRule } from './options.js';
+import type { Random } from './random.js';
+import type { ServiceState } from './state.js';
+
+export const MISBEHAVIOUR_KINDS = [
+  'garble',
+  'missing_field',
+  'wrong_type',
+  'huge_body',
+  'trickle',
+  'redirect',
+  'repeat_cursor',
+  'wrong_bytes',
+] as const;
+export type MisbehaviourKind = (typeof MISBEHAVIOUR_KINDS)[number];
+
+export const GARBLE_FORMS = ['html_502', 'truncated', 'empty'] as const;
+export type GarbleForm = (typeof GARBLE_FORMS)[number];
+
+/** The settings misbehaviour kinds read from their FaultRule. */
+export interface MisbehaviourSettings {
+  /** For 'garble': how the answer is mangled; absent: one of GARBLE_FORMS at random per answer. */
+  form?: GarbleForm;
+  /** For 'missing_field' and 'wrong_type': the record field to spoil. */
+  field?: string;
+  /** For 'huge_body'. Default 10 MiB. */
+  bodyBytes?: number;
+  /** For 'trickle'. Default 1000. */
+  byteIntervalMs?: number;
+}
+
+export const MISBEHAVIOUR_DEFAULTS = {
+  missingField: 'next_action',
+  wrongTypeField: 'step',
+  bodyBytes: 10 * 1024 * 1024,
+  byteIntervalMs: 1000,
+} as const;
+
+const FILE_ENDPOINTS: readonly EndpointName[] = ['fileUpload', 'fileDownload'];
+const LIST_ENDPOINTS: readonly EndpointName[] = ['listModels', 'listDatasets'];
+
+export function isMisbehaviour(kind: string): kind is MisbehaviourKind {
+  return (MISBEHAVIOUR_KINDS as readonly string[]).includes(kind);
+}
+
+/** Whether a rule of this kind can act on requests to `endpoint`. */
+export function misbehaviourAppliesTo(kind: MisbehaviourKind, endpoint: EndpointName): boolean {
+  switch (kind) {
+    case 'wrong_bytes':
+      return endpoint === 'fileDownload';
+    case 'repeat_cursor':
+      return LIST_ENDPOINTS.includes(endpoint);
+    default:
+      return !FILE_ENDPOINTS.includes(endpoint);
+  }
+}
+
+/** The rule as it acts on one request: a garble without a form gets one drawn from `random`. */
+export function resolveMisbehaviour(rule: FaultRule, random: Random): FaultRule {
+  if (rule.kind !== 'garble' || rule.form !== undefined) return rule;
+  const form = GARBLE_FORMS[Math.floor(random() * GARBLE_FORMS.length)] ?? 'empty';
+  return { ...rule, form };
+}
+
+/** Names the first bad setting of a misbehaviour rule, or returns undefined. */
+export function misbehaviourSettingsError(rule: FaultRule): string | undefined {
+  if (rule.form !== undefined && !(GARBLE_FORMS as readonly string[]).includes(rule.form)) {
+    return `form: unknown form ${rule.form} (one of ${GARBLE_FORMS.join(', ')})`;
+  }
+  if (rule.field !== undefined && !/^[a-z_]{1,64}$/.test(rule.field)) {
+    return `field: "${rule.field}" is not a field name`;
+  }
+  for (const name of ['bodyBytes', 'byteIntervalMs'] as const) {
+    const value = rule[name];
+    if (value !== undefined && (!Number.isSafeInteger(value) || value < 0))
+      return `${name} must be an integer >= 0`;
+  }
+  return undefined;
+}
+
+/** An answer given instead of processing the request ('redirect'), or undefined. */
+export function earlyMisbehaviour(fault: FaultRule, req: IncomingMessage): Reply | undefined {
+  if (fault.kind !== 'redirect') return undefined;
+  return { status: 302, headers: { Location: `/moved${req.url ?? '/'}` } };
+}
+
+/** What the rewriting kinds need to know about the request. */
+export interface AnsweredRequest {
+  readonly state: ServiceState;
+  readonly endpoint: EndpointName;
+  readonly url: URL;
+}
+
+/** The processed reply as a misbehaving service would give it (records and cursors spoiled). */
+export function misbehavedReply(reply: Reply, fault: FaultRule | undefined, request: AnsweredRequest): Reply {
+  if (fault === undefined || !isSuccess(reply) || !isObject(reply.body)) return reply;
+  switch (fault.kind) {
+    case 'missing_field':
+      return {
+        ...reply,
+        body: eachRecord(reply.body, (record) => {
+          const { [fault.field ?? MISBEHAVIOUR_DEFAULTS.missingField]: _removed, ...rest } = record;
+          return rest;
+        }),
+      };
+    case 'wrong_type':
+      return {
+        ...reply,
+        body: eachRecord(reply.body, (record) => {
+          const field = fault.field ?? MISBEHAVIOUR_DEFAULTS.wrongTypeField;
+          return { ...record, [field]: wrongTypeFor(record[field]) };
+        }),
+      };
+    case 'repeat_cursor':
+      return { ...reply, body: { ...reply.body, next: repeatedCursor(request) } };
+    default:
+      return reply;
+  }
+}
+
+/**
+ * Writes `reply` the way `fault` mangles it in transit (garble, huge_body, trickle). Returns
+ * false when the fault does not change how a reply is written: the caller sends it plainly.
+ */
+export async function sendMisbehaving(
+  res: ServerResponse,
+  reply: Reply,
+  fault: FaultRule | undefined,
+  sleep: (ms: number) => Promise<void>,
+): Promise<boolean> {
+  if (fault === undefined || !isSuccess(reply)) return false;
+  const json = reply.body === undefined ? '' : JSON.stringify(reply.body);
+  switch (fault.kind) {
+    case 'garble':
+      sendGarbled(res, reply, json, fault.form ?? 'empty');
+      return true;
+    case 'huge_body': {
+      const size = Math.max(Buffer.byteLength(json), fault.bodyBytes ?? MISBEHAVIOUR_DEFAULTS.bodyBytes);
+      res.writeHead(reply.status, {
+        ...reply.headers,
+        'Content-Type': 'application/json',
+        'Content-Length': size,
+      });
+      await writeChunked(res, Buffer.from(json), size);
+      return true;
+    }
+    case 'trickle': {
+      const body = Buffer.from(json);
+      res.writeHead(reply.status, {
+        ...reply.headers,
+        'Content-Type': 'application/json',
+        'Content-Length': body.length,
+      });
+      for (let index = 0; index < body.length && !res.destroyed; index++) {
+        res.write(body.subarray(index, index + 1));
+        await sleep(fault.byteIntervalMs ?? MISBEHAVIOUR_DEFAULTS.byteIntervalMs);
+      }
+      res.end();
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+const PROXY_502_PAGE =
+  '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n</body>\r\n</html>\r\n';
+
+function sendGarbled(res: ServerResponse, reply: Reply, json: string, form: GarbleForm): void {
+  // Only html_502 changes an answer that has no body (204).
+  const chosen: GarbleForm = json === '' ? 'html_502' : form;
+  let status = reply.status;
+  let body: string;
+  let type = 'application/json';
+  switch (chosen) {
+    case 'html_502':
+      status = 502;
+      body = PROXY_502_PAGE;
+      type = 'text/html';
+      break;
+    case 'truncated':
+      body = json.slice(0, Math.floor(json.length / 2));
+      break;
+    case 'empty':
+      body = '';
+      break;
+  }
+  // The proxy's own framing: the headers agree with the mangled body, so only its content is wrong.
+  res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/** Writes `head` and then spaces up to `size` bytes, waiting for 'drain' as the client reads. */
+async function writeChunked(res: ServerResponse, head: Buffer, size: number): Promise<void> {
+  const CHUNK = 64 * 1024;
+  const padding = Buffer.alloc(CHUNK, 0x20);
+  let written = 0;
+  let flowing = res.write(head);
+  written += head.length;
+  while (written < size && !res.destroyed) {
+    if (!flowing) await drainOrClose(res);
+    const length = Math.min(CHUNK, size - written);
+    flowing = res.write(padding.subarray(0, length));
+    written += length;
+  }
+  res.end();
+}
+
+function isSuccess(reply: Reply): boolean {
+  return reply.status >= 200 && reply.status <= 299;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Applies `change` to the record, or to every item of a page's `data`. */
+function eachRecord(
+  body: Record<string, unknown>,
+  change: (record: Record<string, unknown>) => Record<string, unknown>,
+): Record<string, unknown> {
+  const data = body.data;
+  if (Array.isArray(data)) {
+    return { ...body, data: data.map((item: unknown) => (isObject(item) ? change(item) : item)) };
+  }
+  return change(body);
+}
+
+function wrongTypeFor(value: unknown): unknown {
+  if (typeof value === 'string') return 42;
+  if (typeof value === 'number') return String(value);
+  return 'wrong';
+}
+
+/** The request's own cursor, or on a first page one that points at the first page again. */
+function repeatedCursor(request: AnsweredRequest): string {
+  const query = request.url.searchParams;
+  const given = query.get('cursor');
+  if (given !== null) return given;
+  const list: ListName = request.endpoint === 'listModels' ? 'models' : 'datasets';
+  const usable = query.get('usable');
+  return encodeCursor(
+    request.state.signer,
+    list,
+    { status: query.get('status'), usable: usable === null ? null : usable === 'true' },
+    Number.MAX_SAFE_INTEGER,
+  );
+}
