@@ -195,7 +195,7 @@ describe('status/<drop>.json', () => {
       expect(await olderWrite).toBe('superseded');
       const status = await readStatus(client, bucket, drop);
       expect(status).toMatchObject({ run_id: 'run-new', hopper_step: 'validate_drop' });
-      expect(status?.superseded_runs?.[0]).toMatchObject({ run_id: 'run-old', stage: 'upload_files' });
+      expect(status?.superseded_runs?.[0]).toMatchObject({ run_id: 'run-old', hopper_step: 'upload_files' });
     } finally {
       slow.destroy();
     }
