@@ -85,6 +85,11 @@ export function buildDefinition(scope: Construct, functions: TaskFunctions): ICh
   report.next(
     new Choice(flow, 'RunSucceeded')
       .when(Condition.stringEquals('$.report.outcome', 'succeeded'), new Succeed(flow, 'Succeeded'))
+      // A newer train.json of the drop took over: the run gave way, it did not fail.
+      .when(
+        Condition.stringEquals('$.report.outcome', 'superseded'),
+        new Succeed(flow, 'Superseded', { comment: 'A newer train.json of the drop took over this run.' }),
+      )
       .otherwise(
         new Fail(flow, 'RunFailed', {
           errorPath: '$.report.error.code',

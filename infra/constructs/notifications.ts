@@ -50,7 +50,7 @@ export class HopperNotifications extends Construct {
       description: 'Hopper: every run that ended, as a summary to the run notification topic',
       eventPattern: {
         source: [props.eventSource],
-        detailType: [RUN_EVENT_TYPES.succeeded, RUN_EVENT_TYPES.failed],
+        detailType: [RUN_EVENT_TYPES.succeeded, RUN_EVENT_TYPES.failed, RUN_EVENT_TYPES.superseded],
       },
     });
     // EventBridge may publish for this rule only (the topic's policy) with the key for rules of

@@ -56,6 +56,9 @@ export const RUN_ERROR_CODES = [
   'storage_error',
   'events_unavailable',
   'internal_error',
+  // A newer train.json of the same drop took over (not a failure: the run gave way)
+  'superseded',
+  'training_in_progress',
   // Local mode
   'interrupted',
 ] as const;

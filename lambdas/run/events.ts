@@ -16,6 +16,8 @@ export const RUN_EVENT_TYPES = {
   started: 'Hopper Run Started',
   succeeded: 'Hopper Run Succeeded',
   failed: 'Hopper Run Failed',
+  /** A newer train.json of the drop took over (docs/pipeline.md, "A drop uploaded again"). */
+  superseded: 'Hopper Run Superseded',
 } as const;
 
 export type RunEventKind = keyof typeof RUN_EVENT_TYPES;
@@ -34,7 +36,7 @@ export interface RunEventDetail {
   readonly drop: string;
   /** The Step Functions execution, or null for a run started without Hopper's trigger. */
   readonly execution_arn: string | null;
-  readonly state: 'running' | 'succeeded' | 'failed';
+  readonly state: 'running' | 'succeeded' | 'failed' | 'superseded';
   readonly bucket: string;
   /** The train.json that started the run. */
   readonly train_json: string;
@@ -89,7 +91,7 @@ export function runEndedEvent(state: RunState, end: RunEnd): RunEvent {
   const detail = {
     ...base,
     state: kind,
-    metrics: kind === 'succeeded' ? end.metrics : null,
+    metrics: state.copy === undefined ? null : end.metrics,
     credits: end.credits ?? base.credits,
     finished_at: new Date(end.finishedAt).toISOString(),
     duration_seconds: durationSeconds,
@@ -147,6 +149,10 @@ function endSummary(detail: Omit<RunEventDetail, 'summary'>): string {
         ? 'the service gave no metrics'
         : `metrics: ${formatMetrics(detail.metrics)}`;
     return `${run} succeeded ${took}: ${where}; model ${detail.model_id ?? '(unknown)'}, dataset ${detail.dataset_id ?? '(unknown)'}; ${metrics}; ${spent}.`;
+  }
+  if (detail.state === 'superseded') {
+    const what = detail.error?.message.replace(/[.\s]+$/, '') ?? 'a newer train.json of the drop took over';
+    return `${run} gave way to a newer train.json of the drop ${took}: ${what}. Status: s3://${detail.bucket}/${statusKey(detail.drop)} (superseded_runs); ${spent}.`;
   }
   const error = detail.error ?? { code: 'internal_error', message: 'no error was recorded' };
   // The message already says what to do (every Hopper error message does); the code's row in

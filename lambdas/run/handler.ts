@@ -22,8 +22,17 @@ import {
   type Runtime,
 } from './runtime.js';
 import { withNeededSlots } from './require-slot.js';
-import type { RunState, SlotName } from './state.js';
-import { readStatus, statusOf, writeStatus } from './status.js';
+import type { DatasetSlot, RunState, SlotName } from './state.js';
+import {
+  isNewerRun,
+  readStatus,
+  statusOf,
+  supersededEntryOf,
+  writeStatus,
+  type RunStatus,
+} from './status.js';
+import { gateTraining, holdsCredit, newerRunOf, supersededError, type NewerRun } from './supersede.js';
+import { releaseTraining } from './training-claim.js';
 import { inSubsegment } from './tracing.js';
 import { meterS3, S3RequestMeter, withStatusWrite } from './s3-requests.js';
 import { addInvocation, isRunSummary, type RunSummary } from './usage.js';
@@ -50,6 +59,11 @@ export interface StepEnv {
    * handler wrapper (unit tests of a step).
    */
   summary?(state: RunState): RunSummary;
+  /**
+   * The newer run of the drop that took it over, as the status file showed when this invocation
+   * started; null while this run is the newest (lambdas/run/supersede.ts).
+   */
+  readonly supersededBy?: NewerRun | null;
 }
 
 export type SlotValue<S extends SlotName> = NonNullable<RunState[S]>;
@@ -68,13 +82,19 @@ export interface Step<N extends StepName> {
   run(state: RunState, env: StepEnv): Promise<SlotValue<SlotOf<N>>>;
   /** False for the report step, which writes the final status itself. Default true. */
   readonly writesStatus?: boolean;
+  /**
+   * True for the steps that decide themselves what a superseded run does (env.supersededBy):
+   * start_training, which may find a training of its own to adopt, and the report. Any other
+   * step of a superseded run that holds no credit is not taken: the run stops (`superseded`).
+   */
+  readonly decidesWhenSuperseded?: boolean;
 }
 
 /** The step named `name` running `run` on a state whose needed slots were checked. */
 export function defineStep<N extends StepName>(
   name: N,
   run: StepRun<N>,
-  options: { readonly writesStatus?: boolean } = {},
+  options: { readonly writesStatus?: boolean; readonly decidesWhenSuperseded?: boolean } = {},
 ): Step<N> {
   // Async, so a missing slot rejects like any other failure of the step.
   return { name, ...options, run: async (state, env) => run(withNeededSlots(name, state), env) };
@@ -154,9 +174,24 @@ async function invoke<N extends StepName>(
   return withInvocationLogger(logger, () =>
     meterS3(meter, async () => {
       try {
-        previous = await priorSummary(runtime, state).catch((error: unknown) => {
+        const current = await readStatus(runtime.s3, bucket, state.run.drop).catch((error: unknown) => {
           throw toRunError(error);
         });
+        previous = priorSummary(current, state.run.runId);
+        const newer = current !== null && isNewerRun(current, state.run) ? newerRunOf(current) : null;
+        const claimContext = {
+          s3: runtime.s3,
+          run: state.run,
+          now: runtime.now(),
+          service: () => runtime.service(),
+        };
+        if (newer !== null && step.decidesWhenSuperseded !== true && !holdsCredit(state)) {
+          // The run gives way before this step: it lets the drop's claim go, if it held it.
+          await releaseTraining(claimContext, false).catch((error: unknown) => {
+            throw toRunError(error);
+          });
+          throw supersededError(state, newer, step.name);
+        }
         // Every service call of the step stops at this deadline, leaving time to report it.
         const deadline = invocationDeadline(context);
         const env: StepEnv = {
@@ -168,13 +203,28 @@ async function invoke<N extends StepName>(
           remainingMs: () => context.getRemainingTimeInMillis(),
           requestId: context.awsRequestId,
           summary: (after) => usage(true, after, true),
+          supersededBy: newer,
         };
-        const slot = await inSubsegment(runtime.tracer, `## ${step.name}`, { run_id: state.run.runId }, () =>
-          step.run(state, env),
+        const result = await inSubsegment(
+          runtime.tracer,
+          `## ${step.name}`,
+          { run_id: state.run.runId },
+          () => step.run(state, env),
         ).catch((error: unknown) => {
           throw toRunError(error);
         });
-        const after: RunState = { ...state, [STEPS[step.name].slot]: slot };
+        const slotName = STEPS[step.name].slot;
+        // A dataset ready to train waits while another run of the drop holds its credit.
+        const slot = (
+          slotName === 'dataset'
+            ? await gateTraining(result as DatasetSlot, state.dataset, claimContext).catch(
+                (error: unknown) => {
+                  throw toRunError(error);
+                },
+              )
+            : result
+        ) as typeof result;
+        const after: RunState = { ...state, [slotName]: slot };
         // The report wrote its status itself, inside the count; the others' write is counted ahead.
         const summary = usage(true, after, writesStatus);
         if (writesStatus) {
@@ -205,11 +255,13 @@ async function invoke<N extends StepName>(
   );
 }
 
-/** The run's summary so far: from its status file, unless that belongs to another run. */
-async function priorSummary(runtime: Runtime, state: RunState): Promise<RunSummary | null> {
-  const status = await readStatus(runtime.s3, state.run.bucket, state.run.drop);
-  if (status?.run_id !== state.run.runId) return null;
-  return isRunSummary(status.summary) ? status.summary : null;
+/**
+ * The run's summary so far: from its status file, or from its entry there once a newer run of
+ * the drop owns the file.
+ */
+function priorSummary(status: RunStatus | null, runId: string): RunSummary | null {
+  const summary = status?.run_id === runId ? status.summary : supersededEntryOf(status, runId)?.summary;
+  return isRunSummary(summary) ? summary : null;
 }
 
 /**

@@ -51,7 +51,7 @@ export async function announceRunEnd(
 ): Promise<PublishResult> {
   const context = publishContext(state, env);
   await publishOnce(context, 'started', runStartedEvent(state));
-  const metrics = report.outcome === 'succeeded' ? await modelMetrics(state, env) : null;
+  const metrics = state.copy === undefined ? null : await modelMetrics(state, env);
   const event = runEndedEvent(state, {
     report,
     metrics,

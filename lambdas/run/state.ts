@@ -90,6 +90,12 @@ export interface DatasetSlot extends PollSchedule {
   readonly error: string | null;
   /** Held-out examples this run has answered so far. */
   readonly labelled: number;
+  /**
+   * Set while the dataset is ready to train but another run of the drop holds the drop's one
+   * credit at a time (lambdas/run/training-claim.ts): `nextAction` is then `wait`, and the run
+   * looks again after the Wait.
+   */
+  readonly waitingFor?: { readonly runId: string; readonly modelId: string | null };
 }
 
 /** The latest model of the run ($.model). */
@@ -147,7 +153,8 @@ export interface CaughtFailure {
 
 /** The outcome the report step decided ($.report). */
 export interface ReportSlot {
-  readonly outcome: 'succeeded' | 'failed';
+  /** `superseded`: a newer train.json of the drop took over (docs/pipeline.md). */
+  readonly outcome: 'succeeded' | 'failed' | 'superseded';
   readonly error: RunFailure | null;
 }
 

@@ -8,10 +8,11 @@
  * the file (validate_drop ... report), `step` and `next_action` are the service's. A file written
  * before `hopper_step` existed calls it `stage`: readStatus reads both.
  */
-import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { STATUS_PREFIX, statusKey } from '../storage/keys.js';
-import { isNotFound, putJson } from '../storage/objects.js';
+import { isNotFound, isPreconditionFailed } from '../storage/objects.js';
 import type { NextAction } from '../service-client/contract.js';
+import { retryable } from './errors.js';
 import type { CopySlot, RunFailure, RunInput, RunState } from './state.js';
 import type { RunSummary } from './usage.js';
 import type { StepName } from './vocabulary.js';
@@ -19,8 +20,30 @@ import type { StepName } from './vocabulary.js';
 /**
  * `interrupted`: local mode stopped while the run was going, and nothing runs it any more (set
  * when `hopper local --data-dir` starts again, see interruptedStatus).
+ * `superseded`: a newer train.json of the drop took over (docs/pipeline.md, "A drop uploaded
+ * again"); only an entry of `superseded_runs` has it, never the file's own run.
  */
-export type RunPhase = 'running' | 'succeeded' | 'failed' | 'interrupted';
+export type RunPhase = 'running' | 'succeeded' | 'failed' | 'interrupted' | 'superseded';
+
+/**
+ * An older run of the drop, as it last wrote its status after a newer run took the file: where it
+ * stopped, or that its training (which held a credit) went on, and what it cost.
+ */
+export interface SupersededRun {
+  readonly run_id: string;
+  readonly started_at: string;
+  readonly state: RunPhase;
+  readonly hopper_step: StepName;
+  readonly dataset_id: string | null;
+  readonly model_id: string | null;
+  /** Credits the run's trainings hold (a failed training's came back). */
+  readonly credits: number;
+  readonly model: RunStatus['model'];
+  readonly error: RunStatus['error'];
+  readonly updated_at: string;
+  /** The run's own usage summary, which its next invocation carries on from. */
+  readonly summary: RunSummary | null;
+}
 
 export interface RunStatus {
   readonly run_id: string;
@@ -51,7 +74,20 @@ export interface RunStatus {
    * wrote this status; null in a status written before Hopper kept one.
    */
   readonly summary: RunSummary | null;
+  /**
+   * While the dataset is ready to train but another run of the drop holds the drop's training
+   * (one credit at a time): that run and its model. Absent in a status written before.
+   */
+  readonly waiting_for?: { readonly run_id: string; readonly model_id: string | null } | null;
+  /**
+   * Older runs of the drop that were still going when a newer train.json took over, newest
+   * first (at most MAX_SUPERSEDED_RUNS); absent in a status written before Hopper kept them.
+   */
+  readonly superseded_runs?: readonly SupersededRun[];
 }
+
+/** Entries of `superseded_runs` kept: the newest ones. */
+export const MAX_SUPERSEDED_RUNS = 10;
 
 export interface StatusUpdate {
   /** The step writing the status. */
@@ -87,6 +123,10 @@ export function statusOf(state: RunState, update: StatusUpdate, now: number): Ru
     error: update.error ?? null,
     model: modelLocation(run, copy),
     summary: update.summary ?? null,
+    waiting_for:
+      model === undefined && dataset?.waitingFor !== undefined
+        ? { run_id: dataset.waitingFor.runId, model_id: dataset.waitingFor.modelId }
+        : null,
   };
 }
 
@@ -119,17 +159,117 @@ export function interruptedStatus(status: RunStatus, now: number): RunStatus {
   };
 }
 
+/** How writeStatus placed a status: as the file's own, or as an entry of a newer run's file. */
+export type StatusWrite = 'written' | 'superseded';
+
+/** Conditional writes tried before a status write gives up (each lost one means another writer). */
+export const STATUS_WRITE_ATTEMPTS = 8;
+
 /**
- * Writes the status unless a newer run of the same drop owns the file: two runs of one drop
- * (train.json dropped again) must not leave the older one's state on top.
+ * Writes `status` to status/<drop>.json, so that the newest run of the drop always stays on top
+ * (its `run_id` is the file's): every write is conditional (`If-Match` the ETag read, or
+ * `If-None-Match: *` for a first status), and a write that lost to another is read and decided
+ * again. A status of an older run than the file's does not replace it: it becomes (or updates)
+ * that run's entry in `superseded_runs` ('superseded'). A newer run taking the file from a
+ * running older one carries the older one into `superseded_runs`.
  */
-export async function writeStatus(s3: S3Client, bucket: string, status: RunStatus): Promise<boolean> {
-  const current = await readStatus(s3, bucket, status.drop);
-  if (current !== null && current.run_id !== status.run_id && current.started_at > status.started_at) {
-    return false;
+export async function writeStatus(s3: S3Client, bucket: string, status: RunStatus): Promise<StatusWrite> {
+  for (let attempt = 1; ; attempt++) {
+    const current = await readStatusObject(s3, bucket, status.drop);
+    const { document, outcome } = nextDocument(current?.status ?? null, status);
+    try {
+      await s3.send(
+        new PutObjectCommand({
+          Bucket: bucket,
+          Key: statusKey(status.drop),
+          Body: `${JSON.stringify(document, null, 2)}\n`,
+          ContentType: 'application/json',
+          ...(current === null ? { IfNoneMatch: '*' } : { IfMatch: current.etag }),
+        }),
+      );
+      return outcome;
+    } catch (error) {
+      // Another writer came between the read and the write: 412, S3's 409 for two conditional
+      // writes at once, or 404 when the file was removed meanwhile. Read it again.
+      if (!isLostRace(error, current !== null)) throw error;
+      if (attempt >= STATUS_WRITE_ATTEMPTS) {
+        throw retryable(
+          'storage_error',
+          `status/${status.drop}.json changed under ${String(attempt)} writes in a row (other runs of the drop writing it); the step is retried`,
+          error,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+    }
   }
-  await putJson(s3, bucket, statusKey(status.drop), status);
-  return true;
+}
+
+/** True when `current`, a status of another run, belongs to a run newer than `runId`'s. */
+export function isNewerRun(
+  current: Pick<RunStatus, 'run_id' | 'started_at'>,
+  run: { readonly runId: string; readonly startedAt: string },
+): boolean {
+  if (current.run_id === run.runId) return false;
+  // The train.json that arrived later wins; the run id breaks a tie, the same way everywhere.
+  return current.started_at === run.startedAt
+    ? current.run_id > run.runId
+    : current.started_at > run.startedAt;
+}
+
+/** The document to write over `current` for `status`, and how it was placed. */
+function nextDocument(
+  current: RunStatus | null,
+  status: RunStatus,
+): { document: RunStatus; outcome: StatusWrite } {
+  const earlier = current?.superseded_runs ?? [];
+  if (current === null) return { document: { ...status, superseded_runs: [] }, outcome: 'written' };
+  if (isNewerRun(current, { runId: status.run_id, startedAt: status.started_at })) {
+    const entries = withEntry(earlier, supersededEntry(status));
+    return { document: { ...current, superseded_runs: entries }, outcome: 'superseded' };
+  }
+  if (current.run_id === status.run_id) {
+    return { document: { ...status, superseded_runs: earlier }, outcome: 'written' };
+  }
+  // This run takes the file from an older one: a run still going is named, with those it named.
+  const carried = current.state === 'running' ? withEntry(earlier, supersededEntry(current, 'running')) : [];
+  return {
+    document: { ...status, superseded_runs: carried.filter((entry) => entry.run_id !== status.run_id) },
+    outcome: 'written',
+  };
+}
+
+function supersededEntry(status: RunStatus, state: RunPhase = status.state): SupersededRun {
+  return {
+    run_id: status.run_id,
+    started_at: status.started_at,
+    state,
+    hopper_step: status.hopper_step,
+    dataset_id: status.dataset_id,
+    model_id: status.model_id,
+    credits: status.summary?.credits ?? (status.model_id === null ? 0 : 1),
+    model: status.model,
+    error: status.error,
+    updated_at: status.updated_at,
+    summary: status.summary,
+  };
+}
+
+/** `entries` with `entry` in place of the run's earlier one, newest run first, capped. */
+function withEntry(entries: readonly SupersededRun[], entry: SupersededRun): SupersededRun[] {
+  return [entry, ...entries.filter((other) => other.run_id !== entry.run_id)]
+    .sort((a, b) => b.started_at.localeCompare(a.started_at))
+    .slice(0, MAX_SUPERSEDED_RUNS);
+}
+
+/**
+ * True when a conditional write lost to another writer: 412, S3's 409 for conditional writes at
+ * once, or (`ifMatch`) 404 NoSuchKey when the object was removed since it was read.
+ */
+export function isLostRace(error: unknown, ifMatch: boolean): boolean {
+  const name = error instanceof Error ? error.name : '';
+  return (
+    isPreconditionFailed(error) || name === 'ConditionalRequestConflict' || (ifMatch && name === 'NoSuchKey')
+  );
 }
 
 /**
@@ -159,14 +299,40 @@ export async function* statusFiles(
  * check) reads through here, so a file of an earlier version is read the same way everywhere.
  */
 export async function readStatus(s3: S3Client, bucket: string, drop: string): Promise<RunStatus | null> {
+  return (await readStatusObject(s3, bucket, drop))?.status ?? null;
+}
+
+/**
+ * The drop's status file and its ETag, or null when there is none; a file that is not a status
+ * document reads as a null status with its ETag (a write replaces it).
+ */
+async function readStatusObject(
+  s3: S3Client,
+  bucket: string,
+  drop: string,
+): Promise<{ readonly status: RunStatus | null; readonly etag: string } | null> {
   try {
     const answer = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: statusKey(drop) }));
     const text = (await answer.Body?.transformToString()) ?? '';
-    return statusFromJson(JSON.parse(text));
+    return { status: parseStatus(text), etag: answer.ETag ?? '' };
   } catch (error) {
-    if (isNotFound(error) || error instanceof SyntaxError) return null;
+    if (isNotFound(error)) return null;
     throw error;
   }
+}
+
+/** A status file's text as a RunStatus; null when it is not JSON or not a status document. */
+function parseStatus(text: string): RunStatus | null {
+  try {
+    return statusFromJson(JSON.parse(text));
+  } catch {
+    return null;
+  }
+}
+
+/** The run's entry in the drop's `superseded_runs`, or null when the file does not list it. */
+export function supersededEntryOf(status: RunStatus | null, runId: string): SupersededRun | null {
+  return status?.superseded_runs?.find((entry) => entry.run_id === runId) ?? null;
 }
 
 /**

@@ -10,6 +10,13 @@
  *    a message built from the state.
  * 3. $.copy: succeeded.
  * 4. Otherwise internal_error: the run got here without a model and without an error.
+ * A run a newer train.json of the drop took over (lambdas/run/supersede.ts) is `superseded`
+ * instead when it stopped for that (rule 1 with the code `superseded`), or when its training,
+ * which held a credit, went on to the copy (rule 3): the message says which and what it cost.
+ *
+ * The final status goes to status/<drop>.json (or, for a superseded run, to its entry there) and
+ * to status/.runs/<drop>/<run id>.json, the drop's runs history that `hopper runs` reads. A run
+ * that ends lets the drop's training claim go unless its training is still under way.
  *
  * Then it puts the run's Succeeded or Failed event (and Started, if validate_drop did not),
  * once even when this step is retried (lambdas/run/event-bus.ts).
@@ -25,31 +32,55 @@ import {
 } from '../run/messages.js';
 import { announceRunEnd } from '../run/publish-events.js';
 import type { CaughtFailure, ReportSlot, RunFailure, RunState } from '../run/state.js';
-import { statusOf, writeStatus } from '../run/status.js';
+import { modelLocation, statusOf, writeStatus } from '../run/status.js';
+import { trainingInFlight, type NewerRun } from '../run/supersede.js';
+import { releaseTraining } from '../run/training-claim.js';
 import type { StopCode } from '../run/vocabulary.js';
+import { runRecordKey } from '../storage/keys.js';
+import { putJson } from '../storage/objects.js';
 
 export const reportStep = defineStep(
   'report',
   async (state, env) => {
-    const report = reportOf(state);
+    const report = reportOf(state, env.supersededBy ?? null);
     const now = env.runtime.now();
     const summary = env.summary?.(state);
-    await writeStatus(
-      env.runtime.s3,
-      state.run.bucket,
-      statusOf(state, { hopperStep: 'report', state: report.outcome, error: report.error, summary }, now),
+    const status = statusOf(
+      state,
+      { hopperStep: 'report', state: report.outcome, error: report.error, summary },
+      now,
     );
+    const { s3 } = env.runtime;
+    await writeStatus(s3, state.run.bucket, status);
+    await putJson(s3, state.run.bucket, runRecordKey(state.run.drop, state.run.runId), status);
+    await releaseTraining({ s3, run: state.run, now }, trainingInFlight(state));
     // After the status, so the event never announces an outcome the status file does not show.
     await announceRunEnd(state, report, now, env, summary?.credits);
     return report;
   },
-  { writesStatus: false },
+  { writesStatus: false, decidesWhenSuperseded: true },
 );
 
-/** The run's outcome as the state shows it. */
-export function reportOf(state: RunState): ReportSlot {
-  if (state.failure !== undefined) return failed(failureError(state, state.failure));
+/**
+ * The run's outcome as the state shows it.
+ * @param supersededBy the newer run of the drop that took it over, or null
+ */
+export function reportOf(state: RunState, supersededBy: NewerRun | null = null): ReportSlot {
+  if (state.failure !== undefined) {
+    const error = failureError(state, state.failure);
+    return error.code === 'superseded' ? { outcome: 'superseded', error } : failed(error);
+  }
   if (state.stop !== undefined) return failed(stopError(state, state.stop.code));
+  if (state.copy !== undefined && supersededBy !== null) {
+    const location = modelLocation(state.run, state.copy);
+    return {
+      outcome: 'superseded',
+      error: {
+        code: 'superseded',
+        message: `a newer train.json of drop "${state.run.drop}" (run ${supersededBy.runId}, uploaded ${supersededBy.startedAt}) took over while this run's training (model ${state.model?.id ?? '?'}) held a credit, so this run finished it rather than waste it: its model is kept under its own model id at ${location?.onnx ?? '(unknown)'}, and it cost 1 credit. status/${state.run.drop}.json follows the newer run`,
+      },
+    };
+  }
   if (state.copy !== undefined) return { outcome: 'succeeded', error: null };
   return failed({
     code: 'internal_error',

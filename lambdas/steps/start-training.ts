@@ -6,6 +6,11 @@
  * the client throws a retryable error although the service may have started the training. So
  * every invocation lists the dataset's models first (newest first) and adopts the newest one
  * when it is queued, training or done; only a failed newest model, or none, starts another.
+ *
+ * Two more rules before a new training (lambdas/run/supersede.ts): a run a newer train.json of
+ * the drop has taken over starts none (it stops, `superseded`; a training of its own it finds
+ * under way is adopted, since that credit is spent), and a run starts one only while it holds
+ * the drop's training claim (training-claim.ts), so one drop never has two trainings at once.
  */
 import {
   filesRetentionMs,
@@ -18,7 +23,7 @@ import {
   type Model,
   type TrainingServiceClient,
 } from '../service-client/index.js';
-import { RunError } from '../run/errors.js';
+import { RunError, retryable } from '../run/errors.js';
 import {
   datasetExpiredMessage,
   noCreditsMessage,
@@ -26,6 +31,8 @@ import {
   unknownEncoderMessage,
 } from '../run/messages.js';
 import { defineStep } from '../run/handler.js';
+import { supersededError } from '../run/supersede.js';
+import { claimTraining, recordTraining, type ClaimContext } from '../run/training-claim.js';
 import { expectedFinish } from '../run/polling.js';
 import { modelSlot, type AccountHistory } from '../run/slots.js';
 import type { RunConfig } from '../run/state.js';
@@ -34,50 +41,74 @@ const UNDER_WAY_STATUSES: readonly string[] = ['queued', 'training', 'done'];
 /** A model at one of these has not failed: wait for it, download it, or report its files gone. */
 const UNDER_WAY_NEXT_ACTIONS: readonly string[] = ['wait', 'download', 'none'];
 
-export const startTrainingStep = defineStep('start_training', async (state, env) => {
-  const { config, dataset: datasetSlot } = state;
-  const client = await env.runtime.service();
-  const dataset = await client.getDataset(datasetSlot.id);
-  const models = await modelsOf(client, dataset);
-  // The backoff of a new model starts afresh; the run's poll count carries on.
-  const previous = state.model ?? datasetSlot;
-  // Looked up once per run, at its first training; a retry carries it on.
-  const history: AccountHistory =
-    state.model === undefined
-      ? await accountHistory(client)
-      : {
-          filesRetentionSeconds: state.model.filesRetentionSeconds ?? null,
-          expectedFinish: state.model.expectedFinish ?? null,
-        };
+export const startTrainingStep = defineStep(
+  'start_training',
+  async (state, env) => {
+    const { config, dataset: datasetSlot } = state;
+    const client = await env.runtime.service();
+    const dataset = await client.getDataset(datasetSlot.id);
+    const models = await modelsOf(client, dataset);
+    // The backoff of a new model starts afresh; the run's poll count carries on.
+    const previous = state.model ?? datasetSlot;
+    // Looked up once per run, at its first training; a retry carries it on.
+    const history: AccountHistory =
+      state.model === undefined
+        ? await accountHistory(client)
+        : {
+            filesRetentionSeconds: state.model.filesRetentionSeconds ?? null,
+            expectedFinish: state.model.expectedFinish ?? null,
+          };
 
-  const newest = models[0];
-  // A resumed run trains again when the earlier run's model lost its files (model_files_gone).
-  const filesGone = newest?.next_action === 'none' && config.resumeFrom !== undefined;
-  if (newest !== undefined && isUnderWay(newest) && !filesGone) {
-    return modelSlot(newest, models.length, previous, env.runtime.now(), history);
-  }
-  if (newest !== undefined && models.length >= config.maxAttempts) {
-    // The Choice counts attempts too; this guards the case it cannot see (a training started
-    // by a lost call that failed before this retry), counting what the service holds.
-    throw new RunError(
-      'training_failed',
-      trainingFailedMessage({
-        attempts: models.length,
-        maxAttempts: config.maxAttempts,
-        modelId: newest.id,
-        error: newest.error,
-      }),
-    );
-  }
-  if (dataset.next_action === 'expired') {
-    throw new RunError(
-      'dataset_expired',
-      datasetExpiredMessage({ id: dataset.id, expiresAt: dataset.expires_at, step: dataset.step }),
-    );
-  }
-  const record = await startTraining(client, dataset, config, models);
-  return modelSlot(record, models.length + 1, previous, env.runtime.now(), history);
-});
+    const newest = models[0];
+    // A resumed run trains again when the earlier run's model lost its files (model_files_gone).
+    const filesGone = newest?.next_action === 'none' && config.resumeFrom !== undefined;
+    const claim: ClaimContext = {
+      s3: env.runtime.s3,
+      run: state.run,
+      now: env.runtime.now(),
+      service: () => Promise.resolve(client),
+    };
+    if (newest !== undefined && isUnderWay(newest) && !filesGone) {
+      // This run's own training (a lost answer, or a retried invocation): its credit is spent.
+      await recordTraining(claim, dataset.id, newest.id);
+      return modelSlot(newest, models.length, previous, env.runtime.now(), history);
+    }
+    if (env.supersededBy !== undefined && env.supersededBy !== null) {
+      throw supersededError(state, env.supersededBy, 'start_training');
+    }
+    if (newest !== undefined && models.length >= config.maxAttempts) {
+      // The Choice counts attempts too; this guards the case it cannot see (a training started
+      // by a lost call that failed before this retry), counting what the service holds.
+      throw new RunError(
+        'training_failed',
+        trainingFailedMessage({
+          attempts: models.length,
+          maxAttempts: config.maxAttempts,
+          modelId: newest.id,
+          error: newest.error,
+        }),
+      );
+    }
+    if (dataset.next_action === 'expired') {
+      throw new RunError(
+        'dataset_expired',
+        datasetExpiredMessage({ id: dataset.id, expiresAt: dataset.expires_at, step: dataset.step }),
+      );
+    }
+    const held = await claimTraining(claim, dataset.id);
+    if (!held.held) {
+      // Rare: the claim the dataset step took went stale and another run took it meanwhile.
+      throw retryable(
+        'training_in_progress',
+        `another run of drop "${state.run.drop}" (run ${held.holder.run_id ?? '?'}) holds the drop's training${held.holder.model_id === null ? '' : ` (model ${held.holder.model_id})`}, and a drop trains one model at a time; once it ends, upload train.json again`,
+      );
+    }
+    const record = await startTraining(client, dataset, config, models);
+    await recordTraining(claim, dataset.id, record.id);
+    return modelSlot(record, models.length + 1, previous, env.runtime.now(), history);
+  },
+  { decidesWhenSuperseded: true },
+);
 
 /** Done models looked at for their files' retention and their trainings' durations: one page. */
 export const RETENTION_SAMPLE = 25;

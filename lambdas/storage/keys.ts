@@ -5,6 +5,8 @@
  *   models/<drop>/<model id>/model.onnx        the trained model
  *   models/<drop>/<model id>/model.json        its record, the run's summary and cost
  *   status/.events/<run id>/<kind>             marks a run event put (lambdas/run/event-bus.ts)
+ *   status/.training/<drop>.json               which run of the drop may hold a credit (training-claim.ts)
+ *   status/.runs/<drop>/<run id>.json          each run's final status: the drop's runs history
  */
 export const INBOX_PREFIX = 'inbox/';
 export const STATUS_PREFIX = 'status/';
@@ -33,6 +35,20 @@ export const EVENT_MARKERS_PREFIX = `${STATUS_PREFIX}.events/`;
 /** The marker of a run's event of `kind` (`started`, `succeeded`, `failed`). */
 export function eventMarkerKey(runId: string, kind: string): string {
   return `${EVENT_MARKERS_PREFIX}${runId}/${kind}`;
+}
+
+/** The drop's training claim: the one run of the drop that may start a training now. */
+export function trainingClaimKey(drop: string): string {
+  return `${STATUS_PREFIX}.training/${drop}.json`;
+}
+
+/** Where the run's final status is kept, beside the other runs of its drop. */
+export function runRecordKey(drop: string, runId: string): string {
+  return `${runRecordsPrefix(drop)}${runId}.json`;
+}
+
+export function runRecordsPrefix(drop: string): string {
+  return `${STATUS_PREFIX}.runs/${drop}/`;
 }
 
 export function modelPrefix(drop: string, modelId: string): string {

@@ -1,9 +1,15 @@
 /**
  * `hopper runs <drop>`: the drop's runs, newest first, with their outcome: the state machine's
  * executions (Step Functions' ListExecutions, or local mode's stand-in for it) whose names
- * begin with the drop (lambdas/trigger/start-execution.ts names them), each checked by its input.
+ * begin with the drop (lambdas/trigger/start-execution.ts names them), each checked by its
+ * input, with what each run's report kept in status/.runs/<drop>/<run id>.json: `superseded`
+ * when a newer train.json of the drop took over, and the credits the run cost.
  */
+import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { DescribeExecutionCommand, ListExecutionsCommand, type SFNClient } from '@aws-sdk/client-sfn';
+import { isRunSummary } from '../../lambdas/run/usage.js';
+import { runRecordKey } from '../../lambdas/storage/keys.js';
+import { isNotFound } from '../../lambdas/storage/objects.js';
 import { executionNameDrop, NAME_HASH_HEX } from '../../lambdas/trigger/start-execution.js';
 import {
   CommandError,
@@ -26,8 +32,9 @@ export const MAX_EXECUTION_PAGES = 20;
 
 export const RUNS_HELP = `Usage: hopper runs <drop> [options]
 
-Lists the drop's runs, newest first: when each started, how long it took, and its outcome
-(succeeded, failed with its error code, running, timed out, stopped).
+Lists the drop's runs, newest first: when each started, how long it took, its outcome
+(succeeded, failed with its error code, superseded by a newer train.json of the drop, running,
+timed out, stopped), the credits it cost and its model.
 
 Options:
   --limit N           show at most N runs (default ${String(DEFAULT_RUNS)}, at most ${String(MAX_RUNS)})
@@ -37,10 +44,14 @@ ${TARGET_HELP}
 export interface RunSummary {
   readonly run_id: string;
   readonly execution_arn: string;
-  readonly outcome: 'running' | 'succeeded' | 'failed' | 'timed_out' | 'stopped';
+  readonly outcome: 'running' | 'succeeded' | 'failed' | 'superseded' | 'timed_out' | 'stopped';
   readonly started_at: string;
   readonly stopped_at: string | null;
   readonly error: { readonly code: string; readonly message: string } | null;
+  /** Credits the run's trainings cost (a failed one's came back); null until its report kept them. */
+  readonly credits: number | null;
+  readonly dataset_id: string | null;
+  readonly model_id: string | null;
 }
 
 export async function runRunsCommand(
@@ -69,6 +80,7 @@ export async function runRunsCommand(
         target.stateMachine.arn,
         drop,
         limit,
+        { s3: target.s3, bucket: target.bucket },
       );
       if (!searchedAll) {
         out.stderr.write(
@@ -94,6 +106,7 @@ export async function runsOf(
   stateMachineArn: string,
   drop: string,
   limit: number,
+  records?: { readonly s3: S3Client; readonly bucket: string },
 ): Promise<{ runs: RunSummary[]; searchedAll: boolean }> {
   const name = new RegExp(`^${escapeRegExp(executionNameDrop(drop))}-[0-9a-f]{${String(NAME_HASH_HEX)}}$`);
   const runs: RunSummary[] = [];
@@ -108,16 +121,23 @@ export async function runsOf(
       // Names keep 40 sanitised characters of the drop: the input tells drops apart for sure.
       const execution = await sfn.send(new DescribeExecutionCommand({ executionArn: item.executionArn }));
       if (dropOfInput(execution.input) !== drop) continue;
+      const record = records === undefined ? null : await runRecord(records, drop, item.name);
+      const superseded = record?.state === 'superseded' && execution.status === 'SUCCEEDED';
       runs.push({
         run_id: item.name,
         execution_arn: item.executionArn,
-        outcome: outcomeOf(execution.status),
+        outcome: superseded ? 'superseded' : outcomeOf(execution.status),
         started_at: (execution.startDate ?? item.startDate ?? new Date(0)).toISOString(),
         stopped_at: (execution.stopDate ?? item.stopDate)?.toISOString() ?? null,
         error:
           execution.status === 'FAILED' || execution.status === 'TIMED_OUT'
             ? { code: execution.error ?? 'unknown', message: execution.cause ?? '' }
-            : null,
+            : superseded
+              ? (record.error ?? null)
+              : null,
+        credits: record?.credits ?? null,
+        dataset_id: record?.dataset_id ?? null,
+        model_id: record?.model_id ?? null,
       });
     }
     token = listed.nextToken;
@@ -129,15 +149,55 @@ export async function runsOf(
 
 export function runsTable(runs: readonly RunSummary[], now: number): string {
   return table(
-    ['RUN', 'STARTED', 'TOOK', 'OUTCOME', 'ERROR'],
+    ['RUN', 'STARTED', 'TOOK', 'OUTCOME', 'CREDITS', 'MODEL', 'ERROR'],
     runs.map((run) => [
       run.run_id,
       `${formatAge(now - Date.parse(run.started_at))} ago`,
       formatAge((run.stopped_at === null ? now : Date.parse(run.stopped_at)) - Date.parse(run.started_at)),
       run.outcome,
-      run.error?.code ?? '',
+      run.credits === null ? '' : String(run.credits),
+      run.model_id ?? '',
+      run.outcome === 'superseded' ? '' : (run.error?.code ?? ''),
     ]),
   );
+}
+
+interface RunRecord {
+  readonly state: string | null;
+  readonly credits: number | null;
+  readonly dataset_id: string | null;
+  readonly model_id: string | null;
+  readonly error: { readonly code: string; readonly message: string } | null;
+}
+
+/** What the run's report kept of it (status/.runs/<drop>/<run id>.json), or null without one. */
+async function runRecord(
+  records: { readonly s3: S3Client; readonly bucket: string },
+  drop: string,
+  runId: string,
+): Promise<RunRecord | null> {
+  let parsed: Record<string, unknown>;
+  try {
+    const answer = await records.s3.send(
+      new GetObjectCommand({ Bucket: records.bucket, Key: runRecordKey(drop, runId) }),
+    );
+    parsed = JSON.parse((await answer.Body?.transformToString()) ?? '') as Record<string, unknown>;
+  } catch (error) {
+    if (isNotFound(error) || error instanceof SyntaxError) return null;
+    throw error;
+  }
+  const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+  const error = parsed.error as { code?: unknown; message?: unknown } | null | undefined;
+  return {
+    state: text(parsed.state),
+    credits: isRunSummary(parsed.summary) ? parsed.summary.credits : null,
+    dataset_id: text(parsed.dataset_id),
+    model_id: text(parsed.model_id),
+    error:
+      typeof error?.code === 'string' && typeof error.message === 'string'
+        ? { code: error.code, message: error.message }
+        : null,
+  };
 }
 
 function outcomeOf(status: string | undefined): RunSummary['outcome'] {

@@ -14,7 +14,7 @@ import type {
 } from '../mode/state-machine.js';
 
 /** A run's state as the console shows it: the status file's words, plus `stopped` (Ctrl-C). */
-export type ConsoleRunState = 'running' | 'succeeded' | 'failed' | 'interrupted' | 'stopped';
+export type ConsoleRunState = 'running' | 'succeeded' | 'failed' | 'interrupted' | 'stopped' | 'superseded';
 
 export interface LoggedRun {
   readonly execution: Execution;
@@ -120,7 +120,12 @@ export function summarize(run: LoggedRun): RunSummary {
 
 function stateOf(outcome: ExecutionOutcome | null): ConsoleRunState {
   if (outcome === null) return 'running';
-  if (outcome.status === 'SUCCEEDED') return 'succeeded';
+  if (outcome.status === 'SUCCEEDED') {
+    // A run a newer train.json took over ends in the Superseded state, not as a failure.
+    return (outcome.output as RunState | undefined)?.report?.outcome === 'superseded'
+      ? 'superseded'
+      : 'succeeded';
+  }
   return outcome.status === 'ABORTED' ? 'stopped' : 'failed';
 }
 

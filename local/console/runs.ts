@@ -14,6 +14,7 @@ export const RUN_STATES: readonly ConsoleRunState[] = [
   'failed',
   'interrupted',
   'stopped',
+  'superseded',
 ];
 
 export interface RunPage {

@@ -15,6 +15,7 @@ import type { TaskHandler } from '../../lambdas/run/handler.js';
 import { createRuntime, LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/runtime.js';
 import { trainingService, type TrainingServiceOptions } from '../../lambdas/run/training-service.js';
 import type { StepName } from '../../lambdas/run/vocabulary.js';
+import type { TrainingServiceClient } from '../../lambdas/service-client/index.js';
 import { createTriggerHandler, type TriggerResult } from '../../lambdas/trigger/start-execution.js';
 import { startLocalS3, type LocalS3 } from '../s3/local-s3.js';
 import {
@@ -82,6 +83,8 @@ export interface LocalMode {
   readonly serviceUrl: string;
   /** The simulated service, when local mode started one. */
   readonly simulated: SimulatedService | undefined;
+  /** A client of the training service, as the steps have it (the key stays inside). */
+  service(): Promise<TrainingServiceClient>;
   readonly stateMachine: LocalStateMachine;
   /** The definition the state machine runs (synthesized from the stack). */
   readonly definition: AslDefinition;
@@ -193,6 +196,7 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
       bucket: s3.bucket,
       serviceUrl: service.url,
       simulated,
+      service: () => runtime.service(),
       stateMachine,
       definition: local.definition,
       interrupted,

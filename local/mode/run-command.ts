@@ -3,8 +3,11 @@
  * S3 server, the simulated service (unless --service-url) and the state machine; drops the
  * folder as inbox/<folder name>/, train.json last; shows the run's progress; and copies the
  * model to <out>/<drop>/. Exit codes: 0 succeeded, 1 failed, 2 bad command line, folder or
- * --out, 3 the model could not be saved to --out (it is kept and said where), 130 stopped.
+ * --out, 3 the model could not be saved to --out (it is kept and said where), 4 a training of
+ * this folder's dataset is still under way at the service (an earlier run that was stopped), 130
+ * stopped. Stopped, it says what it left at the service (left-at-service.ts).
  */
+import { readFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import type { Writable } from 'node:stream';
 import { messageOf } from '../../lambdas/run/errors.js';
@@ -19,6 +22,7 @@ import { OutFolderError, prepareOutFolder, type OutFolder } from './out-folder.j
 import { CliUsageError, parseRunArgs, RUN_HELP } from './options.js';
 import { describeFailure } from '../../lambdas/run/lambda-error.js';
 import { formatBytes, progressOf, reporterFor } from './progress.js';
+import { describeLeftovers, leftAtService, trainingsUnderWay } from './left-at-service.js';
 import type { ExecutionOutcome } from './state-machine.js';
 
 export interface CommandIo {
@@ -31,7 +35,10 @@ export interface CommandIo {
 /** How long train.json's upload may go without its run starting (the trigger is in-process). */
 const START_TIMEOUT_MS = 30_000;
 
-export const EXIT = { succeeded: 0, failed: 1, usage: 2, notSaved: 3, stopped: 130 } as const;
+export const EXIT = { succeeded: 0, failed: 1, usage: 2, notSaved: 3, busy: 4, stopped: 130 } as const;
+
+/** How long a stopped command spends finding out what it left at the service. */
+const LEFTOVERS_TIMEOUT_MS = 20_000;
 
 export async function runRunCommand(argv: readonly string[], io: CommandIo = processIo()): Promise<number> {
   let parsed: ReturnType<typeof parseRunArgs>;
@@ -62,6 +69,9 @@ export async function runRunCommand(argv: readonly string[], io: CommandIo = pro
   let local: LocalMode | undefined;
   let console: LocalConsole | undefined;
   const reporter = reporterFor(io.stdout, startedAt);
+  const datasetName = await datasetNameOf(folder);
+  // The run's latest state, from the execution's events: the dataset it made, once it has.
+  let latest: RunState | undefined;
   try {
     const triggerFailed = new AbortController();
     local = await startLocalMode({
@@ -84,6 +94,9 @@ export async function runRunCommand(argv: readonly string[], io: CommandIo = pro
       {
         signal: AbortSignal.any([stop, triggerFailed.signal]),
         onEvent: (event) => {
+          const state = (event as { state?: { input?: unknown; output?: unknown } }).state;
+          const seen = (state?.output ?? state?.input) as RunState | undefined;
+          if (seen?.run !== undefined) latest = seen;
           const progress = progressOf(event, waitMs);
           if (progress !== null) reporter.update(progress);
         },
@@ -91,6 +104,17 @@ export async function runRunCommand(argv: readonly string[], io: CommandIo = pro
     );
     // Awaited after the upload; a Ctrl-C during it must not count as an unhandled rejection.
     execution.catch(() => undefined);
+    // An earlier `hopper run` of this folder, stopped, may have left its training going: a
+    // second one would spend a second credit for the same drop.
+    const underWay = await trainingsUnderWay(await local.service(), datasetName);
+    const busy = underWay[0];
+    if (busy !== undefined) {
+      reporter.finish();
+      io.stderr.write(
+        `hopper run: a training of a dataset named "${datasetName}" is still under way at the training service (${local.serviceUrl}): model ${busy.model.id} (${busy.model.status}) of dataset ${busy.dataset.id}, started ${busy.model.created_at}, holding 1 credit; most likely an earlier \`hopper run\` of this folder that was stopped. Starting another would spend a second credit for the same drop, so nothing was started. Wait until it ends (\`hopper models --dataset ${busy.dataset.id}\`), then run again; or set another "name" in train.json to train alongside it\n`,
+      );
+      return EXIT.busy;
+    }
     reporter.line(
       `hopper: dropping ${parsed.folder} as s3://${local.bucket}/inbox/${folder.drop}/ (${String(folder.files.length)} files, then ${TRAIN_JSON})`,
     );
@@ -111,7 +135,10 @@ export async function runRunCommand(argv: readonly string[], io: CommandIo = pro
   } catch (error) {
     reporter.finish();
     if (stop.aborted) {
-      io.stderr.write('hopper run: stopped\n');
+      io.stderr.write(
+        `hopper run: stopped${stop.reason instanceof Error ? ` (${stop.reason.message})` : ''}\n`,
+      );
+      if (local !== undefined) await tellLeftovers(local, latest, datasetName, parsed.folder, startedAt, io);
       return EXIT.stopped;
     }
     io.stderr.write(`hopper run: ${messageOf(error)}\n`);
@@ -193,6 +220,64 @@ function keepInBucket(
       '',
     ].join('\n'),
   );
+}
+
+/**
+ * Says what the stopped run left at the service and what to do (bounded in time: the user has
+ * asked to stop).
+ */
+async function tellLeftovers(
+  local: LocalMode,
+  latest: RunState | undefined,
+  datasetName: string,
+  folder: string,
+  startedAt: number,
+  io: CommandIo,
+): Promise<void> {
+  const known = latest?.dataset?.id;
+  try {
+    const left = await untilTimeout(
+      (async () =>
+        leftAtService(await local.service(), {
+          datasetName,
+          knownIds: known === undefined ? [] : [known],
+          // A minute's leeway for the service's clock.
+          since: startedAt - 60_000,
+        }))(),
+      LEFTOVERS_TIMEOUT_MS,
+    );
+    io.stderr.write(`${describeLeftovers(left, local.serviceUrl, folder).join('\n')}\n`);
+  } catch (error) {
+    io.stderr.write(
+      `hopper run: could not ask the training service (${local.serviceUrl}) what this run left there: ${messageOf(error)}. The run's dataset${known === undefined ? '' : ` (${known})`} and any training it started stay there: see \`hopper models\`\n`,
+    );
+  }
+}
+
+async function untilTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          reject(new Error(`no answer within ${String(ms / 1000)} s`));
+        }, ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The dataset name the run will use: train.json's `name`, else the folder's name. */
+async function datasetNameOf(folder: DropFolder): Promise<string> {
+  try {
+    const parsed = JSON.parse(await readFile(folder.trainJsonPath, 'utf8')) as { name?: unknown } | null;
+    return typeof parsed?.name === 'string' && parsed.name !== '' ? parsed.name : folder.drop;
+  } catch {
+    return folder.drop;
+  }
 }
 
 /** `text` as one word for a POSIX shell. */

@@ -10,10 +10,13 @@
  * after a rename replaces it, so a read under way finishes with the version it started with.
  * Its listing, too, is replaced by one in S3's key order (key-order-listing.ts).
  *
- * s3rver also ignores a PutObject's `If-None-Match: *`, which real S3 honours (a create that
- * fails with 412 PreconditionFailed when the key exists) and Hopper's event markers rely on
- * (lambdas/run/event-bus.ts). Here the condition is checked under the key's lock, just before
- * the rename, so of two conditional PUTs of a new key exactly one succeeds.
+ * s3rver also ignores a PutObject's conditional headers, which real S3 honours and Hopper relies
+ * on: `If-None-Match: *` (a create that fails with 412 PreconditionFailed when the key exists:
+ * the event markers, lambdas/run/event-bus.ts, and the training claim) and `If-Match: <etag>`
+ * (a replace that fails with 412 PreconditionFailed when the object's ETag is another, and with
+ * 404 NoSuchKey when there is no object: the status file, lambdas/run/status.ts). Here each
+ * condition is checked under the key's lock, just before the rename, so of two conditional PUTs
+ * made against the same state of a key exactly one succeeds.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash, randomUUID } from 'node:crypto';
@@ -67,16 +70,26 @@ const S3Error = require('s3rver/lib/models/error.js') as S3ErrorClass;
 
 /** The conditions of the request being served, for the store (which sees no headers). */
 interface WriteConditions {
+  /** `If-None-Match: *`: only if there is no object. */
   readonly ifNoneMatch: boolean;
+  /** `If-Match`: only if the object's ETag is this one (no quotes); null when absent. */
+  readonly ifMatch: string | null;
 }
 const requestConditions = new AsyncLocalStorage<WriteConditions>();
 
 /** Runs the rest of the request with its write conditions known to the store. */
 const conditionsMiddleware: Middleware = (context, next) => {
-  const header = context.headers['if-none-match'];
-  const ifNoneMatch = context.method === 'PUT' && typeof header === 'string' && header.trim() === '*';
-  return requestConditions.run({ ifNoneMatch }, next);
+  const noneMatch = context.headers['if-none-match'];
+  const match = context.headers['if-match'];
+  const isPut = context.method === 'PUT';
+  const ifNoneMatch = isPut && typeof noneMatch === 'string' && noneMatch.trim() === '*';
+  const ifMatch = isPut && typeof match === 'string' ? unquoted(match) : null;
+  return requestConditions.run({ ifNoneMatch, ifMatch }, next);
 };
+
+function unquoted(etag: string): string {
+  return etag.trim().replaceAll('"', '');
+}
 
 /** One promise chain per key: the next holder starts when the previous one has finished. */
 class KeyLock {
@@ -159,23 +172,42 @@ class ConsistentStore extends BaseStore {
       throw error;
     }
     const etag = digest ?? md5?.digest('hex') ?? '';
-    const ifNoneMatch = requestConditions.getStore()?.ifNoneMatch === true;
+    const conditions = requestConditions.getStore();
     await this.#locks.with(`${object.bucket}/${object.key}`, async () => {
-      if (ifNoneMatch && (await exists(objectPath))) {
+      const refusal = await this.#conditionRefusal(object, objectPath, conditions);
+      if (refusal !== null) {
         await rm(partial, { force: true });
-        throw new S3Error(
-          'PreconditionFailed',
-          'At least one of the pre-conditions you specified did not hold',
-          {
-            Condition: 'If-None-Match',
-          },
-        );
+        throw refusal;
       }
       await rename(partial, objectPath);
       await this.putMetadata(object.bucket, object.key, object.metadata, etag);
     });
     return { size, md5: etag };
   }
+
+  /** The error S3 answers when the request's conditions do not hold for the key now, or null. */
+  async #conditionRefusal(
+    object: StoredObject,
+    objectPath: string,
+    conditions: WriteConditions | undefined,
+  ): Promise<Error | null> {
+    if (conditions === undefined || (!conditions.ifNoneMatch && conditions.ifMatch === null)) return null;
+    const present = await exists(objectPath);
+    if (conditions.ifNoneMatch && present) return preconditionFailed('If-None-Match');
+    if (conditions.ifMatch !== null) {
+      if (!present) return new S3Error('NoSuchKey', 'The specified key does not exist.', { Key: object.key });
+      const current = unquoted((await this.getMetadata(object.bucket, object.key)).etag ?? '');
+      // `*` matches any object that exists (RFC 9110); otherwise the ETag must be this one.
+      if (conditions.ifMatch !== '*' && conditions.ifMatch !== current) return preconditionFailed('If-Match');
+    }
+    return null;
+  }
+}
+
+function preconditionFailed(condition: string): Error {
+  return new S3Error('PreconditionFailed', 'At least one of the pre-conditions you specified did not hold', {
+    Condition: condition,
+  });
 }
 
 async function exists(path: string): Promise<boolean> {
@@ -188,8 +220,8 @@ async function exists(path: string): Promise<boolean> {
 }
 
 /**
- * Gives `server`, whose store is in `directory`, the consistent store and `If-None-Match: *` on
- * PutObject (call before it serves anything). `partialDirectory` must exist, outside
+ * Gives `server`, whose store is in `directory`, the consistent store and the conditional
+ * PutObject headers (`If-None-Match: *`, `If-Match`) (call before it serves anything). `partialDirectory` must exist, outside
  * `directory` on the same filesystem.
  */
 export function useConsistentStore(

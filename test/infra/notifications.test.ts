@@ -145,7 +145,7 @@ describe('run notifications', () => {
     expect(rule.Properties.EventBusName).toBeUndefined();
     expect(rule.Properties.EventPattern).toEqual({
       source: ['com.example.hopper'],
-      'detail-type': [RUN_EVENT_TYPES.succeeded, RUN_EVENT_TYPES.failed],
+      'detail-type': [RUN_EVENT_TYPES.succeeded, RUN_EVENT_TYPES.failed, RUN_EVENT_TYPES.superseded],
     });
     const targets = rule.Properties.Targets as Record<string, unknown>[];
     expect(targets).toEqual([

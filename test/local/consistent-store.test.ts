@@ -101,3 +101,51 @@ describe('the local S3 server, If-None-Match: * on PutObject', () => {
     expect((await get(key)).body.toString()).toBe(`writer ${String(winner)}`);
   });
 });
+
+describe('the local S3 server, If-Match: <etag> on PutObject', () => {
+  /** The PUT's outcome: the new ETag, or the error's name and HTTP status, as S3 answers them. */
+  async function putIfMatch(key: string, body: string, etag: string): Promise<string> {
+    try {
+      const answer = await s3.client.send(
+        new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: body, IfMatch: etag }),
+      );
+      return `written ${(answer.ETag ?? '').replaceAll('"', '')}`;
+    } catch (error) {
+      const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+      return `${error instanceof Error ? error.name : String(error)} ${String(status)}`;
+    }
+  }
+
+  it('replaces the object whose ETag matches (quoted or not), and answers 412 to a stale ETag', async () => {
+    const key = 'status/if-match.json';
+    await put(key, Buffer.from('first'));
+    const first = (await get(key)).etag;
+    expect(await putIfMatch(key, 'second', `"${first}"`)).toBe(`written ${md5(Buffer.from('second'))}`);
+    // The first ETag is stale now: S3 refuses, and the object stays as it was.
+    expect(await putIfMatch(key, 'third', first)).toBe('PreconditionFailed 412');
+    expect((await get(key)).body.toString()).toBe('second');
+    expect(await putIfMatch(key, 'third', md5(Buffer.from('second')))).toBe(
+      `written ${md5(Buffer.from('third'))}`,
+    );
+  });
+
+  it('answers 404 NoSuchKey when there is no object to match, and creates nothing', async () => {
+    const key = 'status/if-match-absent.json';
+    expect(await putIfMatch(key, 'x', md5(Buffer.from('x')))).toBe('NoSuchKey 404');
+    await expect(get(key)).rejects.toMatchObject({ name: 'NoSuchKey' });
+  });
+
+  it('lets exactly one of several PUTs made against the same ETag through', async () => {
+    const key = 'status/if-match-race.json';
+    await put(key, Buffer.from('base'));
+    const base = (await get(key)).etag;
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, n) => putIfMatch(key, `writer ${String(n)}`, base)),
+    );
+    const winners = results.filter((result) => result.startsWith('written'));
+    expect(winners).toHaveLength(1);
+    expect(results.filter((result) => result === 'PreconditionFailed 412')).toHaveLength(7);
+    const winner = results.findIndex((result) => result.startsWith('written'));
+    expect((await get(key)).body.toString()).toBe(`writer ${String(winner)}`);
+  });
+});

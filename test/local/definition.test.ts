@@ -64,7 +64,7 @@ describe('the extracted definition', () => {
     expect(byType('Choice')).toEqual(['AttemptsLeft', 'RouteDataset', 'RouteModel', 'RunSucceeded']);
     expect(byType('Wait')).toEqual(['WaitForDataset', 'WaitForModel']);
     expect(byType('Pass')).toEqual(Object.keys(STOPS).sort());
-    expect(byType('Succeed')).toEqual(['Succeeded']);
+    expect(byType('Succeed')).toEqual(['Succeeded', 'Superseded']);
     expect(byType('Fail')).toEqual(['ReportFailed', 'RunFailed']);
   });
 

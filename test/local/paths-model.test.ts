@@ -8,7 +8,6 @@
  */
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
-import { readStatus } from '../../lambdas/run/status.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { executionName, runInputFromEvent } from '../../lambdas/trigger/start-execution.js';
 import { s3ObjectCreatedEvent } from '../../local/mode/s3-events.js';
@@ -19,10 +18,8 @@ import {
   modelObjects,
   nextExecution,
   statesEntered,
-  RUN_TIMEOUT_MS,
   useLocalMode,
 } from '../helpers/local-mode.js';
-import { withTimeout } from '../helpers/timeout.js';
 import {
   expectCopied,
   expectFailed,
@@ -224,45 +221,5 @@ describe('trigger events', () => {
     expect(local.stateMachine.executions()).toHaveLength(2);
     expect(local.simulated?.credits()).toBe(8);
   });
-
-  it('train.json uploaded three more times while the first run is under way: four runs, each trains, the newest owns the status', async () => {
-    // What a user does who drops the folder and then train.json again, three times, in a hurry. The
-    // runs go through the same steps at about the same time, each writing status/<drop>.json.
-    const local = await fixture.start();
-    const key = inboxKey('hurry', TRAIN_JSON);
-    await putDrop(local.s3.client, local.bucket, 'hurry', {
-      'reviews.csv': REVIEWS_CSV,
-      'labels.csv': LABELS_BY_ID,
-    });
-    const started: ReturnType<typeof nextExecution>[] = [];
-    for (let upload = 0; upload < 4; upload++) {
-      const next = nextExecution(local, key);
-      await putDrop(local.s3.client, local.bucket, 'hurry', { 'train.json': '{}' });
-      await next.execution;
-      started.push(next);
-    }
-    // Every run ends before anything is read: no reader meets a run still writing.
-    const executions = await Promise.all(started.map(({ execution }) => execution));
-    await withTimeout(
-      Promise.all(executions.map((execution) => execution.done)),
-      'the runs did not end',
-      RUN_TIMEOUT_MS,
-    );
-    const runs = await Promise.all(
-      executions.map((execution, index) => finished(local, execution, started[index]?.events)),
-    );
-
-    // A failed run shows as its code and message.
-    const outcomes = runs.map(({ outcome }) =>
-      outcome.status === 'FAILED' ? `${outcome.error}: ${outcome.cause}` : outcome.status,
-    );
-    expect(outcomes).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED']);
-    const newest = runs[3]?.execution.name ?? '';
-    const status = await readStatus(local.s3.client, local.bucket, 'hurry');
-    const newestModelId = expectSucceeded(status, newest);
-    const objects = await modelObjects(local, 'hurry');
-    expect(objects.size).toBe(8);
-    expectCopied(objects, newestModelId, newest);
-    expect(local.simulated?.credits()).toBe(6);
-  });
+  // train.json uploaded again while a run is under way: test/local/redrop.test.ts.
 });

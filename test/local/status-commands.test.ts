@@ -4,54 +4,19 @@
  * simulated service at HOPPER_SERVICE_URL (its key never printed). A run fails with no_credits,
  * credits are added, `hopper retry` resumes it without uploading again.
  */
-import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { runModelsCommand } from '../../local/commands/models.js';
 import { runRetryCommand } from '../../local/commands/retry.js';
 import { runRunsCommand } from '../../local/commands/runs.js';
 import { runStatusCommand } from '../../local/commands/status.js';
-import type { CommandDeps } from '../../local/commands/target.js';
-import type { CommandIo } from '../../local/mode/run-command.js';
-import { exportLines } from '../../local/mode/local-command.js';
-import type { LocalMode } from '../../local/mode/local-mode.js';
+import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
 import { dropAndRun, finished, nextExecution, useLocalMode } from '../helpers/local-mode.js';
 
 const fixture = useLocalMode();
 const DATA = { 'reviews.csv': 'id,text\nr1,good\nr2,bad\nr3,fine\n' };
 
-type Command = (argv: readonly string[], io?: CommandIo, deps?: CommandDeps) => Promise<number>;
-
-/** Runs a command with its output captured. */
-async function run(
-  command: Command,
-  argv: readonly string[],
-  env: NodeJS.ProcessEnv,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const sink = (append: (text: string) => void): Writable =>
-    new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        append(chunk.toString());
-        done();
-      },
-    });
-  const io = { stdout: sink((text) => (stdout += text)), stderr: sink((text) => (stderr += text)) };
-  const code = await command(argv, io, { env });
-  return { code, stdout, stderr };
-}
-
-/** What a shell has after eval'ing `hopper local`'s export lines. */
-function settingsOf(local: LocalMode): NodeJS.ProcessEnv {
-  const settings: NodeJS.ProcessEnv = {};
-  for (const line of exportLines(local)) {
-    const match = /^export ([A-Z_]+)=(\S+)$/.exec(line);
-    if (match?.[1] === undefined) throw new Error(`not an export line: ${line}`);
-    settings[match[1]] = match[2];
-  }
-  return settings;
-}
+const run = runCommandCaptured;
 
 describe('the commands against hopper local', () => {
   it('show a failed run, resume it with hopper retry, and list its runs and models', async () => {

@@ -7,7 +7,9 @@ import { describeStatus, allStatuses } from '../../local/commands/status.js';
 import { BucketView } from '../../local/console/bucket-view.js';
 import { markInterruptedRuns } from '../../local/mode/interrupted-runs.js';
 import type { RunState } from '../../lambdas/run/state.js';
+import type { StepName } from '../../lambdas/run/vocabulary.js';
 import { statusKey } from '../../lambdas/storage/keys.js';
+import { localS3Client } from '../../local/s3/local-s3.js';
 import { readText, uniqueDrop, usePipelineFixtures } from '../helpers/pipeline.js';
 
 const fixtures = usePipelineFixtures();
@@ -83,28 +85,120 @@ describe('status/<drop>.json', () => {
     });
   });
 
-  it('leaves a newer run of the same drop on top', async () => {
+  it('leaves a newer run of the same drop on top; the older one becomes an entry of superseded_runs', async () => {
     const { client, bucket } = fixtures.s3();
     const drop = uniqueDrop();
     const newer = stateOf(drop, 'run-new', '2026-01-02T00:00:00.000Z');
     const older = stateOf(drop, 'run-old', '2026-01-01T00:00:00.000Z');
-    expect(
-      await writeStatus(client, bucket, statusOf(newer, { hopperStep: 'validate_drop' }, Date.now())),
-    ).toBe(true);
-    expect(
-      await writeStatus(client, bucket, statusOf(older, { hopperStep: 'poll_dataset' }, Date.now())),
-    ).toBe(false);
-    expect((await readStatus(client, bucket, drop))?.run_id).toBe('run-new');
+    const write = (state: RunState, hopperStep: StepName) =>
+      writeStatus(client, bucket, statusOf(state, { hopperStep }, Date.now()));
+    expect(await write(older, 'create_dataset')).toBe('written');
+    // The newer run takes the file from the older one, which was still running: it is named.
+    expect(await write(newer, 'validate_drop')).toBe('written');
+    expect(await write(older, 'poll_dataset')).toBe('superseded');
+    const status = await readStatus(client, bucket, drop);
+    expect(status).toMatchObject({ run_id: 'run-new', hopper_step: 'validate_drop' });
+    expect(status?.superseded_runs).toEqual([
+      expect.objectContaining({
+        run_id: 'run-old',
+        state: 'running',
+        hopper_step: 'poll_dataset',
+        credits: 0,
+      }),
+    ]);
 
-    // The newer run keeps writing; an even newer one takes over.
-    expect(
-      await writeStatus(client, bucket, statusOf(newer, { hopperStep: 'poll_dataset' }, Date.now())),
-    ).toBe(true);
+    // The newer run keeps writing, and keeps the entry; an even newer one takes over.
+    expect(await write(newer, 'poll_dataset')).toBe('written');
+    expect((await readStatus(client, bucket, drop))?.superseded_runs).toHaveLength(1);
     const newest = stateOf(drop, 'run-newest', '2026-01-03T00:00:00.000Z');
+    expect(await write(newest, 'validate_drop')).toBe('written');
+    const last = await readStatus(client, bucket, drop);
+    expect(last?.run_id).toBe('run-newest');
+    expect(last?.superseded_runs?.map((entry) => entry.run_id)).toEqual(['run-new', 'run-old']);
+  });
+
+  it('a run that ended is not named when a later upload of the drop takes the file', async () => {
+    const { client, bucket } = fixtures.s3();
+    const drop = uniqueDrop();
+    const first = stateOf(drop, 'run-1', '2026-01-01T00:00:00.000Z');
+    await writeStatus(
+      client,
+      bucket,
+      statusOf(first, { hopperStep: 'report', state: 'succeeded' }, Date.now()),
+    );
+    const second = stateOf(drop, 'run-2', '2026-01-02T00:00:00.000Z');
     expect(
-      await writeStatus(client, bucket, statusOf(newest, { hopperStep: 'validate_drop' }, Date.now())),
-    ).toBe(true);
-    expect((await readStatus(client, bucket, drop))?.run_id).toBe('run-newest');
+      await writeStatus(client, bucket, statusOf(second, { hopperStep: 'validate_drop' }, Date.now())),
+    ).toBe('written');
+    expect((await readStatus(client, bucket, drop))?.superseded_runs).toEqual([]);
+  });
+
+  it('races two runs writing at once, many times: the newer run is always on top (conditional writes)', async () => {
+    const { client, bucket } = fixtures.s3();
+    const drop = uniqueDrop();
+    const newer = stateOf(drop, 'run-new', '2026-01-02T00:00:00.000Z');
+    const older = stateOf(drop, 'run-old', '2026-01-01T00:00:00.000Z');
+    // Bounded: 3 rounds of both runs writing four times each, all at once.
+    for (let round = 0; round < 3; round++) {
+      const writes = Array.from({ length: 4 }, () => [
+        writeStatus(client, bucket, statusOf(older, { hopperStep: 'poll_dataset' }, Date.now())),
+        writeStatus(client, bucket, statusOf(newer, { hopperStep: 'upload_files' }, Date.now())),
+      ]).flat();
+      await Promise.all(writes);
+      const status = await readStatus(client, bucket, drop);
+      expect(status?.run_id).toBe('run-new');
+      expect(status?.hopper_step).toBe('upload_files');
+      expect(status?.superseded_runs?.map((entry) => entry.run_id)).toEqual(['run-old']);
+    }
+  });
+
+  it('the older run reading before the newer run writes and writing after: its write does not land on top', async () => {
+    // The race in slow motion: the older run's PUT is held until the newer run's status is
+    // written. Without a conditional write the older run's document would replace it.
+    const { client, bucket, endpoint } = fixtures.s3();
+    const drop = uniqueDrop();
+    const older = stateOf(drop, 'run-old', '2026-01-01T00:00:00.000Z');
+    const newer = stateOf(drop, 'run-new', '2026-01-02T00:00:00.000Z');
+    await writeStatus(client, bucket, statusOf(older, { hopperStep: 'create_dataset' }, Date.now()));
+    const slow = localS3Client(endpoint);
+    let releasePut: () => void = () => undefined;
+    const putHeld = new Promise<void>((resolve) => {
+      releasePut = resolve;
+    });
+    let reachedPut: () => void = () => undefined;
+    const olderAtPut = new Promise<void>((resolve) => {
+      reachedPut = resolve;
+    });
+    let held = false;
+    slow.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'PutObjectCommand' && !held) {
+          held = true;
+          reachedPut();
+          await putHeld;
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'holdFirstPut' },
+    );
+    try {
+      const olderWrite = writeStatus(
+        slow,
+        bucket,
+        statusOf(older, { hopperStep: 'upload_files' }, Date.now()),
+      );
+      await olderAtPut;
+      expect(
+        await writeStatus(client, bucket, statusOf(newer, { hopperStep: 'validate_drop' }, Date.now())),
+      ).toBe('written');
+      releasePut();
+      expect(await olderWrite).toBe('superseded');
+      const status = await readStatus(client, bucket, drop);
+      expect(status).toMatchObject({ run_id: 'run-new', hopper_step: 'validate_drop' });
+      expect(status?.superseded_runs?.[0]).toMatchObject({ run_id: 'run-old', hopper_step: 'upload_files' });
+    } finally {
+      slow.destroy();
+    }
   });
 });
 

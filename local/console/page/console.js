@@ -8,7 +8,7 @@ import { drawGraph, stateMarks } from './graph.js';
 const PAGE_SIZE = 50;
 /** How long the page waits for a dropped folder's run to start before it says so. */
 const START_WAIT_MS = 30_000;
-const STATES = ['running', 'succeeded', 'failed', 'interrupted', 'stopped'];
+const STATES = ['running', 'succeeded', 'failed', 'interrupted', 'stopped', 'superseded'];
 
 const view = { filter: '', offset: 0, runId: null, selected: null, detail: null };
 let definition = null;

@@ -1,0 +1,78 @@
+/**
+ * The newest train.json of a drop wins (docs/pipeline.md, "A drop uploaded again"):
+ * - an older run that has not started a training stops at its next step (`superseded`) and never
+ *   starts one;
+ * - an older run whose training holds a credit is not abandoned: it goes on to copy its model
+ *   under its own model id, and ends `superseded` saying so and what it cost;
+ * - at most one run of the drop holds a credit at a time (training-claim.ts): a run whose dataset
+ *   is ready while another run's training is under way waits for it to end.
+ * Which run is newer: status/<drop>.json always belongs to the newest run that has written it
+ * (status.ts writes it conditionally), so a run learns it is superseded when it reads the file.
+ */
+import { RunError } from './errors.js';
+import { nextPoll } from './polling.js';
+import type { DatasetSlot, RunState } from './state.js';
+import type { RunStatus } from './status.js';
+import { claimTraining, type ClaimContext } from './training-claim.js';
+
+/** The run that took the drop over, as its status file names it. */
+export interface NewerRun {
+  readonly runId: string;
+  readonly startedAt: string;
+}
+
+export function newerRunOf(status: Pick<RunStatus, 'run_id' | 'started_at'>): NewerRun {
+  return { runId: status.run_id, startedAt: status.started_at };
+}
+
+/** True while the run's latest training holds a credit: started, and neither failed nor copied. */
+export function holdsCredit(state: RunState): boolean {
+  const { model } = state;
+  if (model === undefined || state.copy !== undefined) return false;
+  return model.status !== 'failed' && model.nextAction !== 'retry';
+}
+
+/** True while the run's latest training is queued or training at the service. */
+export function trainingInFlight(state: RunState): boolean {
+  return holdsCredit(state) && state.model?.nextAction === 'wait';
+}
+
+/** The error that stops a superseded run that holds no credit, at the step it was about to take. */
+export function supersededError(state: RunState, newer: NewerRun, stage: string): RunError {
+  const { dataset, model } = state;
+  const refunded =
+    model === undefined ? '' : ` Its failed training (model ${model.id}) gave its credit back.`;
+  const left =
+    dataset === undefined
+      ? ''
+      : ` Its dataset ${dataset.id} stays at the service until it expires (${dataset.expiresAt}).`;
+  return new RunError(
+    'superseded',
+    `a newer train.json of drop "${state.run.drop}" (run ${newer.runId}, uploaded ${newer.startedAt}) took over, so this run stopped before ${stage} without starting a training: it spent no credit.${refunded}${left} status/${state.run.drop}.json follows the newer run`,
+  );
+}
+
+/**
+ * The dataset slot a step returned, unless it is ready to train while another run of the drop
+ * holds the claim: then it waits (next_action `wait`, polled again like a dataset at `wait`)
+ * and says for whom.
+ * @param previous the dataset slot before the step (carries the backoff)
+ */
+export async function gateTraining(
+  slot: DatasetSlot,
+  previous: DatasetSlot | undefined,
+  context: ClaimContext,
+): Promise<DatasetSlot> {
+  if (slot.nextAction !== 'start_training' && slot.nextAction !== 'retry') return slot;
+  const claim = await claimTraining(context, slot.id);
+  if (claim.held) {
+    const { waitingFor: _done, ...ready } = slot;
+    return ready;
+  }
+  return {
+    ...slot,
+    nextAction: 'wait',
+    ...nextPoll('wait', previous, { now: context.now, deadline: slot.expiresAt }),
+    waitingFor: { runId: claim.holder.run_id ?? '', modelId: claim.holder.model_id },
+  };
+}

@@ -1,0 +1,227 @@
+/**
+ * At most one run of a drop spends a credit at a time. Two runs of one drop (train.json uploaded
+ * again) can reach start_training together; the one that starts a training first holds the
+ * drop's claim, status/.training/<drop>.json, until that training is no longer under way at the
+ * service (done, failed, or gone). The claim is taken and handed over with S3 conditional writes
+ * (`If-None-Match: *` for the first, `If-Match` its ETag after), so of two runs deciding at the
+ * same moment exactly one gets it; the other waits (its dataset waits, see gateTraining) and
+ * looks again.
+ *
+ * A claim whose run has not started its training yet (no model id) is held for
+ * CLAIM_FRESH_MS after it was last taken: longer than one start_training invocation can take,
+ * so a run about to start its training is never overtaken, and a run that stopped before it
+ * (superseded, failed) frees the drop by then at the latest (it also releases the claim itself).
+ */
+import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { NotFoundError, type Model, type TrainingServiceClient } from '../service-client/index.js';
+import { trainingClaimKey } from '../storage/keys.js';
+import { isNotFound } from '../storage/objects.js';
+import { retryable } from './errors.js';
+import type { RunInput } from './state.js';
+import { isLostRace } from './status.js';
+
+export interface TrainingClaim {
+  /** The run that may start a training of the drop now; null once released. */
+  readonly run_id: string | null;
+  readonly started_at: string | null;
+  readonly dataset_id: string | null;
+  /** The training the run started, once it has. */
+  readonly model_id: string | null;
+  /** When the run last took (or confirmed) the claim. */
+  readonly claimed_at: string;
+}
+
+/** How long a claim without a training stays held (one start_training invocation and more). */
+export const CLAIM_FRESH_MS = 10 * 60_000;
+/** Conditional writes tried before giving up (each lost one means another run wrote the claim). */
+const CLAIM_ATTEMPTS = 8;
+/** A model in these holds its credit until it ends. */
+const IN_FLIGHT: readonly string[] = ['queued', 'training'];
+
+export type ClaimResult = { readonly held: true } | { readonly held: false; readonly holder: TrainingClaim };
+
+export interface ClaimContext {
+  readonly s3: S3Client;
+  readonly run: RunInput;
+  readonly now: number;
+  readonly service: () => Promise<TrainingServiceClient>;
+}
+
+/**
+ * Takes the drop's claim for `run` (or confirms it, refreshing its time), unless another run's
+ * training holds it; then answers who holds it.
+ */
+export async function claimTraining(context: ClaimContext, datasetId: string): Promise<ClaimResult> {
+  const { run, now } = context;
+  const mine = (model: string | null): TrainingClaim => ({
+    run_id: run.runId,
+    started_at: run.startedAt,
+    dataset_id: datasetId,
+    model_id: model,
+    claimed_at: new Date(now).toISOString(),
+  });
+  return await conditionally<ClaimResult>(context, async (current) => {
+    if (current === null) return { write: mine(null), result: { held: true } };
+    const claim = current.claim;
+    if (claim.run_id === run.runId) return { write: mine(claim.model_id), result: { held: true } };
+    if (claim.run_id !== null && (await isBusy(claim, context))) {
+      return { write: null, result: { held: false, holder: claim } };
+    }
+    return { write: mine(null), result: { held: true } };
+  });
+}
+
+/** Records the training `run` started, so other runs can see when it ends. */
+export async function recordTraining(
+  context: ClaimContext,
+  datasetId: string,
+  modelId: string,
+): Promise<void> {
+  await conditionally(context, (current) => {
+    const claim = current?.claim;
+    // Someone took over a claim this run let go stale: theirs stands (it will see this model).
+    if (claim !== undefined && claim.run_id !== null && claim.run_id !== context.run.runId) {
+      return Promise.resolve({ write: null, result: undefined });
+    }
+    return Promise.resolve({
+      write: {
+        run_id: context.run.runId,
+        started_at: context.run.startedAt,
+        dataset_id: datasetId,
+        model_id: modelId,
+        claimed_at: new Date(context.now).toISOString(),
+      },
+      result: undefined,
+    });
+  });
+}
+
+/**
+ * Lets the drop's claim go when `run` holds it and has no training under way (`modelInFlight`
+ * false): a run that ends, or stops, frees the drop for the next run at once.
+ */
+export async function releaseTraining(
+  context: Omit<ClaimContext, 'service'>,
+  modelInFlight: boolean,
+): Promise<void> {
+  if (modelInFlight) return;
+  await conditionally({ ...context, service: never }, (current) => {
+    if (current?.claim.run_id !== context.run.runId)
+      return Promise.resolve({ write: null, result: undefined });
+    return Promise.resolve({
+      write: {
+        run_id: null,
+        started_at: null,
+        dataset_id: null,
+        model_id: null,
+        claimed_at: new Date(context.now).toISOString(),
+      },
+      result: undefined,
+    });
+  });
+}
+
+function never(): Promise<TrainingServiceClient> {
+  return Promise.reject(new Error('releasing a claim calls no service'));
+}
+
+/** True while the holder's training (or the one it is about to start) holds the credit. */
+async function isBusy(claim: TrainingClaim, context: ClaimContext): Promise<boolean> {
+  if (claim.model_id !== null) return await isInFlight(context, claim.model_id);
+  if (context.now - Date.parse(claim.claimed_at) < CLAIM_FRESH_MS) return true;
+  // Stale without a model id: the holder may still have started one whose answer it lost.
+  if (claim.dataset_id === null) return false;
+  const client = await context.service();
+  try {
+    const dataset = await client.getDataset(claim.dataset_id);
+    for await (const model of client.modelsOfDataset(dataset.id, { datasetCreatedAt: dataset.created_at })) {
+      if (IN_FLIGHT.includes(model.status)) return true;
+    }
+    return false;
+  } catch (error) {
+    if (error instanceof NotFoundError) return false;
+    throw error;
+  }
+}
+
+async function isInFlight(context: ClaimContext, modelId: string): Promise<boolean> {
+  let model: Model;
+  try {
+    model = await (await context.service()).getModel(modelId);
+  } catch (error) {
+    if (error instanceof NotFoundError) return false;
+    throw error;
+  }
+  return IN_FLIGHT.includes(model.status);
+}
+
+interface Decision<T> {
+  /** The claim to write over what was read, or null to write nothing. */
+  readonly write: TrainingClaim | null;
+  readonly result: T;
+}
+
+/** Reads the claim, decides, writes conditionally; decides again when another run wrote first. */
+async function conditionally<T>(
+  context: ClaimContext,
+  decide: (current: { readonly claim: TrainingClaim; readonly etag: string } | null) => Promise<Decision<T>>,
+): Promise<T> {
+  const key = trainingClaimKey(context.run.drop);
+  for (let attempt = 1; ; attempt++) {
+    const current = await readClaim(context.s3, context.run.bucket, key);
+    const { write, result } = await decide(current);
+    if (write === null) return result;
+    try {
+      await context.s3.send(
+        new PutObjectCommand({
+          Bucket: context.run.bucket,
+          Key: key,
+          Body: `${JSON.stringify(write, null, 2)}\n`,
+          ContentType: 'application/json',
+          ...(current === null ? { IfNoneMatch: '*' } : { IfMatch: current.etag }),
+        }),
+      );
+      return result;
+    } catch (error) {
+      if (!isLostRace(error, current !== null)) throw error;
+      if (attempt >= CLAIM_ATTEMPTS) {
+        throw retryable(
+          'storage_error',
+          `the training claim of drop ${context.run.drop} (${key}) changed under ${String(attempt)} writes in a row; the step is retried`,
+          error,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+    }
+  }
+}
+
+async function readClaim(
+  s3: S3Client,
+  bucket: string,
+  key: string,
+): Promise<{ readonly claim: TrainingClaim; readonly etag: string } | null> {
+  try {
+    const answer = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    const text = (await answer.Body?.transformToString()) ?? '';
+    let parsed: Partial<TrainingClaim> = {};
+    try {
+      parsed = JSON.parse(text) as Partial<TrainingClaim>;
+    } catch {
+      // Not a claim: treated as a released one, which the next write replaces.
+    }
+    return {
+      claim: {
+        run_id: typeof parsed.run_id === 'string' ? parsed.run_id : null,
+        started_at: typeof parsed.started_at === 'string' ? parsed.started_at : null,
+        dataset_id: typeof parsed.dataset_id === 'string' ? parsed.dataset_id : null,
+        model_id: typeof parsed.model_id === 'string' ? parsed.model_id : null,
+        claimed_at: typeof parsed.claimed_at === 'string' ? parsed.claimed_at : new Date(0).toISOString(),
+      },
+      etag: answer.ETag ?? '',
+    };
+  } catch (error) {
+    if (isNotFound(error)) return null;
+    throw error;
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * What a `hopper run` leaves at the training service when it is stopped (Ctrl-C, SIGTERM): local
+ * mode ends with the command, but a dataset it created, and a training it started, stay at the
+ * service; a training goes on and holds its credit. The service has no delete: datasets expire,
+ * a done model's files expire. So the command says what is there, what it costs, and what to do;
+ * and a later `hopper run` of the folder does not start a second training while that one is
+ * still queued or training (trainingsUnderWay).
+ */
+import type { Dataset, Model, TrainingServiceClient } from '../../lambdas/service-client/index.js';
+
+/** Pages of a list read at most while looking (100 records each). */
+const MAX_PAGES = 5;
+const PAGE = 100;
+/** A model in these holds its credit: under way, or done (a failed one's came back). */
+const HOLDS_CREDIT: readonly string[] = ['queued', 'training', 'done'];
+const UNDER_WAY: readonly string[] = ['queued', 'training'];
+
+export interface Leftovers {
+  readonly datasets: readonly Dataset[];
+  /** The models of those datasets, newest first. */
+  readonly models: readonly Model[];
+}
+
+/**
+ * The datasets this run created at the service and their models: those it knows by id, and those
+ * named `datasetName` created since `since` (a dataset whose creation answer the stop cut off).
+ */
+export async function leftAtService(
+  client: TrainingServiceClient,
+  { datasetName, knownIds, since }: { datasetName: string; knownIds: readonly string[]; since: number },
+): Promise<Leftovers> {
+  const found = new Map<string, Dataset>();
+  let pages = 0;
+  for await (const page of client.listDatasets({ limit: PAGE }).pages()) {
+    for (const dataset of page.data) {
+      if (dataset.name === datasetName && Date.parse(dataset.created_at) >= since)
+        found.set(dataset.id, dataset);
+    }
+    const oldest = page.data.at(-1);
+    if (++pages >= MAX_PAGES || oldest === undefined || Date.parse(oldest.created_at) < since) break;
+  }
+  for (const id of knownIds) {
+    if (!found.has(id)) found.set(id, await client.getDataset(id));
+  }
+  const datasets = [...found.values()];
+  const models: Model[] = [];
+  for (const dataset of datasets) {
+    for await (const model of client.modelsOfDataset(dataset.id, { datasetCreatedAt: dataset.created_at })) {
+      models.push(model);
+    }
+  }
+  return { datasets, models };
+}
+
+/** Credits the models hold: one per training that has not failed. */
+export function creditsHeld(models: readonly Model[]): number {
+  return models.filter((model) => HOLDS_CREDIT.includes(model.status)).length;
+}
+
+/**
+ * The lines `hopper run` prints when stopped: what is left at `serviceUrl`, and how to resume or
+ * clean up.
+ */
+export function describeLeftovers(left: Leftovers, serviceUrl: string, folder: string): string[] {
+  if (left.datasets.length === 0) {
+    return [
+      `hopper run: nothing was left at the training service (${serviceUrl}): no dataset was created yet`,
+    ];
+  }
+  const lines = [`hopper run: left at the training service (${serviceUrl}):`];
+  for (const dataset of left.datasets) {
+    lines.push(
+      `  dataset ${dataset.id} ("${dataset.name}", ${dataset.status}, next_action ${dataset.next_action}): kept by the service until it expires at ${dataset.expires_at}`,
+    );
+    for (const model of left.models.filter((candidate) => candidate.dataset_id === dataset.id)) {
+      const credit = HOLDS_CREDIT.includes(model.status) ? 'holds 1 credit' : 'its credit came back';
+      const files =
+        model.status === 'done' && model.files_expire_at !== null
+          ? `; its files stay at the service until ${model.files_expire_at}`
+          : '';
+      lines.push(`    model ${model.id} (${model.status}): ${credit}${files}`);
+    }
+  }
+  const credits = creditsHeld(left.models);
+  const underWay = left.models.filter((model) => UNDER_WAY.includes(model.status));
+  lines.push(`  credits held: ${String(credits)}`);
+  if (underWay.length > 0) {
+    const ids = underWay.map((model) => model.id).join(', ');
+    lines.push(
+      `hopper run: the training (${ids}) goes on at the service and keeps its credit. \`hopper run ${folder}\` again will not start a second one while it is queued or training: it says so and stops. See it with \`hopper models --dataset ${underWay[0]?.dataset_id ?? ''}\`.`,
+    );
+  } else if (credits > 0) {
+    lines.push(
+      `hopper run: a finished model is paid for and its files are at the service until they expire: see it with \`hopper models --status done\`; \`hopper run ${folder}\` again trains a new one (1 more credit).`,
+    );
+  } else {
+    lines.push(
+      `hopper run: no credit was spent. The service has no delete: the dataset expires on its own. \`hopper run ${folder}\` again starts over with a new dataset.`,
+    );
+  }
+  return lines;
+}
+
+/**
+ * Trainings of datasets named `datasetName` still queued or training at the service, newest
+ * first: what an earlier, stopped `hopper run` of the same folder left going.
+ */
+export async function trainingsUnderWay(
+  client: TrainingServiceClient,
+  datasetName: string,
+): Promise<{ readonly model: Model; readonly dataset: Dataset }[]> {
+  const names = new Map<string, Dataset>();
+  const found: { model: Model; dataset: Dataset }[] = [];
+  for (const status of UNDER_WAY) {
+    let pages = 0;
+    for await (const page of client.listModels({ status, limit: PAGE }).pages()) {
+      for (const model of page.data) {
+        let dataset = names.get(model.dataset_id);
+        if (dataset === undefined) {
+          dataset = await client.getDataset(model.dataset_id);
+          names.set(dataset.id, dataset);
+        }
+        if (dataset.name === datasetName) found.push({ model, dataset });
+      }
+      if (++pages >= MAX_PAGES) break;
+    }
+  }
+  return found.sort((a, b) => b.model.created_at.localeCompare(a.model.created_at));
+}

@@ -1,0 +1,111 @@
+/**
+ * `hopper run` stopped mid-run (SIGINT, SIGTERM) against a training service of its own (the
+ * simulated one, started here and given as --service-url, as a real one would be): the command
+ * is spawned as a user runs it. Stopped, it says what it left at the service (dataset, model,
+ * credits held) and what to do; run again while the stopped run's training goes on, it refuses
+ * rather than spend a second credit.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startSimulatedService, type SimulatedService } from '../../local/service/index.js';
+import { hopper, startHopper } from '../helpers/hopper-cli.js';
+import { LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
+
+let work: string;
+let service: SimulatedService;
+beforeEach(async () => {
+  work = await mkdtemp(join(tmpdir(), 'hopper-interrupt-'));
+  // A training far longer than the test: it is still under way when the command is stopped.
+  service = await startSimulatedService({
+    readingMs: 20,
+    structuringMs: 20,
+    queuedMs: 20,
+    trainingMs: 3_600_000,
+    modelBytes: 1000,
+    credits: 10,
+  });
+});
+afterEach(async () => {
+  await service.close();
+  await rm(work, { recursive: true, force: true });
+});
+
+async function dropFolder(name: string): Promise<string> {
+  const folder = join(work, name);
+  const { mkdir } = await import('node:fs/promises');
+  await mkdir(folder);
+  await writeFile(join(folder, 'reviews.csv'), REVIEWS_CSV);
+  await writeFile(join(folder, 'labels.csv'), LABELS_BY_ID);
+  await writeFile(join(folder, 'train.json'), '{}');
+  return folder;
+}
+
+/** Resolves once `count()` reaches `target` (bounded). */
+async function until(count: () => number, target: number, what: string): Promise<void> {
+  const deadline = Date.now() + 90_000;
+  while (count() < target) {
+    if (Date.now() > deadline) throw new Error(`${what} did not happen in time`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function models(): Promise<{ id: string; dataset_id: string; status: string }[]> {
+  const answer = await fetch(`${service.apiUrl}/v1/models?limit=100`, {
+    headers: { authorization: `Bearer ${service.apiKey}` },
+  });
+  return ((await answer.json()) as { data: { id: string; dataset_id: string; status: string }[] }).data;
+}
+
+function args(folder: string): string[] {
+  return ['run', folder, '--service-url', service.apiUrl, '--out', join(work, 'out'), '--wait-ms', '20'];
+}
+
+describe('hopper run stopped mid-run, against a service of its own', () => {
+  it('SIGINT while training: names the dataset, the model and the credit held; a second run refuses', async () => {
+    const folder = await dropFolder('stopped');
+    const env = { HOPPER_API_KEY: service.apiKey };
+    const first = startHopper(args(folder), env);
+    await until(() => service.requestCount('createModel'), 1, 'a training start');
+    const [model] = await models();
+    if (model === undefined) throw new Error('no model at the service');
+    const stopped = await first.stop('SIGINT');
+
+    expect(stopped.code).toBe(130);
+    expect(stopped.stderr).toContain('hopper run: stopped');
+    expect(stopped.stderr).toContain(`left at the training service (${service.apiUrl})`);
+    expect(stopped.stderr).toContain(`dataset ${model.dataset_id} ("stopped"`);
+    expect(stopped.stderr).toMatch(new RegExp(`model ${model.id} \\((queued|training)\\): holds 1 credit`));
+    expect(stopped.stderr).toContain('credits held: 1');
+    expect(stopped.stderr).toContain(`\`hopper run ${folder}\` again will not start a second one`);
+    expect(stopped.stderr).not.toContain(service.apiKey);
+    expect(service.credits()).toBe(9);
+
+    // The same folder again while that training goes on: refused, nothing created, no credit.
+    const datasets = service.requestCount('createDataset');
+    const second = await hopper(args(folder), env);
+    expect(second.code).toBe(4);
+    expect(second.stderr).toContain(`model ${model.id}`);
+    expect(second.stderr).toContain(`dataset ${model.dataset_id}`);
+    expect(second.stderr).toContain('would spend a second credit for the same drop, so nothing was started');
+    expect(service.requestCount('createDataset')).toBe(datasets);
+    expect(service.requestCount('createModel')).toBe(1);
+    expect(service.credits()).toBe(9);
+  }, 240_000);
+
+  it('SIGTERM before training: names the dataset, and says no credit was spent', async () => {
+    const folder = await dropFolder('early');
+    const first = startHopper(args(folder), { HOPPER_API_KEY: service.apiKey });
+    await until(() => service.requestCount('createDataset'), 1, 'a dataset');
+    const stopped = await first.stop('SIGTERM');
+
+    expect(stopped.code).toBe(130);
+    expect(stopped.stderr).toContain('hopper run: stopped (stopped by SIGTERM)');
+    expect(stopped.stderr).toMatch(/ {2}dataset [0-9a-f-]{36} \("early"/);
+    expect(stopped.stderr).toContain('credits held: 0');
+    expect(stopped.stderr).toContain('no credit was spent');
+    expect(service.requestCount('createModel')).toBe(0);
+    expect(service.credits()).toBe(10);
+  }, 240_000);
+});

@@ -1,0 +1,331 @@
+/**
+ * A drop uploaded again while its run is going (train.json re-uploaded), end to end through local
+ * mode: the real s3rver, the synthesized state machine with the real handlers, the simulated
+ * service over HTTP. The newest train.json wins: an older run that has not started a training
+ * stops at its next step (`superseded`) and spends nothing; one whose training holds a credit
+ * finishes it and keeps its model under its own id; the drop never has two trainings at once.
+ * Each test holds the first run at one stage (before that Task runs) until the second upload's
+ * run has taken status/<drop>.json, then lets it go, and checks the outcomes, the credits (net,
+ * per drop), the models in the bucket, the status file and `hopper runs`.
+ */
+import { describe, expect, it } from 'vitest';
+import { readStatus, type RunStatus } from '../../lambdas/run/status.js';
+import type { ReportSlot, RunState } from '../../lambdas/run/state.js';
+import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { runRunsCommand, type RunSummary } from '../../local/commands/runs.js';
+import type { LocalMode, LocalTask } from '../../local/mode/local-mode.js';
+import type { TaskName } from '../../infra/tasks.js';
+import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
+import {
+  finished,
+  modelObjects,
+  nextExecution,
+  RUN_TIMEOUT_MS,
+  statesEntered,
+  useLocalMode,
+  type FinishedRun,
+} from '../helpers/local-mode.js';
+import { expectCopied, expectSucceeded, LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
+import { putDrop } from '../helpers/pipeline.js';
+import { withTimeout } from '../helpers/timeout.js';
+
+const fixture = useLocalMode();
+const DATA = { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID };
+
+/** Holds the first invocation of `task` by the run `runId()` names until release() is called. */
+function holdAt(task: TaskName): {
+  readonly wrapTask: (name: TaskName, lambda: LocalTask) => LocalTask;
+  readonly reached: Promise<void>;
+  hold(runId: string): void;
+  release(): void;
+} {
+  let heldRun: string | undefined;
+  let held = false;
+  let release: () => void = () => undefined;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let reach: () => void = () => undefined;
+  const reached = new Promise<void>((resolve) => {
+    reach = resolve;
+  });
+  return {
+    wrapTask: (name, lambda) =>
+      name !== task
+        ? lambda
+        : async (input) => {
+            if (!held && (input as RunState).run.runId === heldRun) {
+              held = true;
+              reach();
+              await released;
+            }
+            return lambda(input);
+          },
+    reached,
+    hold(runId) {
+      heldRun = runId;
+    },
+    release,
+  };
+}
+
+/** Resolves once status/<drop>.json belongs to `runId` and passes `also` (bounded). */
+async function statusTakenBy(
+  local: LocalMode,
+  drop: string,
+  runId: string,
+  also: (status: RunStatus) => boolean = () => true,
+): Promise<RunStatus> {
+  const deadline = Date.now() + RUN_TIMEOUT_MS;
+  for (;;) {
+    const status = await readStatus(local.s3.client, local.bucket, drop);
+    if (status?.run_id === runId && also(status)) return status;
+    if (Date.now() > deadline) throw new Error(`status/${drop}.json was not taken by ${runId}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** The report the run ended with ($.report of the execution's output). */
+function reportOf(run: FinishedRun): ReportSlot | undefined {
+  return run.outcome.status === 'SUCCEEDED' ? (run.outcome.output as RunState).report : undefined;
+}
+
+async function runsListed(local: LocalMode, drop: string): Promise<RunSummary[]> {
+  const listed = await runCommandCaptured(runRunsCommand, [drop, '--json'], settingsOf(local));
+  expect(listed).toMatchObject({ code: 0, stderr: '' });
+  return JSON.parse(listed.stdout) as RunSummary[];
+}
+
+/**
+ * Drops the folder, holds its run at `task`, uploads train.json again, lets the first run go once
+ * the second has taken the status file; resolves when both have ended.
+ */
+async function redropAt(
+  local: LocalMode,
+  holder: ReturnType<typeof holdAt>,
+  drop: string,
+  releaseWhen?: (status: RunStatus, firstRunId: string) => boolean,
+): Promise<{ first: FinishedRun; second: FinishedRun }> {
+  const key = inboxKey(drop, TRAIN_JSON);
+  const firstStarted = nextExecution(local, key);
+  await putDrop(local.s3.client, local.bucket, drop, { ...DATA, [TRAIN_JSON]: '{}' });
+  const firstExecution = await firstStarted.execution;
+  holder.hold(firstExecution.name);
+  await withTimeout(holder.reached, 'the first run did not reach the held step', RUN_TIMEOUT_MS);
+
+  const secondStarted = nextExecution(local, key);
+  await putDrop(local.s3.client, local.bucket, drop, { [TRAIN_JSON]: '{}' });
+  const secondExecution = await secondStarted.execution;
+  await statusTakenBy(local, drop, secondExecution.name, (status) =>
+    releaseWhen === undefined ? true : releaseWhen(status, firstExecution.name),
+  );
+  holder.release();
+  const [first, second] = await Promise.all([
+    finished(local, firstExecution, firstStarted.events),
+    finished(local, secondExecution, secondStarted.events),
+  ]);
+  // Read after both ended: the status file as the user finds it.
+  const status = await readStatus(local.s3.client, local.bucket, drop);
+  return { first: { ...first, status }, second: { ...second, status } };
+}
+
+describe('train.json uploaded again before the first run trains: the first run stops, spends nothing', () => {
+  const cases: readonly [string, TaskName, string][] = [
+    ['before its upload ends', 'UploadFiles', 'upload_files'],
+    ['while it labels', 'LabelExamples', 'label_examples'],
+  ];
+  for (const [when, task, stage] of cases) {
+    it(when, async () => {
+      const holder = holdAt(task);
+      const local = await fixture.start({ wrapTask: holder.wrapTask });
+      const drop = `redrop-${task.toLowerCase()}`;
+      const { first, second } = await redropAt(local, holder, drop);
+
+      // The first run gave way at the step it was held before: no training, no model.
+      expect(first.outcome.status).toBe('SUCCEEDED');
+      expect(reportOf(first)?.outcome).toBe('superseded');
+      expect(reportOf(first)?.error?.code).toBe('superseded');
+      expect(reportOf(first)?.error?.message).toContain(`this run stopped before ${stage}`);
+      expect(reportOf(first)?.error?.message).toContain('it spent no credit');
+      const route = statesEntered(first.events);
+      expect(route).not.toContain('StartTraining');
+      expect(route.slice(-3)).toEqual(['Report', 'RunSucceeded', 'Superseded']);
+
+      // The second run trained the drop; the status file is its, and names the first run.
+      const modelId = expectSucceeded(second.status, second.execution.name);
+      expect(second.status?.superseded_runs).toEqual([
+        expect.objectContaining({
+          run_id: first.execution.name,
+          state: 'superseded',
+          credits: 0,
+          model_id: null,
+          error: expect.objectContaining({ code: 'superseded' }) as unknown,
+        }),
+      ]);
+      const objects = await modelObjects(local, drop);
+      expect([...objects.keys()].sort()).toEqual([`${modelId}/model.json`, `${modelId}/model.onnx`]);
+      expectCopied(objects, modelId, second.execution.name);
+      expect(local.simulated?.requestCount('createDataset')).toBe(2);
+      expect(local.simulated?.requestCount('createModel')).toBe(1);
+      expect(local.simulated?.credits()).toBe(9);
+
+      const runs = await runsListed(local, drop);
+      expect(runs.map((run) => [run.run_id, run.outcome, run.credits, run.model_id])).toEqual([
+        [second.execution.name, 'succeeded', 1, modelId],
+        [first.execution.name, 'superseded', 0, null],
+      ]);
+    });
+  }
+});
+
+describe('train.json uploaded again once the first run holds a credit: it finishes, its model is kept', () => {
+  it('while it trains: the second run waits for that training to end, then trains its own', async () => {
+    const holder = holdAt('PollModel');
+    // A training long enough for the second run to reach start_training while it is under way;
+    // the first run is let go once the second one's status says it waits for it.
+    const local = await fixture.start({
+      wrapTask: holder.wrapTask,
+      simulated: { queuedMs: 20, trainingMs: 6000 },
+    });
+    const drop = 'redrop-training';
+    const { first, second } = await redropAt(
+      local,
+      holder,
+      drop,
+      (status, firstRunId) => status.waiting_for?.run_id === firstRunId,
+    );
+
+    const kept = reportOf(first);
+    expect(kept?.outcome).toBe('superseded');
+    expect(kept?.error?.message).toContain('held a credit, so this run finished it');
+    const firstModel =
+      (first.outcome.status === 'SUCCEEDED' && (first.outcome.output as RunState).model?.id) || '';
+    expect(kept?.error?.message).toContain(`models/${drop}/${firstModel}/model.onnx`);
+    expect(statesEntered(first.events)).toContain('CopyModel');
+
+    // The second run's dataset waited, saying for whom, while the first run's training went on.
+    const waited = second.events.some(
+      (event) =>
+        event.type === 'StateExited' &&
+        (event.state.output as RunState | undefined)?.dataset?.waitingFor?.runId === first.execution.name,
+    );
+    expect(waited).toBe(true);
+    const secondModel = expectSucceeded(second.status, second.execution.name);
+    expect(secondModel).not.toBe(firstModel);
+
+    // Both models are in the bucket, each under its own id; two credits, one per training.
+    const objects = await modelObjects(local, drop);
+    expect([...objects.keys()].sort()).toEqual(
+      [
+        `${firstModel}/model.json`,
+        `${firstModel}/model.onnx`,
+        `${secondModel}/model.json`,
+        `${secondModel}/model.onnx`,
+      ].sort(),
+    );
+    expectCopied(objects, firstModel, first.execution.name);
+    expectCopied(objects, secondModel, second.execution.name);
+    expect(local.simulated?.requestCount('createModel')).toBe(2);
+    expect(local.simulated?.credits()).toBe(8);
+    expect(second.status?.superseded_runs).toEqual([
+      expect.objectContaining({
+        run_id: first.execution.name,
+        state: 'superseded',
+        credits: 1,
+        model_id: firstModel,
+      }),
+    ]);
+    const runs = await runsListed(local, drop);
+    expect(runs.map((run) => [run.run_id, run.outcome, run.credits, run.model_id])).toEqual([
+      [second.execution.name, 'succeeded', 1, secondModel],
+      [first.execution.name, 'superseded', 1, firstModel],
+    ]);
+  });
+
+  it('while it copies: the copy goes on and the model is kept; the second run trains its own', async () => {
+    const holder = holdAt('CopyModel');
+    const local = await fixture.start({ wrapTask: holder.wrapTask });
+    const drop = 'redrop-copying';
+    const { first, second } = await redropAt(local, holder, drop);
+
+    expect(reportOf(first)?.outcome).toBe('superseded');
+    const firstModel =
+      (first.outcome.status === 'SUCCEEDED' && (first.outcome.output as RunState).model?.id) || '';
+    const secondModel = expectSucceeded(second.status, second.execution.name);
+    const objects = await modelObjects(local, drop);
+    expect(objects.size).toBe(4);
+    expectCopied(objects, firstModel, first.execution.name);
+    expectCopied(objects, secondModel, second.execution.name);
+    expect(local.simulated?.credits()).toBe(8);
+    const runs = await runsListed(local, drop);
+    expect(runs.map((run) => [run.outcome, run.credits])).toEqual([
+      ['succeeded', 1],
+      ['superseded', 1],
+    ]);
+  });
+});
+
+describe('train.json uploaded three more times in a burst', () => {
+  it('the newest run trains; the others give way; credits match the models kept; never two trainings at once', async () => {
+    const local = await fixture.start({ simulated: { trainingMs: 300 } });
+    const service = local.simulated;
+    if (service === undefined) throw new Error('no simulated service');
+    const drop = 'redrop-burst';
+    const key = inboxKey(drop, TRAIN_JSON);
+    // Trainings under way at the service, sampled while the runs go (bounded by the runs' end).
+    let inFlightMax = 0;
+    const sampling = { on: true };
+    const sampler = (async () => {
+      while (sampling.on) {
+        const answer = await fetch(`${service.apiUrl}/v1/models?limit=100`, {
+          headers: { authorization: `Bearer ${service.apiKey}` },
+        });
+        const { data } = (await answer.json()) as { data: { status: string }[] };
+        const inFlight = data.filter((model) => model.status === 'queued' || model.status === 'training');
+        inFlightMax = Math.max(inFlightMax, inFlight.length);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    })();
+
+    await putDrop(local.s3.client, local.bucket, drop, DATA);
+    const started: ReturnType<typeof nextExecution>[] = [];
+    for (let upload = 0; upload < 4; upload++) {
+      const next = nextExecution(local, key);
+      await putDrop(local.s3.client, local.bucket, drop, { [TRAIN_JSON]: '{}' });
+      await next.execution;
+      started.push(next);
+    }
+    const executions = await Promise.all(started.map(({ execution }) => execution));
+    const runs = await Promise.all(
+      executions.map((execution, index) => finished(local, execution, started[index]?.events)),
+    );
+    sampling.on = false;
+    await sampler;
+
+    const newest = runs[3];
+    const status = await readStatus(local.s3.client, local.bucket, drop);
+    const newestModel = expectSucceeded(status, newest?.execution.name ?? '');
+    for (const older of runs.slice(0, 3)) expect(reportOf(older)?.outcome).toBe('superseded');
+
+    // Each credit spent is a model kept under its run's model id: none lost, none spent twice.
+    const listed = await runsListed(local, drop);
+    expect(listed.map((run) => run.outcome)).toEqual(['succeeded', 'superseded', 'superseded', 'superseded']);
+    const credits = listed.reduce((sum, run) => sum + (run.credits ?? Number.NaN), 0);
+    const objects = await modelObjects(local, drop);
+    const models = [...new Set([...objects.keys()].map((name) => name.split('/')[0]))];
+    expect(models.sort()).toEqual(
+      listed.flatMap((run) => (run.model_id === null ? [] : [run.model_id])).sort(),
+    );
+    expect(models).toContain(newestModel);
+    expect(credits).toBe(models.length);
+    expect(10 - service.credits()).toBe(credits);
+    expect(service.requestCount('createModel')).toBe(credits);
+    expect(status?.superseded_runs?.map((entry) => entry.run_id).sort()).toEqual(
+      runs
+        .slice(0, 3)
+        .map((run) => run.execution.name)
+        .sort(),
+    );
+    expect(inFlightMax).toBe(1);
+  });
+});
