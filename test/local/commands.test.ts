@@ -201,7 +201,7 @@ describe('hopper local', () => {
       expect(JSON.parse(status.stdout)).toMatchObject({ drop: 'cli-drop', state: 'succeeded' });
       const runs = await hopper(['runs', 'cli-drop'], settings);
       expect(runs.stdout).toMatch(
-        /^RUN +STARTED +TOOK +OUTCOME +ERROR\ncli-drop-[0-9a-f]{32} .* succeeded\n$/,
+        /^RUN +STARTED +TOOK +OUTCOME +CREDITS +MODEL +ERROR\ncli-drop-[0-9a-f]{32} .* succeeded +1 +\S+\n$/,
       );
       const models = await hopper(['models', '--json'], settings);
       expect(models.stderr).toBe('');
