@@ -13,7 +13,8 @@
  * (superseded, failed) frees the drop by then at the latest (it also releases the claim itself).
  */
 import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { NotFoundError, type Model, type TrainingServiceClient } from '../service-client/index.js';
+import { NotFoundError } from '../service-client/errors.js';
+import type { Model, TrainingServiceClient } from '../service-client/index.js';
 import { trainingClaimKey } from '../storage/keys.js';
 import { isNotFound } from '../storage/objects.js';
 import { retryable } from './errors.js';
