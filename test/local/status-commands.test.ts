@@ -79,7 +79,8 @@ describe('the commands against hopper local', () => {
     ]);
     const runsTable = await run(runRunsCommand, ['reviews', '--limit', '1'], env);
     expect(runsTable.stdout.trimEnd().split('\n')).toHaveLength(2);
-    expect(runsTable.stdout).toMatch(new RegExp(`^${resumed.execution.name} .* succeeded$`, 'm'));
+    // The resumed run's row: outcome, the credit it spent, its model id (hopper runs' CREDITS, MODEL).
+    expect(runsTable.stdout).toMatch(new RegExp(`^${resumed.execution.name} .* succeeded +1 +\\S+$`, 'm'));
 
     const models = await run(runModelsCommand, ['--json'], env);
     expect(models.stderr).toBe('');
