@@ -241,10 +241,13 @@ async function invoke<N extends StepName>(
         return slot;
       } catch (error) {
         const failure = error instanceof RunError ? error : toRunError(error);
+        // `message` is a key Powertools reserves (and drops); the error itself brings its cause
+        // and stack into the line.
         logger.warn('step failed', {
           code: failure.code,
           retryable: failure.retryable,
-          message: failure.detail,
+          detail: failure.detail,
+          error: failure,
         });
         const summary = usage(false, state, writesStatus);
         if (writesStatus) await recordFailedInvocation(runtime, logger, meter, state, step.name, summary);

@@ -264,6 +264,15 @@ describe('the API key', () => {
     expect(log).toContain('POST');
     expect(log).toContain('step done');
     expect(log).toContain('step failed');
+    // The failure's line carries the error itself: its detail, stack and cause.
+    const failedLine = lines.find((line) => line.includes('step failed')) ?? '';
+    const failed = JSON.parse(failedLine) as {
+      detail?: unknown;
+      error?: { stack?: unknown; cause?: unknown };
+    };
+    expect(typeof failed.detail).toBe('string');
+    expect(typeof failed.error?.stack).toBe('string');
+    expect(failed.error?.cause).toBeDefined();
     expect(log).not.toContain(API_KEY);
     expect(log).not.toContain('SECRET');
   });
