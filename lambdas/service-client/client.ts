@@ -4,7 +4,8 @@
  */
 import type { Readable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
-import { Agent, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { Agent } from './undici.js';
 import type * as z from 'zod';
 import {
   isPastStructure,

@@ -3,7 +3,8 @@
  * client's errors. No retries here (retry.ts), no knowledge of endpoints (client.ts).
  */
 import type { Readable } from 'node:stream';
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { request } from './undici.js';
 import type * as z from 'zod';
 import { isKnownNextAction, MAX_ANSWER_BYTES, NOT_SENT_ERROR_CODES } from './contract.js';
 import {
