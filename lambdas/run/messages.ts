@@ -77,3 +77,16 @@ export function trainingFailedMessage(failure: {
   const model = failure.modelId === undefined ? '' : ` (model ${failure.modelId})`;
   return `training failed on ${String(failure.attempts)} of ${String(failure.maxAttempts ?? '?')} attempts (maxAttempts); the last attempt${model} failed with: ${failure.error ?? 'no reason given'}. Failed attempts cost no credit: check the data or raise "maxAttempts" in train.json, then upload it again`;
 }
+
+/**
+ * Added to a failed run's message while its latest training holds a credit (queued, training or
+ * done with its files still there, not copied): the user learns what was paid for and that it is
+ * not lost.
+ */
+export function paidModelNote(model: {
+  readonly id: string;
+  readonly status: string;
+  readonly drop: string;
+}): string {
+  return ` Model ${model.id} of this run was paid for (1 credit) and was ${model.status} at the service when the run stopped: resuming (hopper retry ${model.drop}) adopts it without a second credit`;
+}

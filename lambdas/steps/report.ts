@@ -27,13 +27,14 @@ import { causeMessage, isHopperError, isTimeoutError, parseCodedMessage } from '
 import {
   datasetExpiredMessage,
   modelFilesGoneMessage,
+  paidModelNote,
   trainingFailedMessage,
   unsupportedNextActionMessage,
 } from '../run/messages.js';
 import { announceRunEnd } from '../run/publish-events.js';
 import type { CaughtFailure, ReportSlot, RunFailure, RunState } from '../run/state.js';
 import { modelLocation, statusOf, writeStatus } from '../run/status.js';
-import { trainingInFlight, type NewerRun } from '../run/supersede.js';
+import { holdsCredit, trainingInFlight, type NewerRun } from '../run/supersede.js';
 import { releaseTraining } from '../run/training-claim.js';
 import type { StopCode } from '../run/vocabulary.js';
 import { runRecordKey } from '../storage/keys.js';
@@ -68,9 +69,9 @@ export const reportStep = defineStep(
 export function reportOf(state: RunState, supersededBy: NewerRun | null = null): ReportSlot {
   if (state.failure !== undefined) {
     const error = failureError(state, state.failure);
-    return error.code === 'superseded' ? { outcome: 'superseded', error } : failed(error);
+    return error.code === 'superseded' ? { outcome: 'superseded', error } : failed(state, error);
   }
-  if (state.stop !== undefined) return failed(stopError(state, state.stop.code));
+  if (state.stop !== undefined) return failed(state, stopError(state, state.stop.code));
   if (state.copy !== undefined && supersededBy !== null) {
     const location = modelLocation(state.run, state.copy);
     return {
@@ -82,14 +83,21 @@ export function reportOf(state: RunState, supersededBy: NewerRun | null = null):
     };
   }
   if (state.copy !== undefined) return { outcome: 'succeeded', error: null };
-  return failed({
+  return failed(state, {
     code: 'internal_error',
     message: `run ${state.run.runId} reached its report without a model and without an error: a bug in Hopper's state machine; drop train.json again and report the run id`,
   });
 }
 
-function failed(error: RunFailure): ReportSlot {
-  return { outcome: 'failed', error };
+/** A failed outcome; while the run's training holds a credit, its message says so (paidModelNote). */
+function failed(state: RunState, error: RunFailure): ReportSlot {
+  const { model } = state;
+  // A model whose files are gone ('none') is no longer there to adopt: model_files_gone says so.
+  if (model === undefined || !holdsCredit(state) || model.nextAction === 'none') {
+    return { outcome: 'failed', error };
+  }
+  const note = paidModelNote({ id: model.id, status: model.status, drop: state.run.drop });
+  return { outcome: 'failed', error: { ...error, message: `${error.message.replace(/\.$/, '')}.${note}` } };
 }
 
 function failureError(state: RunState, failure: CaughtFailure): RunFailure {

@@ -157,6 +157,35 @@ describe('report: a caught failure', () => {
   });
 });
 
+describe('report: a failed run whose training holds a credit', () => {
+  const PAID: ModelSlot = { ...MODEL, status: 'done', nextAction: 'download', error: null, onnxBytes: 1024 };
+
+  it('says which model was paid for and that resuming adopts it', () => {
+    const report = reportOf(
+      state({ model: PAID, failure: failure('Hopper.Failed', 'model_size_mismatch: 10 bytes, expected 20') }),
+    );
+    expect(report).toEqual({
+      outcome: 'failed',
+      error: {
+        code: 'model_size_mismatch',
+        message:
+          '10 bytes, expected 20. Model model-1 of this run was paid for (1 credit) and was done at the service when the run stopped: resuming (hopper retry drop-1) adopts it without a second credit',
+      },
+    });
+  });
+
+  it('says nothing of a failed training (its credit came back) or of files already gone', () => {
+    const refunded = reportOf(
+      state({ model: MODEL, failure: failure('Hopper.Failed', 'unauthorized: key') }),
+    );
+    expect(refunded.error).toEqual({ code: 'unauthorized', message: 'key' });
+    const gone = reportOf(
+      state({ model: { ...PAID, nextAction: 'none' }, stop: { code: 'model_files_gone' } }),
+    );
+    expect(gone.error?.message).not.toContain('paid for');
+  });
+});
+
 describe('report: a stop on a next_action', () => {
   it("dataset_unreadable: the service's reason and what to do", () => {
     const dataset: DatasetSlot = {

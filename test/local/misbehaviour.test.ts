@@ -1,0 +1,135 @@
+/**
+ * A misbehaving service end to end in local mode, where retrying cannot help: the API key
+ * rotated mid-run, a model download whose bytes differ from onnx_bytes, and a model list whose
+ * cursor repeats. Each run ends (bounded) with a clear code in status/<drop>.json, at most one
+ * credit spent, no handler crashing (every failure is a coded Hopper error, never internal_error)
+ * and nothing half-written under models/<drop>/.
+ */
+import { describe, expect, it } from 'vitest';
+import type { LocalMode } from '../../local/mode/local-mode.js';
+import type { SimulatedService } from '../../local/service/index.js';
+import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import {
+  dropAndRun,
+  finished,
+  nextExecution,
+  statesEntered,
+  useLocalMode,
+  type FinishedRun,
+} from '../helpers/local-mode.js';
+import { expectFailed, expectSucceeded, LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
+import { putDrop } from '../helpers/pipeline.js';
+
+const fixture = useLocalMode();
+const CREDITS = 5;
+
+function reviewsDrop(): Record<string, string> {
+  return { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, 'train.json': '{}' };
+}
+
+function simulatedOf(local: LocalMode): SimulatedService {
+  if (local.simulated === undefined) throw new Error('local mode started no simulated service');
+  return local.simulated;
+}
+
+/** Every model the service holds, straight from its API (with the key it has now). */
+async function serviceModels(service: SimulatedService): Promise<{ id: string; status: string }[]> {
+  const answer = await fetch(`${service.apiUrl}/v1/models?limit=100`, {
+    headers: { authorization: `Bearer ${service.apiKey}` },
+  });
+  return ((await answer.json()) as { data: { id: string; status: string }[] }).data;
+}
+
+/** The states the run failed in: each Task that ended in a Catch to Report. */
+function failedStates(run: FinishedRun): string[] {
+  return run.events.flatMap((event) => (event.type === 'StateCaught' ? [event.state.name] : []));
+}
+
+describe('a misbehaving service, end to end in local mode', () => {
+  it('the API key rotated while the training runs: unauthorized, the paid model named; resumed, it is adopted: one credit', async () => {
+    let rotated = false;
+    const local = await fixture.start({
+      simulated: { credits: CREDITS, trainingMs: 200 },
+      // The key is rotated at the service as the first poll of the training begins.
+      wrapTask: (name, task) =>
+        name !== 'PollModel'
+          ? task
+          : async (input) => {
+              if (!rotated) {
+                rotated = true;
+                simulatedOf(local).configure({ apiKey: 'rotated-key' });
+              }
+              return task(input);
+            },
+    });
+    const service = simulatedOf(local);
+    const key = service.apiKey;
+    const run = await dropAndRun(local, 'rotated', reviewsDrop());
+
+    const status = await expectFailed(local, run, 'unauthorized');
+    expect(rotated).toBe(true);
+    expect(failedStates(run)).toEqual(['PollModel']);
+    expect(status.error?.message).toContain('the key may have been rotated');
+    expect(status.error?.message).toContain('hopper retry rotated');
+    // The training was paid and goes on at the service: the status names it and its credit.
+    const [model] = await serviceModels(service);
+    expect(status.model_id).toBe(model?.id);
+    expect(status.summary?.credits).toBe(1);
+    expect(status.error?.message).toContain(
+      `Model ${model?.id ?? '?'} of this run was paid for (1 credit) and was queued at the service when the run stopped: resuming (hopper retry rotated) adopts it without a second credit`,
+    );
+    expect(service.credits()).toBe(CREDITS - 1);
+    expect(service.requestCount('createModel')).toBe(1);
+
+    // The key put right (here: the service takes the old one again), the resumed run adopts the
+    // paid model and copies it: still one credit.
+    service.configure({ apiKey: key });
+    const started = nextExecution(local, inboxKey('rotated', TRAIN_JSON));
+    await putDrop(local.s3.client, local.bucket, 'rotated', { [TRAIN_JSON]: '{"resume": true}' });
+    const resumed = await finished(local, await started.execution);
+    expect(expectSucceeded(resumed.status, resumed.execution.name)).toBe(model?.id);
+    expect(service.credits()).toBe(CREDITS - 1);
+    expect(service.requestCount('createModel')).toBe(1);
+  });
+
+  it('a download whose bytes differ from onnx_bytes: model_size_mismatch, model.json never written, one credit', async () => {
+    const local = await fixture.start({
+      simulated: { credits: CREDITS, faults: [{ endpoint: 'fileDownload', kind: 'wrong_bytes' }] },
+    });
+    const service = simulatedOf(local);
+    const run = await dropAndRun(local, 'wrong-bytes', reviewsDrop());
+
+    // expectFailed: nothing at all under models/<drop>/ (no model.onnx, no model.json).
+    const status = await expectFailed(local, run, 'model_size_mismatch');
+    expect(failedStates(run)).toEqual(['CopyModel']);
+    const [model] = await serviceModels(service);
+    expect(status.error?.message).toContain(`model ${model?.id ?? '?'}`);
+    expect(status.error?.message).toContain(`Model ${model?.id ?? '?'} of this run was paid for (1 credit)`);
+    expect(status.error?.message).toMatch(/the file has \d+ bytes, \d+ were expected/);
+    expect(status.model_id).toBe(model?.id);
+    expect(status.summary?.credits).toBe(1);
+    expect(service.credits()).toBe(CREDITS - 1);
+    expect(service.requestCount('createModel')).toBe(1);
+    expect(service.requestCount('fileDownload')).toBe(1);
+  });
+
+  it('a model list whose cursor repeats: unexpected_response before any training, no credit, bounded', async () => {
+    const local = await fixture.start({
+      simulated: { credits: CREDITS, faults: [{ endpoint: 'listModels', kind: 'repeat_cursor' }] },
+    });
+    const service = simulatedOf(local);
+    const run = await dropAndRun(local, 'repeat-cursor', reviewsDrop());
+
+    const status = await expectFailed(local, run, 'unexpected_response');
+    expect(failedStates(run)).toEqual(['StartTraining']);
+    expect(statesEntered(run.events).filter((name) => name === 'StartTraining')).toHaveLength(1);
+    expect(status.error?.message).toContain(
+      'GET /v1/models: the service returned a cursor it had returned before',
+    );
+    expect(status.model_id).toBeNull();
+    expect(service.credits()).toBe(CREDITS);
+    expect(service.requestCount('createModel')).toBe(0);
+    // Bounded: the list was read a handful of times, not paged forever.
+    expect(service.requestCount('listModels')).toBeLessThanOrEqual(4);
+  });
+});
