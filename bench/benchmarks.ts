@@ -6,8 +6,9 @@
  * with startServer: bench/harness/processes.ts), and list it here.
  */
 import type { Benchmark } from './harness/benchmark.js';
+import { labels } from './labels.js';
 import { manyFiles } from './many-files.js';
 import { polling } from './polling.js';
 import { transfers } from './transfers.js';
 
-export const BENCHMARKS: readonly Benchmark[] = [transfers, manyFiles, polling];
+export const BENCHMARKS: readonly Benchmark[] = [transfers, manyFiles, labels, polling];

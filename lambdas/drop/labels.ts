@@ -20,14 +20,14 @@
  *   one Map lookup (expected O(1));
  * - an example whose text has placeholders: a matching text starts with the literal before the
  *   first placeholder and ends with the one after the last, so the distinct texts are kept
- *   sorted, and sorted by their reversal, once (O(D log D), on the first such example); binary
- *   search finds the texts with that prefix and those with that suffix (O(L log D)), and one
- *   regex compiled for the example is tried on the smaller of the two sets only. Matching N
- *   examples is near-linear, not O(N x D); only a text that both starts and ends with a
- *   placeholder (no prefix or suffix to look up) is tried against every distinct text. The
- *   regex cannot backtrack catastrophically: each literal between placeholders is found by an
- *   atomic lookahead (the leftmost place, which is always right when every placeholder stands
- *   for "one or more characters"), so a text that does not match costs a linear scan.
+ *   sorted once (O(D log D), on the first such example) and binary search finds those with
+ *   that prefix (O(L log D)); when more than a few share it, the texts sorted by their reversal
+ *   (built once, when first needed) give those with the suffix too, and the example's pattern is
+ *   tried on the smaller of the two sets only. Matching N examples is
+ *   near-linear, not O(N x D); only a text that both starts and ends with a placeholder (no
+ *   prefix or suffix to look up) is tried against every distinct text. Trying the pattern on a
+ *   text is linear in it: prefix, suffix and each literal between placeholders found leftmost
+ *   with indexOf (no regex, so nothing to compile per example and no backtracking).
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { RunError } from '../run/errors.js';
@@ -68,6 +68,8 @@ export interface LabelMatch {
 /** The service's masking placeholders: `[EMAIL]`, `[PHONE]`, any `[UPPER_CASE]` token. */
 const PLACEHOLDER = /\[[A-Z][A-Z0-9_]*\]/;
 const ROWS_NAMED = 10;
+/** Texts sharing an example's prefix that are tried without looking at its suffix too. */
+const FEW_CANDIDATES = 8;
 const TEXT_SHOWN = 200;
 
 /** Trimmed, every run of white space made one space; case kept. */
@@ -75,32 +77,50 @@ export function normaliseWhitespace(text: string): string {
   return text.trim().replace(/\s+/g, ' ');
 }
 
+/** What a text with placeholders matches: `test` says whether a normalised text does. */
+export interface PlaceholderPattern {
+  test(normalisedText: string): boolean;
+}
+
 /**
- * The regex a normalised text with placeholders matches, or null when it has none. Literals are
- * escaped; each placeholder is `[\s\S]+` (one or more of anything). The literals between
- * placeholders are placed leftmost by atomic lookaheads (`(?=([\s\S]+?LIT))\N`), which is
- * linear; only the last literal is anchored to the end.
+ * The pattern of a normalised text with placeholders, or null when it has none. A matching text
+ * starts with the literal before the first placeholder, ends with the one after the last, and
+ * holds the literals between in order, each placeholder covering one or more characters. Each
+ * middle literal is placed leftmost (indexOf), which is always right when every placeholder
+ * stands for "one or more of anything": a later placement only leaves less room for the rest.
+ * Linear in the text, and no regex to compile per example (that compile was most of the cost of
+ * matching by text).
  */
-export function placeholderPattern(normalisedText: string): RegExp | null {
-  const literals = normalisedText.split(PLACEHOLDER).map(escapeRegExp);
+export function placeholderPattern(normalisedText: string): PlaceholderPattern | null {
+  const literals = normalisedText.split(PLACEHOLDER);
   if (literals.length === 1) return null;
   const first = literals[0] ?? '';
   const last = literals[literals.length - 1] ?? '';
   const middle = literals.slice(1, -1);
-  const between = middle.map((literal, index) => `(?=([\\s\\S]+?${literal}))\\${String(index + 1)}`);
-  return new RegExp(`^${first}${between.join('')}[\\s\\S]+${last}$`);
-}
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  return {
+    test(text) {
+      if (!text.startsWith(first) || !text.endsWith(last)) return false;
+      let at = first.length;
+      for (const literal of middle) {
+        // The placeholder before this literal covers at least one character.
+        const found = text.indexOf(literal, at + 1);
+        if (found < 0) return false;
+        at = found + literal.length;
+      }
+      // The last placeholder covers at least one character before the final literal.
+      return text.length - last.length >= at + 1;
+    },
+  };
 }
 
 export class LabelIndex {
   readonly #byId = new Map<string, LabelRow[]>();
   /** Rows by normalised text: the exact lookup, and the distinct texts a placeholder scan tries. */
   readonly #byText = new Map<string, LabelRow[]>();
-  /** The distinct texts sorted, and sorted by their reversal: built on the first placeholder. */
-  #sorted: { readonly texts: readonly string[]; readonly reversed: readonly string[] } | undefined;
+  /** The distinct texts sorted: built on the first placeholder text. */
+  #sorted: readonly string[] | undefined;
+  /** The distinct texts reversed and sorted: built when a prefix alone leaves many candidates. */
+  #reversed: readonly string[] | undefined;
   #rows = 0;
   #patternTests = 0;
 
@@ -135,6 +155,7 @@ export class LabelIndex {
     if (row.id !== undefined) append(this.#byId, row.id, row);
     if (row.text !== undefined) append(this.#byText, row.text, row);
     this.#sorted = undefined;
+    this.#reversed = undefined;
     this.#rows++;
   }
 
@@ -158,19 +179,18 @@ export class LabelIndex {
    * with the one after its last: whichever of the two sets is smaller (the pattern checks both).
    */
   #candidates(text: string): readonly string[] {
-    this.#sorted ??= {
-      texts: [...this.#byText.keys()].sort(),
-      reversed: [...this.#byText.keys()].map(reverse).sort(),
-    };
     const literals = text.split(PLACEHOLDER);
-    const prefix = literals[0] ?? '';
-    const suffix = reverse(literals[literals.length - 1] ?? '');
-    const starting = prefixRange(this.#sorted.texts, prefix);
-    const ending = prefixRange(this.#sorted.reversed, suffix);
+    this.#sorted ??= [...this.#byText.keys()].sort();
+    const starting = prefixRange(this.#sorted, literals[0] ?? '');
+    // A few texts with the prefix: no need for the suffix look-up (nor to build its order).
+    if (starting.end - starting.start <= FEW_CANDIDATES)
+      return this.#sorted.slice(starting.start, starting.end);
+    this.#reversed ??= [...this.#byText.keys()].map(reverse).sort();
+    const ending = prefixRange(this.#reversed, reverse(literals[literals.length - 1] ?? ''));
     if (starting.end - starting.start <= ending.end - ending.start) {
-      return this.#sorted.texts.slice(starting.start, starting.end);
+      return this.#sorted.slice(starting.start, starting.end);
     }
-    return this.#sorted.reversed.slice(ending.start, ending.end).map(reverse);
+    return this.#reversed.slice(ending.start, ending.end).map(reverse);
   }
 
   /**
