@@ -9,6 +9,7 @@ import { UPLOAD_CONCURRENCY } from '../lambdas/steps/upload-files.js';
 import { envInteger, MiB, sideBySide, type Benchmark } from './harness/benchmark.js';
 import { figure, type Figure } from './harness/figures.js';
 import { runClient, startServer } from './harness/processes.js';
+import type { ClientResult } from './harness/protocol.js';
 
 const MODULE = 'clients/many-files.ts';
 const SMALL_FILE_BYTES = 1024;
@@ -54,16 +55,28 @@ export const manyFiles: Benchmark = {
         context.log(
           `many-files: ${String(context.runs)} rounds of ${drop.label}, one after another and ${String(UPLOAD_CONCURRENCY)} at a time`,
         );
+        // The servers' CPU over each run (set-up included): on 2 cores, what bounds the speed-up.
+        const withServerCpu = async (run: () => Promise<ClientResult>) => {
+          const before = await Promise.all([s3.cpuMs(), service.cpuMs()]);
+          const result = await run();
+          const after = await Promise.all([s3.cpuMs(), service.cpuMs()]);
+          const serverCpuMs = after[0] - before[0] + (after[1] - before[1]);
+          context.log(
+            `    servers' CPU ${(serverCpuMs / 1000).toFixed(2)} s (S3 ${((after[0] - before[0]) / 1000).toFixed(2)} s)`,
+          );
+          return { ...result, serverCpuMs };
+        };
         const results = await sideBySide(
           context.runs,
           {
-            sequential: () => call('uploadMany', { ...files, concurrency: 1 }),
-            concurrent: async () => {
-              await service.request({ op: 'maxConcurrentUploads', reset: true });
-              const result = await call('uploadMany', { ...files, concurrency: UPLOAD_CONCURRENCY });
-              maxSeen = Math.max(maxSeen, await service.request<number>({ op: 'maxConcurrentUploads' }));
-              return result;
-            },
+            sequential: () => withServerCpu(() => call('uploadMany', { ...files, concurrency: 1 })),
+            concurrent: () =>
+              withServerCpu(async () => {
+                await service.request({ op: 'maxConcurrentUploads', reset: true });
+                const result = await call('uploadMany', { ...files, concurrency: UPLOAD_CONCURRENCY });
+                maxSeen = Math.max(maxSeen, await service.request<number>({ op: 'maxConcurrentUploads' }));
+                return result;
+              }),
           },
           context.log,
         );

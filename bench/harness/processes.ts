@@ -62,7 +62,10 @@ export async function startServer<K extends ServerKind>(
   kind: K,
   options: Record<string, unknown> = {},
 ): Promise<ServerProcess<K>> {
-  const child = spawnChild(['server', kind, JSON.stringify(options)]);
+  const child = spawnChild(
+    ['server', kind, JSON.stringify(options)],
+    process.env.BENCH_SERVER_NODE_FLAGS?.split(' ').filter(Boolean) ?? [],
+  );
   const info = await nextMessage<ServerInfo[K]>(child, `the ${kind} server`);
   // One request at a time: answers come back in order.
   let queue: Promise<unknown> = Promise.resolve();
