@@ -63,6 +63,7 @@ export const TRANSIENT_ERRORS = [
  */
 type Routes = Readonly<Record<NextAction, IChainable | 'unexpected'>>;
 
+/** What each Task state invokes: a published version of the Task's function (infra/constructs/pipeline.ts). */
 export type TaskFunctions = Readonly<Record<TaskName, IFunction>>;
 
 /** Builds the definition's states under `scope` (one construct per state, named as the state). */
@@ -179,7 +180,7 @@ function route(choice: Choice, slot: '$.dataset' | '$.model', unexpected: IChain
 }
 
 /**
- * A Lambda Task invoked with the function ARN as Resource (payloadResponseOnly): the handler gets
+ * A Lambda Task invoked with the version's ARN as Resource (payloadResponseOnly): the handler gets
  * the whole state and its return value is the result, which is what local mode's in-process
  * handlers do too.
  */

@@ -3,7 +3,7 @@
  * newest Node.js runtime, ARM, X-Ray active, logging to its own log group with a retention, and
  * a role of its own that starts with nothing but writing to that log group.
  */
-import type { Duration } from 'aws-cdk-lib';
+import { RemovalPolicy, type Duration } from 'aws-cdk-lib';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -96,6 +96,9 @@ export class HopperFunction extends Construct {
       bundling: BUNDLING,
       deadLetterQueue: props.deadLetterQueue,
       retryAttempts: props.retryAttempts,
+      // A deploy publishes a new version and keeps the old ones: an execution that started
+      // before it still invokes them (docs/deploy.md#a-deploy-during-a-run).
+      currentVersionOptions: { removalPolicy: RemovalPolicy.RETAIN },
     });
     acknowledgeWildcardResource(
       this.role,

@@ -7,6 +7,7 @@
 import { Duration } from 'aws-cdk-lib';
 import { Match, Rule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import type { IVersion } from 'aws-cdk-lib/aws-lambda';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
@@ -70,6 +71,12 @@ export class HopperPipeline extends Construct {
   readonly executionLogs: LogGroup;
   /** The Lambda of each Task state, by state name. */
   readonly taskFunctions: Readonly<Record<TaskName, NodejsFunction>>;
+  /**
+   * The published version of each Task's Lambda that the state machine invokes: a deploy
+   * publishes new ones and leaves a running execution on the versions it started with
+   * (docs/deploy.md#a-deploy-during-a-run).
+   */
+  readonly taskVersions: Readonly<Record<TaskName, IVersion>>;
   readonly trigger: NodejsFunction;
   readonly rule: Rule;
   /** Events the trigger could not take: failed deliveries and failed asynchronous invocations. */
@@ -94,6 +101,7 @@ export class HopperPipeline extends Construct {
       [ENV.eventSource]: this.eventSource,
     };
     const functions = {} as Record<TaskName, NodejsFunction>;
+    const versions = {} as Record<TaskName, IVersion>;
     for (const spec of TASKS) {
       const task = new HopperFunction(this, spec.name, {
         handlerFile: spec.handlerFile,
@@ -109,8 +117,10 @@ export class HopperPipeline extends Construct {
         eventSource: this.eventSource,
       });
       functions[spec.name] = task.function;
+      versions[spec.name] = task.function.currentVersion;
     }
     this.taskFunctions = functions;
+    this.taskVersions = versions;
 
     this.executionLogs = new LogGroup(this, 'ExecutionLogs', {
       logGroupName: executionLogGroupName(this),
@@ -118,13 +128,16 @@ export class HopperPipeline extends Construct {
     });
     this.stateMachine = new StateMachine(this, 'StateMachine', {
       comment: 'Hopper: one execution per train.json dropped into inbox/<drop>/',
-      definitionBody: DefinitionBody.fromChainable(buildDefinition(this, functions)),
+      definitionBody: DefinitionBody.fromChainable(buildDefinition(this, versions)),
       stateMachineType: StateMachineType.STANDARD,
       timeout: props.executionTimeout ?? Duration.seconds(EXECUTION_TIMEOUT_SECONDS),
       tracingEnabled: true,
       // States hold ids and counters only (never the API key), so execution data may be logged.
       logs: { destination: this.executionLogs, level: LogLevel.ALL, includeExecutionData: true },
     });
+    // LambdaInvoke grants the current version only; an execution that started before a deploy
+    // still invokes the versions of its own definition, so the role may invoke every version.
+    for (const fn of Object.values(functions)) fn.grantInvoke(this.stateMachine);
     this.acknowledgeStateMachineWildcards(functions);
 
     this.deadLetterQueue = new Queue(this, 'TriggerDeadLetters', {
@@ -180,8 +193,8 @@ export class HopperPipeline extends Construct {
       acknowledgeWildcardResource(
         role,
         `${fn.functionArn}:*`,
-        "LambdaInvoke grants invoking the pipeline's own function and its versions and aliases " +
-          '(<function ARN>:*); no other function is included.',
+        "Invoking every published version of the pipeline's own function (<function ARN>:*), so an " +
+          'execution started before a deploy keeps calling its versions; no other function is included.',
       );
     }
   }

@@ -3,19 +3,20 @@
  * definition the stack deploys, run by aws-local-stepfunctions with each Task state bound to
  * its handler in-process (by state name).
  *
- * CloudFormation receives the definition as an `Fn::Join` of strings and `Fn::GetAtt` tokens
- * for the Lambda ARNs. Resolving and flattening it gives the JSON; each Lambda ARN becomes an
- * ARN-shaped placeholder naming the function's logical id (the local interpreter rejects a
- * Resource that is not ARN-shaped, and never calls it: local handlers replace every Task).
+ * CloudFormation receives the definition as an `Fn::Join` of strings and `Ref` tokens for the
+ * published Lambda versions the Tasks invoke. Resolving and flattening it gives the JSON; each
+ * version's ARN becomes an ARN-shaped placeholder naming the version's logical id (the local
+ * interpreter rejects a Resource that is not ARN-shaped, and never calls it: local handlers
+ * replace every Task).
  */
 import { Stack } from 'aws-cdk-lib';
-import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
+import { CfnVersion } from 'aws-cdk-lib/aws-lambda';
 import type { CfnStateMachine, StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import type { HopperPipeline } from '../../infra/constructs/pipeline.js';
 import { createHopperApp } from '../../infra/hopper-app.js';
 import { HANDLERS_FOLDER, TASKS, handlerPath, type TaskName } from '../../infra/tasks.js';
 
-/** A placeholder Lambda ARN is this prefix followed by the function's logical id. */
+/** A placeholder Lambda ARN is this prefix followed by the logical id of the function's version. */
 export const PLACEHOLDER_FUNCTION_ARN_PREFIX = 'arn:aws:lambda:us-east-1:123456789012:function:';
 
 /** Values for the pseudo parameters a definition may contain, matching the placeholders. */
@@ -55,13 +56,21 @@ export interface LocalDefinition {
 /** The plain ASL of a synthesized state machine. */
 export function aslOf(stateMachine: StateMachine): AslDefinition {
   const cfn = stateMachine.node.defaultChild as CfnStateMachine;
-  const resolved: unknown = Stack.of(stateMachine).resolve(cfn.definitionString);
-  return JSON.parse(flatten(resolved)) as AslDefinition;
+  const stack = Stack.of(stateMachine);
+  const versions = new Set(
+    stack.node
+      .findAll()
+      .filter((construct) => construct instanceof CfnVersion)
+      .map((version) => stack.resolve(version.logicalId) as string),
+  );
+  const resolved: unknown = stack.resolve(cfn.definitionString);
+  return JSON.parse(flatten(resolved, versions)) as AslDefinition;
 }
 
 /**
  * The definition of the pipeline's state machine with the handler of each Task. Checks that
- * every Task state is in the registry (infra/tasks.ts) and invokes that Task's own function.
+ * every Task state is in the registry (infra/tasks.ts) and invokes a published version of that
+ * Task's own function.
  */
 export function localDefinitionOf(pipeline: HopperPipeline): LocalDefinition {
   const definition = aslOf(pipeline.stateMachine);
@@ -69,11 +78,11 @@ export function localDefinitionOf(pipeline: HopperPipeline): LocalDefinition {
   for (const spec of TASKS) {
     const state = definition.States[spec.name];
     if (state?.Type !== 'Task') throw new Error(`the definition has no Task state ${spec.name}`);
-    const fn = pipeline.taskFunctions[spec.name].node.defaultChild as CfnFunction;
-    const expected = `${PLACEHOLDER_FUNCTION_ARN_PREFIX}${Stack.of(fn).getLogicalId(fn)}`;
+    const version = pipeline.taskVersions[spec.name].node.defaultChild as CfnVersion;
+    const expected = `${PLACEHOLDER_FUNCTION_ARN_PREFIX}${Stack.of(version).resolve(version.logicalId) as string}`;
     if (state.Resource !== expected) {
       throw new Error(
-        `Task ${spec.name} invokes ${String(state.Resource)}, not its own function ${expected}`,
+        `Task ${spec.name} invokes ${String(state.Resource)}, not its own function's version ${expected}`,
       );
     }
     handlers[spec.name] = {
@@ -102,14 +111,15 @@ export function synthesizeLocalDefinition(): LocalDefinition {
   return localDefinitionOf(stack.pipeline);
 }
 
-function flatten(value: unknown): string {
+/** The definition's text; `versions` are the logical ids of the Lambda versions it may name. */
+function flatten(value: unknown, versions: ReadonlySet<string>): string {
   if (typeof value === 'string') return value;
   if (typeof value === 'object' && value !== null) {
     const node = value as Record<string, unknown>;
     const join = node['Fn::Join'];
     if (Array.isArray(join)) {
       const [delimiter, parts] = join as [string, unknown[]];
-      return parts.map(flatten).join(delimiter);
+      return parts.map((part) => flatten(part, versions)).join(delimiter);
     }
     const getAtt = node['Fn::GetAtt'];
     if (Array.isArray(getAtt) && getAtt[1] === 'Arn' && typeof getAtt[0] === 'string') {
@@ -117,6 +127,7 @@ function flatten(value: unknown): string {
     }
     const ref = node.Ref;
     if (typeof ref === 'string' && ref in PSEUDO_PARAMETERS) return PSEUDO_PARAMETERS[ref] ?? '';
+    if (typeof ref === 'string' && versions.has(ref)) return `${PLACEHOLDER_FUNCTION_ARN_PREFIX}${ref}`;
   }
   throw new Error(
     `the state machine definition holds a token local mode cannot resolve: ${JSON.stringify(value)}`,

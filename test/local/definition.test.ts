@@ -80,7 +80,9 @@ describe('the extracted definition', () => {
     const [resultPath, timeoutSeconds] = TASKS[name];
     const task = state(name);
     expect(task.Resource).toMatch(
-      new RegExp(`^${PLACEHOLDER_FUNCTION_ARN_PREFIX}Pipeline${name}Function[0-9A-F]{8}$`),
+      new RegExp(
+        `^${PLACEHOLDER_FUNCTION_ARN_PREFIX}Pipeline${name}FunctionCurrentVersion[0-9A-F]{8}[0-9a-f]{32}$`,
+      ),
     );
     expect(task.ResultPath).toBe(resultPath);
     expect(task.TimeoutSeconds).toBe(timeoutSeconds);
