@@ -1,13 +1,18 @@
 /**
  * The `hopper` command line (bin/hopper.mjs): dispatches to one module per command.
  */
-import { runModelsCommand } from './commands/models.js';
-import { runRetryCommand } from './commands/retry.js';
-import { runRunsCommand } from './commands/runs.js';
-import { runStatusCommand } from './commands/status.js';
-import { runLocalCommand } from './mode/local-command.js';
-import { runRunCommand } from './mode/run-command.js';
-import { runServiceCommand } from './service/cli.js';
+
+// Each command is loaded when asked for: --help, a refused command line or `hopper status`
+// answers without loading local mode, the CDK app and the local S3 server.
+const COMMANDS: Readonly<Record<string, (argv: readonly string[]) => Promise<number>>> = {
+  run: async (argv) => (await import('./mode/run-command.js')).runRunCommand(argv),
+  local: async (argv) => (await import('./mode/local-command.js')).runLocalCommand(argv),
+  service: async (argv) => (await import('./service/cli.js')).runServiceCommand(argv),
+  status: async (argv) => (await import('./commands/status.js')).runStatusCommand(argv),
+  runs: async (argv) => (await import('./commands/runs.js')).runRunsCommand(argv),
+  models: async (argv) => (await import('./commands/models.js')).runModelsCommand(argv),
+  retry: async (argv) => (await import('./commands/retry.js')).runRetryCommand(argv),
+};
 
 const USAGE = `Usage: hopper <command> [options]
 
@@ -33,13 +38,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(USAGE);
     return command === undefined ? 2 : 0;
   }
-  if (command === 'run') return runRunCommand(rest);
-  if (command === 'local') return runLocalCommand(rest);
-  if (command === 'service') return runServiceCommand(rest);
-  if (command === 'status') return runStatusCommand(rest);
-  if (command === 'runs') return runRunsCommand(rest);
-  if (command === 'models') return runModelsCommand(rest);
-  if (command === 'retry') return runRetryCommand(rest);
+  const run = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
+  if (run !== undefined) return run(rest);
   process.stderr.write(`hopper: unknown command "${command}"\n\n${USAGE}`);
   return 2;
 }

@@ -12,7 +12,7 @@ import { startLocalMode, type LocalMode } from './local-mode.js';
 import { CliUsageError, LOCAL_HELP, parseLocalArgs } from './options.js';
 import { describeFailure } from '../../lambdas/run/lambda-error.js';
 import { formatProgress, progressOf } from './progress.js';
-import { EXIT, interruptSignal, processIo, type CommandIo } from './run-command.js';
+import { EXIT, interruptSignal, processIo, type CommandIo } from './command-io.js';
 import type { ExecutionOutcome } from './state-machine.js';
 
 /**

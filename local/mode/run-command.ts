@@ -9,33 +9,23 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
-import type { Writable } from 'node:stream';
 import { messageOf } from '../../lambdas/run/errors.js';
-import { consoleFor, untilStopped, type LocalConsole } from '../console/index.js';
+import type { LocalConsole } from '../console/index.js';
 import { readStatus } from '../../lambdas/run/status.js';
 import type { CopySlot, RunState } from '../../lambdas/run/state.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { DropFolderError, readDropFolder, uploadDropFolder, type DropFolder } from './drop-folder.js';
-import { startLocalMode, type LocalMode } from './local-mode.js';
+import type { LocalMode } from './local-mode.js';
 import { copyModelOut, MODEL_FILES } from './model-out.js';
 import { OutFolderError, prepareOutFolder, type OutFolder } from './out-folder.js';
 import { CliUsageError, parseRunArgs, RUN_HELP } from './options.js';
 import { describeFailure } from '../../lambdas/run/lambda-error.js';
 import { formatBytes, progressOf, reporterFor } from './progress.js';
-import { describeLeftovers, leftAtService, trainingsUnderWay } from './left-at-service.js';
 import type { ExecutionOutcome } from './state-machine.js';
-
-export interface CommandIo {
-  readonly stdout: Writable & { isTTY?: boolean };
-  readonly stderr: Writable;
-  /** Stops the command as Ctrl-C does. Default: SIGINT and SIGTERM. */
-  readonly signal?: AbortSignal;
-}
+import { EXIT, interruptSignal, processIo, type CommandIo } from './command-io.js';
 
 /** How long train.json's upload may go without its run starting (the trigger is in-process). */
 const START_TIMEOUT_MS = 30_000;
-
-export const EXIT = { succeeded: 0, failed: 1, usage: 2, notSaved: 3, busy: 4, stopped: 130 } as const;
 
 /** How long a stopped command spends finding out what it left at the service. */
 const LEFTOVERS_TIMEOUT_MS = 20_000;
@@ -72,6 +62,12 @@ export async function runRunCommand(argv: readonly string[], io: CommandIo = pro
   const datasetName = await datasetNameOf(folder);
   // The run's latest state, from the execution's events: the dataset it made, once it has.
   let latest: RunState | undefined;
+  // Loaded only now: a refused command line or folder answers without loading local mode.
+  const [{ startLocalMode }, { consoleFor, untilStopped }, { trainingsUnderWay }] = await Promise.all([
+    import('./local-mode.js'),
+    import('../console/index.js'),
+    import('./left-at-service.js'),
+  ]);
   try {
     const triggerFailed = new AbortController();
     local = await startLocalMode({
@@ -235,6 +231,7 @@ async function tellLeftovers(
   io: CommandIo,
 ): Promise<void> {
   const known = latest?.dataset?.id;
+  const { describeLeftovers, leftAtService } = await import('./left-at-service.js');
   try {
     const left = await untilTimeout(
       (async () =>
@@ -297,19 +294,4 @@ async function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promis
       signal.removeEventListener('abort', onAbort);
     });
   });
-}
-
-/** Aborts on the first SIGINT or SIGTERM. */
-export function interruptSignal(): AbortSignal {
-  const controller = new AbortController();
-  const onSignal = (signal: NodeJS.Signals): void => {
-    controller.abort(new Error(`stopped by ${signal}`));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  return controller.signal;
-}
-
-export function processIo(): CommandIo {
-  return { stdout: process.stdout, stderr: process.stderr };
 }

@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import type { CommandDeps } from '../../local/commands/target.js';
 import { exportLines } from '../../local/mode/local-command.js';
 import type { LocalMode } from '../../local/mode/local-mode.js';
-import type { CommandIo } from '../../local/mode/run-command.js';
+import type { CommandIo } from '../../local/mode/command-io.js';
 
 export type Command = (argv: readonly string[], io?: CommandIo, deps?: CommandDeps) => Promise<number>;
 

@@ -14,7 +14,7 @@ import { runRetryCommand } from '../../local/commands/retry.js';
 import { runRunsCommand } from '../../local/commands/runs.js';
 import { runStatusCommand } from '../../local/commands/status.js';
 import { STACK_OUTPUTS, type AwsOverrides, type CommandDeps } from '../../local/commands/target.js';
-import type { CommandIo } from '../../local/mode/run-command.js';
+import type { CommandIo } from '../../local/mode/command-io.js';
 import { LOCAL_S3_CREDENTIALS, startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
 import { startSimulatedService, type SimulatedService } from '../../local/service/index.js';
 import { CLIENT_SETTINGS, startAwsJsonEndpoint, type AwsJsonEndpoint } from '../helpers/aws-json-endpoint.js';
