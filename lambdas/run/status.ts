@@ -8,9 +8,9 @@
  * the file (validate_drop ... report), `step` and `next_action` are the service's. A file written
  * before `hopper_step` existed calls it `stage`: readStatus reads both.
  */
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { STATUS_PREFIX, statusKey } from '../storage/keys.js';
-import { isNotFound, isPreconditionFailed } from '../storage/objects.js';
+import { isNotFound, updateJsonConditionally } from '../storage/objects.js';
 import type { NextAction } from '../service-client/contract.js';
 import { retryable } from './errors.js';
 import type { CopySlot, RunFailure, RunInput, RunState } from './state.js';
@@ -174,34 +174,22 @@ export const STATUS_WRITE_ATTEMPTS = 8;
  * running older one carries the older one into `superseded_runs`.
  */
 export async function writeStatus(s3: S3Client, bucket: string, status: RunStatus): Promise<StatusWrite> {
-  for (let attempt = 1; ; attempt++) {
-    const current = await readStatusObject(s3, bucket, status.drop);
-    const { document, outcome } = nextDocument(current?.status ?? null, status);
-    try {
-      await s3.send(
-        new PutObjectCommand({
-          Bucket: bucket,
-          Key: statusKey(status.drop),
-          Body: `${JSON.stringify(document, null, 2)}\n`,
-          ContentType: 'application/json',
-          ...(current === null ? { IfNoneMatch: '*' } : { IfMatch: current.etag }),
-        }),
-      );
-      return outcome;
-    } catch (error) {
-      // Another writer came between the read and the write: 412, S3's 409 for two conditional
-      // writes at once, or 404 when the file was removed meanwhile. Read it again.
-      if (!isLostRace(error, current !== null)) throw error;
-      if (attempt >= STATUS_WRITE_ATTEMPTS) {
-        throw retryable(
-          'storage_error',
-          `status/${status.drop}.json changed under ${String(attempt)} writes in a row (other runs of the drop writing it); the step is retried`,
-          error,
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
-    }
-  }
+  return await updateJsonConditionally(s3, {
+    bucket,
+    key: statusKey(status.drop),
+    attempts: STATUS_WRITE_ATTEMPTS,
+    read: () => readStatusObject(s3, bucket, status.drop),
+    decide: (current) => {
+      const { document, outcome } = nextDocument(current?.status ?? null, status);
+      return { write: document, result: outcome };
+    },
+    contended: (attempts, error) =>
+      retryable(
+        'storage_error',
+        `status/${status.drop}.json changed under ${String(attempts)} writes in a row (other runs of the drop writing it); the step is retried`,
+        error,
+      ),
+  });
 }
 
 /** True when `current`, a status of another run, belongs to a run newer than `runId`'s. */
@@ -259,17 +247,6 @@ function withEntry(entries: readonly SupersededRun[], entry: SupersededRun): Sup
   return [entry, ...entries.filter((other) => other.run_id !== entry.run_id)]
     .sort((a, b) => b.started_at.localeCompare(a.started_at))
     .slice(0, MAX_SUPERSEDED_RUNS);
-}
-
-/**
- * True when a conditional write lost to another writer: 412, S3's 409 for conditional writes at
- * once, or (`ifMatch`) 404 NoSuchKey when the object was removed since it was read.
- */
-export function isLostRace(error: unknown, ifMatch: boolean): boolean {
-  const name = error instanceof Error ? error.name : '';
-  return (
-    isPreconditionFailed(error) || name === 'ConditionalRequestConflict' || (ifMatch && name === 'NoSuchKey')
-  );
 }
 
 /**

@@ -12,14 +12,13 @@
  * so a run about to start its training is never overtaken, and a run that stopped before it
  * (superseded, failed) frees the drop by then at the latest (it also releases the claim itself).
  */
-import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { NotFoundError } from '../service-client/errors.js';
 import type { Model, TrainingServiceClient } from '../service-client/index.js';
 import { trainingClaimKey } from '../storage/keys.js';
-import { isNotFound } from '../storage/objects.js';
+import { isNotFound, updateJsonConditionally } from '../storage/objects.js';
 import { retryable } from './errors.js';
 import type { RunInput } from './state.js';
-import { isLostRace } from './status.js';
 
 export interface TrainingClaim {
   /** The run that may start a training of the drop now; null once released. */
@@ -168,33 +167,19 @@ async function conditionally<T>(
   decide: (current: { readonly claim: TrainingClaim; readonly etag: string } | null) => Promise<Decision<T>>,
 ): Promise<T> {
   const key = trainingClaimKey(context.run.drop);
-  for (let attempt = 1; ; attempt++) {
-    const current = await readClaim(context.s3, context.run.bucket, key);
-    const { write, result } = await decide(current);
-    if (write === null) return result;
-    try {
-      await context.s3.send(
-        new PutObjectCommand({
-          Bucket: context.run.bucket,
-          Key: key,
-          Body: `${JSON.stringify(write, null, 2)}\n`,
-          ContentType: 'application/json',
-          ...(current === null ? { IfNoneMatch: '*' } : { IfMatch: current.etag }),
-        }),
-      );
-      return result;
-    } catch (error) {
-      if (!isLostRace(error, current !== null)) throw error;
-      if (attempt >= CLAIM_ATTEMPTS) {
-        throw retryable(
-          'storage_error',
-          `the training claim of drop ${context.run.drop} (${key}) changed under ${String(attempt)} writes in a row; the step is retried`,
-          error,
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
-    }
-  }
+  return await updateJsonConditionally(context.s3, {
+    bucket: context.run.bucket,
+    key,
+    attempts: CLAIM_ATTEMPTS,
+    read: () => readClaim(context.s3, context.run.bucket, key),
+    decide,
+    contended: (attempts, error) =>
+      retryable(
+        'storage_error',
+        `the training claim of drop ${context.run.drop} (${key}) changed under ${String(attempts)} writes in a row; the step is retried`,
+        error,
+      ),
+  });
 }
 
 async function readClaim(

@@ -1,6 +1,7 @@
 /**
  * Small whole-object operations on the bucket: the size of an object, a JSON document written in
- * one PUT, a delete. Streams (a pinned read, a multipart write) live in streams.ts.
+ * one PUT or updated with conditional writes, a delete. Streams (a pinned read, a multipart
+ * write) live in streams.ts.
  */
 import { DeleteObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 
@@ -24,6 +25,72 @@ export async function putJson(s3: S3Client, bucket: string, key: string, value: 
       Body: `${JSON.stringify(value, null, 2)}\n`,
       ContentType: 'application/json',
     }),
+  );
+}
+
+/** A JSON document as read, with the ETag a conditional write over it names. */
+export interface ReadWithEtag {
+  readonly etag: string;
+}
+
+/** What `decide` makes of what it read: a document to write over it (or null, none), and a result. */
+export interface JsonUpdate<T> {
+  readonly write: unknown;
+  readonly result: T;
+}
+
+export interface ConditionalUpdate<R extends ReadWithEtag, T> {
+  readonly bucket: string;
+  readonly key: string;
+  /** Writes tried before giving up (each lost one means another writer came in between). */
+  readonly attempts: number;
+  /** The object as it is now, or null when there is none. */
+  readonly read: () => Promise<R | null>;
+  readonly decide: (current: R | null) => JsonUpdate<T> | Promise<JsonUpdate<T>>;
+  /** The error to throw when every attempt lost to another writer. */
+  readonly contended: (attempts: number, lastError: unknown) => Error;
+}
+
+/**
+ * Read, decide, write one JSON object so that no other writer's document is overwritten unseen:
+ * the write is conditional (`If-Match` the ETag read, `If-None-Match: *` when there was none),
+ * and a write that lost to another writer is read and decided again, after a short random pause.
+ */
+export async function updateJsonConditionally<R extends ReadWithEtag, T>(
+  s3: S3Client,
+  update: ConditionalUpdate<R, T>,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const current = await update.read();
+    const { write, result } = await update.decide(current);
+    if (write === null) return result;
+    try {
+      await s3.send(
+        new PutObjectCommand({
+          Bucket: update.bucket,
+          Key: update.key,
+          Body: `${JSON.stringify(write, null, 2)}\n`,
+          ContentType: 'application/json',
+          ...(current === null ? { IfNoneMatch: '*' } : { IfMatch: current.etag }),
+        }),
+      );
+      return result;
+    } catch (error) {
+      if (!isLostRace(error, current !== null)) throw error;
+      if (attempt >= update.attempts) throw update.contended(attempt, error);
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+    }
+  }
+}
+
+/**
+ * True when a conditional write lost to another writer: 412, S3's 409 for conditional writes at
+ * once, or (`ifMatch`) 404 NoSuchKey when the object was removed since it was read.
+ */
+export function isLostRace(error: unknown, ifMatch: boolean): boolean {
+  const name = s3ErrorName(error) ?? '';
+  return (
+    isPreconditionFailed(error) || name === 'ConditionalRequestConflict' || (ifMatch && name === 'NoSuchKey')
   );
 }
 
