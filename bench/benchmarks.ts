@@ -5,10 +5,11 @@
  * its baseline), put its measured clients under bench/clients/ (run them with runClient, servers
  * with startServer: bench/harness/processes.ts), and list it here.
  */
+import { coldStart } from './cold-start.js';
 import type { Benchmark } from './harness/benchmark.js';
 import { labels } from './labels.js';
 import { manyFiles } from './many-files.js';
 import { polling } from './polling.js';
 import { transfers } from './transfers.js';
 
-export const BENCHMARKS: readonly Benchmark[] = [transfers, manyFiles, labels, polling];
+export const BENCHMARKS: readonly Benchmark[] = [transfers, manyFiles, labels, coldStart, polling];
