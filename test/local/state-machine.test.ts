@@ -461,3 +461,47 @@ describe('LocalStateMachine', () => {
     });
   });
 });
+
+describe('history events: what Step Functions would record (local/mode/history.ts)', () => {
+  /** Work retried twice on E, then caught to a Fail state. */
+  const RETRIED_THEN_CAUGHT: AslDefinition = {
+    StartAt: 'Work',
+    States: {
+      Work: task('Work', {
+        Retry: [{ ErrorEquals: ['E'], MaxAttempts: 2, IntervalSeconds: 1 }],
+        Catch: [{ ErrorEquals: ['States.ALL'], Next: 'Failed', ResultPath: '$.failure' }],
+        End: true,
+      }),
+      Failed: { Type: 'Fail', Error: 'X', Cause: 'y' },
+    },
+  };
+
+  it('a Pass and a Task that succeed: 9 (started, Pass 2, Task entered, 3 for its attempt, exited, succeeded)', async () => {
+    const sm = machine(PASS_THEN_TASK, { Work: () => Promise.resolve({ done: 1 }) });
+    sm.startExecution('counted', input('d'));
+    const execution = sm.execution('counted');
+    await within(execution?.done ?? Promise.reject(new Error('not started')), 'counted');
+    expect(execution?.historyEvents()).toBe(9);
+  });
+
+  it('a Task tried three times, then caught to a Fail state: 14 (3 attempts of 3 events, no event for the retries or the catch)', async () => {
+    const sm = machine(
+      RETRIED_THEN_CAUGHT,
+      {
+        Work: () => {
+          const error = new Error('failing');
+          error.name = 'E';
+          return Promise.reject(error);
+        },
+      },
+      { retryPauseMs: 0 },
+    );
+    sm.startExecution('retried', input('d'));
+    const execution = sm.execution('retried');
+    const outcome = await within(execution?.done ?? Promise.reject(new Error('not started')), 'retried');
+    expect(outcome).toMatchObject({ status: 'FAILED', error: 'X' });
+    // ExecutionStarted, TaskStateEntered, 3 x (LambdaFunctionScheduled, Started, Failed),
+    // TaskStateExited, FailStateEntered, ExecutionFailed.
+    expect(execution?.historyEvents()).toBe(14);
+  });
+});
