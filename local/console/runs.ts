@@ -3,6 +3,7 @@
  * those known only from a status file (earlier local modes kept in a data directory), newest
  * first, filtered by state and paged.
  */
+import { describeFailure } from '../../lambdas/run/lambda-error.js';
 import type { RunStatus } from '../../lambdas/run/status.js';
 import type { ExecutionEvent } from '../mode/state-machine.js';
 import type { BucketView } from './bucket-view.js';
@@ -26,10 +27,16 @@ export interface RunPage {
   readonly runs: readonly RunSummary[];
 }
 
+/** An event as the page shows it: a failed state's error already put in words. */
+export type ShownEvent = ExecutionEvent & {
+  /** For an event with an Error: the error as a person reads it (describeFailure). */
+  readonly failure?: string;
+};
+
 export interface RunDetail {
   readonly summary: RunSummary;
   /** The execution's events, first to last (none for a run known from its status file only). */
-  readonly events: readonly ExecutionEvent[];
+  readonly events: readonly ShownEvent[];
   /** status/<drop>.json when it is this run's (a later run of the drop owns it otherwise). */
   readonly status: RunStatus | null;
   /** Where the run's model is in the bucket, once copied. */
@@ -82,7 +89,8 @@ export class RunCatalogue {
       const summary = summarize(logged);
       const status = await this.#bucket.status(summary.drop);
       const own = status?.run_id === runId ? status : null;
-      return { summary, events: logged.events, status: own, model: modelOf(own, copyOf(logged.events)) };
+      const events = logged.events.map(shownEvent);
+      return { summary, events, status: own, model: modelOf(own, copyOf(logged.events)) };
     }
     const status = (await this.#bucket.statuses()).find((candidate) => candidate.run_id === runId);
     if (status === undefined) return null;
@@ -133,4 +141,10 @@ function copyOf(events: readonly ExecutionEvent[]): { modelKey: string; recordKe
 function keyOf(url: string | undefined): string | undefined {
   const match = url === undefined ? null : /^s3:\/\/[^/]+\/(.+)$/.exec(url);
   return match?.[1];
+}
+
+/** The page reads a failure in the words of lambdas/run/lambda-error.ts, not its own. */
+function shownEvent(event: ExecutionEvent): ShownEvent {
+  if (!('Error' in event) || typeof event.Error !== 'string') return event;
+  return { ...event, failure: describeFailure(event.Error, 'Cause' in event ? event.Cause : undefined) };
 }

@@ -188,6 +188,10 @@ describe('the console in a browser', () => {
     expect(await page.textContent('#error-code')).toBe('invalid_labels_file');
     expect(await page.textContent('#error-message')).toBe(detail.status?.error?.message);
     expect(await page.textContent('#error-todo')).toContain('Fix the header row of the labels file.');
+    // The history row of the failed step reads the Lambda error's Cause as lambdas/run/lambda-error.ts does.
+    const failure = detail.events.find((event) => event.failure !== undefined)?.failure;
+    expect(failure).toMatch(/^invalid_labels_file: /);
+    expect(await page.textContent('#history')).toContain(failure);
     expect(await graphMarks(page)).toMatchObject({
       ValidateDrop: 'failed',
       Report: 'passed',

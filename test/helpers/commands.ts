@@ -10,11 +10,11 @@ import type { CommandIo } from '../../local/mode/command-io.js';
 
 export type Command = (argv: readonly string[], io?: CommandIo, deps?: CommandDeps) => Promise<number>;
 
-/** Runs a command with its output captured. */
+/** Runs a command with its output captured; `deps` is its environment, or all it is given. */
 export async function runCommandCaptured(
   command: Command,
   argv: readonly string[],
-  env: NodeJS.ProcessEnv,
+  deps: NodeJS.ProcessEnv | CommandDeps,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
@@ -26,8 +26,12 @@ export async function runCommandCaptured(
       },
     });
   const io = { stdout: sink((text) => (stdout += text)), stderr: sink((text) => (stderr += text)) };
-  const code = await command(argv, io, { env });
+  const code = await command(argv, io, isCommandDeps(deps) ? deps : { env: deps });
   return { code, stdout, stderr };
+}
+
+function isCommandDeps(deps: NodeJS.ProcessEnv | CommandDeps): deps is CommandDeps {
+  return typeof deps.env === 'object';
 }
 
 /** What a shell has after eval'ing `hopper local`'s export lines. */

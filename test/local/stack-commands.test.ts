@@ -5,7 +5,6 @@
  * simulated training service holding the key the secret holds.
  */
 import { PutObjectCommand } from '@aws-sdk/client-s3';
-import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunStatus } from '../../lambdas/run/status.js';
 import { inboxKey, statusKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
@@ -13,8 +12,7 @@ import { runModelsCommand } from '../../local/commands/models.js';
 import { runRetryCommand } from '../../local/commands/retry.js';
 import { runRunsCommand } from '../../local/commands/runs.js';
 import { runStatusCommand } from '../../local/commands/status.js';
-import { STACK_OUTPUTS, type AwsOverrides, type CommandDeps } from '../../local/commands/target.js';
-import type { CommandIo } from '../../local/mode/command-io.js';
+import { STACK_OUTPUTS, type AwsOverrides } from '../../local/commands/target.js';
 import { LOCAL_S3_CREDENTIALS, startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
 import { startSimulatedService, type SimulatedService } from '../../local/service/index.js';
 import { CLIENT_SETTINGS, startAwsJsonEndpoint, type AwsJsonEndpoint } from '../helpers/aws-json-endpoint.js';
@@ -22,10 +20,9 @@ import {
   startCloudFormationEndpoint,
   type CloudFormationEndpoint,
 } from '../helpers/cloudformation-endpoint.js';
+import { runCommandCaptured, type Command } from '../helpers/commands.js';
 import { readText } from '../helpers/pipeline.js';
 import { synthesize } from '../infra/helpers.js';
-
-type Command = (argv: readonly string[], io?: CommandIo, deps?: CommandDeps) => Promise<number>;
 
 const KEY = 'sk-stack-Zq9-SECRET';
 const STACK = 'HopperProd';
@@ -158,23 +155,12 @@ async function run(
   command: Command,
   argv: readonly string[],
 ): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const sink = (append: (text: string) => void): Writable =>
-    new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        append(chunk.toString());
-        done();
-      },
-    });
-  const io = { stdout: sink((text) => (stdout += text)), stderr: sink((text) => (stderr += text)) };
   // No Hopper settings in the environment: everything comes from the stack.
-  const code = await command(argv, io, {
+  return await runCommandCaptured(command, argv, {
     env: {},
     aws: aws(),
     now: () => Date.parse('2026-11-25T05:00:00Z'),
   });
-  return { code, stdout, stderr };
 }
 
 function failedStatus(drop: string, datasetId: string | null): RunStatus {

@@ -237,7 +237,7 @@ function showHistory(events) {
 function eventDetail(event) {
   if (event.type === 'StateRetried') return `retry ${event.retry.attempt}`;
   if (event.type === 'StateCaught') return 'caught: on to the report';
-  if ('Error' in event) return `${event.Error}: ${causeText(event.Cause)}`;
+  if (event.failure !== undefined) return event.failure;
   if (event.type === 'StateEntered' && event.state.type === 'Wait') {
     const record = event.state.input?.model ?? event.state.input?.dataset;
     return record?.waitSeconds === undefined ? 'wait' : `wait ${record.waitSeconds} s`;
@@ -248,17 +248,6 @@ function eventDetail(event) {
     return record === undefined ? '' : `step ${record.step}, next_action ${record.nextAction}`;
   }
   return '';
-}
-
-/** A Lambda error's JSON cause carries Hopper's `<code>: <message>`. */
-function causeText(cause) {
-  try {
-    const parsed = JSON.parse(cause);
-    if (typeof parsed.errorMessage === 'string') return parsed.errorMessage;
-  } catch {
-    // Not JSON: Step Functions' own words.
-  }
-  return String(cause ?? '');
 }
 
 function showModel(detail) {
