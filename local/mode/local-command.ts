@@ -4,7 +4,7 @@
  * all of it can be eval'd), then serves until Ctrl-C, showing each run's progress on stderr.
  */
 import { messageOf } from '../../lambdas/run/errors.js';
-import { consoleFor, type LocalConsole } from '../console/index.js';
+import { consoleFor, untilStopped, type LocalConsole } from '../console/index.js';
 import { LOCAL_S3_CREDENTIALS, LOCAL_S3_REGION } from '../s3/local-s3.js';
 import { HOPPER_SERVICE_URL_ENV, HOPPER_STATE_MACHINE_ENV, SFN_ENDPOINT_ENV } from '../commands/settings.js';
 import { formatRunEvent } from './event-bus.js';
@@ -90,17 +90,7 @@ export async function runLocalCommand(argv: readonly string[], io: CommandIo = p
       '',
     ].join('\n'),
   );
-  await new Promise<void>((resolve) => {
-    if (stop.aborted) resolve();
-    else
-      stop.addEventListener(
-        'abort',
-        () => {
-          resolve();
-        },
-        { once: true },
-      );
-  });
+  await untilStopped(stop);
   io.stderr.write('hopper local: stopping\n');
   await console?.close();
   await local.close();
