@@ -1,4 +1,9 @@
 /**
+ * package.json `engines` is what the dependencies declare: each Node.js release the range takes in
+ * (where each alternative starts, and each major's first) satisfies the engines of every package in the lockfile (dependencies and the tools of
+ * `npm test` alike), but for the one exception the README names: aws-local-stepfunctions declares
+ * Node 22 and runs on 20 with local mode's Promise.withResolvers polyfill.
+ *
  * `hopper` runs from an install without devDependencies (`npm ci --omit=dev`): every package the
  * command line can load, statically or by a dynamic import, is a dependency. esbuild follows the
  * whole import graph from the CLI's entry with every package left external, so each package it
@@ -10,9 +15,79 @@ import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+  engines: { node: string };
   dependencies: Record<string, string>;
   devDependencies: Record<string, string>;
 };
+
+const lock = JSON.parse(readFileSync(new URL('../package-lock.json', import.meta.url), 'utf8')) as {
+  packages: Record<string, { engines?: { node?: string } | string[]; optional?: boolean; os?: string[] }>;
+};
+
+type Version = readonly [number, number, number];
+
+/** `20`, `20.19`, `20.19.0`, `0.8.x`: missing or `x` parts are 0 (a lower bound's reading). */
+function versionOf(text: string): Version {
+  const [major = 0, minor = 0, patch = 0] = text
+    .replace(/^v/, '')
+    .split('.')
+    .map((part) => (/^\d+$/.test(part) ? Number(part) : 0));
+  return [major, minor, patch];
+}
+
+function compare(a: Version, b: Version): number {
+  return a[0] - b[0] || a[1] - b[1] || a[2] - b[2];
+}
+
+/**
+ * Whether `version` satisfies an npm range of the forms packages' engines use: `*`, `>=x`, `>x`,
+ * `<x`, `<=x`, `^x`, `~x`, a bare `x` (that major), space-separated (and) and `||` (or).
+ */
+function satisfies(version: Version, range: string): boolean {
+  return range.split('||').some((alternative) => {
+    const comparators = alternative
+      .trim()
+      .replace(/([<>=^~]+)\s+/g, '$1')
+      .split(/\s+/);
+    return comparators.every((comparator) => {
+      const [, operator = '', rest = ''] = /^([<>=^~]*)(.*)$/.exec(comparator) ?? [];
+      if (rest === '' || rest === '*' || rest === 'x') return true;
+      const bound = versionOf(rest);
+      const order = compare(version, bound);
+      switch (operator) {
+        case '>=':
+          return order >= 0;
+        case '>':
+          return order > 0;
+        case '<':
+          return order < 0;
+        case '<=':
+          return order <= 0;
+        case '^':
+          return order >= 0 && version[0] === bound[0];
+        case '~':
+          return order >= 0 && version[0] === bound[0] && version[1] === bound[1];
+        default:
+          // A bare `20` means any 20.x; `20.19.0` exactly that one.
+          return rest.split('.').length === 1 ? version[0] === bound[0] : order === 0;
+      }
+    });
+  });
+}
+
+/**
+ * The releases that stand for a range: where each alternative starts, and the first release of
+ * each major from 20 to 26 that the range takes in (a range open at the top takes them all).
+ */
+function releasesOf(range: string): Version[] {
+  const floors = range
+    .split('||')
+    .map((alternative) => versionOf(alternative.trim().replace(/^[>=^~]+/, '')));
+  const majors = Array.from({ length: 7 }, (_, index): Version => [20 + index, 0, 0]);
+  const releases = [...floors, ...majors].filter((release) => satisfies(release, range));
+  const unique = new Map(releases.map((release) => [release.join('.'), release]));
+  return [...unique.values()].sort(compare);
+}
 
 /** `@scope/name/sub` -> `@scope/name`, `name/sub` -> `name`. */
 function packageOf(specifier: string): string {
@@ -52,5 +127,43 @@ describe('the command line without devDependencies', () => {
     expect(dev).toEqual([]);
     const undeclared = [...packages].filter((name) => !(name in pkg.dependencies));
     expect(undeclared).toEqual([]);
+  });
+});
+
+describe('package.json engines', () => {
+  /** Declared Node 22, runs on 20 with local/mode/with-resolvers.ts (README, "Node.js"). */
+  const POLYFILLED_ON_20 = new Set(['aws-local-stepfunctions']);
+
+  it('the range reader knows the forms the lockfile uses', () => {
+    expect(satisfies([20, 19, 0], '^20.19.0 || ^22.13.0 || >=24')).toBe(true);
+    expect(satisfies([22, 12, 0], '^20.19.0 || ^22.13.0 || >=24')).toBe(false);
+    expect(satisfies([20, 19, 0], '>=22.0.0')).toBe(false);
+    expect(satisfies([20, 19, 0], '>=6 <7 || >=8')).toBe(true);
+    expect(satisfies([20, 19, 0], '18 || 20 || >=22')).toBe(true);
+    expect(satisfies([21, 0, 0], '20 || >=22')).toBe(false);
+    expect(satisfies([20, 17, 0], '>=20.18.1')).toBe(false);
+  });
+
+  it('every release the range takes in satisfies every package in the lockfile, but the polyfilled one on 20', () => {
+    const floors = releasesOf(pkg.engines.node);
+    expect(floors.map((floor) => floor.join('.'))).toEqual([
+      '20.19.0',
+      '22.13.0',
+      '24.0.0',
+      '25.0.0',
+      '26.0.0',
+    ]);
+    const unmet: string[] = [];
+    for (const [path, entry] of Object.entries(lock.packages)) {
+      const range = Array.isArray(entry.engines) ? undefined : entry.engines?.node;
+      if (path === '' || range === undefined) continue;
+      const name = path.replace(/^.*node_modules\//, '');
+      for (const floor of floors) {
+        if (satisfies(floor, range)) continue;
+        if (floor[0] === 20 && POLYFILLED_ON_20.has(name)) continue;
+        unmet.push(`${name} (${range}) on Node ${floor.join('.')}`);
+      }
+    }
+    expect(unmet).toEqual([]);
   });
 });
