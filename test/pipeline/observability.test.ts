@@ -18,7 +18,7 @@ import type { DatasetSlot, RunState } from '../../lambdas/run/state.js';
 import { tracedClient } from '../../lambdas/run/tracing.js';
 import { reportStep } from '../../lambdas/steps/report.js';
 import { invocationContext, usePipelineFixtures } from '../helpers/pipeline.js';
-import { configOf, stateOf } from './service-steps.js';
+import { configOf, datasetSlotOf, stateOf } from './service-steps.js';
 
 const fixtures = usePipelineFixtures();
 
@@ -86,21 +86,14 @@ function runtimeWith(options: { emitMetrics?: boolean; logger?: Logger } = {}): 
 }
 
 function datasetOf(overrides: Partial<DatasetSlot> = {}): DatasetSlot {
-  return {
+  return datasetSlotOf({
     id: 'ds-1',
     step: 2,
     status: 'ready',
     nextAction: 'structure',
     expiresAt: '2026-02-01T00:00:00.000Z',
-    error: null,
-    labelled: 0,
-    waitSeconds: 0,
-    polls: 0,
-    waitedSeconds: 0,
-    totalPolls: 0,
-    totalWaitSeconds: 0,
     ...overrides,
-  };
+  });
 }
 
 /** A step that returns `slot` as upload_files would (its effects are not what is tested here). */

@@ -6,25 +6,12 @@ import { reportOf, reportStep } from '../../lambdas/steps/report.js';
 import type { StopCode } from '../../lambdas/run/vocabulary.js';
 import { statusKey } from '../../lambdas/storage/keys.js';
 import { invocationContext, readText, stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
-import { configOf, stateOf } from './service-steps.js';
+import { configOf, datasetSlotOf, stateOf } from './service-steps.js';
 
 const fixtures = usePipelineFixtures();
 const BUCKET = 'bucket';
 
-const DATASET: DatasetSlot = {
-  id: 'ds-1',
-  step: 1,
-  status: 'uploading',
-  nextAction: 'upload_files',
-  expiresAt: '2026-01-08T00:00:00.000Z',
-  error: null,
-  labelled: 0,
-  waitSeconds: 0,
-  polls: 0,
-  waitedSeconds: 0,
-  totalPolls: 3,
-  totalWaitSeconds: 0,
-};
+const DATASET: DatasetSlot = datasetSlotOf({ id: 'ds-1', totalPolls: 3 });
 
 const MODEL: ModelSlot = {
   id: 'model-1',

@@ -3,7 +3,8 @@
  * the step under test would have left them, plus short ways through the service's flow.
  */
 import type { Dataset, TrainingServiceClient } from '../../lambdas/service-client/index.js';
-import type { RunConfig, RunState } from '../../lambdas/run/state.js';
+import { noWait } from '../../lambdas/run/polling.js';
+import type { DatasetSlot, RunConfig, RunState } from '../../lambdas/run/state.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { csv, SAMPLE_TEXTS } from '../client/helpers.js';
 import { uniqueDrop } from '../helpers/pipeline.js';
@@ -24,6 +25,21 @@ export function configOf(overrides: Partial<RunConfig> = {}): RunConfig {
 }
 
 /** A state of a run of a fresh drop in `bucket`, with the given slots. */
+/** A dataset slot at upload_files, step 1, not waiting; `overrides` for what a test is about. */
+export function datasetSlotOf(overrides: Partial<DatasetSlot> = {}): DatasetSlot {
+  return {
+    id: 'd1',
+    step: 1,
+    status: 'uploading',
+    nextAction: 'upload_files',
+    expiresAt: '2026-01-08T00:00:00.000Z',
+    error: null,
+    labelled: 0,
+    ...noWait(),
+    ...overrides,
+  };
+}
+
 export function stateOf(bucket: string, slots: Omit<RunState, 'run'> = {}, drop = uniqueDrop()): RunState {
   return {
     run: {

@@ -11,26 +11,14 @@ import type { StepName } from '../../lambdas/run/vocabulary.js';
 import { statusKey } from '../../lambdas/storage/keys.js';
 import { localS3Client } from '../../local/s3/local-s3.js';
 import { readText, uniqueDrop, usePipelineFixtures } from '../helpers/pipeline.js';
+import { datasetSlotOf } from './service-steps.js';
 
 const fixtures = usePipelineFixtures();
 
 function stateOf(drop: string, runId: string, startedAt: string): RunState {
   return {
     run: { runId, bucket: fixtures.s3().bucket, drop, key: `inbox/${drop}/train.json`, etag: 'e', startedAt },
-    dataset: {
-      id: 'd1',
-      step: 1,
-      status: 'uploading',
-      nextAction: 'upload_files',
-      expiresAt: '2026-01-08T00:00:00.000Z',
-      error: null,
-      labelled: 0,
-      waitSeconds: 0,
-      polls: 0,
-      waitedSeconds: 0,
-      totalPolls: 0,
-      totalWaitSeconds: 0,
-    },
+    dataset: datasetSlotOf(),
   };
 }
 
