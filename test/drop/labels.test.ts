@@ -259,6 +259,28 @@ describe('the labels file', () => {
     expect(large / small).toBeLessThan(15);
   });
 
+  it('looks texts up by their suffix when many share the prefix: still a handful tried each', async () => {
+    async function patternTestsFor(examples: number): Promise<number> {
+      const rows = Array.from(
+        { length: examples },
+        (_, n) => `"Hello Ann Lee, your order ${String(n)} has shipped",${n % 2 === 0 ? 'x' : 'y'}`,
+      );
+      const index = await indexOf(['text,label', ...rows].join('\n'), 'labels.csv', 64 * 1024);
+      for (let n = 0; n < examples; n++) {
+        // Every text starts with "Hello ": the prefix alone would leave them all to try.
+        const masked = `Hello [NAME], your order ${String(n)} has shipped`;
+        expect(labelOf(index, { id: `data.csv#${String(n)}`, text: masked })).toBe(n % 2 === 0 ? 'x' : 'y');
+      }
+      return index.patternTests;
+    }
+    const small = await patternTestsFor(1_000);
+    const large = await patternTestsFor(10_000);
+    // Only the text ending ", your order <n> has shipped" is tried, not every text.
+    expect(small).toBeLessThan(1_000 * 15);
+    expect(large).toBeLessThan(10_000 * 15);
+    expect(large / small).toBeLessThan(15);
+  });
+
   it('indexes a large file and answers placeholder examples quickly', async () => {
     const rows = Array.from(
       { length: 20_000 },
