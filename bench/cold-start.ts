@@ -68,6 +68,8 @@ async function load(
   const { stdout } = await run(process.execPath, [...flags, loader, file, ...(invoke ? ['invoke'] : [])], {
     cwd: dirname(file),
     env: { PATH: process.env.PATH, ...LAMBDA_ENV },
+    // A bundle that hangs at init fails the benchmark rather than the whole run.
+    timeout: 60_000,
   });
   return JSON.parse(stdout) as Load;
 }
