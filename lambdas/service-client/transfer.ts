@@ -18,6 +18,7 @@ import {
   DeadlineError,
   ServiceError,
   SizeMismatchError,
+  TimeoutError,
   UnexpectedResponseError,
   UrlExpiredError,
 } from './errors.js';
@@ -29,6 +30,11 @@ export interface TransferSettings {
   readonly retry: RetrySettings;
   /** Attempts of one upload; for a download, failed attempts in a row without a byte of progress. */
   readonly maxAttempts: number;
+  /**
+   * A download attempt that receives fewer bytes than this per second over a whole
+   * `transport.timeoutMs` is cut as too slow, and counts as an attempt without progress. 0: none.
+   */
+  readonly minBytesPerSecond: number;
   /** The deadline of every transfer: an abort stops it (body included) with a DeadlineError. */
   readonly signal?: AbortSignal | undefined;
 }
@@ -109,6 +115,12 @@ export async function uploadFileBytes(settings: TransferSettings, job: UploadJob
   throw lastError;
 }
 
+/**
+ * The slowest download not cut (TransferSettings.minBytesPerSecond): far below any real link's
+ * speed, far above a connection that trickles a byte at a time.
+ */
+export const DEFAULT_MIN_TRANSFER_BYTES_PER_SECOND = 8 * 1024;
+
 export interface DownloadJob {
   /** A fresh download link (GET /v1/models/{model}/download, with its own retries). */
   readonly freshLink: () => Promise<DownloadLink>;
@@ -136,6 +148,7 @@ async function* downloadChunks(settings: TransferSettings, job: DownloadJob): As
     if (signal?.aborted === true) throw deadlineError(FILE_DOWNLOAD_LABEL);
     link ??= await job.freshLink();
     let response: Dispatcher.ResponseData | undefined;
+    let progressed = false;
     try {
       response = await exchangeStream(transport, {
         method: 'GET',
@@ -164,7 +177,9 @@ async function* downloadChunks(settings: TransferSettings, job: DownloadJob): As
       total = answer.total;
       // A 200 to a Range request is the whole file again: skip what was already passed on.
       let skip = received - answer.start;
+      const pace = speedFloor(settings, target);
       for await (const data of response.body as AsyncIterable<Buffer>) {
+        pace.check(data.length, response.statusCode);
         let chunk = data;
         if (skip > 0) {
           const dropped = Math.min(skip, chunk.length);
@@ -180,7 +195,7 @@ async function* downloadChunks(settings: TransferSettings, job: DownloadJob): As
           });
         }
         received += chunk.length;
-        failuresInARow = 0;
+        progressed = true;
         yield chunk;
       }
       if (received === total) return;
@@ -195,7 +210,8 @@ async function* downloadChunks(settings: TransferSettings, job: DownloadJob): As
       if (error instanceof DeadlineError) throw error;
       if (!(error instanceof ServiceError) || !(error.retryable || error instanceof UrlExpiredError))
         throw error;
-      failuresInARow++;
+      // An attempt that passed bytes on resets the count, unless it was cut for trickling them.
+      failuresInARow = progressed && !(error instanceof TooSlowError) ? 1 : failuresInARow + 1;
       if (failuresInARow >= maxAttempts) throw error;
       if (error instanceof UrlExpiredError) {
         link = undefined;
@@ -251,4 +267,38 @@ function answerRange(response: Dispatcher.ResponseData, target: string): RangeAn
     throw unexpected('content-length', 'a 200 answer without Content-Length');
   }
   return { start: 0, total: Number(length) };
+}
+
+/** A download attempt cut for being slower than TransferSettings.minBytesPerSecond. */
+class TooSlowError extends TimeoutError {}
+
+/**
+ * Watches an attempt's pace: each window of `timeoutMs` must bring at least
+ * `minBytesPerSecond * timeoutMs / 1000` bytes. (A window with no byte at all is undici's
+ * bodyTimeout; this catches a body that keeps trickling.)
+ */
+function speedFloor(
+  settings: TransferSettings,
+  target: string,
+): { check(bytes: number, status: number): void } {
+  const windowMs = settings.transport.timeoutMs;
+  const floor = (settings.minBytesPerSecond * windowMs) / 1000;
+  let windowStart = performance.now();
+  let windowBytes = 0;
+  return {
+    check(bytes, status) {
+      windowBytes += bytes;
+      if (floor <= 0 || performance.now() - windowStart < windowMs) return;
+      if (windowBytes < floor) {
+        throw new TooSlowError({
+          message: `${target}: ${String(windowBytes)} bytes arrived in ${String(windowMs)} ms, slower than ${String(settings.minBytesPerSecond)} bytes/s: the download trickles`,
+          endpoint: FILE_DOWNLOAD_LABEL,
+          status,
+          requestSent: true,
+        });
+      }
+      windowStart = performance.now();
+      windowBytes = 0;
+    },
+  };
 }

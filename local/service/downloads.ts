@@ -1,11 +1,13 @@
 /**
  * GET of a presigned download URL: the model file, generated from the model id as the client
- * reads it (64 KiB chunks, waiting on 'drain'), whole or by Range; a 'cut' fault stops it short.
+ * reads it (64 KiB chunks, waiting on 'drain'), whole or by Range; a 'cut' fault stops it short,
+ * a 'trickle' sends it a byte at a time.
  */
 import type { ServerResponse } from 'node:http';
 import { notFound, ServiceError } from './errors.js';
 import { FAULT_DEFAULTS } from './faults.js';
 import { drainOrClose, errorReply } from './http.js';
+import { MISBEHAVIOUR_DEFAULTS } from './misbehaviour.js';
 import { MODEL_CHUNK_BYTES, modelBytesAt } from './model-bytes.js';
 import { assertFilesServable, type Model } from './models.js';
 import { answer, asServiceError, beforeAnswer } from './pipeline.js';
@@ -82,6 +84,13 @@ export async function handleDownload(request: FileRequest): Promise<void> {
     await cutConnection(res);
     return;
   }
+  if (fault?.kind === 'trickle') {
+    await trickleModel(res, model.id, start, end, () =>
+      sleep(fault.byteIntervalMs ?? MISBEHAVIOUR_DEFAULTS.byteIntervalMs),
+    );
+    res.end();
+    return;
+  }
   await streamModel(res, model.id, start, end);
   res.end();
 }
@@ -94,6 +103,20 @@ async function streamModel(res: ServerResponse, modelId: string, start: number, 
     const flowing = res.write(modelBytesAt(modelId, position, length));
     position += length;
     if (!flowing) await drainOrClose(res);
+  }
+}
+
+/** Writes the bytes [start, end) one at a time, with `pause` after each. */
+async function trickleModel(
+  res: ServerResponse,
+  modelId: string,
+  start: number,
+  end: number,
+  pause: () => Promise<void>,
+): Promise<void> {
+  for (let position = start; position < end && !res.destroyed; position++) {
+    res.write(modelBytesAt(modelId, position, 1));
+    await pause();
   }
 }
 

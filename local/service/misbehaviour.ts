@@ -11,7 +11,8 @@
  *                  list page.
  * - wrong_type:    `field` (default step) given a value of the wrong type.
  * - huge_body:     the answer padded with white space to `bodyBytes` (default 10 MiB).
- * - trickle:       the answer sent one byte every `byteIntervalMs` (default 1000).
+ * - trickle:       the answer sent one byte every `byteIntervalMs` (default 1000); on file
+ *                  downloads, the file's bytes (downloads.ts).
  * - redirect:      302 to the same path under /moved, before any side effect.
  * - repeat_cursor: lists: `next` is the cursor the request came with (the first page's is one
  *                  pointing at the first page), so a client following it pages forever.
@@ -72,6 +73,8 @@ export function misbehaviourAppliesTo(kind: MisbehaviourKind, endpoint: Endpoint
       return endpoint === 'fileDownload';
     case 'repeat_cursor':
       return LIST_ENDPOINTS.includes(endpoint);
+    case 'trickle':
+      return endpoint !== 'fileUpload';
     default:
       return !FILE_ENDPOINTS.includes(endpoint);
   }

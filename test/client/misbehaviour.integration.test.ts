@@ -160,7 +160,7 @@ describe('a service that misbehaves: one clear, final error per knob, within a b
     expect(relay.bytesToClient()).toBeLessThan(HUGE_BODY_BYTES / 2);
   });
 
-  it('trickle: an answer sent a byte at a time is cut by the per-attempt read timeout, and each retry too', async () => {
+  it('trickle: an API answer sent a byte at a time is cut by the per-attempt read timeout, and each retry too', async () => {
     const service = await fixtures.service();
     const client = fixtures.client(service, { timeoutMs: 300, maxRetries: 1 });
     service.configure({ faults: [{ endpoint: 'listEncoders', kind: 'trickle', byteIntervalMs: 50 }] });
@@ -177,6 +177,28 @@ describe('a service that misbehaves: one clear, final error per knob, within a b
     );
     // Two attempts of 300 ms each (the first retried once), not the seconds the body would take.
     expect(service.requestCount('listEncoders')).toBe(2);
+    expect(ms).toBeGreaterThanOrEqual(600);
+    expect(ms).toBeLessThan(2_000);
+  });
+
+  it('trickle on a download: an attempt slower than the floor is cut per timeoutMs window, and the download gives up after maxTransferAttempts', async () => {
+    const service = await fixtures.service();
+    const client = fixtures.client(service, { timeoutMs: 300, maxTransferAttempts: 2 });
+    const model = await doneModel(service, client);
+    service.configure({ faults: [{ endpoint: 'fileDownload', kind: 'trickle', byteIntervalMs: 20 }] });
+    const { error, ms } = await failure(() =>
+      streamError(client.downloadModel(model.id, { expectedBytes: model.bytes })).then((caught) => {
+        throw caught;
+      }),
+    );
+    expect(error).toBeInstanceOf(TimeoutError);
+    expect(error).toMatchObject({ code: 'timeout', retryable: true, endpoint: 'GET download url' });
+    expect(error.message).toMatch(
+      /^GET http:\/\/127\.0\.0\.1:\d+\/\S+: \d+ bytes arrived in 300 ms, slower than 8192 bytes\/s: the download trickles$/,
+    );
+    // Two attempts (the second resumed by Range), each cut after one window: not the 14 hours the
+    // file would take, nor only the call's deadline.
+    expect(service.requestCount('fileDownload')).toBe(2);
     expect(ms).toBeGreaterThanOrEqual(600);
     expect(ms).toBeLessThan(2_000);
   });
