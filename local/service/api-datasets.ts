@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { findTask, firstOpenTask, labelTask, openTaskCount } from './held-out.js';
 import { datasetRecord, findDataset, param, type RequestContext } from './context.js';
 import { datasetState, QUESTIONS, readDataset, type Dataset } from './datasets.js';
 import { conflict, invalidRequest, notFound, ServiceError } from './errors.js';
@@ -135,14 +136,13 @@ export function nextLabel(ctx: RequestContext): Reply {
   const { status } = datasetState(dataset, ctx.now);
   if (status === 'ready') return { status: 204 };
   if (status !== 'labeling') throw conflict(`dataset is ${status}, not labeling`);
-  const open = dataset.tasks.filter((task) => task.label === undefined);
-  const first = open[0];
+  const first = firstOpenTask(dataset.tasks);
   if (first === undefined) return { status: 204 };
   const body = {
     task: first.task,
     example: { ...first.example },
     choices: ctx.state.knobs.labelChoices,
-    remaining: open.length,
+    remaining: openTaskCount(dataset.tasks),
   };
   return { status: 200, body };
 }
@@ -153,7 +153,7 @@ export async function postLabel(ctx: RequestContext): Promise<Reply> {
   const { status } = datasetState(dataset, ctx.now);
   if (status !== 'labeling' && status !== 'ready') throw conflict(`dataset is ${status}, not labeling`);
   const taskId = param(ctx, 'task');
-  const task = dataset.tasks.find((candidate) => candidate.task === taskId);
+  const task = findTask(dataset.tasks, taskId);
   if (task === undefined) throw notFound(`dataset ${dataset.id} has no task ${taskId}`);
   const choices = ctx.state.knobs.labelChoices;
   if (!choices.includes(label)) {
@@ -162,10 +162,6 @@ export async function postLabel(ctx: RequestContext): Promise<Reply> {
   if (task.label !== undefined && task.label !== label) {
     throw conflict(`task ${taskId} was already labeled ${task.label}`);
   }
-  if (task.label === undefined) {
-    task.label = label;
-    task.labeledAt = ctx.now;
-  }
-  const remaining = dataset.tasks.filter((candidate) => candidate.label === undefined).length;
-  return { status: 200, body: { remaining } };
+  if (task.label === undefined) labelTask(dataset.tasks, task, label, ctx.now);
+  return { status: 200, body: { remaining: openTaskCount(dataset.tasks) } };
 }

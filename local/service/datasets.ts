@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { FileReadResult } from './data-reader.js';
+import { lastLabeledAt, openTaskCount } from './held-out.js';
 import { maskText } from './masking.js';
 
 export interface FileUpload {
@@ -123,8 +124,8 @@ function liveState(dataset: Dataset, at: number): DatasetState {
   updatedAt = structuring.startedAt;
   if (at < structuring.endsAt) return state('structuring', 2, 'wait');
   updatedAt = structuring.endsAt;
-  for (const task of dataset.tasks) updatedAt = Math.max(updatedAt, task.labeledAt ?? 0);
-  if (dataset.tasks.some((task) => task.label === undefined)) return state('labeling', 3, 'label_examples');
+  updatedAt = Math.max(updatedAt, lastLabeledAt(dataset.tasks));
+  if (openTaskCount(dataset.tasks) > 0) return state('labeling', 3, 'label_examples');
   return state('ready', 3, 'start_training');
 }
 
