@@ -11,9 +11,10 @@
  *     start_over -> DatasetUnreadable -> Report           expired -> DatasetExpired -> Report
  *     anything else -> UnexpectedNextAction -> Report
  *   RouteModel on $.model.nextAction:
- *     wait -> WaitForModel -> PollModel -> RouteModel     download -> CopyModel -> Report
+ *     wait -> WaitForModel -> PollModel -> RouteModel     download -> CopyModel -> ModelCopied
  *     retry -> AttemptsLeft: attempts < maxAttempts -> StartTraining, else AttemptsExhausted -> Report
  *     none -> ModelFilesGone -> Report                    anything else -> UnexpectedNextAction
+ *   ModelCopied: a copy put off ($.copy.waitSeconds) -> WaitToCopy -> CopyModel, else Report
  *   Report -> RunSucceeded: outcome "succeeded" -> Succeeded, else RunFailed (the report's error)
  *
  * Every Task: the whole state in, its slot out at $.<slot>; TimeoutSeconds; Retry of transient
@@ -114,8 +115,16 @@ export function buildDefinition(scope: Construct, functions: TaskFunctions): ICh
   startTraining.next(routeModel);
   const waitForModel = new Wait(flow, 'WaitForModel', { time: WaitTime.secondsPath('$.model.waitSeconds') });
   waitForModel.next(catchToReport(task('PollModel'))).next(routeModel);
+  // A copy that failed for a reason that may pass is put off while the files can still be there
+  // (lambdas/steps/copy-model.ts): its slot then says how long to wait before copying again.
   const copyModel = catchToReport(task('CopyModel'));
-  copyModel.next(report);
+  const waitToCopy = new Wait(flow, 'WaitToCopy', { time: WaitTime.secondsPath('$.copy.waitSeconds') });
+  waitToCopy.next(copyModel);
+  copyModel.next(
+    new Choice(flow, 'ModelCopied')
+      .when(Condition.isPresent('$.copy.waitSeconds'), waitToCopy)
+      .otherwise(report),
+  );
   route(routeModel, '$.model', unexpected, {
     wait: waitForModel,
     retry: new Choice(flow, 'AttemptsLeft')

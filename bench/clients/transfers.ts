@@ -9,6 +9,7 @@ import { request } from 'undici';
 import { inboxKey, modelFileKey } from '../../lambdas/storage/keys.js';
 import { objectSize } from '../../lambdas/storage/objects.js';
 import { uploadStream } from '../../lambdas/storage/streams.js';
+import { copiedModel } from '../../lambdas/run/state.js';
 import { createCopyModelStep } from '../../lambdas/steps/copy-model.js';
 import { uploadFilesStep } from '../../lambdas/steps/upload-files.js';
 import type { ClientResult, Measure } from '../harness/protocol.js';
@@ -39,8 +40,9 @@ export async function hopperCopy(args: Record<string, unknown>, measure: Measure
     ...(queueSize === undefined ? {} : { queueSize }),
   });
   const { result, measurement } = await measure(() => step.run(state, stepEnv(connected.runtime)));
-  if (result.bytes !== state.model?.onnxBytes) throw new Error(`copied ${result.bytes} bytes`);
-  return { ...measurement, bytes: result.bytes };
+  const copied = copiedModel(result);
+  if (copied?.bytes !== state.model?.onnxBytes) throw new Error(`copied ${copied?.bytes ?? 'no'} bytes`);
+  return { ...measurement, bytes: copied?.bytes ?? 0 };
 }
 
 /** The floor for the copy: the download link's body piped into one streamed PutObject. */

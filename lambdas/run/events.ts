@@ -6,7 +6,7 @@
  * both the same way. Never the API key: nothing here comes from the runtime's secrets.
  */
 import { statusKey } from '../storage/keys.js';
-import type { ReportSlot, RunState } from './state.js';
+import { copiedModel, type ReportSlot, type RunState } from './state.js';
 import { modelLocation } from './status.js';
 
 /** The `source` of Hopper's events unless the stack is told otherwise (`-c eventSource=...`). */
@@ -91,7 +91,7 @@ export function runEndedEvent(state: RunState, end: RunEnd): RunEvent {
   const detail = {
     ...base,
     state: kind,
-    metrics: state.copy === undefined ? null : end.metrics,
+    metrics: copiedModel(state.copy) === undefined ? null : end.metrics,
     credits: end.credits ?? base.credits,
     finished_at: new Date(end.finishedAt).toISOString(),
     duration_seconds: durationSeconds,

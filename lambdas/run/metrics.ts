@@ -12,7 +12,7 @@ import {
   SERVICE_NAME,
   STEP_DIMENSION,
 } from './metric-names.js';
-import type { ReportSlot, RunState } from './state.js';
+import { copiedModel, type ReportSlot, type RunState } from './state.js';
 import type { RunSummary } from './usage.js';
 import type { StepName } from './vocabulary.js';
 
@@ -51,9 +51,8 @@ export function emitInvocationMetrics(outcome: InvocationOutcome): void {
       const bytes = (after.config?.files ?? []).reduce((sum, file) => sum + file.bytes, 0);
       metrics.addMetric(METRIC.bytesUploaded, MetricUnit.Bytes, bytes);
     }
-    if (step === 'copy_model' && after.copy !== undefined) {
-      metrics.addMetric(METRIC.bytesCopied, MetricUnit.Bytes, after.copy.bytes);
-    }
+    const copied = step === 'copy_model' ? copiedModel(after.copy) : undefined;
+    if (copied !== undefined) metrics.addMetric(METRIC.bytesCopied, MetricUnit.Bytes, copied.bytes);
     if (after.report !== undefined) emitOutcome(metrics, after.report, outcome);
   }
   if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();

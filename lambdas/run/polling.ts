@@ -45,6 +45,12 @@ export const MAX_DENSE_POLLS = 12;
 export const EXPECTED_LOW_QUANTILE = 0.1;
 export const EXPECTED_HIGH_QUANTILE = 0.9;
 /**
+ * A wait whose deadline is the model's files_expire_at ends at least this long before it: time
+ * for the copy itself (a model of gigabytes streams for minutes) and a retry or two. Inside the
+ * margin a wait sleeps half of what is left, so the last chances to copy come closer together.
+ */
+export const FILES_EXPIRY_MARGIN_SECONDS = 600;
+/**
  * The longest a run waits on the service in all: 14 days, far past any training Hopper is meant
  * for; the state machine's execution timeout is derived from it (infra/run-limits.ts).
  */
@@ -72,6 +78,11 @@ export interface PollContext {
   readonly now: number;
   /** An ISO timestamp not to sleep past (the dataset's `expires_at`, the model's `files_expire_at`), or null. */
   readonly deadline: string | null;
+  /**
+   * Seconds before `deadline` that a sleep must end (FILES_EXPIRY_MARGIN_SECONDS when the deadline
+   * is the model's files' expiry); inside the margin, half of what is left. Default 0.
+   */
+  readonly marginSeconds?: number;
   /** The longest interval (pollCeilingSeconds for a model). Default POLL_MAX_SECONDS. */
   readonly maxSeconds?: number;
   /**
@@ -102,7 +113,8 @@ export function noWait(previous?: Pick<PollSchedule, 'totalPolls' | 'totalWaitSe
  *    so a result that comes just after the poll is noticed within max(60 s, 5% of t));
  * 3. inside the expected window, every DENSE_POLL_SECONDS (fewer when the window is wide), and
  *    never sleeping past the window's start;
- * 4. at most `maxSeconds` (an hour, or a quarter of the files' retention), never past the deadline.
+ * 4. at most `maxSeconds` (an hour, or a quarter of the files' retention), never past the deadline
+ *    less `marginSeconds` (inside the margin, half of what is left; at least 1 s).
  * @param previous the schedule the record had before (consecutive waits back off)
  * @throws RunError wait_limit past MAX_WAIT_SECONDS_PER_RUN or MAX_POLLS_PER_RUN
  */
@@ -112,7 +124,14 @@ export function nextPoll(
   context: PollContext,
 ): PollSchedule {
   if (nextAction !== 'wait') return noWait(previous);
-  const { now, deadline, maxSeconds = POLL_MAX_SECONDS, since = null, expected = null } = context;
+  const {
+    now,
+    deadline,
+    marginSeconds = 0,
+    maxSeconds = POLL_MAX_SECONDS,
+    since = null,
+    expected = null,
+  } = context;
   const totalPolls = (previous?.totalPolls ?? 0) + 1;
   const continuing = previous !== undefined && previous.waitSeconds > 0;
   const polls = continuing ? previous.polls + 1 : 0;
@@ -131,7 +150,8 @@ export function nextPoll(
   if (expected !== null) seconds = Math.min(seconds, denseSeconds(expected, elapsed) ?? seconds);
   if (deadline !== null) {
     const secondsLeft = Math.floor((Date.parse(deadline) - now) / 1000);
-    seconds = Math.min(seconds, Math.max(1, secondsLeft));
+    const beforeMargin = secondsLeft - marginSeconds;
+    seconds = Math.min(seconds, Math.max(1, beforeMargin >= 1 ? beforeMargin : Math.floor(secondsLeft / 2)));
   }
   const totalWaitSeconds = ((previous as Partial<PollSchedule> | undefined)?.totalWaitSeconds ?? 0) + seconds;
   if (totalPolls > MAX_POLLS_PER_RUN || totalWaitSeconds > MAX_WAIT_SECONDS_PER_RUN) {

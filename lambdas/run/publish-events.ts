@@ -9,7 +9,7 @@ import { publishOnce, type PublishContext, type PublishResult } from './event-bu
 import { messageOf } from './errors.js';
 import { runEndedEvent, runStartedEvent } from './events.js';
 import type { StepEnv } from './handler.js';
-import type { ReportSlot, RunState } from './state.js';
+import { copiedModel, type ReportSlot, type RunState } from './state.js';
 
 function publishContext(state: RunState, env: StepEnv): PublishContext {
   const { runtime } = env;
@@ -51,7 +51,7 @@ export async function announceRunEnd(
 ): Promise<PublishResult> {
   const context = publishContext(state, env);
   await publishOnce(context, 'started', runStartedEvent(state));
-  const metrics = state.copy === undefined ? null : await modelMetrics(state, env);
+  const metrics = copiedModel(state.copy) === undefined ? null : await modelMetrics(state, env);
   const event = runEndedEvent(state, {
     report,
     metrics,
@@ -63,10 +63,11 @@ export async function announceRunEnd(
 
 /** The service's metrics from the run's model.json (copy_model wrote it), or null without one. */
 async function modelMetrics(state: RunState, env: StepEnv): Promise<Record<string, unknown> | null> {
-  if (state.copy === undefined) return null;
+  const copy = copiedModel(state.copy);
+  if (copy === undefined) return null;
   try {
     const answer = await env.runtime.s3.send(
-      new GetObjectCommand({ Bucket: state.run.bucket, Key: state.copy.recordKey }),
+      new GetObjectCommand({ Bucket: state.run.bucket, Key: copy.recordKey }),
     );
     const record: unknown = JSON.parse((await answer.Body?.transformToString()) ?? '');
     const metrics = (record as { model?: { metrics?: unknown } } | null)?.model?.metrics;

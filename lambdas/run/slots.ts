@@ -3,7 +3,13 @@
  * routes on (`nextAction`), what the Wait states sleep (`waitSeconds`), and what status.json shows.
  */
 import type { Dataset, Model } from '../service-client/index.js';
-import { nextPoll, noWait, pollCeilingSeconds, type ExpectedFinish } from './polling.js';
+import {
+  FILES_EXPIRY_MARGIN_SECONDS,
+  nextPoll,
+  noWait,
+  pollCeilingSeconds,
+  type ExpectedFinish,
+} from './polling.js';
 import type { DatasetSlot, ModelSlot } from './state.js';
 
 /**
@@ -66,6 +72,7 @@ export function modelSlot(
     ...nextPoll(record.next_action, schedule, {
       now,
       deadline: record.files_expire_at,
+      marginSeconds: FILES_EXPIRY_MARGIN_SECONDS,
       maxSeconds: pollCeilingSeconds(filesRetentionSeconds),
       since: record.created_at,
       expected: expectedFinish,

@@ -140,6 +140,30 @@ export interface CopySlot {
   readonly bytes: number;
 }
 
+/**
+ * A copy put off ($.copy until the copy is done): it failed for a reason that may pass (the
+ * service or S3 unreachable or busy) while the model's files can still be at the service, so
+ * the run waits `waitSeconds` (WaitToCopy) and copies again (lambdas/run/files-deadline.ts).
+ */
+export interface CopyWaitSlot extends PollSchedule {
+  /** When the first copy in a row failed. */
+  readonly failingSince: string;
+  /** The time the model's files could be gone by: the run does not wait past it. */
+  readonly filesDeadline: string;
+  /** Why the last copy failed. */
+  readonly reason: string;
+}
+
+/** The copy put off, or undefined when there is none (no copy yet, or one done). */
+export function copyWaitOf(copy: CopySlot | CopyWaitSlot | undefined): CopyWaitSlot | undefined {
+  return copy !== undefined && 'failingSince' in copy ? copy : undefined;
+}
+
+/** Where the model was copied, or undefined while it is not (yet). */
+export function copiedModel(copy: CopySlot | CopyWaitSlot | undefined): CopySlot | undefined {
+  return copy !== undefined && 'modelKey' in copy ? copy : undefined;
+}
+
 /** A run that stopped on a next_action it cannot go on from ($.stop, set by a Pass state). */
 export interface StopSlot {
   readonly code: StopCode;
@@ -169,7 +193,7 @@ export interface RunState {
   readonly config?: RunConfig;
   readonly dataset?: DatasetSlot;
   readonly model?: ModelSlot;
-  readonly copy?: CopySlot;
+  readonly copy?: CopySlot | CopyWaitSlot;
   readonly stop?: StopSlot;
   readonly failure?: CaughtFailure;
   readonly report?: ReportSlot;

@@ -13,7 +13,14 @@ import { STATUS_PREFIX, statusKey } from '../storage/keys.js';
 import { isNotFound, updateJsonConditionally } from '../storage/objects.js';
 import type { NextAction } from '../service-client/contract.js';
 import { retryable } from './errors.js';
-import type { CopySlot, RunFailure, RunInput, RunState } from './state.js';
+import {
+  copiedModel,
+  type CopySlot,
+  type CopyWaitSlot,
+  type RunFailure,
+  type RunInput,
+  type RunState,
+} from './state.js';
 import type { RunSummary } from './usage.js';
 import type { StepName } from './vocabulary.js';
 
@@ -131,7 +138,8 @@ export function statusOf(state: RunState, update: StatusUpdate, now: number): Ru
 }
 
 /** Where the run's model was copied, as s3:// URLs, once it is. */
-export function modelLocation(run: RunInput, copy: CopySlot | undefined): RunStatus['model'] {
+export function modelLocation(run: RunInput, slot: CopySlot | CopyWaitSlot | undefined): RunStatus['model'] {
+  const copy = copiedModel(slot);
   return copy === undefined
     ? null
     : {

@@ -11,7 +11,7 @@
  */
 import { RunError } from './errors.js';
 import { nextPoll } from './polling.js';
-import type { DatasetSlot, RunState } from './state.js';
+import { copiedModel, type DatasetSlot, type RunState } from './state.js';
 import type { RunStatus } from './status.js';
 import { claimTraining, type ClaimContext } from './training-claim.js';
 
@@ -28,7 +28,7 @@ export function newerRunOf(status: Pick<RunStatus, 'run_id' | 'started_at'>): Ne
 /** True while the run's latest training holds a credit: started, and neither failed nor copied. */
 export function holdsCredit(state: RunState): boolean {
   const { model } = state;
-  if (model === undefined || state.copy !== undefined) return false;
+  if (model === undefined || copiedModel(state.copy) !== undefined) return false;
   return model.status !== 'failed' && model.nextAction !== 'retry';
 }
 

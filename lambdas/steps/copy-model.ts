@@ -4,12 +4,25 @@
  * against the service's onnx_bytes, then writes model.json beside it. model.json is written
  * last and only after the size check, so its presence means a complete, verified copy: a
  * half-written model is never presented as done, and a retried copy that finds one is done.
+ *
+ * The model is paid for, so a copy that fails for a reason that may pass (the service or S3
+ * unreachable or busy, the step out of time) does not end the run: the step returns a
+ * CopyWaitSlot and the state machine waits (WaitToCopy) and copies again, for as long as the
+ * model's files can still be at the service, never sleeping past files_expire_at less a margin
+ * (lambdas/run/files-deadline.ts). Past that the run fails with model_files_gone, saying why.
  */
-import { FilesExpiredError, SizeMismatchError, type Model } from '../service-client/index.js';
-import { RunError } from '../run/errors.js';
+import {
+  FilesExpiredError,
+  RetryLaterError,
+  SizeMismatchError,
+  type Model,
+} from '../service-client/index.js';
+import { toRunError } from '../run/error-mapping.js';
+import { messageOf, RunError } from '../run/errors.js';
+import { waitForFiles } from '../run/files-deadline.js';
 import { modelFilesGoneMessage } from '../run/messages.js';
-import { defineStep, type Step } from '../run/handler.js';
-import type { RunState } from '../run/state.js';
+import { defineStep, type Step, type StepEnv, type StepRun } from '../run/handler.js';
+import { copyWaitOf, type CopySlot, type CopyWaitSlot, type RunState } from '../run/state.js';
 import type { RunSummary } from '../run/usage.js';
 import { modelFileKey, modelRecordKey } from '../storage/keys.js';
 import { deleteObject, objectSize, putJson } from '../storage/objects.js';
@@ -50,7 +63,70 @@ export type CopyModelOptions = Pick<StreamUploadOptions, 'partBytes' | 'queueSiz
 
 /** The step with chosen part size and queue size (tests use small parts to force several). */
 export function createCopyModelStep(options: CopyModelOptions = {}): Step<'copy_model'> {
+  const copy = copyModel(options);
   return defineStep('copy_model', async (state, env) => {
+    try {
+      return await copy(state, env);
+    } catch (error) {
+      const waiting = waitToCopy(state, error, env);
+      if (waiting === undefined) throw error;
+      return waiting;
+    }
+  });
+}
+
+export const copyModelStep = createCopyModelStep();
+
+/**
+ * The slot that puts the copy off after `error`, or undefined when the error is final.
+ * @throws RunError model_files_gone when the copy kept failing until the files could be gone
+ */
+function waitToCopy(
+  state: Parameters<StepRun<'copy_model'>>[0],
+  error: unknown,
+  env: StepEnv,
+): CopyWaitSlot | undefined {
+  if (!(toRunError(error).retryable || error instanceof RetryLaterError)) return undefined;
+  const { model } = state;
+  const now = env.runtime.now();
+  const previous = copyWaitOf(state.copy);
+  const reason = messageOf(error);
+  const waiting = waitForFiles({
+    now,
+    // A first failure backs off afresh (the model slot's wait is over); the run's counts go on.
+    previous: previous ?? model,
+    failingSince: previous?.failingSince,
+    filesExpireAt: model.filesExpireAt,
+    filesRetentionSeconds: model.filesRetentionSeconds,
+    retryAfterMs: error instanceof RetryLaterError ? error.retryAfterMs : undefined,
+  });
+  if (waiting === undefined) {
+    const since = previous?.failingSince ?? new Date(now).toISOString();
+    const until = previous?.filesDeadline ?? model.filesExpireAt ?? 'now';
+    throw new RunError(
+      'model_files_gone',
+      `model ${model.id} was trained and paid for, but every copy from ${since} until its files could be gone at the service (${until}) failed, the last with: ${reason}. Its files are gone by now, so it cannot be downloaded any more; drop train.json again to train a new model (it costs a credit)`,
+      { cause: error },
+    );
+  }
+  env.runtime.logger.warn('copy failed; copying again while the files can still be at the service', {
+    model_id: model.id,
+    failing_since: waiting.failingSince,
+    files_deadline: waiting.deadline,
+    wait_seconds: waiting.schedule.waitSeconds,
+    reason,
+  });
+  return {
+    ...waiting.schedule,
+    failingSince: waiting.failingSince,
+    filesDeadline: waiting.deadline,
+    reason,
+  };
+}
+
+/** One copy: the whole download, then model.json; what the step does before any failure. */
+function copyModel(options: CopyModelOptions): StepRun<'copy_model'> {
+  return async (state, env): Promise<CopySlot> => {
     const { s3 } = env.runtime;
     const { bucket, drop } = state.run;
     const slot = state.model;
@@ -75,7 +151,8 @@ export function createCopyModelStep(options: CopyModelOptions = {}): Step<'copy_
       env.runtime.logger.info('model already copied', { model_id: model.id });
       return { modelKey, recordKey, bytes };
     }
-    if (model.next_action === 'none' || model.files_deleted_at !== null) throw filesGone(model);
+    if (model.next_action === 'none' || model.files_deleted_at !== null)
+      throw filesGone(model, copyWaitOf(state.copy));
     if (model.next_action !== 'download') {
       throw new RunError(
         'service_error',
@@ -98,7 +175,7 @@ export function createCopyModelStep(options: CopyModelOptions = {}): Step<'copy_
       });
     } catch (error) {
       if (error instanceof FilesExpiredError) {
-        throw filesGone(await client.getModel(model.id).catch(() => model), error);
+        throw filesGone(await client.getModel(model.id).catch(() => model), copyWaitOf(state.copy), error);
       }
       if (error instanceof SizeMismatchError) {
         throw new RunError(
@@ -129,21 +206,21 @@ export function createCopyModelStep(options: CopyModelOptions = {}): Step<'copy_
       modelDocument(state, model, env.runtime.now(), env.summary?.(state)),
     );
     return { modelKey, recordKey, bytes };
-  });
+  };
 }
 
-export const copyModelStep = createCopyModelStep();
-
-function filesGone(model: Model, cause?: unknown): RunError {
-  return new RunError(
-    'model_files_gone',
-    modelFilesGoneMessage({
-      id: model.id,
-      goneAt: model.files_deleted_at ?? model.files_expire_at,
-      movedTo: model.hf_repo,
-    }),
-    { cause },
-  );
+/** model_files_gone; `waited` when copies failed before, so the message says why none got through. */
+function filesGone(model: Model, waited: CopyWaitSlot | undefined, cause?: unknown): RunError {
+  const gone = modelFilesGoneMessage({
+    id: model.id,
+    goneAt: model.files_deleted_at ?? model.files_expire_at,
+    movedTo: model.hf_repo,
+  });
+  const message =
+    waited === undefined
+      ? gone
+      : `${gone}. Every copy from ${waited.failingSince} on had failed, the last with: ${waited.reason}`;
+  return new RunError('model_files_gone', message, { cause });
 }
 
 export function modelDocument(

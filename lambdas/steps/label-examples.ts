@@ -6,8 +6,13 @@
  * then still says label_examples, so the state machine calls this step again. Every label is
  * checked against the task's choices before it is sent.
  */
-import type { LabelTask, TrainingServiceClient } from '../service-client/index.js';
-import { InvalidLabelError } from '../service-client/index.js';
+import type { Dataset, LabelTask, TrainingServiceClient } from '../service-client/index.js';
+import {
+  ConflictError,
+  FilesExpiredError,
+  InvalidLabelError,
+  NotFoundError,
+} from '../service-client/index.js';
 import {
   describeExample,
   loadLabelIndex,
@@ -18,6 +23,7 @@ import {
 import { RunError } from '../run/errors.js';
 import { defineStep, type Step, type StepEnv } from '../run/handler.js';
 import { datasetSlot } from '../run/slots.js';
+import type { DatasetSlot } from '../run/state.js';
 import { TIME_BOX } from '../run/time-box.js';
 
 export interface LabelBatchLimits {
@@ -44,11 +50,22 @@ export function labelExamplesStepWith(limits: Partial<LabelBatchLimits> = {}): S
     const { config, dataset: previous } = state;
     const client = await env.runtime.service();
     let labelled = 0;
-    if (config.labels === null) {
-      await requireNoneHeldOut(client, previous.id);
-    } else {
-      const index = await loadLabelIndex(env.runtime.s3, state.run.bucket, state.run.drop, config.labels);
-      labelled = await labelBatch(client, previous.id, index, env, effective);
+    try {
+      if (config.labels === null) {
+        await requireNoneHeldOut(client, previous.id);
+      } else {
+        const index = await loadLabelIndex(env.runtime.s3, state.run.bucket, state.run.drop, config.labels);
+        labelled = await labelBatch(client, previous.id, index, env, effective);
+      }
+    } catch (error) {
+      const expired = await expiredInstead(client, previous, error);
+      if (expired === undefined) throw error;
+      // The state machine routes an expired dataset to DatasetExpired: dataset_expired, no credit.
+      env.runtime.logger.warn('label_examples: the dataset expired while labelling', {
+        dataset_id: previous.id,
+        expires_at: expired.expires_at,
+      });
+      return datasetSlot(expired, previous, env.runtime.now(), previous.labelled);
     }
     const record = await client.getDataset(previous.id);
     return datasetSlot(record, previous, env.runtime.now(), previous.labelled + labelled);
@@ -103,6 +120,34 @@ async function labelBatch(
     if (remaining === 0) return labelled;
   }
   return labelled;
+}
+
+/**
+ * The dataset's record when a label endpoint's refusal (409, 404, 410) came from the dataset
+ * expiring under the run, else undefined (the refusal is the error to report).
+ * @throws RunError dataset_expired when the dataset is gone altogether (404)
+ */
+async function expiredInstead(
+  client: TrainingServiceClient,
+  previous: DatasetSlot,
+  error: unknown,
+): Promise<Dataset | undefined> {
+  const refused =
+    error instanceof ConflictError || error instanceof NotFoundError || error instanceof FilesExpiredError;
+  if (!refused) return undefined;
+  let record: Dataset;
+  try {
+    record = await client.getDataset(previous.id);
+  } catch (readError) {
+    if (!(readError instanceof NotFoundError)) throw readError;
+    throw new RunError(
+      'dataset_expired',
+      `dataset ${previous.id} is gone at the service (${readError.endpoint} answered 404 while labelling; it was to expire at ${previous.expiresAt}), before a model was trained; drop the folder again, train.json last, to start over`,
+      { cause: error },
+    );
+  }
+  if (record.next_action === 'expired') return record;
+  return undefined;
 }
 
 /** @throws RunError labels_required when the service holds out an example and the drop has no labels */

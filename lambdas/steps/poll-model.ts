@@ -5,13 +5,14 @@
  * The model is paid for, so a poll that fails on the service's side (unreachable, 5xx, an
  * answer lost, a Retry-After longer than a call waits) is not the end of the run: it is one
  * more wait, for as long as the model's files could still be at the service (its
- * files_expire_at once known, else the files' retention counted from the first failed poll).
+ * files_expire_at once known, else the files' retention counted from the first failed poll;
+ * lambdas/run/files-deadline.ts).
  * Only past that, or on a final error (a refused key, an answer Hopper cannot use), does the
  * poll fail.
  */
 import { defineStep } from '../run/handler.js';
-import { nextPoll, pollCeilingSeconds } from '../run/polling.js';
-import { ASSUMED_FILES_RETENTION_MS, RetryLaterError, ServiceError } from '../service-client/index.js';
+import { waitForFiles } from '../run/files-deadline.js';
+import { RetryLaterError, ServiceError } from '../service-client/index.js';
 import { modelSlot } from '../run/slots.js';
 import type { ModelSlot } from '../run/state.js';
 
@@ -41,26 +42,14 @@ export function waitThroughFailure(model: ModelSlot, error: unknown, now: number
   if (!(error instanceof ServiceError) || !(error.retryable || error instanceof RetryLaterError)) {
     return undefined;
   }
-  const since = model.unreachableSince ?? new Date(now).toISOString();
-  const retentionMs =
-    model.filesRetentionSeconds === null ? ASSUMED_FILES_RETENTION_MS : model.filesRetentionSeconds * 1000;
-  const deadline = model.filesExpireAt ?? new Date(Date.parse(since) + retentionMs).toISOString();
-  const secondsLeft = Math.floor((Date.parse(deadline) - now) / 1000);
-  if (!(secondsLeft > 0)) return undefined;
-  const schedule = nextPoll('wait', model, {
+  const waiting = waitForFiles({
     now,
-    deadline,
-    maxSeconds: pollCeilingSeconds(model.filesRetentionSeconds),
+    previous: model,
+    failingSince: model.unreachableSince,
+    filesExpireAt: model.filesExpireAt,
+    filesRetentionSeconds: model.filesRetentionSeconds,
+    retryAfterMs: error.retryAfterMs,
   });
-  // A Retry-After is honoured, as far as the deadline allows.
-  const asked = Math.min(secondsLeft, Math.ceil((error.retryAfterMs ?? 0) / 1000));
-  const extra = Math.max(0, asked - schedule.waitSeconds);
-  return {
-    ...model,
-    nextAction: 'wait',
-    unreachableSince: since,
-    ...schedule,
-    waitSeconds: schedule.waitSeconds + extra,
-    totalWaitSeconds: schedule.totalWaitSeconds + extra,
-  };
+  if (waiting === undefined) return undefined;
+  return { ...model, nextAction: 'wait', unreachableSince: waiting.failingSince, ...waiting.schedule };
 }

@@ -8,7 +8,7 @@
  *    in its Cause; a Task timeout is step_timeout; anything else is internal_error.
  * 2. $.stop (a Pass state on a next_action the run cannot go on from): failed with that code and
  *    a message built from the state.
- * 3. $.copy: succeeded.
+ * 3. $.copy, a model copied (not a copy put off, CopyWaitSlot): succeeded.
  * 4. Otherwise internal_error: the run got here without a model and without an error.
  * A run a newer train.json of the drop took over (lambdas/run/supersede.ts) is `superseded`
  * instead when it stopped for that (rule 1 with the code `superseded`), or when its training,
@@ -32,7 +32,13 @@ import {
   unsupportedNextActionMessage,
 } from '../run/messages.js';
 import { announceRunEnd } from '../run/publish-events.js';
-import type { CaughtFailure, ReportSlot, RunFailure, RunState } from '../run/state.js';
+import {
+  copiedModel,
+  type CaughtFailure,
+  type ReportSlot,
+  type RunFailure,
+  type RunState,
+} from '../run/state.js';
 import { modelLocation, statusOf, writeStatus } from '../run/status.js';
 import { holdsCredit, trainingInFlight, type NewerRun } from '../run/supersede.js';
 import { releaseTraining } from '../run/training-claim.js';
@@ -72,8 +78,9 @@ export function reportOf(state: RunState, supersededBy: NewerRun | null = null):
     return error.code === 'superseded' ? { outcome: 'superseded', error } : failed(state, error);
   }
   if (state.stop !== undefined) return failed(state, stopError(state, state.stop.code));
-  if (state.copy !== undefined && supersededBy !== null) {
-    const location = modelLocation(state.run, state.copy);
+  const copy = copiedModel(state.copy);
+  if (copy !== undefined && supersededBy !== null) {
+    const location = modelLocation(state.run, copy);
     return {
       outcome: 'superseded',
       error: {
@@ -82,7 +89,7 @@ export function reportOf(state: RunState, supersededBy: NewerRun | null = null):
       },
     };
   }
-  if (state.copy !== undefined) return { outcome: 'succeeded', error: null };
+  if (copy !== undefined) return { outcome: 'succeeded', error: null };
   return failed(state, {
     code: 'internal_error',
     message: `run ${state.run.runId} reached its report without a model and without an error: a bug in Hopper's state machine; drop train.json again and report the run id`,

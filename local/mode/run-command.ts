@@ -12,7 +12,7 @@ import { join, posix } from 'node:path';
 import { messageOf } from '../../lambdas/run/errors.js';
 import type { LocalConsole } from '../console/index.js';
 import { readStatus } from '../../lambdas/run/status.js';
-import type { CopySlot, RunState } from '../../lambdas/run/state.js';
+import { copiedModel, type CopySlot, type RunState } from '../../lambdas/run/state.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { DropFolderError, readDropFolder, uploadDropFolder, type DropFolder } from './drop-folder.js';
 import type { LocalMode } from './local-mode.js';
@@ -161,7 +161,8 @@ async function report(
 ): Promise<number> {
   const seconds = ((Date.now() - startedAt) / 1000).toFixed(1);
   if (outcome.status === 'SUCCEEDED') {
-    const { copy, model: trained } = outcome.output as RunState;
+    const { copy: slot, model: trained } = outcome.output as RunState;
+    const copy = copiedModel(slot);
     if (copy === undefined) throw new Error('the run succeeded without copying a model (a bug in Hopper)');
     let model;
     try {

@@ -60,7 +60,10 @@ function appliesTo(rule: FaultRule, endpoint: EndpointName): boolean {
   if (rule.endpoint !== '*' && rule.endpoint !== endpoint) return false;
   if (isMisbehaviour(rule.kind)) return misbehaviourAppliesTo(rule.kind, endpoint);
   // A cut needs a body to cut: only file downloads have one worth cutting.
-  return rule.kind !== 'cut' || endpoint === 'fileDownload';
+  if (rule.kind === 'cut') return endpoint === 'fileDownload';
+  // Only presigned URLs expire.
+  if (rule.kind === 'expire') return endpoint === 'fileUpload' || endpoint === 'fileDownload';
+  return true;
 }
 
 /**

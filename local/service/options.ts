@@ -50,10 +50,12 @@ export interface FaultRule extends MisbehaviourSettings {
    *    destroyed instead of answering: the ambiguous failure a client must survive
    * - 'stall': the answer is delayed by `stallMs` (to trigger client timeouts)
    * - 'cut': file downloads only: headers and `cutAfterBytes` bytes of body, then the socket is destroyed
+   * - 'expire': presigned file URLs only: 403 url_expired before any side effect, as if the URL's
+   *    lifetime had ended just before the request (an expiry mid-upload or mid-copy, on demand)
    * - the misbehaviours of misbehaviour.ts: 'garble' (after processing), 'missing_field',
    *   'wrong_type', 'huge_body', 'trickle', 'redirect', 'repeat_cursor', 'wrong_bytes'
    */
-  kind: '429' | '500' | '503' | 'drop' | 'drop_after' | 'stall' | 'cut' | MisbehaviourKind;
+  kind: '429' | '500' | '503' | 'drop' | 'drop_after' | 'stall' | 'cut' | 'expire' | MisbehaviourKind;
   /** Fire for the first `count` matching requests. */
   count?: number;
   /** Otherwise fire with this probability (0..1). */
@@ -189,6 +191,7 @@ const FAULT_KINDS: readonly FaultRule['kind'][] = [
   'drop_after',
   'stall',
   'cut',
+  'expire',
   ...MISBEHAVIOUR_KINDS,
 ];
 

@@ -25,6 +25,8 @@ function faultReply(fault: FaultRule): Reply | undefined {
       return errorReply(new ServiceError('server_error', 'internal error (simulated)'));
     case '503':
       return errorReply(new ServiceError('unavailable', 'service unavailable (simulated)'));
+    case 'expire':
+      return errorReply(new ServiceError('url_expired', 'the URL has expired (simulated)'));
     default:
       return undefined;
   }
@@ -39,7 +41,7 @@ export type Admission = { answered: true } | { answered: false; fault: FaultRule
 /**
  * The first step for a request to `endpoint` on either server: count it, answer 429 when it is
  * over the rate limit (maxRequestsPerSecond), then let a fault rule drop it ('drop') or answer it
- * before any side effect ('429', '500', '503', 'redirect', sent by `send`).
+ * before any side effect ('429', '500', '503', 'expire', 'redirect', sent by `send`).
  * Other fault kinds act later and are handed on.
  */
 export function admitRequest(

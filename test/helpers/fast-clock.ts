@@ -1,8 +1,8 @@
 /**
  * Local mode on a fast clock: each Wait state of the state machine sleeps a few milliseconds of
  * real time (`waitMs`), and the poll Task after it first moves the simulated service's clock by
- * the seconds the Wait was meant to sleep (its SecondsPath, `$.dataset.waitSeconds` or
- * `$.model.waitSeconds`). A 7-day training then runs end to end in seconds, every poll on time
+ * the seconds the Wait was meant to sleep (its SecondsPath, `$.dataset.waitSeconds`,
+ * `$.model.waitSeconds`, or `$.copy.waitSeconds` before a copy that was put off). A 7-day training then runs end to end in seconds, every poll on time
  * by the service's clock.
  */
 import type { TaskName } from '../../infra/tasks.js';
@@ -25,17 +25,21 @@ export interface FastClock {
   attach(clock: ServiceClock): void;
   /** Every PollModel invocation so far, in order. */
   readonly modelPolls: ModelPoll[];
+  /** The service clock at every CopyModel invocation so far, in order. */
+  readonly copies: number[];
 }
 
 /** The slot whose `waitSeconds` the Wait before each poll Task sleeps. */
-const SLOT_WAITED: Partial<Record<TaskName, 'dataset' | 'model'>> = {
+const SLOT_WAITED: Partial<Record<TaskName, 'dataset' | 'model' | 'copy'>> = {
   PollDataset: 'dataset',
   PollModel: 'model',
+  CopyModel: 'copy',
 };
 
 export function fastClock(): FastClock {
   let clock: ServiceClock | undefined;
   const modelPolls: ModelPoll[] = [];
+  const copies: number[] = [];
   const wrapTask = (name: TaskName, task: LocalTask): LocalTask => {
     const slot = SLOT_WAITED[name];
     if (slot === undefined) return task;
@@ -43,8 +47,11 @@ export function fastClock(): FastClock {
       if (clock === undefined) throw new Error('fastClock: attach() the service clock before a run');
       // Resource-style Lambda Tasks (payloadResponseOnly): the state in, the slot out.
       const state = input as RunState;
-      clock.advance((state[slot]?.waitSeconds ?? 0) * 1000);
+      const waited = state[slot];
+      // A done copy has no wait; a copy put off, or a poll's slot, says how long.
+      clock.advance((waited !== undefined && 'waitSeconds' in waited ? waited.waitSeconds : 0) * 1000);
       const at = clock.now();
+      if (name === 'CopyModel') copies.push(at);
       const result = await task(input);
       if (name === 'PollModel') {
         const found = (result as { nextAction?: string }).nextAction ?? '?';
@@ -60,5 +67,6 @@ export function fastClock(): FastClock {
       clock = serviceClock;
     },
     modelPolls,
+    copies,
   };
 }

@@ -61,8 +61,14 @@ describe('the extracted definition', () => {
         .map(([name]) => name)
         .sort();
     expect(byType('Task')).toEqual([...TASK_NAMES].sort());
-    expect(byType('Choice')).toEqual(['AttemptsLeft', 'RouteDataset', 'RouteModel', 'RunSucceeded']);
-    expect(byType('Wait')).toEqual(['WaitForDataset', 'WaitForModel']);
+    expect(byType('Choice')).toEqual([
+      'AttemptsLeft',
+      'ModelCopied',
+      'RouteDataset',
+      'RouteModel',
+      'RunSucceeded',
+    ]);
+    expect(byType('Wait')).toEqual(['WaitForDataset', 'WaitForModel', 'WaitToCopy']);
     expect(byType('Pass')).toEqual(Object.keys(STOPS).sort());
     expect(byType('Succeed')).toEqual(['Succeeded', 'Superseded']);
     expect(byType('Fail')).toEqual(['ReportFailed', 'RunFailed']);
@@ -279,6 +285,17 @@ describe('routing on next_action', () => {
       StartTraining: [model('wait')],
       PollModel: [model('download')],
       CopyModel: [
+        // A copy put off (the service unreachable): WaitToCopy, then CopyModel again.
+        {
+          waitSeconds: 2,
+          polls: 0,
+          waitedSeconds: 0,
+          totalPolls: 2,
+          totalWaitSeconds: 4,
+          failingSince: '2026-01-01T00:00:00.000Z',
+          filesDeadline: '2026-01-02T00:00:00.000Z',
+          reason: 'unavailable',
+        },
         { modelKey: 'models/drop/m_1/model.onnx', recordKey: 'models/drop/m_1/model.json', bytes: 5 },
       ],
     });
@@ -290,7 +307,8 @@ describe('routing on next_action', () => {
       'WaitForDataset', 'PollDataset', 'RouteDataset', 'Structure', 'RouteDataset',
       'WaitForDataset', 'PollDataset', 'RouteDataset', 'PickDecisions', 'RouteDataset',
       'WaitForDataset', 'PollDataset', 'RouteDataset', 'LabelExamples', 'RouteDataset', 'LabelExamples', 'RouteDataset',
-      'StartTraining', 'RouteModel', 'WaitForModel', 'PollModel', 'RouteModel', 'CopyModel',
+      'StartTraining', 'RouteModel', 'WaitForModel', 'PollModel', 'RouteModel',
+      'CopyModel', 'ModelCopied', 'WaitToCopy', 'CopyModel', 'ModelCopied',
       'Report', 'RunSucceeded', 'Succeeded',
     ]);
     expect(record.output).toMatchObject({
@@ -336,7 +354,7 @@ describe('routing on next_action', () => {
     expect(record.path).toEqual([
       ...START,
       'StartTraining', 'RouteModel', 'WaitForModel', 'PollModel', 'RouteModel', 'AttemptsLeft',
-      'StartTraining', 'RouteModel', 'CopyModel', 'Report', 'RunSucceeded', 'Succeeded',
+      'StartTraining', 'RouteModel', 'CopyModel', 'ModelCopied', 'Report', 'RunSucceeded', 'Succeeded',
     ]);
     expect(record.calls.StartTraining).toBe(2);
   });

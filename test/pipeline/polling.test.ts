@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RunError } from '../../lambdas/run/errors.js';
 import {
+  FILES_EXPIRY_MARGIN_SECONDS,
   DENSE_POLL_SECONDS,
   expectedFinish,
   MAX_DENSE_POLLS,
@@ -106,6 +107,28 @@ describe('nextPoll', () => {
     });
     // A short first wait stays short.
     expect(nextPoll('wait', undefined, { now: NOW, deadline: inSeconds(600) }).waitSeconds).toBe(2);
+  });
+
+  it("with a margin (a model's files_expire_at), wakes before it; inside it, after half of what is left", () => {
+    const backedOff: PollSchedule = {
+      waitSeconds: 60,
+      polls: 20,
+      waitedSeconds: 1000,
+      totalPolls: 20,
+      totalWaitSeconds: 1060,
+    };
+    const margin = FILES_EXPIRY_MARGIN_SECONDS;
+    const at = (seconds: number) =>
+      nextPoll('wait', backedOff, { now: NOW, deadline: inSeconds(seconds), marginSeconds: margin })
+        .waitSeconds;
+    expect(at(margin + 3600)).toBe(60);
+    // 30 s before the margin: wake when it begins, with the margin left to copy.
+    expect(at(margin + 30.5)).toBe(30);
+    // Inside the margin: half of what is left, at least 1 s.
+    expect(at(100)).toBe(50);
+    expect(at(margin)).toBe(60);
+    expect(at(1.5)).toBe(1);
+    expect(at(-5)).toBe(1);
   });
 
   it('reads a schedule written before waitedSeconds and totalWaitSeconds existed', () => {
