@@ -15,7 +15,7 @@
  */
 import { PRICES_AS_OF, PRICES_REGION, PRICES_USD } from './prices.js';
 import type { S3Requests } from './s3-requests.js';
-import type { RunState } from './state.js';
+import { copyWaitOf, type RunState } from './state.js';
 import type { StepName } from './vocabulary.js';
 
 /** One step (Task) of the run: its Lambda invocations, failed ones included, and their time. */
@@ -67,7 +67,7 @@ export interface RunSummary {
  * Wait before a poll, and the Choice after it (infra/state-machine.ts). A failed invocation
  * accounts for 1 (its Task; a retry enters the Task again). The report adds RunSucceeded and the
  * final Succeed or Fail, and the Pass state that stopped the run, if one did; a model at `retry`
- * adds the AttemptsLeft choice. test/local/usage.test.ts checks this against the states a local
+ * adds the AttemptsLeft choice; a copy put off adds the WaitToCopy after its ModelCopied choice. test/local/usage.test.ts checks this against the states a local
  * run enters.
  */
 export const TRANSITIONS_AFTER: Readonly<Record<StepName, number>> = {
@@ -80,7 +80,7 @@ export const TRANSITIONS_AFTER: Readonly<Record<StepName, number>> = {
   poll_dataset: 3,
   start_training: 2,
   poll_model: 3,
-  copy_model: 1,
+  copy_model: 2,
   report: 3,
 };
 
@@ -127,6 +127,7 @@ function transitionsAfter(step: StepName, state: RunState): number {
   let count = TRANSITIONS_AFTER[step];
   if (step === 'report' && state.stop !== undefined) count += 1;
   if ((step === 'start_training' || step === 'poll_model') && state.model?.nextAction === 'retry') count += 1;
+  if (step === 'copy_model' && copyWaitOf(state.copy) !== undefined) count += 1;
   return count;
 }
 

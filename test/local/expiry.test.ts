@@ -187,6 +187,8 @@ describe('a paid model whose copy keeps failing (files_expire_at approaching)', 
     const modelId = expectSucceeded(run.status, run.execution.name);
     expectCopied(await modelObjects(local, 'copy-recovers'), modelId, run.execution.name);
     expect(statesEntered(run.events)).toContain('WaitToCopy');
+    // The run's summary counts each copy put off with its ModelCopied and WaitToCopy.
+    expect(run.status?.summary?.state_transitions).toBe(statesEntered(run.events).length);
     expect(clock.copies.length).toBeGreaterThan(2);
     const filesExpireAt = Date.parse((await serviceModel(local, modelId)).files_expire_at ?? '');
     // Every copy while the files were there, none after the last safe moment.

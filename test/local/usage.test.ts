@@ -115,6 +115,7 @@ describe('the run summary', () => {
     const { report, ...beforeReport } = invocationsIn(summary);
     expect(report).toBe(1);
     expect(invocationsIn(record.summary)).toEqual(beforeReport);
+    // The copy counts itself and its ModelCopied choice; after it: Report, RunSucceeded, Succeeded.
     expect(record.summary.state_transitions).toBe(summary.state_transitions - 3);
     expect(record.summary.credits).toBe(1);
     expect(record.summary.gpu_usd).toBe(summary.gpu_usd);
