@@ -15,6 +15,7 @@ import type { NextAction } from '../service-client/contract.js';
 import { retryable } from './errors.js';
 import {
   copiedModel,
+  copyWaitOf,
   type CopySlot,
   type CopyWaitSlot,
   type RunFailure,
@@ -87,6 +88,17 @@ export interface RunStatus {
    */
   readonly waiting_for?: { readonly run_id: string; readonly model_id: string | null } | null;
   /**
+   * While the copy of a paid model is put off (it failed for a reason that may pass): since when
+   * copies fail, why the last one did, when the next is tried and the time the model's files
+   * could be gone by. Absent in a status written before.
+   */
+  readonly copy_put_off?: {
+    readonly failing_since: string;
+    readonly reason: string;
+    readonly next_try_at: string;
+    readonly files_deadline: string;
+  } | null;
+  /**
    * Older runs of the drop that were still going when a newer train.json took over, newest
    * first (at most MAX_SUPERSEDED_RUNS); absent in a status written before Hopper kept them.
    */
@@ -134,6 +146,17 @@ export function statusOf(state: RunState, update: StatusUpdate, now: number): Ru
       model === undefined && dataset?.waitingFor !== undefined
         ? { run_id: dataset.waitingFor.runId, model_id: dataset.waitingFor.modelId }
         : null,
+    copy_put_off: copyPutOff(copyWaitOf(copy), now),
+  };
+}
+
+function copyPutOff(wait: CopyWaitSlot | undefined, now: number): RunStatus['copy_put_off'] {
+  if (wait === undefined) return null;
+  return {
+    failing_since: wait.failingSince,
+    reason: wait.reason,
+    next_try_at: new Date(now + wait.waitSeconds * 1000).toISOString(),
+    files_deadline: wait.filesDeadline,
   };
 }
 

@@ -96,6 +96,13 @@ export function describeStatus(status: RunStatus, now: number): string {
     ['updated', `${status.updated_at} (${formatAge(now - Date.parse(status.updated_at))} ago)`],
   ];
   if (status.error !== null) lines.push(['error', `${status.error.code}: ${status.error.message}`]);
+  const putOff = status.copy_put_off;
+  if (putOff != null) {
+    lines.push([
+      'copy put off',
+      `failing since ${putOff.failing_since} (${putOff.reason}); next try ${putOff.next_try_at}, files kept until ${putOff.files_deadline}`,
+    ]);
+  }
   if (status.model !== null)
     lines.push(['model.onnx', status.model.onnx], ['model.json', status.model.record]);
   const width = Math.max(...lines.map(([label]) => label.length));

@@ -50,10 +50,11 @@ describe('a run resumed with "resume": true', () => {
   });
 
   it('adopts the model the failed run had trained, and copies it: no second credit', async () => {
-    // The download link keeps failing: the run fails after its model is done and paid for.
+    // The download brings bytes that are not the model's (final, not waited out): the run fails
+    // after its model is done and paid for. (A download link that keeps failing is waited out
+    // until the files could be gone: test/local/expiry.test.ts.)
     const local = await fixture.start({
-      simulated: { ...QUICK, credits: 1, faults: [{ endpoint: 'downloadLink', kind: '503', count: 1000 }] },
-      clientOptions: { ...LAMBDA_CLIENT_OPTIONS, timeoutMs: 500, callBudgetMs: 200, backoffCapMs: 20 },
+      simulated: { ...QUICK, credits: 1, faults: [{ endpoint: 'fileDownload', kind: 'wrong_bytes' }] },
     });
     const service = local.simulated;
     if (service === undefined) throw new Error('local mode started no simulated service');

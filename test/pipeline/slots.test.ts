@@ -201,10 +201,10 @@ describe('modelSlot', () => {
     });
   });
 
-  it('never sleeps past files_expire_at while waiting', () => {
+  it('never sleeps past files_expire_at while waiting: inside the margin, half of what is left', () => {
     const backedOff = { ...modelSlot(modelRecord(), 1, undefined, NOW), waitSeconds: 120, polls: 20 };
     const slot = modelSlot(modelRecord({ files_expire_at: inSeconds(30.5) }), 1, backedOff, NOW);
-    expect(slot.waitSeconds).toBe(30);
+    expect(slot.waitSeconds).toBe(15);
   });
 
   it("carries a failed model's error", () => {

@@ -73,6 +73,38 @@ describe('status/<drop>.json', () => {
     });
   });
 
+  it("says while a paid model's copy is put off: since when, why, the next try and the files' deadline", () => {
+    const base = stateOf('d', 'run-1', '2026-01-01T00:00:00.000Z');
+    const putOff: RunState = {
+      ...base,
+      copy: {
+        failingSince: '2026-01-01T01:00:00.000Z',
+        filesDeadline: '2026-01-02T00:50:00.000Z',
+        reason: 'service_unavailable: GET /v1/models/m1/download answered 503',
+        waitSeconds: 120,
+        polls: 3,
+        waitedSeconds: 240,
+        totalPolls: 3,
+        totalWaitSeconds: 240,
+      },
+    };
+    const now = Date.parse('2026-01-01T01:10:00Z');
+    expect(statusOf(putOff, { hopperStep: 'copy_model' }, now).copy_put_off).toEqual({
+      failing_since: '2026-01-01T01:00:00.000Z',
+      reason: 'service_unavailable: GET /v1/models/m1/download answered 503',
+      next_try_at: '2026-01-01T01:12:00.000Z',
+      files_deadline: '2026-01-02T00:50:00.000Z',
+    });
+    expect(describeStatus(statusOf(putOff, { hopperStep: 'copy_model' }, now), now)).toMatch(
+      /copy put off +failing since 2026-01-01T01:00:00.000Z \(service_unavailable: .*\); next try 2026-01-01T01:12:00.000Z/,
+    );
+    const copied: RunState = {
+      ...base,
+      copy: { modelKey: 'models/d/m1/model.onnx', recordKey: 'models/d/m1/model.json', bytes: 3 },
+    };
+    expect(statusOf(copied, { hopperStep: 'copy_model' }, now).copy_put_off).toBeNull();
+  });
+
   it('leaves a newer run of the same drop on top; the older one becomes an entry of superseded_runs', async () => {
     const { client, bucket } = fixtures.s3();
     const drop = uniqueDrop();
