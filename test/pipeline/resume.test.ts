@@ -5,7 +5,6 @@
  * a run with nothing to resume fails with not_resumable, saying why.
  */
 import { describe, expect, it } from 'vitest';
-import { LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/runtime.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { dropAndRun, finished, nextExecution, statesEntered, useLocalMode } from '../helpers/local-mode.js';
 import { putDrop } from '../helpers/pipeline.js';
