@@ -72,3 +72,42 @@ export function asLambda(
     }
   };
 }
+
+/**
+ * The handler invocations still running, abandoned ones (past their timeout, or of a stopped
+ * execution) included. Local mode waits for them at close, so that no late status write lands
+ * in a store that is being removed.
+ */
+export class RunningInvocations {
+  readonly #running = new Set<Promise<unknown>>();
+
+  /** `handler`, with each of its invocations counted until it settles. */
+  track(handler: LocalTaskHandler): LocalTaskHandler {
+    return (event, context) => {
+      const running = Promise.resolve().then(() => handler(event, context));
+      this.#running.add(running);
+      const forget = (): void => {
+        this.#running.delete(running);
+      };
+      running.then(forget, forget);
+      return running;
+    };
+  }
+
+  /** Waits until every tracked invocation has settled, or `withinMs` has passed. */
+  async settled(withinMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const givenUp = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, withinMs);
+    });
+    try {
+      while (this.#running.size > 0) {
+        const before = [...this.#running];
+        const all = Promise.allSettled(before).then(() => 'settled' as const);
+        if ((await Promise.race([all, givenUp.then(() => 'given up' as const)])) === 'given up') return;
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

@@ -26,7 +26,7 @@ import {
 import { markInterruptedRuns } from './interrupted-runs.js';
 import { startExecutionsEndpoint, type ExecutionsEndpoint } from './executions-endpoint.js';
 import { LocalEventBus } from './event-bus.js';
-import { asLambda } from './lambda-invoke.js';
+import { asLambda, RunningInvocations } from './lambda-invoke.js';
 import { connectS3Events } from './s3-events.js';
 import { LocalStateMachine } from './state-machine.js';
 
@@ -106,6 +106,9 @@ export interface LocalMode {
 /** What answers a Task state: its input in, the Task's result out (see lambda-invoke.ts). */
 export type LocalTask = (input: unknown) => Promise<unknown>;
 
+/** How long close() waits for handlers still running when their executions are stopped. */
+const INVOCATIONS_SETTLE_MS = 10_000;
+
 let synthesized: LocalDefinition | undefined;
 
 /** The stack's definition, synthesized once per process (it depends on the code alone). */
@@ -127,6 +130,10 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
       ...(options.dataDir === undefined ? {} : { directory: join(options.dataDir, 's3') }),
     });
     cleanups.push(() => s3.close());
+    // A handler of a stopped execution can still be writing its status (Lambda would let it run
+    // on too): the bucket is removed only once those are done, or after a bound.
+    const invocations = new RunningInvocations();
+    cleanups.push(() => invocations.settled(INVOCATIONS_SETTLE_MS));
     // Before anything can start a run: only a run of an earlier local mode is `running` now.
     const interrupted = await markInterruptedRuns(s3.client, s3.bucket);
     let simulated: SimulatedService | undefined;
@@ -136,6 +143,9 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
         options.dataDir === undefined ? undefined : { stateFile: join(options.dataDir, 'service.json') },
       );
       cleanups.push(() => started.close());
+      // Most steps end in milliseconds while the service still answers; one held by a stalled
+      // answer is left to the wait after the service has closed, which fails that answer.
+      cleanups.push(() => invocations.settled(INVOCATIONS_SETTLE_MS / 5));
       simulated = started;
     }
     const service = options.service ?? { url: simulated?.apiUrl ?? '', apiKey: simulated?.apiKey ?? '' };
@@ -159,7 +169,7 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
     const tasks: Record<string, LocalTask> = {};
     for (const task of TASKS) {
       const module = (await import(local.handlers[task.name].path)) as { handler: TaskHandler<StepName> };
-      const lambda = asLambda(module.handler.withRuntime(runtime), task.timeoutSeconds, {
+      const lambda = asLambda(invocations.track(module.handler.withRuntime(runtime)), task.timeoutSeconds, {
         functionName: task.name,
         memoryMb: task.memoryMb,
       });

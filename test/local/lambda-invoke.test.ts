@@ -2,7 +2,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { InvocationContext } from '../../lambdas/run/handler.js';
 import { retryable, RunError } from '../../lambdas/run/errors.js';
-import { asLambda, LAMBDA_TIMEOUT_ERROR, LambdaInvocationError } from '../../local/mode/lambda-invoke.js';
+import {
+  asLambda,
+  LAMBDA_TIMEOUT_ERROR,
+  LambdaInvocationError,
+  RunningInvocations,
+} from '../../local/mode/lambda-invoke.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -159,5 +164,50 @@ describe('asLambda', () => {
     } finally {
       process.off('unhandledRejection', onUnhandled);
     }
+  });
+});
+
+describe('RunningInvocations', () => {
+  const context: InvocationContext = { getRemainingTimeInMillis: () => 1_000, awsRequestId: 'test' };
+
+  it('waits for an invocation its execution no longer awaits (abandoned at the timeout)', async () => {
+    const invocations = new RunningInvocations();
+    let wrote = false;
+    const invoke = asLambda(
+      invocations.track(async () => {
+        await sleep(200);
+        wrote = true; // a status write landing after the state machine moved on
+      }),
+      0.05,
+    );
+    expect((await rejection(invoke({}))).name).toBe(LAMBDA_TIMEOUT_ERROR);
+    expect(wrote).toBe(false);
+    await invocations.settled(5_000);
+    expect(wrote).toBe(true);
+  });
+
+  it('waits for a failed invocation too, and for one started while it waited', async () => {
+    const invocations = new RunningInvocations();
+    const order: string[] = [];
+    const handler = invocations.track(async (event) => {
+      await sleep(event === 'first' ? 50 : 150);
+      order.push(String(event));
+      if (event === 'first') {
+        void handler('second', context).catch(() => undefined);
+        throw new Error('first failed');
+      }
+    });
+    void handler('first', context).catch(() => undefined);
+    await invocations.settled(5_000);
+    expect(order).toEqual(['first', 'second']);
+  });
+
+  it('gives up at its bound on an invocation that never ends', async () => {
+    const invocations = new RunningInvocations();
+    void invocations.track(() => new Promise(() => undefined))({}, context);
+    const started = Date.now();
+    await invocations.settled(100);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(90);
+    expect(Date.now() - started).toBeLessThan(2_000);
   });
 });
