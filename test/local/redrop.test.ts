@@ -305,7 +305,13 @@ describe('train.json uploaded three more times in a burst', () => {
     const newest = runs[3];
     const status = await readStatus(local.s3.client, local.bucket, drop);
     const newestModel = expectSucceeded(status, newest?.execution.name ?? '');
-    for (const older of runs.slice(0, 3)) expect(reportOf(older)?.outcome).toBe('superseded');
+    // Each upload came moments after the previous run started, long before any could train: the
+    // older runs stopped without a training, and only the newest spent a credit.
+    for (const older of runs.slice(0, 3)) {
+      expect(reportOf(older)?.outcome).toBe('superseded');
+      expect(reportOf(older)?.error?.message).toContain('it spent no credit');
+      expect(statesEntered(older.events)).not.toContain('StartTraining');
+    }
 
     // Each credit spent is a model kept under its run's model id: none lost, none spent twice.
     const listed = await runsListed(local, drop);
@@ -318,6 +324,8 @@ describe('train.json uploaded three more times in a burst', () => {
     );
     expect(models).toContain(newestModel);
     expect(credits).toBe(models.length);
+    expect(listed.map((run) => run.credits)).toEqual([1, 0, 0, 0]);
+    expect(models).toEqual([newestModel]);
     expect(10 - service.credits()).toBe(credits);
     expect(service.requestCount('createModel')).toBe(credits);
     expect(status?.superseded_runs?.map((entry) => entry.run_id).sort()).toEqual(
