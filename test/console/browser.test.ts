@@ -3,7 +3,9 @@
  * mode: a folder dropped through the page runs to success with its graph marked, a state's
  * input and output open, the model downloads byte for byte; a failed run shows its code,
  * message and what to do; the API key is on no page and in no answer. The screenshots the
- * README shows are written here (docs/images/).
+ * README shows are taken here: into docs/images/ with HOPPER_UPDATE_SCREENSHOTS=1 (`npm run
+ * screenshots`), otherwise into a temporary folder, so that a test run leaves the checkout as
+ * it was.
  */
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -21,7 +23,10 @@ import { withTimeout } from '../helpers/timeout.js';
 const fixture = useConsole();
 const API_KEY = 'console-browser-key-0b7e41d2';
 const REVIEWS = fileURLToPath(new URL('../../examples/reviews', import.meta.url));
-const IMAGES = fileURLToPath(new URL('../../docs/images/', import.meta.url));
+const IMAGES =
+  process.env.HOPPER_UPDATE_SCREENSHOTS === '1'
+    ? fileURLToPath(new URL('../../docs/images/', import.meta.url))
+    : join(tmpdir(), 'hopper-console-screenshots');
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
