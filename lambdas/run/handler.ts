@@ -179,11 +179,14 @@ async function invoke<N extends StepName>(
         });
         previous = priorSummary(current, state.run.runId);
         const newer = current !== null && isNewerRun(current, state.run) ? newerRunOf(current) : null;
+        // Every service call of the invocation (the step's, and the training claim's look at the
+        // holder's model) stops at this deadline, leaving time to report it.
+        const deadline = invocationDeadline(context);
         const claimContext = {
           s3: runtime.s3,
           run: state.run,
           now: runtime.now(),
-          service: () => runtime.service(),
+          service: () => runtime.service({ signal: deadline }),
         };
         if (newer !== null && step.decidesWhenSuperseded !== true && !holdsCredit(state)) {
           // The run gives way before this step: it lets the drop's claim go, if it held it.
@@ -192,8 +195,6 @@ async function invoke<N extends StepName>(
           });
           throw supersededError(state, newer, step.name);
         }
-        // Every service call of the step stops at this deadline, leaving time to report it.
-        const deadline = invocationDeadline(context);
         const env: StepEnv = {
           runtime: {
             ...runtime,

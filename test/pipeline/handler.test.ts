@@ -1,4 +1,5 @@
 import { inspect } from 'node:util';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, it, vi } from 'vitest';
 import { RunError } from '../../lambdas/run/errors.js';
@@ -7,13 +8,14 @@ import { DEADLINE_MARGIN_MS, LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/ret
 import { createRuntime, type Runtime } from '../../lambdas/run/runtime.js';
 import { trainingService } from '../../lambdas/run/training-service.js';
 import { datasetSlot } from '../../lambdas/run/slots.js';
+import type { TrainingClaim } from '../../lambdas/run/training-claim.js';
 import type { RunState } from '../../lambdas/run/state.js';
 import type { StepName } from '../../lambdas/run/vocabulary.js';
 import { readStatus } from '../../lambdas/run/status.js';
 import { createDatasetStep } from '../../lambdas/steps/create-dataset.js';
 import { pollDatasetStep } from '../../lambdas/steps/poll-dataset.js';
 import { startTrainingStep } from '../../lambdas/steps/start-training.js';
-import { statusKey } from '../../lambdas/storage/keys.js';
+import { statusKey, trainingClaimKey } from '../../lambdas/storage/keys.js';
 import { rejectionOf, trainableDataset } from '../client/helpers.js';
 import { invocationContext, readText, usePipelineFixtures } from '../helpers/pipeline.js';
 import { configOf, stateOf } from './service-steps.js';
@@ -146,6 +148,42 @@ describe('the handler wrapper: the invocation deadline', () => {
     expect(await readStatus(fixtures.s3().client, fixtures.s3().bucket, state.run.drop)).toMatchObject({
       run_id: state.run.runId,
     });
+  });
+
+  it("reaches the training claim's look at the holder's model: a stalled service ends the step as step_timeout", async () => {
+    const service = await fixtures.service({
+      faults: [{ endpoint: 'getModel', kind: 'stall', stallMs: 10 * 60_000 }],
+    });
+    const runtime = fixtures.runtime(service, { clientOptions: LAMBDA_CLIENT_OPTIONS });
+    const { client, bucket } = fixtures.s3();
+    const ready = await trainableDataset(await runtime.service());
+    const state = stateOf(bucket, {
+      config: configOf(),
+      dataset: datasetSlot(ready, undefined, service.clock.now()),
+    });
+    // Another run of the drop holds the claim with its training: the gate asks the service
+    // whether that model is still under way (getModel), which stalls.
+    const holder: TrainingClaim = {
+      run_id: `${state.run.runId}-other`,
+      started_at: state.run.startedAt,
+      dataset_id: ready.id,
+      model_id: 'm-held-by-the-other-run',
+      claimed_at: new Date(service.clock.now()).toISOString(),
+    };
+    await client.send(
+      new PutObjectCommand({
+        Bucket: bucket,
+        Key: trainingClaimKey(state.run.drop),
+        Body: JSON.stringify(holder),
+      }),
+    );
+    const context = invocationContext(DEADLINE_MARGIN_MS + 1_000);
+
+    const error = await rejectionOf(stepHandler(pollDatasetStep).withRuntime(runtime)(state, context));
+
+    expect(error).toMatchObject({ name: 'Hopper.Retryable', code: 'step_timeout', retryable: true });
+    expect(context.getRemainingTimeInMillis()).toBeGreaterThan(0);
+    expect(service.requestCount('getModel')).toBe(1);
   });
 });
 
