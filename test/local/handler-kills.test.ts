@@ -113,7 +113,7 @@ describe('a handler killed after its side effect: the retried step finishes the 
 });
 
 it('a multipart copy killed after CompleteMultipartUpload: the retry keeps that copy and writes model.json', async () => {
-  const modelBytes = 9 * 1024 * 1024; // two parts of lib-storage's 8 MiB
+  const modelBytes = 9 * 1024 * 1024; // two parts of the copy's 8 MiB (DEFAULT_PART_BYTES)
   const { local, kills } = await startWithKills(
     [
       {
