@@ -3,7 +3,7 @@
  * client's shared, adaptive rate limit keeps Hopper under the limit instead of spending its
  * retries on 429s, so every run succeeds and no credit is spent twice.
  *
- * `npm test` runs 20 drops (about 280 requests: 14 s at the limit); `npm run test:reliability`
+ * `npm test` runs 20 drops (about 280 requests: 13 s at the limit, the first 20 at once); `npm run test:reliability`
  * (HOPPER_RELIABILITY=full) runs 100. Both print the wall time against the lower bound the limit
  * sets; on a 2-core machine local mode's own CPU (about 2 s per drop) sets the pace, not the
  * limit, so the time is reported, not asserted (docs/performance.md, Scale).
