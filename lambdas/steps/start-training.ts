@@ -21,6 +21,7 @@ import {
   UnknownEncoderError,
   type Dataset,
   type Model,
+  type NextAction,
   type TrainingServiceClient,
 } from '../service-client/index.js';
 import { RunError, retryable } from '../run/errors.js';
@@ -39,7 +40,7 @@ import type { RunConfig } from '../run/state.js';
 
 const UNDER_WAY_STATUSES: readonly string[] = ['queued', 'training', 'done'];
 /** A model at one of these has not failed: wait for it, download it, or report its files gone. */
-const UNDER_WAY_NEXT_ACTIONS: readonly string[] = ['wait', 'download', 'none'];
+const UNDER_WAY_NEXT_ACTIONS: readonly NextAction[] = ['wait', 'download', 'none'];
 
 export const startTrainingStep = defineStep(
   'start_training',
