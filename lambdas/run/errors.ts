@@ -33,6 +33,7 @@ export const RUN_ERROR_CODES = [
   // The service's verdicts
   'dataset_unreadable',
   'dataset_expired',
+  'dataset_gone',
   'invalid_decision',
   'labels_required',
   'label_missing',
@@ -42,6 +43,7 @@ export const RUN_ERROR_CODES = [
   'no_credits',
   'training_failed',
   'model_files_gone',
+  'model_gone',
   'model_size_mismatch',
   'unsupported_next_action',
   // The service as a whole

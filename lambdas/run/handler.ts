@@ -13,6 +13,7 @@ import * as z from 'zod';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { RunError } from './errors.js';
 import { toRunError } from './error-mapping.js';
+import { goneRecordError } from './gone.js';
 import { emitInvocationMetrics } from './metrics.js';
 import { DEADLINE_MARGIN_MS } from './retry-budget.js';
 import {
@@ -211,8 +212,16 @@ async function invoke<N extends StepName>(
           `## ${step.name}`,
           { run_id: state.run.runId },
           () => step.run(state, env),
-        ).catch((error: unknown) => {
-          throw toRunError(error);
+        ).catch(async (error: unknown) => {
+          // A dataset or model of the run gone at the service: one rule for every step.
+          const gone = await goneRecordError(
+            state,
+            step.name,
+            error,
+            () => env.runtime.service(),
+            runtime.now(),
+          );
+          throw gone ?? toRunError(error);
         });
         const slotName = STEPS[step.name].slot;
         // A dataset ready to train waits while another run of the drop holds its credit.

@@ -4,6 +4,8 @@
  * same thing. A message says what happened and what to do (docs/errors.md has the table).
  */
 
+import type { StepName } from './vocabulary.js';
+
 const RESUME =
   'resume the run without uploading again (hopper retry <drop>, or upload train.json with "resume": true)';
 
@@ -89,4 +91,53 @@ export function paidModelNote(model: {
   readonly drop: string;
 }): string {
   return ` Model ${model.id} of this run was paid for (1 credit) and was ${model.status} at the service when the run stopped: resuming (hopper retry ${model.drop}) adopts it without a second credit`;
+}
+
+/** What a step was doing when a record went, in the user's words. */
+const DOING: Readonly<Partial<Record<StepName, string>>> = {
+  upload_files: 'while its files were uploaded',
+  poll_dataset: 'while the service processed it',
+  structure: 'while it was structured',
+  pick_decisions: 'while its decisions were picked',
+  label_examples: 'while its examples were labelled',
+  start_training: 'as its training was started',
+  poll_model: 'while it trained',
+  copy_model: 'while it was copied',
+};
+
+function doing(step: StepName): string {
+  return DOING[step] ?? `at ${step}`;
+}
+
+/**
+ * dataset_gone (or dataset_expired, once `expiresAt` has passed): the service answered 404 on the
+ * run's dataset: deleted there, or purged after it expired (lambdas/run/gone.ts).
+ */
+export function datasetGoneMessage(dataset: {
+  readonly id: string;
+  readonly expiresAt: string;
+  /** Its expires_at has passed: purged rather than deleted. */
+  readonly expired: boolean;
+  readonly endpoint: string;
+  readonly step: StepName;
+  /** The run had started a training of it (a failed one, whose credit came back). */
+  readonly trainingStarted: boolean;
+}): string {
+  const why = dataset.expired
+    ? `it expired at ${dataset.expiresAt} and the service purged it`
+    : `it was deleted there before it was to expire (${dataset.expiresAt})`;
+  const cost = dataset.trainingStarted ? '' : ', and the run spent no credit';
+  return `dataset ${dataset.id} is gone at the service (${dataset.endpoint} answered 404 not_found ${doing(dataset.step)}): ${why}. Nothing can be done with it any more${cost}; drop the folder again, train.json last, to start over`;
+}
+
+/** model_gone: the service answered 404 on the run's model, paid for (lambdas/run/gone.ts). */
+export function modelGoneMessage(model: {
+  readonly id: string;
+  /** Its status when the run last saw it. */
+  readonly status: string;
+  readonly endpoint: string;
+  readonly step: StepName;
+  readonly drop: string;
+}): string {
+  return `model ${model.id} is gone at the service (${model.endpoint} answered 404 not_found ${doing(model.step)}; it was ${model.status} when last seen): deleted there, so it can be neither polled nor downloaded. Its training was paid for with 1 credit, which is spent: the model is lost at the service and Hopper holds no copy. Drop train.json again to train a new model, or resume (hopper retry ${model.drop}) to train the same dataset again while the service still holds it; either costs 1 more credit`;
 }

@@ -124,8 +124,9 @@ async function labelBatch(
 
 /**
  * The dataset's record when a label endpoint's refusal (409, 404, 410) came from the dataset
- * expiring under the run, else undefined (the refusal is the error to report).
- * @throws RunError dataset_expired when the dataset is gone altogether (404)
+ * expiring under the run, else undefined (the refusal is the error to report). A dataset gone
+ * altogether answers 404 to the read: that error goes on to the handler wrapper, which reports
+ * it as every step does (lambdas/run/gone.ts: dataset_gone, or dataset_expired once expired).
  */
 async function expiredInstead(
   client: TrainingServiceClient,
@@ -135,17 +136,7 @@ async function expiredInstead(
   const refused =
     error instanceof ConflictError || error instanceof NotFoundError || error instanceof FilesExpiredError;
   if (!refused) return undefined;
-  let record: Dataset;
-  try {
-    record = await client.getDataset(previous.id);
-  } catch (readError) {
-    if (!(readError instanceof NotFoundError)) throw readError;
-    throw new RunError(
-      'dataset_expired',
-      `dataset ${previous.id} is gone at the service (${readError.endpoint} answered 404 while labelling; it was to expire at ${previous.expiresAt}), before a model was trained; drop the folder again, train.json last, to start over`,
-      { cause: error },
-    );
-  }
+  const record = await client.getDataset(previous.id);
   if (record.next_action === 'expired') return record;
   return undefined;
 }

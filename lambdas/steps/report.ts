@@ -60,7 +60,9 @@ export const reportStep = defineStep(
     const { s3 } = env.runtime;
     await writeStatus(s3, state.run.bucket, status);
     await putJson(s3, state.run.bucket, runRecordKey(state.run.drop, state.run.runId), status);
-    await releaseTraining({ s3, run: state.run, now }, trainingInFlight(state));
+    // A model gone at the service (model_gone) holds nothing any more, whatever its slot last said.
+    const modelGone = report.error?.code === 'model_gone';
+    await releaseTraining({ s3, run: state.run, now }, trainingInFlight(state) && !modelGone);
     // After the status, so the event never announces an outcome the status file does not show.
     await announceRunEnd(state, report, now, env, summary?.credits);
     return report;
@@ -99,8 +101,14 @@ export function reportOf(state: RunState, supersededBy: NewerRun | null = null):
 /** A failed outcome; while the run's training holds a credit, its message says so (paidModelNote). */
 function failed(state: RunState, error: RunFailure): ReportSlot {
   const { model } = state;
-  // A model whose files are gone ('none') is no longer there to adopt: model_files_gone says so.
-  if (model === undefined || !holdsCredit(state) || model.nextAction === 'none') {
+  // A model whose files are gone ('none') or that is gone itself is no longer there to adopt:
+  // model_files_gone and model_gone say so.
+  if (
+    model === undefined ||
+    !holdsCredit(state) ||
+    model.nextAction === 'none' ||
+    error.code === 'model_gone'
+  ) {
     return { outcome: 'failed', error };
   }
   const note = paidModelNote({ id: model.id, status: model.status, drop: state.run.drop });

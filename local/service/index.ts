@@ -14,6 +14,7 @@
  *   service.requestCount('createModel')                // requests seen per endpoint (faulted ones too)
  *   service.faultCount('garble')                       // fault rules fired, of a kind or of all
  *   service.removeModelFiles(modelId, 'refunded' | 'moved')  // model -> next_action 'none'
+ *   service.deleteRecord('dataset' | 'model', id)      // gone: 404 not_found on it from now on
  *   service.uploadsInFlight(reset?)                    // { now, max } file uploads served at once
  *   service.fileDigest(datasetId, fileName)            // { bytes, sha256 } of the last upload, or undefined
  *   await service.close()

@@ -38,6 +38,12 @@ export interface SimulatedService {
   /** A done model loses its files: 'refunded' (credit back, status refunded) or 'moved' (hf_repo set). */
   removeModelFiles(modelId: string, how: 'refunded' | 'moved'): void;
   /**
+   * A dataset or model is gone, as if deleted by someone or purged after it expired: every
+   * endpoint and presigned URL on it answers 404 not_found from now on. A model's credit stays
+   * spent (or returned, if its training had failed); a dataset's models stay.
+   */
+  deleteRecord(kind: 'dataset' | 'model', id: string): void;
+  /**
    * File uploads (PUTs to upload URLs) being served now, and the most at once since the start
    * or the last read with `reset`.
    */
@@ -113,6 +119,9 @@ export async function startSimulatedService(
         );
       }
       model.removal = { how, at: now };
+    },
+    deleteRecord: (kind, id) => {
+      state.deleteRecord(kind, id);
     },
     uploadsInFlight: (reset = false) => state.uploadsInFlight.read(reset),
     fileDigest(datasetId, fileName) {

@@ -113,6 +113,24 @@ export class ServiceState {
     for (const model of records.models) this.models.set(model.id, model);
   }
 
+  /**
+   * The deleteRecord() test hook: the record is gone (deleted by someone, or purged after it
+   * expired), so every endpoint and presigned URL on it answers 404 not_found from now on. A
+   * dataset's models stay (their records outlive it); a model's credit stays as it stood: spent,
+   * or returned if its training had failed.
+   */
+  deleteRecord(kind: 'dataset' | 'model', id: string): void {
+    if (kind === 'dataset') {
+      if (!this.datasets.delete(id)) throw new Error(`deleteRecord: no dataset ${id}`);
+      return;
+    }
+    const model = this.models.get(id);
+    if (model === undefined) throw new Error(`deleteRecord: no model ${id}`);
+    // credits() counts models.size: keep the balance the same without this model.
+    if (!creditReturned(model, this.now())) this.creditBase -= 1;
+    this.models.delete(id);
+  }
+
   count(endpoint: EndpointName): void {
     this.counts.set(endpoint, (this.counts.get(endpoint) ?? 0) + 1);
   }

@@ -324,3 +324,50 @@ describe('GET /v1/models/{id}/download', () => {
     expectError(await readResponse(await fetch(link.url)), 410, 'files_expired');
   });
 });
+
+describe('deleteRecord: a dataset or model gone at the service', () => {
+  it('a deleted dataset: 404 not_found on its record, its actions and its upload URLs; left out of lists; its models stay', async () => {
+    const h = await start({ credits: 5 });
+    const pending = await createDataset(h);
+    const uploadUrl = pending.files[0]?.upload_url ?? '';
+    const labelling = await datasetAt(h, 'labeling');
+    const ready = await datasetAt(h, 'ready');
+    const model = expectStatus(await createModel(h, ready.id), 201);
+    for (const dataset of [pending, labelling, ready]) h.service.deleteRecord('dataset', dataset.id);
+
+    expectError(await api(h, 'GET', `/v1/datasets/${pending.id}`), 404, 'not_found');
+    expectError(await readResponse(await fetch(uploadUrl, { method: 'PUT', body: 'x' })), 404, 'not_found');
+    expectError(await api(h, 'GET', `/v1/datasets/${labelling.id}/labels/next`), 404, 'not_found');
+    expectError(await createModel(h, ready.id), 404, 'not_found');
+    const listed = expectStatus(await api<Page<{ id: string }>>(h, 'GET', '/v1/datasets'), 200);
+    expect(listed.data).toEqual([]);
+    expect((await getModel(h, model.id)).dataset_id).toBe(ready.id);
+    expect(h.service.credits()).toBe(4);
+    expect(() => {
+      h.service.deleteRecord('dataset', ready.id);
+    }).toThrow(`no dataset ${ready.id}`);
+  });
+
+  it('a deleted model: 404 on its record, its link and its download URL; left out of lists; its credit stays spent', async () => {
+    const h = await start({ credits: 5 });
+    const model = await doneModel(h);
+    const link = expectStatus(await downloadLink(h, model.id), 200);
+    h.service.deleteRecord('model', model.id);
+
+    expectError(await api(h, 'GET', `/v1/models/${model.id}`), 404, 'not_found');
+    expectError(await downloadLink(h, model.id), 404, 'not_found');
+    expectError(await readResponse(await fetch(link.url)), 404, 'not_found');
+    const listed = expectStatus(await api<Page<ModelRecord>>(h, 'GET', '/v1/models'), 200);
+    expect(listed.data).toEqual([]);
+    expect(h.service.credits()).toBe(4);
+  });
+
+  it('a deleted model whose training had failed keeps its credit returned', async () => {
+    const h = await start({ credits: 5, failTrainings: 1 });
+    const model = await doneModel(h);
+    expect(model.status).toBe('failed');
+    expect(h.service.credits()).toBe(5);
+    h.service.deleteRecord('model', model.id);
+    expect(h.service.credits()).toBe(5);
+  });
+});
