@@ -3,7 +3,7 @@
  * example drop trained end to end, failures reported with their code, and `hopper local` used
  * through the settings it prints by an S3 client of its own.
  */
-import { mkdtemp, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,18 +12,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulatedService, type SimulatedService } from '../../local/service/index.js';
 import { modelBytesAt } from '../../local/service/model-bytes.js';
 import { inboxKey, MODELS_PREFIX, TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { hopper, hopperWithin, startHopper } from '../helpers/hopper-cli.js';
+import { hopper, hopperWithin, smallDrop, startHopper } from '../helpers/hopper-cli.js';
 
 const EXAMPLE = fileURLToPath(new URL('../../examples/reviews', import.meta.url));
-
-/** A drop folder `name` in the test's folder: one small CSV and train.json `{}`. */
-async function smallDrop(name: string): Promise<string> {
-  const folder = join(work, name);
-  await mkdir(folder);
-  await writeFile(join(folder, 'reviews.csv'), 'id,text\nr1,good\nr2,bad\n');
-  await writeFile(join(folder, TRAIN_JSON), '{}');
-  return folder;
-}
 
 /** A quick simulated service whose account has no credits: a run gets as far as training. */
 async function brokeService(apiKey: string): Promise<SimulatedService> {
@@ -64,7 +55,7 @@ describe('hopper run', () => {
     const apiKey = 'sk-never-print-this-0123';
     const service = await brokeService(apiKey);
     try {
-      const drop = await smallDrop('broke');
+      const drop = await smallDrop(work, 'broke');
       const result = await hopper([
         'run',
         drop,
@@ -89,7 +80,7 @@ describe('hopper run', () => {
   it('takes the API key from HOPPER_API_KEY', async () => {
     const service = await brokeService('from-env');
     try {
-      const drop = await smallDrop('envkey');
+      const drop = await smallDrop(work, 'envkey');
       const result = await hopper(['run', drop, '--wait-ms', '20', '--service-url', service.apiUrl], {
         HOPPER_API_KEY: 'from-env',
       });
@@ -102,7 +93,7 @@ describe('hopper run', () => {
   });
 
   it('refuses an empty --api-key before starting anything, exit 2', async () => {
-    const drop = await smallDrop('blank-key');
+    const drop = await smallDrop(work, 'blank-key');
     const result = await hopperWithin(
       ['run', drop, '--service-url', 'http://127.0.0.1:9', '--api-key', ''],
       20_000,

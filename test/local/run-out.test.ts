@@ -11,8 +11,13 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { modelBytesAt } from '../../local/service/model-bytes.js';
-import { TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { hopperWithin, permissionBoundUser, startHopper, type Finished } from '../helpers/hopper-cli.js';
+import {
+  hopperWithin,
+  permissionBoundUser,
+  smallDrop,
+  startHopper,
+  type Finished,
+} from '../helpers/hopper-cli.js';
 import { withTimeout } from '../helpers/timeout.js';
 
 const execFileAsync = promisify(execFile);
@@ -28,15 +33,6 @@ afterEach(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-/** A drop folder `name` in the test's folder: one small CSV and train.json `{}`. */
-async function smallDrop(name: string): Promise<string> {
-  const folder = join(work, name);
-  await mkdir(folder);
-  await writeFile(join(folder, 'reviews.csv'), 'id,text\nr1,good\nr2,bad\n');
-  await writeFile(join(folder, TRAIN_JSON), '{}');
-  return folder;
-}
-
 /** `hopper run` refused before local mode started: exit 2, nothing on stdout. */
 function expectRefusedUpFront(result: Finished): void {
   expect(result.code).toBe(2);
@@ -50,7 +46,7 @@ async function run(args: readonly string[]): Promise<Finished> {
 
 describe('hopper run --out, checked before the run starts', () => {
   it('refuses an --out that is a file, naming it', async () => {
-    const drop = await smallDrop('reviews');
+    const drop = await smallDrop(work, 'reviews');
     const file = join(work, 'models.txt');
     await writeFile(file, 'not a folder');
     const result = await run([drop, '--out', file]);
@@ -60,7 +56,7 @@ describe('hopper run --out, checked before the run starts', () => {
   });
 
   it('refuses an --out that cannot be created (a file on its way), naming that file', async () => {
-    const drop = await smallDrop('reviews');
+    const drop = await smallDrop(work, 'reviews');
     const file = join(work, 'blocker');
     await writeFile(file, '');
     const result = await run([drop, '--out', join(file, 'models')]);
@@ -69,7 +65,7 @@ describe('hopper run --out, checked before the run starts', () => {
   });
 
   it('refuses when <out>/<drop> is a file', async () => {
-    const drop = await smallDrop('reviews');
+    const drop = await smallDrop(work, 'reviews');
     const out = join(work, 'out');
     await mkdir(out);
     await writeFile(join(out, 'reviews'), '');
@@ -79,7 +75,7 @@ describe('hopper run --out, checked before the run starts', () => {
   });
 
   it('refuses when model.onnx in <out>/<drop> is a folder (the model could not replace it)', async () => {
-    const drop = await smallDrop('reviews');
+    const drop = await smallDrop(work, 'reviews');
     const out = join(work, 'out');
     await mkdir(join(out, 'reviews', 'model.onnx'), { recursive: true });
     const result = await run([drop, '--out', out]);
@@ -91,7 +87,7 @@ describe('hopper run --out, checked before the run starts', () => {
     const user = permissionBoundUser();
     // The drop must be readable by that user; the out folder is not writable by anyone but root.
     await chmod(work, 0o755);
-    const drop = await smallDrop('reviews');
+    const drop = await smallDrop(work, 'reviews');
     await chmod(drop, 0o755);
     const out = join(work, 'read-only');
     await mkdir(out, { mode: 0o555 });
