@@ -10,6 +10,7 @@ import type { Benchmark } from './harness/benchmark.js';
 import { labels } from './labels.js';
 import { manyFiles } from './many-files.js';
 import { polling } from './polling.js';
+import { scale } from './scale.js';
 import { transfers } from './transfers.js';
 
-export const BENCHMARKS: readonly Benchmark[] = [transfers, manyFiles, labels, coldStart, polling];
+export const BENCHMARKS: readonly Benchmark[] = [transfers, manyFiles, labels, coldStart, polling, scale];

@@ -82,6 +82,10 @@ async function serve(kind: ServerKind, options: Record<string, unknown>): Promis
           return null;
         case 'requestCount':
           return service.requestCount(request.endpoint as Parameters<typeof service.requestCount>[0]);
+        case 'rateLimited':
+          return service.rateLimited();
+        case 'credits':
+          return service.credits();
         case 'maxConcurrentUploads':
           return service.uploadsInFlight(request.reset).max;
       }

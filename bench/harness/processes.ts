@@ -93,17 +93,19 @@ export async function startServer<K extends ServerKind>(
 
 /**
  * Runs `call` in a fresh process and returns what it measured. `execArgv` adds Node flags
- * (e.g. `--cpu-prof` when looking for where the time goes).
+ * (e.g. `--cpu-prof` when looking for where the time goes); `timeoutMs` bounds a client that
+ * runs longer than CHILD_TIMEOUT_MS by design.
  */
 export async function runClient<R extends ClientResult>(
   call: ClientCall,
   execArgv: readonly string[] = [],
+  timeoutMs = CHILD_TIMEOUT_MS,
 ): Promise<R> {
   const child = spawnChild(
     ['client'],
     [...execArgv, ...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [])],
   );
-  const answer = nextMessage<R>(child, `client ${call.module}#${call.export}`);
+  const answer = nextMessage<R>(child, `client ${call.module}#${call.export}`, timeoutMs);
   child.send(call);
   const result = await answer;
   await new Promise((resolve) => {

@@ -12,6 +12,10 @@ export type ServerRequest =
   /** The simulated service's knobs (configure()). */
   | { op: 'configure'; changes: Record<string, unknown> }
   | { op: 'requestCount'; endpoint: string }
+  /** Requests answered 429 by the service's rate limit (maxRequestsPerSecond). */
+  | { op: 'rateLimited' }
+  /** Credits left. */
+  | { op: 'credits' }
   /** Most uploads to the file endpoint seen at once since the last reset. */
   | { op: 'maxConcurrentUploads'; reset?: boolean };
 
