@@ -44,20 +44,33 @@ export function datasetExpiredMessage(dataset: {
   return `dataset ${dataset.id ?? '(unknown)'} expired at the service at ${dataset.expiresAt ?? 'an unknown time'}${step}, before a model was trained; drop the folder again, train.json last, to start over`;
 }
 
-/** model_files_gone: the trained model's files went before Hopper copied them. */
+/**
+ * model_files_gone: the trained model's files went before Hopper copied them. With
+ * `failedCopies`, copies were tried and failed until then (lambdas/steps/copy-model.ts): one
+ * wording whether the files' deadline passed or the service says they are gone.
+ */
 export function modelFilesGoneMessage(model: {
   readonly id: string | undefined;
-  /** When the service deleted them (or they expired), when it says. */
+  /** When the service deleted them (or they expired), when it says; for failed copies, the deadline. */
   readonly goneAt?: string | null;
   /** Where the service moved them (hf_repo), when it did. */
   readonly movedTo?: string | null;
+  /** The copies that failed before: since when, and the last one's error. */
+  readonly failedCopies?: { readonly since: string; readonly lastError: string };
 }): string {
-  const when = model.goneAt === undefined || model.goneAt === null ? '' : ` at ${model.goneAt}`;
+  const id = model.id ?? '(unknown)';
+  const goneAt = model.goneAt === undefined || model.goneAt === null ? undefined : model.goneAt;
   const why =
     model.movedTo === undefined || model.movedTo === null
       ? 'expired, refunded or moved'
       : `it moved them to ${model.movedTo}`;
-  return `the files of model ${model.id ?? '(unknown)'} are gone at the service${when} (${why}) before Hopper could copy them, so it cannot be downloaded any more; drop train.json again to train a new model (it costs a credit)`;
+  const again = 'drop train.json again to train a new model (it costs a credit)';
+  const { failedCopies } = model;
+  if (failedCopies !== undefined) {
+    return `model ${id} was trained and paid for, but every copy from ${failedCopies.since} until its files could be gone at the service (${goneAt ?? 'now'}) failed, the last with: ${failedCopies.lastError}. Its files are gone by now (${why}), so it cannot be downloaded any more; ${again}`;
+  }
+  const when = goneAt === undefined ? '' : ` at ${goneAt}`;
+  return `the files of model ${id} are gone at the service${when} (${why}) before Hopper could copy them, so it cannot be downloaded any more; ${again}`;
 }
 
 /**

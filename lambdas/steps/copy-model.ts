@@ -102,10 +102,10 @@ function waitToCopy(
   });
   if (waiting === undefined) {
     const since = previous?.failingSince ?? new Date(now).toISOString();
-    const until = previous?.filesDeadline ?? model.filesExpireAt ?? 'now';
+    const until = previous?.filesDeadline ?? model.filesExpireAt;
     throw new RunError(
       'model_files_gone',
-      `model ${model.id} was trained and paid for, but every copy from ${since} until its files could be gone at the service (${until}) failed, the last with: ${reason}. Its files are gone by now, so it cannot be downloaded any more; drop train.json again to train a new model (it costs a credit)`,
+      modelFilesGoneMessage({ id: model.id, goneAt: until, failedCopies: { since, lastError: reason } }),
       { cause: error },
     );
   }
@@ -211,15 +211,14 @@ function copyModel(options: CopyModelOptions): StepRun<'copy_model'> {
 
 /** model_files_gone; `waited` when copies failed before, so the message says why none got through. */
 function filesGone(model: Model, waited: CopyWaitSlot | undefined, cause?: unknown): RunError {
-  const gone = modelFilesGoneMessage({
+  const message = modelFilesGoneMessage({
     id: model.id,
     goneAt: model.files_deleted_at ?? model.files_expire_at,
     movedTo: model.hf_repo,
+    ...(waited === undefined
+      ? {}
+      : { failedCopies: { since: waited.failingSince, lastError: waited.reason } }),
   });
-  const message =
-    waited === undefined
-      ? gone
-      : `${gone}. Every copy from ${waited.failingSince} on had failed, the last with: ${waited.reason}`;
   return new RunError('model_files_gone', message, { cause });
 }
 

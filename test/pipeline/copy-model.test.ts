@@ -270,6 +270,51 @@ describe('copy_model', () => {
     expect(await keysUnder(modelPrefix(state.run.drop, model.id))).toEqual([]);
   });
 
+  it('says model_files_gone after failed copies in one wording, whether the deadline passed or the service says the files are gone', async () => {
+    const { service, model, runtime, state } = await trained();
+    const now = runtime.now();
+    const since = new Date(now - 2 * HOUR).toISOString();
+    const deadline = new Date(now - 1000).toISOString();
+    // Copies have failed since `since`, until the files' deadline: the run put the copy off.
+    const putOff: CopyWaitSlot = {
+      waitSeconds: 60,
+      polls: 5,
+      waitedSeconds: 300,
+      totalPolls: 9,
+      totalWaitSeconds: 400,
+      failingSince: since,
+      filesDeadline: deadline,
+      reason: 'service_unavailable: the training service did not answer',
+    };
+    const expectOneWording = (error: RunError): void => {
+      expect(error.code).toBe('model_files_gone');
+      expect(error.detail).toMatch(
+        new RegExp(
+          `^model ${model.id} was trained and paid for, but every copy from ${since} until its files could be gone at the service \\(.+\\) failed, the last with: .+\\. Its files are gone by now \\(.+\\), so it cannot be downloaded any more; drop train\\.json again`,
+          's',
+        ),
+      );
+    };
+
+    // The copy fails once more, past the deadline: the run gives up on it.
+    service.configure({ faults: [{ endpoint: 'downloadLink', kind: '503', count: 100 }] });
+    const pastDeadline = await failure(
+      copyModelStep.run(
+        { ...state, model: { ...state.model!, filesExpireAt: deadline }, copy: putOff },
+        stepEnv(runtime),
+      ),
+    );
+    expectOneWording(pastDeadline);
+    expect(pastDeadline.detail).toContain(`(${deadline})`);
+
+    // The service says the files are gone on the next try: the same words.
+    service.configure({ faults: [] });
+    service.removeModelFiles(model.id, 'refunded');
+    const gone = await failure(copyModelStep.run({ ...state, copy: putOff }, stepEnv(runtime)));
+    expectOneWording(gone);
+    expect(gone.detail).toContain(`the last with: ${putOff.reason}.`);
+  });
+
   it('fails with model_files_gone when the files go while the copy runs, leaving nothing behind', async () => {
     const bytes = 12 * MiB;
     let onResume = (): void => undefined;
