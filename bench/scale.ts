@@ -121,7 +121,7 @@ export const scale: Benchmark = {
               `An estimate, not measured: at the ${String(round(requestsPerDrop))} requests per drop measured here, ` +
               `${String(GOAL_DROPS)} drops need some ${String(round((GOAL_DROPS * requestsPerDrop - REQUESTS_PER_SECOND) / REQUESTS_PER_SECOND))} s at the limit alone, ` +
               `more than the bench's 10 minutes leave beside the other entries; at the ${String(round(clientCpuPerDrop))} s of ` +
-              `local mode's CPU per drop measured here, some ${String(round((GOAL_DROPS * clientCpuPerDrop) / CORES))} s of CPU on ${String(CORES)} cores`,
+              `local mode's CPU per drop measured here, enough to keep ${String(CORES)} cores busy some ${String(round((GOAL_DROPS * clientCpuPerDrop) / CORES))} s`,
       }),
       figure({
         name: `${prefix}.wall_vs_rate_bound`,
