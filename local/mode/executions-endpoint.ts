@@ -140,16 +140,17 @@ function startExecution(machine: LocalStateMachine, body: Record<string, unknown
   if (typeof name !== 'string' || !EXECUTION_NAME.test(name)) {
     return error('InvalidName', `Invalid Name: '${String(name)}' (1 to 80 of A-Z, a-z, 0-9, - and _)`);
   }
+  const inputText = typeof body.input === 'string' ? body.input : '{}';
   let input: unknown;
   try {
-    input = JSON.parse(typeof body.input === 'string' ? body.input : '{}');
+    input = JSON.parse(inputText);
   } catch {
     return error('InvalidExecutionInput', 'Invalid State Machine Execution Input: not JSON');
   }
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     return error('InvalidExecutionInput', 'Invalid State Machine Execution Input: not a JSON object');
   }
-  const started = machine.startExecution(name, input as ExecutionInput);
+  const started = machine.startExecution(name, input as ExecutionInput, inputText);
   if (started.outcome === 'already_exists') {
     return error(EXECUTION_ALREADY_EXISTS, `Execution Already Exists: '${EXECUTION_ARN_PREFIX}${name}'`);
   }

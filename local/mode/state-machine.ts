@@ -103,11 +103,11 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
 
   /**
    * StartExecution of `input` as it is. A name seen before starts nothing: while that execution
-   * is open and its input is the same JSON, the answer is that execution (as Step Functions
+   * is open and its input is the same JSON text, the answer is that execution (as Step Functions
    * answers an idempotent start); otherwise (other input, or closed) it is already_exists.
+   * @param inputText the input as the request sent it (Step Functions compares the text itself)
    */
-  startExecution(name: string, input: ExecutionInput): StartOutcome {
-    const inputText = JSON.stringify(input);
+  startExecution(name: string, input: ExecutionInput, inputText = JSON.stringify(input)): StartOutcome {
     const existing = this.#executions.get(name);
     if (existing !== undefined) {
       const known = {

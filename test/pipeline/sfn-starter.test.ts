@@ -106,6 +106,26 @@ describe('sfnExecutionStarter', () => {
     expect(sfn.machine.executions()).toHaveLength(1);
   });
 
+  it('compares the input as the request sent it: the same JSON written otherwise is other input', async () => {
+    sfn = await stepFunctions();
+    const start = (text: string) =>
+      sfn?.client.send(
+        new StartExecutionCommand({
+          stateMachineArn: LOCAL_STATE_MACHINE_ARN,
+          name: 'reviews-abc',
+          input: text,
+        }),
+      );
+    const text = JSON.stringify(input('e'));
+    const first = await start(text);
+
+    expect(await start(text)).toMatchObject({ executionArn: first?.executionArn });
+    await expect(start(JSON.stringify(input('e'), null, 2))).rejects.toMatchObject({
+      name: 'ExecutionAlreadyExists',
+    });
+    expect(sfn.machine.executions()).toHaveLength(1);
+  });
+
   it('once the execution has closed: already_exists whatever the input, and nothing runs again', async () => {
     sfn = await stepFunctions();
     const starter = sfnExecutionStarter(LOCAL_STATE_MACHINE_ARN, sfn.client);
