@@ -53,6 +53,7 @@ export const RUN_ERROR_CODES = [
   'service_error',
   'unexpected_response',
   'wait_limit',
+  'history_limit',
   // Hopper itself
   'step_timeout',
   'storage_error',

@@ -56,12 +56,17 @@ export const FILES_EXPIRY_MARGIN_SECONDS = 600;
  */
 export const MAX_WAIT_SECONDS_PER_RUN = 14 * 24 * 3600;
 /**
- * A backstop on the count: each poll adds about ten events to the execution's history, which
- * Step Functions caps at 25,000. The schedule above stays far below it (about 300 polls in 14
- * days); only a very short interval held for days (a service that keeps files for seconds,
- * training for days) could reach it.
+ * The backstop on the state machine's loops, one rule for all of them: a run goes round its loops
+ * at most this many times in all. A round is a poll (WaitForDataset or WaitForModel, its Task and
+ * Choice: 9 events of the execution's history), a copy put off (WaitToCopy, CopyModel, ModelCopied:
+ * 9), or a Task that leaves its record at the action it was called for, so the Choice sends the
+ * run back to it (another upload or label batch: the Task and RouteDataset, 7). Step Functions
+ * keeps at most 25,000 events per execution and fails it past that without a Report; 2,000 rounds
+ * of at most 9 are 18,000 events, which leaves the rest of a run (about 70) and Task retries (3
+ * each) about 6,900. The schedule polls far less (about 300 times in 14 days), and batches are
+ * few unless each makes very little progress (a label taking most of a minute).
  */
-export const MAX_POLLS_PER_RUN = 2000;
+export const MAX_LOOP_ROUNDS_PER_RUN = 2000;
 
 /**
  * When a training is expected to finish, in seconds after it was created, from how long the
@@ -95,14 +100,43 @@ export interface PollContext {
 }
 
 /** The schedule while not waiting: no sleep, the run's counts carried on. */
-export function noWait(previous?: Pick<PollSchedule, 'totalPolls' | 'totalWaitSeconds'>): PollSchedule {
+export function noWait(
+  previous?: Pick<PollSchedule, 'totalPolls' | 'totalWaitSeconds' | 'totalBatches'>,
+): PollSchedule {
   return {
     waitSeconds: 0,
     polls: 0,
     waitedSeconds: 0,
     totalPolls: previous?.totalPolls ?? 0,
     totalWaitSeconds: previous?.totalWaitSeconds ?? 0,
+    // Absent until the run's first batch round: the slot stays as it was for most runs.
+    ...(previous?.totalBatches === undefined ? {} : { totalBatches: previous.totalBatches }),
   };
+}
+
+/**
+ * The schedule after a Task left its record at the action it was called for (another upload or
+ * label batch follows): one more round of the run's loops.
+ * @param doing what the run was doing, for the message (`labelling, 120 labels so far`)
+ * @throws RunError history_limit past MAX_LOOP_ROUNDS_PER_RUN
+ */
+export function nextBatch(schedule: PollSchedule, doing: string): PollSchedule {
+  const next = { ...schedule, totalBatches: (schedule.totalBatches ?? 0) + 1 };
+  checkRounds(next, doing);
+  return next;
+}
+
+/**
+ * @throws RunError history_limit when the schedule's rounds pass MAX_LOOP_ROUNDS_PER_RUN
+ */
+function checkRounds(schedule: PollSchedule, doing: string): void {
+  const batches = schedule.totalBatches ?? 0;
+  const rounds = schedule.totalPolls + batches;
+  if (rounds <= MAX_LOOP_ROUNDS_PER_RUN) return;
+  throw new RunError(
+    'history_limit',
+    `the run went round its loops ${String(rounds)} times while ${doing} (${String(schedule.totalPolls)} polls and waits, ${String(batches)} upload or label batches that left work for another); Step Functions keeps at most 25,000 events of a run's history, so a run goes round at most ${String(MAX_LOOP_ROUNDS_PER_RUN)} times. The training service answered too slowly for each round to make progress (a batch takes up to 10 minutes). Check the dataset at the service and how fast it answers, then drop train.json again (once the dataset is ready to train, resume it: hopper retry <drop>)`,
+  );
 }
 
 /**
@@ -116,7 +150,7 @@ export function noWait(previous?: Pick<PollSchedule, 'totalPolls' | 'totalWaitSe
  * 4. at most `maxSeconds` (an hour, or a quarter of the files' retention), never past the deadline
  *    less `marginSeconds` (inside the margin, half of what is left; at least 1 s).
  * @param previous the schedule the record had before (consecutive waits back off)
- * @throws RunError wait_limit past MAX_WAIT_SECONDS_PER_RUN or MAX_POLLS_PER_RUN
+ * @throws RunError wait_limit past MAX_WAIT_SECONDS_PER_RUN, history_limit past MAX_LOOP_ROUNDS_PER_RUN
  */
 export function nextPoll(
   nextAction: string,
@@ -154,13 +188,22 @@ export function nextPoll(
     seconds = Math.min(seconds, Math.max(1, beforeMargin >= 1 ? beforeMargin : Math.floor(secondsLeft / 2)));
   }
   const totalWaitSeconds = ((previous as Partial<PollSchedule> | undefined)?.totalWaitSeconds ?? 0) + seconds;
-  if (totalPolls > MAX_POLLS_PER_RUN || totalWaitSeconds > MAX_WAIT_SECONDS_PER_RUN) {
+  if (totalWaitSeconds > MAX_WAIT_SECONDS_PER_RUN) {
     throw new RunError(
       'wait_limit',
-      `the training service kept Hopper waiting for ${String(totalPolls - 1)} polls over ${String(Math.round((totalWaitSeconds - seconds) / 3600))} h; a run waits at most ${String(MAX_WAIT_SECONDS_PER_RUN / 86400)} days or ${String(MAX_POLLS_PER_RUN)} polls (Step Functions' history limit). Check the dataset or model at the service, then drop train.json again`,
+      `the training service kept Hopper waiting for ${String(totalPolls - 1)} polls over ${String(Math.round((totalWaitSeconds - seconds) / 3600))} h; a run waits at most ${String(MAX_WAIT_SECONDS_PER_RUN / 86400)} days. Check the dataset or model at the service, then drop train.json again`,
     );
   }
-  return { waitSeconds: seconds, polls, waitedSeconds, totalPolls, totalWaitSeconds };
+  const schedule: PollSchedule = {
+    waitSeconds: seconds,
+    polls,
+    waitedSeconds,
+    totalPolls,
+    totalWaitSeconds,
+    ...(previous?.totalBatches === undefined ? {} : { totalBatches: previous.totalBatches }),
+  };
+  checkRounds(schedule, 'waiting on the service');
+  return schedule;
 }
 
 /**

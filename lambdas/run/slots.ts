@@ -5,6 +5,7 @@
 import type { Dataset, Model } from '../service-client/index.js';
 import {
   FILES_EXPIRY_MARGIN_SECONDS,
+  nextBatch,
   nextPoll,
   noWait,
   pollCeilingSeconds,
@@ -22,6 +23,11 @@ export function datasetSlot(
   now: number,
   labelled = previous?.labelled ?? 0,
 ): DatasetSlot {
+  const schedule = nextPoll(record.next_action, previous, { now, deadline: record.expires_at });
+  // Still at the action the Task was called for (not a wait, which nextPoll counts): the Choice
+  // sends the run round to the same Task for another batch.
+  const again =
+    previous !== undefined && record.next_action !== 'wait' && record.next_action === previous.nextAction;
   return {
     id: record.id,
     step: record.step,
@@ -30,8 +36,15 @@ export function datasetSlot(
     expiresAt: record.expires_at,
     error: record.error,
     labelled,
-    ...nextPoll(record.next_action, previous, { now, deadline: record.expires_at }),
+    ...(again ? nextBatch(schedule, doingAt(record.next_action, labelled)) : schedule),
   };
+}
+
+/** What a run still at `action` is doing, for history_limit's message. */
+function doingAt(action: string, labelled: number): string {
+  if (action === 'label_examples') return `labelling (${String(labelled)} labels so far)`;
+  if (action === 'upload_files') return 'uploading files';
+  return `at next_action ${action}`;
 }
 
 /**

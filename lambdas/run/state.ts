@@ -73,8 +73,14 @@ export interface PollSchedule {
   readonly polls: number;
   /** Seconds slept in those consecutive waits (before this one); the interval grows with it. */
   readonly waitedSeconds: number;
-  /** Polls in the whole run so far; bounded to stay inside Step Functions' event history. */
+  /** Polls (and copies put off) in the whole run so far; bounded with totalBatches (polling.ts). */
   readonly totalPolls: number;
+  /**
+   * Upload and label batches in the whole run that left their action for another batch; with
+   * totalPolls, the run's rounds of its loops, bounded to stay inside Step Functions' history
+   * (MAX_LOOP_ROUNDS_PER_RUN). Absent until the first such batch.
+   */
+  readonly totalBatches?: number;
   /** Seconds the run has slept in Wait states so far, this wait included; bounded per run. */
   readonly totalWaitSeconds: number;
 }

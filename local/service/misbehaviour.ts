@@ -17,6 +17,8 @@
  * - repeat_cursor: lists: `next` is the cursor the request came with (the first page's is one
  *                  pointing at the first page), so a client following it pages forever.
  * - wrong_bytes:   file downloads: the file is one byte longer than the model's onnx_bytes.
+ * - no_task:       labels/next: 204 (no example left) while the dataset still has open tasks and
+ *                  shows label_examples, so a client labelling makes no progress, round after round.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { encodeCursor, type ListName } from './cursor.js';
@@ -34,6 +36,7 @@ export const MISBEHAVIOUR_KINDS = [
   'redirect',
   'repeat_cursor',
   'wrong_bytes',
+  'no_task',
 ] as const;
 export type MisbehaviourKind = (typeof MISBEHAVIOUR_KINDS)[number];
 
@@ -73,6 +76,8 @@ export function misbehaviourAppliesTo(kind: MisbehaviourKind, endpoint: Endpoint
       return endpoint === 'fileDownload';
     case 'repeat_cursor':
       return LIST_ENDPOINTS.includes(endpoint);
+    case 'no_task':
+      return endpoint === 'nextLabel';
     case 'trickle':
       return endpoint !== 'fileUpload';
     default:
@@ -138,6 +143,8 @@ export function misbehavedReply(reply: Reply, fault: FaultRule | undefined, requ
       };
     case 'repeat_cursor':
       return { ...reply, body: { ...reply.body, next: repeatedCursor(request) } };
+    case 'no_task':
+      return { status: 204 };
     default:
       return reply;
   }

@@ -53,7 +53,7 @@ export interface FaultRule extends MisbehaviourSettings {
    * - 'expire': presigned file URLs only: 403 url_expired before any side effect, as if the URL's
    *    lifetime had ended just before the request (an expiry mid-upload or mid-copy, on demand)
    * - the misbehaviours of misbehaviour.ts: 'garble' (after processing), 'missing_field',
-   *   'wrong_type', 'huge_body', 'trickle', 'redirect', 'repeat_cursor', 'wrong_bytes'
+   *   'wrong_type', 'huge_body', 'trickle', 'redirect', 'repeat_cursor', 'wrong_bytes', 'no_task'
    */
   kind: '429' | '500' | '503' | 'drop' | 'drop_after' | 'stall' | 'cut' | 'expire' | MisbehaviourKind;
   /** Fire for the first `count` matching requests. */

@@ -8,6 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import type { LocalMode } from '../../local/mode/local-mode.js';
 import type { SimulatedService } from '../../local/service/index.js';
+import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/polling.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import {
   dropAndRun,
@@ -131,5 +132,41 @@ describe('a misbehaving service, end to end in local mode', () => {
     expect(service.requestCount('createModel')).toBe(0);
     // Bounded: the list was read a handful of times, not paged forever.
     expect(service.requestCount('listModels')).toBeLessThanOrEqual(4);
+  });
+
+  it('labels/next answers 204 while tasks are open: LabelExamples goes round without progress until history_limit ends the run (bound shrunk), no credit', async () => {
+    // The run's rounds start 5 short of the bound at its first label batch: a run that went
+    // round 1,995 times before, without spending minutes here on them.
+    const ROUNDS_LEFT = 5;
+    let shrunk = false;
+    const local = await fixture.start({
+      simulated: { credits: CREDITS, faults: [{ endpoint: 'nextLabel', kind: 'no_task' }] },
+      wrapTask: (name, task) =>
+        name !== 'LabelExamples'
+          ? task
+          : async (input) => {
+              if (shrunk) return task(input);
+              shrunk = true;
+              const state = input as { dataset: { totalPolls: number } };
+              const totalBatches = MAX_LOOP_ROUNDS_PER_RUN - ROUNDS_LEFT - state.dataset.totalPolls;
+              return task({ ...state, dataset: { ...state.dataset, totalBatches } });
+            },
+    });
+    const service = simulatedOf(local);
+    const run = await dropAndRun(local, 'no-task', reviewsDrop());
+
+    const status = await expectFailed(local, run, 'history_limit');
+    expect(failedStates(run)).toEqual(['LabelExamples']);
+    // Each batch left the dataset at label_examples for another: the rounds left, then the one past.
+    expect(statesEntered(run.events).filter((name) => name === 'LabelExamples')).toHaveLength(
+      ROUNDS_LEFT + 1,
+    );
+    expect(status.error?.message).toContain(
+      `went round its loops ${String(MAX_LOOP_ROUNDS_PER_RUN + 1)} times while labelling (0 labels so far)`,
+    );
+    expect(status.error?.message).toContain('25,000 events');
+    expect(status).toMatchObject({ next_action: 'label_examples', labelled: 0, model_id: null });
+    expect(service.requestCount('createModel')).toBe(0);
+    expect(service.credits()).toBe(CREDITS);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { toRunError } from '../../lambdas/run/error-mapping.js';
-import { MAX_POLLS_PER_RUN } from '../../lambdas/run/polling.js';
+import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/polling.js';
 import { datasetSlot } from '../../lambdas/run/slots.js';
 import type { DatasetSlot } from '../../lambdas/run/state.js';
 import type { Dataset, TrainingServiceClient } from '../../lambdas/service-client/index.js';
@@ -152,16 +152,16 @@ describe('poll_dataset', () => {
     expect(await poll(runtime, backedOff)).toMatchObject({ nextAction: 'expired', waitSeconds: 0 });
   });
 
-  it('stops the run with wait_limit once the run has polled its budget', async () => {
+  it('stops the run with history_limit once the run has gone round its loops the most times', async () => {
     const { service, runtime, client } = await setUp({ readingMs: HOUR });
     const uploaded = datasetSlot(await uploadedDataset(client), undefined, service.clock.now());
-    const nearLimit = { ...uploaded, waitSeconds: 120, polls: 40, totalPolls: MAX_POLLS_PER_RUN - 1 };
+    const nearLimit = { ...uploaded, waitSeconds: 120, polls: 40, totalPolls: MAX_LOOP_ROUNDS_PER_RUN - 1 };
 
     const last = await poll(runtime, nearLimit);
-    expect(last.totalPolls).toBe(MAX_POLLS_PER_RUN);
+    expect(last.totalPolls).toBe(MAX_LOOP_ROUNDS_PER_RUN);
     const error = toRunError(await rejectionOf(poll(runtime, last)));
 
-    expect(error).toMatchObject({ code: 'wait_limit', retryable: false, name: 'Hopper.Failed' });
+    expect(error).toMatchObject({ code: 'history_limit', retryable: false, name: 'Hopper.Failed' });
     expect(error.message).toContain('drop train.json again');
   });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { toRunError } from '../../lambdas/run/error-mapping.js';
-import { MAX_POLLS_PER_RUN } from '../../lambdas/run/polling.js';
+import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/polling.js';
 import { datasetSlot, modelSlot } from '../../lambdas/run/slots.js';
 import type { ModelSlot } from '../../lambdas/run/state.js';
 import { pollModelStep } from '../../lambdas/steps/poll-model.js';
@@ -148,11 +148,14 @@ describe('poll_model', () => {
     expect(await poll(slot)).toMatchObject({ step: 5, nextAction: 'none', waitSeconds: 0 });
   });
 
-  it('stops the run with wait_limit once the run has polled its budget', async () => {
+  it('stops the run with history_limit once the run has gone round its loops the most times', async () => {
     const { slot, poll } = await startedModel({ queuedMs: HOUR });
-    const last = await poll({ ...slot, totalPolls: MAX_POLLS_PER_RUN - 1 });
-    expect(last.totalPolls).toBe(MAX_POLLS_PER_RUN);
-    expect(toRunError(await rejectionOf(poll(last)))).toMatchObject({ code: 'wait_limit', retryable: false });
+    const last = await poll({ ...slot, totalPolls: MAX_LOOP_ROUNDS_PER_RUN - 1 });
+    expect(last.totalPolls).toBe(MAX_LOOP_ROUNDS_PER_RUN);
+    expect(toRunError(await rejectionOf(poll(last)))).toMatchObject({
+      code: 'history_limit',
+      retryable: false,
+    });
   });
 
   it('a service that fails every poll of the paid model is waited out, until its files could be gone', async () => {

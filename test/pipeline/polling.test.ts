@@ -5,7 +5,7 @@ import {
   DENSE_POLL_SECONDS,
   expectedFinish,
   MAX_DENSE_POLLS,
-  MAX_POLLS_PER_RUN,
+  MAX_LOOP_ROUNDS_PER_RUN,
   MAX_WAIT_SECONDS_PER_RUN,
   nextPoll,
   noWait,
@@ -142,28 +142,28 @@ describe('nextPoll', () => {
     });
   });
 
-  it('stops the run with wait_limit past the run-wide poll budget', () => {
+  it('stops the run with history_limit past the run-wide rounds of its loops', () => {
     const last = nextPoll(
       'wait',
       {
         waitSeconds: 60,
         polls: 50,
         waitedSeconds: 0,
-        totalPolls: MAX_POLLS_PER_RUN - 1,
+        totalPolls: MAX_LOOP_ROUNDS_PER_RUN - 1,
         totalWaitSeconds: 0,
       },
       NONE,
     );
-    expect(last.totalPolls).toBe(MAX_POLLS_PER_RUN);
+    expect(last.totalPolls).toBe(MAX_LOOP_ROUNDS_PER_RUN);
     const caught = thrownBy(() => nextPoll('wait', last, NONE));
     expect(caught).toBeInstanceOf(RunError);
-    expect(caught).toMatchObject({ code: 'wait_limit', retryable: false, name: 'Hopper.Failed' });
-    expect((caught as RunError).message).toContain(String(MAX_POLLS_PER_RUN));
+    expect(caught).toMatchObject({ code: 'history_limit', retryable: false, name: 'Hopper.Failed' });
+    expect((caught as RunError).message).toContain(String(MAX_LOOP_ROUNDS_PER_RUN));
     // Only waiting counts: a record that moved on at the limit is fine.
     expect(nextPoll('download', last, NONE)).toMatchObject({
       waitSeconds: 0,
       polls: 0,
-      totalPolls: MAX_POLLS_PER_RUN,
+      totalPolls: MAX_LOOP_ROUNDS_PER_RUN,
     });
   });
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/polling.js';
 import { datasetSlot, modelSlot } from '../../lambdas/run/slots.js';
 import type { DatasetSlot, ModelSlot } from '../../lambdas/run/state.js';
 import type { Dataset, Model } from '../../lambdas/service-client/index.js';
@@ -122,6 +123,38 @@ describe('datasetSlot', () => {
     expect(nearExpiry).toMatchObject({ waitSeconds: 4, polls: 4, totalPolls: 5 });
   });
 
+  it('counts a round of the loops when the record is still at the action the Task was called for', () => {
+    const labelling = datasetSlot(datasetRecord({ next_action: 'label_examples', step: 3 }), undefined, NOW);
+    expect(labelling.totalBatches).toBeUndefined();
+    // LabelExamples leaves it at label_examples: another batch follows, one more round.
+    const again = datasetSlot(datasetRecord({ next_action: 'label_examples', step: 3 }), labelling, NOW, 9);
+    expect(again).toMatchObject({ totalBatches: 1, totalPolls: 0, waitSeconds: 0 });
+    // Moved on: no round, and the count is carried to the slots after it.
+    const ready = datasetSlot(datasetRecord({ next_action: 'start_training', step: 3 }), again, NOW);
+    expect(ready).toMatchObject({ totalBatches: 1, totalPolls: 0 });
+    // A wait is a poll, not a batch.
+    const waiting = datasetSlot(datasetRecord(), datasetSlot(datasetRecord(), undefined, NOW), NOW);
+    expect(waiting).toMatchObject({ totalPolls: 2 });
+    expect(waiting.totalBatches).toBeUndefined();
+  });
+
+  it('fails the run with history_limit once polls and batches together pass the rounds a run may go', () => {
+    const near = datasetSlot(datasetRecord({ next_action: 'label_examples', step: 3 }), undefined, NOW);
+    const last = { ...near, totalPolls: 300, totalBatches: MAX_LOOP_ROUNDS_PER_RUN - 300 };
+    const record = datasetRecord({ next_action: 'label_examples', step: 3 });
+    const caught = thrown(() => datasetSlot(record, last, NOW, 1234));
+    expect(caught).toMatchObject({ code: 'history_limit', retryable: false, name: 'Hopper.Failed' });
+    expect((caught as Error).message).toContain(
+      `went round its loops ${String(MAX_LOOP_ROUNDS_PER_RUN + 1)} times while labelling (1234 labels so far)`,
+    );
+    expect((caught as Error).message).toContain('25,000 events');
+    // The same run moving on instead is fine; a poll after the bound is not.
+    expect(datasetSlot(datasetRecord({ next_action: 'start_training', step: 3 }), last, NOW)).toMatchObject({
+      totalBatches: MAX_LOOP_ROUNDS_PER_RUN - 300,
+    });
+    expect(thrown(() => datasetSlot(datasetRecord(), last, NOW))).toMatchObject({ code: 'history_limit' });
+  });
+
   it('carries the error of an unreadable dataset', () => {
     const slot = datasetSlot(
       datasetRecord({
@@ -217,3 +250,12 @@ describe('modelSlot', () => {
     expect(slot).toMatchObject({ nextAction: 'retry', error: 'out of memory', waitSeconds: 0 });
   });
 });
+
+function thrown(action: () => unknown): unknown {
+  try {
+    action();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('nothing was thrown');
+}

@@ -11,6 +11,7 @@
  */
 import { expect, it } from 'vitest';
 import { TASKS } from '../../infra/tasks.js';
+import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/polling.js';
 import { TIME_BOX } from '../../lambdas/run/time-box.js';
 import { DEFAULT_LABEL_BATCH_LIMITS } from '../../lambdas/steps/label-examples.js';
 import { HISTORY_EVENT_LIMIT, historyEventCount, historyEventsOf } from '../../local/mode/history.js';
@@ -99,6 +100,10 @@ it(
     expect(perBatch).toBe(7); // a Task (entered, 3 for its attempt, exited) and a Choice (2)
     expect(perPoll).toBe(9); // a Wait (2), a Task (5), a Choice (2)
     const fixed = events - labelBatches * perBatch - polls * perPoll;
+    // The backstop fails a run before its history fills: the most rounds it allows, each at the
+    // most events a round records, fit beside the rest of the run with room for Task retries.
+    const worstCase = fixed + MAX_LOOP_ROUNDS_PER_RUN * Math.max(perPoll, perBatch);
+    expect(worstCase).toBeLessThan(HISTORY_EVENT_LIMIT - 5_000);
 
     // The polls follow the schedule (lambdas/run/polling.ts): the pure simulation of it for the
     // same training gives the count, so it can give the count for the target's training too.
@@ -110,7 +115,9 @@ it(
     // batch holds at least batchMs / (time per label) labels. The history holds the target as
     // long as the target's batches fit in what the rest leaves:
     const room = HISTORY_EVENT_LIMIT - fixed - (targetPolls + 2) * perPoll;
-    const maxBatches = Math.floor(room / perBatch);
+    // ... and in the rounds the backstop leaves a run (lambdas/run/polling.ts: polls and batches
+    // that leave work for another count together, MAX_LOOP_ROUNDS_PER_RUN at most):
+    const maxBatches = Math.min(Math.floor(room / perBatch), MAX_LOOP_ROUNDS_PER_RUN - (targetPolls + 2));
     const minLabelsPerBatch = Math.ceil(TARGET.labels / maxBatches);
     // ... that is, as long as a label (GET labels/next and POST the label) takes at most:
     const maxSecondsPerLabel = TIME_BOX.batchMs / 1000 / minLabelsPerBatch;
@@ -129,7 +136,7 @@ it(
       [
         `long run: ${String(RUN.labels)} labels, a ${String(RUN.trainingDays)}-day training: ${wallSeconds.toFixed(1)} s of real time, labelling ${labellingSeconds.toFixed(1)} s`,
         `  history events: ${String(events)} of ${String(HISTORY_EVENT_LIMIT)} (${String(fixed)} fixed, ${String(labelBatches)} label batches x ${String(perBatch)}, ${String(polls)} polls x ${String(perPoll)})`,
-        `  projected for ${String(TARGET.labels)} labels and ${String(TARGET.trainingDays)} days: ${String(targetPolls)} polls; the history holds ${String(maxBatches)} label batches, so a label may take up to ${maxSecondsPerLabel.toFixed(0)} s`,
+        `  projected for ${String(TARGET.labels)} labels and ${String(TARGET.trainingDays)} days: ${String(targetPolls)} polls; the history and the backstop (${String(MAX_LOOP_ROUNDS_PER_RUN)} rounds, at worst ${String(worstCase)} events) leave ${String(maxBatches)} label batches, so a label may take up to ${maxSecondsPerLabel.toFixed(0)} s`,
       ].join('\n'),
     );
   },

@@ -303,3 +303,19 @@ describe('failure injection', () => {
     for (let i = 0; i < 10; i++) expectError(await api(h, 'GET', '/v1/encoders'), 503, 'unavailable');
   });
 });
+
+describe('no_task misbehaviour', () => {
+  it('labels/next answers 204 while the dataset still has open tasks and shows label_examples', async () => {
+    const h = await start({});
+    const dataset = await datasetAt(h, 'labeling');
+    h.service.configure({ faults: [{ endpoint: 'nextLabel', kind: 'no_task', count: 1 }] });
+    const first = await api<LabelTask>(h, 'GET', `/v1/datasets/${dataset.id}/labels/next`);
+    expect(first.status).toBe(204);
+    const record = expectStatus(await api<DatasetRecord>(h, 'GET', `/v1/datasets/${dataset.id}`), 200);
+    expect(record.next_action).toBe('label_examples');
+    // Once the rule is spent, the open task is offered as before.
+    const next = expectStatus(await api<LabelTask>(h, 'GET', `/v1/datasets/${dataset.id}/labels/next`), 200);
+    expect(next.remaining).toBeGreaterThan(0);
+    expect(h.service.faultCount('no_task')).toBe(1);
+  });
+});
