@@ -79,6 +79,9 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
 
   constructor(options: LocalStateMachineOptions) {
     super();
+    // Every open execution and every command waiting on one listens here: hundreds at once in
+    // the scale tests, by design, not a leak.
+    this.setMaxListeners(0);
     // Hopper's ASL type is looser than the interpreter's; the interpreter validates the definition.
     this.#machine = new StateMachine(options.definition as unknown as StateMachineDefinition);
     const states = Object.entries(options.definition.States);

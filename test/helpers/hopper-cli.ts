@@ -20,6 +20,12 @@ export async function smallDrop(parent: string, name: string): Promise<string> {
   return folder;
 }
 
+/**
+ * The timeout of a test that starts `hopper` processes and runs a drop through them: each start
+ * compiles through tsx, seconds on a busy 2-core machine, where 30 s was seen to run out.
+ */
+export const SUBPROCESS_TEST_MS = 90_000;
+
 export interface Finished {
   readonly code: number | null;
   readonly stdout: string;

@@ -108,7 +108,9 @@ export async function putDrop(
 ): Promise<void> {
   const names = Object.keys(files).sort((a, b) => Number(a === TRAIN_JSON) - Number(b === TRAIN_JSON));
   for (const name of names) {
-    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: inboxKey(drop, name), Body: files[name] }));
+    // As bytes: an empty string goes without a Content-Length, and the SDK warns of a stream.
+    const body = Buffer.from(files[name] ?? '');
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: inboxKey(drop, name), Body: body }));
   }
 }
 

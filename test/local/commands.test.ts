@@ -12,7 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulatedService, type SimulatedService } from '../../local/service/index.js';
 import { modelBytesAt } from '../../local/service/model-bytes.js';
 import { inboxKey, MODELS_PREFIX, TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { hopper, hopperWithin, smallDrop, startHopper } from '../helpers/hopper-cli.js';
+import { hopper, hopperWithin, smallDrop, startHopper, SUBPROCESS_TEST_MS } from '../helpers/hopper-cli.js';
 
 const EXAMPLE = fileURLToPath(new URL('../../examples/reviews', import.meta.url));
 
@@ -114,7 +114,7 @@ describe('hopper run', () => {
   });
 });
 
-describe('hopper local', () => {
+describe('hopper local', { timeout: SUBPROCESS_TEST_MS }, () => {
   it('prints eval-able S3 settings; a drop copied in by an S3 client trains; SIGINT stops it, exit 0', async () => {
     const local = startHopper(['local', '--wait-ms', '20']);
     let s3: S3Client | undefined;
@@ -186,7 +186,7 @@ describe('hopper local', () => {
       expect(keys.filter((key) => /\/model\.(onnx|json)$/.test(key))).toHaveLength(2);
 
       // The commands, spawned with only the printed settings, see the run (three more processes
-      // to start: hence this test's longer timeout).
+      // to start: hence the longer timeout of these tests).
       const status = await hopper(['status', 'cli-drop', '--json'], settings);
       expect(status.stderr).toBe('');
       expect(JSON.parse(status.stdout)).toMatchObject({ drop: 'cli-drop', state: 'succeeded' });
@@ -208,7 +208,7 @@ describe('hopper local', () => {
     const stopped = await local.stop();
     expect(stopped.code).toBe(0);
     expect(stopped.stderr).toContain('hopper local: stopping');
-  }, 90_000);
+  });
 
   it('serves the console at the URL it prints (a comment line); --no-console serves none', async () => {
     const local = startHopper(['local', '--wait-ms', '20']);
@@ -234,7 +234,7 @@ describe('hopper local', () => {
   });
 });
 
-describe('hopper run --console', () => {
+describe('hopper run --console', { timeout: SUBPROCESS_TEST_MS }, () => {
   it("keeps the console up after the run until Ctrl-C, then exits with the run's code", async () => {
     const run = startHopper(['run', EXAMPLE, '--out', join(work, 'out'), '--wait-ms', '20', '--console']);
     try {

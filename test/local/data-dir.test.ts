@@ -50,7 +50,10 @@ async function startKept(dataDir: string, trainingMs: number = BRISK_SERVICE.tra
   };
 }
 
-describe('hopper local --data-dir', () => {
+/** Two local modes, one after the other, each with a run: about 25 s on a quiet 2-core machine. */
+const RESTART_TEST_MS = 90_000;
+
+describe('hopper local --data-dir', { timeout: RESTART_TEST_MS }, () => {
   it('keeps drops, status files, models and the simulated service across a restart, and marks a run cut off by the stop interrupted', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'hopper-data-'));
     cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
