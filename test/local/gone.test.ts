@@ -82,6 +82,7 @@ function failedStates(run: FinishedRun): string[] {
 
 describe('a dataset gone at the service mid-run', () => {
   it.each<[string, TaskName]>([
+    ['while its files are uploaded', 'UploadFiles'],
     ['while the service processes it (polling)', 'PollDataset'],
     ['while it is structured', 'Structure'],
     ['while labelling', 'LabelExamples'],
