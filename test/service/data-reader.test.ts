@@ -1,6 +1,6 @@
 /**
  * The upload reader on its own: what it keeps of a large file is bounded by the held-out sample,
- * whatever the file's size (its memory over time is measured by bench/transfer-memory.ts).
+ * whatever the file's size.
  */
 import { describe, expect, it } from 'vitest';
 import { DataFileReader } from '../../local/service/data-reader.js';

@@ -170,7 +170,6 @@ describe('presigned upload (PUT upload_url)', () => {
   });
 
   it('takes a 200 MB upload streamed in, counts every byte, and reads it', async () => {
-    // Its memory is measured side by side with a buffered baseline by bench/transfer-memory.ts.
     const lineBytes = 1024;
     const linesPerChunk = 1024;
     const chunks = 200;

@@ -112,8 +112,8 @@ describe('GET download url', () => {
   });
 
   it('serves a 1 TiB model: headers, first bytes and a tail at once (the file is generated as it is read)', async () => {
-    // Memory of large transfers is measured by bench/transfer-memory.ts; this shows the file is
-    // never materialised: a server that built or buffered 1 TiB could not answer at all.
+    // The file is never materialised: a server that built or buffered 1 TiB could not answer at
+    // all. (bench/transfers.ts serves 1 GiB models through it, measuring the client's side.)
     const size = 2 ** 40;
     const h = await start({ modelBytes: size });
     const model = await doneModel(h);
