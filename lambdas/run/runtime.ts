@@ -109,8 +109,6 @@ export function createRuntime(options: RuntimeOptions): Runtime {
   };
 }
 
-export { LAMBDA_CLIENT_OPTIONS } from './retry-budget.js';
-
 /** A runtime built without a bus: an event is an error, never dropped without a word. */
 const NO_EVENT_BUS: RunEventBus = {
   put: () => Promise.reject(new Error('this runtime has no event bus (RuntimeOptions.events)')),

@@ -27,7 +27,7 @@ import type { StepName } from './vocabulary.js';
 
 /**
  * `interrupted`: local mode stopped while the run was going, and nothing runs it any more (set
- * when `hopper local --data-dir` starts again, see interruptedStatus).
+ * when `hopper local --data-dir` starts again: local/mode/interrupted-runs.ts).
  * `superseded`: a newer train.json of the drop took over (docs/pipeline.md, "A drop uploaded
  * again"); only an entry of `superseded_runs` has it, never the file's own run.
  */
@@ -170,24 +170,6 @@ export function modelLocation(run: RunInput, slot: CopySlot | CopyWaitSlot | und
         record: `s3://${run.bucket}/${copy.recordKey}`,
         bytes: copy.bytes,
       };
-}
-
-/**
- * The status of a run that was still `running` when local mode stopped: nothing runs it now, so
- * it says so, and how to start it over (the drop's files are still in the bucket).
- */
-export function interruptedStatus(status: RunStatus, now: number): RunStatus {
-  const timestamp = new Date(now).toISOString();
-  return {
-    ...status,
-    state: 'interrupted',
-    updated_at: timestamp,
-    finished_at: timestamp,
-    error: {
-      code: 'interrupted',
-      message: `local mode stopped while this run was at ${status.hopper_step}, and nothing runs it now. Upload inbox/${status.drop}/train.json again to start it over: the drop's other files are still in the bucket`,
-    },
-  };
 }
 
 /** How writeStatus placed a status: as the file's own, or as an entry of a newer run's file. */

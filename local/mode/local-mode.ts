@@ -12,7 +12,8 @@ import { synthesizeLocalDefinition, type AslDefinition, type LocalDefinition } f
 import { TASKS, type TaskName } from '../../infra/tasks.js';
 import { messageOf } from '../../lambdas/run/errors.js';
 import type { TaskHandler } from '../../lambdas/run/handler.js';
-import { createRuntime, LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/runtime.js';
+import { LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/retry-budget.js';
+import { createRuntime } from '../../lambdas/run/runtime.js';
 import { trainingService, type TrainingServiceOptions } from '../../lambdas/run/training-service.js';
 import type { StepName } from '../../lambdas/run/vocabulary.js';
 import type { TrainingServiceClient } from '../../lambdas/service-client/index.js';

@@ -16,7 +16,7 @@
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { messageOf } from '../../lambdas/run/errors.js';
-import { LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/runtime.js';
+import { LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/retry-budget.js';
 import { readStatus, type RunStatus } from '../../lambdas/run/status.js';
 import { MODELS_PREFIX, STATUS_PREFIX } from '../../lambdas/storage/keys.js';
 import { TrainingServiceClient, type Dataset, type Model } from '../../lambdas/service-client/index.js';
