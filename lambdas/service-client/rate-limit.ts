@@ -40,8 +40,11 @@ export class AdaptiveRateLimiter {
   readonly #min: number;
   readonly #increase: number;
   #perSecond = Infinity;
-  /** When the next request may start (ms, #now's clock). */
-  #nextAt = 0;
+  /** When the last request started (ms, #now's clock). */
+  #lastStartAt = -Infinity;
+  /** Requests waiting for their turn, first come first served. */
+  readonly #waiting: (() => void)[] = [];
+  #pumping = false;
   #lastDecreaseAt = -Infinity;
   #lastIncreaseAt = 0;
   /** Start times of the requests of the last second: the rate the service refused, at a 429. */
@@ -57,18 +60,26 @@ export class AdaptiveRateLimiter {
     this.#increase = settings.increasePerSecond ?? 1;
   }
 
-  /** Waits for this request's turn. Requests are spaced 1/rate apart, in the order they ask. */
+  /**
+   * Waits for this request's turn: requests start 1/rate apart, in the order they ask, at the
+   * rate of the moment each starts (not the rate when it joined the queue, so that a queue built
+   * while the rate was low drains faster as the rate grows back).
+   */
   async acquire(): Promise<void> {
-    const now = this.#now();
-    this.#grow(now);
-    const at = Math.max(now, this.#nextAt);
-    if (this.#perSecond !== Infinity) this.#nextAt = at + 1000 / this.#perSecond;
-    this.#recent.push(at);
-    while ((this.#recent[0] ?? at) < at - OBSERVE_MS) this.#recent.shift();
-    if (at > now) {
+    const asked = this.#now();
+    this.#grow(asked);
+    if (this.#perSecond === Infinity && this.#waiting.length === 0) {
+      this.#started(asked);
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      this.#waiting.push(resolve);
+      void this.#pump();
+    });
+    const waited = this.#now() - asked;
+    if (waited > 0) {
       this.#delayed += 1;
-      this.#delayedMs += at - now;
-      await this.#sleep(at - now);
+      this.#delayedMs += waited;
     }
   }
 
@@ -90,6 +101,33 @@ export class AdaptiveRateLimiter {
       delayed: this.#delayed,
       delayedMs: this.#delayedMs,
     };
+  }
+
+  /** Lets the waiting requests go one at a time, each when the current rate allows. */
+  async #pump(): Promise<void> {
+    if (this.#pumping) return;
+    this.#pumping = true;
+    try {
+      while (this.#waiting.length > 0) {
+        const now = this.#now();
+        this.#grow(now);
+        const at = this.#perSecond === Infinity ? now : this.#lastStartAt + 1000 / this.#perSecond;
+        // Slept until then, the rate is read again: it may have grown, or a 429 may have cut it.
+        if (at > now) await this.#sleep(at - now);
+        else {
+          this.#started(now);
+          this.#waiting.shift()?.();
+        }
+      }
+    } finally {
+      this.#pumping = false;
+    }
+  }
+
+  #started(at: number): void {
+    this.#lastStartAt = at;
+    this.#recent.push(at);
+    while ((this.#recent[0] ?? at) < at - OBSERVE_MS) this.#recent.shift();
   }
 
   /** Additive increase: one request per second more for each second since the last change. */

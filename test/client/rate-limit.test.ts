@@ -1,16 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import { AdaptiveRateLimiter, sharedRateLimiter } from '../../lambdas/service-client/rate-limit.js';
 
-/** A limiter on a clock that only the test moves; sleeping moves it. */
+/** A limiter on a clock that only the test and the limiter's sleeps move. */
 function onFakeClock() {
   let now = 0;
   const starts: number[] = [];
   const limiter = new AdaptiveRateLimiter({
     now: () => now,
-    sleep: (ms) => {
-      now += ms;
-      return Promise.resolve();
-    },
+    // The clock moves when the sleep ends (on a later turn of the event loop), so that what was
+    // let go before it has recorded its start first.
+    sleep: (ms) =>
+      new Promise((resolve) =>
+        setImmediate(() => {
+          now += ms;
+          resolve();
+        }),
+      ),
   });
   const request = async () => {
     await limiter.acquire();
@@ -69,6 +74,28 @@ describe('AdaptiveRateLimiter', () => {
     limiter.throttled();
     expect(limiter.stats().perSecond).toBe(0.5);
     expect(limiter.stats().throttled).toBe(4);
+  });
+
+  it('drains a queue built at a low rate at the rate of each moment, as it grows back', async () => {
+    const { limiter, starts, request, advance, now } = onFakeClock();
+    for (let i = 0; i < 4; i++) {
+      advance(250);
+      await request();
+    }
+    limiter.throttled();
+    expect(limiter.stats().perSecond).toBe(2);
+    starts.length = 0;
+    const queuedAt = now();
+    await Promise.all(Array.from({ length: 20 }, () => request()));
+    // At the 2 per second they queued at, the last would start 9.5 s on; at the rate of each
+    // moment (2 + t per second) the 20 start within about 5 s, one at a time, in order.
+    const last = Math.max(...starts) - queuedAt;
+    expect(last).toBeGreaterThan(3_000);
+    expect(last).toBeLessThan(6_000);
+    const gaps = starts.slice(1).map((start, index) => start - (starts[index] ?? 0));
+    for (const gap of gaps) expect(gap).toBeGreaterThan(0);
+    expect(gaps[gaps.length - 1]).toBeLessThan(gaps[0] ?? 0);
+    expect(limiter.stats().delayed).toBe(20);
   });
 
   it('is one limiter per service origin for the whole process', () => {
