@@ -50,10 +50,7 @@ export async function goneRecordError(
   const { dataset, model } = state;
   const record = recordOf(error.endpoint);
   if (record === 'model' && model !== undefined) {
-    if (
-      error.endpoint !== GET_MODEL &&
-      !(await answers404(async () => (await service()).getModel(model.id)))
-    ) {
+    if (!(await recordGone(error, GET_MODEL, async () => (await service()).getModel(model.id)))) {
       return undefined;
     }
     return new RunError(
@@ -69,10 +66,7 @@ export async function goneRecordError(
     );
   }
   if (record === 'dataset' && dataset !== undefined) {
-    if (
-      error.endpoint !== GET_DATASET &&
-      !(await answers404(async () => (await service()).getDataset(dataset.id)))
-    ) {
+    if (!(await recordGone(error, GET_DATASET, async () => (await service()).getDataset(dataset.id)))) {
       return undefined;
     }
     const expired = Date.parse(dataset.expiresAt) <= now;
@@ -92,8 +86,16 @@ export async function goneRecordError(
   return undefined;
 }
 
-/** True when reading the record answers 404; any other answer or failure leaves the first error. */
-async function answers404(read: () => Promise<unknown>): Promise<boolean> {
+/**
+ * True when the record itself is gone: the 404 came from reading it (`readEndpoint`), or reading
+ * it now answers 404 too. Any other answer or failure of that read leaves the first error.
+ */
+async function recordGone(
+  error: NotFoundError,
+  readEndpoint: string,
+  read: () => Promise<unknown>,
+): Promise<boolean> {
+  if (error.endpoint === readEndpoint) return true;
   try {
     await read();
     return false;

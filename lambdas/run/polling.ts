@@ -109,9 +109,13 @@ export function noWait(
     waitedSeconds: 0,
     totalPolls: previous?.totalPolls ?? 0,
     totalWaitSeconds: previous?.totalWaitSeconds ?? 0,
-    // Absent until the run's first batch round: the slot stays as it was for most runs.
-    ...(previous?.totalBatches === undefined ? {} : { totalBatches: previous.totalBatches }),
+    ...carriedBatches(previous),
   };
+}
+
+/** The run's batch rounds carried on: absent until its first, so most runs' slots stay as they were. */
+function carriedBatches(previous?: Pick<PollSchedule, 'totalBatches'>): Pick<PollSchedule, 'totalBatches'> {
+  return previous?.totalBatches === undefined ? {} : { totalBatches: previous.totalBatches };
 }
 
 /**
@@ -200,7 +204,7 @@ export function nextPoll(
     waitedSeconds,
     totalPolls,
     totalWaitSeconds,
-    ...(previous?.totalBatches === undefined ? {} : { totalBatches: previous.totalBatches }),
+    ...carriedBatches(previous),
   };
   checkRounds(schedule, 'waiting on the service');
   return schedule;
