@@ -4,7 +4,8 @@
  * process, with many drops put at once.
  */
 import { startLocalMode } from '../../local/mode/local-mode.js';
-import { dropAllAtOnce, limiterOf, SCALE_LOCAL_MODE } from '../../test/helpers/scale-run.js';
+import { sharedRateLimiter } from '../../lambdas/service-client/rate-limit.js';
+import { dropAllAtOnce, SCALE_LOCAL_MODE } from '../../test/helpers/scale-run.js';
 import type { ClientResult, Measure } from '../harness/protocol.js';
 import { numberArg } from './setup.js';
 
@@ -20,7 +21,8 @@ export async function dropMany(args: Record<string, unknown>, measure: Measure):
     const { result, measurement } = await measure(() =>
       dropAllAtOnce(local, numberArg(args, 'drops'), numberArg(args, 'timeoutMs')),
     );
-    const limiter = limiterOf(apiUrl).stats();
+    // The limiter local mode's runs shared (one per process and service).
+    const limiter = sharedRateLimiter(apiUrl).stats();
     return {
       ...result,
       ...measurement,

@@ -11,7 +11,6 @@
  */
 import { ENDPOINTS, type EndpointName, type SimulatedServiceOptions } from '../../local/service/index.js';
 import { startLocalMode, type LocalMode, type LocalModeOptions } from '../../local/mode/local-mode.js';
-import { sharedRateLimiter } from '../../lambdas/service-client/rate-limit.js';
 import type { RunStatus } from '../../lambdas/run/status.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { BRISK_SERVICE, finished } from './local-mode.js';
@@ -171,11 +170,6 @@ export async function serviceTally(
     rateLimited,
     lowerBoundMs: (Math.max(0, requestsServed - maxRequestsPerSecond) / maxRequestsPerSecond) * 1000,
   };
-}
-
-/** The client limiter local mode's runs shared (one per process and service). */
-export function limiterOf(serviceUrl: string) {
-  return sharedRateLimiter(serviceUrl);
 }
 
 function failureOf(status: RunStatus | null): string {

@@ -5,8 +5,8 @@
  *
  * `npm test` runs 20 drops (about 280 requests: 13 s at the limit, the first 20 at once); `npm run test:reliability`
  * (HOPPER_RELIABILITY=full) runs 100. Both print the wall time against the lower bound the limit
- * sets; on a 2-core machine local mode's own CPU (about 2 s per drop) sets the pace, not the
- * limit, so the time is reported, not asserted (docs/performance.md, Scale).
+ * sets; only the full form holds it to the goal's 1.5x, since at 20 drops local mode's start-up
+ * and the last runs' tail weigh too much (docs/performance.md, Scale).
  */
 import { describe, expect, it } from 'vitest';
 import { runManyDrops } from '../helpers/scale-run.js';
@@ -14,7 +14,7 @@ import { runManyDrops } from '../helpers/scale-run.js';
 const FULL = process.env.HOPPER_RELIABILITY === 'full';
 const DROPS = FULL ? 100 : 20;
 const RATE = 20;
-// Bounds, not goals: 100 runs take some 3 to 4 minutes of local mode's CPU on 2 cores.
+// Bounds, not goals: 100 runs took 78 to 169 s here, quiet or loaded.
 const TIMEOUT_MS = FULL ? 900_000 : 300_000;
 
 describe(`scale: ${DROPS} drops at once, the service limited to ${RATE} requests per second`, () => {
