@@ -119,7 +119,7 @@ async function packagesReachedFrom(entry: string): Promise<Set<string>> {
 
 describe('the command line without devDependencies', () => {
   it('loads only dependencies, never a devDependency (cdk-nag, esbuild, vitest, ...)', async () => {
-    const packages = await packagesReachedFrom('local/cli.ts');
+    const packages = await packagesReachedFrom('local/cli/index.ts');
     // It does reach the stack (local mode synthesizes it) and the service client.
     expect(packages).toContain('aws-cdk-lib');
     expect(packages).toContain('undici');
@@ -131,7 +131,7 @@ describe('the command line without devDependencies', () => {
 });
 
 describe('package.json engines', () => {
-  /** Declared Node 22, runs on 20 with local/mode/with-resolvers.ts (README, "Node.js"). */
+  /** Declared Node 22, runs on 20 with local/emulator/with-resolvers.ts (README, "Node.js"). */
   const POLYFILLED_ON_20 = new Set(['aws-local-stepfunctions']);
 
   it('the range reader knows the forms the lockfile uses', () => {

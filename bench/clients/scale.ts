@@ -3,7 +3,7 @@
  * machine and the real handlers, all in this process) against the simulated service in its own
  * process, with many drops put at once.
  */
-import { startLocalMode } from '../../local/mode/local-mode.js';
+import { startLocalMode } from '../../local/emulator/local-mode.js';
 import { sharedRateLimiter } from '../../lambdas/service-client/rate-limit.js';
 import { dropAllAtOnce, SCALE_LOCAL_MODE } from '../../test/helpers/scale-run.js';
 import type { ClientResult, Measure } from '../harness/protocol.js';

@@ -8,7 +8,7 @@
  * - the execution is open and the input differs, or it has closed, whatever the input:
  *   ExecutionAlreadyExists.
  * Starting goes through ExecutionStarter: Step Functions in the cloud (sfnExecutionStarter), the
- * local interpreter in local mode (local/mode/state-machine.ts), both under that rule.
+ * local interpreter in local mode (local/emulator/state-machine.ts), both under that rule.
  */
 import { createHash } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';

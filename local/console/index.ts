@@ -2,8 +2,8 @@
  * The local console as the commands use it: started when chosen, and a wait for Ctrl-C for
  * `hopper run --console`, which keeps it up after the run.
  */
-import type { LocalMode, LocalModeOptions } from '../mode/local-mode.js';
-import type { ConsoleChoice } from '../mode/options.js';
+import type { LocalMode, LocalModeOptions } from '../emulator/local-mode.js';
+import type { ConsoleChoice } from '../cli/options.js';
 import { startConsole, type LocalConsole } from './server.js';
 
 export { startConsole, type LocalConsole } from './server.js';

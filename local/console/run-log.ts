@@ -11,7 +11,7 @@ import type {
   ExecutionEvent,
   ExecutionOutcome,
   LocalStateMachine,
-} from '../mode/state-machine.js';
+} from '../emulator/state-machine.js';
 
 /** A run's state as the console shows it: the status file's words, plus `stopped` (Ctrl-C). */
 export type ConsoleRunState = 'running' | 'succeeded' | 'failed' | 'interrupted' | 'stopped' | 'superseded';

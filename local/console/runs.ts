@@ -5,7 +5,7 @@
  */
 import { describeFailure } from '../../lambdas/run/lambda-error.js';
 import type { RunStatus } from '../../lambdas/run/status.js';
-import type { ExecutionEvent } from '../mode/state-machine.js';
+import type { ExecutionEvent } from '../emulator/state-machine.js';
 import type { BucketView } from './bucket-view.js';
 import { summarize, type ConsoleRunState, type RunLog, type RunSummary } from './run-log.js';
 

@@ -23,7 +23,7 @@ import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { messageOf } from '../../lambdas/run/errors.js';
-import type { LocalMode } from '../mode/local-mode.js';
+import type { LocalMode } from '../emulator/local-mode.js';
 import { BucketView } from './bucket-view.js';
 import { loadErrorAdvice, type ErrorAdvice } from './error-advice.js';
 import { RunLog, type ConsoleRunState } from './run-log.js';

@@ -6,7 +6,7 @@
 import type { IncomingMessage } from 'node:http';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { inboxKey } from '../../lambdas/storage/keys.js';
-import { checkDropFiles, DropFolderError } from '../mode/drop-folder.js';
+import { checkDropFiles, DropFolderError } from '../cli/drop-folder.js';
 
 /** A drop or file name the console refuses (a 400 with this message). */
 export class UploadError extends Error {

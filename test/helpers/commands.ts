@@ -3,10 +3,10 @@
  * shell would after eval'ing `hopper local`'s export lines, with their output captured.
  */
 import { Writable } from 'node:stream';
-import type { CommandDeps } from '../../local/commands/target.js';
-import { exportLines } from '../../local/mode/local-command.js';
-import type { LocalMode } from '../../local/mode/local-mode.js';
-import type { CommandIo } from '../../local/mode/command-io.js';
+import type { CommandDeps } from '../../local/cli/target.js';
+import { exportLines } from '../../local/cli/local.js';
+import type { LocalMode } from '../../local/emulator/local-mode.js';
+import type { CommandIo } from '../../local/cli/command-io.js';
 
 export type Command = (argv: readonly string[], io?: CommandIo, deps?: CommandDeps) => Promise<number>;
 

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterEach } from 'vitest';
 import { TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { startConsole, type LocalConsole } from '../../local/console/index.js';
-import type { LocalMode, LocalModeOptions } from '../../local/mode/local-mode.js';
+import type { LocalMode, LocalModeOptions } from '../../local/emulator/local-mode.js';
 import { useLocalMode } from './local-mode.js';
 
 export interface ConsoleFixture {

@@ -3,9 +3,9 @@
  * (LocalStateMachine): Task states answered by the given functions (by state name), Wait states
  * and retry pauses cut short, and every event of the execution collected.
  */
-import type { AslDefinition } from '../../local/mode/definition.js';
+import type { AslDefinition } from '../../local/emulator/definition.js';
 import type { ExecutionInput } from '../../lambdas/trigger/start-execution.js';
-import { LocalStateMachine, type ExecutionEvent } from '../../local/mode/state-machine.js';
+import { LocalStateMachine, type ExecutionEvent } from '../../local/emulator/state-machine.js';
 
 export type { ExecutionEvent };
 

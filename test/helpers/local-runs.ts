@@ -5,7 +5,7 @@
  */
 import { expect } from 'vitest';
 import type { RunStatus } from '../../lambdas/run/status.js';
-import type { LocalMode } from '../../local/mode/local-mode.js';
+import type { LocalMode } from '../../local/emulator/local-mode.js';
 import { modelBytesAt } from '../../local/service/index.js';
 import { BRISK_SERVICE, modelObjects, type FinishedRun } from './local-mode.js';
 

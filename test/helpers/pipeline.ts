@@ -8,7 +8,7 @@ import { GetObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } 
 import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import type { RunEventBus } from '../../lambdas/run/event-bus.js';
-import { LocalEventBus } from '../../local/mode/event-bus.js';
+import { LocalEventBus } from '../../local/emulator/event-bus.js';
 import { startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
 import {
   DEFAULT_OPTIONS,

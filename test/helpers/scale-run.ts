@@ -10,7 +10,7 @@
  * the service's counters can be read). runManyDrops puts them together in one process.
  */
 import { ENDPOINTS, type EndpointName, type SimulatedServiceOptions } from '../../local/service/index.js';
-import { startLocalMode, type LocalMode, type LocalModeOptions } from '../../local/mode/local-mode.js';
+import { startLocalMode, type LocalMode, type LocalModeOptions } from '../../local/emulator/local-mode.js';
 import type { RunStatus } from '../../lambdas/run/status.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { BRISK_SERVICE, finished } from './local-mode.js';

@@ -18,7 +18,7 @@ import type { RunState } from '../../lambdas/run/state.js';
 import { STEPS, STOPS, type StopName } from '../../lambdas/run/vocabulary.js';
 import { NEXT_ACTIONS, type NextAction } from '../../lambdas/service-client/index.js';
 import { reportOf } from '../../lambdas/steps/report.js';
-import { synthesizeLocalDefinition, type AslState } from '../../local/mode/definition.js';
+import { synthesizeLocalDefinition, type AslState } from '../../local/emulator/definition.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const path = (file: string) => `${ROOT}${file}`;

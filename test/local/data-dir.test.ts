@@ -12,7 +12,7 @@ import { readStatus } from '../../lambdas/run/status.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { startConsole } from '../../local/console/index.js';
 import type { RunPage } from '../../local/console/runs.js';
-import { startLocalMode, type LocalMode } from '../../local/mode/local-mode.js';
+import { startLocalMode, type LocalMode } from '../../local/emulator/local-mode.js';
 import {
   BRISK_SERVICE,
   dropAndRun,

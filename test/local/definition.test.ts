@@ -1,10 +1,10 @@
 /**
- * The state machine definition as local mode gets it (local/mode/definition.ts): its shape as
+ * The state machine definition as local mode gets it (local/emulator/definition.ts): its shape as
  * docs/pipeline.md says, accepted by aws-local-stepfunctions, and routed as docs/pipeline.md says. The
  * routing tests run the extracted ASL with scripted Task handlers (by state name): they test the
  * definition, not the handlers.
  */
-import '../../local/mode/with-resolvers.js';
+import '../../local/emulator/with-resolvers.js';
 import { existsSync } from 'node:fs';
 import { StateMachine, type StateMachineDefinition } from 'aws-local-stepfunctions';
 import { describe, expect, it } from 'vitest';
@@ -12,7 +12,7 @@ import {
   PLACEHOLDER_FUNCTION_ARN_PREFIX,
   synthesizeLocalDefinition,
   type AslState,
-} from '../../local/mode/definition.js';
+} from '../../local/emulator/definition.js';
 import { RunError, retryable } from '../../lambdas/run/errors.js';
 import { executeLocally, type LocalExecution } from '../helpers/local-execution.js';
 import type { DatasetSlot, ModelSlot, RunConfig, RunInput } from '../../lambdas/run/state.js';

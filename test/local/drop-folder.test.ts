@@ -7,7 +7,7 @@ import { GetObjectCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_FILES } from '../../lambdas/drop/train-json.js';
 import { inboxKey } from '../../lambdas/storage/keys.js';
-import { DropFolderError, readDropFolder, uploadDropFolder } from '../../local/mode/drop-folder.js';
+import { DropFolderError, readDropFolder, uploadDropFolder } from '../../local/cli/drop-folder.js';
 import { startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
 import { uniqueDrop } from '../helpers/pipeline.js';
 

@@ -9,10 +9,10 @@ import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
 import type { RunEventDetail } from '../../lambdas/run/events.js';
 import { executionArnOf } from '../../lambdas/trigger/start-execution.js';
-import type { DeliveredRunEvent } from '../../local/mode/event-bus.js';
-import type { LocalMode } from '../../local/mode/local-mode.js';
-import { LambdaInvocationError } from '../../local/mode/lambda-invoke.js';
-import { LOCAL_STATE_MACHINE_ARN } from '../../local/mode/state-machine.js';
+import type { DeliveredRunEvent } from '../../local/emulator/event-bus.js';
+import type { LocalMode } from '../../local/emulator/local-mode.js';
+import { LambdaInvocationError } from '../../local/emulator/lambda-invoke.js';
+import { LOCAL_STATE_MACHINE_ARN } from '../../local/emulator/state-machine.js';
 import { dropAndRun, type FinishedRun, useLocalMode } from '../helpers/local-mode.js';
 import { expectFailed, expectSucceeded, LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
 

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { FILES_EXPIRY_MARGIN_SECONDS } from '../../lambdas/run/polling.js';
 import { LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/retry-budget.js';
-import type { LocalMode } from '../../local/mode/local-mode.js';
+import type { LocalMode } from '../../local/emulator/local-mode.js';
 import type { FaultRule } from '../../local/service/index.js';
 import { fastClock, type FastClock } from '../helpers/fast-clock.js';
 import {

@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { TaskName } from '../../infra/tasks.js';
-import type { LocalMode, LocalTask } from '../../local/mode/local-mode.js';
+import type { LocalMode, LocalTask } from '../../local/emulator/local-mode.js';
 import type { SimulatedService } from '../../local/service/index.js';
 import {
   dropAndRun,

@@ -4,11 +4,11 @@
  * crashed runtime), the state machine runs the step again, and the run finishes with one
  * dataset, one credit, one model copied whole and no label conflict. Local mode end to end:
  * the synthesized definition, the real handlers, the local S3, the simulated service over HTTP;
- * the kills are injected where requests leave the process (local/mode/handler-kills.ts).
+ * the kills are injected where requests leave the process (test/helpers/handler-kills.ts).
  */
 import { ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LAMBDA_TIMEOUT_ERROR } from '../../local/mode/lambda-invoke.js';
+import { LAMBDA_TIMEOUT_ERROR } from '../../local/emulator/lambda-invoke.js';
 import {
   HandlerKills,
   LAMBDA_CRASH_ERROR,
@@ -16,8 +16,8 @@ import {
   endpointOf,
   type KillRule,
   type SideEffect,
-} from '../../local/mode/handler-kills.js';
-import type { LocalMode } from '../../local/mode/local-mode.js';
+} from '../helpers/handler-kills.js';
+import type { LocalMode } from '../../local/emulator/local-mode.js';
 import { startLocalS3 } from '../../local/s3/local-s3.js';
 import { modelBytesAt } from '../../local/service/index.js';
 import { dropAndRun, modelObjects, statesEntered, useLocalMode } from '../helpers/local-mode.js';

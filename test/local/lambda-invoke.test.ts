@@ -7,7 +7,7 @@ import {
   LAMBDA_TIMEOUT_ERROR,
   LambdaInvocationError,
   RunningInvocations,
-} from '../../local/mode/lambda-invoke.js';
+} from '../../local/emulator/lambda-invoke.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

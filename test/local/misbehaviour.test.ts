@@ -6,7 +6,7 @@
  * and nothing half-written under models/<drop>/.
  */
 import { describe, expect, it } from 'vitest';
-import type { LocalMode } from '../../local/mode/local-mode.js';
+import type { LocalMode } from '../../local/emulator/local-mode.js';
 import type { SimulatedService } from '../../local/service/index.js';
 import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/polling.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';

@@ -20,7 +20,7 @@ describe('the X-Ray SDK', () => {
     const script = `
       import { createRequire } from 'node:module';
       const loaded = () => Object.keys(createRequire(import.meta.url).cache).some((path) => path.includes('aws-xray-sdk-core'));
-      await import('./local/mode/local-mode.ts');
+      await import('./local/emulator/local-mode.ts');
       for (const path of ${JSON.stringify(handlers)}) await import(path);
       const before = loaded();
       const { runtimeFromEnvironment } = await import('./lambdas/run/runtime.ts');

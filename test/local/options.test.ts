@@ -7,7 +7,7 @@ import {
   type LocalCommandOptions,
   type ParsedLocal,
   type ParsedRun,
-} from '../../local/mode/options.js';
+} from '../../local/cli/options.js';
 
 /** No HOPPER_API_KEY: the tests never read the environment they run in. */
 const NO_ENV: NodeJS.ProcessEnv = {};

@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { OUT_LOCK_FILE, OutFolderError, prepareOutFolder } from '../../local/mode/out-folder.js';
+import { OUT_LOCK_FILE, OutFolderError, prepareOutFolder } from '../../local/cli/out-folder.js';
 
 let work: string;
 beforeEach(async () => {

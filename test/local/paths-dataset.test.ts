@@ -7,7 +7,7 @@
  * The model's paths (training, copy, triggers) are in paths-model.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import type { LocalMode } from '../../local/mode/local-mode.js';
+import type { LocalMode } from '../../local/emulator/local-mode.js';
 import {
   dropAndRun,
   modelObjects,

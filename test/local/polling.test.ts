@@ -4,7 +4,7 @@
  * second of real time and every figure below is measured on the service's clock.
  */
 import { describe, expect, it } from 'vitest';
-import type { LocalMode } from '../../local/mode/local-mode.js';
+import type { LocalMode } from '../../local/emulator/local-mode.js';
 import { dropAndRun, useLocalMode } from '../helpers/local-mode.js';
 import { expectSucceeded, LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
 import { fastClock } from '../helpers/fast-clock.js';

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { retryable } from '../../lambdas/run/errors.js';
-import { LambdaInvocationError } from '../../local/mode/lambda-invoke.js';
+import { LambdaInvocationError } from '../../local/emulator/lambda-invoke.js';
 import {
   formatBytes,
   formatProgress,
@@ -10,8 +10,8 @@ import {
   progressOf,
   reporterFor,
   type RunProgress,
-} from '../../local/mode/progress.js';
-import type { ExecutionEvent } from '../../local/mode/state-machine.js';
+} from '../../local/cli/progress.js';
+import type { ExecutionEvent } from '../../local/emulator/state-machine.js';
 
 /** The part of a run's state progress reads: $.dataset and $.model. */
 const DATASET = { id: 'ds_1', step: 2, nextAction: 'wait', waitSeconds: 15 };

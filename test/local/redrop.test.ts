@@ -12,8 +12,8 @@ import { describe, expect, it } from 'vitest';
 import { readStatus, type RunStatus } from '../../lambdas/run/status.js';
 import type { ReportSlot, RunState } from '../../lambdas/run/state.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { runRunsCommand, type RunSummary } from '../../local/commands/runs.js';
-import type { LocalMode, LocalTask } from '../../local/mode/local-mode.js';
+import { runRunsCommand, type RunSummary } from '../../local/cli/runs.js';
+import type { LocalMode, LocalTask } from '../../local/emulator/local-mode.js';
 import type { TaskName } from '../../infra/tasks.js';
 import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
 import {

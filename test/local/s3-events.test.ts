@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { bareEtag } from '../../lambdas/storage/objects.js';
 import type { S3ObjectCreatedEvent } from '../../lambdas/trigger/start-execution.js';
 import { startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
-import { connectS3Events, ruleMatches, type S3EventSource } from '../../local/mode/s3-events.js';
+import { connectS3Events, ruleMatches, type S3EventSource } from '../../local/emulator/s3-events.js';
 import { uniqueDrop } from '../helpers/pipeline.js';
 
 /** Bound on every wait for a delivery. */

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AslDefinition, AslState } from '../../local/mode/definition.js';
+import type { AslDefinition, AslState } from '../../local/emulator/definition.js';
 import { retryable, RunError } from '../../lambdas/run/errors.js';
 import type { RunInput } from '../../lambdas/run/state.js';
 import { withExecutionArn, type ExecutionInput } from '../../lambdas/trigger/start-execution.js';
-import { asLambda } from '../../local/mode/lambda-invoke.js';
+import { asLambda } from '../../local/emulator/lambda-invoke.js';
 import {
   LOCAL_STATE_MACHINE_ARN,
   LocalStateMachine,
@@ -11,7 +11,7 @@ import {
   type ExecutionEvent,
   type ExecutionOutcome,
   type LocalStateMachineOptions,
-} from '../../local/mode/state-machine.js';
+} from '../../local/emulator/state-machine.js';
 import { withTimeout } from '../helpers/timeout.js';
 
 /** Bound on every wait for an execution: the definitions here run in milliseconds. */
@@ -462,7 +462,7 @@ describe('LocalStateMachine', () => {
   });
 });
 
-describe('history events: what Step Functions would record (local/mode/history.ts)', () => {
+describe('history events: what Step Functions would record (local/emulator/history.ts)', () => {
   /** Work retried twice on E, then caught to a Fail state. */
   const RETRIED_THEN_CAUGHT: AslDefinition = {
     StartAt: 'Work',

@@ -6,10 +6,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { runModelsCommand } from '../../local/commands/models.js';
-import { runRetryCommand } from '../../local/commands/retry.js';
-import { runRunsCommand } from '../../local/commands/runs.js';
-import { runStatusCommand } from '../../local/commands/status.js';
+import { runModelsCommand } from '../../local/cli/models.js';
+import { runRetryCommand } from '../../local/cli/retry.js';
+import { runRunsCommand } from '../../local/cli/runs.js';
+import { runStatusCommand } from '../../local/cli/status.js';
 import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
 import { dropAndRun, finished, nextExecution, useLocalMode } from '../helpers/local-mode.js';
 

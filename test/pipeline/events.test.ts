@@ -23,7 +23,7 @@ import { announceRun } from '../../lambdas/run/publish-events.js';
 import type { CopySlot, DatasetSlot, ModelSlot, RunFailure, RunState } from '../../lambdas/run/state.js';
 import { reportStep } from '../../lambdas/steps/report.js';
 import { eventMarkerKey } from '../../lambdas/storage/keys.js';
-import { LocalEventBus } from '../../local/mode/event-bus.js';
+import { LocalEventBus } from '../../local/emulator/event-bus.js';
 import { CLIENT_SETTINGS, startAwsJsonEndpoint, type AwsJsonEndpoint } from '../helpers/aws-json-endpoint.js';
 import { invocationContext, stepEnv, uniqueDrop, usePipelineFixtures } from '../helpers/pipeline.js';
 import { configOf, stateOf } from './service-steps.js';

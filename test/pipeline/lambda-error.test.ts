@@ -10,7 +10,7 @@ import {
   parseCodedMessage,
   TIMEOUT_ERRORS,
 } from '../../lambdas/run/lambda-error.js';
-import { LambdaInvocationError } from '../../local/mode/lambda-invoke.js';
+import { LambdaInvocationError } from '../../local/emulator/lambda-invoke.js';
 
 const STACK = 'Error: boom\n    at step (/var/task/index.mjs:10:5)\n    at process (node:internal/x:1:1)';
 

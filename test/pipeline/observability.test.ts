@@ -9,7 +9,7 @@ import type { Tracer } from '@aws-lambda-powertools/tracer';
 import type { Context } from 'aws-lambda';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { LocalEventBus } from '../../local/mode/event-bus.js';
+import { LocalEventBus } from '../../local/emulator/event-bus.js';
 import { stepHandler, type Step } from '../../lambdas/run/handler.js';
 import { METRIC, METRICS_NAMESPACE } from '../../lambdas/run/metric-names.js';
 import { createRuntime, runtimeFromEnvironment, type Runtime } from '../../lambdas/run/runtime.js';

@@ -6,10 +6,10 @@
  * stretches it fails here; the local-mode run below shows the same mechanism end to end, with
  * the client's timings shrunk to milliseconds.
  */
-import '../../local/mode/with-resolvers.js';
+import '../../local/emulator/with-resolvers.js';
 import { describe, expect, it } from 'vitest';
 import { readFile } from 'node:fs/promises';
-import { synthesizeLocalDefinition, type AslState } from '../../local/mode/definition.js';
+import { synthesizeLocalDefinition, type AslState } from '../../local/emulator/definition.js';
 import { RETRYABLE_ERROR } from '../../lambdas/run/errors.js';
 import {
   DEADLINE_MARGIN_MS,

@@ -1,11 +1,11 @@
 /**
  * The cloud ExecutionStarter: StartExecution through the real SFN client, against local mode's
- * Step Functions endpoint (local/mode/executions-endpoint.ts) over a LocalStateMachine, which keep
+ * Step Functions endpoint (local/emulator/executions-endpoint.ts) over a LocalStateMachine, which keep
  * Step Functions' rule for a Standard workflow's name seen before: the same input while the
  * execution is open answers that execution, other input or a closed execution is
  * ExecutionAlreadyExists (https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html).
  */
-import '../../local/mode/with-resolvers.js';
+import '../../local/emulator/with-resolvers.js';
 import { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -13,9 +13,12 @@ import {
   withExecutionArn,
   type ExecutionInput,
 } from '../../lambdas/trigger/start-execution.js';
-import type { AslDefinition } from '../../local/mode/definition.js';
-import { startExecutionsEndpoint, type ExecutionsEndpoint } from '../../local/mode/executions-endpoint.js';
-import { LOCAL_STATE_MACHINE_ARN, LocalStateMachine } from '../../local/mode/state-machine.js';
+import type { AslDefinition } from '../../local/emulator/definition.js';
+import {
+  startExecutionsEndpoint,
+  type ExecutionsEndpoint,
+} from '../../local/emulator/executions-endpoint.js';
+import { LOCAL_STATE_MACHINE_ARN, LocalStateMachine } from '../../local/emulator/state-machine.js';
 import { CLIENT_SETTINGS } from '../helpers/aws-json-endpoint.js';
 import { withTimeout } from '../helpers/timeout.js';
 

@@ -12,7 +12,7 @@ import {
   type ExecutionStarter,
   type KnownExecution,
 } from '../../lambdas/trigger/start-execution.js';
-import { s3ObjectCreatedEvent } from '../../local/mode/s3-events.js';
+import { s3ObjectCreatedEvent } from '../../local/emulator/s3-events.js';
 import { uniqueDrop, usePipelineFixtures } from '../helpers/pipeline.js';
 
 const fixtures = usePipelineFixtures();

@@ -3,7 +3,7 @@
  * simulated service fails a tenth of the requests on every endpoint and file URL (429 with
  * Retry-After, 500, 503, connections dropped before or after the service acted), a third of the
  * model downloads are cut halfway, and handlers are killed at random right after a side effect
- * (local/mode/handler-kills.ts). It prints the figures docs/reliability.md records and asserts the
+ * (test/helpers/handler-kills.ts). It prints the figures docs/reliability.md records and asserts the
  * promises: every run succeeds, every model is byte-exact, one credit per drop, no model lost.
  *
  * Under the same faults it scans everything Hopper writes or says for the API key: every log line
@@ -20,9 +20,9 @@ import { LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/retry-budget.js';
 import { readStatus, type RunStatus } from '../../lambdas/run/status.js';
 import { MODELS_PREFIX, STATUS_PREFIX } from '../../lambdas/storage/keys.js';
 import { TrainingServiceClient, type Dataset, type Model } from '../../lambdas/service-client/index.js';
-import { HandlerKills } from '../../local/mode/handler-kills.js';
-import { startLocalMode, type LocalMode } from '../../local/mode/local-mode.js';
-import type { ExecutionOutcome } from '../../local/mode/state-machine.js';
+import { HandlerKills } from '../helpers/handler-kills.js';
+import { startLocalMode, type LocalMode } from '../../local/emulator/local-mode.js';
+import type { ExecutionOutcome } from '../../local/emulator/state-machine.js';
 import { modelBytesAt, type FaultRule } from '../../local/service/index.js';
 import { synthesize } from '../infra/helpers.js';
 import { BRISK_SERVICE, dropAndRun, type FinishedRun } from '../helpers/local-mode.js';

@@ -1,7 +1,7 @@
 /**
  * Long runs (issue 9): many held-out labels and a training of days must stay inside Step
  * Functions' 25,000-event execution history and Lambda's 15 minutes. Local mode counts the
- * history events Step Functions would record for the run (local/mode/history.ts) on a fast clock
+ * history events Step Functions would record for the run (local/emulator/history.ts) on a fast clock
  * (each Wait moves the simulated service's clock by its seconds), and this test asserts the count.
  *
  * `npm test` runs a bounded form (2,000 labels, a 3-day training) and projects from its measured
@@ -14,8 +14,8 @@ import { TASKS } from '../../infra/tasks.js';
 import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/polling.js';
 import { TIME_BOX } from '../../lambdas/run/time-box.js';
 import { DEFAULT_LABEL_BATCH_LIMITS } from '../../lambdas/steps/label-examples.js';
-import { HISTORY_EVENT_LIMIT, historyEventCount, historyEventsOf } from '../../local/mode/history.js';
-import type { ExecutionEvent } from '../../local/mode/state-machine.js';
+import { HISTORY_EVENT_LIMIT, historyEventCount, historyEventsOf } from '../../local/emulator/history.js';
+import type { ExecutionEvent } from '../../local/emulator/state-machine.js';
 import { fastClock } from '../helpers/fast-clock.js';
 import { dropAndRun, statesEntered, useLocalMode } from '../helpers/local-mode.js';
 import { expectSucceeded } from '../helpers/local-runs.js';

@@ -1,6 +1,6 @@
-/** Argument parsing of the simulated service's CLI (local/service/cli-args.ts), without spawning it. */
+/** Argument parsing of the simulated service's CLI (local/cli/service-args.ts), without spawning it. */
 import { describe, expect, it } from 'vitest';
-import { CliUsageError, parseCliArgs, parseFaultFlag } from '../../local/service/cli-args.js';
+import { CliUsageError, parseCliArgs, parseFaultFlag } from '../../local/cli/service-args.js';
 import { DEFAULT_OPTIONS } from '../../local/service/index.js';
 import type { SimulatedServiceOptions } from '../../local/service/index.js';
 

@@ -4,7 +4,7 @@
  * code and a message naming what is wrong, before a training is started (no credit spent).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalMode, type LocalMode } from '../../../local/mode/local-mode.js';
+import { startLocalMode, type LocalMode } from '../../../local/emulator/local-mode.js';
 import { BRISK_SERVICE, dropAndRun, statesEntered, type FinishedRun } from '../../helpers/local-mode.js';
 import { CASES } from './cases.js';
 

@@ -2,8 +2,8 @@
  * `hopper service [flags]` (also `npm run service -- [flags]`): runs the simulated service on
  * its own until SIGINT/SIGTERM. Flags: see cli-args.ts (or --help).
  */
-import { CliUsageError, parseCliArgs, type CliCommand } from './cli-args.js';
-import { startSimulatedService } from './server.js';
+import { CliUsageError, parseCliArgs, type CliCommand } from './service-args.js';
+import { startSimulatedService } from '../service/index.js';
 
 /** Resolves to the exit code: 0 after a clean shutdown, 1 if the service cannot start, 2 on bad flags. */
 export async function runServiceCommand(argv: readonly string[]): Promise<number> {

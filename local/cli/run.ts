@@ -15,13 +15,13 @@ import { readStatus } from '../../lambdas/run/status.js';
 import { copiedModel, type CopySlot, type RunState } from '../../lambdas/run/state.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { DropFolderError, readDropFolder, uploadDropFolder, type DropFolder } from './drop-folder.js';
-import type { LocalMode } from './local-mode.js';
+import type { LocalMode } from '../emulator/local-mode.js';
 import { copyModelOut, MODEL_FILES } from './model-out.js';
 import { OutFolderError, prepareOutFolder, type OutFolder } from './out-folder.js';
 import { CliUsageError, parseRunArgs, RUN_HELP } from './options.js';
 import { describeFailure } from '../../lambdas/run/lambda-error.js';
 import { formatBytes, progressOf, reporterFor } from './progress.js';
-import type { ExecutionOutcome } from './state-machine.js';
+import type { ExecutionOutcome } from '../emulator/state-machine.js';
 import { EXIT, interruptSignal, processIo, type CommandIo } from './command-io.js';
 
 /** How long train.json's upload may go without its run starting (the trigger is in-process). */
@@ -64,7 +64,7 @@ export async function runRunCommand(argv: readonly string[], io: CommandIo = pro
   let latest: RunState | undefined;
   // Loaded only now: a refused command line or folder answers without loading local mode.
   const [{ startLocalMode }, { consoleFor, untilStopped }, { trainingsUnderWay }] = await Promise.all([
-    import('./local-mode.js'),
+    import('../emulator/local-mode.js'),
     import('../console/index.js'),
     import('./left-at-service.js'),
   ]);

@@ -5,13 +5,13 @@
 // Each command is loaded when asked for: --help, a refused command line or `hopper status`
 // answers without loading local mode, the CDK app and the local S3 server.
 const COMMANDS: Readonly<Record<string, (argv: readonly string[]) => Promise<number>>> = {
-  run: async (argv) => (await import('./mode/run-command.js')).runRunCommand(argv),
-  local: async (argv) => (await import('./mode/local-command.js')).runLocalCommand(argv),
-  service: async (argv) => (await import('./service/cli.js')).runServiceCommand(argv),
-  status: async (argv) => (await import('./commands/status.js')).runStatusCommand(argv),
-  runs: async (argv) => (await import('./commands/runs.js')).runRunsCommand(argv),
-  models: async (argv) => (await import('./commands/models.js')).runModelsCommand(argv),
-  retry: async (argv) => (await import('./commands/retry.js')).runRetryCommand(argv),
+  run: async (argv) => (await import('./run.js')).runRunCommand(argv),
+  local: async (argv) => (await import('./local.js')).runLocalCommand(argv),
+  service: async (argv) => (await import('./service.js')).runServiceCommand(argv),
+  status: async (argv) => (await import('./status.js')).runStatusCommand(argv),
+  runs: async (argv) => (await import('./runs.js')).runRunsCommand(argv),
+  models: async (argv) => (await import('./models.js')).runModelsCommand(argv),
+  retry: async (argv) => (await import('./retry.js')).runRetryCommand(argv),
 };
 
 const USAGE = `Usage: hopper <command> [options]

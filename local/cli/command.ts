@@ -6,8 +6,8 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { messageOf } from '../../lambdas/run/errors.js';
 import { ServiceError } from '../../lambdas/service-client/index.js';
-import { EXIT, processIo, type CommandIo } from '../mode/command-io.js';
-import { CliUsageError } from '../service/cli-args.js';
+import { EXIT, processIo, type CommandIo } from './command-io.js';
+import { CliUsageError } from './service-args.js';
 import { CommandError, resolveTarget, type CommandDeps, type Target } from './target.js';
 
 export { CommandError, CliUsageError, EXIT, type CommandDeps, type CommandIo };

@@ -16,8 +16,8 @@ import {
 } from '@aws-sdk/client-secrets-manager';
 import { SFNClient, type SFNClientConfig } from '@aws-sdk/client-sfn';
 import { messageOf } from '../../lambdas/run/errors.js';
-import { API_KEY_ENV } from '../mode/options.js';
-import { DEFAULT_OPTIONS as SIMULATED_DEFAULTS } from '../service/options.js';
+import { API_KEY_ENV } from './options.js';
+import { DEFAULT_OPTIONS as SIMULATED_DEFAULTS } from '../service/index.js';
 import {
   HOPPER_BUCKET_ENV,
   HOPPER_SERVICE_URL_ENV,

@@ -7,7 +7,7 @@
 import type { Writable } from 'node:stream';
 import { describeFailure } from '../../lambdas/run/lambda-error.js';
 import type { RunState } from '../../lambdas/run/state.js';
-import type { ExecutionEvent } from './state-machine.js';
+import type { ExecutionEvent } from '../emulator/state-machine.js';
 
 export interface RunProgress {
   /** The state machine's state (`PollDataset`, `WaitForModel`, ...). */

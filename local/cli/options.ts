@@ -3,8 +3,8 @@
  * apart from the commands so tests can parse without starting anything.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { CliUsageError } from '../service/cli-args.js';
-import type { LocalModeOptions } from './local-mode.js';
+import { CliUsageError } from './service-args.js';
+import type { LocalModeOptions } from '../emulator/local-mode.js';
 
 export { CliUsageError };
 

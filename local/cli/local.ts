@@ -6,18 +6,18 @@
 import { messageOf } from '../../lambdas/run/errors.js';
 import { consoleFor, untilStopped, type LocalConsole } from '../console/index.js';
 import { LOCAL_S3_CREDENTIALS, LOCAL_S3_REGION } from '../s3/local-s3.js';
-import { HOPPER_SERVICE_URL_ENV, HOPPER_STATE_MACHINE_ENV, SFN_ENDPOINT_ENV } from '../commands/settings.js';
-import { formatRunEvent } from './event-bus.js';
-import { startLocalMode, type LocalMode } from './local-mode.js';
+import { HOPPER_SERVICE_URL_ENV, HOPPER_STATE_MACHINE_ENV, SFN_ENDPOINT_ENV } from './settings.js';
+import { formatRunEvent } from '../emulator/event-bus.js';
+import { startLocalMode, type LocalMode } from '../emulator/local-mode.js';
 import { CliUsageError, LOCAL_HELP, parseLocalArgs } from './options.js';
 import { describeFailure } from '../../lambdas/run/lambda-error.js';
 import { formatProgress, progressOf } from './progress.js';
 import { EXIT, interruptSignal, processIo, type CommandIo } from './command-io.js';
-import type { ExecutionOutcome } from './state-machine.js';
+import type { ExecutionOutcome } from '../emulator/state-machine.js';
 
 /**
  * The lines a shell can eval to point an S3 client (aws CLI, SDK) at local mode, and `hopper
- * status`, `runs`, `models` and `retry` (local/commands/) at it too. Never the API key.
+ * status`, `runs`, `models` and `retry` (local/cli/) at it too. Never the API key.
  */
 export function exportLines(
   local: Pick<LocalMode, 'bucket'> & { s3: { endpoint: string } } & Partial<

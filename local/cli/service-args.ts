@@ -11,7 +11,7 @@ import {
   type Encoder,
   type FaultRule,
   type SimulatedServiceOptions,
-} from './options.js';
+} from '../service/options.js';
 
 /** A bad command line: the message names the flag and what it expects (exit code 2). */
 export class CliUsageError extends Error {
