@@ -1,9 +1,16 @@
 /**
  * The `hopper` command as a user runs it: bin/hopper.mjs spawned with Node (through tsx), and
- * its dispatch.
+ * its dispatch; what every command does the same way (unknown flags, --help, exit codes, errors
+ * with --json), checked in-process on each.
  */
+import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
+import { COMMANDS, main } from '../local/cli/index.js';
+import { runStatusCommand } from '../local/cli/status.js';
+import { runCommandCaptured } from './helpers/commands.js';
 import { hopper, startHopper } from './helpers/hopper-cli.js';
+
+const NAMES = Object.keys(COMMANDS);
 
 describe('hopper', () => {
   it('lists its commands on --help and exits 0', async () => {
@@ -46,5 +53,58 @@ describe('hopper', () => {
       throw error;
     }
     expect((await service.stop()).code).toBe(0);
+  });
+
+  it('prints its version from package.json', async () => {
+    const { version } = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    expect(await hopper(['--version'])).toEqual({ code: 0, stdout: `hopper ${version}\n`, stderr: '' });
+  });
+});
+
+describe('every command', () => {
+  it('has every command', () => {
+    expect(NAMES.sort()).toEqual(['local', 'models', 'retry', 'run', 'runs', 'service', 'status']);
+  });
+
+  it.each(NAMES)('%s names an unknown flag and points at its --help, exit 2', async (name) => {
+    const result = await runCommandCaptured(main, [name, '--bogus'], {});
+    expect(result).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `hopper ${name}: unknown option --bogus (see hopper ${name} --help)\n`,
+    });
+  });
+
+  it.each(NAMES)('%s answers --help and -h alike, listing its exit codes', async (name) => {
+    const help = await runCommandCaptured(main, [name, '--help'], {});
+    expect(help).toMatchObject({ code: 0, stderr: '' });
+    expect(help.stdout).toMatch(new RegExp(`^Usage: hopper ${name} `));
+    expect(help.stdout).toMatch(/\nOptions:\n(.*\n)* {2}-h, --help +show this help\n/);
+    expect(help.stdout).toMatch(/\nExit codes:\n {2}0 +\S.*\n(.*\n)* {2}2 +\S/);
+    expect(await runCommandCaptured(main, [name, '-h'], {})).toEqual(help);
+  });
+
+  it('hopper run --help lists every exit code it ends with, 4 and 130 too', async () => {
+    const { stdout } = await runCommandCaptured(main, ['run', '--help'], {});
+    const codes = [...stdout.slice(stdout.indexOf('Exit codes:')).matchAll(/^ {2}(\d+) /gm)].map((m) => m[1]);
+    expect(codes).toEqual(['0', '1', '2', '3', '4', '130']);
+  });
+
+  it('with --json, an error is one JSON object on stdout, with the same exit code', async () => {
+    const usage = await runCommandCaptured(main, ['runs', 'reviews', '--json', '--limit', '0'], {});
+    expect(usage).toMatchObject({ code: 2, stderr: '' });
+    expect(JSON.parse(usage.stdout)).toEqual({
+      error: { code: 'usage', message: '--limit: expected an integer 1..1000, got "0"' },
+    });
+    const failed = await runCommandCaptured(runStatusCommand, ['--json'], {});
+    expect(failed).toMatchObject({ code: 1, stderr: '' });
+    expect(JSON.parse(failed.stdout)).toEqual({
+      error: { code: 'no_target', message: expect.stringContaining('no Hopper to talk to') as string },
+    });
+    const plain = await runCommandCaptured(runStatusCommand, [], {});
+    expect(plain).toMatchObject({ code: 1, stdout: '' });
+    expect(plain.stderr).toMatch(/^hopper status: no Hopper to talk to/);
   });
 });

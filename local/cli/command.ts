@@ -1,141 +1,307 @@
 /**
- * What `hopper status`, `runs`, `models` and `retry` share: their flags (`--stack NAME`,
- * `--json`, `--help`), finding the Hopper they talk to (target.ts), and how they end: 0 done,
- * 1 failed (with a message saying what to do), 2 a bad command line.
+ * What every hopper command shares: its flags as a declarative table (CommandSpec), the one
+ * parser that reads a command line by it (node:util parseArgs, then ranges and allowed values),
+ * the --help it prints from it, the exit codes, and how a command reports an error: a line
+ * `hopper <command>: <message>` on stderr, or, when --json is on the command line, the object
+ * `{"error": {"code", "message"}}` on stdout; the exit code is the same either way.
  */
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { Writable } from 'node:stream';
+import { parseArgs } from 'node:util';
 import { messageOf } from '../../lambdas/run/errors.js';
-import { ServiceError } from '../../lambdas/service-client/index.js';
-import { EXIT, processIo, type CommandIo } from './command-io.js';
-import { CliUsageError } from './service-args.js';
-import { CommandError, resolveTarget, type CommandDeps, type Target } from './target.js';
+import type { CommandDeps } from './target.js';
 
-export { CommandError, CliUsageError, EXIT, type CommandDeps, type CommandIo };
+/** The exit codes of the hopper commands: one meaning each, in every command. */
+export const EXIT = { succeeded: 0, failed: 1, usage: 2, notSaved: 3, busy: 4, stopped: 130 } as const;
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
-/** Where the commands look, for their --help. */
-export const TARGET_HELP = `  --stack NAME        a deployed stack (its outputs, with your AWS credentials and region);
-                      without it, the \`hopper local\` whose printed settings are in the environment
-  --json              print JSON for scripts
-  -h, --help          show this help`;
+const EXIT_MEANINGS: Readonly<Record<ExitCode, string>> = {
+  0: 'done',
+  1: 'failed: the message says why and what to do',
+  2: 'a bad command line (nothing was started)',
+  3: 'the run succeeded, but the model could not be saved to --out: it is kept, and the message says where',
+  4: "refused: a training of this folder's dataset is still under way at the service (an earlier run that was stopped); starting another would spend a second credit",
+  130: 'stopped by Ctrl-C (or SIGTERM)',
+};
 
-type Flags = NonNullable<ParseArgsConfig['options']>;
-export type Values = Record<string, string | boolean | undefined>;
-
-export interface CommandSpec {
-  /** `status`, `runs`, ...: for messages. */
-  readonly name: string;
+/** One flag of a command. */
+export interface Flag {
+  /** The value's placeholder in --help (`N`, `DIR`); a flag without one is a switch. */
+  readonly value?: string;
   readonly help: string;
-  readonly flags?: Flags;
-  /** How many positionals the command takes, and what the first is called. */
-  readonly positionals: { readonly min: number; readonly max: number; readonly what: string };
+  /** An integer flag's bounds. */
+  readonly range?: readonly [min: number, max: number];
+  /** The only values the flag takes. */
+  readonly choices?: readonly string[];
+  /** May be given more than once; its values are kept in order. */
+  readonly multiple?: boolean;
 }
 
-export interface ParsedCommand {
-  readonly values: Values;
-  readonly positionals: readonly string[];
-  readonly json: boolean;
+export type Flags = Readonly<Record<string, Flag>>;
+
+/** A command's command line: what the parser checks, and what --help says. */
+export interface CommandSpec {
+  readonly name: string;
+  /** What follows `hopper <name>` in the usage line, e.g. `<folder> [options]`. */
+  readonly usage: string;
+  readonly about: string;
+  readonly flags: Flags;
+  /** How many arguments the command takes, what the first is, and a hint on giving it (or not). */
+  readonly positionals: {
+    readonly min: number;
+    readonly max: number;
+    readonly what: string;
+    readonly hint: string;
+  };
+  /** The exit codes it ends with: `true` for the common meaning, or its own words. */
+  readonly exits: Readonly<Partial<Record<ExitCode, true | string>>>;
+  /** Text after the exit codes. */
+  readonly more?: string;
 }
 
-/** Runs a command: parses argv, finds the target, runs `body`, reports failures, closes clients. */
-export async function runCommand(
-  spec: CommandSpec,
-  argv: readonly string[],
-  body: (parsed: ParsedCommand, target: Target, io: CommandIo, deps: CommandDeps) => Promise<number>,
-  io: CommandIo = processIo(),
-  deps: CommandDeps = { env: process.env },
-): Promise<number> {
-  let parsed: ParsedCommand & { stack: string | undefined };
-  try {
-    const result = parseCommand(spec, argv);
-    if (result === 'help') {
-      io.stdout.write(spec.help);
-      return EXIT.succeeded;
-    }
-    parsed = result;
-  } catch (error) {
-    if (!(error instanceof CliUsageError)) throw error;
-    io.stderr.write(`hopper ${spec.name}: ${error.message}\n`);
-    return EXIT.usage;
+/** What every command writes to and how it is stopped. */
+export interface CommandIo {
+  readonly stdout: Writable & { isTTY?: boolean };
+  readonly stderr: Writable;
+  /** Stops the command as Ctrl-C does. Default: SIGINT and SIGTERM. */
+  readonly signal?: AbortSignal;
+}
+
+export function processIo(): CommandIo {
+  return { stdout: process.stdout, stderr: process.stderr };
+}
+
+/** Aborts on the first SIGINT or SIGTERM. */
+export function interruptSignal(): AbortSignal {
+  const controller = new AbortController();
+  const onSignal = (signal: NodeJS.Signals): void => {
+    controller.abort(new Error(`stopped by ${signal}`));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  return controller.signal;
+}
+
+/** A failure a command reports as is, with a stable code for --json: what is wrong and what to do. */
+export class CommandError extends Error {
+  override readonly name: string = 'CommandError';
+
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly exit: ExitCode = EXIT.failed,
+  ) {
+    super(message);
   }
-  let target: Target | undefined;
-  try {
-    target = await resolveTarget(parsed.stack, deps);
-    return await body(parsed, target, io, deps);
-  } catch (error) {
-    if (error instanceof CliUsageError) {
-      io.stderr.write(`hopper ${spec.name}: ${error.message}\n`);
-      return EXIT.usage;
-    }
-    io.stderr.write(`hopper ${spec.name}: ${describeError(error)}\n`);
-    return EXIT.failed;
-  } finally {
-    target?.close();
+}
+
+/** A bad command line: the message names the flag or argument and what it expects (exit 2). */
+export class CliUsageError extends CommandError {
+  override readonly name: string = 'CliUsageError';
+
+  constructor(message: string) {
+    super('usage', message, EXIT.usage);
   }
 }
 
-function describeError(error: unknown): string {
-  if (error instanceof CommandError) return error.message;
-  if (error instanceof ServiceError && error.code === 'unauthorized') {
-    return "the training service refused the API key: check the key (HOPPER_API_KEY, or the stack's secret)";
+/** A command line read by its spec. */
+export class Parsed {
+  constructor(
+    readonly positionals: readonly string[],
+    private readonly values: ReadonlyMap<string, string | number | true | readonly string[]>,
+  ) {}
+
+  text(flag: string): string | undefined {
+    const value = this.values.get(flag);
+    return typeof value === 'string' ? value : undefined;
   }
-  if (error instanceof ServiceError) return `the training service failed: ${error.message}`;
-  return messageOf(error);
+
+  number(flag: string): number | undefined {
+    const value = this.values.get(flag);
+    return typeof value === 'number' ? value : undefined;
+  }
+
+  on(flag: string): boolean {
+    return this.values.get(flag) === true;
+  }
+
+  list(flag: string): readonly string[] {
+    const value = this.values.get(flag);
+    return Array.isArray(value) ? (value as readonly string[]) : [];
+  }
 }
 
-function parseCommand(
-  spec: CommandSpec,
-  argv: readonly string[],
-): 'help' | (ParsedCommand & { stack: string | undefined }) {
-  let values: Values;
-  let positionals: string[];
+/**
+ * Reads `argv` by `spec`; 'help' when it asks for help.
+ * @throws CliUsageError naming what is wrong
+ */
+export function parseCommand(spec: CommandSpec, argv: readonly string[]): Parsed | 'help' {
+  const options = Object.fromEntries(
+    Object.entries(spec.flags).map(([name, flag]) => [
+      name,
+      { type: flag.value === undefined ? 'boolean' : 'string', multiple: flag.multiple === true },
+    ]),
+  ) as Record<string, { type: 'boolean' | 'string'; multiple: boolean }>;
+  let parsed: { values: Record<string, unknown>; positionals: string[] };
   try {
-    const parsed = parseArgs({
+    parsed = parseArgs({
       args: [...argv],
-      options: {
-        ...spec.flags,
-        stack: { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
+      options: { ...options, help: { type: 'boolean', short: 'h' } },
       allowPositionals: true,
       strict: true,
     });
-    values = parsed.values;
-    positionals = parsed.positionals;
   } catch (error) {
-    throw new CliUsageError(error instanceof Error ? error.message.replace(/^.*?: /, '') : String(error));
+    throw new CliUsageError(parseArgsProblem(spec, error));
   }
-  if (values.help === true) return 'help';
-  const { min, max, what } = spec.positionals;
-  if (positionals.length < min) throw new CliUsageError(`give the ${what}, e.g. hopper ${spec.name} reviews`);
+  if (parsed.values.help === true) return 'help';
+  const { positionals } = parsed;
+  const { min, max, what, hint } = spec.positionals;
+  const given = positionals.join(' ');
+  if (positionals.length < min) throw new CliUsageError(`give the ${what}, e.g. ${hint}`);
   if (positionals.length > max) {
     throw new CliUsageError(
       max === 0
-        ? `takes no arguments (got ${positionals.join(' ')})`
-        : `give one ${what}, got ${String(positionals.length)}: ${positionals.join(' ')}`,
+        ? `takes no ${what} (got ${given}): ${hint}`
+        : `give one ${what}, got ${String(positionals.length)}: ${given}`,
     );
   }
-  const stack = values.stack;
-  if (stack !== undefined && (typeof stack !== 'string' || stack.trim() === '')) {
-    throw new CliUsageError('--stack: give the stack name, e.g. --stack Hopper');
+  const values = new Map<string, string | number | true | readonly string[]>();
+  for (const [name, flag] of Object.entries(spec.flags)) {
+    const value = parsed.values[name] as string | boolean | string[] | undefined;
+    if (value === undefined) continue;
+    if (typeof value === 'boolean') values.set(name, true);
+    else if (Array.isArray(value))
+      values.set(
+        name,
+        value.map((text) => checked(name, flag, text) as string),
+      );
+    else values.set(name, checked(name, flag, value));
   }
-  return {
-    values,
-    positionals,
-    json: values.json === true,
-    stack: typeof stack === 'string' ? stack : undefined,
-  };
+  return new Parsed(positionals, values);
 }
 
-/** An integer flag within [min, max], or undefined when not given. */
-export function integerFlag(values: Values, flag: string, min: number, max: number): number | undefined {
-  const text = values[flag];
-  if (typeof text !== 'string') return undefined;
-  const value = /^\d{1,9}$/.test(text) ? Number(text) : Number.NaN;
+/** node:util's complaint as a line a person reads: the flag, and where to look. */
+function parseArgsProblem(spec: CommandSpec, error: unknown): string {
+  const message = messageOf(error);
+  const option = /'(-[^' ]*)/.exec(message)?.[1] ?? message;
+  const help = `(see hopper ${spec.name} --help)`;
+  if ((error as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    return `unknown option ${option} ${help}`;
+  }
+  const flag = spec.flags[option.replace(/^--/, '')];
+  return flag?.value === undefined
+    ? `${option} takes no value ${help}`
+    : `${option} needs a value: ${option} ${flag.value} ${help}`;
+}
+
+/** A flag's value, checked against its range or allowed values. */
+function checked(name: string, flag: Flag, text: string): string | number {
+  if (text.trim() === '' && flag.range === undefined) {
+    throw new CliUsageError(`--${name}: got an empty string; give ${flag.value ?? ''}: ${flag.help}`);
+  }
+  if (flag.choices !== undefined && !flag.choices.includes(text)) {
+    throw new CliUsageError(`--${name}: expected one of ${flag.choices.join(', ')}, got "${text}"`);
+  }
+  if (flag.range === undefined) return text;
+  const [min, max] = flag.range;
+  const value = /^-?\d{1,15}$/.test(text) ? Number(text) : Number.NaN;
   if (!(value >= min && value <= max)) {
-    throw new CliUsageError(`--${flag}: expected an integer ${String(min)}..${String(max)}, got "${text}"`);
+    const bounds =
+      max >= Number.MAX_SAFE_INTEGER
+        ? min <= Number.MIN_SAFE_INTEGER
+          ? ''
+          : ` >= ${String(min)}`
+        : ` ${String(min)}..${String(max)}`;
+    throw new CliUsageError(`--${name}: expected an integer${bounds}, got "${text}"`);
   }
   return value;
+}
+
+/** The command's --help, from its spec. */
+export function helpText(spec: CommandSpec): string {
+  const options: [string, string][] = Object.entries(spec.flags).map(([name, flag]) => [
+    `--${name}${flag.value === undefined ? '' : ` ${flag.value}`}`,
+    flag.help,
+  ]);
+  options.push(['-h, --help', 'show this help']);
+  const exits: [string, string][] = Object.entries(spec.exits).map(([code, meaning]) => [
+    code,
+    meaning === true ? EXIT_MEANINGS[Number(code) as ExitCode] : meaning,
+  ]);
+  return [
+    `Usage: hopper ${spec.name} ${spec.usage}`,
+    '',
+    ...wrap(spec.about, 0),
+    '',
+    'Options:',
+    ...columns(options),
+    '',
+    'Exit codes:',
+    ...columns(exits),
+    ...(spec.more === undefined ? [] : ['', spec.more]),
+    '',
+  ].join('\n');
+}
+
+const WIDTH = 100;
+
+/** Two columns, the right one wrapped under itself. */
+function columns(rows: readonly [string, string][]): string[] {
+  const left = Math.max(...rows.map(([name]) => name.length)) + 4;
+  return rows.flatMap(([name, text]) => {
+    const [first = '', ...rest] = wrap(text, left);
+    return [`  ${name.padEnd(left - 2)}${first.trimStart()}`, ...rest];
+  });
+}
+
+/** `text` in lines of at most WIDTH characters, each indented by `indent` spaces. */
+function wrap(text: string, indent: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(/\s+/)) {
+    if (line !== '' && indent + line.length + 1 + word.length > WIDTH) {
+      lines.push(' '.repeat(indent) + line);
+      line = word;
+    } else line = line === '' ? word : `${line} ${word}`;
+  }
+  return [...lines, ' '.repeat(indent) + line];
+}
+
+/** A command: run with its arguments, it resolves to the exit code; `spec` is its command line. */
+export type Command = ((argv: readonly string[], io?: CommandIo, deps?: CommandDeps) => Promise<number>) & {
+  readonly spec: CommandSpec;
+};
+
+/**
+ * The command `spec` describes, `body` doing its work: it reads the command line, answers
+ * --help, runs `body`, and reports what that throws (as JSON on stdout when --json is on the
+ * command line).
+ */
+export function defineCommand(
+  spec: CommandSpec,
+  body: (args: Parsed, io: CommandIo, deps: CommandDeps) => Promise<number>,
+): Command {
+  const run = async (
+    argv: readonly string[],
+    io = processIo(),
+    deps = { env: process.env },
+  ): Promise<number> => {
+    try {
+      const args = parseCommand(spec, argv);
+      if (args !== 'help') return await body(args, io, deps);
+      io.stdout.write(helpText(spec));
+      return EXIT.succeeded;
+    } catch (error) {
+      return reportError(spec.name, argv.includes('--json'), error, io);
+    }
+  };
+  return Object.assign(run, { spec });
+}
+
+export function reportError(command: string, asJson: boolean, error: unknown, io: CommandIo): ExitCode {
+  const failure = error instanceof CommandError ? error : new CommandError('failed', messageOf(error));
+  if (asJson) io.stdout.write(json({ error: { code: failure.code, message: failure.message } }));
+  else io.stderr.write(`hopper ${command}: ${failure.message}\n`);
+  return failure.exit;
 }
 
 /** `rows` under `header`, each column as wide as its widest cell, two spaces apart. */

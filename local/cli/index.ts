@@ -1,17 +1,33 @@
 /**
- * The `hopper` command line (bin/hopper.mjs): dispatches to one module per command.
+ * The `hopper` command line (bin/hopper.mjs). This folder owns every command and the one way they
+ * read their command line, show --help, end (exit codes) and report errors (command.ts).
+ *
+ *   index.ts            dispatch to a command; --version
+ *   command.ts          the flag table (CommandSpec), its parser, --help, exit codes, errors, --json
+ *   run.ts, options.ts  hopper run and hopper local's shared options (local.ts: hopper local)
+ *   out-folder.ts       <out>/<drop>/ for hopper run: checked and locked before, the model after
+ *   drop-folder.ts      the folder hopper run drops; progress.ts its progress line
+ *   left-at-service.ts  what a stopped hopper run left at the training service
+ *   service.ts          hopper service: the simulated service's knobs as flags
+ *   target.ts           where status, runs, models and retry look: --stack or hopper local
+ *   status.ts, runs.ts, models.ts, retry.ts   those commands
+ *
+ * It must not hold the pipeline's rules (lambdas/) or the emulator (local/emulator/): a command
+ * only starts, reads or asks them.
  */
+import { readFileSync } from 'node:fs';
+import { processIo, type Command, type CommandIo } from './command.js';
 
 // Each command is loaded when asked for: --help, a refused command line or `hopper status`
 // answers without loading local mode, the CDK app and the local S3 server.
-const COMMANDS: Readonly<Record<string, (argv: readonly string[]) => Promise<number>>> = {
-  run: async (argv) => (await import('./run.js')).runRunCommand(argv),
-  local: async (argv) => (await import('./local.js')).runLocalCommand(argv),
-  service: async (argv) => (await import('./service.js')).runServiceCommand(argv),
-  status: async (argv) => (await import('./status.js')).runStatusCommand(argv),
-  runs: async (argv) => (await import('./runs.js')).runRunsCommand(argv),
-  models: async (argv) => (await import('./models.js')).runModelsCommand(argv),
-  retry: async (argv) => (await import('./retry.js')).runRetryCommand(argv),
+export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
+  run: async () => (await import('./run.js')).runRunCommand,
+  local: async () => (await import('./local.js')).runLocalCommand,
+  service: async () => (await import('./service.js')).runServiceCommand,
+  status: async () => (await import('./status.js')).runStatusCommand,
+  runs: async () => (await import('./runs.js')).runRunsCommand,
+  models: async () => (await import('./models.js')).runModelsCommand,
+  retry: async () => (await import('./retry.js')).runRetryCommand,
 };
 
 const USAGE = `Usage: hopper <command> [options]
@@ -28,18 +44,29 @@ Commands:
 status, runs, models and retry talk to a deployed stack (--stack NAME) or to a running
 \`hopper local\` (the settings it prints); --json on each for scripts.
 
-hopper <command> --help lists a command's options.
+hopper <command> --help lists a command's options and exit codes; hopper --version its version.
 `;
 
 /** Runs `hopper <argv>`; resolves to the process exit code (servers keep running until signalled). */
-export async function main(argv: readonly string[]): Promise<number> {
+export async function main(argv: readonly string[], io: CommandIo = processIo()): Promise<number> {
   const [command, ...rest] = argv;
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
-    process.stdout.write(USAGE);
+    io.stdout.write(USAGE);
     return command === undefined ? 2 : 0;
   }
-  const run = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
-  if (run !== undefined) return run(rest);
-  process.stderr.write(`hopper: unknown command "${command}"\n\n${USAGE}`);
+  if (command === '--version') {
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    io.stdout.write(`hopper ${version}\n`);
+    return 0;
+  }
+  const load = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
+  if (load !== undefined) return (await load())(rest, io);
+  io.stderr.write(
+    command.startsWith('-')
+      ? `hopper: unknown option ${command} (see hopper --help)\n`
+      : `hopper: unknown command "${command}"\n\n${USAGE}`,
+  );
   return 2;
 }

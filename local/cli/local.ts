@@ -3,17 +3,17 @@
  * and the S3 settings as lines a shell can eval (everything else on stdout is a `#` comment, so
  * all of it can be eval'd), then serves until Ctrl-C, showing each run's progress on stderr.
  */
+import { describeFailure } from '../../lambdas/run/lambda-error.js';
 import { messageOf } from '../../lambdas/run/errors.js';
 import { consoleFor, untilStopped, type LocalConsole } from '../console/index.js';
-import { LOCAL_S3_CREDENTIALS, LOCAL_S3_REGION } from '../s3/local-s3.js';
-import { HOPPER_SERVICE_URL_ENV, HOPPER_STATE_MACHINE_ENV, SFN_ENDPOINT_ENV } from './settings.js';
 import { formatRunEvent } from '../emulator/event-bus.js';
 import { startLocalMode, type LocalMode } from '../emulator/local-mode.js';
-import { CliUsageError, LOCAL_HELP, parseLocalArgs } from './options.js';
-import { describeFailure } from '../../lambdas/run/lambda-error.js';
-import { formatProgress, progressOf } from './progress.js';
-import { EXIT, interruptSignal, processIo, type CommandIo } from './command-io.js';
 import type { ExecutionOutcome } from '../emulator/state-machine.js';
+import { LOCAL_S3_CREDENTIALS, LOCAL_S3_REGION } from '../s3/local-s3.js';
+import { CommandError, defineCommand, EXIT, interruptSignal, type CommandIo } from './command.js';
+import { LOCAL_SPEC, localModeOptions } from './options.js';
+import { formatProgress, progressOf } from './progress.js';
+import { HOPPER_SERVICE_URL_ENV, HOPPER_STATE_MACHINE_ENV, SFN_ENDPOINT_ENV } from './target.js';
 
 /**
  * The lines a shell can eval to point an S3 client (aws CLI, SDK) at local mode, and `hopper
@@ -40,45 +40,48 @@ export function exportLines(
   ];
 }
 
-export async function runLocalCommand(argv: readonly string[], io: CommandIo = processIo()): Promise<number> {
-  let parsed: ReturnType<typeof parseLocalArgs>;
-  try {
-    parsed = parseLocalArgs(argv);
-  } catch (error) {
-    if (!(error instanceof CliUsageError)) throw error;
-    io.stderr.write(`hopper local: ${error.message}\n`);
-    return EXIT.usage;
-  }
-  if (parsed.kind === 'help') {
-    io.stdout.write(LOCAL_HELP);
-    return EXIT.succeeded;
-  }
+export const runLocalCommand = defineCommand(LOCAL_SPEC, async (args, io, { env }) => {
+  const options = localModeOptions(args, env, true);
   const stop = io.signal ?? interruptSignal();
   let local: LocalMode;
   try {
-    local = await startLocalMode(parsed.options.mode);
+    local = await startLocalMode(options.mode);
   } catch (error) {
-    io.stderr.write(`hopper local: could not start: ${messageOf(error)}\n`);
-    return EXIT.failed;
+    throw new CommandError('failed', `could not start: ${messageOf(error)}`);
   }
   let console: LocalConsole | undefined;
   try {
-    console = await consoleFor(local, parsed.options.console, parsed.options.mode);
+    console = await consoleFor(local, options.console, options.mode);
   } catch (error) {
     await local.close();
-    io.stderr.write(`hopper local: could not start the console: ${messageOf(error)}\n`);
-    return EXIT.failed;
+    throw new CommandError('failed', `could not start the console: ${messageOf(error)}`);
   }
-  followRuns(local, io, parsed.options.mode.waitMs);
+  serve(local, console, options.mode.dataDir, io, options.mode.waitMs);
+  await untilStopped(stop);
+  io.stderr.write('hopper local: stopping\n');
+  await console?.close();
+  await local.close();
+  return EXIT.succeeded;
+});
+
+/** Prints what local mode serves and its export lines, and follows its runs. */
+function serve(
+  local: LocalMode,
+  console: LocalConsole | undefined,
+  dataDir: string | undefined,
+  io: CommandIo,
+  waitMs: number | undefined,
+): void {
+  followRuns(local, io, waitMs);
   const service = `${local.serviceUrl}${local.simulated === undefined ? '' : ' (simulated)'}`;
   io.stdout.write(
     [
       `# Hopper local mode is serving; Ctrl-C stops it.`,
       `# Training service: ${service}`,
       ...(console === undefined ? [] : [`# Console: ${console.url}`]),
-      ...(parsed.options.mode.dataDir === undefined
+      ...(dataDir === undefined
         ? []
-        : [`# Data directory: ${parsed.options.mode.dataDir} (the bucket is kept there across restarts)`]),
+        : [`# Data directory: ${dataDir} (the bucket is kept there across restarts)`]),
       ...local.interrupted.map(
         (drop) =>
           `# Run of ${drop} interrupted by the last stop: upload inbox/${drop}/train.json again to resume`,
@@ -90,11 +93,6 @@ export async function runLocalCommand(argv: readonly string[], io: CommandIo = p
       '',
     ].join('\n'),
   );
-  await untilStopped(stop);
-  io.stderr.write('hopper local: stopping\n');
-  await console?.close();
-  await local.close();
-  return EXIT.succeeded;
 }
 
 /**

@@ -4,88 +4,59 @@
  * records, or every page with --all.
  */
 import { NotFoundError, TrainingServiceClient, type Model } from '../../lambdas/service-client/index.js';
-import {
-  CliUsageError,
-  CommandError,
-  EXIT,
-  integerFlag,
-  json,
-  runCommand,
-  table,
-  TARGET_HELP,
-  type CommandDeps,
-  type CommandIo,
-} from './command.js';
+import { CliUsageError, CommandError, EXIT, json, table, type CommandSpec } from './command.js';
+import { targetCommand, TARGET_FLAGS } from './target.js';
 
 export const DEFAULT_MODELS = 25;
 export const MAX_MODELS = 1000;
 /** The service's largest page (B10). */
 const PAGE_MAX = 100;
 
-export const MODELS_HELP = `Usage: hopper models [options]
-
-Lists the training service's models, newest first: id, name, status, step, next_action, dataset
-and when each was created. Reads the service's pages one at a time, only as many as the listing
-needs. The service's URL and API key come from the stack (its TrainingServiceUrl output and API key
-secret) or from \`hopper local\`'s settings (HOPPER_SERVICE_URL; HOPPER_API_KEY for a service
-other than the simulated one).
-
-Options:
-  --limit N           show at most N models (default ${String(DEFAULT_MODELS)}, at most ${String(MAX_MODELS)})
-  --all               every model, page after page
-  --status S          models with this status only (queued, training, done, failed)
-  --dataset ID        models of this dataset only
-${TARGET_HELP}
-`;
-
-export async function runModelsCommand(
-  argv: readonly string[],
-  io?: CommandIo,
-  deps?: CommandDeps,
-): Promise<number> {
-  return runCommand(
-    {
-      name: 'models',
-      help: MODELS_HELP,
-      flags: {
-        limit: { type: 'string' },
-        all: { type: 'boolean' },
-        status: { type: 'string' },
-        dataset: { type: 'string' },
-      },
-      positionals: { min: 0, max: 0, what: 'argument' },
+export const MODELS_SPEC: CommandSpec = {
+  name: 'models',
+  usage: '[options]',
+  about:
+    "Lists the training service's models, newest first: id, name, status, step, next_action, dataset and when each was created. Reads the service's pages one at a time, only as many as the listing needs. The service's URL and API key come from the stack (its TrainingServiceUrl output and API key secret) or from `hopper local`'s settings (HOPPER_SERVICE_URL; HOPPER_API_KEY for a service other than the simulated one).",
+  flags: {
+    limit: {
+      value: 'N',
+      range: [1, MAX_MODELS],
+      help: `show at most N models (default ${String(DEFAULT_MODELS)}, at most ${String(MAX_MODELS)})`,
     },
-    argv,
-    async (parsed, target, out) => {
-      const all = parsed.values.all === true;
-      const given = integerFlag(parsed.values, 'limit', 1, MAX_MODELS);
-      if (all && given !== undefined) throw new CliUsageError('give --limit N or --all, not both');
-      const limit = all ? Infinity : (given ?? DEFAULT_MODELS);
-      const status = textFlag(parsed.values.status, 'status');
-      const dataset = textFlag(parsed.values.dataset, 'dataset');
+    all: { help: 'every model, page after page' },
+    status: { value: 'S', help: 'models with this status only (queued, training, done, failed)' },
+    dataset: { value: 'ID', help: 'models of this dataset only' },
+    ...TARGET_FLAGS,
+  },
+  positionals: { min: 0, max: 0, what: 'arguments', hint: 'filter with --status and --dataset' },
+  exits: { 0: true, 1: true, 2: true },
+};
 
-      const { url, apiKey } = await target.service();
-      // A command a person waits for: fewer retries than a pipeline step.
-      const client = new TrainingServiceClient({ baseUrl: url, apiKey, maxRetries: 2, timeoutMs: 15_000 });
-      try {
-        const models: Model[] = [];
-        for await (const model of modelList(client, { status, dataset, limit })) {
-          models.push(model);
-          if (models.length >= limit) break;
-        }
-        if (parsed.json) out.stdout.write(json(models));
-        else if (models.length === 0)
-          out.stdout.write(`no models at the training service (${target.label})\n`);
-        else out.stdout.write(modelsTable(models));
-        return EXIT.succeeded;
-      } finally {
-        await client.close();
-      }
-    },
-    io,
-    deps,
-  );
-}
+export const runModelsCommand = targetCommand(MODELS_SPEC, async (args, target, out) => {
+  const all = args.on('all');
+  const given = args.number('limit');
+  if (all && given !== undefined) throw new CliUsageError('give --limit N or --all, not both');
+  const limit = all ? Infinity : (given ?? DEFAULT_MODELS);
+  const status = args.text('status');
+  const dataset = args.text('dataset');
+
+  const { url, apiKey } = await target.service();
+  // A command a person waits for: fewer retries than a pipeline step.
+  const client = new TrainingServiceClient({ baseUrl: url, apiKey, maxRetries: 2, timeoutMs: 15_000 });
+  try {
+    const models: Model[] = [];
+    for await (const model of modelList(client, { status, dataset, limit })) {
+      models.push(model);
+      if (models.length >= limit) break;
+    }
+    if (args.on('json')) out.stdout.write(json(models));
+    else if (models.length === 0) out.stdout.write(`no models at the training service (${target.label})\n`);
+    else out.stdout.write(modelsTable(models));
+    return EXIT.succeeded;
+  } finally {
+    await client.close();
+  }
+});
 
 /** The models asked for, newest first, as an iterator that fetches pages only when read. */
 async function* modelList(
@@ -106,7 +77,10 @@ async function* modelList(
     createdAt = (await client.getDataset(filter.dataset)).created_at;
   } catch (error) {
     if (error instanceof NotFoundError) {
-      throw new CommandError(`the training service has no dataset ${filter.dataset}: check --dataset`);
+      throw new CommandError(
+        'not_found',
+        `the training service has no dataset ${filter.dataset}: check --dataset`,
+      );
     }
     throw error;
   }
@@ -129,10 +103,4 @@ export function modelsTable(models: readonly Model[]): string {
       model.created_at,
     ]),
   );
-}
-
-function textFlag(value: string | boolean | undefined, flag: string): string | undefined {
-  if (typeof value !== 'string') return undefined;
-  if (value.trim() === '') throw new CliUsageError(`--${flag}: expected a value, got an empty string`);
-  return value.trim();
 }

@@ -1,56 +1,80 @@
 /**
- * The command line of `hopper run` and `hopper local` (DESIGN.md section 3), parsed and checked
- * apart from the commands so tests can parse without starting anything.
+ * The command lines of `hopper run` and `hopper local` (DESIGN.md section 3), which start local
+ * mode: their specs and what they make of them, read apart from the commands so that tests
+ * parse without starting anything.
  */
-import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { CliUsageError } from './service-args.js';
 import type { LocalModeOptions } from '../emulator/local-mode.js';
-
-export { CliUsageError };
+import { CliUsageError, parseCommand, type CommandSpec, type Flags, type Parsed } from './command.js';
+import { API_KEY_ENV } from './target.js';
 
 /** Where `hopper run` copies models by default. */
 export const DEFAULT_OUT_DIR = 'out';
-/** The environment variable read when --api-key is not given (keeps the key out of `ps`). */
-export const API_KEY_ENV = 'HOPPER_API_KEY';
 
-const COMMON_HELP = `  --service-url URL   use this training service instead of the simulated one (needs an API key)
-  --api-key KEY       the service's API key (or set ${API_KEY_ENV}, which stays out of 'ps')
-  --s3-port N         port of the local S3 endpoint (default: a free port)
-  --wait-ms N         sleep N ms in every Wait state instead of the polled seconds, and take
-                      a drop after N ms without a write instead of 5 s (demos, tests)
-  --verbose           print the handlers' own logs (JSON lines)
-  -h, --help          show this help`;
+/** The flags of both commands: the service, the local S3's port, waits and logs. */
+const LOCAL_MODE_FLAGS: Flags = {
+  'service-url': {
+    value: 'URL',
+    help: 'use this training service instead of the simulated one (needs an API key)',
+  },
+  'api-key': { value: 'KEY', help: `the service's API key (or set ${API_KEY_ENV}, which stays out of 'ps')` },
+  's3-port': { value: 'N', range: [1, 65535], help: 'port of the local S3 endpoint (default: a free port)' },
+  'wait-ms': {
+    value: 'N',
+    range: [0, 3_600_000],
+    help: 'sleep N ms in every Wait state instead of the polled seconds, and take a drop after N ms without a write instead of 5 s (demos, tests)',
+  },
+  verbose: { help: "print the handlers' own logs (JSON lines)" },
+};
 
-export const RUN_HELP = `Usage: hopper run <folder> [options]
+export const RUN_SPEC: CommandSpec = {
+  name: 'run',
+  usage: '<folder> [options]',
+  about:
+    'Starts local mode, drops <folder> as inbox/<folder name>/ (train.json last), shows progress and copies the model to <out>/<folder name>/: model.onnx and model.json. The folder and --out are checked before the run starts.',
+  flags: {
+    out: { value: 'DIR', help: `where models go (default: ./${DEFAULT_OUT_DIR})` },
+    console: {
+      help: 'serve the local console (a web page on 127.0.0.1) for the run, and keep it up after the run until Ctrl-C',
+    },
+    'console-port': {
+      value: 'N',
+      range: [1, 65535],
+      help: "the console's port (implies --console; default: a free port)",
+    },
+    ...LOCAL_MODE_FLAGS,
+  },
+  positionals: { min: 1, max: 1, what: 'folder to drop', hint: 'hopper run examples/reviews' },
+  exits: {
+    0: 'the run succeeded; the model is in <out>/<drop>/',
+    1: 'the run failed: its error code and message are printed',
+    2: 'a bad command line, a folder that cannot be a drop, or an --out the model could not be saved in (checked before the run starts)',
+    3: true,
+    4: true,
+    130: true,
+  },
+};
 
-Starts local mode, drops <folder> as inbox/<folder name>/ (train.json last), shows progress and
-copies the model to <out>/<folder name>/: model.onnx and model.json. Exit code 0 when the run
-succeeds, 1 when it fails (its error code and message are printed), 2 on a bad command line,
-folder or --out (checked before the run starts), 3 when the run succeeded but the model could not
-be saved to --out (it is kept; the command prints where).
-
-Options:
-  --out DIR           where models go (default: ./${DEFAULT_OUT_DIR})
-  --console           serve the local console (a web page on 127.0.0.1) for the run, and keep it
-                      up after the run until Ctrl-C
-  --console-port N    the console's port (implies --console; default: a free port)
-${COMMON_HELP}
-`;
-
-export const LOCAL_HELP = `Usage: hopper local [options]
-
-Starts local mode and keeps serving until Ctrl-C. Prints the training service's URL and, as
-lines a shell can eval, the settings an S3 client needs (AWS_ENDPOINT_URL, credentials, region,
-HOPPER_BUCKET). A folder copied into s3://$HOPPER_BUCKET/inbox/<drop>/, train.json last, trains;
-its model appears under models/<drop>/ and its state in status/<drop>.json.
-
-Options:
-  --console-port N    the local console's port on 127.0.0.1 (default: a free port)
-  --no-console        do not serve the local console
-  --data-dir DIR      keep the local bucket and the simulated service's records in DIR across
-                      restarts (default: a temporary folder)
-${COMMON_HELP}
-`;
+export const LOCAL_SPEC: CommandSpec = {
+  name: 'local',
+  usage: '[options]',
+  about:
+    "Starts local mode and keeps serving until Ctrl-C. Prints the training service's URL and, as lines a shell can eval, the settings an S3 client needs (AWS_ENDPOINT_URL, credentials, region, HOPPER_BUCKET). A folder copied into s3://$HOPPER_BUCKET/inbox/<drop>/, train.json last, trains; its model appears under models/<drop>/ and its state in status/<drop>.json.",
+  flags: {
+    'console-port': {
+      value: 'N',
+      range: [1, 65535],
+      help: "the local console's port on 127.0.0.1 (default: a free port)",
+    },
+    'no-console': { help: 'do not serve the local console' },
+    'data-dir': {
+      value: 'DIR',
+      help: "keep the local bucket and the simulated service's records in DIR across restarts (default: a temporary folder)",
+    },
+    ...LOCAL_MODE_FLAGS,
+  },
+  positionals: { min: 0, max: 0, what: 'folder', hint: 'copy drops in with any S3 client' },
+  exits: { 0: 'stopped by Ctrl-C (or SIGTERM) after serving', 1: 'local mode could not start', 2: true },
+};
 
 export interface LocalCommandOptions {
   readonly mode: LocalModeOptions;
@@ -77,71 +101,39 @@ export type ParsedRun =
 export type ParsedLocal =
   { readonly kind: 'help' } | { readonly kind: 'local'; readonly options: LocalCommandOptions };
 
-const COMMON_FLAGS = {
-  'service-url': { type: 'string' },
-  'api-key': { type: 'string' },
-  's3-port': { type: 'string' },
-  'wait-ms': { type: 'string' },
-  verbose: { type: 'boolean' },
-  help: { type: 'boolean', short: 'h' },
-} as const;
-
-const RUN_CONSOLE_FLAGS = {
-  console: { type: 'boolean' },
-  'console-port': { type: 'string' },
-} as const;
-
-const LOCAL_CONSOLE_FLAGS = {
-  'console-port': { type: 'string' },
-  'no-console': { type: 'boolean' },
-  'data-dir': { type: 'string' },
-} as const;
-
 export function parseRunArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ParsedRun {
-  const { values, positionals } = parse(
-    argv,
-    { ...COMMON_FLAGS, ...RUN_CONSOLE_FLAGS, out: { type: 'string' } },
-    true,
-  );
-  if (values.help === true) return { kind: 'help' };
-  if (positionals.length !== 1) {
-    throw new CliUsageError(
-      positionals.length === 0
-        ? 'give the folder to drop, e.g. hopper run examples/reviews'
-        : `give one folder, got ${String(positionals.length)}: ${positionals.join(' ')}`,
-    );
-  }
-  const out = typeof values.out === 'string' ? values.out : DEFAULT_OUT_DIR;
-  if (out === '') throw new CliUsageError('--out: expected a folder, got an empty string');
+  const args = parseCommand(RUN_SPEC, argv);
+  if (args === 'help') return { kind: 'help' };
   return {
     kind: 'run',
-    folder: positionals[0] ?? '',
-    out,
-    options: withConsole(commonOptions(values, env), values, false),
+    folder: args.positionals[0] ?? '',
+    out: args.text('out') ?? DEFAULT_OUT_DIR,
+    options: localModeOptions(args, env, false),
   };
 }
 
 export function parseLocalArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ParsedLocal {
-  const { values, positionals } = parse(argv, { ...COMMON_FLAGS, ...LOCAL_CONSOLE_FLAGS }, true);
-  if (values.help === true) return { kind: 'help' };
-  if (positionals.length > 0) {
-    throw new CliUsageError(
-      `hopper local takes no folder (got ${positionals.join(' ')}); copy drops in with any S3 client`,
-    );
-  }
-  return { kind: 'local', options: withConsole(commonOptions(values, env), values, true) };
+  const args = parseCommand(LOCAL_SPEC, argv);
+  if (args === 'help') return { kind: 'help' };
+  return { kind: 'local', options: localModeOptions(args, env, true) };
 }
 
-/** The console's flags and --data-dir; `byDefault`: whether the console is on without a flag. */
-function withConsole(options: LocalCommandOptions, values: Values, byDefault: boolean): LocalCommandOptions {
-  const port = integerFlag(values, 'console-port', 1, 65535);
-  if (values['no-console'] === true && port !== undefined) {
+/**
+ * What a command line of `hopper run` or `hopper local` asks of local mode; `consoleByDefault`:
+ * whether the console is served without a flag.
+ */
+export function localModeOptions(
+  args: Parsed,
+  env: NodeJS.ProcessEnv,
+  consoleByDefault: boolean,
+): LocalCommandOptions {
+  const options = commonOptions(args, env);
+  const port = args.number('console-port');
+  if (args.on('no-console') && port !== undefined) {
     throw new CliUsageError('--no-console and --console-port contradict each other: give one of them');
   }
-  const enabled =
-    values['no-console'] !== true && (byDefault || values.console === true || port !== undefined);
-  const dataDir = stringValue(values['data-dir']);
-  if (dataDir === '') throw new CliUsageError('--data-dir: expected a folder, got an empty string');
+  const enabled = !args.on('no-console') && (consoleByDefault || args.on('console') || port !== undefined);
+  const dataDir = args.text('data-dir');
   return {
     ...options,
     console: { enabled, ...(port === undefined ? {} : { port }) },
@@ -149,32 +141,10 @@ function withConsole(options: LocalCommandOptions, values: Values, byDefault: bo
   };
 }
 
-type Values = Record<string, string | boolean | undefined>;
-
-function parse(
-  argv: readonly string[],
-  options: NonNullable<ParseArgsConfig['options']>,
-  allowPositionals: boolean,
-): { values: Values; positionals: string[] } {
-  try {
-    const parsed = parseArgs({ args: [...argv], options, allowPositionals, strict: true });
-    return { values: parsed.values as Values, positionals: parsed.positionals };
-  } catch (error) {
-    // node:util names the flag in its message; the code is noise to a person.
-    throw new CliUsageError(error instanceof Error ? error.message.replace(/^.*?: /, '') : String(error));
-  }
-}
-
-function commonOptions(values: Values, env: NodeJS.ProcessEnv): LocalCommandOptions {
-  const serviceUrl = stringValue(values['service-url']);
-  const keyFlag = stringValue(values['api-key']);
-  // Refused, not read as "no key": a blank key would start local mode and fail the run later.
-  if (keyFlag !== undefined && nonEmpty(keyFlag) === undefined) {
-    throw new CliUsageError(
-      `--api-key: expected the service's API key, got an empty string; give the key, or leave the flag out and set ${API_KEY_ENV}`,
-    );
-  }
-  const apiKey = keyFlag ?? nonEmpty(env[API_KEY_ENV]);
+function commonOptions(args: Parsed, env: NodeJS.ProcessEnv): LocalCommandOptions {
+  const serviceUrl = args.text('service-url');
+  const keyFlag = args.text('api-key');
+  const apiKey = keyFlag ?? (env[API_KEY_ENV]?.trim() || undefined);
   let service: LocalModeOptions['service'];
   if (serviceUrl !== undefined) {
     if (!/^https?:\/\/[^\s]+$/.test(serviceUrl) || !URL.canParse(serviceUrl)) {
@@ -189,9 +159,9 @@ function commonOptions(values: Values, env: NodeJS.ProcessEnv): LocalCommandOpti
   } else if (keyFlag !== undefined) {
     throw new CliUsageError('--api-key is for --service-url; the simulated service needs no key from you');
   }
-  const s3Port = integerFlag(values, 's3-port', 1, 65535);
-  const waitMs = integerFlag(values, 'wait-ms', 0, 3_600_000);
-  const verbose = values.verbose === true;
+  const s3Port = args.number('s3-port');
+  const waitMs = args.number('wait-ms');
+  const verbose = args.on('verbose');
   return {
     verbose,
     mode: {
@@ -201,22 +171,4 @@ function commonOptions(values: Values, env: NodeJS.ProcessEnv): LocalCommandOpti
       logLevel: verbose ? 'INFO' : 'SILENT',
     },
   };
-}
-
-function integerFlag(values: Values, flag: string, min: number, max: number): number | undefined {
-  const text = stringValue(values[flag]);
-  if (text === undefined) return undefined;
-  const value = /^\d{1,9}$/.test(text) ? Number(text) : Number.NaN;
-  if (!(value >= min && value <= max)) {
-    throw new CliUsageError(`--${flag}: expected an integer ${String(min)}..${String(max)}, got "${text}"`);
-  }
-  return value;
-}
-
-function stringValue(value: string | boolean | undefined): string | undefined {
-  return typeof value === 'string' ? value : undefined;
-}
-
-function nonEmpty(value: string | undefined): string | undefined {
-  return value === undefined || value.trim() === '' ? undefined : value.trim();
 }

@@ -6,20 +6,32 @@
  * mounts, a full disk), and the lock keeps a second `hopper run` from writing the same model files
  * at the same time (model.onnx of one model beside model.json of another). A lock whose process
  * has ended is taken over.
+ *
+ * After the run, the model the run copied into the local bucket is copied once more into that
+ * folder (copyModelOut). Each file streams to a temporary name of its own and is renamed into
+ * place, and model.json goes last: a folder with model.json in it holds a whole model.
  */
 import { randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { mkdir, readFile, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { setTimeout } from 'node:timers/promises';
-import { MODEL_FILES } from './model-out.js';
+import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { CopySlot } from '../../lambdas/run/state.js';
+import { CliUsageError } from './command.js';
+
+/** The files of a model in <out>/<drop>/, in the order they are written. */
+export const MODEL_FILES = ['model.onnx', 'model.json'] as const;
 
 /** The lock's name in <out>/<drop>/. */
 export const OUT_LOCK_FILE = '.hopper-run.lock';
 
-/** Why <out>/<drop>/ cannot take the model; the message names the path and what to do. */
-export class OutFolderError extends Error {
-  override readonly name = 'OutFolderError';
+/** Why <out>/<drop>/ cannot take the model (exit 2); the message names the path and what to do. */
+export class OutFolderError extends CliUsageError {
+  override readonly name: string = 'OutFolderError';
 }
 
 export interface OutFolder {
@@ -237,5 +249,41 @@ async function removeStaleLock(lockPath: string, staleText: string): Promise<voi
       await rm(lockPath, { force: true });
   } finally {
     await rm(takeover, { force: true });
+  }
+}
+
+export interface ModelOnDisk {
+  readonly folder: string;
+  readonly onnx: string;
+  readonly record: string;
+  readonly bytes: number;
+}
+
+export async function copyModelOut(
+  s3: S3Client,
+  bucket: string,
+  copy: CopySlot,
+  folder: string,
+): Promise<ModelOnDisk> {
+  await mkdir(folder, { recursive: true });
+  const [onnx, record] = MODEL_FILES.map((name) => join(folder, name)) as [string, string];
+  // A model.json left from an earlier run would vouch for a model.onnx not yet replaced.
+  await rm(record, { force: true });
+  await download(s3, bucket, copy.modelKey, onnx);
+  await download(s3, bucket, copy.recordKey, record);
+  return { folder, onnx, record, bytes: copy.bytes };
+}
+
+async function download(s3: S3Client, bucket: string, key: string, path: string): Promise<void> {
+  // A name no other writer uses: a shared one lets one writer rename away the other's bytes.
+  const partial = `${path}.${String(process.pid)}-${randomUUID()}.partial`;
+  try {
+    const answer = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    if (!(answer.Body instanceof Readable)) throw new Error(`s3://${bucket}/${key} has no body`);
+    await pipeline(answer.Body, createWriteStream(partial));
+    await rename(partial, path);
+  } catch (error) {
+    await rm(partial, { force: true });
+    throw error;
   }
 }

@@ -9,99 +9,82 @@ import { MAX_ATTEMPTS_LIMIT } from '../../lambdas/drop/train-json.js';
 import { readStatus } from '../../lambdas/run/status.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { isNotFound } from '../../lambdas/storage/objects.js';
-import {
-  CommandError,
-  EXIT,
-  integerFlag,
-  json,
-  runCommand,
-  TARGET_HELP,
-  type CommandDeps,
-  type CommandIo,
-} from './command.js';
-import type { Target } from './target.js';
+import { CommandError, EXIT, json, type CommandSpec } from './command.js';
+import { targetCommand, TARGET_FLAGS, type Target } from './target.js';
 
-export const RETRY_HELP = `Usage: hopper retry <drop> [options]
-
-Resumes the drop's failed run without uploading its data again: uploads inbox/<drop>/train.json
-again with "resume": true, which starts a run that takes the failed run's dataset at the service,
-skips uploading, structuring and labelling, and trains (adopting a model the failed run had
-already started, so no credit is spent twice). Follow it with: hopper status <drop>.
-docs/errors.md says for each error code whether resuming applies and what it costs.
-
-Options:
-  --max-attempts N    set train.json "maxAttempts" to N (1-${String(MAX_ATTEMPTS_LIMIT)}): after training_failed, attempts
-                      count every training of the dataset, so resuming needs a higher limit
-${TARGET_HELP}
-`;
-
-export async function runRetryCommand(
-  argv: readonly string[],
-  io?: CommandIo,
-  deps?: CommandDeps,
-): Promise<number> {
-  return runCommand(
-    {
-      name: 'retry',
-      help: RETRY_HELP,
-      flags: { 'max-attempts': { type: 'string' } },
-      positionals: { min: 1, max: 1, what: 'drop' },
+export const RETRY_SPEC: CommandSpec = {
+  name: 'retry',
+  usage: '<drop> [options]',
+  about:
+    'Resumes the drop\'s failed run without uploading its data again: uploads inbox/<drop>/train.json again with "resume": true, which starts a run that takes the failed run\'s dataset at the service, skips uploading, structuring and labelling, and trains (adopting a model the failed run had already started, so no credit is spent twice). Follow it with: hopper status <drop>. docs/errors.md says for each error code whether resuming applies and what it costs.',
+  flags: {
+    'max-attempts': {
+      value: 'N',
+      range: [1, MAX_ATTEMPTS_LIMIT],
+      help: 'set train.json "maxAttempts" to N: after training_failed, attempts count every training of the dataset, so resuming needs a higher limit',
     },
-    argv,
-    async (parsed, target, out) => {
-      const drop = parsed.positionals[0] ?? '';
-      const maxAttempts = integerFlag(parsed.values, 'max-attempts', 1, MAX_ATTEMPTS_LIMIT);
-      const status = await readStatus(target.s3, target.bucket, drop);
-      if (status === null) {
-        throw new CommandError(`${target.label} has no run of "${drop}" to resume (no status/${drop}.json)`);
-      }
-      if (status.state === 'running') {
-        throw new CommandError(
-          `run ${status.run_id} of "${drop}" is still running (at ${status.hopper_step}); resume it only if it fails`,
-        );
-      }
-      if (status.state === 'succeeded') {
-        throw new CommandError(
-          `the latest run ${status.run_id} of "${drop}" succeeded; nothing to resume (upload train.json again to train anew)`,
-        );
-      }
-      if (status.dataset_id === null) {
-        const code = status.error === null ? '' : ` with ${status.error.code}`;
-        throw new CommandError(
-          `run ${status.run_id} of "${drop}" failed${code} before it created a dataset at the service, so there is nothing to resume: fix what its error says and upload train.json again`,
-        );
-      }
+    ...TARGET_FLAGS,
+  },
+  positionals: { min: 1, max: 1, what: 'drop', hint: 'hopper retry reviews' },
+  exits: { 0: true, 1: true, 2: true },
+};
 
-      const key = inboxKey(drop, TRAIN_JSON);
-      const config = await readTrainJson(target, key);
-      const resumed = { ...config, resume: true, ...(maxAttempts === undefined ? {} : { maxAttempts }) };
-      const put = await target.s3.send(
-        new PutObjectCommand({
-          Bucket: target.bucket,
-          Key: key,
-          Body: `${JSON.stringify(resumed, null, 2)}\n`,
-          ContentType: 'application/json',
-        }),
-      );
-      const result = {
-        drop,
-        resumes_run: status.run_id,
-        error: status.error,
-        dataset_id: status.dataset_id,
-        train_json: `s3://${target.bucket}/${key}`,
-        etag: put.ETag?.replace(/"/g, '') ?? null,
-      };
-      out.stdout.write(
-        parsed.json
-          ? json(result)
-          : `hopper retry: resuming run ${status.run_id} of "${drop}"${status.error === null ? '' : ` (${status.error.code})`} from dataset ${status.dataset_id}: uploaded ${result.train_json} with "resume": true. Follow it with: hopper status ${drop}\n`,
-      );
-      return EXIT.succeeded;
-    },
-    io,
-    deps,
+export const runRetryCommand = targetCommand(RETRY_SPEC, async (args, target, out) => {
+  const drop = args.positionals[0] ?? '';
+  const maxAttempts = args.number('max-attempts');
+  const status = await readStatus(target.s3, target.bucket, drop);
+  if (status === null) {
+    throw new CommandError(
+      'not_found',
+      `${target.label} has no run of "${drop}" to resume (no status/${drop}.json)`,
+    );
+  }
+  if (status.state === 'running') {
+    throw new CommandError(
+      'not_resumable',
+      `run ${status.run_id} of "${drop}" is still running (at ${status.hopper_step}); resume it only if it fails`,
+    );
+  }
+  if (status.state === 'succeeded') {
+    throw new CommandError(
+      'not_resumable',
+      `the latest run ${status.run_id} of "${drop}" succeeded; nothing to resume (upload train.json again to train anew)`,
+    );
+  }
+  if (status.dataset_id === null) {
+    const code = status.error === null ? '' : ` with ${status.error.code}`;
+    throw new CommandError(
+      'not_resumable',
+      `run ${status.run_id} of "${drop}" failed${code} before it created a dataset at the service, so there is nothing to resume: fix what its error says and upload train.json again`,
+    );
+  }
+
+  const key = inboxKey(drop, TRAIN_JSON);
+  const config = await readTrainJson(target, key);
+  const resumed = { ...config, resume: true, ...(maxAttempts === undefined ? {} : { maxAttempts }) };
+  const put = await target.s3.send(
+    new PutObjectCommand({
+      Bucket: target.bucket,
+      Key: key,
+      Body: `${JSON.stringify(resumed, null, 2)}\n`,
+      ContentType: 'application/json',
+    }),
   );
-}
+  const result = {
+    drop,
+    resumes_run: status.run_id,
+    error: status.error,
+    dataset_id: status.dataset_id,
+    train_json: `s3://${target.bucket}/${key}`,
+    etag: put.ETag?.replace(/"/g, '') ?? null,
+  };
+  out.stdout.write(
+    args.on('json')
+      ? json(result)
+      : `hopper retry: resuming run ${status.run_id} of "${drop}"${status.error === null ? '' : ` (${status.error.code})`} from dataset ${status.dataset_id}: uploaded ${result.train_json} with "resume": true. Follow it with: hopper status ${drop}\n`,
+  );
+  return EXIT.succeeded;
+});
 
 /** The drop's train.json as an object. */
 async function readTrainJson(
@@ -115,6 +98,7 @@ async function readTrainJson(
   } catch (error) {
     if (!isNotFound(error)) throw error;
     throw new CommandError(
+      'not_resumable',
       `s3://${target.bucket}/${key} is gone (the inbox keeps objects for a limited time): upload the drop's train.json with "resume": true yourself`,
     );
   }
@@ -126,6 +110,7 @@ async function readTrainJson(
     // reported below
   }
   throw new CommandError(
+    'not_resumable',
     `s3://${target.bucket}/${key} is not a JSON object: fix it, with "resume": true, and upload it`,
   );
 }

@@ -2,27 +2,24 @@
  * `hopper run <folder> [options]` (and `npm start`): local mode for one drop. Starts the local
  * S3 server, the simulated service (unless --service-url) and the state machine; drops the
  * folder as inbox/<folder name>/, train.json last; shows the run's progress; and copies the
- * model to <out>/<drop>/. Exit codes: 0 succeeded, 1 failed, 2 bad command line, folder or
- * --out, 3 the model could not be saved to --out (it is kept and said where), 4 a training of
- * this folder's dataset is still under way at the service (an earlier run that was stopped), 130
- * stopped. Stopped, it says what it left at the service (left-at-service.ts).
+ * model to <out>/<drop>/. Its exit codes are in RUN_SPEC (options.ts). Stopped, it says what it
+ * left at the service (left-at-service.ts).
  */
 import { readFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { messageOf } from '../../lambdas/run/errors.js';
-import type { LocalConsole } from '../console/index.js';
-import { readStatus } from '../../lambdas/run/status.js';
-import { copiedModel, type CopySlot, type RunState } from '../../lambdas/run/state.js';
-import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { DropFolderError, readDropFolder, uploadDropFolder, type DropFolder } from './drop-folder.js';
-import type { LocalMode } from '../emulator/local-mode.js';
-import { copyModelOut, MODEL_FILES } from './model-out.js';
-import { OutFolderError, prepareOutFolder, type OutFolder } from './out-folder.js';
-import { CliUsageError, parseRunArgs, RUN_HELP } from './options.js';
 import { describeFailure } from '../../lambdas/run/lambda-error.js';
-import { formatBytes, progressOf, reporterFor } from './progress.js';
+import { copiedModel, type CopySlot, type RunState } from '../../lambdas/run/state.js';
+import { readStatus } from '../../lambdas/run/status.js';
+import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import type { LocalConsole } from '../console/index.js';
+import type { LocalMode } from '../emulator/local-mode.js';
 import type { ExecutionOutcome } from '../emulator/state-machine.js';
-import { EXIT, interruptSignal, processIo, type CommandIo } from './command-io.js';
+import { CliUsageError, defineCommand, EXIT, interruptSignal, type CommandIo } from './command.js';
+import { DropFolderError, readDropFolder, uploadDropFolder, type DropFolder } from './drop-folder.js';
+import { DEFAULT_OUT_DIR, localModeOptions, RUN_SPEC, type LocalCommandOptions } from './options.js';
+import { copyModelOut, MODEL_FILES, prepareOutFolder } from './out-folder.js';
+import { formatBytes, progressOf, reporterFor, type ProgressReporter } from './progress.js';
 
 /** How long train.json's upload may go without its run starting (the trigger is in-process). */
 const START_TIMEOUT_MS = 30_000;
@@ -30,133 +27,151 @@ const START_TIMEOUT_MS = 30_000;
 /** How long a stopped command spends finding out what it left at the service. */
 const LEFTOVERS_TIMEOUT_MS = 20_000;
 
-export async function runRunCommand(argv: readonly string[], io: CommandIo = processIo()): Promise<number> {
-  let parsed: ReturnType<typeof parseRunArgs>;
-  let folder: DropFolder;
-  let out: OutFolder;
+export const runRunCommand = defineCommand(RUN_SPEC, async (args, io, { env }) => {
+  const options = localModeOptions(args, env, false);
+  const path = args.positionals[0] ?? '';
+  const folder = await readDropFolder(path).catch((error: unknown) => {
+    throw error instanceof DropFolderError ? new CliUsageError(error.message) : error;
+  });
+  // Before the run: a model paid for must have somewhere to go.
+  const out = await prepareOutFolder(args.text('out') ?? DEFAULT_OUT_DIR, folder.drop);
   try {
-    parsed = parseRunArgs(argv);
-    if (parsed.kind === 'help') {
-      io.stdout.write(RUN_HELP);
-      return EXIT.succeeded;
-    }
-    folder = await readDropFolder(parsed.folder);
-    // Before the run: a model paid for must have somewhere to go.
-    out = await prepareOutFolder(parsed.out, folder.drop);
-  } catch (error) {
-    if (!(
-      error instanceof CliUsageError ||
-      error instanceof DropFolderError ||
-      error instanceof OutFolderError
-    ))
-      throw error;
-    io.stderr.write(`hopper run: ${error.message}\n`);
-    return EXIT.usage;
+    return await runInLocalMode({ path, folder, out: out.path, options, io });
+  } finally {
+    await out.release();
   }
+});
 
+/** One `hopper run`: the folder, where its model goes, and what it prints to. */
+interface RunOfFolder {
+  /** The folder as the command line gave it. */
+  readonly path: string;
+  readonly folder: DropFolder;
+  readonly out: string;
+  readonly options: LocalCommandOptions;
+  readonly io: CommandIo;
+}
+
+/** What the run's progress is told, and what it has seen. */
+interface Watch {
+  readonly stop: AbortSignal;
+  readonly reporter: ProgressReporter;
+  /** The run's latest state, from the execution's events: the dataset it made, once it has. */
+  latest?: RunState;
+}
+
+async function runInLocalMode(run: RunOfFolder): Promise<number> {
+  const { io, options } = run;
   const startedAt = Date.now();
-  const stop = io.signal ?? interruptSignal();
-  let local: LocalMode | undefined;
-  let console: LocalConsole | undefined;
-  const reporter = reporterFor(io.stdout, startedAt);
-  const datasetName = await datasetNameOf(folder);
-  // The run's latest state, from the execution's events: the dataset it made, once it has.
-  let latest: RunState | undefined;
+  const watch: Watch = { stop: io.signal ?? interruptSignal(), reporter: reporterFor(io.stdout, startedAt) };
   // Loaded only now: a refused command line or folder answers without loading local mode.
-  const [{ startLocalMode }, { consoleFor, untilStopped }, { trainingsUnderWay }] = await Promise.all([
+  const [{ startLocalMode }, { consoleFor, untilStopped }] = await Promise.all([
     import('../emulator/local-mode.js'),
     import('../console/index.js'),
-    import('./left-at-service.js'),
   ]);
+  const triggerFailed = new AbortController();
+  let local: LocalMode | undefined;
+  let console: LocalConsole | undefined;
   try {
-    const triggerFailed = new AbortController();
     local = await startLocalMode({
-      ...parsed.options.mode,
+      ...options.mode,
       // hopper run uploads the folder itself, train.json last: nothing else arrives after it.
       dropQuietMs: 0,
       onTriggerError: (key, error) => {
         triggerFailed.abort(new Error(`the S3 event for ${key} started no run: ${messageOf(error)}`));
       },
     });
-    console = await consoleFor(local, parsed.options.console, parsed.options.mode);
-    if (console !== undefined) reporter.line(`hopper: console at ${console.url}`);
-    reporter.line(
+    console = await consoleFor(local, options.console, options.mode);
+    if (console !== undefined) watch.reporter.line(`hopper: console at ${console.url}`);
+    watch.reporter.line(
       `hopper: local mode: S3 at ${local.s3.endpoint} (bucket ${local.bucket}), training service at ${local.serviceUrl}${local.simulated === undefined ? '' : ' (simulated)'}`,
     );
-    const waitMs = parsed.options.mode.waitMs;
-    // Listening before the upload: the run starts while train.json's PutObject is answered.
-    const execution = local.stateMachine.nextStarted(
-      (started) => started.input.run.key === inboxKey(folder.drop, TRAIN_JSON),
-      {
-        signal: AbortSignal.any([stop, triggerFailed.signal]),
-        onEvent: (event) => {
-          const state = (event as { state?: { input?: unknown; output?: unknown } }).state;
-          const seen = (state?.output ?? state?.input) as RunState | undefined;
-          if (seen?.run !== undefined) latest = seen;
-          const progress = progressOf(event, waitMs);
-          if (progress !== null) reporter.update(progress);
-        },
-      },
-    );
-    // Awaited after the upload; a Ctrl-C during it must not count as an unhandled rejection.
-    execution.catch(() => undefined);
-    // An earlier `hopper run` of this folder, stopped, may have left its training going: a
-    // second one would spend a second credit for the same drop.
-    const underWay = await trainingsUnderWay(await local.service(), datasetName);
-    const busy = underWay[0];
-    if (busy !== undefined) {
-      reporter.finish();
-      io.stderr.write(
-        `hopper run: a training of a dataset named "${datasetName}" is still under way at the training service (${local.serviceUrl}): model ${busy.model.id} (${busy.model.status}) of dataset ${busy.dataset.id}, started ${busy.model.created_at}, holding 1 credit; most likely an earlier \`hopper run\` of this folder that was stopped. Starting another would spend a second credit for the same drop, so nothing was started. Wait until it ends (\`hopper models --dataset ${busy.dataset.id}\`), then run again; or set another "name" in train.json to train alongside it\n`,
-      );
-      return EXIT.busy;
-    }
-    reporter.line(
-      `hopper: dropping ${parsed.folder} as s3://${local.bucket}/inbox/${folder.drop}/ (${String(folder.files.length)} files, then ${TRAIN_JSON})`,
-    );
-    await uploadDropFolder(local.s3.client, local.bucket, folder);
-    const noStart = setTimeout(() => {
-      triggerFailed.abort(
-        new Error(
-          `${TRAIN_JSON} was uploaded but no run started within ${String(START_TIMEOUT_MS / 1000)} s`,
-        ),
-      );
-    }, START_TIMEOUT_MS);
-    const started = await execution.finally(() => {
-      clearTimeout(noStart);
-    });
-    const outcome = await untilAborted(started.done, stop);
-    reporter.finish();
-    return await report(outcome, local, folder.drop, out.path, io, startedAt);
+    const outcome = await dropAndFollow(local, run, watch, triggerFailed);
+    watch.reporter.finish();
+    return outcome === 'busy' ? EXIT.busy : await report(outcome, local, run, startedAt);
   } catch (error) {
-    reporter.finish();
-    if (stop.aborted) {
-      io.stderr.write(
-        `hopper run: stopped${stop.reason instanceof Error ? ` (${stop.reason.message})` : ''}\n`,
-      );
-      if (local !== undefined) await tellLeftovers(local, latest, datasetName, parsed.folder, startedAt, io);
-      return EXIT.stopped;
+    watch.reporter.finish();
+    if (!watch.stop.aborted) {
+      io.stderr.write(`hopper run: ${messageOf(error)}\n`);
+      return EXIT.failed;
     }
-    io.stderr.write(`hopper run: ${messageOf(error)}\n`);
-    return EXIT.failed;
+    const reason = watch.stop.reason instanceof Error ? ` (${watch.stop.reason.message})` : '';
+    io.stderr.write(`hopper run: stopped${reason}\n`);
+    if (local !== undefined) await tellLeftovers(local, watch.latest, run, startedAt);
+    return EXIT.stopped;
   } finally {
     if (console !== undefined) {
       // --console: the page stays up after the run, until Ctrl-C.
-      if (!stop.aborted) io.stderr.write(`hopper: the console stays up at ${console.url}; Ctrl-C stops it\n`);
-      await untilStopped(stop);
+      if (!watch.stop.aborted)
+        io.stderr.write(`hopper: the console stays up at ${console.url}; Ctrl-C stops it\n`);
+      await untilStopped(watch.stop);
       await console.close();
     }
     await local?.close();
-    await out.release();
   }
+}
+
+/**
+ * Drops the folder (unless an earlier run's training of it is still under way: 'busy') and
+ * follows its run to the end.
+ */
+async function dropAndFollow(
+  local: LocalMode,
+  { path, folder, options, io }: RunOfFolder,
+  watch: Watch,
+  triggerFailed: AbortController,
+): Promise<ExecutionOutcome | 'busy'> {
+  // Listening before the upload: the run starts while train.json's PutObject is answered.
+  const execution = local.stateMachine.nextStarted(
+    (started) => started.input.run.key === inboxKey(folder.drop, TRAIN_JSON),
+    {
+      signal: AbortSignal.any([watch.stop, triggerFailed.signal]),
+      onEvent: (event) => {
+        const state = (event as { state?: { input?: unknown; output?: unknown } }).state;
+        const seen = (state?.output ?? state?.input) as RunState | undefined;
+        if (seen?.run !== undefined) watch.latest = seen;
+        const progress = progressOf(event, options.mode.waitMs);
+        if (progress !== null) watch.reporter.update(progress);
+      },
+    },
+  );
+  // Awaited after the upload; a Ctrl-C during it must not count as an unhandled rejection.
+  execution.catch(() => undefined);
+  if (await trainingUnderWay(local, await datasetNameOf(folder), io)) return 'busy';
+  const files = folder.files.length;
+  watch.reporter.line(
+    `hopper: dropping ${path} as s3://${local.bucket}/inbox/${folder.drop}/ (${String(files)} ${files === 1 ? 'file' : 'files'}, then ${TRAIN_JSON})`,
+  );
+  await uploadDropFolder(local.s3.client, local.bucket, folder);
+  const noStart = setTimeout(() => {
+    triggerFailed.abort(
+      new Error(`${TRAIN_JSON} was uploaded but no run started within ${String(START_TIMEOUT_MS / 1000)} s`),
+    );
+  }, START_TIMEOUT_MS);
+  const started = await execution.finally(() => {
+    clearTimeout(noStart);
+  });
+  return await untilAborted(started.done, watch.stop);
+}
+
+/**
+ * Whether an earlier `hopper run` of this folder, stopped, left its training going (said on
+ * stderr): a second one would spend a second credit for the same drop.
+ */
+async function trainingUnderWay(local: LocalMode, datasetName: string, io: CommandIo): Promise<boolean> {
+  const { trainingsUnderWay } = await import('./left-at-service.js');
+  const busy = (await trainingsUnderWay(await local.service(), datasetName))[0];
+  if (busy === undefined) return false;
+  io.stderr.write(
+    `hopper run: a training of a dataset named "${datasetName}" is still under way at the training service (${local.serviceUrl}): model ${busy.model.id} (${busy.model.status}) of dataset ${busy.dataset.id}, started ${busy.model.created_at}, holding 1 credit; most likely an earlier \`hopper run\` of this folder that was stopped. Starting another would spend a second credit for the same drop, so nothing was started. Wait until it ends (\`hopper models --dataset ${busy.dataset.id}\`), then run again; or set another "name" in train.json to train alongside it\n`,
+  );
+  return true;
 }
 
 async function report(
   outcome: ExecutionOutcome,
   local: LocalMode,
-  drop: string,
-  outFolder: string,
-  io: CommandIo,
+  { folder, out: outFolder, io }: RunOfFolder,
   startedAt: number,
 ): Promise<number> {
   const seconds = ((Date.now() - startedAt) / 1000).toFixed(1);
@@ -182,7 +197,7 @@ async function report(
   }
   // The status file holds what the report step made of the failure; the execution's own error
   // stands in if even the report step failed.
-  const status = await readStatus(local.s3.client, local.bucket, drop).catch(() => null);
+  const status = await readStatus(local.s3.client, local.bucket, folder.drop).catch(() => null);
   const error =
     status?.state === 'failed' && status.error !== null
       ? `${status.error.code}: ${status.error.message}`
@@ -226,10 +241,8 @@ function keepInBucket(
 async function tellLeftovers(
   local: LocalMode,
   latest: RunState | undefined,
-  datasetName: string,
-  folder: string,
+  { path, folder, io }: RunOfFolder,
   startedAt: number,
-  io: CommandIo,
 ): Promise<void> {
   const known = latest?.dataset?.id;
   const { describeLeftovers, leftAtService } = await import('./left-at-service.js');
@@ -237,14 +250,14 @@ async function tellLeftovers(
     const left = await untilTimeout(
       (async () =>
         leftAtService(await local.service(), {
-          datasetName,
+          datasetName: await datasetNameOf(folder),
           knownIds: known === undefined ? [] : [known],
           // A minute's leeway for the service's clock.
           since: startedAt - 60_000,
         }))(),
       LEFTOVERS_TIMEOUT_MS,
     );
-    io.stderr.write(`${describeLeftovers(left, local.serviceUrl, folder).join('\n')}\n`);
+    io.stderr.write(`${describeLeftovers(left, local.serviceUrl, path).join('\n')}\n`);
   } catch (error) {
     io.stderr.write(
       `hopper run: could not ask the training service (${local.serviceUrl}) what this run left there: ${messageOf(error)}. The run's dataset${known === undefined ? '' : ` (${known})`} and any training it started stay there: see \`hopper models\`\n`,

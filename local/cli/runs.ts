@@ -11,35 +11,30 @@ import { isRunSummary } from '../../lambdas/run/usage.js';
 import { runRecordKey } from '../../lambdas/storage/keys.js';
 import { isNotFound } from '../../lambdas/storage/objects.js';
 import { executionNameDrop, NAME_HASH_HEX } from '../../lambdas/trigger/start-execution.js';
-import {
-  CommandError,
-  EXIT,
-  formatAge,
-  integerFlag,
-  json,
-  runCommand,
-  table,
-  TARGET_HELP,
-  type CommandDeps,
-  type CommandIo,
-} from './command.js';
-import { HOPPER_STATE_MACHINE_ENV } from './settings.js';
+import { CommandError, EXIT, formatAge, json, table, type CommandSpec } from './command.js';
+import { HOPPER_STATE_MACHINE_ENV, targetCommand, TARGET_FLAGS } from './target.js';
 
 export const DEFAULT_RUNS = 20;
 export const MAX_RUNS = 1000;
 /** Pages of ListExecutions read at most (1000 executions each) while looking for a drop's runs. */
 export const MAX_EXECUTION_PAGES = 20;
 
-export const RUNS_HELP = `Usage: hopper runs <drop> [options]
-
-Lists the drop's runs, newest first: when each started, how long it took, its outcome
-(succeeded, failed with its error code, superseded by a newer train.json of the drop, running,
-timed out, stopped), the credits it cost and its model.
-
-Options:
-  --limit N           show at most N runs (default ${String(DEFAULT_RUNS)}, at most ${String(MAX_RUNS)})
-${TARGET_HELP}
-`;
+export const RUNS_SPEC: CommandSpec = {
+  name: 'runs',
+  usage: '<drop> [options]',
+  about:
+    "Lists the drop's runs, newest first: when each started, how long it took, its outcome (succeeded, failed with its error code, superseded by a newer train.json of the drop, running, timed out, stopped), the credits it cost and its model.",
+  flags: {
+    limit: {
+      value: 'N',
+      range: [1, MAX_RUNS],
+      help: `show at most N runs (default ${String(DEFAULT_RUNS)}, at most ${String(MAX_RUNS)})`,
+    },
+    ...TARGET_FLAGS,
+  },
+  positionals: { min: 1, max: 1, what: 'drop', hint: 'hopper runs reviews' },
+  exits: { 0: true, 1: true, 2: true },
+};
 
 export interface RunSummary {
   readonly run_id: string;
@@ -54,48 +49,32 @@ export interface RunSummary {
   readonly model_id: string | null;
 }
 
-export async function runRunsCommand(
-  argv: readonly string[],
-  io?: CommandIo,
-  deps?: CommandDeps,
-): Promise<number> {
-  return runCommand(
-    {
-      name: 'runs',
-      help: RUNS_HELP,
-      flags: { limit: { type: 'string' } },
-      positionals: { min: 1, max: 1, what: 'drop' },
-    },
-    argv,
-    async (parsed, target, out, { now = Date.now }) => {
-      const drop = parsed.positionals[0] ?? '';
-      const limit = integerFlag(parsed.values, 'limit', 1, MAX_RUNS) ?? DEFAULT_RUNS;
-      if (target.stateMachine === null) {
-        throw new CommandError(
-          `no state machine to read runs from: eval the export lines \`hopper local\` prints (${HOPPER_STATE_MACHINE_ENV} is not set), or give --stack NAME`,
-        );
-      }
-      const { runs, searchedAll } = await runsOf(
-        target.stateMachine.client,
-        target.stateMachine.arn,
-        drop,
-        limit,
-        { s3: target.s3, bucket: target.bucket },
-      );
-      if (!searchedAll) {
-        out.stderr.write(
-          `hopper runs: looked through the newest ${String(MAX_EXECUTION_PAGES * 1000)} executions only; older runs of "${drop}" are in the Step Functions console\n`,
-        );
-      }
-      if (parsed.json) out.stdout.write(json(runs));
-      else if (runs.length === 0) out.stdout.write(`no runs of "${drop}" (${target.label})\n`);
-      else out.stdout.write(runsTable(runs, now()));
-      return EXIT.succeeded;
-    },
-    io,
-    deps,
+export const runRunsCommand = targetCommand(RUNS_SPEC, async (args, target, out, { now = Date.now }) => {
+  const drop = args.positionals[0] ?? '';
+  const limit = args.number('limit') ?? DEFAULT_RUNS;
+  if (target.stateMachine === null) {
+    throw new CommandError(
+      'no_target',
+      `no state machine to read runs from: eval the export lines \`hopper local\` prints (${HOPPER_STATE_MACHINE_ENV} is not set), or give --stack NAME`,
+    );
+  }
+  const { runs, searchedAll } = await runsOf(
+    target.stateMachine.client,
+    target.stateMachine.arn,
+    drop,
+    limit,
+    { s3: target.s3, bucket: target.bucket },
   );
-}
+  if (!searchedAll) {
+    out.stderr.write(
+      `hopper runs: looked through the newest ${String(MAX_EXECUTION_PAGES * 1000)} executions only; older runs of "${drop}" are in the Step Functions console\n`,
+    );
+  }
+  if (args.on('json')) out.stdout.write(json(runs));
+  else if (runs.length === 0) out.stdout.write(`no runs of "${drop}" (${target.label})\n`);
+  else out.stdout.write(runsTable(runs, now()));
+  return EXIT.succeeded;
+});
 
 /**
  * The drop's runs, newest first, at most `limit`; `searchedAll` is false when the listing stopped

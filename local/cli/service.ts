@@ -1,47 +1,253 @@
 /**
- * `hopper service [flags]` (also `npm run service -- [flags]`): runs the simulated service on
- * its own until SIGINT/SIGTERM. Flags: see cli-args.ts (or --help).
+ * `hopper service [options]` (also `npm run service -- [options]`): the simulated service on its
+ * own until Ctrl-C. Each knob of SimulatedServiceOptions is a kebab-case flag (--reading-ms sets
+ * readingMs) in the shared table (command.ts); --fault, --rename-next-action, --encoders and
+ * --label-choices are read into their knobs here.
  */
-import { CliUsageError, parseCliArgs, type CliCommand } from './service-args.js';
-import { startSimulatedService } from '../service/index.js';
+import { messageOf } from '../../lambdas/run/errors.js';
+import {
+  DEFAULT_OPTIONS,
+  ENDPOINTS,
+  startSimulatedService,
+  validateOptions,
+  type Encoder,
+  type FaultRule,
+  type SimulatedServiceOptions,
+} from '../service/index.js';
+import {
+  CliUsageError,
+  CommandError,
+  defineCommand,
+  EXIT,
+  interruptSignal,
+  parseCommand,
+  type CommandSpec,
+  type Flag,
+  type Parsed,
+} from './command.js';
 
-/** Resolves to the exit code: 0 after a clean shutdown, 1 if the service cannot start, 2 on bad flags. */
-export async function runServiceCommand(argv: readonly string[]): Promise<number> {
-  let command: CliCommand;
-  try {
-    command = parseCliArgs(argv);
-  } catch (error) {
-    if (!(error instanceof CliUsageError)) throw error;
-    console.error(`error: ${error.message}\nRun with --help to see every flag.`);
-    return 2;
-  }
-  if (command.kind === 'help') {
-    console.log(command.text);
-    return 0;
-  }
+type Knob = Exclude<keyof SimulatedServiceOptions, 'faults' | 'renameNextActions' | 'unreadable'>;
 
+const COUNT = [0, Number.MAX_SAFE_INTEGER] as const;
+const PORT = [0, 65535] as const;
+const ms = (help: string): Flag => ({ value: 'N', range: COUNT, help });
+
+/** A flag for each knob, named after it. */
+const KNOB_FLAGS: Readonly<Record<string, Flag>> = {
+  host: { value: 'HOST', help: 'interface to bind' },
+  port: { value: 'N', range: PORT, help: 'API port (0: a free port)' },
+  'file-port': { value: 'N', range: PORT, help: 'port of presigned file URLs (0: a free port)' },
+  'api-key': { value: 'KEY', help: "the account's API key" },
+  credits: { value: 'N', range: COUNT, help: 'credits of the account' },
+  seed: {
+    value: 'N',
+    range: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
+    help: 'seed of the PRNG behind fault rates',
+  },
+  'max-requests-per-second': ms('API requests per second before 429 (0: no limit)'),
+  'reading-ms': ms('dataset reading phase'),
+  'structuring-ms': ms('dataset structuring phase'),
+  'queued-ms': ms('model queued phase'),
+  'training-ms': ms('model training phase'),
+  'fail-trainings': ms('the next N trainings fail (credit returned)'),
+  'held-out-count': ms('held-out examples per dataset'),
+  'label-choices': { value: 'A,B,C', help: 'label choices of held-out examples' },
+  encoders: { value: 'ID:NAME[:default],...', help: 'encoders on offer; exactly one marked :default' },
+  'upload-url-ttl-ms': ms('lifetime of an upload URL'),
+  'download-url-ttl-ms': ms('lifetime of a download link'),
+  'model-bytes': ms('size of every model file'),
+  'dataset-ttl-ms': ms('dataset lifetime from creation'),
+  'model-files-ttl-ms': ms('model files lifetime from the end of training'),
+  'manual-clock-start': {
+    value: 'ISO',
+    help: 'a manual clock starting at this time, instead of the system clock',
+  },
+};
+
+/** `reading-ms` -> `readingMs` */
+function knobOf(flag: string): Knob {
+  return flag.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase()) as Knob;
+}
+
+function showDefault(knob: Knob): string {
+  const value = DEFAULT_OPTIONS[knob];
+  if (value === undefined) return 'none';
+  if (!Array.isArray(value)) return String(value);
+  return value
+    .map((item: string | Encoder) =>
+      typeof item === 'string' ? item : `${item.id}:${item.name}${item.default ? ':default' : ''}`,
+    )
+    .join(',');
+}
+
+export const SERVICE_SPEC: CommandSpec = {
+  name: 'service',
+  usage: '[options]',
+  about:
+    'Runs the simulated training service on its own until Ctrl-C: the contract of docs/simulated-service.md, in memory, on loopback (also: npm run service -- [options]). Durations are in ms of the service clock.',
+  flags: {
+    ...Object.fromEntries(
+      Object.entries(KNOB_FLAGS).map(([flag, spec]) => [
+        flag,
+        { ...spec, help: `${spec.help} (default: ${showDefault(knobOf(flag))})` },
+      ]),
+    ),
+    unreadable: { help: 'every dataset ends reading as unreadable (default: off)' },
+    fault: {
+      value: 'ENDPOINT:KIND[:k=v,...]',
+      multiple: true,
+      help: 'failure rule, repeatable, checked in order (default: none); see below',
+    },
+    'rename-next-action': {
+      value: 'FROM=TO',
+      multiple: true,
+      help: 'records show next_action FROM as TO, a value no client knows; repeatable (default: none)',
+    },
+  },
+  positionals: { min: 0, max: 0, what: 'arguments', hint: 'every setting is a flag' },
+  exits: { 0: 'stopped by Ctrl-C (or SIGTERM), cleanly', 1: 'the service could not start or stop', 2: true },
+  more: [
+    'Fault rules: ENDPOINT is * or one of',
+    `  ${ENDPOINTS.join(', ')}`,
+    'KIND is 429, 500, 503, drop, drop_after, stall, cut (fileDownload only), expire (403 url_expired;',
+    'fileUpload and fileDownload only), or a misbehaviour:',
+    'garble (after processing; form=html_502|truncated|empty, default one at random), missing_field',
+    '(field=NAME, default next_action), wrong_type (field=NAME, default step), huge_body (bodyBytes=N,',
+    'default 10 MiB), trickle (byteIntervalMs=N, default 1000), redirect, repeat_cursor (lists),',
+    'wrong_bytes (fileDownload: one byte more than onnx_bytes) or no_task (nextLabel: 204 while tasks are open).',
+    'Settings: count=N (first N matching requests), rate=P (probability 0..1, seeded),',
+    'retryAfterSeconds=N (429, default 1), stallMs=N (stall, default 5000), cutAfterBytes=N (cut, default 1024).',
+    'Neither count nor rate: the rule fires on every matching request.',
+    "Example: --fault createModel:429:count=2,retryAfterSeconds=1 --fault '*:503:rate=0.1' --fault '*:garble:rate=0.08'",
+  ].join('\n'),
+};
+
+/** Resolves to the exit code once the service has stopped (or could not start). */
+export const runServiceCommand = defineCommand(SERVICE_SPEC, async (args, io) => {
+  const options = serviceOptions(args);
+  const stop = io.signal ?? interruptSignal();
   let service: Awaited<ReturnType<typeof startSimulatedService>>;
   try {
-    service = await startSimulatedService(command.options);
+    service = await startSimulatedService(options);
   } catch (error) {
-    console.error(
-      `error: the service could not start: ${error instanceof Error ? error.message : String(error)}`,
-    );
-    return 1;
+    throw new CommandError('failed', `the service could not start: ${messageOf(error)}`);
   }
-  console.log(`API URL:  ${service.apiUrl}`);
-  console.log(`File URL: ${service.fileUrl}`);
-  console.log(`API key:  ${service.apiKey}`);
-
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
+  io.stdout.write(`API URL:  ${service.apiUrl}\nFile URL: ${service.fileUrl}\nAPI key:  ${service.apiKey}\n`);
+  if (!stop.aborted) {
+    await new Promise((resolve) => {
+      stop.addEventListener('abort', resolve, { once: true });
+    });
+  }
   try {
     await service.close();
   } catch (error) {
-    console.error(`error while closing after ${signal}:`, error);
-    return 1;
+    throw new CommandError('failed', `could not close after ${messageOf(stop.reason)}: ${messageOf(error)}`);
   }
-  return 0;
+  return EXIT.succeeded;
+});
+
+/** The service's options from a command line; --help gives 'help'. */
+export function parseServiceArgs(argv: readonly string[]): Partial<SimulatedServiceOptions> | 'help' {
+  const args = parseCommand(SERVICE_SPEC, argv);
+  return args === 'help' ? 'help' : serviceOptions(args);
+}
+
+function serviceOptions(args: Parsed): Partial<SimulatedServiceOptions> {
+  const options: Partial<Record<keyof SimulatedServiceOptions, unknown>> = {};
+  for (const flag of Object.keys(KNOB_FLAGS)) {
+    const value = args.number(flag) ?? args.text(flag);
+    if (value !== undefined) options[knobOf(flag)] = value;
+  }
+  const choices = args.text('label-choices');
+  if (choices !== undefined) options.labelChoices = choices.split(',').map((choice) => choice.trim());
+  const encoders = args.text('encoders');
+  if (encoders !== undefined) options.encoders = parseEncoders(encoders);
+  const start = args.text('manual-clock-start');
+  if (start !== undefined && Number.isNaN(Date.parse(start))) {
+    throw new CliUsageError(`--manual-clock-start: expected an ISO time, got "${start}"`);
+  }
+  if (args.on('unreadable')) options.unreadable = true;
+  if (args.list('fault').length > 0) options.faults = args.list('fault').map(parseFaultFlag);
+  const renames = args.list('rename-next-action');
+  if (renames.length > 0) options.renameNextActions = Object.fromEntries(renames.map(parseRenameFlag));
+  try {
+    validateOptions({ ...DEFAULT_OPTIONS, ...(options as Partial<SimulatedServiceOptions>) });
+  } catch (error) {
+    // validateOptions names knobs (labelChoices, faults[0] ...): say which flag that is.
+    throw new CliUsageError(
+      messageOf(error).replace(/^(\w+)(\[\d+\])?/, (whole, knob: string) => {
+        const flag = knob.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
+        const named = [flag, flag.replace(/s$/, '')].find((name) => name in SERVICE_SPEC.flags);
+        return named === undefined ? whole : `--${named}`;
+      }),
+    );
+  }
+  return options as Partial<SimulatedServiceOptions>;
+}
+
+function parseEncoders(text: string): Encoder[] {
+  const encoders = text.split(',').map((item): Encoder => {
+    const [id = '', name = '', mark, ...rest] = item.split(':');
+    if (id === '' || name === '' || rest.length > 0 || (mark !== undefined && mark !== 'default')) {
+      throw new CliUsageError(`--encoders: expected ID:NAME[:default],... got "${item}"`);
+    }
+    return { id: id.trim(), name: name.trim(), default: mark === 'default' };
+  });
+  if (encoders.filter((encoder) => encoder.default).length !== 1) {
+    throw new CliUsageError('--encoders: exactly one encoder must be marked :default');
+  }
+  return encoders;
+}
+
+const FAULT_FIELDS = [
+  'count',
+  'rate',
+  'retryAfterSeconds',
+  'stallMs',
+  'cutAfterBytes',
+  'bodyBytes',
+  'byteIntervalMs',
+] as const;
+/** Settings whose value is a word, not a number. */
+const FAULT_WORD_FIELDS = ['form', 'field'] as const;
+
+/**
+ * `ENDPOINT:KIND[:key=value,...]`, e.g. `createModel:429:count=2,retryAfterSeconds=1` or
+ * `*:503:rate=0.1`; what the rule says is checked with the other options (validateOptions).
+ */
+export function parseFaultFlag(text: string): FaultRule {
+  const usage = `--fault: expected ENDPOINT:KIND[:key=value,...] (keys ${[...FAULT_FIELDS, ...FAULT_WORD_FIELDS].join(', ')}), got "${text}"`;
+  const [endpoint = '', kind = '', settings, ...rest] = text.split(':');
+  if (rest.length > 0 || endpoint === '' || kind === '') throw new CliUsageError(usage);
+  const rule = { endpoint, kind } as FaultRule;
+  for (const setting of settings === undefined || settings === '' ? [] : settings.split(',')) {
+    const [key = '', value, ...extra] = setting.split('=');
+    if (value === undefined || extra.length > 0) throw new CliUsageError(usage);
+    const word = FAULT_WORD_FIELDS.find((name) => name === key);
+    if (word !== undefined) {
+      (rule as unknown as Record<string, string>)[word] = value;
+      continue;
+    }
+    const field = FAULT_FIELDS.find((name) => name === key);
+    if (field === undefined) throw new CliUsageError(usage);
+    const number = field === 'rate' ? Number(value) : /^\d{1,15}$/.test(value) ? Number(value) : NaN;
+    if (value === '' || Number.isNaN(number)) {
+      throw new CliUsageError(
+        `--fault: ${field} expects ${field === 'rate' ? 'a number in 0..1' : 'an integer >= 0'}`,
+      );
+    }
+    rule[field] = number;
+  }
+  return rule;
+}
+
+/** `FROM=TO`, e.g. `start_training=celebrate`. */
+function parseRenameFlag(text: string): [string, string] {
+  const [from = '', to = '', ...rest] = text.split('=');
+  if (from === '' || to === '' || rest.length > 0) {
+    throw new CliUsageError(
+      `--rename-next-action: expected FROM=TO (e.g. start_training=celebrate), got "${text}"`,
+    );
+  }
+  return [from, to];
 }

@@ -4,58 +4,39 @@
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { readStatus, statusFiles, type RunStatus } from '../../lambdas/run/status.js';
-import {
-  CommandError,
-  EXIT,
-  formatAge,
-  json,
-  runCommand,
-  table,
-  TARGET_HELP,
-  type CommandDeps,
-  type CommandIo,
-} from './command.js';
+import { CommandError, EXIT, formatAge, json, table, type CommandSpec } from './command.js';
+import { targetCommand, TARGET_FLAGS } from './target.js';
 
-export const STATUS_HELP = `Usage: hopper status [drop] [options]
+export const STATUS_SPEC: CommandSpec = {
+  name: 'status',
+  usage: '[drop] [options]',
+  about:
+    "Shows the latest run of one drop (status/<drop>.json), or a table of every drop: its state, the service's step and next_action, how long since the status changed, and the error code of a failed run. Newest first.",
+  flags: TARGET_FLAGS,
+  positionals: { min: 0, max: 1, what: 'drop', hint: 'hopper status reviews' },
+  exits: { 0: true, 1: true, 2: true },
+};
 
-Shows the latest run of one drop (status/<drop>.json), or a table of every drop: its state, the
-service's step and next_action, how long since the status changed, and the error code of a
-failed run. Newest first.
-
-Options:
-${TARGET_HELP}
-`;
-
-export async function runStatusCommand(
-  argv: readonly string[],
-  io?: CommandIo,
-  deps?: CommandDeps,
-): Promise<number> {
-  return runCommand(
-    { name: 'status', help: STATUS_HELP, positionals: { min: 0, max: 1, what: 'drop' } },
-    argv,
-    async (parsed, target, out, { now = Date.now }) => {
-      const drop = parsed.positionals[0];
-      if (drop !== undefined) {
-        const status = await readStatus(target.s3, target.bucket, drop);
-        if (status === null) {
-          throw new CommandError(
-            `${target.label} has no run of "${drop}" (no s3://${target.bucket}/status/${drop}.json): drop a folder into inbox/${drop}/, train.json last`,
-          );
-        }
-        out.stdout.write(parsed.json ? json(status) : describeStatus(status, now()));
-        return EXIT.succeeded;
-      }
-      const statuses = await allStatuses(target.s3, target.bucket);
-      if (parsed.json) out.stdout.write(json(statuses));
-      else if (statuses.length === 0) out.stdout.write(`no drops yet in s3://${target.bucket}/\n`);
-      else out.stdout.write(statusTable(statuses, now()));
-      return EXIT.succeeded;
-    },
-    io,
-    deps,
-  );
-}
+export const runStatusCommand = targetCommand(STATUS_SPEC, async (args, target, out, { now = Date.now }) => {
+  const drop = args.positionals[0];
+  const asJson = args.on('json');
+  if (drop !== undefined) {
+    const status = await readStatus(target.s3, target.bucket, drop);
+    if (status === null) {
+      throw new CommandError(
+        'not_found',
+        `${target.label} has no run of "${drop}" (no s3://${target.bucket}/status/${drop}.json): drop a folder into inbox/${drop}/, train.json last`,
+      );
+    }
+    out.stdout.write(asJson ? json(status) : describeStatus(status, now()));
+    return EXIT.succeeded;
+  }
+  const statuses = await allStatuses(target.s3, target.bucket);
+  if (asJson) out.stdout.write(json(statuses));
+  else if (statuses.length === 0) out.stdout.write(`no drops yet in s3://${target.bucket}/\n`);
+  else out.stdout.write(statusTable(statuses, now()));
+  return EXIT.succeeded;
+});
 
 /** Every drop's status, newest change first. */
 export async function allStatuses(s3: S3Client, bucket: string): Promise<RunStatus[]> {

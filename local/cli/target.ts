@@ -1,7 +1,9 @@
 /**
  * Where `hopper status`, `runs`, `models` and `retry` look: a deployed stack (`--stack NAME`:
  * bucket, state machine, service URL and API key secret from the stack's outputs, with the
- * user's normal AWS credentials) or a running `hopper local` (from the settings it printed).
+ * user's normal AWS credentials) or a running `hopper local` (from the export lines it printed:
+ * the names below, besides the AWS SDK's own AWS_ENDPOINT_URL, credentials and region), and how
+ * those commands run against it (runTargetCommand).
  */
 import {
   CloudFormationClient,
@@ -15,16 +17,38 @@ import {
   type SecretsManagerClientConfig,
 } from '@aws-sdk/client-secrets-manager';
 import { SFNClient, type SFNClientConfig } from '@aws-sdk/client-sfn';
+import { ENV } from '../../lambdas/run/environment.js';
 import { messageOf } from '../../lambdas/run/errors.js';
-import { API_KEY_ENV } from './options.js';
+import { ServiceError } from '../../lambdas/service-client/index.js';
 import { DEFAULT_OPTIONS as SIMULATED_DEFAULTS } from '../service/index.js';
 import {
-  HOPPER_BUCKET_ENV,
-  HOPPER_SERVICE_URL_ENV,
-  HOPPER_STATE_MACHINE_ENV,
-  S3_ENDPOINT_ENV,
-  SFN_ENDPOINT_ENV,
-} from './settings.js';
+  CommandError,
+  defineCommand,
+  type Command,
+  type CommandIo,
+  type CommandSpec,
+  type Flags,
+  type Parsed,
+} from './command.js';
+
+export const HOPPER_BUCKET_ENV = 'HOPPER_BUCKET';
+/** The same names the Lambda functions read (lambdas/run/environment.ts). */
+export const HOPPER_STATE_MACHINE_ENV = ENV.stateMachineArn;
+export const HOPPER_SERVICE_URL_ENV = ENV.serviceUrl;
+/** Step Functions' service-specific endpoint variable, which the AWS CLI and SDKs read too. */
+export const SFN_ENDPOINT_ENV = 'AWS_ENDPOINT_URL_SFN';
+export const S3_ENDPOINT_ENV = 'AWS_ENDPOINT_URL';
+/** The environment variable read when --api-key is not given (keeps the key out of `ps`). */
+export const API_KEY_ENV = 'HOPPER_API_KEY';
+
+/** The flags of every command that talks to a Hopper. */
+export const TARGET_FLAGS: Flags = {
+  stack: {
+    value: 'NAME',
+    help: 'a deployed stack (its outputs, with your AWS credentials and region); without it, the `hopper local` whose printed settings are in the environment',
+  },
+  json: { help: 'print JSON for scripts; an error too, as {"error": {"code", "message"}} on stdout' },
+};
 
 /** The stack outputs the commands read (infra/stack.ts). */
 export const STACK_OUTPUTS = {
@@ -48,11 +72,6 @@ export interface CommandDeps {
   readonly now?: () => number;
 }
 
-/** A failure the command reports as is (exit 1): what is wrong and how to fix it. */
-export class CommandError extends Error {
-  override readonly name = 'CommandError';
-}
-
 export interface Target {
   /** `stack NAME` or `hopper local`: for messages. */
   readonly label: string;
@@ -65,6 +84,38 @@ export interface Target {
   close(): void;
 }
 
+/**
+ * A command that talks to a Hopper: it finds the target (--stack or the environment), runs
+ * `body`, and closes the target's clients.
+ */
+export function targetCommand(
+  spec: CommandSpec,
+  body: (args: Parsed, target: Target, io: CommandIo, deps: CommandDeps) => Promise<number>,
+): Command {
+  return defineCommand(spec, async (args, io, deps) => {
+    const target = await resolveTarget(args.text('stack'), deps);
+    try {
+      return await body(args, target, io, deps);
+    } catch (error) {
+      throw explained(error);
+    } finally {
+      target.close();
+    }
+  });
+}
+
+/** What the training service's failures mean to someone running a command. */
+function explained(error: unknown): unknown {
+  if (!(error instanceof ServiceError)) return error;
+  if (error.code === 'unauthorized') {
+    return new CommandError(
+      'unauthorized',
+      "the training service refused the API key: check the key (HOPPER_API_KEY, or the stack's secret)",
+    );
+  }
+  return new CommandError('service_error', `the training service failed: ${error.message}`);
+}
+
 export async function resolveTarget(stack: string | undefined, deps: CommandDeps): Promise<Target> {
   return stack === undefined ? localTarget(deps) : await stackTarget(stack, deps);
 }
@@ -73,6 +124,7 @@ function localTarget({ env, aws }: CommandDeps): Target {
   const bucket = nonEmpty(env[HOPPER_BUCKET_ENV]);
   if (bucket === undefined) {
     throw new CommandError(
+      'no_target',
       `no Hopper to talk to: give --stack NAME for a deployed stack, or run \`hopper local\` and eval the export lines it prints (${HOPPER_BUCKET_ENV} is not set)`,
     );
   }
@@ -121,6 +173,7 @@ function localTarget({ env, aws }: CommandDeps): Target {
       if (url === undefined) {
         return Promise.reject(
           new CommandError(
+            'no_target',
             `${HOPPER_SERVICE_URL_ENV} is not set: eval the export lines \`hopper local\` prints, or give --stack NAME`,
           ),
         );
@@ -128,7 +181,10 @@ function localTarget({ env, aws }: CommandDeps): Target {
       const apiKey = nonEmpty(env[API_KEY_ENV]) ?? simulatedKeyFor(url);
       if (apiKey === undefined) {
         return Promise.reject(
-          new CommandError(`set ${API_KEY_ENV} to the API key of the training service at ${url}`),
+          new CommandError(
+            'no_target',
+            `set ${API_KEY_ENV} to the API key of the training service at ${url}`,
+          ),
         );
       }
       return Promise.resolve({ url, apiKey });
@@ -157,7 +213,7 @@ async function stackTarget(stack: string, { aws }: CommandDeps): Promise<Target>
   try {
     const answer = await cloudformation.send(new DescribeStacksCommand({ StackName: stack }));
     const found = answer.Stacks?.[0];
-    if (found === undefined) throw new CommandError(`CloudFormation has no stack "${stack}"`);
+    if (found === undefined) throw new CommandError('no_target', `CloudFormation has no stack "${stack}"`);
     outputs = new Map(
       (found.Outputs ?? []).flatMap((output) =>
         output.OutputKey === undefined || output.OutputValue === undefined
@@ -168,6 +224,7 @@ async function stackTarget(stack: string, { aws }: CommandDeps): Promise<Target>
   } catch (error) {
     if (error instanceof CommandError) throw error;
     throw new CommandError(
+      'no_target',
       `could not read stack "${stack}" from CloudFormation (${messageOf(error)}): check --stack, AWS_REGION and your AWS credentials`,
     );
   } finally {
@@ -177,6 +234,7 @@ async function stackTarget(stack: string, { aws }: CommandDeps): Promise<Target>
     const value = outputs.get(key);
     if (value === undefined) {
       throw new CommandError(
+        'no_target',
         `stack "${stack}" has no output ${key}: is it a Hopper stack, deployed with this version of Hopper?`,
       );
     }
@@ -199,12 +257,15 @@ async function stackTarget(stack: string, { aws }: CommandDeps): Promise<Target>
         const secret = await secrets.send(new GetSecretValueCommand({ SecretId: secretId }));
         const apiKey = secret.SecretString?.trim() ?? '';
         if (apiKey === '')
-          throw new CommandError(`the secret ${secretId} holds no API key: put the key in it`);
+          throw new CommandError('no_target', `the secret ${secretId} holds no API key: put the key in it`);
         return { url, apiKey };
       } catch (error) {
         if (error instanceof CommandError) throw error;
         // The SDK's message names the secret and the failure, never its value.
-        throw new CommandError(`could not read the API key from the secret ${secretId}: ${messageOf(error)}`);
+        throw new CommandError(
+          'no_target',
+          `could not read the API key from the secret ${secretId}: ${messageOf(error)}`,
+        );
       } finally {
         secrets.destroy();
       }

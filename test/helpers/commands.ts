@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import type { CommandDeps } from '../../local/cli/target.js';
 import { exportLines } from '../../local/cli/local.js';
 import type { LocalMode } from '../../local/emulator/local-mode.js';
-import type { CommandIo } from '../../local/cli/command-io.js';
+import type { CommandIo } from '../../local/cli/command.js';
 
 export type Command = (argv: readonly string[], io?: CommandIo, deps?: CommandDeps) => Promise<number>;
 

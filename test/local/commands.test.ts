@@ -100,7 +100,7 @@ describe('hopper run', () => {
     );
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(
-      /^hopper run: --api-key: expected the service's API key, got an empty string/,
+      /^hopper run: --api-key: got an empty string; give KEY: the service's API key \(or set HOPPER_API_KEY/,
     );
     expect(result.stdout).toBe('');
   });

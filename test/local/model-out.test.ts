@@ -8,7 +8,7 @@ import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CopySlot } from '../../lambdas/run/state.js';
 import { modelFileKey, modelRecordKey } from '../../lambdas/storage/keys.js';
-import { copyModelOut } from '../../local/cli/model-out.js';
+import { copyModelOut } from '../../local/cli/out-folder.js';
 import { localS3Client, startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
 import { uniqueDrop } from '../helpers/pipeline.js';
 

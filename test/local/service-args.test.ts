@@ -1,18 +1,19 @@
-/** Argument parsing of the simulated service's CLI (local/cli/service-args.ts), without spawning it. */
+/** Argument parsing of `hopper service` (local/cli/service.ts), without spawning it. */
 import { describe, expect, it } from 'vitest';
-import { CliUsageError, parseCliArgs, parseFaultFlag } from '../../local/cli/service-args.js';
+import { CliUsageError, helpText } from '../../local/cli/command.js';
+import { parseFaultFlag, parseServiceArgs, SERVICE_SPEC } from '../../local/cli/service.js';
 import { DEFAULT_OPTIONS } from '../../local/service/index.js';
 import type { SimulatedServiceOptions } from '../../local/service/index.js';
 
 function run(argv: string[]): Partial<SimulatedServiceOptions> {
-  const command = parseCliArgs(argv);
-  if (command.kind !== 'run') throw new Error('expected a run command');
-  return command.options;
+  const options = parseServiceArgs(argv);
+  if (options === 'help') throw new Error('expected options');
+  return options;
 }
 
 function usageError(argv: string[]): string {
   try {
-    parseCliArgs(argv);
+    parseServiceArgs(argv);
   } catch (error) {
     if (error instanceof CliUsageError) return error.message;
     throw error;
@@ -20,7 +21,7 @@ function usageError(argv: string[]): string {
   throw new Error(`no usage error for ${argv.join(' ')}`);
 }
 
-describe('parseCliArgs', () => {
+describe('parseServiceArgs', () => {
   it('gives no options for no flags (every knob keeps its default)', () => {
     expect(run([])).toEqual({});
   });
@@ -114,23 +115,21 @@ describe('parseCliArgs', () => {
   });
 
   it('answers --help and -h with a text listing every flag and its default', () => {
-    for (const flag of ['--help', '-h']) {
-      const command = parseCliArgs([flag]);
-      if (command.kind !== 'help') throw new Error('expected help');
-      for (const name of ['--port', '--file-port', '--reading-ms', '--encoders', '--fault', '--unreadable']) {
-        expect(command.text).toContain(name);
-      }
-      expect(command.text).toContain('(default: 10)');
-      expect(command.text).toContain('(default: 3600000)');
+    for (const flag of ['--help', '-h']) expect(parseServiceArgs([flag])).toBe('help');
+    const text = helpText(SERVICE_SPEC);
+    for (const name of ['--port', '--file-port', '--reading-ms', '--encoders', '--fault', '--unreadable']) {
+      expect(text).toContain(name);
     }
+    expect(text).toContain('(default: 10)');
+    expect(text).toContain('(default: 3600000)');
   });
 
   it.each([
     [['--credits', 'ten'], /--credits: expected an integer >= 0, got "ten"/],
-    [['--port=-1'], /--port: expected a port 0\.\.65535/],
+    [['--port=-1'], /--port: expected an integer 0\.\.65535/],
     [['--port', '-1'], /--port/],
     [['--reading-ms', '1.5'], /--reading-ms: expected an integer >= 0/],
-    [['--file-port', '70000'], /--file-port: expected a port 0\.\.65535, got "70000"/],
+    [['--file-port', '70000'], /--file-port: expected an integer 0\.\.65535, got "70000"/],
     [['--seed', 'x'], /--seed: expected an integer/],
     [['--bogus'], /--bogus/],
     [['--credits'], /--credits/],
