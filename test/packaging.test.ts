@@ -9,7 +9,7 @@
  * whole import graph from the CLI's entry with every package left external, so each package it
  * reaches shows up as an external import.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
@@ -95,7 +95,8 @@ function packageOf(specifier: string): string {
   return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : (parts[0] ?? specifier);
 }
 
-async function packagesReachedFrom(entry: string): Promise<Set<string>> {
+/** The packages and the project's own files the import graph from `entry` reaches. */
+async function reachedFrom(entry: string): Promise<{ packages: Set<string>; files: Set<string> }> {
   const result = await build({
     entryPoints: [new URL(`../${entry}`, import.meta.url).pathname],
     bundle: true,
@@ -114,12 +115,12 @@ async function packagesReachedFrom(entry: string): Promise<Set<string>> {
       if (!builtinModules.includes(name)) packages.add(name);
     }
   }
-  return packages;
+  return { packages, files: new Set(Object.keys(result.metafile.inputs)) };
 }
 
 describe('the command line without devDependencies', () => {
   it('loads only dependencies, never a devDependency (cdk-nag, esbuild, vitest, ...)', async () => {
-    const packages = await packagesReachedFrom('local/cli/index.ts');
+    const { packages } = await reachedFrom('local/cli/index.ts');
     // It does reach the stack (local mode synthesizes it) and the service client.
     expect(packages).toContain('aws-cdk-lib');
     expect(packages).toContain('undici');
@@ -127,6 +128,17 @@ describe('the command line without devDependencies', () => {
     expect(dev).toEqual([]);
     const undeclared = [...packages].filter((name) => !(name in pkg.dependencies));
     expect(undeclared).toEqual([]);
+  });
+});
+
+describe('local/', () => {
+  it('holds only what the command line runs: no module there is for tests alone', async () => {
+    const { files } = await reachedFrom('local/cli/index.ts');
+    const modules = readdirSync(new URL('../local', import.meta.url), { recursive: true, encoding: 'utf8' })
+      .filter((path) => path.endsWith('.ts'))
+      .map((path) => `local/${path}`);
+    expect(modules.length).toBeGreaterThan(50);
+    expect(modules.filter((path) => !files.has(path))).toEqual([]);
   });
 });
 
