@@ -151,6 +151,8 @@ export function isKnownNextAction(value: string): value is NextAction {
 // Statuses the client acts on (B2, B4, B7)
 
 export const FILE_STATUS = { pending: 'pending', uploaded: 'uploaded' } as const;
+/** A model's statuses (B7): queued -> training -> done, or failed. */
+export const MODEL_STATUSES = ['queued', 'training', 'done', 'failed'] as const;
 
 // Where a dataset stands with structuring (B4), for the 409 answers of structure and suggest.
 // Both rules live here: the client's reconciliation and the structure step read them.

@@ -3,6 +3,7 @@
  * service's cursor (the client's CursorList) and only as far as the listing needs: --limit
  * records, or every page with --all.
  */
+import { MODEL_STATUSES } from '../../lambdas/service-client/contract.js';
 import { NotFoundError, TrainingServiceClient, type Model } from '../../lambdas/service-client/index.js';
 import { CliUsageError, CommandError, EXIT, json, table, type CommandSpec } from './command.js';
 import { targetCommand, TARGET_FLAGS } from './target.js';
@@ -24,7 +25,11 @@ export const MODELS_SPEC: CommandSpec = {
       help: `show at most N models (default ${String(DEFAULT_MODELS)}, at most ${String(MAX_MODELS)})`,
     },
     all: { help: 'every model, page after page' },
-    status: { value: 'S', help: 'models with this status only (queued, training, done, failed)' },
+    status: {
+      value: 'S',
+      choices: MODEL_STATUSES,
+      help: `models with this status only (${MODEL_STATUSES.join(', ')})`,
+    },
     dataset: { value: 'ID', help: 'models of this dataset only' },
     ...TARGET_FLAGS,
   },

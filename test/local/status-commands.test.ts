@@ -145,6 +145,15 @@ describe('the commands against hopper local', () => {
     expect(bad.stderr).toBe('hopper runs: --limit: expected an integer 1..1000, got "0"\n');
     const missing = await run(runRunsCommand, [], env);
     expect(missing.code).toBe(2);
+
+    // Two models exist; a status the service does not know is refused, not read as "none".
+    await dropAndRun(local, 'other', { ...DATA, [TRAIN_JSON]: '{}' });
+    expect(JSON.parse((await run(runModelsCommand, ['--json'], env)).stdout)).toHaveLength(2);
+    expect(await run(runModelsCommand, ['--status', 'bogus'], env)).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'hopper models: --status: expected one of queued, training, done, failed, got "bogus"\n',
+    });
   });
 
   it('each has --help', async () => {
