@@ -97,15 +97,25 @@ export function targetCommand(
     try {
       return await body(args, target, io, deps);
     } catch (error) {
-      throw explained(error);
+      throw explained(error, args.text('stack') === undefined);
     } finally {
       target.close();
     }
   });
 }
 
-/** What the training service's failures mean to someone running a command. */
-function explained(error: unknown): unknown {
+/**
+ * What a failure means to someone running a command: above all, that the `hopper local` whose
+ * settings are in the environment is no longer there (`local`: no --stack).
+ */
+function explained(error: unknown, local: boolean): unknown {
+  const refused = local ? refusedAddress(error) : undefined;
+  if (refused !== undefined) {
+    return new CommandError(
+      'local_mode_gone',
+      `nothing answers at ${refused} (connection refused): local mode is not at that address any more. If \`hopper local\` was restarted, evaluate the export lines it printed again (it takes new ports each time it starts); if it is not running, start it`,
+    );
+  }
   if (!(error instanceof ServiceError)) return error;
   if (error.code === 'unauthorized') {
     return new CommandError(
@@ -114,6 +124,16 @@ function explained(error: unknown): unknown {
     );
   }
   return new CommandError('service_error', `the training service failed: ${error.message}`);
+}
+
+/** The address a connection was refused at, from an error or its causes. */
+function refusedAddress(error: unknown): string | undefined {
+  for (let cause = error; cause instanceof Error; cause = cause.cause) {
+    if ((cause as NodeJS.ErrnoException).code === 'ECONNREFUSED') {
+      return /ECONNREFUSED (\S+)/.exec(cause.message)?.[1] ?? 'its address';
+    }
+  }
+  return undefined;
 }
 
 export async function resolveTarget(stack: string | undefined, deps: CommandDeps): Promise<Target> {

@@ -4,6 +4,7 @@
  * simulated service at HOPPER_SERVICE_URL (its key never printed). A run fails with no_credits,
  * credits are added, `hopper retry` resumes it without uploading again.
  */
+import { createServer, type AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { runModelsCommand } from '../../local/cli/models.js';
@@ -17,6 +18,15 @@ const fixture = useLocalMode();
 const DATA = { 'reviews.csv': 'id,text\nr1,good\nr2,bad\nr3,fine\n' };
 
 const run = runCommandCaptured;
+
+/** What `hopper local` exports, but for its addresses. */
+const LOCAL_SETTINGS = {
+  AWS_ACCESS_KEY_ID: 'S3RVER',
+  AWS_SECRET_ACCESS_KEY: 'S3RVER',
+  AWS_REGION: 'us-east-1',
+  HOPPER_BUCKET: 'hopper-local',
+  HOPPER_STATE_MACHINE_ARN: 'arn:aws:states:us-east-1:123456789012:stateMachine:hopper-local',
+};
 
 describe('the commands against hopper local', () => {
   it('show a failed run, resume it with hopper retry, and list its runs and models', async () => {
@@ -154,6 +164,35 @@ describe('the commands against hopper local', () => {
       stdout: '',
       stderr: 'hopper models: --status: expected one of queued, training, done, failed, got "bogus"\n',
     });
+  });
+
+  it('with the export lines of a local mode that has stopped, say it is not at that address any more', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const gone = `http://127.0.0.1:${String((closed.address() as AddressInfo).port)}`;
+    await new Promise((resolve) => closed.close(resolve));
+    const env = {
+      ...LOCAL_SETTINGS,
+      AWS_ENDPOINT_URL: gone,
+      AWS_ENDPOINT_URL_SFN: gone,
+      HOPPER_SERVICE_URL: gone,
+    };
+    for (const [command, argv] of [
+      [runStatusCommand, []],
+      [runRunsCommand, ['reviews']],
+      [runModelsCommand, []],
+      [runRetryCommand, ['reviews']],
+    ] as const) {
+      const result = await run(command, argv, env);
+      expect(result).toMatchObject({ code: 1, stdout: '' });
+      expect(result.stderr).toMatch(
+        new RegExp(
+          `^hopper \\w+: nothing answers at ${gone.replace('http://', '')} \\(connection refused\\): local mode is not at that address any more\\. If \`hopper local\` was restarted, evaluate the export lines it printed again`,
+        ),
+      );
+    }
+    const asJson = await run(runStatusCommand, ['--json'], env);
+    expect(JSON.parse(asJson.stdout)).toMatchObject({ error: { code: 'local_mode_gone' } });
   });
 
   it('each has --help', async () => {
