@@ -13,7 +13,14 @@ import { LOCAL_S3_CREDENTIALS, LOCAL_S3_REGION } from '../s3/local-s3.js';
 import { CommandError, defineCommand, EXIT, interruptSignal, type CommandIo } from './command.js';
 import { LOCAL_SPEC, localModeOptions } from './options.js';
 import { formatProgress, progressOf } from './progress.js';
-import { HOPPER_SERVICE_URL_ENV, HOPPER_STATE_MACHINE_ENV, SFN_ENDPOINT_ENV } from './target.js';
+import {
+  HOPPER_BUCKET_ENV,
+  HOPPER_SERVICE_URL_ENV,
+  HOPPER_STATE_MACHINE_ENV,
+  LOCAL_EXPORTS,
+  S3_ENDPOINT_ENV,
+  SFN_ENDPOINT_ENV,
+} from './target.js';
 
 /**
  * The lines a shell can eval to point an S3 client (aws CLI, SDK) at local mode, and `hopper
@@ -24,20 +31,20 @@ export function exportLines(
       Pick<LocalMode, 'executions' | 'serviceUrl'>
     >,
 ): string[] {
-  return [
-    `export AWS_ENDPOINT_URL=${local.s3.endpoint}`,
-    `export AWS_ACCESS_KEY_ID=${LOCAL_S3_CREDENTIALS.accessKeyId}`,
-    `export AWS_SECRET_ACCESS_KEY=${LOCAL_S3_CREDENTIALS.secretAccessKey}`,
-    `export AWS_REGION=${LOCAL_S3_REGION}`,
-    `export HOPPER_BUCKET=${local.bucket}`,
-    ...(local.executions === undefined
-      ? []
-      : [
-          `export ${SFN_ENDPOINT_ENV}=${local.executions.url}`,
-          `export ${HOPPER_STATE_MACHINE_ENV}=${local.executions.stateMachineArn}`,
-        ]),
-    ...(local.serviceUrl === undefined ? [] : [`export ${HOPPER_SERVICE_URL_ENV}=${local.serviceUrl}`]),
-  ];
+  const values: Readonly<Record<string, string | undefined>> = {
+    [S3_ENDPOINT_ENV]: local.s3.endpoint,
+    AWS_ACCESS_KEY_ID: LOCAL_S3_CREDENTIALS.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: LOCAL_S3_CREDENTIALS.secretAccessKey,
+    AWS_REGION: LOCAL_S3_REGION,
+    [HOPPER_BUCKET_ENV]: local.bucket,
+    [SFN_ENDPOINT_ENV]: local.executions?.url,
+    [HOPPER_STATE_MACHINE_ENV]: local.executions?.stateMachineArn,
+    [HOPPER_SERVICE_URL_ENV]: local.serviceUrl,
+  };
+  return LOCAL_EXPORTS.flatMap((name) => {
+    const value = values[name];
+    return value === undefined ? [] : [`export ${name}=${value}`];
+  });
 }
 
 export const runLocalCommand = defineCommand(LOCAL_SPEC, async (args, io, { env }) => {

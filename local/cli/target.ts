@@ -227,7 +227,27 @@ function simulatedKeyFor(url: string): string | undefined {
     : undefined;
 }
 
-async function stackTarget(stack: string, { aws }: CommandDeps): Promise<Target> {
+/** What `hopper local` exports (local.ts), in the order it prints them. */
+export const LOCAL_EXPORTS = [
+  S3_ENDPOINT_ENV,
+  'AWS_ACCESS_KEY_ID',
+  'AWS_SECRET_ACCESS_KEY',
+  'AWS_REGION',
+  HOPPER_BUCKET_ENV,
+  SFN_ENDPOINT_ENV,
+  HOPPER_STATE_MACHINE_ENV,
+  HOPPER_SERVICE_URL_ENV,
+];
+
+async function stackTarget(stack: string, { env, aws }: CommandDeps): Promise<Target> {
+  // The SDK reads the endpoint variables too: with local mode's, the stack's requests go there.
+  const endpoint = [S3_ENDPOINT_ENV, SFN_ENDPOINT_ENV].find((name) => nonEmpty(env[name]) !== undefined);
+  if (endpoint !== undefined && nonEmpty(env[HOPPER_BUCKET_ENV]) !== undefined) {
+    throw new CommandError(
+      'local_settings',
+      `--stack ${stack} talks to AWS, but this shell holds the settings \`hopper local\` prints (${endpoint}=${String(env[endpoint])}), which send AWS requests to local mode: run it in a shell without them, or first: unset ${LOCAL_EXPORTS.filter((name) => env[name] !== undefined).join(' ')}`,
+    );
+  }
   const cloudformation = new CloudFormationClient({ ...aws?.cloudformation });
   let outputs: Map<string, string>;
   try {

@@ -278,6 +278,22 @@ describe('the commands against a deployed stack (--stack)', () => {
     expect(outputs).toEqual(expect.arrayContaining(Object.values(STACK_OUTPUTS)));
   });
 
+  it("refuses --stack in a shell holding hopper local's export lines, which would send it to local mode", async () => {
+    const local = {
+      AWS_ENDPOINT_URL: s3.endpoint,
+      AWS_ACCESS_KEY_ID: 'S3RVER',
+      AWS_SECRET_ACCESS_KEY: 'S3RVER',
+      AWS_REGION: 'us-east-1',
+      HOPPER_BUCKET: s3.bucket,
+    };
+    const result = await runCommandCaptured(runStatusCommand, ['--stack', STACK], { env: local, aws: aws() });
+    expect(result).toMatchObject({ code: 1, stdout: '' });
+    expect(result.stderr).toBe(
+      `hopper status: --stack ${STACK} talks to AWS, but this shell holds the settings \`hopper local\` prints (AWS_ENDPOINT_URL=${s3.endpoint}), which send AWS requests to local mode: run it in a shell without them, or first: unset AWS_ENDPOINT_URL AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION HOPPER_BUCKET\n`,
+    );
+    expect(cloudformation.actions).toEqual([]);
+  });
+
   it('names a stack CloudFormation does not know', async () => {
     const missing = await run(runStatusCommand, ['--stack', 'Nope']);
     expect(missing.code).toBe(1);
