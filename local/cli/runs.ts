@@ -70,9 +70,13 @@ export const runRunsCommand = targetCommand(RUNS_SPEC, async (args, target, out,
       `hopper runs: looked through the newest ${String(MAX_EXECUTION_PAGES * 1000)} executions only; older runs of "${drop}" are in the Step Functions console\n`,
     );
   }
-  if (args.on('json')) out.stdout.write(json(runs));
-  else if (runs.length === 0) out.stdout.write(`no runs of "${drop}" (${target.label})\n`);
-  else out.stdout.write(runsTable(runs, now()));
+  if (runs.length === 0) {
+    throw new CommandError(
+      'not_found',
+      `${target.label} has no run of "${drop}": drop a folder into inbox/${drop}/, train.json last`,
+    );
+  }
+  out.stdout.write(args.on('json') ? json(runs) : runsTable(runs, now()));
   return EXIT.succeeded;
 });
 

@@ -143,6 +143,12 @@ describe('the commands against hopper local', () => {
     const unknown = await run(runStatusCommand, ['nope'], env);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/hopper local has no run of "nope"/);
+    expect(await run(runRunsCommand, ['nope'], env)).toEqual({
+      code: 1,
+      stdout: '',
+      stderr:
+        'hopper runs: hopper local has no run of "nope": drop a folder into inbox/nope/, train.json last\n',
+    });
 
     const done = await dropAndRun(local, 'done', { ...DATA, [TRAIN_JSON]: '{}' });
     expect(done.outcome.status).toBe('SUCCEEDED');
