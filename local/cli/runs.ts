@@ -3,14 +3,17 @@
  * executions (Step Functions' ListExecutions, or local mode's stand-in for it) whose names
  * begin with the drop (lambdas/trigger/start-execution.ts names them), each checked by its
  * input, with what each run's report kept in status/.runs/<drop>/<run id>.json: `superseded`
- * when a newer train.json of the drop took over, and the credits the run cost.
+ * when a newer train.json of the drop took over, and the credits the run cost. Runs with a
+ * record (or the drop's status file) but no execution listed are listed from those: a run cut
+ * off by a restart of `hopper local --data-dir` (whose executions did not survive it), or one
+ * older than Step Functions keeps.
  */
-import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { DescribeExecutionCommand, ListExecutionsCommand, type SFNClient } from '@aws-sdk/client-sfn';
-import { isRunSummary } from '../../lambdas/run/usage.js';
-import { runRecordKey } from '../../lambdas/storage/keys.js';
+import { readStatus, statusFromJson, type RunStatus } from '../../lambdas/run/status.js';
+import { runRecordKey, runRecordsPrefix } from '../../lambdas/storage/keys.js';
 import { isNotFound } from '../../lambdas/storage/objects.js';
-import { executionNameDrop, NAME_HASH_HEX } from '../../lambdas/trigger/start-execution.js';
+import { executionArnOf, executionNameDrop, NAME_HASH_HEX } from '../../lambdas/trigger/start-execution.js';
 import { CommandError, EXIT, formatAge, json, table, type CommandSpec } from './command.js';
 import { HOPPER_STATE_MACHINE_ENV, targetCommand, TARGET_FLAGS } from './target.js';
 
@@ -23,7 +26,7 @@ export const RUNS_SPEC: CommandSpec = {
   name: 'runs',
   usage: '<drop> [options]',
   about:
-    "Lists the drop's runs, newest first: when each started, how long it took, its outcome (succeeded, failed with its error code, superseded by a newer train.json of the drop, running, timed out, stopped), the credits it cost and its model.",
+    "Lists the drop's runs, newest first: when each started, how long it took, its outcome (succeeded, failed with its error code, superseded by a newer train.json of the drop, interrupted by a stop of `hopper local`, running, timed out, stopped), the credits it cost and its model.",
   flags: {
     limit: {
       value: 'N',
@@ -39,7 +42,8 @@ export const RUNS_SPEC: CommandSpec = {
 export interface RunSummary {
   readonly run_id: string;
   readonly execution_arn: string;
-  readonly outcome: 'running' | 'succeeded' | 'failed' | 'superseded' | 'timed_out' | 'stopped';
+  readonly outcome:
+    'running' | 'succeeded' | 'failed' | 'superseded' | 'interrupted' | 'timed_out' | 'stopped';
   readonly started_at: string;
   readonly stopped_at: string | null;
   readonly error: { readonly code: string; readonly message: string } | null;
@@ -80,6 +84,8 @@ export const runRunsCommand = targetCommand(RUNS_SPEC, async (args, target, out,
   return EXIT.succeeded;
 });
 
+type Records = { readonly s3: S3Client; readonly bucket: string };
+
 /**
  * The drop's runs, newest first, at most `limit`; `searchedAll` is false when the listing stopped
  * at MAX_EXECUTION_PAGES with fewer runs found and executions left unread.
@@ -89,9 +95,10 @@ export async function runsOf(
   stateMachineArn: string,
   drop: string,
   limit: number,
-  records?: { readonly s3: S3Client; readonly bucket: string },
+  records?: Records,
 ): Promise<{ runs: RunSummary[]; searchedAll: boolean }> {
   const name = new RegExp(`^${escapeRegExp(executionNameDrop(drop))}-[0-9a-f]{${String(NAME_HASH_HEX)}}$`);
+  const kept = records === undefined ? new Set<string>() : await recordedRuns(records, drop);
   const runs: RunSummary[] = [];
   let token: string | undefined;
   for (let page = 0; page < MAX_EXECUTION_PAGES && runs.length < limit; page++) {
@@ -104,9 +111,11 @@ export async function runsOf(
       // Names keep 40 sanitised characters of the drop: the input tells drops apart for sure.
       const execution = await sfn.send(new DescribeExecutionCommand({ executionArn: item.executionArn }));
       if (dropOfInput(execution.input) !== drop) continue;
-      const record = records === undefined ? null : await runRecord(records, drop, item.name);
+      const record =
+        records !== undefined && kept.delete(item.name) ? await runRecord(records, drop, item.name) : null;
       const superseded = record?.state === 'superseded' && execution.status === 'SUCCEEDED';
       runs.push({
+        ...fromRecord(record),
         run_id: item.name,
         execution_arn: item.executionArn,
         outcome: superseded ? 'superseded' : outcomeOf(execution.status),
@@ -116,18 +125,51 @@ export async function runsOf(
           execution.status === 'FAILED' || execution.status === 'TIMED_OUT'
             ? { code: execution.error ?? 'unknown', message: execution.cause ?? '' }
             : superseded
-              ? (record.error ?? null)
+              ? record.error
               : null,
-        credits: record?.credits ?? null,
-        dataset_id: record?.dataset_id ?? null,
-        model_id: record?.model_id ?? null,
       });
     }
     token = listed.nextToken;
     if (token === undefined) break;
   }
+  if (records !== undefined) runs.push(...(await unlistedRuns(records, drop, kept, runs, stateMachineArn)));
   runs.sort((a, b) => b.started_at.localeCompare(a.started_at));
-  return { runs, searchedAll: runs.length >= limit || token === undefined };
+  return { runs: runs.slice(0, limit), searchedAll: runs.length >= limit || token === undefined };
+}
+
+/** The runs `kept` names (records no execution matched), and the status file's run if unlisted. */
+async function unlistedRuns(
+  records: Records,
+  drop: string,
+  kept: ReadonlySet<string>,
+  listed: readonly RunSummary[],
+  stateMachineArn: string,
+): Promise<RunSummary[]> {
+  const found: RunStatus[] = [];
+  for (const runId of kept) {
+    const record = await runRecord(records, drop, runId);
+    if (record !== null) found.push(record);
+  }
+  const status = await readStatus(records.s3, records.bucket, drop);
+  const seen = new Set([...listed, ...found].map((run) => run.run_id));
+  if (status !== null && !seen.has(status.run_id)) found.push(status);
+  return found.map((run) => ({
+    ...fromRecord(run),
+    run_id: run.run_id,
+    execution_arn: executionArnOf(stateMachineArn, run.run_id),
+    outcome: run.state,
+    started_at: run.started_at,
+    stopped_at: run.finished_at,
+    error: run.error,
+  }));
+}
+
+function fromRecord(record: RunStatus | null): Pick<RunSummary, 'credits' | 'dataset_id' | 'model_id'> {
+  return {
+    credits: record?.summary?.credits ?? null,
+    dataset_id: record?.dataset_id ?? null,
+    model_id: record?.model_id ?? null,
+  };
 }
 
 export function runsTable(runs: readonly RunSummary[], now: number): string {
@@ -145,42 +187,28 @@ export function runsTable(runs: readonly RunSummary[], now: number): string {
   );
 }
 
-interface RunRecord {
-  readonly state: string | null;
-  readonly credits: number | null;
-  readonly dataset_id: string | null;
-  readonly model_id: string | null;
-  readonly error: { readonly code: string; readonly message: string } | null;
+/** The run ids of the drop's records (status/.runs/<drop>/), one page's worth (1000) at most. */
+async function recordedRuns(records: Records, drop: string): Promise<Set<string>> {
+  const prefix = runRecordsPrefix(drop);
+  const listed = await records.s3.send(new ListObjectsV2Command({ Bucket: records.bucket, Prefix: prefix }));
+  return new Set(
+    (listed.Contents ?? []).flatMap(({ Key: key = '' }) =>
+      key.endsWith('.json') ? [key.slice(prefix.length, -'.json'.length)] : [],
+    ),
+  );
 }
 
 /** What the run's report kept of it (status/.runs/<drop>/<run id>.json), or null without one. */
-async function runRecord(
-  records: { readonly s3: S3Client; readonly bucket: string },
-  drop: string,
-  runId: string,
-): Promise<RunRecord | null> {
-  let parsed: Record<string, unknown>;
+async function runRecord(records: Records, drop: string, runId: string): Promise<RunStatus | null> {
   try {
     const answer = await records.s3.send(
       new GetObjectCommand({ Bucket: records.bucket, Key: runRecordKey(drop, runId) }),
     );
-    parsed = JSON.parse((await answer.Body?.transformToString()) ?? '') as Record<string, unknown>;
+    return statusFromJson(JSON.parse((await answer.Body?.transformToString()) ?? ''));
   } catch (error) {
     if (isNotFound(error) || error instanceof SyntaxError) return null;
     throw error;
   }
-  const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
-  const error = parsed.error as { code?: unknown; message?: unknown } | null | undefined;
-  return {
-    state: text(parsed.state),
-    credits: isRunSummary(parsed.summary) ? parsed.summary.credits : null,
-    dataset_id: text(parsed.dataset_id),
-    model_id: text(parsed.model_id),
-    error:
-      typeof error?.code === 'string' && typeof error.message === 'string'
-        ? { code: error.code, message: error.message }
-        : null,
-  };
 }
 
 function outcomeOf(status: string | undefined): RunSummary['outcome'] {

@@ -4,15 +4,28 @@
  * simulated service at HOPPER_SERVICE_URL (its key never printed). A run fails with no_credits,
  * credits are added, `hopper retry` resumes it without uploading again.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { readStatus } from '../../lambdas/run/status.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { runModelsCommand } from '../../local/cli/models.js';
 import { runRetryCommand } from '../../local/cli/retry.js';
 import { runRunsCommand } from '../../local/cli/runs.js';
 import { runStatusCommand } from '../../local/cli/status.js';
+import { startLocalMode } from '../../local/emulator/local-mode.js';
 import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
-import { dropAndRun, finished, nextExecution, useLocalMode } from '../helpers/local-mode.js';
+import {
+  BRISK_SERVICE,
+  dropAndRun,
+  finished,
+  nextExecution,
+  RUN_TIMEOUT_MS,
+  useLocalMode,
+} from '../helpers/local-mode.js';
+import { putDrop } from '../helpers/pipeline.js';
 
 const fixture = useLocalMode();
 const DATA = { 'reviews.csv': 'id,text\nr1,good\nr2,bad\nr3,fine\n' };
@@ -214,4 +227,56 @@ describe('the commands against hopper local', () => {
       expect(help.stdout).toMatch(/--stack NAME.*--json/s);
     }
   });
+});
+
+describe('hopper runs after a restart of hopper local --data-dir', () => {
+  it('lists the run the stop cut off as interrupted, beside the runs before it', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'hopper-runs-restart-'));
+    const start = (): ReturnType<typeof startLocalMode> =>
+      startLocalMode({
+        dataDir,
+        waitMs: 10,
+        retryPauseMs: 0,
+        dropQuietMs: 0,
+        simulated: { ...BRISK_SERVICE, heldOutCount: 0 },
+      });
+    try {
+      const first = await start();
+      let done, cut;
+      try {
+        done = await dropAndRun(first, 'reviews', { ...DATA, [TRAIN_JSON]: '{}' });
+        expect(done.outcome.status).toBe('SUCCEEDED');
+        // The same drop again, with a training that outlasts this local mode.
+        first.simulated?.configure({ trainingMs: 600_000 });
+        const next = nextExecution(first, inboxKey('reviews', TRAIN_JSON));
+        await putDrop(first.s3.client, first.bucket, 'reviews', { ...DATA, [TRAIN_JSON]: '{}' });
+        cut = await next.execution;
+        const deadline = Date.now() + RUN_TIMEOUT_MS;
+        while ((await readStatus(first.s3.client, first.bucket, 'reviews'))?.run_id !== cut.name) {
+          if (Date.now() > deadline) throw new Error('the second run wrote no status');
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      } finally {
+        await first.close();
+      }
+      const second = await start();
+      try {
+        expect(second.interrupted).toEqual(['reviews']);
+        const listed = await run(runRunsCommand, ['reviews', '--json'], settingsOf(second));
+        expect(listed).toMatchObject({ code: 0, stderr: '' });
+        const runs = JSON.parse(listed.stdout) as { run_id: string; outcome: string; error: unknown }[];
+        expect(runs.map((entry) => [entry.run_id, entry.outcome])).toEqual([
+          [cut.name, 'interrupted'],
+          [done.execution.name, 'succeeded'],
+        ]);
+        expect(runs[0]?.error).toMatchObject({ code: 'interrupted' });
+        const table = await run(runRunsCommand, ['reviews'], settingsOf(second));
+        expect(table.stdout).toMatch(new RegExp(`^${cut.name} .* interrupted .* interrupted$`, 'm'));
+      } finally {
+        await second.close();
+      }
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
