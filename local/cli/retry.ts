@@ -6,7 +6,7 @@
  */
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { MAX_ATTEMPTS_LIMIT } from '../../lambdas/drop/train-json.js';
-import { readStatus } from '../../lambdas/run/status.js';
+import { readStatus, type RunStatus } from '../../lambdas/run/status.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { isNotFound } from '../../lambdas/storage/objects.js';
 import { CommandError, EXIT, json, type CommandSpec } from './command.js';
@@ -32,35 +32,19 @@ export const RETRY_SPEC: CommandSpec = {
 export const runRetryCommand = targetCommand(RETRY_SPEC, async (args, target, out) => {
   const drop = args.positionals[0] ?? '';
   const maxAttempts = args.number('max-attempts');
-  const status = await readStatus(target.s3, target.bucket, drop);
-  if (status === null) {
-    throw new CommandError(
-      'not_found',
-      `${target.label} has no run of "${drop}" to resume (no status/${drop}.json)`,
-    );
-  }
-  if (status.state === 'running') {
-    throw new CommandError(
-      'not_resumable',
-      `run ${status.run_id} of "${drop}" is still running (at ${status.hopper_step}); resume it only if it fails`,
-    );
-  }
-  if (status.state === 'succeeded') {
-    throw new CommandError(
-      'not_resumable',
-      `the latest run ${status.run_id} of "${drop}" succeeded; nothing to resume (upload train.json again to train anew)`,
-    );
-  }
-  if (status.dataset_id === null) {
-    const code = status.error === null ? '' : ` with ${status.error.code}`;
-    throw new CommandError(
-      'not_resumable',
-      `run ${status.run_id} of "${drop}" failed${code} before it created a dataset at the service, so there is nothing to resume: fix what its error says and upload train.json again`,
-    );
-  }
-
+  const status = failedRun(await readStatus(target.s3, target.bucket, drop), drop, target.label);
   const key = inboxKey(drop, TRAIN_JSON);
-  const config = await readTrainJson(target, key);
+  const { config, modified } = await readTrainJson(target, key);
+  // train.json as it was when the run started: the cause of an error it holds is still there.
+  if (modified <= Date.parse(status.started_at)) {
+    const change = sameFailure(status, maxAttempts);
+    if (change !== undefined) {
+      throw new CommandError(
+        'same_failure',
+        `run ${status.run_id} of "${drop}" failed with ${String(status.error?.code)}, and s3://${target.bucket}/${key} is unchanged since, so a retry would fail the same way: ${change}`,
+      );
+    }
+  }
   const resumed = { ...config, resume: true, ...(maxAttempts === undefined ? {} : { maxAttempts }) };
   const put = await target.s3.send(
     new PutObjectCommand({
@@ -86,15 +70,69 @@ export const runRetryCommand = targetCommand(RETRY_SPEC, async (args, target, ou
   return EXIT.succeeded;
 });
 
-/** The drop's train.json as an object. */
+/** The drop's latest run, if it failed after creating a dataset: what a retry resumes. */
+function failedRun(
+  status: RunStatus | null,
+  drop: string,
+  label: string,
+): RunStatus & { dataset_id: string } {
+  if (status === null) {
+    throw new CommandError(
+      'not_found',
+      `${label} has no run of "${drop}" to resume (no status/${drop}.json)`,
+    );
+  }
+  if (status.state === 'running') {
+    throw new CommandError(
+      'not_resumable',
+      `run ${status.run_id} of "${drop}" is still running (at ${status.hopper_step}); resume it only if it fails`,
+    );
+  }
+  if (status.state === 'succeeded') {
+    throw new CommandError(
+      'not_resumable',
+      `the latest run ${status.run_id} of "${drop}" succeeded; nothing to resume (upload train.json again to train anew)`,
+    );
+  }
+  if (status.dataset_id === null) {
+    const error = status.error === null ? '' : ` with ${status.error.code} (${status.error.message})`;
+    throw new CommandError(
+      'not_resumable',
+      `run ${status.run_id} of "${drop}" failed${error} before it created a dataset at the service, so there is nothing to resume: fix what its error says and upload train.json again`,
+    );
+  }
+  return { ...status, dataset_id: status.dataset_id };
+}
+
+/**
+ * What to change when the run's error came from train.json, which a retry takes along as it is
+ * (and --max-attempts): undefined when a retry may end otherwise.
+ */
+function sameFailure(status: RunStatus, maxAttempts: number | undefined): string | undefined {
+  switch (status.error?.code) {
+    case 'unknown_encoder':
+      return `fix "encoder" in ${TRAIN_JSON} (or remove it, for the service's default) and upload it with "resume": true, which resumes the run`;
+    case 'training_failed':
+      // Attempts count every training of the dataset, the failed run's too.
+      return maxAttempts !== undefined && maxAttempts > status.attempts
+        ? undefined
+        : `give --max-attempts N above ${String(status.attempts)}: attempts count every training of the dataset, the failed run's too`;
+    default:
+      return undefined;
+  }
+}
+
+/** The drop's train.json as an object, and when it was last written. */
 async function readTrainJson(
   target: Pick<Target, 's3' | 'bucket'>,
   key: string,
-): Promise<Record<string, unknown>> {
+): Promise<{ config: Record<string, unknown>; modified: number }> {
   let text: string;
+  let modified: number;
   try {
     const object = await target.s3.send(new GetObjectCommand({ Bucket: target.bucket, Key: key }));
     text = (await object.Body?.transformToString()) ?? '';
+    modified = object.LastModified?.getTime() ?? Date.now();
   } catch (error) {
     if (!isNotFound(error)) throw error;
     throw new CommandError(
@@ -105,7 +143,7 @@ async function readTrainJson(
   try {
     const value: unknown = JSON.parse(text.replace(/^\uFEFF/, ''));
     if (typeof value === 'object' && value !== null && !Array.isArray(value))
-      return value as Record<string, unknown>;
+      return { config: value as Record<string, unknown>, modified };
   } catch {
     // reported below
   }

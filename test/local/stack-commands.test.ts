@@ -268,7 +268,7 @@ describe('the commands against a deployed stack (--stack)', () => {
     await put(statusKey('typo'), JSON.stringify(failedStatus('typo', null)));
     const nothing = await run(runRetryCommand, ['typo', '--stack', STACK]);
     expect(nothing.code).toBe(1);
-    expect(nothing.stderr).toMatch(/failed with missing_file before it created a dataset/);
+    expect(nothing.stderr).toMatch(/failed with missing_file \(missing\) before it created a dataset/);
   });
 
   it('reads outputs the stack has', () => {

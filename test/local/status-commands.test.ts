@@ -185,6 +185,35 @@ describe('the commands against hopper local', () => {
     });
   });
 
+  it('hopper retry refuses a retry that would fail the same way, and says what to change', async () => {
+    const local = await fixture.start({ simulated: { heldOutCount: 0, failTrainings: 1 } });
+    const env = settingsOf(local);
+    const encoder = await dropAndRun(local, 'encoder', { ...DATA, [TRAIN_JSON]: '{"encoder": "nope"}' });
+    expect(encoder.status?.error?.code).toBe('unknown_encoder');
+    const refused = await run(runRetryCommand, ['encoder'], env);
+    expect(refused).toMatchObject({ code: 1, stdout: '' });
+    expect(refused.stderr).toContain(
+      `hopper retry: run ${encoder.execution.name} of "encoder" failed with unknown_encoder, and s3://${local.bucket}/inbox/encoder/${TRAIN_JSON} is unchanged since, so a retry would fail the same way: fix "encoder" in ${TRAIN_JSON} (or remove it, for the service's default) and upload it with "resume": true, which resumes the run`,
+    );
+
+    const failing = await dropAndRun(local, 'attempts', { ...DATA, [TRAIN_JSON]: '{"maxAttempts": 1}' });
+    expect(failing.status?.error?.code).toBe('training_failed');
+    const same = await run(runRetryCommand, ['attempts', '--json'], env);
+    expect(same.code).toBe(1);
+    expect(JSON.parse(same.stdout)).toEqual({
+      error: {
+        code: 'same_failure',
+        message: expect.stringContaining(
+          'failed with training_failed, and s3://hopper-local/inbox/attempts/train.json is unchanged since, so a retry would fail the same way: give --max-attempts N above 1',
+        ) as string,
+      },
+    });
+    expect(local.simulated?.requestCount('createModel')).toBe(2);
+    const resumed = nextExecution(local, inboxKey('attempts', TRAIN_JSON));
+    expect((await run(runRetryCommand, ['attempts', '--max-attempts', '2'], env)).code).toBe(0);
+    expect((await finished(local, await resumed.execution)).outcome.status).toBe('SUCCEEDED');
+  });
+
   it('with the export lines of a local mode that has stopped, say it is not at that address any more', async () => {
     const closed = createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
