@@ -137,7 +137,9 @@ async function dropAndFollow(
   );
   // Awaited after the upload; a Ctrl-C during it must not count as an unhandled rejection.
   execution.catch(() => undefined);
-  if (await trainingUnderWay(local, await datasetNameOf(folder), io)) return 'busy';
+  // A simulated service started by this command holds no training of an earlier one.
+  if (local.simulated === undefined && (await trainingUnderWay(local, await datasetNameOf(folder), io)))
+    return 'busy';
   const files = folder.files.length;
   watch.reporter.line(
     `hopper: dropping ${path} as s3://${local.bucket}/inbox/${folder.drop}/ (${String(files)} ${files === 1 ? 'file' : 'files'}, then ${TRAIN_JSON})`,
@@ -245,6 +247,17 @@ async function tellLeftovers(
   startedAt: number,
 ): Promise<void> {
   const known = latest?.dataset?.id;
+  if (local.simulated !== undefined) {
+    // Started by this command, it ends with it: nothing is left anywhere.
+    const made =
+      known === undefined
+        ? 'what the run made there'
+        : `the run's dataset ${known} and any training it started`;
+    io.stderr.write(
+      `hopper run: the simulated training service stopped with this command, and ${made} went with it: no credit of a real service was spent. \`hopper run ${path}\` again starts over.\n`,
+    );
+    return;
+  }
   const { describeLeftovers, leftAtService } = await import('./left-at-service.js');
   try {
     const left = await untilTimeout(

@@ -108,4 +108,24 @@ describe('hopper run stopped mid-run, against a service of its own', () => {
     expect(service.requestCount('createModel')).toBe(0);
     expect(service.credits()).toBe(10);
   }, 240_000);
+
+  it('SIGINT with the simulated service: says that service, and what the run made there, stopped with it', async () => {
+    const folder = await dropFolder('simulated');
+    const running = startHopper(['run', folder, '--out', join(work, 'out'), '--wait-ms', '20']);
+    try {
+      // The run has its dataset at the simulated service once it uploads files to it.
+      await running.waitFor('UploadFiles', 60_000);
+    } catch (error) {
+      await running.stop();
+      throw error;
+    }
+    const stopped = await running.stop('SIGINT');
+    expect(stopped.code).toBe(130);
+    expect(stopped.stderr).toContain('hopper run: stopped (stopped by SIGINT)');
+    expect(stopped.stderr).toMatch(
+      /hopper run: the simulated training service stopped with this command, and the run's dataset [0-9a-f-]{36} and any training it started went with it: no credit of a real service was spent\. `hopper run .+simulated` again starts over\.\n$/,
+    );
+    expect(stopped.stderr).not.toContain('left at the training service');
+    expect(stopped.stderr).not.toContain('hopper models');
+  }, 240_000);
 });
