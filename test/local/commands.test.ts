@@ -72,6 +72,7 @@ describe('hopper run', () => {
       expect(result.stderr).toMatch(/hopper: the run failed after [\d.]+ s: no_credits: .+/);
       expect(`${result.stdout}${result.stderr}`).not.toContain(apiKey);
       expect(result.stdout).toContain(`training service at ${service.apiUrl}\n`);
+      expect(result.stdout).toContain(`/broke/ (1 file, then ${TRAIN_JSON})\n`);
     } finally {
       await service.close();
     }
