@@ -188,32 +188,31 @@ function localTarget({ env, aws }: CommandDeps): Target {
     s3,
     bucket,
     stateMachine: sfn,
-    service() {
-      const url = nonEmpty(env[HOPPER_SERVICE_URL_ENV]);
-      if (url === undefined) {
-        return Promise.reject(
-          new CommandError(
-            'no_target',
-            `${HOPPER_SERVICE_URL_ENV} is not set: eval the export lines \`hopper local\` prints, or give --stack NAME`,
-          ),
-        );
-      }
-      const apiKey = nonEmpty(env[API_KEY_ENV]) ?? simulatedKeyFor(url);
-      if (apiKey === undefined) {
-        return Promise.reject(
-          new CommandError(
-            'no_target',
-            `set ${API_KEY_ENV} to the API key of the training service at ${url}`,
-          ),
-        );
-      }
-      return Promise.resolve({ url, apiKey });
-    },
+    service: () => Promise.resolve().then(() => localService(env)),
     close() {
       s3.destroy();
       sfn?.client.destroy();
     },
   };
+}
+
+/** The training service `hopper local`'s settings name, and its key. */
+function localService(env: NodeJS.ProcessEnv): { readonly url: string; readonly apiKey: string } {
+  const url = nonEmpty(env[HOPPER_SERVICE_URL_ENV]);
+  if (url === undefined) {
+    throw new CommandError(
+      'no_target',
+      `${HOPPER_SERVICE_URL_ENV} is not set: eval the export lines \`hopper local\` prints, or give --stack NAME`,
+    );
+  }
+  const apiKey = nonEmpty(env[API_KEY_ENV]) ?? simulatedKeyFor(url);
+  if (apiKey === undefined) {
+    throw new CommandError(
+      'no_target',
+      `set ${API_KEY_ENV} to the API key of the training service at ${url}`,
+    );
+  }
+  return { url, apiKey };
 }
 
 /**
@@ -248,28 +247,7 @@ async function stackTarget(stack: string, { env, aws }: CommandDeps): Promise<Ta
       `--stack ${stack} talks to AWS, but this shell holds the settings \`hopper local\` prints (${endpoint}=${String(env[endpoint])}), which send AWS requests to local mode: run it in a shell without them, or first: unset ${LOCAL_EXPORTS.filter((name) => env[name] !== undefined).join(' ')}`,
     );
   }
-  const cloudformation = new CloudFormationClient({ ...aws?.cloudformation });
-  let outputs: Map<string, string>;
-  try {
-    const answer = await cloudformation.send(new DescribeStacksCommand({ StackName: stack }));
-    const found = answer.Stacks?.[0];
-    if (found === undefined) throw new CommandError('no_target', `CloudFormation has no stack "${stack}"`);
-    outputs = new Map(
-      (found.Outputs ?? []).flatMap((output) =>
-        output.OutputKey === undefined || output.OutputValue === undefined
-          ? []
-          : [[output.OutputKey, output.OutputValue] as const],
-      ),
-    );
-  } catch (error) {
-    if (error instanceof CommandError) throw error;
-    throw new CommandError(
-      'no_target',
-      `could not read stack "${stack}" from CloudFormation (${messageOf(error)}): check --stack, AWS_REGION and your AWS credentials`,
-    );
-  } finally {
-    cloudformation.destroy();
-  }
+  const outputs = await stackOutputs(stack, aws);
   const output = (key: string): string => {
     const value = outputs.get(key);
     if (value === undefined) {
@@ -289,32 +267,60 @@ async function stackTarget(stack: string, { env, aws }: CommandDeps): Promise<Ta
     s3,
     bucket,
     stateMachine: { client: sfn, arn },
-    async service() {
-      const url = output(STACK_OUTPUTS.serviceUrl);
-      const secretId = output(STACK_OUTPUTS.apiKeySecret);
-      const secrets = new SecretsManagerClient({ ...aws?.secretsmanager });
-      try {
-        const secret = await secrets.send(new GetSecretValueCommand({ SecretId: secretId }));
-        const apiKey = secret.SecretString?.trim() ?? '';
-        if (apiKey === '')
-          throw new CommandError('no_target', `the secret ${secretId} holds no API key: put the key in it`);
-        return { url, apiKey };
-      } catch (error) {
-        if (error instanceof CommandError) throw error;
-        // The SDK's message names the secret and the failure, never its value.
-        throw new CommandError(
-          'no_target',
-          `could not read the API key from the secret ${secretId}: ${messageOf(error)}`,
-        );
-      } finally {
-        secrets.destroy();
-      }
-    },
+    service: async () => ({
+      url: output(STACK_OUTPUTS.serviceUrl),
+      apiKey: await secretApiKey(output(STACK_OUTPUTS.apiKeySecret), aws),
+    }),
     close() {
       s3.destroy();
       sfn.destroy();
     },
   };
+}
+
+async function stackOutputs(stack: string, aws: AwsOverrides | undefined): Promise<Map<string, string>> {
+  const cloudformation = new CloudFormationClient({ ...aws?.cloudformation });
+  try {
+    const answer = await cloudformation.send(new DescribeStacksCommand({ StackName: stack }));
+    const found = answer.Stacks?.[0];
+    if (found === undefined) throw new CommandError('no_target', `CloudFormation has no stack "${stack}"`);
+    return new Map(
+      (found.Outputs ?? []).flatMap((output) =>
+        output.OutputKey === undefined || output.OutputValue === undefined
+          ? []
+          : [[output.OutputKey, output.OutputValue] as const],
+      ),
+    );
+  } catch (error) {
+    if (error instanceof CommandError) throw error;
+    throw new CommandError(
+      'no_target',
+      `could not read stack "${stack}" from CloudFormation (${messageOf(error)}): check --stack, AWS_REGION and your AWS credentials`,
+    );
+  } finally {
+    cloudformation.destroy();
+  }
+}
+
+/** The training service's API key, from the stack's secret. */
+async function secretApiKey(secretId: string, aws: AwsOverrides | undefined): Promise<string> {
+  const secrets = new SecretsManagerClient({ ...aws?.secretsmanager });
+  try {
+    const secret = await secrets.send(new GetSecretValueCommand({ SecretId: secretId }));
+    const apiKey = secret.SecretString?.trim() ?? '';
+    if (apiKey === '')
+      throw new CommandError('no_target', `the secret ${secretId} holds no API key: put the key in it`);
+    return apiKey;
+  } catch (error) {
+    if (error instanceof CommandError) throw error;
+    // The SDK's message names the secret and the failure, never its value.
+    throw new CommandError(
+      'no_target',
+      `could not read the API key from the secret ${secretId}: ${messageOf(error)}`,
+    );
+  } finally {
+    secrets.destroy();
+  }
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -36,66 +36,19 @@ export interface ExecutionsEndpoint {
 
 type Answer = { readonly status: number; readonly body: Record<string, unknown> };
 
+/** When each execution ended, and how: what ListExecutions and DescribeExecution answer from. */
+type Ended = ReadonlyMap<string, { readonly outcome: ExecutionOutcome; readonly at: number }>;
+
 export async function startExecutionsEndpoint(machine: LocalStateMachine): Promise<ExecutionsEndpoint> {
   const ended = new Map<string, { outcome: ExecutionOutcome; at: number }>();
   machine.on('done', (execution, outcome) => {
     ended.set(execution.name, { outcome, at: Date.now() });
   });
 
-  const summary = (execution: Execution): Record<string, unknown> => {
-    const end = ended.get(execution.name);
-    return {
-      executionArn: execution.arn,
-      stateMachineArn: LOCAL_STATE_MACHINE_ARN,
-      name: execution.name,
-      status: end?.outcome.status ?? 'RUNNING',
-      // The JSON protocol's timestamps are epoch seconds.
-      startDate: execution.startedAt / 1000,
-      ...(end === undefined ? {} : { stopDate: end.at / 1000 }),
-    };
-  };
-
   const answer = (target: string, body: Record<string, unknown>): Answer => {
     if (target === 'AWSStepFunctions.StartExecution') return startExecution(machine, body);
-    if (target === 'AWSStepFunctions.ListExecutions') {
-      if (body.stateMachineArn !== LOCAL_STATE_MACHINE_ARN) {
-        return error(
-          'StateMachineDoesNotExist',
-          `State Machine Does Not Exist: '${String(body.stateMachineArn)}'`,
-        );
-      }
-      const size =
-        typeof body.maxResults === 'number' && body.maxResults > 0 ? body.maxResults : DEFAULT_PAGE;
-      const start = typeof body.nextToken === 'string' ? Number(body.nextToken) : 0;
-      const all = machine
-        .executions()
-        .map(summary)
-        .filter((item) => body.statusFilter === undefined || item.status === body.statusFilter)
-        .sort((a, b) => Number(b.startDate) - Number(a.startDate));
-      const end = start + Math.min(size, MAX_PAGE);
-      return {
-        status: 200,
-        body: { executions: all.slice(start, end), ...(end < all.length ? { nextToken: String(end) } : {}) },
-      };
-    }
-    if (target === 'AWSStepFunctions.DescribeExecution') {
-      const arn = String(body.executionArn);
-      const execution = arn.startsWith(EXECUTION_ARN_PREFIX)
-        ? machine.execution(arn.slice(EXECUTION_ARN_PREFIX.length))
-        : undefined;
-      if (execution === undefined)
-        return error('ExecutionDoesNotExist', `Execution Does Not Exist: '${arn}'`);
-      const outcome = ended.get(execution.name)?.outcome;
-      return {
-        status: 200,
-        body: {
-          ...summary(execution),
-          input: JSON.stringify(execution.input),
-          ...(outcome?.status === 'SUCCEEDED' ? { output: JSON.stringify(outcome.output) } : {}),
-          ...(outcome?.status === 'FAILED' ? { error: outcome.error, cause: outcome.cause } : {}),
-        },
-      };
-    }
+    if (target === 'AWSStepFunctions.ListExecutions') return listExecutions(machine, ended, body);
+    if (target === 'AWSStepFunctions.DescribeExecution') return describeExecution(machine, ended, body);
     return error(
       'UnknownOperationException',
       `local mode answers StartExecution, ListExecutions and DescribeExecution, not ${target}`,
@@ -126,6 +79,58 @@ export async function startExecutionsEndpoint(machine: LocalStateMachine): Promi
           resolve();
         });
       }),
+  };
+}
+
+function summary(execution: Execution, ended: Ended): Record<string, unknown> {
+  const end = ended.get(execution.name);
+  return {
+    executionArn: execution.arn,
+    stateMachineArn: LOCAL_STATE_MACHINE_ARN,
+    name: execution.name,
+    status: end?.outcome.status ?? 'RUNNING',
+    // The JSON protocol's timestamps are epoch seconds.
+    startDate: execution.startedAt / 1000,
+    ...(end === undefined ? {} : { stopDate: end.at / 1000 }),
+  };
+}
+
+function listExecutions(machine: LocalStateMachine, ended: Ended, body: Record<string, unknown>): Answer {
+  if (body.stateMachineArn !== LOCAL_STATE_MACHINE_ARN) {
+    return error(
+      'StateMachineDoesNotExist',
+      `State Machine Does Not Exist: '${String(body.stateMachineArn)}'`,
+    );
+  }
+  const size = typeof body.maxResults === 'number' && body.maxResults > 0 ? body.maxResults : DEFAULT_PAGE;
+  const start = typeof body.nextToken === 'string' ? Number(body.nextToken) : 0;
+  const all = machine
+    .executions()
+    .map((execution) => summary(execution, ended))
+    .filter((item) => body.statusFilter === undefined || item.status === body.statusFilter)
+    .sort((a, b) => Number(b.startDate) - Number(a.startDate));
+  const end = start + Math.min(size, MAX_PAGE);
+  return {
+    status: 200,
+    body: { executions: all.slice(start, end), ...(end < all.length ? { nextToken: String(end) } : {}) },
+  };
+}
+
+function describeExecution(machine: LocalStateMachine, ended: Ended, body: Record<string, unknown>): Answer {
+  const arn = String(body.executionArn);
+  const execution = arn.startsWith(EXECUTION_ARN_PREFIX)
+    ? machine.execution(arn.slice(EXECUTION_ARN_PREFIX.length))
+    : undefined;
+  if (execution === undefined) return error('ExecutionDoesNotExist', `Execution Does Not Exist: '${arn}'`);
+  const outcome = ended.get(execution.name)?.outcome;
+  return {
+    status: 200,
+    body: {
+      ...summary(execution, ended),
+      input: JSON.stringify(execution.input),
+      ...(outcome?.status === 'SUCCEEDED' ? { output: JSON.stringify(outcome.output) } : {}),
+      ...(outcome?.status === 'FAILED' ? { error: outcome.error, cause: outcome.cause } : {}),
+    },
   };
 }
 

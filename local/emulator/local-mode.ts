@@ -137,48 +137,21 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
     cleanups.push(() => invocations.settled(INVOCATIONS_SETTLE_MS));
     // Before anything can start a run: only a run of an earlier local mode is `running` now.
     const interrupted = await markInterruptedRuns(s3.client, s3.bucket);
-    let simulated: SimulatedService | undefined;
-    if (options.service === undefined) {
-      const started = await startSimulatedService(
-        options.simulated ?? {},
-        options.dataDir === undefined ? undefined : { stateFile: join(options.dataDir, 'service.json') },
-      );
-      cleanups.push(() => started.close());
+    const simulated = options.service === undefined ? await startSimulated(options) : undefined;
+    if (simulated !== undefined) {
+      cleanups.push(() => simulated.close());
       // Most steps end in milliseconds while the service still answers; one held by a stalled
       // answer is left to the wait after the service has closed, which fails that answer.
       cleanups.push(() => invocations.settled(INVOCATIONS_SETTLE_MS / 5));
-      simulated = started;
     }
     const service = options.service ?? { url: simulated?.apiUrl ?? '', apiKey: simulated?.apiKey ?? '' };
     const logger = new Logger({ serviceName: 'hopper', logLevel: options.logLevel ?? 'SILENT' });
     const events = new LocalEventBus(options.eventSource);
-    const runtime = createRuntime({
-      events,
-      s3: s3.client,
-      service: trainingService({
-        serviceUrl: service.url,
-        apiKey: () => Promise.resolve(service.apiKey),
-        // The same retry budget as in Lambda, which fits the Tasks' timeouts enforced here too.
-        clientOptions: options.clientOptions ?? LAMBDA_CLIENT_OPTIONS,
-      }),
-      logger,
-      ...(options.dropQuietMs === undefined ? {} : { dropQuietMs: options.dropQuietMs }),
-      ...(options.now === undefined ? {} : { now: options.now }),
-      // No tracer and no EMF lines: nothing here may reach an X-Ray daemon, and stdout is the user's.
-    });
+    const runtime = handlerRuntime(options, { events, s3: s3.client, logger, service });
 
-    const tasks: Record<string, LocalTask> = {};
-    for (const task of TASKS) {
-      const module = (await import(local.handlers[task.name].path)) as { handler: TaskHandler<StepName> };
-      const lambda = asLambda(invocations.track(module.handler.withRuntime(runtime)), task.timeoutSeconds, {
-        functionName: task.name,
-        memoryMb: task.memoryMb,
-      });
-      tasks[task.name] = options.wrapTask?.(task.name, lambda) ?? lambda;
-    }
     const stateMachine = new LocalStateMachine({
       definition: local.definition,
-      tasks,
+      tasks: await taskHandlers(local, runtime, invocations, options.wrapTask),
       ...(options.waitMs === undefined ? {} : { waitMs: options.waitMs }),
       ...(options.retryPauseMs === undefined ? {} : { retryPauseMs: options.retryPauseMs }),
     });
@@ -220,4 +193,52 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
     await closeAll();
     throw error;
   }
+}
+
+function startSimulated(options: LocalModeOptions): Promise<SimulatedService> {
+  return startSimulatedService(
+    options.simulated ?? {},
+    options.dataDir === undefined ? undefined : { stateFile: join(options.dataDir, 'service.json') },
+  );
+}
+
+/** Each Task state's handler, called as Lambda calls it (and wrapped, when the options ask). */
+async function taskHandlers(
+  local: LocalDefinition,
+  runtime: ReturnType<typeof createRuntime>,
+  invocations: RunningInvocations,
+  wrapTask: LocalModeOptions['wrapTask'],
+): Promise<Record<string, LocalTask>> {
+  const tasks: Record<string, LocalTask> = {};
+  for (const task of TASKS) {
+    const module = (await import(local.handlers[task.name].path)) as { handler: TaskHandler<StepName> };
+    const lambda = asLambda(invocations.track(module.handler.withRuntime(runtime)), task.timeoutSeconds, {
+      functionName: task.name,
+      memoryMb: task.memoryMb,
+    });
+    tasks[task.name] = wrapTask?.(task.name, lambda) ?? lambda;
+  }
+  return tasks;
+}
+
+/** What the handlers run with here: as in Lambda, but for tracing and metrics. */
+function handlerRuntime(
+  options: LocalModeOptions,
+  parts: Pick<Parameters<typeof createRuntime>[0], 'events' | 's3' | 'logger'> & {
+    readonly service: { readonly url: string; readonly apiKey: string };
+  },
+): ReturnType<typeof createRuntime> {
+  const { service, ...rest } = parts;
+  return createRuntime({
+    ...rest,
+    service: trainingService({
+      serviceUrl: service.url,
+      apiKey: () => Promise.resolve(service.apiKey),
+      // The same retry budget as in Lambda, which fits the Tasks' timeouts enforced here too.
+      clientOptions: options.clientOptions ?? LAMBDA_CLIENT_OPTIONS,
+    }),
+    ...(options.dropQuietMs === undefined ? {} : { dropQuietMs: options.dropQuietMs }),
+    ...(options.now === undefined ? {} : { now: options.now }),
+    // No tracer and no EMF lines: nothing here may reach an X-Ray daemon, and stdout is the user's.
+  });
 }
