@@ -10,7 +10,8 @@
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { RunError } from '../run/errors.js';
-import { resumeSource } from '../run/resume.js';
+import { resumeTarget } from '../run/resume.js';
+import type { RunStatus } from '../run/status.js';
 import type { DropFile, RunConfig, RunInput } from '../run/state.js';
 import { DEFAULT_LABELS_FILE, inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
 import { ObjectChangedError, ObjectMissingError, openPinnedObject } from '../storage/streams.js';
@@ -34,7 +35,16 @@ export interface SettleOptions {
   readonly clock: SettleClock;
 }
 
-export async function validateDrop(s3: S3Client, run: RunInput, settle: SettleOptions): Promise<RunConfig> {
+/**
+ * @param previous the drop's status before this run wrote it: with `"resume": true`, the run to
+ *   resume is found there (lambdas/run/resume.ts)
+ */
+export async function validateDrop(
+  s3: S3Client,
+  run: RunInput,
+  settle: SettleOptions,
+  previous: RunStatus | null,
+): Promise<RunConfig> {
   const listing = await settledListing(s3, run, settle.quietMs, settle.clock);
   const folder = inboxPrefix(run.drop);
   const trainJson = parseTrainJson(await readTrainJson(s3, run, listing));
@@ -83,7 +93,7 @@ export async function validateDrop(s3: S3Client, run: RunInput, settle: SettleOp
     encoder: trainJson.encoder ?? null,
     decisions: trainJson.decisions ?? DEFAULT_DECISIONS,
     maxAttempts: trainJson.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
-    ...(trainJson.resume === true ? { resumeFrom: await resumeSource(s3, run) } : {}),
+    ...(trainJson.resume === true ? { resumeFrom: resumeTarget(previous, run.drop, run.runId) } : {}),
   };
   checkStateSize(config, folder);
   return config;

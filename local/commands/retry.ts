@@ -6,6 +6,9 @@
  */
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { MAX_ATTEMPTS_LIMIT } from '../../lambdas/drop/train-json.js';
+import { messageOf, RunError } from '../../lambdas/run/errors.js';
+import { resumeTarget } from '../../lambdas/run/resume.js';
+import type { ResumeFrom } from '../../lambdas/run/state.js';
 import { readStatus } from '../../lambdas/run/status.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { isNotFound } from '../../lambdas/storage/objects.js';
@@ -51,25 +54,12 @@ export async function runRetryCommand(
     async (parsed, target, out) => {
       const drop = parsed.positionals[0] ?? '';
       const maxAttempts = integerFlag(parsed.values, 'max-attempts', 1, MAX_ATTEMPTS_LIMIT);
-      const status = await readStatus(target.s3, target.bucket, drop);
-      if (status === null) {
-        throw new CommandError(`${target.label} has no run of "${drop}" to resume (no status/${drop}.json)`);
-      }
-      if (status.state === 'running') {
-        throw new CommandError(
-          `run ${status.run_id} of "${drop}" is still running (at ${status.hopper_step}); resume it only if it fails`,
-        );
-      }
-      if (status.state === 'succeeded') {
-        throw new CommandError(
-          `the latest run ${status.run_id} of "${drop}" succeeded; nothing to resume (upload train.json again to train anew)`,
-        );
-      }
-      if (status.dataset_id === null) {
-        const code = status.error === null ? '' : ` with ${status.error.code}`;
-        throw new CommandError(
-          `run ${status.run_id} of "${drop}" failed${code} before it created a dataset at the service, so there is nothing to resume: fix what its error says and upload train.json again`,
-        );
+      // The run validate_drop will resume, by the same rule (lambdas/run/resume.ts).
+      let from: ResumeFrom;
+      try {
+        from = resumeTarget(await readStatus(target.s3, target.bucket, drop), drop);
+      } catch (error) {
+        throw new CommandError(error instanceof RunError ? error.detail : messageOf(error));
       }
 
       const key = inboxKey(drop, TRAIN_JSON);
@@ -85,16 +75,16 @@ export async function runRetryCommand(
       );
       const result = {
         drop,
-        resumes_run: status.run_id,
-        error: status.error,
-        dataset_id: status.dataset_id,
+        resumes_run: from.runId,
+        error_code: from.errorCode,
+        dataset_id: from.datasetId,
         train_json: `s3://${target.bucket}/${key}`,
         etag: put.ETag?.replace(/"/g, '') ?? null,
       };
       out.stdout.write(
         parsed.json
           ? json(result)
-          : `hopper retry: resuming run ${status.run_id} of "${drop}"${status.error === null ? '' : ` (${status.error.code})`} from dataset ${status.dataset_id}: uploaded ${result.train_json} with "resume": true. Follow it with: hopper status ${drop}\n`,
+          : `hopper retry: resuming run ${from.runId} of "${drop}"${from.errorCode === null ? '' : ` (${from.errorCode})`} from dataset ${from.datasetId}: uploaded ${result.train_json} with "resume": true. Follow it with: hopper status ${drop}\n`,
       );
       return EXIT.succeeded;
     },

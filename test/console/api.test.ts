@@ -65,6 +65,8 @@ function leakyStatus(): RunStatus {
     finished_at: now,
     error: { code: 'internal_error', message: `a bug wrote the key ${API_KEY}` },
     model: null,
+    paid_model: null,
+    config_fingerprint: null,
   };
 }
 
@@ -204,6 +206,8 @@ describe('the console API', () => {
       finished_at: new Date(base + index * 1000 + 500).toISOString(),
       error: index % 10 === 0 ? { code: 'no_credits', message: 'no credit left' } : null,
       model: null,
+      paid_model: null,
+      config_fingerprint: null,
     }));
     for (const status of statuses)
       await putJson(local.s3.client, local.bucket, statusKey(status.drop), status);
