@@ -10,7 +10,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { RunError } from '../run/errors.js';
 import type { RunInput } from '../run/state.js';
 import { inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
-import { listForMessage } from './file-names.js';
+import { listForMessage } from './user-text.js';
 import { listDrop, type DropListing } from './listing.js';
 
 /** Default quiet period in Lambda: a drop is taken once nothing in it changed for this long. */

@@ -344,12 +344,19 @@ describe('validate_drop', () => {
     expect(blank.detail).toContain('labels.csv: the header row has no columns');
   });
 
-  it('reads only the header of the labels file (a BOM, CRLF and a broken later row are fine here)', async () => {
-    const labels = `\uFEFFtext,label\r\n"Great value.",positive\r\n"never closed,negative\r\n${'x,y\r\n'.repeat(50_000)}`;
+  it('reads the whole labels file: a BOM and CRLF are fine, a broken row far below the header is not', async () => {
+    const rows = `\uFEFFtext,label\r\n"Great value.",positive\r\n${'x,y\r\n'.repeat(50_000)}`;
     const config = await validate(
-      await dropped({ 'a.csv': REVIEWS_CSV, 'labels.csv': labels, 'train.json': '{}' }),
+      await dropped({ 'a.csv': REVIEWS_CSV, 'labels.csv': rows, 'train.json': '{}' }),
     );
-    expect(config.labels).toMatchObject({ name: 'labels.csv', bytes: Buffer.byteLength(labels) });
+    expect(config.labels).toMatchObject({ name: 'labels.csv', bytes: Buffer.byteLength(rows) });
+    const broken = `${rows}"never closed,negative\r\nx,y\r\n`;
+    const error = await refusal(
+      await dropped({ 'a.csv': REVIEWS_CSV, 'labels.csv': broken, 'train.json': '{}' }),
+    );
+    expect(error.message).toMatch(
+      /^invalid_labels_file: labels\.csv is not valid CSV: a quote opened in the row starting on line 50003 is never closed/,
+    );
   });
 });
 
