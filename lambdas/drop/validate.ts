@@ -16,7 +16,7 @@ import type { DropFile, RunConfig, RunInput } from '../run/state.js';
 import { DEFAULT_LABELS_FILE, inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
 import { ObjectChangedError, ObjectMissingError, openPinnedObject } from '../storage/streams.js';
 import { fileNameProblem, PLAIN_FILE_NAME_RULE } from './file-names.js';
-import { listForMessage, quoted } from './user-text.js';
+import { listForMessage, printable, quoted } from './user-text.js';
 import { checkLabelsFile } from './labels-csv.js';
 import type { DropListing } from './listing.js';
 import { settledListing, type SettleClock } from './settle.js';
@@ -37,7 +37,7 @@ export interface SettleOptions {
 
 export async function validateDrop(s3: S3Client, run: RunInput, settle: SettleOptions): Promise<RunConfig> {
   const listing = await settledListing(s3, run, settle.quietMs, settle.clock);
-  const folder = inboxPrefix(run.drop);
+  const folder = printable(inboxPrefix(run.drop));
   const trainJson = parseTrainJson(await readTrainJson(s3, run, listing));
 
   if (listing.nested.length > 0) {
