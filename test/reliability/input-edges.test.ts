@@ -10,10 +10,10 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startLocalMode, type LocalMode } from '../../local/mode/local-mode.js';
+import type { LocalMode } from '../../local/mode/local-mode.js';
 import { runRunCommand } from '../../local/mode/run-command.js';
 import { runCommandCaptured } from '../helpers/commands.js';
-import { BRISK_SERVICE, dropAndRun, statesEntered, type FinishedRun } from '../helpers/local-mode.js';
+import { dropAndRun, startBriskLocalMode, statesEntered, type FinishedRun } from '../helpers/local-mode.js';
 
 const CREDITS = 10;
 /** Held-out examples per dataset: enough that r021 of the mixed file is one. */
@@ -69,12 +69,7 @@ let local: LocalMode | undefined;
 const runs = new Map<string, Promise<FinishedRun>>();
 
 beforeAll(async () => {
-  local = await startLocalMode({
-    waitMs: 10,
-    retryPauseMs: 0,
-    dropQuietMs: 0,
-    simulated: { ...BRISK_SERVICE, credits: CREDITS, heldOutCount: HELD_OUT },
-  });
+  local = await startBriskLocalMode({ simulated: { credits: CREDITS, heldOutCount: HELD_OUT } });
   const started = local;
   for (const [name, files] of Object.entries(drops)) {
     const run = dropAndRun(started, `edges-${name}`, files, RUN_MS);
@@ -124,24 +119,18 @@ it(
   TEST_MS,
 );
 
-it(
-  'trains on labels.csv whose line ends change from CRLF to LF, r021 (line 22) labelled',
-  async () => {
-    const finished = await run('mixed');
-    expect(finished.status).toMatchObject({ state: 'succeeded', error: null, labelled: HELD_OUT });
-  },
-  TEST_MS,
-);
-
-it(
-  'trains on a labels.csv of 1,000,000 CRLF rows, read whole by ValidateDrop and again by LabelExamples',
-  async () => {
-    const finished = await run('million');
+it.each([
+  ['labels.csv whose line ends change from CRLF to LF (r021, on line 22, is held out)', 'mixed'],
+  ['a labels.csv of 1,000,000 CRLF rows, read whole by ValidateDrop and again by LabelExamples', 'million'],
+])(
+  'trains on %s',
+  async (_, name) => {
+    const finished = await run(name);
     expect(finished.status).toMatchObject({ state: 'succeeded', error: null, labelled: HELD_OUT });
     const steps = finished.status?.summary?.steps;
-    const bytes = drops.million?.['labels.csv']?.length ?? 0;
+    const bytes = drops[name]?.['labels.csv']?.length ?? 0;
     console.log(
-      `input edges: labels.csv of ${String(LABEL_ROWS)} CRLF rows (${String(Math.round(bytes / 1e6))} MB): validate_drop ${String(steps?.validate_drop?.ms)} ms, label_examples ${String(steps?.label_examples?.ms)} ms`,
+      `input edges: ${name} labels.csv (${String(bytes)} bytes): validate_drop ${String(steps?.validate_drop?.ms)} ms, label_examples ${String(steps?.label_examples?.ms)} ms`,
     );
   },
   TEST_MS,
