@@ -79,6 +79,7 @@ describe("readDropFolder and the service's limit of MAX_FILES data files", () =>
     expect((await readDropFolder(listed)).files).toHaveLength(MAX_FILES + 1);
     // A train.json the pipeline will refuse is its to report (invalid_train_json), as in the cloud.
     const broken = await dropFolder('broken', { ...dataFiles(MAX_FILES + 1), 'train.json': '{' });
+    expect(await readDropFolder(broken)).toMatchObject({ trainJson: undefined });
     expect((await readDropFolder(broken)).files).toHaveLength(MAX_FILES + 1);
   });
 });
@@ -120,6 +121,7 @@ describe('readDropFolder', () => {
     const read = await readDropFolder(folder);
     expect(read.drop).toBe('reviews');
     expect(read.trainJsonPath).toBe(join(folder, 'train.json'));
+    expect(read.trainJson).toEqual({ name: 'r' });
     expect(read.files).toEqual([
       { name: 'labels.csv', path: join(folder, 'labels.csv'), bytes: 9 },
       { name: 'more/b.jsonl', path: join(folder, 'more', 'b.jsonl'), bytes: 13 },
