@@ -7,8 +7,8 @@
  * this folder's dataset is still under way at the service (an earlier run that was stopped), 130
  * stopped. Stopped, it says what it left at the service (left-at-service.ts).
  */
-import { readFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
+import { defaultName } from '../../lambdas/drop/validate.js';
 import { messageOf } from '../../lambdas/run/errors.js';
 import type { LocalConsole } from '../console/index.js';
 import { readStatus } from '../../lambdas/run/status.js';
@@ -59,7 +59,7 @@ export async function runRunCommand(argv: readonly string[], io: CommandIo = pro
   let local: LocalMode | undefined;
   let console: LocalConsole | undefined;
   const reporter = reporterFor(io.stdout, startedAt);
-  const datasetName = await datasetNameOf(folder);
+  const datasetName = folder.trainJson?.name ?? defaultName(folder.drop);
   // The run's latest state, from the execution's events: the dataset it made, once it has.
   let latest: RunState | undefined;
   // Loaded only now: a refused command line or folder answers without loading local mode.
@@ -265,16 +265,6 @@ async function untilTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
     ]);
   } finally {
     clearTimeout(timer);
-  }
-}
-
-/** The dataset name the run will use: train.json's `name`, else the folder's name. */
-async function datasetNameOf(folder: DropFolder): Promise<string> {
-  try {
-    const parsed = JSON.parse(await readFile(folder.trainJsonPath, 'utf8')) as { name?: unknown } | null;
-    return typeof parsed?.name === 'string' && parsed.name !== '' ? parsed.name : folder.drop;
-  } catch {
-    return folder.drop;
   }
 }
 

@@ -159,7 +159,7 @@ describe('the console API', () => {
     const { body: detail } = await consoleJson<Detail>(console, `/api/runs/${run.runId}`);
     expect(detail.status?.error?.code).toBe('invalid_labels_file');
     expect(detail.summary.error?.message).toBe(detail.status?.error?.message);
-    expect(detail.advice?.todo).toBe('Fix the header row of the labels file.');
+    expect(detail.advice?.todo).toBe('Fix the labels file (save it as UTF-8) and upload the drop again.');
     expect(detail.model).toBeNull();
   });
 
