@@ -4,15 +4,13 @@
  * objects of the folder can be sent. Control characters (a tab, a newline) are refused too: a
  * service that takes them is rare, and such a name is almost always a slip of a script.
  */
+import { CONTROL_CHARACTER } from './user-text.js';
 
 /** The service's ceiling on a file name's length. */
 export const MAX_FILE_NAME_LENGTH = 255;
 
 /** How a plain file name is described to users, in every message that refuses one. */
 export const PLAIN_FILE_NAME_RULE = `1 to ${String(MAX_FILE_NAME_LENGTH)} characters, no "/", "\\", ".." or control characters such as a tab or a newline`;
-
-// eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
 
 /** Why the service would refuse `name` as a file name, or undefined when it is a plain one. */
 export function fileNameProblem(name: string): string | undefined {
@@ -28,15 +26,4 @@ export function fileNameProblem(name: string): string | undefined {
 
 export function isPlainFileName(name: string): boolean {
   return fileNameProblem(name) === undefined;
-}
-
-/** `"a", "b", "c" and 7 more`: a list short enough for an error message, each item `format`ted. */
-export function listForMessage(
-  items: readonly string[],
-  format: (item: string) => string = (item) => JSON.stringify(item),
-  shown = 10,
-): string {
-  const quoted = items.slice(0, shown).map(format);
-  const more = items.length - quoted.length;
-  return more > 0 ? `${quoted.join(', ')} and ${String(more)} more` : quoted.join(', ');
 }

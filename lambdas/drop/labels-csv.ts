@@ -5,16 +5,17 @@
  *
  * Row numbers are the spreadsheet's: every record counts one row (a quoted cell spanning lines
  * included) and so does every blank line, so the header is row 1 and an error's row number is
- * the one a user sees when opening the file.
+ * the one a user sees when opening the file. A file that is not CSV is refused naming the line
+ * in a text editor, and a file that is not UTF-8 naming the byte (user-text.ts).
  */
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { parse, type Options } from 'csv-parse';
+import { CsvError, Parser } from 'csv-parse';
 import { RunError } from '../run/errors.js';
 import type { DropFile } from '../run/state.js';
 import { inboxKey } from '../storage/keys.js';
 import { ObjectChangedError, ObjectMissingError, openPinnedObject } from '../storage/streams.js';
-import { listForMessage } from './file-names.js';
+import { checkedUtf8, listForMessage, printable } from './user-text.js';
 
 /** Column positions of the header row; at least one of id and text is present. */
 export interface LabelColumns {
@@ -31,21 +32,37 @@ export interface CsvRecord {
 
 /** A record longer than this is not a label row: it fails the parse instead of filling memory. */
 export const MAX_RECORD_BYTES = 1024 * 1024;
-/** The header row alone; checked by validate_drop without reading further. */
-export const MAX_HEADER_BYTES = 64 * 1024;
 
 const REQUIRED = 'a "label" column and an "id" or a "text" column';
 
-function parser(maxRecordBytes: number) {
-  const options: Options = {
-    bom: true,
-    // Blank lines come through as records of one empty cell: counting records is counting rows.
-    skip_empty_lines: false,
-    // A short row is read with empty cells rather than refused; the match decides what it means.
-    relax_column_count: true,
-    max_record_size: maxRecordBytes,
-  };
-  return parse(options);
+/**
+ * csv-parse's stream, noting the line each record starts on for messages: csv-parse names the
+ * line it stopped at, which for a quote left open is far below where the quote opened. (Its
+ * on_record option would tell too, but builds an info object per record: 3 times the time.)
+ */
+class LabelsParser extends Parser {
+  /** The line the record being read starts on: the one after the last record's end. */
+  rowStart = 1;
+
+  constructor() {
+    super({
+      bom: true,
+      // Any line end, however they mix: left to itself, csv-parse takes the first line's end for
+      // the whole file, and reads CRLF-then-LF as one record until it passes MAX_RECORD_BYTES.
+      record_delimiter: ['\r\n', '\n', '\r'],
+      // Blank lines come through as records of one empty cell: counting records is counting rows.
+      skip_empty_lines: false,
+      // A short row is read with empty cells rather than refused; the match decides what it means.
+      relax_column_count: true,
+      max_record_size: MAX_RECORD_BYTES,
+    });
+  }
+
+  override push(record: unknown): boolean {
+    // Called as the record is parsed, while info.lines is the line it ends on.
+    if (record !== null) this.rowStart = this.info.lines + 1;
+    return super.push(record);
+  }
 }
 
 /** A record of nothing but white space (a blank line): not a header, not a label row. */
@@ -55,15 +72,13 @@ export function isBlank(record: CsvRecord): boolean {
 
 /**
  * Every record of a labels file, blank ones included, as they stream in.
- * @throws RunError invalid_labels_file when the CSV cannot be parsed (the message names the line)
+ * @throws RunError invalid_labels_file when the file is not UTF-8 or not CSV (naming the byte or
+ * the line and what is wrong there)
  */
-export async function* csvRecords(
-  body: Readable,
-  fileName: string,
-  maxRecordBytes = MAX_RECORD_BYTES,
-): AsyncGenerator<CsvRecord> {
-  const records = body.pipe(parser(maxRecordBytes));
-  body.on('error', (error) => records.destroy(error));
+export async function* csvRecords(body: Readable, fileName: string): AsyncGenerator<CsvRecord> {
+  const text = Readable.from(checkedUtf8(body, fileName, 'invalid_labels_file'));
+  const records = text.pipe(new LabelsParser());
+  text.on('error', (error) => records.destroy(error));
   let row = 0;
   try {
     for await (const cells of records as AsyncIterable<string[]>) {
@@ -71,19 +86,29 @@ export async function* csvRecords(
       yield { row, cells };
     }
   } catch (error) {
-    if (isCsvError(error)) {
-      throw new RunError(
-        'invalid_labels_file',
-        `${fileName} is not valid CSV: ${error.message}. Fix the file (quotes must be closed and doubled inside quoted cells) and upload the drop again`,
-        { cause: error },
-      );
-    }
-    throw error;
+    if (!(error instanceof CsvError)) throw error;
+    throw new RunError(
+      'invalid_labels_file',
+      `${fileName} is not valid CSV: ${csvProblem(error, records.rowStart)} and upload the drop again`,
+      { cause: error },
+    );
   } finally {
-    // Leaving early (the header is all validate_drop reads) releases the connection.
+    // Leaving early releases the connection.
     records.destroy();
+    text.destroy();
     body.destroy();
   }
+}
+
+/** What is wrong at which line, for a person (csv-parse's own words where they say it). */
+function csvProblem(error: CsvError, rowStart: number): string {
+  // Rows end at any line end, so a row running on past its line, or past the end, is in a quote.
+  const quoteOpen =
+    error.code === 'CSV_QUOTE_NOT_CLOSED' ||
+    (error.code === 'CSV_MAX_RECORD_SIZE' && error.lines !== rowStart);
+  return quoteOpen
+    ? `a quote opened in the row starting on line ${String(rowStart)} is never closed. Close it (a quote inside a quoted cell is written twice: "")`
+    : `${printable(error.message)}. Fix the file`;
 }
 
 /**
@@ -121,10 +146,11 @@ export function labelColumns(header: readonly string[], fileName: string): Label
 }
 
 /**
- * Checks the labels file's header, reading only as far as the header row.
+ * Reads the whole labels file, so one that is not UTF-8 or not CSV fails the run before the
+ * service is called; resolves to its header's columns.
  * @throws RunError invalid_labels_file, or drop_changed when the file is not the listed version
  */
-export async function checkLabelsHeader(
+export async function checkLabelsFile(
   s3: S3Client,
   bucket: string,
   drop: string,
@@ -136,12 +162,12 @@ export async function checkLabelsHeader(
       `${labels.name} is empty; it needs a header row with ${REQUIRED}, then one row per held-out example`,
     );
   }
-  const body = await openLabels(s3, bucket, drop, labels);
-  for await (const record of csvRecords(body, labels.name, MAX_HEADER_BYTES)) {
-    if (!isBlank(record)) return labelColumns(record.cells, labels.name);
+  let columns: LabelColumns | undefined;
+  for await (const record of csvRecords(await openLabels(s3, bucket, drop, labels), labels.name)) {
+    if (columns === undefined && !isBlank(record)) columns = labelColumns(record.cells, labels.name);
   }
   // Only blank lines: nothing to read a header from.
-  return labelColumns([], labels.name);
+  return columns ?? labelColumns([], labels.name);
 }
 
 /** The labels file at the version validate_drop pinned. */
@@ -163,14 +189,4 @@ export async function openLabels(
     }
     throw error;
   }
-}
-
-/** csv-parse's errors carry a CSV_* code. */
-function isCsvError(error: unknown): error is Error & { code: string } {
-  return (
-    error instanceof Error &&
-    'code' in error &&
-    typeof error.code === 'string' &&
-    error.code.startsWith('CSV_')
-  );
 }

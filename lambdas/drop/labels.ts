@@ -40,6 +40,7 @@ import {
   type CsvRecord,
   type LabelColumns,
 } from './labels-csv.js';
+import { quoted } from './user-text.js';
 
 /** A held-out example as the service shows it (B6). */
 export interface HeldOutExample {
@@ -206,7 +207,7 @@ export class LabelIndex {
     if (byLabel.size > 1) {
       const groups = [...byLabel].map(
         ([label, agreeing]) =>
-          `${rowList(agreeing)} ${agreeing.length === 1 ? 'says' : 'say'} ${JSON.stringify(label)}`,
+          `${rowList(agreeing)} ${agreeing.length === 1 ? 'says' : 'say'} ${quoted(label)}`,
       );
       throw new RunError(
         'label_ambiguous',
@@ -218,7 +219,7 @@ export class LabelIndex {
 
   #missing(example: HeldOutExample): RunError {
     const ways = [
-      ...(this.columns.id === undefined ? [] : [`whose id is ${JSON.stringify(example.id)}`]),
+      ...(this.columns.id === undefined ? [] : [`whose id is ${quoted(example.id)}`]),
       ...(this.columns.text === undefined
         ? []
         : [
@@ -273,7 +274,7 @@ export function rowList(rows: readonly LabelRow[]): string {
 export function describeExample(example: HeldOutExample): string {
   const text =
     example.text.length > TEXT_SHOWN ? `${example.text.slice(0, TEXT_SHOWN - 3)}...` : example.text;
-  return `${JSON.stringify(example.id)} (text: ${JSON.stringify(text)})`;
+  return `${quoted(example.id)} (text: ${quoted(text)})`;
 }
 
 /** [start, end) of the sorted strings that start with `prefix` (they sit together): two binary searches. */

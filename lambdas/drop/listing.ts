@@ -7,6 +7,7 @@ import { RunError } from '../run/errors.js';
 import type { DropFile } from '../run/state.js';
 import { inboxPrefix } from '../storage/keys.js';
 import { bareEtag } from '../storage/objects.js';
+import { printable } from './user-text.js';
 
 export interface DropListing {
   /** Objects directly in the folder, by name, each with its size and etag (no quotes). */
@@ -53,6 +54,6 @@ export async function listDrop(s3: S3Client, bucket: string, drop: string): Prom
   }
   throw new RunError(
     'too_many_files',
-    `${prefix} holds more objects than a drop can (over ${String(MAX_LIST_PAGES)} pages of keys): a drop folder holds a few data files, train.json and optionally labels.csv`,
+    `${printable(prefix)} holds more objects than a drop can (over ${String(MAX_LIST_PAGES)} pages of keys): a drop folder holds a few data files, train.json and optionally labels.csv`,
   );
 }

@@ -10,7 +10,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { RunError } from '../run/errors.js';
 import type { RunInput } from '../run/state.js';
 import { inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
-import { listForMessage } from './file-names.js';
+import { listForMessage, printable } from './user-text.js';
 import { listDrop, type DropListing } from './listing.js';
 
 /** Default quiet period in Lambda: a drop is taken once nothing in it changed for this long. */
@@ -59,6 +59,6 @@ function stillArriving(run: RunInput, listing: DropListing): RunError {
   const which = late.length === 0 ? '' : ` (written with or after train.json: ${listForMessage(late)})`;
   return new RunError(
     'files_still_arriving',
-    `files were still arriving in ${inboxPrefix(run.drop)} ${String(MAX_SETTLE_MS / 1000)} s after train.json${which}, so Hopper did not guess which ones to train on: upload the data files first, then train.json again, last`,
+    `files were still arriving in ${printable(inboxPrefix(run.drop))} ${String(MAX_SETTLE_MS / 1000)} s after train.json${which}, so Hopper did not guess which ones to train on: upload the data files first, then train.json again, last`,
   );
 }

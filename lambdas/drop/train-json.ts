@@ -8,7 +8,9 @@
 import * as z from 'zod';
 import { messageOf, RunError } from '../run/errors.js';
 import type { Decisions } from '../run/state.js';
+import { isDatasetName, MAX_DATASET_NAME_LENGTH } from '../service-client/contract.js';
 import { isPlainFileName, PLAIN_FILE_NAME_RULE } from './file-names.js';
+import { decodeUtf8, printable, quoted } from './user-text.js';
 
 /** train.json as the user wrote it, checked; fields left out are undefined. */
 export interface TrainJson {
@@ -27,7 +29,6 @@ export interface TrainJson {
 
 export const DEFAULT_DECISIONS: Decisions = 'service';
 export const DEFAULT_MAX_ATTEMPTS = 3;
-export const MAX_NAME_LENGTH = 200;
 /** The service's ceiling on the files of one dataset. */
 export const MAX_FILES = 1000;
 export const MAX_ATTEMPTS_LIMIT = 10;
@@ -56,7 +57,7 @@ const MAX_PROBLEMS_SHOWN = 20;
 
 /** What each field allows, worded to follow `"<field>" must be`. */
 const ALLOWED = {
-  name: `a string of 1 to ${String(MAX_NAME_LENGTH)} characters`,
+  name: `a string of 1 to ${String(MAX_DATASET_NAME_LENGTH)} characters, as the service counts them (an emoji counts 2)`,
   files: `a non-empty list of at most ${String(MAX_FILES)} file names`,
   fileName: `a plain file name (${PLAIN_FILE_NAME_RULE})`,
   encoder: "a non-empty string (an encoder id of the service; leave it out for the service's default)",
@@ -90,8 +91,8 @@ const decisions = z.unknown().transform((value, ctx): Decisions => {
 const TrainJsonSchema = z.object({
   name: z
     .string({ error: ALLOWED.name })
-    .min(1, { error: ALLOWED.name })
-    .max(MAX_NAME_LENGTH, { error: ALLOWED.name })
+    // The service's count (UTF-16 units); zod's max() would count code points.
+    .refine(isDatasetName, { error: ALLOWED.name })
     .optional(),
   files: z
     .array(fileName, { error: ALLOWED.files })
@@ -119,10 +120,11 @@ const TrainJsonSchema = z.object({
 });
 
 /**
- * Parses and checks train.json's text.
+ * Parses and checks train.json: its bytes (which must be UTF-8), or its text.
  * @throws RunError invalid_train_json listing every problem
  */
-export function parseTrainJson(text: string): TrainJson {
+export function parseTrainJson(file: Uint8Array | string): TrainJson {
+  const text = typeof file === 'string' ? file : decodeUtf8(file, 'train.json', 'invalid_train_json');
   // Editors on Windows may save a byte order mark; it is not part of the JSON.
   const source = text.replace(/^\uFEFF/, '');
   if (source.trim() === '') {
@@ -132,9 +134,9 @@ export function parseTrainJson(text: string): TrainJson {
   }
   let value: unknown;
   try {
-    value = JSON.parse(source);
+    value = parseJson(source);
   } catch (error) {
-    const reason = messageOf(error);
+    const reason = printable(messageOf(error));
     throw invalid(
       `train.json is not valid JSON (${reason}): write an object such as {} or {"name": "reviews"}`,
     );
@@ -171,7 +173,7 @@ function crossFieldProblems(config: TrainJson): string[] {
   }
   if (config.labels !== undefined && config.files?.includes(config.labels) === true) {
     problems.push(
-      `"labels" names ${JSON.stringify(config.labels)}, which "files" also lists: a file is either data or labels, remove it from one of them`,
+      `"labels" names ${quoted(config.labels)}, which "files" also lists: a file is either data or labels, remove it from one of them`,
     );
   }
   return problems;
@@ -180,7 +182,7 @@ function crossFieldProblems(config: TrainJson): string[] {
 function unknownFieldProblem(field: string): string {
   const closest = closestField(field);
   const hint = closest === undefined ? '' : ` (did you mean "${closest}"?)`;
-  return `unknown field ${JSON.stringify(field)}${hint}; the fields are ${TRAIN_JSON_FIELDS.join(', ')}`;
+  return `unknown field ${quoted(field)}${hint}; the fields are ${TRAIN_JSON_FIELDS.join(', ')}`;
 }
 
 /** One problem per offending path (zod may report several issues for one value). */
@@ -191,7 +193,10 @@ function issueProblems(issues: z.ZodError['issues'], root: Record<string, unknow
     const path = issue.path.filter((part): part is string | number => typeof part !== 'symbol');
     const label = pathLabel(path);
     if (byPath.has(label)) continue;
-    byPath.set(label, `"${label}" must be ${issue.message} (got ${describeValue(valueAt(root, path))})`);
+    byPath.set(
+      label,
+      `"${printable(label)}" must be ${issue.message} (got ${describeValue(valueAt(root, path))})`,
+    );
   }
   return [...byPath.values()];
 }
@@ -217,14 +222,14 @@ function valueAt(root: unknown, path: readonly (string | number)[]): unknown {
 
 /** The given value as JSON, cut short: enough to recognise it. */
 function describeValue(value: unknown): string {
-  const text = value === undefined ? 'nothing' : JSON.stringify(value);
+  const text = value instanceof OutOfRange ? value.written : value === undefined ? 'nothing' : quoted(value);
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
 function kindOf(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
-  return `a ${typeof value}: ${describeValue(value)}`;
+  return `a ${value instanceof OutOfRange ? 'number' : typeof value}: ${describeValue(value)}`;
 }
 
 function joinProblems(problems: readonly string[]): string {
@@ -283,8 +288,34 @@ function exceedsDepth(value: unknown, limit: number): boolean {
   return false;
 }
 
+/** A number written beyond a double's range (1e309), which JSON.parse reads as Infinity. */
+class OutOfRange {
+  constructor(readonly written: string) {}
+}
+
+/**
+ * JSON.parse, with each number out of range kept as written (an OutOfRange) so a message can say
+ * what the user wrote. The file is valid JSON, so its numbers and strings are found in order by
+ * one pattern (strings matched whole, so digits inside them are not taken for numbers).
+ */
+function parseJson(source: string): unknown {
+  const outOfRange = (source.match(/"(?:[^"\\]|\\.)*"|-?\d[\d.eE+-]*/g) ?? []).filter(
+    (token) => !token.startsWith('"') && !Number.isFinite(Number(token)),
+  );
+  const value: unknown = JSON.parse(source);
+  // A reviver recurses: only for a file that needs one, and is no deeper than a train.json.
+  if (outOfRange.length === 0 || exceedsDepth(value, MAX_TRAIN_JSON_DEPTH)) return value;
+  return JSON.parse(source, (_key, parsed: unknown) =>
+    typeof parsed === 'number' && !Number.isFinite(parsed)
+      ? new OutOfRange(outOfRange.shift() ?? String(parsed))
+      : parsed,
+  );
+}
+
 function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
+  return (
+    typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof OutOfRange)
+  );
 }
 
 function invalid(detail: string): RunError {

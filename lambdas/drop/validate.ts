@@ -5,24 +5,26 @@
  *
  * The folder is taken once it has stopped changing (settle.ts). Checks, in order, each failing
  * with a code of its own and a message naming the files: train.json (the version that started the run, valid), no objects in sub-folders, the files
- * train.json names exist, there is data to send, no data file is empty, the labels file's header;
+ * train.json names exist, there is data to send, no data file is empty, the labels file (read whole: UTF-8, CSV, its header);
  * with `"resume": true`, the failed run whose dataset to take (lambdas/run/resume.ts).
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { RunError } from '../run/errors.js';
-import { resumeSource } from '../run/resume.js';
+import { resumeTarget } from '../run/resume.js';
+import type { RunStatus } from '../run/status.js';
+import { MAX_DATASET_NAME_LENGTH } from '../service-client/contract.js';
 import type { DropFile, RunConfig, RunInput } from '../run/state.js';
 import { DEFAULT_LABELS_FILE, inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
 import { ObjectChangedError, ObjectMissingError, openPinnedObject } from '../storage/streams.js';
-import { fileNameProblem, listForMessage, PLAIN_FILE_NAME_RULE } from './file-names.js';
-import { checkLabelsHeader } from './labels-csv.js';
+import { fileNameProblem, PLAIN_FILE_NAME_RULE } from './file-names.js';
+import { listForMessage, printable, quoted } from './user-text.js';
+import { checkLabelsFile } from './labels-csv.js';
 import type { DropListing } from './listing.js';
 import { settledListing, type SettleClock } from './settle.js';
 import {
   DEFAULT_DECISIONS,
   DEFAULT_MAX_ATTEMPTS,
   MAX_FILES,
-  MAX_NAME_LENGTH,
   MAX_TRAIN_JSON_BYTES,
   parseTrainJson,
   type TrainJson,
@@ -34,9 +36,18 @@ export interface SettleOptions {
   readonly clock: SettleClock;
 }
 
-export async function validateDrop(s3: S3Client, run: RunInput, settle: SettleOptions): Promise<RunConfig> {
+/**
+ * @param previous the drop's status before this run wrote it: with `"resume": true`, the run to
+ *   resume is found there (lambdas/run/resume.ts)
+ */
+export async function validateDrop(
+  s3: S3Client,
+  run: RunInput,
+  settle: SettleOptions,
+  previous: RunStatus | null,
+): Promise<RunConfig> {
   const listing = await settledListing(s3, run, settle.quietMs, settle.clock);
-  const folder = inboxPrefix(run.drop);
+  const folder = printable(inboxPrefix(run.drop));
   const trainJson = parseTrainJson(await readTrainJson(s3, run, listing));
 
   if (listing.nested.length > 0) {
@@ -74,7 +85,7 @@ export async function validateDrop(s3: S3Client, run: RunInput, settle: SettleOp
   }
 
   const labels = labelsName === undefined ? null : pinned(listing, labelsName);
-  if (labels !== null) await checkLabelsHeader(s3, run.bucket, run.drop, labels);
+  if (labels !== null) await checkLabelsFile(s3, run.bucket, run.drop, labels);
 
   const config: RunConfig = {
     name: trainJson.name ?? defaultName(run.drop),
@@ -83,7 +94,7 @@ export async function validateDrop(s3: S3Client, run: RunInput, settle: SettleOp
     encoder: trainJson.encoder ?? null,
     decisions: trainJson.decisions ?? DEFAULT_DECISIONS,
     maxAttempts: trainJson.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
-    ...(trainJson.resume === true ? { resumeFrom: await resumeSource(s3, run) } : {}),
+    ...(trainJson.resume === true ? { resumeFrom: resumeTarget(previous, run.drop, run.runId) } : {}),
   };
   checkStateSize(config, folder);
   return config;
@@ -111,7 +122,7 @@ function checkStateSize(config: RunConfig, folder: string): void {
  * train.json's text at the version that started the run (If-Match its etag): a newer copy has
  * its own run, and this one must not run on the newer settings.
  */
-async function readTrainJson(s3: S3Client, run: RunInput, listing: DropListing): Promise<string> {
+async function readTrainJson(s3: S3Client, run: RunInput, listing: DropListing): Promise<Buffer> {
   const listed = listing.files.get(TRAIN_JSON);
   if (listed !== undefined && listed.bytes > MAX_TRAIN_JSON_BYTES) {
     throw new RunError(
@@ -123,21 +134,13 @@ async function readTrainJson(s3: S3Client, run: RunInput, listing: DropListing):
   try {
     body = await openPinnedObject(s3, { bucket: run.bucket, key: run.key, etag: run.etag });
   } catch (error) {
-    if (error instanceof ObjectChangedError) {
-      throw new RunError(
-        'drop_changed',
-        'train.json changed after this run started; the newer copy starts its own run',
-        { cause: error },
-      );
-    }
-    if (error instanceof ObjectMissingError) {
-      throw new RunError(
-        'drop_changed',
-        'train.json was deleted after this run started; upload it again to start a run',
-        { cause: error },
-      );
-    }
-    throw error;
+    if (!(error instanceof ObjectChangedError || error instanceof ObjectMissingError)) throw error;
+    const changed = error instanceof ObjectChangedError;
+    throw new RunError(
+      'drop_changed',
+      `train.json ${changed ? 'changed' : 'was deleted'} after this run started; ${changed ? 'the newer copy starts its own run' : 'upload it again to start a run'}`,
+      { cause: error },
+    );
   }
   const chunks: Buffer[] = [];
   let bytes = 0;
@@ -152,7 +155,7 @@ async function readTrainJson(s3: S3Client, run: RunInput, listing: DropListing):
     }
     chunks.push(chunk);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 }
 
 /** train.json's `labels`; else labels.csv when the folder has it and `files` does not claim it. */
@@ -176,7 +179,7 @@ function dataFileNames(trainJson: TrainJson, listing: DropListing, labelsName: s
 function checkNames(names: readonly string[], folder: string): void {
   const refused = names.filter((name) => fileNameProblem(name) !== undefined);
   if (refused.length === 0) return;
-  const named = listForMessage(refused, (name) => `${JSON.stringify(name)} (${fileNameProblem(name) ?? ''})`);
+  const named = listForMessage(refused, (name) => `${quoted(name)} (${fileNameProblem(name) ?? ''})`);
   throw new RunError(
     'invalid_file_name',
     `files in ${folder} have names the training service does not take: ${named}. A file name has ${PLAIN_FILE_NAME_RULE}; rename them, or leave them out with train.json "files"`,
@@ -190,7 +193,7 @@ function checkPresent(trainJson: TrainJson, listing: DropListing, folder: string
   if (missingData.length === 0 && !missingLabels) return;
   const problems = [
     ...(missingData.length === 0 ? [] : [`"files" names ${listForMessage(missingData)}`]),
-    ...(missingLabels ? [`"labels" names ${JSON.stringify(trainJson.labels)}`] : []),
+    ...(missingLabels ? [`"labels" names ${quoted(trainJson.labels)}`] : []),
   ];
   throw new RunError(
     'missing_file',
@@ -205,7 +208,7 @@ function pinned(listing: DropListing, name: string): DropFile {
   return file;
 }
 
-/** The folder's name, cut to the service's limit (by characters, not UTF-16 units). */
-function defaultName(drop: string): string {
-  return Array.from(drop).slice(0, MAX_NAME_LENGTH).join('');
+/** The folder's name, cut to the service's limit (in UTF-16 units), never inside a character. */
+export function defaultName(drop: string): string {
+  return drop.slice(0, MAX_DATASET_NAME_LENGTH).replace(/[\uD800-\uDBFF]$/, '');
 }

@@ -64,6 +64,8 @@ export const RUN_ERROR_CODES = [
   'training_in_progress',
   // Local mode
   'interrupted',
+  // A local drop folder, refused before any upload (hopper run)
+  'linked_files',
 ] as const;
 
 export type RunErrorCode = (typeof RUN_ERROR_CODES)[number];

@@ -11,7 +11,7 @@
  */
 import * as z from 'zod';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { RunError } from './errors.js';
+import { messageOf, RunError } from './errors.js';
 import { toRunError } from './error-mapping.js';
 import { goneRecordError } from './gone.js';
 import { emitInvocationMetrics } from './metrics.js';
@@ -27,13 +27,20 @@ import type { DatasetSlot, RunState, SlotName } from './state.js';
 import {
   isNewerRun,
   readStatus,
+  readStatusObject,
   statusOf,
   supersededEntryOf,
   writeStatus,
-  type RunStatus,
+  type StatusObject,
 } from './status.js';
-import { gateTraining, holdsCredit, newerRunOf, supersededError, type NewerRun } from './supersede.js';
-import { releaseTraining } from './training-claim.js';
+import {
+  gateTraining as gateDatasetTraining,
+  holdsCredit,
+  newerRunOf,
+  supersededError,
+  type NewerRun,
+} from './supersede.js';
+import { releaseTraining, type ClaimContext } from './training-claim.js';
 import { inSubsegment } from './tracing.js';
 import { meterS3, S3RequestMeter, withStatusWrite } from './s3-requests.js';
 import { addInvocation, isRunSummary, type RunSummary } from './usage.js';
@@ -131,6 +138,30 @@ export function stepHandler<N extends StepName>(
   );
 }
 
+/** What one invocation carries through its stages. */
+interface Invocation<N extends StepName> {
+  readonly step: Step<N>;
+  readonly runtime: Runtime;
+  readonly context: InvocationContext;
+  readonly state: RunState;
+  readonly started: number;
+  readonly memoryMb: number;
+  readonly logger: Logger;
+  readonly meter: S3RequestMeter;
+  /** status/<drop>.json as the invocation found it (its status write is conditional on it). */
+  readonly found: StatusObject | null;
+  /** The run's usage summary before this invocation (null for its first). */
+  readonly previous: RunSummary | null;
+  /** The newer run of the drop that took it over, or null while this run is the newest. */
+  readonly newer: NewerRun | null;
+}
+
+/**
+ * One invocation, as a chain of named stages: find the run (its status, usage so far and any
+ * newer run), gate it (a superseded run stops before its step), run the step, gate its training
+ * (one credit at a time per drop), and record what it did (status, usage, metrics, log line),
+ * whether it succeeded or failed. Any error leaves as one RunError (failureOf).
+ */
 async function invoke<N extends StepName>(
   step: Step<N>,
   runtime: Runtime,
@@ -138,165 +169,172 @@ async function invoke<N extends StepName>(
   context: InvocationContext,
 ): Promise<SlotValue<SlotOf<N>>> {
   const state = parseState(event);
-  const started = Date.now();
-  const functionName = context.functionName ?? step.name;
   const memoryMb = memoryOf(context);
+  const functionName = context.functionName ?? step.name;
   const logger = invocationLogger(runtime, context, state, step.name, functionName, memoryMb);
   const meter = new S3RequestMeter();
-  const { bucket } = state.run;
-  const writesStatus = step.writesStatus !== false;
-  let previous: RunSummary | null = null;
-  const usage = (ok: boolean, after: RunState, pendingWrite: boolean): RunSummary =>
-    addInvocation(
-      previous,
-      {
-        step: step.name,
-        ok,
-        ms: Date.now() - started,
-        memoryMb,
-        s3: pendingWrite ? withStatusWrite(meter.requests) : meter.requests,
-      },
-      after,
-    );
-  const metrics = (after: RunState | undefined, summary: RunSummary): void => {
-    if (runtime.emitMetrics !== true) return;
-    const now = runtime.now();
-    emitInvocationMetrics({
-      step: step.name,
-      ms: Date.now() - started,
-      before: state,
-      after,
-      previous,
-      summary,
-      now,
-    });
-  };
-
   return withInvocationLogger(logger, () =>
     meterS3(meter, async () => {
+      const started = Date.now();
+      let invocation: Invocation<N> | undefined;
       try {
-        const current = await readStatus(runtime.s3, bucket, state.run.drop).catch((error: unknown) => {
-          throw toRunError(error);
-        });
-        previous = priorSummary(current, state.run.runId);
-        const newer = current !== null && isNewerRun(current, state.run) ? newerRunOf(current) : null;
-        // Every service call of the invocation (the step's, and the training claim's look at the
-        // holder's model) stops at this deadline, leaving time to report it.
-        const deadline = invocationDeadline(context);
-        const claimContext = {
-          s3: runtime.s3,
-          run: state.run,
-          now: runtime.now(),
-          service: () => runtime.service({ signal: deadline }),
-        };
-        if (newer !== null && step.decidesWhenSuperseded !== true && !holdsCredit(state)) {
-          // The run gives way before this step: it lets the drop's claim go, if it held it.
-          await releaseTraining(claimContext, false).catch((error: unknown) => {
-            throw toRunError(error);
-          });
-          throw supersededError(state, newer, step.name);
-        }
-        const env: StepEnv = {
-          runtime: {
-            ...runtime,
-            logger,
-            service: (options) => runtime.service({ signal: deadline, ...options }),
-          },
-          remainingMs: () => context.getRemainingTimeInMillis(),
-          requestId: context.awsRequestId,
-          summary: (after) => usage(true, after, true),
-          supersededBy: newer,
-        };
-        const result = await inSubsegment(
-          runtime.tracer,
-          `## ${step.name}`,
-          { run_id: state.run.runId },
-          () => step.run(state, env),
-        ).catch(async (error: unknown) => {
-          // A dataset or model of the run gone at the service: one rule for every step.
-          const gone = await goneRecordError(
-            state,
-            step.name,
-            error,
-            () => env.runtime.service(),
-            runtime.now(),
-          );
-          throw gone ?? toRunError(error);
-        });
-        const slotName = STEPS[step.name].slot;
-        // A dataset ready to train waits while another run of the drop holds its credit.
-        const slot = (
-          slotName === 'dataset'
-            ? await gateTraining(result as DatasetSlot, state.dataset, claimContext).catch(
-                (error: unknown) => {
-                  throw toRunError(error);
-                },
-              )
-            : result
-        ) as typeof result;
-        const after: RunState = { ...state, [slotName]: slot };
-        // The report wrote its status itself, inside the count; the others' write is counted ahead.
-        const summary = usage(true, after, writesStatus);
-        if (writesStatus) {
-          const status = statusOf(after, { hopperStep: step.name, summary }, runtime.now());
-          await meter
-            .uncounted(() => writeStatus(runtime.s3, bucket, status))
-            .catch((error: unknown) => {
-              throw toRunError(error);
-            });
-        }
-        logger.appendKeys(idsOf(after));
-        logger.info('step done', { ms: Date.now() - started });
-        metrics(after, summary);
+        invocation = await findRun({ step, runtime, context, state, started, memoryMb, logger, meter });
+        await gateSuperseded(invocation);
+        const slot = await gateTraining(invocation, await runStep(invocation));
+        await record(invocation, { ...state, [STEPS[step.name].slot]: slot }, null);
         return slot;
       } catch (error) {
-        const failure = error instanceof RunError ? error : toRunError(error);
-        // `message` is a key Powertools reserves (and drops); the error itself brings its cause
-        // and stack into the line.
-        logger.warn('step failed', {
-          code: failure.code,
-          retryable: failure.retryable,
-          detail: failure.detail,
-          error: failure,
-        });
-        const summary = usage(false, state, writesStatus);
-        if (writesStatus) await recordFailedInvocation(runtime, logger, meter, state, step.name, summary);
-        metrics(undefined, summary);
+        const failure = await failureOf(invocation, error);
+        if (invocation !== undefined) await record(invocation, state, failure);
         throw failure;
       }
     }),
   );
 }
 
-/**
- * The run's summary so far: from its status file, or from its entry there once a newer run of
- * the drop owns the file.
- */
-function priorSummary(status: RunStatus | null, runId: string): RunSummary | null {
-  const summary = status?.run_id === runId ? status.summary : supersededEntryOf(status, runId)?.summary;
-  return isRunSummary(summary) ? summary : null;
+/** Reads status/<drop>.json once: the run's summary so far, and whether a newer run took over. */
+async function findRun<N extends StepName>(
+  partial: Omit<Invocation<N>, 'found' | 'previous' | 'newer'>,
+): Promise<Invocation<N>> {
+  const { run } = partial.state;
+  const found = await readStatusObject(partial.runtime.s3, run.bucket, run.drop);
+  const status = found?.status ?? null;
+  const own = status?.run_id === run.runId ? status : supersededEntryOf(status, run.runId);
+  const summary = own?.summary;
+  return {
+    ...partial,
+    found,
+    previous: isRunSummary(summary) ? summary : null,
+    newer: status !== null && isNewerRun(status, run) ? newerRunOf(status) : null,
+  };
+}
+
+/** A run a newer train.json took over stops before its step, unless it holds a paid model. */
+async function gateSuperseded<N extends StepName>(invocation: Invocation<N>): Promise<void> {
+  const { newer, step, state } = invocation;
+  if (newer === null || step.decidesWhenSuperseded === true || holdsCredit(state)) return;
+  throw await giveWay(invocation, newer);
+}
+
+/** Lets the drop's claim go, if this run held it, and says why the run stopped. */
+async function giveWay<N extends StepName>(invocation: Invocation<N>, newer: NewerRun): Promise<RunError> {
+  await releaseTraining(claimContext(invocation), false);
+  return supersededError(invocation.state, newer, invocation.step.name);
+}
+
+/** The step itself, its service calls bound to the invocation's deadline. */
+async function runStep<N extends StepName>(invocation: Invocation<N>): Promise<SlotValue<SlotOf<N>>> {
+  const { step, runtime, context, state, logger, newer } = invocation;
+  const env: StepEnv = {
+    runtime: { ...runtime, logger, service: serviceUntilDeadline(invocation) },
+    remainingMs: () => context.getRemainingTimeInMillis(),
+    requestId: context.awsRequestId,
+    summary: (after) => usageOf(invocation, true, after, true),
+    supersededBy: newer,
+  };
+  return await inSubsegment(runtime.tracer, `## ${step.name}`, { run_id: state.run.runId }, () =>
+    step.run(state, env),
+  );
+}
+
+/** A dataset ready to train waits while another run of the drop holds its credit (supersede.ts). */
+async function gateTraining<N extends StepName>(
+  invocation: Invocation<N>,
+  slot: SlotValue<SlotOf<N>>,
+): Promise<SlotValue<SlotOf<N>>> {
+  if (STEPS[invocation.step.name].slot !== 'dataset') return slot;
+  const gated: DatasetSlot = await gateDatasetTraining(
+    slot as DatasetSlot,
+    invocation.state.dataset,
+    claimContext(invocation),
+  );
+  return gated as unknown as typeof slot;
 }
 
 /**
- * A failed invocation still counts (Lambda bills it, a retry adds a transition): the status is
- * rewritten as it stood, with the summary. Best effort: the step's own error is what matters.
+ * Whatever a stage threw, as the one RunError the invocation fails with: a record of the run
+ * gone at the service names itself (gone.ts); a final failure of a run that a newer train.json
+ * took over while the step ran gives way instead, unless the run holds a paid model.
  */
-async function recordFailedInvocation(
-  runtime: Runtime,
-  logger: Logger,
-  meter: S3RequestMeter,
-  state: RunState,
-  step: StepName,
-  summary: RunSummary,
+async function failureOf<N extends StepName>(
+  invocation: Invocation<N> | undefined,
+  error: unknown,
+): Promise<RunError> {
+  if (invocation === undefined) return toRunError(error);
+  const { state, step, runtime } = invocation;
+  const service = serviceUntilDeadline(invocation);
+  const gone = await goneRecordError(state, step.name, error, () => service(), runtime.now());
+  const failure = gone ?? toRunError(error);
+  if (failure.retryable || failure.code === 'superseded' || step.decidesWhenSuperseded === true)
+    return failure;
+  if (holdsCredit(state)) return failure;
+  const status = await readStatus(runtime.s3, state.run.bucket, state.run.drop).catch(() => null);
+  if (status === null || !isNewerRun(status, state.run)) return failure;
+  return await giveWay(invocation, newerRunOf(status)).catch(() => failure);
+}
+
+/**
+ * What the invocation did: its status (a failed one rewrites the status as it stood: Lambda
+ * bills it and a retry adds a transition; best effort), its usage in the run's summary, its log
+ * line and metrics. The status write is conditional on the file as found: one PUT.
+ */
+async function record<N extends StepName>(
+  invocation: Invocation<N>,
+  after: RunState,
+  failure: RunError | null,
 ): Promise<void> {
-  const status = statusOf(state, { hopperStep: step, summary }, runtime.now());
-  await meter
-    .uncounted(() => writeStatus(runtime.s3, state.run.bucket, status))
-    .catch((error: unknown) => {
-      logger.warn('could not record the failed invocation in the status file', {
-        message: error instanceof Error ? error.message : String(error),
-      });
+  const { step, runtime, logger, meter, state } = invocation;
+  const writesStatus = step.writesStatus !== false;
+  const summary = usageOf(invocation, failure === null, after, writesStatus);
+  if (failure === null) {
+    logger.appendKeys(idsOf(after));
+    logger.info('step done', { ms: Date.now() - invocation.started });
+  } else {
+    // `message` is a key Powertools reserves (and drops); the error brings its cause and stack.
+    const { code, retryable, detail } = failure;
+    logger.warn('step failed', { code, retryable, detail, error: failure });
+  }
+  if (writesStatus) {
+    const status = statusOf(after, { hopperStep: step.name, summary }, runtime.now());
+    const write = meter.uncounted(() => writeStatus(runtime.s3, state.run.bucket, status, invocation.found));
+    await write.catch((error: unknown) => {
+      if (failure === null) throw toRunError(error);
+      logger.warn('could not record the failed invocation in the status file', { reason: messageOf(error) });
     });
+  }
+  if (runtime.emitMetrics !== true) return;
+  emitInvocationMetrics({
+    step: step.name,
+    ms: Date.now() - invocation.started,
+    before: state,
+    after: failure === null ? after : undefined,
+    previous: invocation.previous,
+    summary,
+    now: runtime.now(),
+  });
+}
+
+/** The run's summary with this invocation counted (and its status write, when one follows). */
+function usageOf<N extends StepName>(
+  invocation: Invocation<N>,
+  ok: boolean,
+  after: RunState,
+  pendingWrite: boolean,
+): RunSummary {
+  const { step, started, memoryMb, meter, previous } = invocation;
+  const s3 = pendingWrite ? withStatusWrite(meter.requests) : meter.requests;
+  return addInvocation(previous, { step: step.name, ok, ms: Date.now() - started, memoryMb, s3 }, after);
+}
+
+/** The runtime's service, every call stopping at the invocation's deadline. */
+function serviceUntilDeadline<N extends StepName>(invocation: Invocation<N>): Runtime['service'] {
+  const deadline = invocationDeadline(invocation.context);
+  return (options) => invocation.runtime.service({ signal: deadline, ...options });
+}
+
+function claimContext<N extends StepName>(invocation: Invocation<N>): ClaimContext {
+  const { runtime, state } = invocation;
+  return { s3: runtime.s3, run: state.run, now: runtime.now(), service: serviceUntilDeadline(invocation) };
 }
 
 /**

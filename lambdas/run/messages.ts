@@ -45,13 +45,15 @@ export function datasetExpiredMessage(dataset: {
 }
 
 /**
- * model_files_gone: the trained model's files went before Hopper copied them. With
- * `failedCopies`, copies were tried and failed until then (lambdas/steps/copy-model.ts): one
- * wording whether the files' deadline passed or the service says they are gone.
+ * model_files_gone: the trained model's files went before Hopper copied them: moved to the
+ * service's hosting (hf_repo), where the model is usable, or expired or refunded, so that it can
+ * no longer be had. With `failedCopies`, copies were tried and failed until then
+ * (lambdas/steps/copy-model.ts). One wording for the stop, the copy and docs/errors.md.
  */
 export function modelFilesGoneMessage(model: {
   readonly id: string | undefined;
-  /** When the service deleted them (or they expired), when it says; for failed copies, the deadline. */
+  readonly drop: string;
+  /** When the service deleted them (files_deleted_at), else when they were to expire. */
   readonly goneAt?: string | null;
   /** Where the service moved them (hf_repo), when it did. */
   readonly movedTo?: string | null;
@@ -59,18 +61,16 @@ export function modelFilesGoneMessage(model: {
   readonly failedCopies?: { readonly since: string; readonly lastError: string };
 }): string {
   const id = model.id ?? '(unknown)';
-  const goneAt = model.goneAt === undefined || model.goneAt === null ? undefined : model.goneAt;
-  const why =
-    model.movedTo === undefined || model.movedTo === null
-      ? 'expired, refunded or moved'
-      : `it moved them to ${model.movedTo}`;
-  const again = 'drop train.json again to train a new model (it costs a credit)';
-  const { failedCopies } = model;
-  if (failedCopies !== undefined) {
-    return `model ${id} was trained and paid for, but every copy from ${failedCopies.since} until its files could be gone at the service (${goneAt ?? 'now'}) failed, the last with: ${failedCopies.lastError}. Its files are gone by now (${why}), so it cannot be downloaded any more; ${again}`;
+  const when = model.goneAt === undefined || model.goneAt === null ? '' : ` at ${model.goneAt}`;
+  if (model.movedTo !== undefined && model.movedTo !== null) {
+    return `model ${id} was trained (1 credit), and the service moved its files to its hosting${when} (hf_repo ${model.movedTo}) before Hopper could copy them into the bucket: the model is there, usable as ${model.movedTo}. Nothing is lost; training it again would spend another credit`;
   }
-  const when = goneAt === undefined ? '' : ` at ${goneAt}`;
-  return `the files of model ${id} are gone at the service${when} (${why}) before Hopper could copy them, so it cannot be downloaded any more; ${again}`;
+  const { failedCopies } = model;
+  const what =
+    failedCopies === undefined
+      ? `the files of model ${id} went at the service${when} (expired or refunded) before Hopper could copy them`
+      : `every copy of model ${id} from ${failedCopies.since} until its files could be gone at the service${when} failed, the last with: ${failedCopies.lastError}; its files are gone by now`;
+  return `${what}, so the model cannot be downloaded any more and its credit is spent (a refund gives it back). hopper retry ${model.drop} trains the same dataset again without uploading, while the service keeps it (1 credit); or drop train.json again`;
 }
 
 /**
@@ -94,16 +94,29 @@ export function trainingFailedMessage(failure: {
 }
 
 /**
- * Added to a failed run's message while its latest training holds a credit (queued, training or
- * done with its files still there, not copied): the user learns what was paid for and that it is
- * not lost.
+ * What `hopper retry <drop>` does for a run that ended: the one piece of advice for a failed or
+ * interrupted run, in its status, the restart line of local mode, the console and docs/errors.md.
+ * A run that left a paid model has it adopted, never paid for twice (lambdas/run/resume.ts).
  */
-export function paidModelNote(model: {
-  readonly id: string;
-  readonly status: string;
+export function retryAdvice(run: {
   readonly drop: string;
+  readonly paidModel: { readonly id: string; readonly status: string } | null;
+  readonly datasetId: string | null;
 }): string {
-  return ` Model ${model.id} of this run was paid for (1 credit) and was ${model.status} at the service when the run stopped: resuming (hopper retry ${model.drop}) adopts it without a second credit`;
+  if (run.paidModel !== null) {
+    return `its model ${run.paidModel.id} was paid for (1 credit) and was ${run.paidModel.status} at the service: hopper retry ${run.drop} adopts it and copies it without a second credit`;
+  }
+  if (run.datasetId !== null) {
+    return `hopper retry ${run.drop} resumes it from its dataset ${run.datasetId} at the service, without uploading again`;
+  }
+  return `hopper retry ${run.drop} starts it again from the drop's files, which are still in the bucket`;
+}
+
+/** interrupted: local mode stopped while the run was going (local/mode/interrupted-runs.ts). */
+export function interruptedMessage(
+  run: Parameters<typeof retryAdvice>[0] & { readonly step: string },
+): string {
+  return `local mode stopped while this run was at ${run.step}, and nothing runs it now: ${retryAdvice(run)}`;
 }
 
 /** What a step was doing when a record went, in the user's words. */

@@ -7,45 +7,96 @@
  * StartTraining adopts a model of the dataset already queued, training or done, so a resumed run
  * never pays twice for a training.
  */
-import type { S3Client } from '@aws-sdk/client-s3';
 import type { Dataset, TrainingServiceClient } from '../service-client/index.js';
 import { NotFoundError } from '../service-client/errors.js';
 import { RunError } from './errors.js';
-import type { ResumeFrom, RunInput } from './state.js';
-import { readStatus } from './status.js';
+import type { ResumeFrom } from './state.js';
+import type { RunPhase, RunStatus } from './status.js';
 
 /** The dataset next_actions a run can resume from: ready to train, or to train again. */
 export const RESUMABLE_NEXT_ACTIONS: readonly string[] = ['start_training', 'retry'];
 
-const START_OVER = 'drop train.json without "resume" to start over';
+const START_OVER = 'upload train.json (without "resume") to start over';
+
+/** A run of the drop as status/<drop>.json names it: the file's own run, or an older one. */
+type RunOfDrop = Pick<
+  RunStatus,
+  'run_id' | 'state' | 'hopper_step' | 'dataset_id' | 'error' | 'paid_model' | 'config_fingerprint'
+>;
+
+/** Runs that have ended and that nothing runs any more. */
+const ENDED: readonly RunPhase[] = ['failed', 'interrupted'];
+
+/** The drop's runs the status file names but `runId`, newest first. */
+function runsOf(status: RunStatus | null, runId: string): RunOfDrop[] {
+  if (status === null) return [];
+  return [status, ...(status.superseded_runs ?? [])].filter((run) => run.run_id !== runId);
+}
+
+function resumeFrom(run: RunOfDrop): ResumeFrom {
+  return { runId: run.run_id, datasetId: run.dataset_id ?? '', errorCode: run.error?.code ?? null };
+}
+
+/** The newest run that ended holding a paid model (with settings `fingerprint`, when given). */
+function paidRun(status: RunStatus | null, runId: string, fingerprint?: string): RunOfDrop | undefined {
+  return runsOf(status, runId).find(
+    (run) =>
+      ENDED.includes(run.state) &&
+      run.paid_model !== null &&
+      run.dataset_id !== null &&
+      (fingerprint === undefined || run.config_fingerprint === fingerprint),
+  );
+}
 
 /**
- * The drop's failed run and its dataset, from status/<drop>.json.
- * @throws RunError not_resumable when there is no failed run with a dataset to resume
+ * A new run with the same settings (configFingerprint) as an ended run of the drop that left a
+ * paid model adopts that model: it resumes from the run's dataset, so the same train.json
+ * uploaded again never pays twice (after a restart of local mode, or a run that failed while its
+ * model trained). Undefined when there is none.
+ * @param status the drop's status before this run wrote it
  */
-export async function resumeSource(s3: S3Client, run: RunInput): Promise<ResumeFrom> {
-  const status = await readStatus(s3, run.bucket, run.drop);
-  if (status === null || status.run_id === run.runId) {
+export function paidRunToAdopt(
+  status: RunStatus | null,
+  runId: string,
+  fingerprint: string,
+): ResumeFrom | undefined {
+  const run = paidRun(status, runId, fingerprint);
+  return run === undefined ? undefined : resumeFrom(run);
+}
+
+/**
+ * The run a resume (`hopper retry`, train.json `"resume": true`) takes its dataset from: the
+ * newest run that ended holding a paid model (whose model it adopts), else the drop's latest run
+ * when it failed or was interrupted after creating its dataset. Pure, so `hopper retry` checks
+ * with the same rule before it uploads anything.
+ * @param status the drop's status before this run wrote it
+ * @throws RunError not_resumable saying why there is no run to resume
+ */
+export function resumeTarget(status: RunStatus | null, drop: string, runId = ''): ResumeFrom {
+  const paid = paidRun(status, runId);
+  if (paid !== undefined) return resumeFrom(paid);
+  const latest = runsOf(status, runId)[0];
+  if (latest === undefined) {
     throw notResumable(
-      `there is no earlier run of ${run.drop} to resume (status/${run.drop}.json names none): ${START_OVER}`,
+      `there is no earlier run of ${drop} to resume (status/${drop}.json names none): ${START_OVER}`,
     );
   }
-  if (status.state === 'running') {
+  if (latest.state === 'running') {
     throw notResumable(
-      `run ${status.run_id} of ${run.drop} is still running (at ${status.hopper_step}): wait for it to end, and resume only if it fails`,
+      `run ${latest.run_id} of ${drop} is still running (at ${latest.hopper_step}): wait for it to end, and resume only if it fails`,
     );
   }
-  if (status.state === 'succeeded') {
+  if (!ENDED.includes(latest.state)) {
     throw notResumable(
-      `the latest run ${status.run_id} of ${run.drop} succeeded, so there is nothing to resume: ${START_OVER} to train again`,
+      `the latest run ${latest.run_id} of ${drop} ${latest.state}: nothing to resume; ${START_OVER} and train anew`,
     );
   }
-  if (status.dataset_id === null) {
+  if (latest.dataset_id === null) {
     throw notResumable(
-      `the failed run ${status.run_id} of ${run.drop}${codeOf(status.error?.code)} ended before it created a dataset at the service, so nothing can be reused: fix what its error says, then ${START_OVER}`,
+      `the failed run ${latest.run_id} of ${drop}${codeOf(latest.error?.code)} ended before it created a dataset at the service, so nothing can be reused: fix what its error says, then ${START_OVER}`,
     );
   }
-  return { runId: status.run_id, datasetId: status.dataset_id, errorCode: status.error?.code ?? null };
+  return resumeFrom(latest);
 }
 
 /**

@@ -12,8 +12,11 @@ export interface S3Requests {
   readonly get: number;
 }
 
-/** The requests of one status write (writeStatus: a GET of the current status, a PUT). */
-export const STATUS_WRITE_REQUESTS: S3Requests = { put: 1, get: 1 };
+/**
+ * The requests of the status write that ends an invocation: one PUT, conditional on the status
+ * the invocation read as it began (counted then). A write that loses a race reads again.
+ */
+export const STATUS_WRITE_REQUESTS: S3Requests = { put: 1, get: 0 };
 
 /** A counter of S3 requests, live while its invocation runs (see meterS3). */
 export class S3RequestMeter {

@@ -82,6 +82,8 @@ export function modelSlot(
     // Only once the service reports them (a finished training): the slot stays small until then.
     ...(record.gpu_usd === null ? {} : { gpuUsd: record.gpu_usd }),
     ...(record.jev_usd === null ? {} : { jevUsd: record.jev_usd }),
+    ...(record.files_deleted_at === null ? {} : { filesDeletedAt: record.files_deleted_at }),
+    ...(record.hf_repo === null ? {} : { hfRepo: record.hf_repo }),
     ...nextPoll(record.next_action, schedule, {
       now,
       deadline: record.files_expire_at,

@@ -4,6 +4,7 @@
  * `ResultPath` (`$.config`, `$.dataset`, `$.model`, `$.copy`, `$.report`). Keep it small
  * (Step Functions caps a state at 256 KiB) and free of secrets: the console shows all of it.
  */
+import { createHash } from 'node:crypto';
 import type { NextAction } from '../service-client/index.js';
 import type { RunErrorCode } from './errors.js';
 import type { SlotName, StopCode } from './vocabulary.js';
@@ -55,6 +56,16 @@ export interface RunConfig {
    * creating one (lambdas/run/resume.ts). Absent when the run starts over.
    */
   readonly resumeFrom?: ResumeFrom;
+}
+
+/**
+ * The run's settings as a short digest: train.json's every field with its defaults, and every
+ * file pinned by size and etag, but not `resumeFrom`. Two runs with the same digest would send
+ * the same data and train the same way (lambdas/run/resume.ts adopts a paid model by it).
+ */
+export function configFingerprint(config: RunConfig): string {
+  const { resumeFrom: _how, ...settings } = config;
+  return createHash('sha256').update(JSON.stringify(settings)).digest('hex').slice(0, 32);
 }
 
 /** The failed run a resuming run takes its dataset from (its status file named it). */
@@ -134,6 +145,9 @@ export interface ModelSlot extends PollSchedule {
    * (lambdas/steps/poll-model.ts); a poll that succeeds clears it.
    */
   readonly unreachableSince?: string;
+  /** When the service deleted the model's files, and where it moved them, once it has. */
+  readonly filesDeletedAt?: string;
+  readonly hfRepo?: string;
   /** The service's cost figures for this training, once it reports them (older slots lack them). */
   readonly gpuUsd?: number | null;
   readonly jevUsd?: number | null;

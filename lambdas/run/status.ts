@@ -5,15 +5,16 @@
  *
  * Three words a reader must tell apart (docs/drop-format.md, "Reading status.json"): `state` is
  * the run's (running, succeeded, failed, interrupted), `hopper_step` is Hopper's step that wrote
- * the file (validate_drop ... report), `step` and `next_action` are the service's. A file written
- * before `hopper_step` existed calls it `stage`: readStatus reads both.
+ * the file (validate_drop ... report), `step` and `next_action` are the service's.
  */
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { STATUS_PREFIX, statusKey } from '../storage/keys.js';
 import { isNotFound, updateJsonConditionally } from '../storage/objects.js';
 import type { NextAction } from '../service-client/contract.js';
 import { retryable } from './errors.js';
+import { paidModelOf } from './supersede.js';
 import {
+  configFingerprint,
   copiedModel,
   copyWaitOf,
   type CopySlot,
@@ -46,6 +47,8 @@ export interface SupersededRun {
   readonly model_id: string | null;
   /** Credits the run's trainings hold (a failed training's came back). */
   readonly credits: number;
+  readonly paid_model: RunStatus['paid_model'];
+  readonly config_fingerprint: string | null;
   readonly model: RunStatus['model'];
   readonly error: RunStatus['error'];
   readonly updated_at: string;
@@ -58,7 +61,7 @@ export interface RunStatus {
   readonly drop: string;
   /** The run's state (DESIGN.md's word): running, succeeded, failed, or interrupted (local mode). */
   readonly state: RunPhase;
-  /** Hopper's step that wrote this status (`upload_files`, ...; `stage` in files before it). */
+  /** Hopper's step that wrote this status (`upload_files`, ...). */
   readonly hopper_step: StepName;
   /** The service's step and next_action for the record the run is at (model once there is one). */
   readonly step: number | null;
@@ -77,6 +80,14 @@ export interface RunStatus {
   readonly error: RunFailure | null;
   /** Where the model was copied, once it is. */
   readonly model: { readonly onnx: string; readonly record: string; readonly bytes: number } | null;
+  /**
+   * The run's training that holds a credit and is not copied yet (queued, training, or done with
+   * its files at the service), or null (lambdas/run/supersede.ts, paidModelOf). A run that ends
+   * with one leaves it to `hopper retry`, which adopts it without a second credit.
+   */
+  readonly paid_model: { readonly id: string; readonly status: string } | null;
+  /** The digest of the run's settings (configFingerprint), once validate_drop has taken the drop. */
+  readonly config_fingerprint: string | null;
   /**
    * What the run has used and cost so far (lambdas/run/usage.ts), including the invocation that
    * wrote this status; null in a status written before Hopper kept one.
@@ -99,8 +110,9 @@ export interface RunStatus {
     readonly files_deadline: string;
   } | null;
   /**
-   * Older runs of the drop that were still going when a newer train.json took over, newest
-   * first (at most MAX_SUPERSEDED_RUNS); absent in a status written before Hopper kept them.
+   * Older runs of the drop, newest first (at most MAX_SUPERSEDED_RUNS): the run this one took the
+   * file from, and older ones still going or holding a paid model when a newer train.json took
+   * over. Absent in a status written before Hopper kept them.
    */
   readonly superseded_runs?: readonly SupersededRun[];
 }
@@ -121,6 +133,7 @@ export function statusOf(state: RunState, update: StatusUpdate, now: number): Ru
   const { run, dataset, model, copy, config } = state;
   const record = model ?? dataset;
   const phase = update.state ?? 'running';
+  const paid = paidModelOf(state, update.error?.code);
   const timestamp = new Date(now).toISOString();
   return {
     run_id: run.runId,
@@ -141,6 +154,8 @@ export function statusOf(state: RunState, update: StatusUpdate, now: number): Ru
     finished_at: phase === 'running' ? null : timestamp,
     error: update.error ?? null,
     model: modelLocation(run, copy),
+    paid_model: paid === null ? null : { id: paid.id, status: paid.status },
+    config_fingerprint: config === undefined ? null : configFingerprint(config),
     summary: update.summary ?? null,
     waiting_for:
       model === undefined && dataset?.waitingFor !== undefined
@@ -186,12 +201,23 @@ export const STATUS_WRITE_ATTEMPTS = 8;
  * that run's entry in `superseded_runs` ('superseded'). A newer run taking the file from a
  * running older one carries the older one into `superseded_runs`.
  */
-export async function writeStatus(s3: S3Client, bucket: string, status: RunStatus): Promise<StatusWrite> {
+export async function writeStatus(
+  s3: S3Client,
+  bucket: string,
+  status: RunStatus,
+  known?: StatusObject | null,
+): Promise<StatusWrite> {
+  // The file as the caller read it, when it did: the first write is conditional on its ETag.
+  let first = known;
   return await updateJsonConditionally(s3, {
     bucket,
     key: statusKey(status.drop),
     attempts: STATUS_WRITE_ATTEMPTS,
-    read: () => readStatusObject(s3, bucket, status.drop),
+    read: async () => {
+      const read = first;
+      first = undefined;
+      return read === undefined ? await readStatusObject(s3, bucket, status.drop) : read;
+    },
     decide: (current) => {
       const { document, outcome } = nextDocument(current?.status ?? null, status);
       return { write: document, result: outcome };
@@ -231,23 +257,29 @@ function nextDocument(
   if (current.run_id === status.run_id) {
     return { document: { ...status, superseded_runs: earlier }, outcome: 'written' };
   }
-  // This run takes the file from an older one: a run still going is named, with those it named.
-  const carried = current.state === 'running' ? withEntry(earlier, supersededEntry(current, 'running')) : [];
-  return {
-    document: { ...status, superseded_runs: carried.filter((entry) => entry.run_id !== status.run_id) },
-    outcome: 'written',
-  };
+  // This run takes the file from an older one, which stays named (a resume finds it there, even
+  // after this run's first write), with the older runs still going or holding a paid model.
+  const older =
+    current.state === 'running'
+      ? earlier
+      : earlier.filter((entry) => entry.state === 'running' || entry.paid_model !== null);
+  const carried = withEntry(older, supersededEntry(current)).filter(
+    (entry) => entry.run_id !== status.run_id,
+  );
+  return { document: { ...status, superseded_runs: carried }, outcome: 'written' };
 }
 
-function supersededEntry(status: RunStatus, state: RunPhase = status.state): SupersededRun {
+function supersededEntry(status: RunStatus): SupersededRun {
   return {
     run_id: status.run_id,
     started_at: status.started_at,
-    state,
+    state: status.state,
     hopper_step: status.hopper_step,
     dataset_id: status.dataset_id,
     model_id: status.model_id,
-    credits: status.summary?.credits ?? (status.model_id === null ? 0 : 1),
+    credits: status.summary?.credits ?? 0,
+    paid_model: status.paid_model,
+    config_fingerprint: status.config_fingerprint,
     model: status.model,
     error: status.error,
     updated_at: status.updated_at,
@@ -286,21 +318,27 @@ export async function* statusFiles(
 /**
  * The drop's status, or null when there is none (or it is not a status document). Every reader
  * of status files (hopper status, runs and retry, the console, resuming, the interrupted-run
- * check) reads through here, so a file of an earlier version is read the same way everywhere.
+ * check) reads through here.
  */
 export async function readStatus(s3: S3Client, bucket: string, drop: string): Promise<RunStatus | null> {
   return (await readStatusObject(s3, bucket, drop))?.status ?? null;
+}
+
+/** status/<drop>.json as read: the status (null when it is not a status document) and its ETag. */
+export interface StatusObject {
+  readonly status: RunStatus | null;
+  readonly etag: string;
 }
 
 /**
  * The drop's status file and its ETag, or null when there is none; a file that is not a status
  * document reads as a null status with its ETag (a write replaces it).
  */
-async function readStatusObject(
+export async function readStatusObject(
   s3: S3Client,
   bucket: string,
   drop: string,
-): Promise<{ readonly status: RunStatus | null; readonly etag: string } | null> {
+): Promise<StatusObject | null> {
   try {
     const answer = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: statusKey(drop) }));
     const text = (await answer.Body?.transformToString()) ?? '';
@@ -325,15 +363,11 @@ export function supersededEntryOf(status: RunStatus | null, runId: string): Supe
   return status?.superseded_runs?.find((entry) => entry.run_id === runId) ?? null;
 }
 
-/**
- * A parsed status file as this version's RunStatus, or null when it is not one. A file written
- * before `hopper_step` has `stage` instead: it is read as `hopper_step` (and not kept).
- */
+/** A parsed status file as a RunStatus, or null when it is not one. */
 export function statusFromJson(value: unknown): RunStatus | null {
   if (typeof value !== 'object' || value === null) return null;
-  const fields = value as Partial<Record<keyof RunStatus | 'stage', unknown>>;
-  if (typeof fields.run_id !== 'string' || typeof fields.started_at !== 'string') return null;
-  if (fields.hopper_step !== undefined || typeof fields.stage !== 'string') return value as RunStatus;
-  const { stage, ...rest } = fields;
-  return { ...rest, hopper_step: stage } as RunStatus;
+  const fields = value as Partial<Record<keyof RunStatus, unknown>>;
+  return typeof fields.run_id === 'string' && typeof fields.started_at === 'string'
+    ? (value as RunStatus)
+    : null;
 }

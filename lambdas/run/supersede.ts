@@ -9,9 +9,9 @@
  * Which run is newer: status/<drop>.json always belongs to the newest run that has written it
  * (status.ts writes it conditionally), so a run learns it is superseded when it reads the file.
  */
-import { RunError } from './errors.js';
+import { RunError, type RunErrorCode } from './errors.js';
 import { nextPoll } from './polling.js';
-import { copiedModel, type DatasetSlot, type RunState } from './state.js';
+import { copiedModel, type DatasetSlot, type ModelSlot, type RunState } from './state.js';
 import type { RunStatus } from './status.js';
 import { claimTraining, type ClaimContext } from './training-claim.js';
 
@@ -25,11 +25,26 @@ export function newerRunOf(status: Pick<RunStatus, 'run_id' | 'started_at'>): Ne
   return { runId: status.run_id, startedAt: status.started_at };
 }
 
-/** True while the run's latest training holds a credit: started, and neither failed nor copied. */
-export function holdsCredit(state: RunState): boolean {
+/** Failures after which the run's model holds nothing to adopt: it is gone, or its files are. */
+const MODEL_LOST: readonly RunErrorCode[] = ['model_gone', 'model_files_gone'];
+
+/**
+ * The run's paid model: its latest training while that holds a credit and can still be adopted
+ * (queued, training, or done with its files at the service) and is not copied yet; else null.
+ * The one rule for "this run has a paid model": supersede, the training claim, the status file's
+ * `paid_model`, the report's message and resuming all ask it.
+ * @param failure the code the run failed with, when it did (a model lost with it is not held)
+ */
+export function paidModelOf(state: RunState, failure?: RunErrorCode): ModelSlot | null {
   const { model } = state;
-  if (model === undefined || copiedModel(state.copy) !== undefined) return false;
-  return model.status !== 'failed' && model.nextAction !== 'retry';
+  if (model === undefined || copiedModel(state.copy) !== undefined) return null;
+  if (model.status === 'failed' || model.nextAction === 'retry' || model.nextAction === 'none') return null;
+  return failure !== undefined && MODEL_LOST.includes(failure) ? null : model;
+}
+
+/** True while the run holds a paid model (paidModelOf). */
+export function holdsCredit(state: RunState, failure?: RunErrorCode): boolean {
+  return paidModelOf(state, failure) !== null;
 }
 
 /** True while the run's latest training is queued or training at the service. */

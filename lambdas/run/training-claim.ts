@@ -97,14 +97,15 @@ export async function recordTraining(
 }
 
 /**
- * Lets the drop's claim go when `run` holds it and has no training under way (`modelInFlight`
- * false): a run that ends, or stops, frees the drop for the next run at once.
+ * Lets the drop's claim go when `run` holds it and leaves no paid model (`keepsPaidModel` false,
+ * supersede.ts holdsCredit): a run that ends, or stops, frees the drop for the next run at once,
+ * while a paid model keeps the claim for the run that adopts it.
  */
 export async function releaseTraining(
   context: Omit<ClaimContext, 'service'>,
-  modelInFlight: boolean,
+  keepsPaidModel: boolean,
 ): Promise<void> {
-  if (modelInFlight) return;
+  if (keepsPaidModel) return;
   await conditionally({ ...context, service: never }, (current) => {
     if (current?.claim.run_id !== context.run.runId)
       return Promise.resolve({ write: null, result: undefined });

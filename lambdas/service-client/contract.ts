@@ -438,8 +438,16 @@ export interface NewDatasetFile {
   readonly content_type?: string;
 }
 
+/**
+ * B2's "1-200 chars" for a dataset's name, counted in UTF-16 code units (a JavaScript string's
+ * length): an emoji or any character past U+FFFF counts 2, as the service counts it.
+ */
+export const MAX_DATASET_NAME_LENGTH = 200;
+export const isDatasetName = (name: string): boolean =>
+  name.length >= 1 && name.length <= MAX_DATASET_NAME_LENGTH;
+
 export interface NewDataset {
-  /** 1 to 200 characters. */
+  /** 1 to MAX_DATASET_NAME_LENGTH UTF-16 code units. */
   readonly name: string;
   /** 1 to 1000 files. */
   readonly files: readonly NewDatasetFile[];

@@ -105,7 +105,12 @@ function waitToCopy(
     const until = previous?.filesDeadline ?? model.filesExpireAt;
     throw new RunError(
       'model_files_gone',
-      modelFilesGoneMessage({ id: model.id, goneAt: until, failedCopies: { since, lastError: reason } }),
+      modelFilesGoneMessage({
+        id: model.id,
+        drop: state.run.drop,
+        goneAt: until,
+        failedCopies: { since, lastError: reason },
+      }),
       { cause: error },
     );
   }
@@ -152,7 +157,7 @@ function copyModel(options: CopyModelOptions): StepRun<'copy_model'> {
       return { modelKey, recordKey, bytes };
     }
     if (model.next_action === 'none' || model.files_deleted_at !== null)
-      throw filesGone(model, copyWaitOf(state.copy));
+      throw filesGone(model, state.run.drop, copyWaitOf(state.copy));
     if (model.next_action !== 'download') {
       throw new RunError(
         'service_error',
@@ -175,7 +180,12 @@ function copyModel(options: CopyModelOptions): StepRun<'copy_model'> {
       });
     } catch (error) {
       if (error instanceof FilesExpiredError) {
-        throw filesGone(await client.getModel(model.id).catch(() => model), copyWaitOf(state.copy), error);
+        throw filesGone(
+          await client.getModel(model.id).catch(() => model),
+          drop,
+          copyWaitOf(state.copy),
+          error,
+        );
       }
       if (error instanceof SizeMismatchError) {
         throw new RunError(
@@ -210,9 +220,10 @@ function copyModel(options: CopyModelOptions): StepRun<'copy_model'> {
 }
 
 /** model_files_gone; `waited` when copies failed before, so the message says why none got through. */
-function filesGone(model: Model, waited: CopyWaitSlot | undefined, cause?: unknown): RunError {
+function filesGone(model: Model, drop: string, waited: CopyWaitSlot | undefined, cause?: unknown): RunError {
   const message = modelFilesGoneMessage({
     id: model.id,
+    drop,
     goneAt: model.files_deleted_at ?? model.files_expire_at,
     movedTo: model.hf_repo,
     ...(waited === undefined

@@ -20,6 +20,7 @@ import {
   type LabelIndex,
   type LabelMatch,
 } from '../drop/labels.js';
+import { quoted } from '../drop/user-text.js';
 import { RunError } from '../run/errors.js';
 import { defineStep, type Step, type StepEnv } from '../run/handler.js';
 import { datasetSlot } from '../run/slots.js';
@@ -161,8 +162,8 @@ function invalidLabel(fileName: string, task: LabelTask, match: LabelMatch, caus
   const gives =
     match.label === ''
       ? `${match.rows.length === 1 ? 'has' : 'have'} no label`
-      : `${match.rows.length === 1 ? 'gives' : 'give'} label ${JSON.stringify(match.label)}`;
-  const choices = task.choices.map((choice) => JSON.stringify(choice)).join(', ');
+      : `${match.rows.length === 1 ? 'gives' : 'give'} label ${quoted(match.label)}`;
+  const choices = task.choices.map((choice) => quoted(choice)).join(', ');
   return new RunError(
     'invalid_label',
     `${rows} of ${fileName} ${gives} for held-out example ${describeExample(task.example)}; the service's choices are ${choices}: fix the label in ${fileName} and upload the drop again`,

@@ -27,7 +27,7 @@ import { causeMessage, isHopperError, isTimeoutError, parseCodedMessage } from '
 import {
   datasetExpiredMessage,
   modelFilesGoneMessage,
-  paidModelNote,
+  retryAdvice,
   trainingFailedMessage,
   unsupportedNextActionMessage,
 } from '../run/messages.js';
@@ -40,7 +40,7 @@ import {
   type RunState,
 } from '../run/state.js';
 import { modelLocation, statusOf, writeStatus } from '../run/status.js';
-import { holdsCredit, trainingInFlight, type NewerRun } from '../run/supersede.js';
+import { holdsCredit, paidModelOf, type NewerRun } from '../run/supersede.js';
 import { releaseTraining } from '../run/training-claim.js';
 import type { StopCode } from '../run/vocabulary.js';
 import { runRecordKey } from '../storage/keys.js';
@@ -60,9 +60,8 @@ export const reportStep = defineStep(
     const { s3 } = env.runtime;
     await writeStatus(s3, state.run.bucket, status);
     await putJson(s3, state.run.bucket, runRecordKey(state.run.drop, state.run.runId), status);
-    // A model gone at the service (model_gone) holds nothing any more, whatever its slot last said.
-    const modelGone = report.error?.code === 'model_gone';
-    await releaseTraining({ s3, run: state.run, now }, trainingInFlight(state) && !modelGone);
+    // The drop's claim stays with a run that leaves a paid model, for the run that adopts it.
+    await releaseTraining({ s3, run: state.run, now }, holdsCredit(state, report.error?.code));
     // After the status, so the event never announces an outcome the status file does not show.
     await announceRunEnd(state, report, now, env, summary?.credits);
     return report;
@@ -98,21 +97,19 @@ export function reportOf(state: RunState, supersededBy: NewerRun | null = null):
   });
 }
 
-/** A failed outcome; while the run's training holds a credit, its message says so (paidModelNote). */
+/** A failed outcome; while the run holds a paid model, its message says how to adopt it. */
 function failed(state: RunState, error: RunFailure): ReportSlot {
-  const { model } = state;
-  // A model whose files are gone ('none') or that is gone itself is no longer there to adopt:
-  // model_files_gone and model_gone say so.
-  if (
-    model === undefined ||
-    !holdsCredit(state) ||
-    model.nextAction === 'none' ||
-    error.code === 'model_gone'
-  ) {
-    return { outcome: 'failed', error };
-  }
-  const note = paidModelNote({ id: model.id, status: model.status, drop: state.run.drop });
-  return { outcome: 'failed', error: { ...error, message: `${error.message.replace(/\.$/, '')}.${note}` } };
+  const paid = paidModelOf(state, error.code);
+  if (paid === null) return { outcome: 'failed', error };
+  const advice = retryAdvice({ drop: state.run.drop, paidModel: paid, datasetId: state.dataset?.id ?? null });
+  return {
+    outcome: 'failed',
+    error: { ...error, message: `${error.message.replace(/\.$/, '')}. ${capitalised(advice)}` },
+  };
+}
+
+function capitalised(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 function failureError(state: RunState, failure: CaughtFailure): RunFailure {
@@ -163,7 +160,12 @@ function stopError(state: RunState, code: StopCode): RunFailure {
     case 'model_files_gone':
       return {
         code,
-        message: modelFilesGoneMessage({ id: model?.id, goneAt: model?.filesExpireAt }),
+        message: modelFilesGoneMessage({
+          id: model?.id,
+          drop: state.run.drop,
+          goneAt: model?.filesDeletedAt ?? model?.filesExpireAt,
+          movedTo: model?.hfRepo,
+        }),
       };
     case 'unsupported_next_action': {
       const record =

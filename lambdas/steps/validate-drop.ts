@@ -2,17 +2,38 @@
  * validate_drop: reads the drop folder and the train.json that started the run, checks them and
  * returns the run's configuration ($.config) with every default applied and every file pinned
  * by size and etag, once the folder has stopped changing. The rules are in lambdas/drop/.
- * It also puts the run's Started event (lambdas/run/publish-events.ts).
+ *
+ * It puts the run's Started event (lambdas/run/publish-events.ts) and writes the run's first
+ * status at once (running, at validate_drop), so every view shows the run while its folder
+ * settles. A run with the same settings as an ended run of the drop that left a paid model
+ * resumes that run and adopts its model (lambdas/run/resume.ts): no second credit.
  */
 import { validateDrop } from '../drop/validate.js';
 import { defineStep } from '../run/handler.js';
 import { announceRun } from '../run/publish-events.js';
+import { paidRunToAdopt } from '../run/resume.js';
+import { configFingerprint } from '../run/state.js';
+import { readStatus, statusOf, writeStatus } from '../run/status.js';
 
 export const validateDropStep = defineStep('validate_drop', async (state, env) => {
+  const { s3, logger } = env.runtime;
+  const { run } = state;
   // First, so a drop that fails validation still has its Started event before its Failed one.
   await announceRun(state, env);
-  return validateDrop(env.runtime.s3, state.run, {
-    quietMs: env.runtime.dropQuietMs,
-    clock: { now: () => env.runtime.now(), remainingMs: () => env.remainingMs() },
-  });
+  const previous = await readStatus(s3, run.bucket, run.drop);
+  await writeStatus(s3, run.bucket, statusOf(state, { hopperStep: 'validate_drop' }, env.runtime.now()));
+  const config = await validateDrop(
+    s3,
+    run,
+    {
+      quietMs: env.runtime.dropQuietMs,
+      clock: { now: () => env.runtime.now(), remainingMs: () => env.remainingMs() },
+    },
+    previous,
+  );
+  if (config.resumeFrom !== undefined) return config;
+  const adopt = paidRunToAdopt(previous, run.runId, configFingerprint(config));
+  if (adopt === undefined) return config;
+  logger.info('adopting the paid model of an earlier run with the same settings', { from_run: adopt.runId });
+  return { ...config, resumeFrom: adopt };
 });

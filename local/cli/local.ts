@@ -91,7 +91,7 @@ function serve(
         : [`# Data directory: ${dataDir} (the bucket is kept there across restarts)`]),
       ...local.interrupted.map(
         (drop) =>
-          `# Run of ${drop} interrupted by the last stop: upload inbox/${drop}/train.json again to resume`,
+          `# Run of ${drop} interrupted by the last stop: hopper retry ${drop} resumes it (hopper status ${drop} says how)`,
       ),
       `# Drop a folder (train.json last), e.g. with the aws CLI after eval'ing the lines below:`,
       `#   aws --endpoint-url "$AWS_ENDPOINT_URL" s3 cp --recursive --exclude train.json <folder> "s3://$HOPPER_BUCKET/inbox/<drop>/"`,

@@ -6,6 +6,9 @@
  */
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { MAX_ATTEMPTS_LIMIT } from '../../lambdas/drop/train-json.js';
+import { messageOf, RunError } from '../../lambdas/run/errors.js';
+import { resumeTarget } from '../../lambdas/run/resume.js';
+import type { ResumeFrom } from '../../lambdas/run/state.js';
 import { readStatus, type RunStatus } from '../../lambdas/run/status.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { isNotFound } from '../../lambdas/storage/objects.js';
@@ -32,11 +35,18 @@ export const RETRY_SPEC: CommandSpec = {
 export const runRetryCommand = targetCommand(RETRY_SPEC, async (args, target, out) => {
   const drop = args.positionals[0] ?? '';
   const maxAttempts = args.number('max-attempts');
-  const status = failedRun(await readStatus(target.s3, target.bucket, drop), drop, target.label);
+  const status = await readStatus(target.s3, target.bucket, drop);
+  // The run validate_drop will resume, by the same rule (lambdas/run/resume.ts).
+  let from: ResumeFrom;
+  try {
+    from = resumeTarget(status, drop);
+  } catch (error) {
+    throw new CommandError('not_resumable', error instanceof RunError ? error.detail : messageOf(error));
+  }
   const key = inboxKey(drop, TRAIN_JSON);
   const { config, modified } = await readTrainJson(target, key);
   // train.json as it was when the run started: the cause of an error it holds is still there.
-  if (modified <= Date.parse(status.started_at)) {
+  if (status?.run_id === from.runId && modified <= Date.parse(status.started_at)) {
     const change = sameFailure(status, maxAttempts);
     if (change !== undefined) {
       throw new CommandError(
@@ -56,53 +66,19 @@ export const runRetryCommand = targetCommand(RETRY_SPEC, async (args, target, ou
   );
   const result = {
     drop,
-    resumes_run: status.run_id,
-    error: status.error,
-    dataset_id: status.dataset_id,
+    resumes_run: from.runId,
+    error_code: from.errorCode,
+    dataset_id: from.datasetId,
     train_json: `s3://${target.bucket}/${key}`,
     etag: put.ETag?.replace(/"/g, '') ?? null,
   };
   out.stdout.write(
     args.on('json')
       ? json(result)
-      : `hopper retry: resuming run ${status.run_id} of "${drop}"${status.error === null ? '' : ` (${status.error.code})`} from dataset ${status.dataset_id}: uploaded ${result.train_json} with "resume": true. Follow it with: hopper status ${drop}\n`,
+      : `hopper retry: resuming run ${from.runId} of "${drop}"${from.errorCode === null ? '' : ` (${from.errorCode})`} from dataset ${from.datasetId}: uploaded ${result.train_json} with "resume": true. Follow it with: hopper status ${drop}\n`,
   );
   return EXIT.succeeded;
 });
-
-/** The drop's latest run, if it failed after creating a dataset: what a retry resumes. */
-function failedRun(
-  status: RunStatus | null,
-  drop: string,
-  label: string,
-): RunStatus & { dataset_id: string } {
-  if (status === null) {
-    throw new CommandError(
-      'not_found',
-      `${label} has no run of "${drop}" to resume (no status/${drop}.json)`,
-    );
-  }
-  if (status.state === 'running') {
-    throw new CommandError(
-      'not_resumable',
-      `run ${status.run_id} of "${drop}" is still running (at ${status.hopper_step}); resume it only if it fails`,
-    );
-  }
-  if (status.state === 'succeeded') {
-    throw new CommandError(
-      'not_resumable',
-      `the latest run ${status.run_id} of "${drop}" succeeded; nothing to resume (upload train.json again to train anew)`,
-    );
-  }
-  if (status.dataset_id === null) {
-    const error = status.error === null ? '' : ` with ${status.error.code} (${status.error.message})`;
-    throw new CommandError(
-      'not_resumable',
-      `run ${status.run_id} of "${drop}" failed${error} before it created a dataset at the service, so there is nothing to resume: fix what its error says and upload train.json again`,
-    );
-  }
-  return { ...status, dataset_id: status.dataset_id };
-}
 
 /**
  * What to change when the run's error came from train.json, which a retry takes along as it is

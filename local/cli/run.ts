@@ -5,8 +5,8 @@
  * model to <out>/<drop>/. Its exit codes are in RUN_SPEC (options.ts). Stopped, it says what it
  * left at the service (left-at-service.ts).
  */
-import { readFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
+import { defaultName } from '../../lambdas/drop/validate.js';
 import { messageOf } from '../../lambdas/run/errors.js';
 import { describeFailure } from '../../lambdas/run/lambda-error.js';
 import { copiedModel, type CopySlot, type RunState } from '../../lambdas/run/state.js';
@@ -138,7 +138,7 @@ async function dropAndFollow(
   // Awaited after the upload; a Ctrl-C during it must not count as an unhandled rejection.
   execution.catch(() => undefined);
   // A simulated service started by this command holds no training of an earlier one.
-  if (local.simulated === undefined && (await trainingUnderWay(local, await datasetNameOf(folder), io)))
+  if (local.simulated === undefined && (await trainingUnderWay(local, datasetNameOf(folder), io)))
     return 'busy';
   const files = folder.files.length;
   watch.reporter.line(
@@ -263,7 +263,7 @@ async function tellLeftovers(
     const left = await untilTimeout(
       (async () =>
         leftAtService(await local.service(), {
-          datasetName: await datasetNameOf(folder),
+          datasetName: datasetNameOf(folder),
           knownIds: known === undefined ? [] : [known],
           // A minute's leeway for the service's clock.
           since: startedAt - 60_000,
@@ -294,16 +294,6 @@ async function untilTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   }
 }
 
-/** The dataset name the run will use: train.json's `name`, else the folder's name. */
-async function datasetNameOf(folder: DropFolder): Promise<string> {
-  try {
-    const parsed = JSON.parse(await readFile(folder.trainJsonPath, 'utf8')) as { name?: unknown } | null;
-    return typeof parsed?.name === 'string' && parsed.name !== '' ? parsed.name : folder.drop;
-  } catch {
-    return folder.drop;
-  }
-}
-
 /** `text` as one word for a POSIX shell. */
 function shellQuoted(text: string): string {
   return `'${text.replaceAll("'", "'\\''")}'`;
@@ -321,4 +311,9 @@ async function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promis
       signal.removeEventListener('abort', onAbort);
     });
   });
+}
+
+/** The dataset name the run will use: train.json's `name`, else the drop's default. */
+function datasetNameOf(folder: DropFolder): string {
+  return folder.trainJson?.name ?? defaultName(folder.drop);
 }

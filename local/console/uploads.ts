@@ -6,12 +6,10 @@
 import type { IncomingMessage } from 'node:http';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { inboxKey } from '../../lambdas/storage/keys.js';
-import { checkDropFiles, DropFolderError } from '../cli/drop-folder.js';
+import { checkDropFiles, DropFolderError as UploadError } from '../cli/drop-folder.js';
 
-/** A drop or file name the console refuses (a 400 with this message). */
-export class UploadError extends Error {
-  override readonly name = 'UploadError';
-}
+/** A drop or file name the console refuses (a 400 with this message), as `hopper run` would. */
+export { UploadError };
 
 /** A drop name is one folder: `inbox/<drop>/train.json` must be the key the rule matches. */
 export function checkDropName(drop: string): void {
@@ -31,12 +29,7 @@ export function checkFileName(name: string): void {
 export function checkDrop(drop: string, names: readonly string[]): void {
   checkDropName(drop);
   for (const name of names) checkFileName(name);
-  try {
-    checkDropFiles(drop, names);
-  } catch (error) {
-    if (error instanceof DropFolderError) throw new UploadError(error.message);
-    throw error;
-  }
+  checkDropFiles(drop, names);
 }
 
 /** Streams the request's body to inbox/<drop>/<name>; resolves to the object's ETag. */

@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { isDatasetName } from '../../lambdas/service-client/contract.js';
 import { findTask, firstOpenTask, labelTask, openTaskCount } from './held-out.js';
 import { datasetRecord, findDataset, param, type RequestContext } from './context.js';
 import { datasetState, QUESTIONS, readDataset, type Dataset } from './datasets.js';
@@ -19,7 +20,8 @@ const fileNameSchema = z
   .refine((name) => name !== '.' && !name.includes('..'), 'must not be . or contain ..');
 
 const createDatasetSchema = z.strictObject({
-  name: z.string().min(1).max(200),
+  // The contract's count (UTF-16 units); zod's max() would count code points.
+  name: z.string().refine(isDatasetName),
   files: z
     .array(
       z.strictObject({

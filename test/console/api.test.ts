@@ -65,6 +65,8 @@ function leakyStatus(): RunStatus {
     finished_at: now,
     error: { code: 'internal_error', message: `a bug wrote the key ${API_KEY}` },
     model: null,
+    paid_model: null,
+    config_fingerprint: null,
   };
 }
 
@@ -157,7 +159,7 @@ describe('the console API', () => {
     const { body: detail } = await consoleJson<Detail>(console, `/api/runs/${run.runId}`);
     expect(detail.status?.error?.code).toBe('invalid_labels_file');
     expect(detail.summary.error?.message).toBe(detail.status?.error?.message);
-    expect(detail.advice?.todo).toBe('Fix the header row of the labels file.');
+    expect(detail.advice?.todo).toBe('Fix the labels file (save it as UTF-8) and upload the drop again.');
     expect(detail.model).toBeNull();
   });
 
@@ -204,6 +206,8 @@ describe('the console API', () => {
       finished_at: new Date(base + index * 1000 + 500).toISOString(),
       error: index % 10 === 0 ? { code: 'no_credits', message: 'no credit left' } : null,
       model: null,
+      paid_model: null,
+      config_fingerprint: null,
     }));
     for (const status of statuses)
       await putJson(local.s3.client, local.bucket, statusKey(status.drop), status);

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { csvRecords, labelColumns } from '../../lambdas/drop/labels-csv.js';
+import { csvRecords, labelColumns, type CsvRecord } from '../../lambdas/drop/labels-csv.js';
 import {
   indexOfRecords,
   normaliseWhitespace,
@@ -12,7 +12,10 @@ import { RunError } from '../../lambdas/run/errors.js';
 
 /** The index of a labels file with this content, streamed in small chunks like a network body. */
 function indexOf(csv: string, fileName = 'labels.csv', chunkBytes = 7): Promise<LabelIndex> {
-  const bytes = Buffer.from(csv);
+  return indexOfBytes(Buffer.from(csv), chunkBytes, fileName);
+}
+
+function indexOfBytes(bytes: Buffer, chunkBytes: number, fileName = 'labels.csv'): Promise<LabelIndex> {
   const chunks = Array.from({ length: Math.ceil(bytes.length / chunkBytes) }, (_, index) =>
     bytes.subarray(index * chunkBytes, (index + 1) * chunkBytes),
   );
@@ -208,10 +211,81 @@ describe('the labels file', () => {
     expect(index.size).toBe(2);
   });
 
-  it('refuses a file that is not CSV, naming the line', async () => {
-    const error = await refusalOf(() => indexOf('id,label\nr-1,"positive\n'));
-    expect(error.code).toBe('invalid_labels_file');
-    expect(error.detail).toMatch(/^labels\.csv is not valid CSV: .*line 2.*quotes must be closed/);
+  it('refuses a file that is not CSV, naming the line and the cause', async () => {
+    const unclosed = await refusalOf(() => indexOf('id,label\nr-1,positive\nr-2,"negative\nr-3,neutral\n'));
+    expect(unclosed.code).toBe('invalid_labels_file');
+    expect(unclosed.detail).toBe(
+      'labels.csv is not valid CSV: a quote opened in the row starting on line 3 is never closed. Close it (a quote inside a quoted cell is written twice: "") and upload the drop again',
+    );
+    // A quote left open in a large file runs into the record size limit far below it: the
+    // message still names the line the row started on.
+    const far = `id,label\nr-1,"positive\n${'r-2,negative\n'.repeat(100_000)}`;
+    expect((await refusalOf(() => indexOf(far, 'labels.csv', 64 * 1024))).detail).toMatch(
+      /^labels\.csv is not valid CSV: a quote opened in the row starting on line 2 is never closed\. /,
+    );
+    // A row over 1 MiB on its own line: csv-parse's words, which name it.
+    const long = await refusalOf(() =>
+      indexOf(`id,label\nr-1,${'x'.repeat(1100 * 1024)}\n`, 'l.csv', 64 * 1024),
+    );
+    expect(long.detail).toMatch(/^l\.csv is not valid CSV: Max Record Size: .* at line 2\. Fix the file /);
+    // A quote in the middle of an unquoted cell (csv-parse's code for it has no CSV_ prefix).
+    const inside = await refusalOf(() => indexOf('id,label\nr-1,positive\nr"2,negative\n'));
+    expect(inside.code).toBe('invalid_labels_file');
+    expect(inside.detail).toContain('line 3');
+    const after = await refusalOf(() => indexOf('id,label\n"r-1"x,positive\n'));
+    expect(after.detail).toContain('line 2');
+    expect(after.detail).not.toContain('never closed');
+  });
+
+  it('reads a file whose line ends change midway (CRLF rows, then LF rows), every row at its number', async () => {
+    const rows = Array.from({ length: 30 }, (_, index) => `r${String(index + 1).padStart(3, '0')},negative`);
+    const csv = `id,label\r\n${rows.slice(0, 2).join('\r\n')}\r\n${rows.slice(2).join('\n')}\n`;
+    const index = await indexOf(csv);
+    expect(index.size).toBe(30);
+    expect(index.match({ id: 'r021', text: '' })).toEqual({
+      label: 'negative',
+      rows: [{ row: 22, label: 'negative', id: 'r021', text: undefined }],
+    });
+    // LF first then CRLF, and old Mac CR-only ends, too.
+    expect((await indexOf('id,label\nr1,a\r\nr2,b\r\n')).match({ id: 'r2', text: '' }).label).toBe('b');
+    expect((await indexOf('id,label\rr1,a\rr2,b\r')).match({ id: 'r2', text: '' }).label).toBe('b');
+  });
+
+  it('reads 1,000,000 rows after a CRLF first line, every row (the reported file failed at line 70,707)', async () => {
+    const rows = 1_000_000;
+    // CRLF ends for the header, LF below: csv-parse took the first line's end for the file's
+    // and read the rest as one record until it passed 1 MiB.
+    function* file(): Generator<Buffer> {
+      yield Buffer.from('id,label\r\n');
+      for (let start = 0; start < rows; start += 10_000) {
+        const lines = Array.from({ length: 10_000 }, (_, offset) => `r${String(start + offset)},positive\n`);
+        yield Buffer.from(lines.join(''));
+      }
+    }
+    let last: CsvRecord | undefined;
+    for await (const record of csvRecords(Readable.from(file()), 'labels.csv')) last = record;
+    expect(last).toEqual({ row: rows + 1, cells: ['r999999', 'positive'] });
+  }, 60_000);
+
+  it('refuses bytes that are not UTF-8, naming the byte offset, wherever the chunks split', async () => {
+    const bytes = Buffer.concat([
+      Buffer.from('id,label\nr1,très bien\nr2,caf'),
+      Buffer.from([0xe9]),
+      Buffer.from(',\n'),
+    ]);
+    for (const chunkBytes of [1, 2, 3, 7, 64]) {
+      const error = await refusalOf(() => indexOfBytes(bytes, chunkBytes));
+      expect(error.code).toBe('invalid_labels_file');
+      expect(error.detail).toBe(
+        'labels.csv is not UTF-8 text: the byte at offset 29 (0xe9) does not start a valid UTF-8 character. Save the file as UTF-8 and upload it again',
+      );
+    }
+    // A character cut off at the end of the file.
+    const cut = Buffer.from('id,label\nr1,😀').subarray(0, -1);
+    expect((await refusalOf(() => indexOfBytes(cut, 5))).detail).toContain('offset 12 (0xf0)');
+    // Characters split across chunks, and a U+FFFD the file really holds, are fine.
+    const fine = await indexOfBytes(Buffer.from('id,label\nr1,😀 é \uFFFD\n'), 1);
+    expect(fine.match({ id: 'r1', text: '' }).label).toBe('😀 é \uFFFD');
   });
 
   it('refuses a header without label, or without id and text', async () => {

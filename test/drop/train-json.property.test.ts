@@ -5,12 +5,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  MAX_ATTEMPTS_LIMIT,
-  MAX_NAME_LENGTH,
-  parseTrainJson,
-  TRAIN_JSON_FIELDS,
-} from '../../lambdas/drop/train-json.js';
+import { MAX_ATTEMPTS_LIMIT, parseTrainJson, TRAIN_JSON_FIELDS } from '../../lambdas/drop/train-json.js';
+import { MAX_DATASET_NAME_LENGTH as MAX_NAME_LENGTH } from '../../lambdas/service-client/contract.js';
 import { isPlainFileName } from '../../lambdas/drop/file-names.js';
 import { RunError } from '../../lambdas/run/errors.js';
 
@@ -100,6 +96,12 @@ describe('train.json validation (properties)', () => {
     const badName = fc.oneof(
       fc.constant(''),
       fc.string({ minLength: MAX_NAME_LENGTH + 1, maxLength: MAX_NAME_LENGTH + 50 }),
+      // Over the limit in UTF-16 units (the service's count), under it in characters.
+      fc.string({
+        unit: fc.constantFrom('😀', '𝄞'),
+        minLength: MAX_NAME_LENGTH / 2 + 1,
+        maxLength: MAX_NAME_LENGTH,
+      }),
       fc.integer(),
       fc.boolean(),
       fc.constant(null),

@@ -2,15 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { closestField, parseTrainJson } from '../../lambdas/drop/train-json.js';
 import { RunError } from '../../lambdas/run/errors.js';
 
-/** The RunError parseTrainJson throws for `text`. */
-function refusal(text: string): RunError {
+/** The RunError parseTrainJson throws for this text or these bytes. */
+function refusal(file: string | Buffer): RunError {
   try {
-    parseTrainJson(text);
+    parseTrainJson(file);
   } catch (error) {
     if (error instanceof RunError) return error;
     throw error;
   }
-  throw new Error(`train.json was accepted: ${text}`);
+  throw new Error(`train.json was accepted: ${file.toString()}`);
 }
 
 function problemsOf(value: unknown): string {
@@ -74,13 +74,13 @@ describe('train.json', () => {
       );
     }
     expect(problemsOf({ name: '' })).toBe(
-      'train.json: "name" must be a string of 1 to 200 characters (got "")',
+      'train.json: "name" must be a string of 1 to 200 characters, as the service counts them (an emoji counts 2) (got "")',
     );
     expect(problemsOf({ name: 42 })).toBe(
-      'train.json: "name" must be a string of 1 to 200 characters (got 42)',
+      'train.json: "name" must be a string of 1 to 200 characters, as the service counts them (an emoji counts 2) (got 42)',
     );
     expect(problemsOf({ name: 'x'.repeat(201) })).toMatch(
-      /^train\.json: "name" must be a string of 1 to 200 characters \(got "x{56}\.\.\.\)$/,
+      /^train\.json: "name" must be a string of 1 to 200 characters, as the service counts them \(an emoji counts 2\) \(got "x{56}\.\.\.\)$/,
     );
     expect(parseTrainJson(JSON.stringify({ name: 'x'.repeat(200) })).name).toHaveLength(200);
     expect(problemsOf({ encoder: '' })).toMatch(
@@ -212,6 +212,56 @@ describe('train.json', () => {
     expect(detail).toContain('"files[19]"');
     expect(detail).not.toContain('"files[20]"');
     expect(detail.endsWith('; and 10 more problems')).toBe(true);
+  });
+});
+
+describe("train.json's bytes, and the values its messages echo", () => {
+  it('refuses bytes that are not UTF-8, naming the byte offset', () => {
+    const latin1 = refusal(Buffer.from('{"name":"caf\xe9"}', 'latin1'));
+    expect(latin1.code).toBe('invalid_train_json');
+    expect(latin1.detail).toBe(
+      'train.json is not UTF-8 text: the byte at offset 12 (0xe9) does not start a valid UTF-8 character. Save the file as UTF-8 and upload it again',
+    );
+    // UTF-16 with its byte order mark, as some Windows editors save it.
+    const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('{"name":"x"}', 'utf16le')]);
+    expect(refusal(utf16).detail).toContain('offset 0 (0xff)');
+    // A character cut off at the end; and what UTF-8 does hold, a BOM and a real U+FFFD, is fine.
+    expect(refusal(Buffer.from('{"name":"😀"}').subarray(0, 11)).detail).toContain('offset 9 (0xf0)');
+    expect(parseTrainJson(Buffer.from('\uFEFF{"name":"caf\u00e9 \uFFFD"}'))).toEqual({ name: 'café \uFFFD' });
+  });
+
+  it('counts the name in UTF-16 code units, as the service does: an emoji is 2', () => {
+    expect(problemsOf({ name: '😀'.repeat(150) })).toMatch(
+      /^train\.json: "name" must be a string of 1 to 200 /,
+    );
+    expect(problemsOf({ name: `${'😀'.repeat(100)}x` })).toContain('"name" must be');
+    expect(parseTrainJson(JSON.stringify({ name: '😀'.repeat(100) })).name).toHaveLength(200);
+  });
+
+  it('says what was written for a number too large to hold (JSON.parse reads 1e309 as Infinity)', () => {
+    expect(refusal('{"maxAttempts": 1e309}').detail).toBe(
+      'train.json: "maxAttempts" must be an integer from 1 to 10 (got 1e309)',
+    );
+    expect(refusal('{"name": "1e999", "maxAttempts": -2E+400}').detail).toBe(
+      'train.json: "maxAttempts" must be an integer from 1 to 10 (got -2E+400)',
+    );
+    expect(refusal('{"decisions": {"a": 1e309}}').detail).toContain('"decisions.a" must be');
+  });
+
+  it('escapes control characters in every value it echoes, so none reaches a terminal raw', () => {
+    // eslint-disable-next-line no-control-regex -- control characters are what must not appear
+    const controls = /[\u0000-\u001f\u007f-\u009f]/;
+    // UTF-16 without a byte order mark is valid UTF-8, full of NULs.
+    const utf16 = refusal(Buffer.from('{"name":"x"}', 'utf16le').swap16().toString('utf8'));
+    expect(utf16.detail).toContain('not valid JSON');
+    expect(utf16.detail).not.toMatch(controls);
+    const echoed = problemsOf({ 'colour\u0085\u0007': 1, decisions: { 'q\u009b2J': '' }, name: ['\u007f'] });
+    expect(echoed).not.toMatch(controls);
+    expect(echoed).toContain('unknown field "colour\\u0085\\u0007"');
+    expect(echoed).toContain('"decisions.q\\u009b2J" must be');
+    expect(echoed).toContain(
+      '"name" must be a string of 1 to 200 characters, as the service counts them (an emoji counts 2) (got ["\\u007f"])',
+    );
   });
 });
 

@@ -31,6 +31,21 @@ export interface LocalModeFixture {
   start(options?: LocalModeOptions): Promise<LocalMode>;
 }
 
+/**
+ * Local mode with BRISK_SERVICE, 10 ms waits, no retry pauses and drops taken at once unless
+ * `options` say otherwise; the caller closes it.
+ */
+export function startBriskLocalMode(options: LocalModeOptions = {}): Promise<LocalMode> {
+  return startLocalMode({
+    waitMs: 10,
+    retryPauseMs: 0,
+    // The tests put train.json last; settling is tested on its own.
+    dropQuietMs: 0,
+    ...options,
+    simulated: { ...BRISK_SERVICE, ...options.simulated },
+  });
+}
+
 export function useLocalMode(): LocalModeFixture {
   const started: LocalMode[] = [];
   afterEach(async () => {
@@ -38,14 +53,7 @@ export function useLocalMode(): LocalModeFixture {
   });
   return {
     async start(options = {}) {
-      const local = await startLocalMode({
-        waitMs: 10,
-        retryPauseMs: 0,
-        // The tests put train.json last; settling is tested on its own.
-        dropQuietMs: 0,
-        ...options,
-        simulated: { ...BRISK_SERVICE, ...options.simulated },
-      });
+      const local = await startBriskLocalMode(options);
       started.push(local);
       return local;
     },

@@ -99,7 +99,7 @@ describe('hopper local --data-dir', { timeout: RESTART_TEST_MS }, () => {
     expect(interrupted).toMatchObject({ run_id: slowRun.name, state: 'interrupted' });
     expect(interrupted?.finished_at).not.toBeNull();
     expect(interrupted?.error?.code).toBe('interrupted');
-    expect(interrupted?.error?.message).toContain(`Upload inbox/slow/${TRAIN_JSON} again`);
+    expect(interrupted?.error?.message).toContain('hopper retry slow');
     expect((await readStatus(second.s3.client, second.bucket, 'reviews'))?.state).toBe('succeeded');
     expect(await modelObjects(second, 'reviews')).toEqual(models);
 

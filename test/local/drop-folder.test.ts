@@ -79,6 +79,7 @@ describe("readDropFolder and the service's limit of MAX_FILES data files", () =>
     expect((await readDropFolder(listed)).files).toHaveLength(MAX_FILES + 1);
     // A train.json the pipeline will refuse is its to report (invalid_train_json), as in the cloud.
     const broken = await dropFolder('broken', { ...dataFiles(MAX_FILES + 1), 'train.json': '{' });
+    expect(await readDropFolder(broken)).toMatchObject({ trainJson: undefined });
     expect((await readDropFolder(broken)).files).toHaveLength(MAX_FILES + 1);
   });
 });
@@ -120,6 +121,7 @@ describe('readDropFolder', () => {
     const read = await readDropFolder(folder);
     expect(read.drop).toBe('reviews');
     expect(read.trainJsonPath).toBe(join(folder, 'train.json'));
+    expect(read.trainJson).toEqual({ name: 'r' });
     expect(read.files).toEqual([
       { name: 'labels.csv', path: join(folder, 'labels.csv'), bytes: 9 },
       { name: 'more/b.jsonl', path: join(folder, 'more', 'b.jsonl'), bytes: 13 },
@@ -135,12 +137,27 @@ describe('readDropFolder', () => {
     expect((await readDropFolder(folder)).files).toEqual([]);
   });
 
-  it('lists a file reached through a symbolic link like any other file', async () => {
-    const elsewhere = await dropFolder('elsewhere', { 'big.csv': 'text\nlinked\n' });
-    const folder = await dropFolder('linked', { 'train.json': '{}' });
-    await symlink(join(elsewhere, 'big.csv'), join(folder, 'big.csv'));
-    const read = await readDropFolder(folder);
-    expect(read.files).toEqual([{ name: 'big.csv', path: join(folder, 'big.csv'), bytes: 12 }]);
+  it('refuses every symbolic link (to a file, to a folder, dangling, in a sub-folder), naming each and how to fix it', async () => {
+    const elsewhere = await dropFolder('elsewhere', { 'secret.csv': 'text\nsecret\n', 'dir/a.csv': 'x' });
+    const folder = await dropFolder('linked', {
+      'train.json': '{}',
+      'reviews.csv': 'text\nok\n',
+      'sub/b.csv': 'x',
+    });
+    await symlink(join(elsewhere, 'secret.csv'), join(folder, 'extra.csv'));
+    await symlink(join(elsewhere, 'dir'), join(folder, 'more'));
+    await symlink(join(elsewhere, 'gone.csv'), join(folder, 'dangling.csv'));
+    await symlink('../reviews.csv', join(folder, 'sub', 'again.csv'));
+    expect((await dropError(folder)).message).toBe(
+      `linked_files: ${folder} holds symbolic links: "dangling.csv" -> "${join(elsewhere, 'gone.csv')}", "extra.csv" -> "${join(elsewhere, 'secret.csv')}", "more" -> "${join(elsewhere, 'dir')}", "sub/again.csv" -> "../reviews.csv". Hopper sends only the files inside the drop folder and follows no link out of it: replace each link by a copy of what it points to, or move it out of the folder`,
+    );
+  });
+
+  it('refuses a train.json that is a link', async () => {
+    const elsewhere = await dropFolder('elsewhere', { 'train.json': '{}' });
+    const folder = await dropFolder('linked', { 'reviews.csv': 'text\nok\n' });
+    await symlink(join(elsewhere, 'train.json'), join(folder, 'train.json'));
+    expect((await dropError(folder)).message).toMatch(/^linked_files: .* "train\.json" -> /);
   });
 });
 

@@ -215,9 +215,11 @@ describe('a paid model whose copy keeps failing (files_expire_at approaching)', 
 
     const status = await expectFailed(local, run, 'model_files_gone');
     expect(status.model_id).toBe(modelId);
-    expect(status.error?.message).toContain(`model ${modelId} was trained and paid for`);
+    expect(status.error?.message).toContain(`every copy of model ${modelId} from `);
     expect(status.error?.message).toContain('service unavailable (simulated)');
     expect(status.error?.message).toContain('drop train.json again');
+    // One piece of advice: no note that the model could still be adopted.
+    expect(status.error?.message).not.toContain('adopts it');
     // Bounded: a few dozen copies over the files' 20 minutes, the last one once they were gone.
     expect(clock.copies.length).toBeGreaterThan(5);
     expect(clock.copies.length).toBeLessThan(40);

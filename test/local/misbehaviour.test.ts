@@ -77,7 +77,7 @@ describe('a misbehaving service, end to end in local mode', () => {
     expect(status.model_id).toBe(model?.id);
     expect(status.summary?.credits).toBe(1);
     expect(status.error?.message).toContain(
-      `Model ${model?.id ?? '?'} of this run was paid for (1 credit) and was queued at the service when the run stopped: resuming (hopper retry rotated) adopts it without a second credit`,
+      `Its model ${model?.id ?? '?'} was paid for (1 credit) and was queued at the service: hopper retry rotated adopts it and copies it without a second credit`,
     );
     expect(service.credits()).toBe(CREDITS - 1);
     expect(service.requestCount('createModel')).toBe(1);
@@ -105,7 +105,7 @@ describe('a misbehaving service, end to end in local mode', () => {
     expect(failedStates(run)).toEqual(['CopyModel']);
     const [model] = await serviceModels(service);
     expect(status.error?.message).toContain(`model ${model?.id ?? '?'}`);
-    expect(status.error?.message).toContain(`Model ${model?.id ?? '?'} of this run was paid for (1 credit)`);
+    expect(status.error?.message).toContain(`Its model ${model?.id ?? '?'} was paid for (1 credit)`);
     expect(status.error?.message).toMatch(/the file has \d+ bytes, \d+ were expected/);
     expect(status.model_id).toBe(model?.id);
     expect(status.summary?.credits).toBe(1);

@@ -114,8 +114,10 @@ describe('model files gone before the copy (next_action none)', () => {
 
     const status = await expectFailed(local, run, 'model_files_gone');
     expect(status).toMatchObject({ step: 5, next_action: 'none', attempts: 1 });
-    expect(status.error?.message).toContain(`the files of model ${status.model_id ?? ''} are gone`);
-    expect(status.error?.message).toContain('drop train.json again to train a new model');
+    expect(status.error?.message).toContain(
+      `the files of model ${status.model_id ?? ''} went at the service`,
+    );
+    expect(status.error?.message).toContain('trains the same dataset again without uploading');
     const route = statesEntered(run.events);
     expect(route).toContain('ModelFilesGone');
     expect(route).not.toContain('CopyModel');
@@ -143,7 +145,9 @@ describe('model files gone before the copy (next_action none)', () => {
 
     expect(removal).toBeUndefined();
     const status = await expectFailed(local, run, 'model_files_gone');
-    expect(status.error?.message).toContain(`the files of model ${status.model_id ?? ''} are gone`);
+    expect(status.error?.message).toContain(
+      `the files of model ${status.model_id ?? ''} went at the service`,
+    );
     expect(status.error?.message).toContain('cannot be downloaded any more');
     expect(statesEntered(run.events)).toContain('CopyModel');
     expect(local.simulated?.credits()).toBe(10);

@@ -75,8 +75,9 @@ async function statusTakenBy(
   drop: string,
   runId: string,
   also: (status: RunStatus) => boolean = () => true,
+  timeoutMs = RUN_TIMEOUT_MS,
 ): Promise<RunStatus> {
-  const deadline = Date.now() + RUN_TIMEOUT_MS;
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
     const status = await readStatus(local.s3.client, local.bucket, drop);
     if (status?.run_id === runId && also(status)) return status;
@@ -176,6 +177,38 @@ describe('train.json uploaded again before the first run trains: the first run s
       ]);
     });
   }
+});
+
+describe('train.json uploaded again while the newer run waits for its folder to settle', () => {
+  it('the newer run shows at once, and the older run gives way at its next step: one training', async () => {
+    const holder = holdAt('UploadFiles');
+    const local = await fixture.start({ wrapTask: holder.wrapTask, dropQuietMs: 2_000 });
+    const drop = 'redrop-settling';
+    const key = inboxKey(drop, TRAIN_JSON);
+    const firstStarted = nextExecution(local, key);
+    await putDrop(local.s3.client, local.bucket, drop, { ...DATA, [TRAIN_JSON]: '{}' });
+    const firstExecution = await firstStarted.execution;
+    holder.hold(firstExecution.name);
+    await withTimeout(holder.reached, 'the first run did not reach UploadFiles', RUN_TIMEOUT_MS);
+
+    const secondStarted = nextExecution(local, key);
+    await putDrop(local.s3.client, local.bucket, drop, { [TRAIN_JSON]: '{"maxAttempts": 2}' });
+    const secondExecution = await secondStarted.execution;
+    // Within a second of its start, while its folder settles (2 s), the newer run is on top.
+    const shown = await statusTakenBy(local, drop, secondExecution.name, () => true, 1_000);
+    expect(shown).toMatchObject({ state: 'running', hopper_step: 'validate_drop', files: null });
+    holder.release();
+    const [first, second] = await Promise.all([
+      finished(local, firstExecution, firstStarted.events),
+      finished(local, secondExecution, secondStarted.events),
+    ]);
+
+    expect(reportOf(first)?.outcome).toBe('superseded');
+    expect(reportOf(first)?.error?.message).toContain('this run stopped before upload_files');
+    expect(statesEntered(first.events)).not.toContain('StartTraining');
+    expectSucceeded(second.status, second.execution.name);
+    expect(local.simulated?.requestCount('createModel')).toBe(1);
+  });
 });
 
 describe('train.json uploaded again once the first run holds a credit: it finishes, its model is kept', () => {

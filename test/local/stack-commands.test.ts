@@ -187,6 +187,8 @@ function failedStatus(drop: string, datasetId: string | null): RunStatus {
         ? { code: 'missing_file', message: 'missing' }
         : { code: 'no_credits', message: 'no credits' },
     model: null,
+    paid_model: null,
+    config_fingerprint: null,
   };
 }
 
@@ -268,7 +270,7 @@ describe('the commands against a deployed stack (--stack)', () => {
     await put(statusKey('typo'), JSON.stringify(failedStatus('typo', null)));
     const nothing = await run(runRetryCommand, ['typo', '--stack', STACK]);
     expect(nothing.code).toBe(1);
-    expect(nothing.stderr).toMatch(/failed with missing_file \(missing\) before it created a dataset/);
+    expect(nothing.stderr).toMatch(/\(missing_file\) ended before it created a dataset/);
   });
 
   it('reads outputs the stack has', () => {

@@ -167,7 +167,7 @@ describe('the commands against hopper local', () => {
     expect(done.outcome.status).toBe('SUCCEEDED');
     const retry = await run(runRetryCommand, ['done'], env);
     expect(retry.code).toBe(1);
-    expect(retry.stderr).toMatch(/succeeded; nothing to resume/);
+    expect(retry.stderr).toMatch(/succeeded: nothing to resume/);
 
     const bad = await run(runRunsCommand, ['done', '--limit', '0'], env);
     expect(bad.code).toBe(2);

@@ -265,7 +265,10 @@ describe('copy_model', () => {
     expect(error.code).toBe('model_files_gone');
     const gone = await (await runtime.service()).getModel(model.id);
     expect(gone.files_deleted_at).not.toBeNull();
-    expect(error.detail).toContain(`are gone at the service at ${gone.files_deleted_at ?? ''}`);
+    expect(error.detail).toContain(
+      `went at the service at ${gone.files_deleted_at ?? ''} (expired or refunded)`,
+    );
+    expect(error.detail).toContain(`hopper retry ${state.run.drop} trains the same dataset again`);
     expect(service.requestCount('fileDownload')).toBe(0);
     expect(await keysUnder(modelPrefix(state.run.drop, model.id))).toEqual([]);
   });
@@ -290,7 +293,7 @@ describe('copy_model', () => {
       expect(error.code).toBe('model_files_gone');
       expect(error.detail).toMatch(
         new RegExp(
-          `^model ${model.id} was trained and paid for, but every copy from ${since} until its files could be gone at the service \\(.+\\) failed, the last with: .+\\. Its files are gone by now \\(.+\\), so it cannot be downloaded any more; drop train\\.json again`,
+          `^every copy of model ${model.id} from ${since} until its files could be gone at the service at .+ failed, the last with: .+; its files are gone by now, so the model cannot be downloaded any more and its credit is spent`,
           's',
         ),
       );
@@ -305,14 +308,14 @@ describe('copy_model', () => {
       ),
     );
     expectOneWording(pastDeadline);
-    expect(pastDeadline.detail).toContain(`(${deadline})`);
+    expect(pastDeadline.detail).toContain(`at the service at ${deadline} failed`);
 
     // The service says the files are gone on the next try: the same words.
     service.configure({ faults: [] });
     service.removeModelFiles(model.id, 'refunded');
     const gone = await failure(copyModelStep.run({ ...state, copy: putOff }, stepEnv(runtime)));
     expectOneWording(gone);
-    expect(gone.detail).toContain(`the last with: ${putOff.reason}.`);
+    expect(gone.detail).toContain(`the last with: ${putOff.reason}; `);
   });
 
   it('fails with model_files_gone when the files go while the copy runs, leaving nothing behind', async () => {
@@ -350,7 +353,12 @@ describe('copy_model', () => {
       );
 
       expect(error.code).toBe('model_files_gone');
-      expect(error.detail).toContain('(it moved them to ');
+      const moved = await (await runtime.service()).getModel(model.id);
+      expect(error.detail).toContain(
+        `the service moved its files to its hosting at ${moved.files_deleted_at ?? ''} (hf_repo ${moved.hf_repo ?? ''})`,
+      );
+      expect(error.detail).toContain(`usable as ${moved.hf_repo ?? ''}`);
+      expect(error.detail).not.toContain('drop train.json again');
       expect(commands).toContain('UploadPartCommand');
       expect(commands).toContain('AbortMultipartUploadCommand');
       expect(commands).not.toContain('CompleteMultipartUploadCommand');

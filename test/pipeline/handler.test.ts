@@ -11,7 +11,7 @@ import { datasetSlot } from '../../lambdas/run/slots.js';
 import type { TrainingClaim } from '../../lambdas/run/training-claim.js';
 import type { RunState } from '../../lambdas/run/state.js';
 import type { StepName } from '../../lambdas/run/vocabulary.js';
-import { readStatus } from '../../lambdas/run/status.js';
+import { readStatus, statusOf, writeStatus } from '../../lambdas/run/status.js';
 import { createDatasetStep } from '../../lambdas/steps/create-dataset.js';
 import { pollDatasetStep } from '../../lambdas/steps/poll-dataset.js';
 import { startTrainingStep } from '../../lambdas/steps/start-training.js';
@@ -53,6 +53,33 @@ describe('the handler wrapper: errors', () => {
       name: 'Hopper.Retryable',
       code: 'storage_error',
     });
+  });
+
+  it('a final failure of a run that a newer train.json took over while the step ran gives way (superseded)', async () => {
+    const service = await fixtures.service();
+    const runtime = fixtures.runtime(service);
+    const { client, bucket } = fixtures.s3();
+    const state = stateOf(bucket);
+    const newer = { ...state.run, runId: `${state.run.runId}-newer`, startedAt: '2099-01-01T00:00:00.000Z' };
+    // The step finds the drop changed under it (the user dropped it again) and fails for good;
+    // the newer run's first status lands while it runs.
+    const step: Step<'upload_files'> = {
+      name: 'upload_files',
+      run: async () => {
+        await writeStatus(
+          client,
+          bucket,
+          statusOf({ run: newer }, { hopperStep: 'validate_drop' }, Date.now()),
+        );
+        throw new RunError('drop_changed', 'reviews.csv changed after this run pinned it');
+      },
+    };
+
+    const failure = await rejectionOf(invoke(step, runtime, state));
+
+    expect(failure).toMatchObject({ name: 'Hopper.Failed', code: 'superseded' });
+    expect((failure as RunError).detail).toContain('stopped before upload_files without starting a training');
+    expect((await readStatus(client, bucket, state.run.drop))?.run_id).toBe(newer.runId);
   });
 
   it('a service that stays unavailable: Hopper.Retryable service_unavailable', async () => {

@@ -156,7 +156,7 @@ describe('report: a failed run whose training holds a credit', () => {
       error: {
         code: 'model_size_mismatch',
         message:
-          '10 bytes, expected 20. Model model-1 of this run was paid for (1 credit) and was done at the service when the run stopped: resuming (hopper retry drop-1) adopts it without a second credit',
+          '10 bytes, expected 20. Its model model-1 was paid for (1 credit) and was done at the service: hopper retry drop-1 adopts it and copies it without a second credit',
       },
     });
   });

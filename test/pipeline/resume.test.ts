@@ -76,7 +76,7 @@ describe('a run resumed with "resume": true', () => {
     expect(first.outcome.status).toBe('SUCCEEDED');
     const again = await dropAndRun(local, 'done', { [TRAIN_JSON]: '{"resume": true}' });
     expect(again.status?.error?.code).toBe('not_resumable');
-    expect(again.status?.error?.message).toMatch(/succeeded, so there is nothing to resume/);
+    expect(again.status?.error?.message).toMatch(/succeeded: nothing to resume/);
     expect(local.simulated?.requestCount('createModel')).toBe(1);
     expect(local.simulated?.credits()).toBe(1);
   });

@@ -1,14 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { RunError } from '../../lambdas/run/errors.js';
-import { resumeSource } from '../../lambdas/run/resume.js';
-import { readStatus, statusOf, writeStatus } from '../../lambdas/run/status.js';
-import { putJson } from '../../lambdas/storage/objects.js';
-import { describeStatus, allStatuses } from '../../local/cli/status.js';
-import { BucketView } from '../../local/console/bucket-view.js';
-import { markInterruptedRuns } from '../../local/emulator/interrupted-runs.js';
+import { paidRunToAdopt, resumeTarget } from '../../lambdas/run/resume.js';
+import { readStatus, statusOf, writeStatus, type RunStatus } from '../../lambdas/run/status.js';
 import type { RunState } from '../../lambdas/run/state.js';
 import type { StepName } from '../../lambdas/run/vocabulary.js';
 import { statusKey } from '../../lambdas/storage/keys.js';
+import { describeStatus } from '../../local/cli/status.js';
 import { localS3Client } from '../../local/s3/local-s3.js';
 import { readText, uniqueDrop, usePipelineFixtures } from '../helpers/pipeline.js';
 import { datasetSlotOf } from './service-steps.js';
@@ -137,20 +134,25 @@ describe('status/<drop>.json', () => {
     expect(last?.superseded_runs?.map((entry) => entry.run_id)).toEqual(['run-new', 'run-old']);
   });
 
-  it('a run that ended is not named when a later upload of the drop takes the file', async () => {
+  it('names the run it took the file from, even one that ended; an ended run without a paid model is not carried further', async () => {
     const { client, bucket } = fixtures.s3();
     const drop = uniqueDrop();
-    const first = stateOf(drop, 'run-1', '2026-01-01T00:00:00.000Z');
-    await writeStatus(
-      client,
-      bucket,
-      statusOf(first, { hopperStep: 'report', state: 'succeeded' }, Date.now()),
-    );
-    const second = stateOf(drop, 'run-2', '2026-01-02T00:00:00.000Z');
-    expect(
-      await writeStatus(client, bucket, statusOf(second, { hopperStep: 'validate_drop' }, Date.now())),
-    ).toBe('written');
-    expect((await readStatus(client, bucket, drop))?.superseded_runs).toEqual([]);
+    const write = (runId: string, day: string, update: Parameters<typeof statusOf>[1]) =>
+      writeStatus(
+        client,
+        bucket,
+        statusOf(stateOf(drop, runId, `2026-01-0${day}T00:00:00.000Z`), update, Date.now()),
+      );
+    await write('run-1', '1', { hopperStep: 'report', state: 'succeeded' });
+    expect(await write('run-2', '2', { hopperStep: 'validate_drop' })).toBe('written');
+    expect((await readStatus(client, bucket, drop))?.superseded_runs).toEqual([
+      expect.objectContaining({ run_id: 'run-1', state: 'succeeded', paid_model: null }),
+    ]);
+    await write('run-2', '2', { hopperStep: 'report', state: 'failed' });
+    expect(await write('run-3', '3', { hopperStep: 'validate_drop' })).toBe('written');
+    expect((await readStatus(client, bucket, drop))?.superseded_runs?.map((entry) => entry.run_id)).toEqual([
+      'run-2',
+    ]);
   });
 
   it('races two runs writing at once, many times: the newer run is always on top (conditional writes)', async () => {
@@ -222,73 +224,67 @@ describe('status/<drop>.json', () => {
   });
 });
 
-describe('a status file written by an earlier version (`stage`, not `hopper_step`)', () => {
-  /** The shape Hopper wrote before hopper_step: Hopper's step under `stage`. */
-  function oldStatus(drop: string, state: string, stage: string): Record<string, unknown> {
-    return {
-      run_id: `${drop}-old`,
-      drop,
-      state,
-      stage,
-      step: 1,
-      next_action: 'upload_files',
-      dataset_id: state === 'failed' ? 'ds-old' : null,
-      model_id: null,
-      attempts: 0,
-      max_attempts: 3,
-      labelled: 0,
-      files: ['a.csv'],
-      labels: null,
-      started_at: '2026-01-01T00:00:00.000Z',
-      updated_at: '2026-01-01T00:01:00.000Z',
-      finished_at: null,
-      error: state === 'failed' ? { code: 'no_credits', message: 'add credits' } : null,
-      model: null,
-      summary: null,
-    };
-  }
+describe('which run a resume takes, and which paid model a new run adopts (lambdas/run/resume.ts)', () => {
+  const at = (day: string) => `2026-01-0${day}T00:00:00.000Z`;
+  const ended = (runId: string, day: string, fields: Partial<RunStatus> = {}): RunStatus => ({
+    ...statusOf(
+      stateOf('d', runId, at(day)),
+      { hopperStep: 'poll_model', state: 'failed' },
+      Date.parse(at(day)),
+    ),
+    dataset_id: `ds-${runId}`,
+    ...fields,
+  });
+  const withOlder = (top: RunStatus, ...older: RunStatus[]): RunStatus => ({
+    ...top,
+    superseded_runs: older.map((run) => ({ ...run, credits: 0, summary: null })),
+  });
+  const refusal = (status: RunStatus | null, runId = 'new'): string => {
+    try {
+      resumeTarget(status, 'd', runId);
+    } catch (error) {
+      expect(error).toBeInstanceOf(RunError);
+      return (error as RunError).message;
+    }
+    throw new Error('resumeTarget took a run');
+  };
 
-  it('is read with `stage` as `hopper_step` by every reader: hopper status, the console, resuming, the interrupted-run check', async () => {
-    const { client, bucket } = fixtures.s3();
-    const running = uniqueDrop();
-    const failed = uniqueDrop();
-    await putJson(client, bucket, statusKey(running), oldStatus(running, 'running', 'upload_files'));
-    await putJson(client, bucket, statusKey(failed), oldStatus(failed, 'failed', 'start_training'));
-
-    const read = await readStatus(client, bucket, running);
-    expect(read).toMatchObject({ state: 'running', hopper_step: 'upload_files', step: 1 });
-    expect(read).not.toHaveProperty('stage');
-
-    // hopper status (one drop, and the table of all), and the console's view of the bucket.
-    expect(describeStatus(read!, Date.parse('2026-01-01T00:02:00.000Z'))).toMatch(
-      /hopper_step\s+upload_files/,
-    );
-    expect((await allStatuses(client, bucket)).find((status) => status.drop === failed)).toMatchObject({
-      hopper_step: 'start_training',
-    });
-    expect(await new BucketView(client, bucket).status(failed)).toMatchObject({
-      hopper_step: 'start_training',
-    });
-
-    // Resuming (hopper retry): a running old run is named with its step; a failed one is resumable.
-    const run = (drop: string) => ({ ...stateOf(drop, `${drop}-new`, '2026-01-02T00:00:00.000Z').run });
-    const refused = await resumeSource(client, run(running)).catch((error: unknown) => error);
-    expect(refused).toBeInstanceOf(RunError);
-    expect((refused as RunError).message).toContain('(at upload_files)');
-    expect(await resumeSource(client, run(failed))).toEqual({
-      runId: `${failed}-old`,
+  it('resumes the latest run when it failed or was interrupted after creating its dataset, and says why not otherwise', () => {
+    expect(
+      resumeTarget(ended('old', '1', { error: { code: 'no_credits', message: '' } }), 'd', 'new'),
+    ).toEqual({
+      runId: 'old',
       datasetId: 'ds-old',
       errorCode: 'no_credits',
     });
+    expect(resumeTarget(ended('old', '1', { state: 'interrupted' }), 'd', 'new').runId).toBe('old');
+    expect(refusal(null)).toContain('no earlier run of d');
+    expect(refusal(ended('old', '1', { state: 'running', hopper_step: 'upload_files' }))).toContain(
+      '(at upload_files)',
+    );
+    expect(refusal(ended('old', '1', { state: 'succeeded' }))).toContain('succeeded: nothing to resume');
+    expect(refusal(ended('old', '1', { dataset_id: null }))).toContain('before it created a dataset');
+    // A retried validate_drop finds its own status on top: the run it took the file from is next.
+    expect(
+      resumeTarget(withOlder(ended('new', '2', { state: 'running' }), ended('old', '1')), 'd', 'new').runId,
+    ).toBe('old');
+  });
 
-    // hopper local --data-dir: the old running file is marked interrupted, naming its step.
-    expect(await markInterruptedRuns(client, bucket)).toContain(running);
-    const marked = JSON.parse((await readText(client, bucket, statusKey(running))) ?? 'null') as Record<
-      string,
-      unknown
-    >;
-    expect(marked).toMatchObject({ state: 'interrupted', hopper_step: 'upload_files' });
-    expect(marked).not.toHaveProperty('stage');
-    expect(JSON.stringify(marked.error)).toContain('at upload_files');
+  it('prefers the newest run that ended holding a paid model, even behind a newer run that succeeded', () => {
+    const paid = ended('paid', '1', { state: 'interrupted', paid_model: { id: 'm-1', status: 'training' } });
+    const status = withOlder(ended('later', '2', { state: 'succeeded' }), paid);
+    expect(resumeTarget(status, 'd', 'new')).toMatchObject({ runId: 'paid', datasetId: 'ds-paid' });
+  });
+
+  it('adopts a paid model only for the same settings', () => {
+    const paid = ended('paid', '1', {
+      state: 'interrupted',
+      paid_model: { id: 'm-1', status: 'done' },
+      config_fingerprint: 'same',
+    });
+    expect(paidRunToAdopt(paid, 'new', 'same')).toMatchObject({ runId: 'paid', datasetId: 'ds-paid' });
+    expect(paidRunToAdopt(paid, 'new', 'other')).toBeUndefined();
+    expect(paidRunToAdopt({ ...paid, paid_model: null }, 'new', 'same')).toBeUndefined();
+    expect(paidRunToAdopt({ ...paid, state: 'running' }, 'new', 'same')).toBeUndefined();
   });
 });

@@ -144,7 +144,8 @@ describe('validate_drop', () => {
   });
 
   it('cuts a long folder name to the 200 characters the service takes', async () => {
-    const drop = `${'n'.repeat(240)}-${uniqueDrop()}`;
+    // Long, yet short enough for a file name of the local S3 (the status file is named after it).
+    const drop = `${'n'.repeat(205)}-${uniqueDrop()}`;
     const config = await validate(await dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }, drop));
     expect(config.name).toBe(drop.slice(0, 200));
   });
@@ -344,12 +345,30 @@ describe('validate_drop', () => {
     expect(blank.detail).toContain('labels.csv: the header row has no columns');
   });
 
-  it('reads only the header of the labels file (a BOM, CRLF and a broken later row are fine here)', async () => {
-    const labels = `\uFEFFtext,label\r\n"Great value.",positive\r\n"never closed,negative\r\n${'x,y\r\n'.repeat(50_000)}`;
-    const config = await validate(
-      await dropped({ 'a.csv': REVIEWS_CSV, 'labels.csv': labels, 'train.json': '{}' }),
+  it('escapes control characters of the drop name it echoes', async () => {
+    const drop = uniqueDrop('bell\u0007del\u007f');
+    const error = await refusal(await dropped({ 'train.json': '{}' }, drop));
+    expect(error.code).toBe('no_data_files');
+    expect(error.detail).toContain(
+      `inbox/${drop.replace('\u0007', '\\u0007').replace('\u007f', '\\u007f')}/`,
     );
-    expect(config.labels).toMatchObject({ name: 'labels.csv', bytes: Buffer.byteLength(labels) });
+    // eslint-disable-next-line no-control-regex -- control characters are what must not appear
+    expect(error.detail).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+  });
+
+  it('reads the whole labels file: a BOM and CRLF are fine, a broken row far below the header is not', async () => {
+    const rows = `\uFEFFtext,label\r\n"Great value.",positive\r\n${'x,y\r\n'.repeat(50_000)}`;
+    const config = await validate(
+      await dropped({ 'a.csv': REVIEWS_CSV, 'labels.csv': rows, 'train.json': '{}' }),
+    );
+    expect(config.labels).toMatchObject({ name: 'labels.csv', bytes: Buffer.byteLength(rows) });
+    const broken = `${rows}"never closed,negative\r\nx,y\r\n`;
+    const error = await refusal(
+      await dropped({ 'a.csv': REVIEWS_CSV, 'labels.csv': broken, 'train.json': '{}' }),
+    );
+    expect(error.message).toMatch(
+      /^invalid_labels_file: labels\.csv is not valid CSV: a quote opened in the row starting on line 50003 is never closed/,
+    );
   });
 });
 

@@ -82,11 +82,18 @@ describe('POST /v1/datasets', () => {
       201,
     );
     expect(record.files).toHaveLength(1000);
+    const emoji = await api<DatasetRecord>(h, 'POST', '/v1/datasets', createBody(files, '😀'.repeat(100)));
+    expect(expectStatus(emoji, 201).name).toBe('😀'.repeat(100));
   });
 
   const invalidBodies: [string, unknown][] = [
     ['empty name', { name: '', files: [{ name: 'a.csv', bytes: 1 }] }],
     ['name of 201 chars', { name: 'n'.repeat(201), files: [{ name: 'a.csv', bytes: 1 }] }],
+    // The contract's unit is the UTF-16 code unit (MAX_DATASET_NAME_LENGTH): 101 emoji are 202.
+    [
+      'name of 101 emoji (202 UTF-16 units)',
+      { name: '😀'.repeat(101), files: [{ name: 'a.csv', bytes: 1 }] },
+    ],
     ['name not a string', { name: 5, files: [{ name: 'a.csv', bytes: 1 }] }],
     ['missing name', { files: [{ name: 'a.csv', bytes: 1 }] }],
     ['missing files', { name: 'x' }],

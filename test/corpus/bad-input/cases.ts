@@ -201,6 +201,26 @@ const TRAIN_JSON_CASES: readonly BadInputCase[] = [
     expect: fails('invalid_train_json', 'train.json is', 'bytes'),
   },
   {
+    name: 'train.json not UTF-8 (Latin-1)',
+    files: drop({ 'train.json': Buffer.from('{"name":"caf\xe9"}', 'latin1') }),
+    expect: fails('invalid_train_json', 'not UTF-8', 'offset 12 (0xe9)'),
+  },
+  {
+    name: 'train.json in UTF-16 with a byte order mark',
+    files: drop({ 'train.json': Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('{}', 'utf16le')]) }),
+    expect: fails('invalid_train_json', 'not UTF-8', 'offset 0 (0xff)'),
+  },
+  {
+    name: 'name of 150 emoji (300 UTF-16 units, as the service counts)',
+    files: drop({ 'train.json': trainJson({ name: '😀'.repeat(150) }) }),
+    expect: fails('invalid_train_json', '"name" must be', '1 to 200'),
+  },
+  {
+    name: 'maxAttempts 1e309 (beyond a number)',
+    files: drop({ 'train.json': '{"maxAttempts": 1e309}' }),
+    expect: fails('invalid_train_json', '"maxAttempts"', 'got 1e309'),
+  },
+  {
     name: 'train.json nested 40 levels deep',
     files: drop({ 'train.json': JSON.stringify(nested(40)) }),
     expect: fails('invalid_train_json', 'more than 16 levels deep'),
@@ -284,6 +304,25 @@ const LABELS_HEADER_CASES: readonly BadInputCase[] = [
     expect: fails('invalid_labels_file', 'labels.csv', 'no columns'),
   },
   {
+    name: 'labels.csv not UTF-8 (Latin-1)',
+    files: drop({ 'labels.csv': Buffer.from(`${LABELS}\nr5,tr\xe8s bien\n`, 'latin1') }),
+    expect: fails(
+      'invalid_labels_file',
+      'labels.csv is not UTF-8',
+      `offset ${String(LABELS.length + 6)} (0xe8)`,
+    ),
+  },
+  {
+    name: 'labels.csv with an unclosed quote below the header',
+    files: drop({ 'labels.csv': `${LABELS}\nr5,"positive\nr6,negative\n` }),
+    expect: fails('invalid_labels_file', 'labels.csv is not valid CSV', 'line 6', 'never closed'),
+  },
+  {
+    name: 'labels.csv with a quote inside an unquoted cell',
+    files: drop({ 'labels.csv': LABELS.replace('r3,', 'r"3,') }),
+    expect: fails('invalid_labels_file', 'labels.csv is not valid CSV', 'line 4'),
+  },
+  {
     name: 'labels.csv with a BOM and CRLF line ends',
     files: drop({ 'labels.csv': `\uFEFF${LABELS.replaceAll('\n', '\r\n')}\r\n` }),
     expect: TRAINS,
@@ -330,9 +369,11 @@ const RUN_CASES: readonly BadInputCase[] = [
     expect: fails('invalid_label', 'labels.csv', 'row 5', 'has no label'),
   },
   {
-    name: 'run: labels.csv with an unclosed quote below the header',
-    files: drop({ 'labels.csv': `${LABELS}\nr5,"positive` }),
-    expect: fails('invalid_labels_file', 'labels.csv is not valid CSV'),
+    name: 'run: labels.csv with CRLF line ends for two rows, then LF',
+    files: drop({
+      'labels.csv': `${LABELS.split('\n').slice(0, 2).join('\r\n')}\r\n${LABELS.split('\n').slice(2).join('\n')}`,
+    }),
+    expect: TRAINS,
   },
   {
     name: 'run: examples held out and no labels file',

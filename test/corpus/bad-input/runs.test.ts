@@ -4,8 +4,14 @@
  * code and a message naming what is wrong, before a training is started (no credit spent).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalMode, type LocalMode } from '../../../local/emulator/local-mode.js';
-import { BRISK_SERVICE, dropAndRun, statesEntered, type FinishedRun } from '../../helpers/local-mode.js';
+import type { LocalMode } from '../../../local/emulator/local-mode.js';
+import {
+  BRISK_SERVICE,
+  dropAndRun,
+  startBriskLocalMode,
+  statesEntered,
+  type FinishedRun,
+} from '../../helpers/local-mode.js';
 import { CASES } from './cases.js';
 
 const RUN_CASES = CASES.filter((entry) => entry.through === 'run');
@@ -20,12 +26,7 @@ let local: LocalMode | undefined;
 const runs = new Map<string, Promise<FinishedRun>>();
 
 beforeAll(async () => {
-  local = await startLocalMode({
-    waitMs: 10,
-    retryPauseMs: 0,
-    dropQuietMs: 0,
-    simulated: { ...BRISK_SERVICE, credits: CREDITS },
-  });
+  local = await startBriskLocalMode({ simulated: { credits: CREDITS } });
   const started = local;
   // A bounded pool: each run starts when one of the AT_ONCE before it has ended.
   const slots: Promise<unknown>[] = [];

@@ -1,0 +1,150 @@
+/**
+ * A run cut off by a stop of `hopper local --data-dir` while its model trains holds a paid model
+ * at the service. After the restart, every piece of advice says `hopper retry <drop>`; uploading
+ * the same train.json again adopts the paid model (no second credit, no new dataset); uploading
+ * other settings trains anew while the status keeps naming the paid model, which `hopper retry`
+ * then adopts: never stranded at the service.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { readStatus } from '../../lambdas/run/status.js';
+import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { startLocalMode, type LocalMode } from '../../local/emulator/local-mode.js';
+import { runRetryCommand } from '../../local/cli/retry.js';
+import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
+import { BRISK_SERVICE, dropAndRun, finished, modelObjects, nextExecution } from '../helpers/local-mode.js';
+import { LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
+import { putDrop } from '../helpers/pipeline.js';
+import { withTimeout } from '../helpers/timeout.js';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+const FILES = { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, [TRAIN_JSON]: '{}' };
+const LONG_TRAINING_MS = 600_000;
+
+async function start(dataDir: string): Promise<LocalMode> {
+  const local = await startLocalMode({
+    dataDir,
+    waitMs: 10,
+    retryPauseMs: 0,
+    dropQuietMs: 0,
+    simulated: { ...BRISK_SERVICE, trainingMs: LONG_TRAINING_MS, credits: 10 },
+  });
+  let closed = false;
+  cleanups.push(async () => {
+    if (!closed) await local.close();
+  });
+  return {
+    ...local,
+    async close() {
+      closed = true;
+      await local.close();
+    },
+  };
+}
+
+/** A data directory whose last local mode stopped while drop `slow` trained: its model id. */
+async function interruptedWhileTraining(dataDir: string): Promise<string> {
+  const first = await start(dataDir);
+  const started = nextExecution(first, inboxKey('slow', TRAIN_JSON));
+  await putDrop(first.s3.client, first.bucket, 'slow', FILES);
+  const execution = await started.execution;
+  await withTimeout(
+    new Promise<void>((resolve) => {
+      const onEvent = (run: { name: string }, event: { type: string; state?: { name: string } }): void => {
+        if (
+          run.name === execution.name &&
+          event.type === 'StateEntered' &&
+          event.state?.name === 'WaitForModel'
+        ) {
+          first.stateMachine.off('event', onEvent);
+          resolve();
+        }
+      };
+      first.stateMachine.on('event', onEvent);
+    }),
+    'the run did not reach WaitForModel',
+    30_000,
+  );
+  const status = await readStatus(first.s3.client, first.bucket, 'slow');
+  await first.close();
+  expect(status?.model_id).toEqual(expect.any(String));
+  return status?.model_id ?? '';
+}
+
+/** The service's datasets and models (ids, newest first) and the credits spent so far. */
+async function serviceRecords(
+  local: LocalMode,
+): Promise<{ datasets: number; models: string[]; creditsSpent: number }> {
+  const simulated = local.simulated;
+  if (simulated === undefined) throw new Error('local mode runs the simulated service here');
+  const list = async (what: string): Promise<string[]> => {
+    const answer = await fetch(`${simulated.apiUrl}/v1/${what}?limit=100`, {
+      headers: { authorization: `Bearer ${simulated.apiKey}` },
+    });
+    return ((await answer.json()) as { data: { id: string }[] }).data.map((record) => record.id);
+  };
+  return {
+    datasets: (await list('datasets')).length,
+    models: await list('models'),
+    creditsSpent: 10 - simulated.credits(),
+  };
+}
+
+describe('a run interrupted while its paid model trains', { timeout: 90_000 }, () => {
+  it('advises hopper retry everywhere, and the same train.json again adopts the paid model: one credit, one dataset', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'hopper-restart-'));
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const paid = await interruptedWhileTraining(dataDir);
+
+    const second = await start(dataDir);
+    expect(second.interrupted).toEqual(['slow']);
+    const interrupted = await readStatus(second.s3.client, second.bucket, 'slow');
+    expect(interrupted?.error?.message).toContain('hopper retry slow');
+    expect(interrupted?.error?.message).not.toMatch(/upload .*train\.json again/i);
+    expect(interrupted?.error?.message).toContain(paid);
+    second.simulated?.clock.advance(LONG_TRAINING_MS);
+
+    const again = await dropAndRun(second, 'slow', FILES);
+    expect(again.outcome.status).toBe('SUCCEEDED');
+    expect(again.status?.model_id).toBe(paid);
+    expect([...(await modelObjects(second, 'slow')).keys()]).toEqual(
+      expect.arrayContaining([`${paid}/model.onnx`, `${paid}/model.json`]),
+    );
+    expect(await serviceRecords(second)).toEqual({ datasets: 1, models: [paid], creditsSpent: 1 });
+  });
+
+  it('other settings train anew; the paid model stays named in the status, and hopper retry then adopts it: two credits, both models kept', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'hopper-restart-'));
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const paid = await interruptedWhileTraining(dataDir);
+
+    const second = await start(dataDir);
+    second.simulated?.clock.advance(LONG_TRAINING_MS);
+    second.simulated?.configure({ trainingMs: BRISK_SERVICE.trainingMs });
+    const changed = await dropAndRun(second, 'slow', { ...FILES, [TRAIN_JSON]: '{"maxAttempts": 2}' });
+    expect(changed.outcome.status).toBe('SUCCEEDED');
+    const trained = changed.status?.model_id ?? '';
+    expect(trained).not.toBe(paid);
+    const left = changed.status?.superseded_runs?.find((run) => run.paid_model?.id === paid);
+    expect(left).toMatchObject({ state: 'interrupted', paid_model: { id: paid } });
+    expect(left?.error?.message).toContain('hopper retry slow adopts it');
+
+    const retried = nextExecution(second, inboxKey('slow', TRAIN_JSON));
+    const retry = await runCommandCaptured(runRetryCommand, ['slow'], settingsOf(second));
+    expect(retry).toMatchObject({ code: 0, stderr: '' });
+    const adopted = await finished(second, await retried.execution, retried.events);
+    expect(adopted.outcome.status).toBe('SUCCEEDED');
+    expect(adopted.status?.model_id).toBe(paid);
+    const objects = [...(await modelObjects(second, 'slow')).keys()];
+    for (const model of [paid, trained]) {
+      expect(objects).toEqual(expect.arrayContaining([`${model}/model.onnx`, `${model}/model.json`]));
+    }
+    expect(await serviceRecords(second)).toMatchObject({ datasets: 2, creditsSpent: 2 });
+  });
+});

@@ -1,0 +1,63 @@
+/**
+ * scripts/code-size.mjs, the production code's size and shape that `npm test` prints (and with
+ * --check enforces), measured on a small tree of its own.
+ */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+// @ts-expect-error: a plain ES module script without declarations
+import { measure } from '../../scripts/code-size.mjs';
+
+interface Size {
+  files: number;
+  linesOfCode: number;
+  over60: { name: string; lines: number }[];
+  over80: { name: string; lines: number }[];
+  bigFolders: [string, number][];
+  cycles: string[][];
+}
+
+let root = '';
+afterEach(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+async function tree(files: Record<string, string>): Promise<Size> {
+  root = await mkdtemp(join(tmpdir(), 'hopper-code-size-'));
+  for (const dir of ['lambdas', 'infra', 'local', 'bin']) await mkdir(join(root, dir), { recursive: true });
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(join(root, path, '..'), { recursive: true });
+    await writeFile(join(root, path), text);
+  }
+  return (measure as (root: string) => Size)(root);
+}
+
+const body = (lines: number): string =>
+  Array.from({ length: lines }, (_, i) => `  const v${String(i)} = ${String(i)};`).join('\n');
+
+describe('scripts/code-size.mjs', () => {
+  it('counts lines of code without blank lines and comments, and finds long functions', async () => {
+    const size = await tree({
+      'lambdas/a.ts': `/**\n * A doc comment.\n */\n// a line comment\n\nexport function long(): void {\n${body(85)}\n}\nexport const mid = (): void => {\n${body(65)}\n};\n`,
+      'bin/b.d.ts': 'export declare const x: number;\n',
+    });
+    expect(size.files).toBe(1);
+    expect(size.linesOfCode).toBe(85 + 65 + 4);
+    expect(size.over80.map((f) => [f.name, f.lines])).toEqual([['long', 87]]);
+    expect(size.over60.map((f) => f.name)).toEqual(['long', 'mid']);
+  });
+
+  it('finds runtime import cycles, not type-only ones, and folders of more than 15 files', async () => {
+    const files: Record<string, string> = {
+      'local/x.ts': "import { y } from './y.js';\nexport const x = () => y;\n",
+      'local/y.ts': "import { x } from './x.js';\nexport const y = () => x;\n",
+      'infra/p.ts': "import type { Q } from './q.js';\nexport type P = Q;\n",
+      'infra/q.ts': "import { type P } from './p.js';\nexport type Q = P;\n",
+    };
+    for (let i = 0; i < 16; i++) files[`lambdas/many/f${String(i)}.ts`] = `export const f = ${String(i)};\n`;
+    const size = await tree(files);
+    expect(size.cycles.map((cycle) => [...cycle].sort())).toEqual([['local/x.ts', 'local/y.ts']]);
+    expect(size.bigFolders).toEqual([['lambdas/many', 16]]);
+  });
+});
