@@ -138,72 +138,24 @@ export function downloadStream(settings: TransferSettings, job: DownloadJob): Re
   return Readable.from(downloadChunks(settings, job), { objectMode: false });
 }
 
+/** How far a download has got: bytes passed on, and the file's size once known. */
+interface DownloadProgress {
+  received: number;
+  total: number | undefined;
+}
+
 async function* downloadChunks(settings: TransferSettings, job: DownloadJob): AsyncGenerator<Buffer> {
   const { transport, retry, maxAttempts, signal } = settings;
+  const progress: DownloadProgress = { received: 0, total: job.expectedBytes };
   let link: DownloadLink | undefined;
-  let received = 0;
-  let total = job.expectedBytes;
   let failuresInARow = 0;
   for (;;) {
     if (signal?.aborted === true) throw deadlineError(FILE_DOWNLOAD_LABEL);
     link ??= await job.freshLink();
-    let response: Dispatcher.ResponseData | undefined;
-    let progressed = false;
+    const from = progress.received;
     try {
-      response = await exchangeStream(transport, {
-        method: 'GET',
-        url: link.url,
-        endpoint: FILE_DOWNLOAD_LABEL,
-        headers: received > 0 ? { range: rangeHeader(received) } : {},
-        signal,
-      });
-      const target = describeTarget('GET', link.url);
-      const answer = answerRange(response, target);
-      if (total !== undefined && answer.total !== total) {
-        throw new SizeMismatchError({
-          message: `${target}: the file has ${answer.total} bytes, ${total} were expected`,
-          endpoint: FILE_DOWNLOAD_LABEL,
-          status: response.statusCode,
-        });
-      }
-      if (answer.start > received) {
-        throw new UnexpectedResponseError({
-          message: `${target}: asked for bytes from ${received}, got bytes from ${answer.start}`,
-          endpoint: FILE_DOWNLOAD_LABEL,
-          status: response.statusCode,
-          fieldPath: 'content-range',
-        });
-      }
-      total = answer.total;
-      // A 200 to a Range request is the whole file again: skip what was already passed on.
-      let skip = received - answer.start;
-      const pace = speedFloor(settings, target);
-      for await (const data of response.body as AsyncIterable<Buffer>) {
-        pace.check(data.length, response.statusCode);
-        let chunk = data;
-        if (skip > 0) {
-          const dropped = Math.min(skip, chunk.length);
-          skip -= dropped;
-          chunk = chunk.subarray(dropped);
-          if (chunk.length === 0) continue;
-        }
-        if (received + chunk.length > total) {
-          throw new SizeMismatchError({
-            message: `${target}: more than the ${total} bytes announced`,
-            endpoint: FILE_DOWNLOAD_LABEL,
-            status: response.statusCode,
-          });
-        }
-        received += chunk.length;
-        progressed = true;
-        yield chunk;
-      }
-      if (received === total) return;
-      throw new ConnectionError({
-        message: `${target}: the body ended after ${received} of ${total} bytes`,
-        endpoint: FILE_DOWNLOAD_LABEL,
-        requestSent: true,
-      });
+      yield* downloadAttempt(settings, link, progress);
+      return;
     } catch (caught) {
       const target = describeTarget('GET', link.url);
       const error = toServiceError(caught, FILE_DOWNLOAD_LABEL, target, false, transport, signal);
@@ -211,22 +163,82 @@ async function* downloadChunks(settings: TransferSettings, job: DownloadJob): As
       if (!(error instanceof ServiceError) || !(error.retryable || error instanceof UrlExpiredError))
         throw error;
       // An attempt that passed bytes on resets the count, unless it was cut for trickling them.
+      const progressed = progress.received > from;
       failuresInARow = progressed && !(error instanceof TooSlowError) ? 1 : failuresInARow + 1;
       if (failuresInARow >= maxAttempts) throw error;
+      const at = `at byte ${String(progress.received)}`;
       if (error instanceof UrlExpiredError) {
         link = undefined;
-        retry.logger.warn(`${FILE_DOWNLOAD_LABEL}: url_expired at byte ${received}; fetching a fresh link`);
+        retry.logger.warn(`${FILE_DOWNLOAD_LABEL}: url_expired ${at}; fetching a fresh link`);
         continue;
       }
       const delayMs = retryDelayMs(error, failuresInARow - 1, retry);
       retry.logger.warn(
-        `${FILE_DOWNLOAD_LABEL}: ${error.code} at byte ${received}; ` +
-          `resuming (attempt ${failuresInARow + 1} of ${maxAttempts}) in ${delayMs} ms`,
+        `${FILE_DOWNLOAD_LABEL}: ${error.code} ${at}; resuming (attempt ${String(failuresInARow + 1)} of ${String(maxAttempts)}) in ${String(delayMs)} ms`,
       );
       if (!(await pause(retry, delayMs, signal))) throw deadlineError(FILE_DOWNLOAD_LABEL, error);
-    } finally {
-      if (response !== undefined) discard(response.body);
     }
+  }
+}
+
+/**
+ * One GET of the link from byte `progress.received` (a Range request after the first), its
+ * chunks passed on as they arrive; throws where the answer or the body goes wrong.
+ */
+async function* downloadAttempt(
+  settings: TransferSettings,
+  link: DownloadLink,
+  progress: DownloadProgress,
+): AsyncGenerator<Buffer> {
+  const { transport, signal } = settings;
+  const endpoint = FILE_DOWNLOAD_LABEL;
+  const headers: Record<string, string> =
+    progress.received > 0 ? { range: rangeHeader(progress.received) } : {};
+  const response = await exchangeStream(transport, {
+    method: 'GET',
+    url: link.url,
+    endpoint,
+    headers,
+    signal,
+  });
+  try {
+    const target = describeTarget('GET', link.url);
+    const status = response.statusCode;
+    const answer = answerRange(response, target);
+    if (progress.total !== undefined && answer.total !== progress.total) {
+      const message = `${target}: the file has ${String(answer.total)} bytes, ${String(progress.total)} were expected`;
+      throw new SizeMismatchError({ message, endpoint, status });
+    }
+    if (answer.start > progress.received) {
+      const message = `${target}: asked for bytes from ${String(progress.received)}, got bytes from ${String(answer.start)}`;
+      throw new UnexpectedResponseError({ message, endpoint, status, fieldPath: 'content-range' });
+    }
+    const total = answer.total;
+    progress.total = total;
+    // A 200 to a Range request is the whole file again: skip what was already passed on.
+    let skip = progress.received - answer.start;
+    const pace = speedFloor(settings, target);
+    for await (const data of response.body as AsyncIterable<Buffer>) {
+      pace.check(data.length, status);
+      const dropped = Math.min(skip, data.length);
+      skip -= dropped;
+      const chunk = dropped === 0 ? data : data.subarray(dropped);
+      if (chunk.length === 0) continue;
+      if (progress.received + chunk.length > total) {
+        throw new SizeMismatchError({
+          message: `${target}: more than the ${String(total)} bytes announced`,
+          endpoint,
+          status,
+        });
+      }
+      progress.received += chunk.length;
+      yield chunk;
+    }
+    if (progress.received === total) return;
+    const message = `${target}: the body ended after ${String(progress.received)} of ${String(total)} bytes`;
+    throw new ConnectionError({ message, endpoint, requestSent: true });
+  } finally {
+    discard(response.body);
   }
 }
 

@@ -16,7 +16,9 @@ import {
   RetryLaterError,
   SizeMismatchError,
   type Model,
+  type TrainingServiceClient,
 } from '../service-client/index.js';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { toRunError } from '../run/error-mapping.js';
 import { messageOf, RunError } from '../run/errors.js';
 import { waitForFiles } from '../run/files-deadline.js';
@@ -134,89 +136,89 @@ function copyModel(options: CopyModelOptions): StepRun<'copy_model'> {
   return async (state, env): Promise<CopySlot> => {
     const { s3 } = env.runtime;
     const { bucket, drop } = state.run;
-    const slot = state.model;
     const client = await env.runtime.service();
-    const model = await client.getModel(slot.id);
-    const modelKey = modelFileKey(drop, model.id);
-    const recordKey = modelRecordKey(drop, model.id);
+    const model = await client.getModel(state.model.id);
+    const slot = { modelKey: modelFileKey(drop, model.id), recordKey: modelRecordKey(drop, model.id) };
+    const writeRecord = (): Promise<void> =>
+      putJson(
+        s3,
+        bucket,
+        slot.recordKey,
+        modelDocument(state, model, env.runtime.now(), env.summary?.(state)),
+      );
     const bytes = model.onnx_bytes;
-
-    if (bytes !== null && (await objectSize(s3, bucket, modelKey)) === bytes) {
+    if (bytes !== null && (await objectSize(s3, bucket, slot.modelKey)) === bytes) {
       // An earlier attempt copied model.onnx (a multipart upload appears whole or not at all,
       // and completes only after the byte count checked out): finish its work, even if the
       // service has deleted the files since.
-      if ((await objectSize(s3, bucket, recordKey)) === null) {
-        await putJson(
-          s3,
-          bucket,
-          recordKey,
-          modelDocument(state, model, env.runtime.now(), env.summary?.(state)),
-        );
-      }
+      if ((await objectSize(s3, bucket, slot.recordKey)) === null) await writeRecord();
       env.runtime.logger.info('model already copied', { model_id: model.id });
-      return { modelKey, recordKey, bytes };
+      return { ...slot, bytes };
     }
-    if (model.next_action === 'none' || model.files_deleted_at !== null)
-      throw filesGone(model, state.run.drop, copyWaitOf(state.copy));
-    if (model.next_action !== 'download') {
-      throw new RunError(
-        'service_error',
-        `model ${model.id} is at next_action ${model.next_action} (status ${model.status}), not download: there is no finished model to copy`,
-      );
-    }
-    if (bytes === null) {
-      throw new RunError(
-        'service_error',
-        `model ${model.id} is finished but the service did not give its size (onnx_bytes), so a copy could not be checked`,
-      );
-    }
-
+    const size = copyableSize(model, drop, copyWaitOf(state.copy));
     const started = Date.now();
-    try {
-      await uploadStream(s3, bucket, modelKey, client.downloadModel(model.id, { expectedBytes: bytes }), {
-        ...options,
-        expectedBytes: bytes,
-        contentType: ONNX_CONTENT_TYPE,
-      });
-    } catch (error) {
-      if (error instanceof FilesExpiredError) {
-        throw filesGone(
-          await client.getModel(model.id).catch(() => model),
-          drop,
-          copyWaitOf(state.copy),
-          error,
-        );
-      }
-      if (error instanceof SizeMismatchError) {
-        throw new RunError(
-          'model_size_mismatch',
-          `the service sent model ${model.id} with a size other than its onnx_bytes (${bytes}): ${error.message}`,
-          { cause: error },
-        );
-      }
-      throw error;
-    }
-
-    const stored = await objectSize(s3, bucket, modelKey);
-    if (stored !== bytes) {
-      await deleteObject(s3, bucket, modelKey);
-      // The download had the right size, so S3 stored something else: a new copy may work.
-      throw new RunError(
-        'model_size_mismatch',
-        `s3://${bucket}/${modelKey} holds ${stored ?? 'no'} bytes after the copy, the model has ${bytes}; the bad copy was deleted`,
-        { retryable: true },
-      );
-    }
-    env.runtime.logger.info('model copied', { model_id: model.id, bytes, ms: Date.now() - started });
-
-    await putJson(
-      s3,
-      bucket,
-      recordKey,
-      modelDocument(state, model, env.runtime.now(), env.summary?.(state)),
+    await download(client, model, size, { s3, bucket, key: slot.modelKey, options }).catch(
+      async (error: unknown) => {
+        if (!(error instanceof FilesExpiredError)) throw error;
+        const now = await client.getModel(model.id).catch(() => model);
+        throw filesGone(now, drop, copyWaitOf(state.copy), error);
+      },
     );
-    return { modelKey, recordKey, bytes };
+    env.runtime.logger.info('model copied', { model_id: model.id, bytes: size, ms: Date.now() - started });
+    await writeRecord();
+    return { ...slot, bytes: size };
   };
+}
+
+/**
+ * The size of a model that can be copied now.
+ * @throws RunError model_files_gone when its files are gone, service_error when it is not
+ *   finished or has no size to check the copy against
+ */
+function copyableSize(model: Model, drop: string, waited: CopyWaitSlot | undefined): number {
+  if (model.next_action === 'none' || model.files_deleted_at !== null) throw filesGone(model, drop, waited);
+  if (model.next_action !== 'download') {
+    throw new RunError(
+      'service_error',
+      `model ${model.id} is at next_action ${model.next_action} (status ${model.status}), not download: there is no finished model to copy`,
+    );
+  }
+  if (model.onnx_bytes === null) {
+    throw new RunError(
+      'service_error',
+      `model ${model.id} is finished but the service did not give its size (onnx_bytes), so a copy could not be checked`,
+    );
+  }
+  return model.onnx_bytes;
+}
+
+/** Streams the model into model.onnx and checks the size S3 stored; a wrong copy is deleted. */
+async function download(
+  client: TrainingServiceClient,
+  model: Model,
+  bytes: number,
+  into: { s3: S3Client; bucket: string; key: string; options: CopyModelOptions },
+): Promise<void> {
+  const { s3, bucket, key } = into;
+  const source = client.downloadModel(model.id, { expectedBytes: bytes });
+  const upload = { ...into.options, expectedBytes: bytes, contentType: ONNX_CONTENT_TYPE };
+  await uploadStream(s3, bucket, key, source, upload).catch((error: unknown) => {
+    if (!(error instanceof SizeMismatchError)) throw error;
+    throw new RunError(
+      'model_size_mismatch',
+      `the service sent model ${model.id} with a size other than its onnx_bytes (${String(bytes)}): ${error.message}`,
+      { cause: error },
+    );
+  });
+  const stored = await objectSize(s3, bucket, key);
+  if (stored === bytes) return;
+  await deleteObject(s3, bucket, key);
+  // The download had the right size, so S3 stored something else: a new copy may work.
+  throw new RunError(
+    'model_size_mismatch',
+    `s3://${bucket}/${key} holds ${stored ?? 'no'} bytes after the copy, the model has ${String(bytes)}; the bad copy was deleted`,
+    { retryable: true },
+  );
 }
 
 /** model_files_gone; `waited` when copies failed before, so the message says why none got through. */

@@ -24,6 +24,7 @@ import {
   PutObjectCommand,
   UploadPartCommand,
   type CompletedPart,
+  type UploadPartCommandInput,
   type S3Client,
 } from '@aws-sdk/client-s3';
 import type { BuildMiddleware } from '@smithy/types';
@@ -82,7 +83,7 @@ class BufferPool {
 }
 
 /** The body cut into parts of `pool.bytes` (the last one shorter), each filled into a pooled buffer. */
-async function* partsOf(body: AsyncIterable<Uint8Array>, pool: BufferPool): AsyncGenerator<FilledPart> {
+async function* partsOf(body: AsyncIterable<Uint8Array>, pool: BufferPool): AsyncGenerator<FilledPart, void> {
   let number = 1;
   let buffer = await pool.take();
   let filled = 0;
@@ -136,103 +137,91 @@ export async function writeMultipart(
   const parts = partsOf(body, pool);
   const first = await parts.next();
   if (first.done === true) throw new Error('writeMultipart: no part'); // partsOf always yields one
-  const { Bucket, Key, ContentType } = {
-    Bucket: target.bucket,
-    Key: target.key,
-    ContentType: target.contentType,
-  };
+  const object = { Bucket: target.bucket, Key: target.key, ContentType: target.contentType };
   if (first.value.last) {
-    await s3.send(
-      unsignedPayload(
-        new PutObjectCommand({
-          Bucket,
-          Key,
-          ContentType,
-          Body: first.value.data,
-        }),
-      ),
-    );
+    await s3.send(unsignedPayload(new PutObjectCommand({ ...object, Body: first.value.data })));
     return;
   }
-
   // Where the SDK adds checksums (WHEN_SUPPORTED, its default), the upload is declared with
   // CRC32 and each part's checksum goes into the completion, as S3 requires.
-  const checksums = (await s3.config.requestChecksumCalculation()) === 'WHEN_SUPPORTED';
-  const created = await s3.send(
-    new CreateMultipartUploadCommand({
-      Bucket,
-      Key,
-      ContentType,
-      ...(checksums ? { ChecksumAlgorithm: 'CRC32' } : {}),
-    }),
-  );
-  const UploadId = created.UploadId;
-  if (UploadId === undefined) throw new Error(`CreateMultipartUpload of ${Key} answered no UploadId`);
+  const checksum = (await s3.config.requestChecksumCalculation()) === 'WHEN_SUPPORTED' ? 'CRC32' : undefined;
+  const created = await s3.send(new CreateMultipartUploadCommand({ ...object, ChecksumAlgorithm: checksum }));
+  const upload = { Bucket: object.Bucket, Key: object.Key, UploadId: created.UploadId };
+  if (upload.UploadId === undefined)
+    throw new Error(`CreateMultipartUpload of ${upload.Key} answered no UploadId`);
+  try {
+    const sent = await sendParts(s3, { ...upload, ChecksumAlgorithm: checksum }, first.value, parts, {
+      pool,
+      body,
+      workers: settings.queueSize,
+    });
+    sent.sort((a, b) => (a.PartNumber ?? 0) - (b.PartNumber ?? 0));
+    await s3.send(new CompleteMultipartUploadCommand({ ...upload, MultipartUpload: { Parts: sent } }));
+  } catch (error) {
+    await parts.return(undefined).catch(() => undefined);
+    // Its own failure is not the one to report (a store may not implement abort).
+    await s3.send(new AbortMultipartUploadCommand(upload)).catch(() => undefined);
+    throw error;
+  }
+}
+
+type UploadPart = Pick<UploadPartCommandInput, 'Bucket' | 'Key' | 'UploadId' | 'ChecksumAlgorithm'>;
+
+/**
+ * Sends every part, `workers` at a time: each worker sends one part and takes the next filled
+ * one when it is done, while the generator fills the next (next() calls on it queue in order).
+ * The first failure stops the others: parts in flight are cancelled, and the body is destroyed.
+ */
+async function sendParts(
+  s3: S3Client,
+  upload: UploadPart,
+  first: FilledPart,
+  parts: AsyncGenerator<FilledPart, void>,
+  run: { readonly pool: BufferPool; readonly body: Readable; readonly workers: number },
+): Promise<CompletedPart[]> {
   const cancel = new AbortController();
   const completed: CompletedPart[] = [];
-
-  const sendPart = async (part: FilledPart): Promise<void> => {
-    const answer = await s3.send(
-      unsignedPayload(
-        new UploadPartCommand({
-          Bucket,
-          Key,
-          UploadId,
-          PartNumber: part.number,
-          Body: part.data,
-          ...(checksums ? { ChecksumAlgorithm: 'CRC32' } : {}),
-        }),
-      ),
-      { abortSignal: cancel.signal },
-    );
-    if (answer.ETag === undefined)
-      throw new Error(`UploadPart ${String(part.number)} of ${Key} answered no ETag`);
-    completed.push({
-      PartNumber: part.number,
-      ETag: answer.ETag,
-      ...(answer.ChecksumCRC32 === undefined ? {} : { ChecksumCRC32: answer.ChecksumCRC32 }),
-    });
-  };
-
-  // Each worker sends one part at a time and takes the next filled part when it is done; the
-  // generator fills the next part while they send (next() calls on it queue in order).
-  let pending: FilledPart | undefined = first.value;
+  let pending: FilledPart | undefined = first;
   const worker = async (): Promise<void> => {
     for (;;) {
-      let part = pending;
+      const part = pending ?? (await parts.next()).value;
       pending = undefined;
-      if (part === undefined) {
-        const next = await parts.next();
-        if (next.done === true) return;
-        part = next.value;
-      }
+      if (part === undefined) return;
       try {
-        await sendPart(part);
+        completed.push(await sendPart(s3, upload, part, cancel.signal));
       } finally {
-        pool.give(part.buffer);
+        run.pool.give(part.buffer);
       }
     }
   };
-
   let failure: { error: unknown } | undefined;
-  const fail = (error: unknown): void => {
-    if (failure !== undefined) return;
-    failure = { error };
-    // The other workers stop: parts in flight are cancelled, and a part being filled ends.
-    cancel.abort();
-    body.destroy();
+  await Promise.all(
+    Array.from({ length: run.workers }, () =>
+      worker().catch((error: unknown) => {
+        if (failure !== undefined) return;
+        failure = { error };
+        cancel.abort();
+        run.body.destroy();
+      }),
+    ),
+  );
+  if (failure !== undefined) throw failure.error;
+  return completed;
+}
+
+async function sendPart(
+  s3: S3Client,
+  upload: UploadPart,
+  part: FilledPart,
+  signal: AbortSignal,
+): Promise<CompletedPart> {
+  const command = new UploadPartCommand({ ...upload, PartNumber: part.number, Body: part.data });
+  const answer = await s3.send(unsignedPayload(command), { abortSignal: signal });
+  if (answer.ETag === undefined)
+    throw new Error(`UploadPart ${String(part.number)} of ${upload.Key ?? ''} answered no ETag`);
+  return {
+    PartNumber: part.number,
+    ETag: answer.ETag,
+    ...(answer.ChecksumCRC32 === undefined ? {} : { ChecksumCRC32: answer.ChecksumCRC32 }),
   };
-  await Promise.all(Array.from({ length: settings.queueSize }, () => worker().catch(fail)));
-  try {
-    if (failure !== undefined) throw failure.error;
-    completed.sort((a, b) => (a.PartNumber ?? 0) - (b.PartNumber ?? 0));
-    await s3.send(
-      new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: completed } }),
-    );
-  } catch (error) {
-    await parts.return(undefined).catch(() => undefined);
-    // Its own failure is not the one to report (s3rver, for one, does not implement abort).
-    await s3.send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId })).catch(() => undefined);
-    throw error;
-  }
 }
