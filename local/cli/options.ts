@@ -4,7 +4,7 @@
  * parse without starting anything.
  */
 import type { LocalModeOptions } from '../emulator/local-mode.js';
-import { CliUsageError, parseCommand, type CommandSpec, type Flags, type Parsed } from './command.js';
+import { CliUsageError, type CommandSpec, type Flags, type Parsed } from './command.js';
 import { API_KEY_ENV } from './target.js';
 
 /** Where `hopper run` copies models by default. */
@@ -89,33 +89,16 @@ export interface ConsoleChoice {
   readonly port?: number;
 }
 
-export type ParsedRun =
-  | { readonly kind: 'help' }
-  | {
-      readonly kind: 'run';
-      readonly folder: string;
-      readonly out: string;
-      readonly options: LocalCommandOptions;
-    };
-
-export type ParsedLocal =
-  { readonly kind: 'help' } | { readonly kind: 'local'; readonly options: LocalCommandOptions };
-
-export function parseRunArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ParsedRun {
-  const args = parseCommand(RUN_SPEC, argv);
-  if (args === 'help') return { kind: 'help' };
+/** What a command line of `hopper run` asks: the folder, where its model goes, and local mode. */
+export function runOptions(
+  args: Parsed,
+  env: NodeJS.ProcessEnv,
+): { readonly folder: string; readonly out: string; readonly options: LocalCommandOptions } {
   return {
-    kind: 'run',
     folder: args.positionals[0] ?? '',
     out: args.text('out') ?? DEFAULT_OUT_DIR,
     options: localModeOptions(args, env, false),
   };
-}
-
-export function parseLocalArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ParsedLocal {
-  const args = parseCommand(LOCAL_SPEC, argv);
-  if (args === 'help') return { kind: 'help' };
-  return { kind: 'local', options: localModeOptions(args, env, true) };
 }
 
 /**

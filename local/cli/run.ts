@@ -17,7 +17,7 @@ import type { LocalMode } from '../emulator/local-mode.js';
 import type { ExecutionOutcome } from '../emulator/state-machine.js';
 import { CliUsageError, defineCommand, EXIT, interruptSignal, type CommandIo } from './command.js';
 import { DropFolderError, readDropFolder, uploadDropFolder, type DropFolder } from './drop-folder.js';
-import { DEFAULT_OUT_DIR, localModeOptions, RUN_SPEC, type LocalCommandOptions } from './options.js';
+import { RUN_SPEC, runOptions, type LocalCommandOptions } from './options.js';
 import { copyModelOut, MODEL_FILES, prepareOutFolder } from './out-folder.js';
 import { formatBytes, progressOf, reporterFor, type ProgressReporter } from './progress.js';
 
@@ -28,13 +28,12 @@ const START_TIMEOUT_MS = 30_000;
 const LEFTOVERS_TIMEOUT_MS = 20_000;
 
 export const runRunCommand = defineCommand(RUN_SPEC, async (args, io, { env }) => {
-  const options = localModeOptions(args, env, false);
-  const path = args.positionals[0] ?? '';
+  const { folder: path, out: outDir, options } = runOptions(args, env);
   const folder = await readDropFolder(path).catch((error: unknown) => {
     throw error instanceof DropFolderError ? new CliUsageError(error.message) : error;
   });
   // Before the run: a model paid for must have somewhere to go.
-  const out = await prepareOutFolder(args.text('out') ?? DEFAULT_OUT_DIR, folder.drop);
+  const out = await prepareOutFolder(outDir, folder.drop);
   try {
     return await runInLocalMode({ path, folder, out: out.path, options, io });
   } finally {

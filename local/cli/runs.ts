@@ -211,19 +211,16 @@ async function runRecord(records: Records, drop: string, runId: string): Promise
   }
 }
 
+/** Step Functions' execution statuses as run outcomes; an execution in no other is running. */
+const OUTCOMES: Readonly<Record<string, RunSummary['outcome']>> = {
+  SUCCEEDED: 'succeeded',
+  FAILED: 'failed',
+  TIMED_OUT: 'timed_out',
+  ABORTED: 'stopped',
+};
+
 function outcomeOf(status: string | undefined): RunSummary['outcome'] {
-  switch (status) {
-    case 'SUCCEEDED':
-      return 'succeeded';
-    case 'FAILED':
-      return 'failed';
-    case 'TIMED_OUT':
-      return 'timed_out';
-    case 'ABORTED':
-      return 'stopped';
-    default:
-      return 'running';
-  }
+  return OUTCOMES[status ?? ''] ?? 'running';
 }
 
 function dropOfInput(input: string | undefined): string | undefined {

@@ -126,10 +126,7 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
   try {
     // Synthesizing first: a broken stack fails before anything listens.
     const local = localDefinition();
-    const s3 = await startLocalS3({
-      ...(options.s3Port === undefined ? {} : { port: options.s3Port }),
-      ...(options.dataDir === undefined ? {} : { directory: join(options.dataDir, 's3') }),
-    });
+    const s3 = await startS3(options);
     cleanups.push(() => s3.close());
     // A handler of a stopped execution can still be writing its status (Lambda would let it run
     // on too): the bucket is removed only once those are done, or after a bound.
@@ -137,18 +134,11 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
     cleanups.push(() => invocations.settled(INVOCATIONS_SETTLE_MS));
     // Before anything can start a run: only a run of an earlier local mode is `running` now.
     const interrupted = await markInterruptedRuns(s3.client, s3.bucket);
-    const simulated = options.service === undefined ? await startSimulated(options) : undefined;
-    if (simulated !== undefined) {
-      cleanups.push(() => simulated.close());
-      // Most steps end in milliseconds while the service still answers; one held by a stalled
-      // answer is left to the wait after the service has closed, which fails that answer.
-      cleanups.push(() => invocations.settled(INVOCATIONS_SETTLE_MS / 5));
-    }
+    const simulated = await startSimulated(options, invocations, cleanups);
     const service = options.service ?? { url: simulated?.apiUrl ?? '', apiKey: simulated?.apiKey ?? '' };
     const logger = new Logger({ serviceName: 'hopper', logLevel: options.logLevel ?? 'SILENT' });
     const events = new LocalEventBus(options.eventSource);
     const runtime = handlerRuntime(options, { events, s3: s3.client, logger, service });
-
     const stateMachine = new LocalStateMachine({
       definition: local.definition,
       tasks: await taskHandlers(local, runtime, invocations, options.wrapTask),
@@ -158,20 +148,8 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
     cleanups.push(() => stateMachine.stopAll());
     const executions = await startExecutionsEndpoint(stateMachine);
     cleanups.push(() => executions.close());
-
     const trigger = createTriggerHandler(stateMachine, { logger });
-    const s3Events = connectS3Events({
-      // A kept bucket outlives this start: its version ids (hence run ids) must not repeat.
-      ...(options.dataDir === undefined ? {} : { versionPrefix: `local-${Date.now().toString(36)}-` }),
-      server: s3.server,
-      s3: s3.client,
-      deliver: trigger,
-      onError:
-        options.onTriggerError ??
-        ((key, error) => {
-          process.stderr.write(`hopper: the S3 event for ${key} started no run: ${messageOf(error)}\n`);
-        }),
-    });
+    const s3Events = s3EventsTo(trigger, s3, options);
     // Closed before the state machine stops: no execution starts while shutting down.
     cleanups.push(() => s3Events.close());
 
@@ -195,11 +173,51 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
   }
 }
 
-function startSimulated(options: LocalModeOptions): Promise<SimulatedService> {
-  return startSimulatedService(
+function startS3(options: LocalModeOptions): Promise<LocalS3> {
+  return startLocalS3({
+    ...(options.s3Port === undefined ? {} : { port: options.s3Port }),
+    ...(options.dataDir === undefined ? {} : { directory: join(options.dataDir, 's3') }),
+  });
+}
+
+/** The bucket's object-created events, delivered to the trigger as the EventBridge rule does. */
+function s3EventsTo(
+  deliver: (event: unknown) => Promise<TriggerResult>,
+  s3: LocalS3,
+  options: LocalModeOptions,
+): ReturnType<typeof connectS3Events> {
+  return connectS3Events({
+    // A kept bucket outlives this start: its version ids (hence run ids) must not repeat.
+    ...(options.dataDir === undefined ? {} : { versionPrefix: `local-${Date.now().toString(36)}-` }),
+    server: s3.server,
+    s3: s3.client,
+    deliver,
+    onError:
+      options.onTriggerError ??
+      ((key, error) => {
+        process.stderr.write(`hopper: the S3 event for ${key} started no run: ${messageOf(error)}\n`);
+      }),
+  });
+}
+
+/** The simulated service, unless the options give another; `cleanups` close it. */
+async function startSimulated(
+  options: LocalModeOptions,
+  invocations: RunningInvocations,
+  cleanups: (() => Promise<void>)[],
+): Promise<SimulatedService | undefined> {
+  if (options.service !== undefined) return undefined;
+  const simulated = await startSimulatedService(
     options.simulated ?? {},
     options.dataDir === undefined ? undefined : { stateFile: join(options.dataDir, 'service.json') },
   );
+  // Most steps end in milliseconds while the service still answers; one held by a stalled
+  // answer is left to the wait after the service has closed, which fails that answer.
+  cleanups.push(
+    () => simulated.close(),
+    () => invocations.settled(INVOCATIONS_SETTLE_MS / 5),
+  );
+  return simulated;
 }
 
 /** Each Task state's handler, called as Lambda calls it (and wrapped, when the options ask). */

@@ -1,13 +1,28 @@
 import { describe, expect, it } from 'vitest';
-import { CliUsageError } from '../../local/cli/command.js';
-import { API_KEY_ENV } from '../../local/cli/target.js';
+import { CliUsageError, parseCommand } from '../../local/cli/command.js';
 import {
-  parseLocalArgs,
-  parseRunArgs,
+  LOCAL_SPEC,
+  localModeOptions,
+  RUN_SPEC,
+  runOptions,
   type LocalCommandOptions,
-  type ParsedLocal,
-  type ParsedRun,
 } from '../../local/cli/options.js';
+import { API_KEY_ENV } from '../../local/cli/target.js';
+
+type ParsedRun = { kind: 'help' } | ({ kind: 'run' } & ReturnType<typeof runOptions>);
+type ParsedLocal = { kind: 'help' } | { kind: 'local'; options: LocalCommandOptions };
+
+/** `hopper run <argv>` read as the command reads it. */
+function parseRunArgs(argv: readonly string[], env: NodeJS.ProcessEnv): ParsedRun {
+  const args = parseCommand(RUN_SPEC, argv);
+  return args === 'help' ? { kind: 'help' } : { kind: 'run', ...runOptions(args, env) };
+}
+
+/** `hopper local <argv>` read as the command reads it. */
+function parseLocalArgs(argv: readonly string[], env: NodeJS.ProcessEnv): ParsedLocal {
+  const args = parseCommand(LOCAL_SPEC, argv);
+  return args === 'help' ? { kind: 'help' } : { kind: 'local', options: localModeOptions(args, env, true) };
+}
 
 /** No HOPPER_API_KEY: the tests never read the environment they run in. */
 const NO_ENV: NodeJS.ProcessEnv = {};
