@@ -38,6 +38,15 @@ export interface Flag {
 
 export type Flags = Readonly<Record<string, Flag>>;
 
+/** `--limit N`: show at most N `things`, `byDefault` unless given, never more than `max`. */
+export function limitFlag(things: string, byDefault: number, max: number): Flag {
+  return {
+    value: 'N',
+    range: [1, max],
+    help: `show at most N ${things} (default ${String(byDefault)}, at most ${String(max)})`,
+  };
+}
+
 /** A command's command line: what the parser checks, and what --help says. */
 export interface CommandSpec {
   readonly name: string;

@@ -5,7 +5,7 @@
  */
 import { MODEL_STATUSES } from '../../lambdas/service-client/contract.js';
 import { NotFoundError, TrainingServiceClient, type Model } from '../../lambdas/service-client/index.js';
-import { CliUsageError, CommandError, EXIT, json, table, type CommandSpec } from './command.js';
+import { CliUsageError, CommandError, EXIT, json, limitFlag, table, type CommandSpec } from './command.js';
 import { targetCommand, TARGET_FLAGS } from './target.js';
 
 export const DEFAULT_MODELS = 25;
@@ -19,11 +19,7 @@ export const MODELS_SPEC: CommandSpec = {
   about:
     "Lists the training service's models, newest first: id, name, status, step, next_action, dataset and when each was created. Reads the service's pages one at a time, only as many as the listing needs. The service's URL and API key come from the stack (its TrainingServiceUrl output and API key secret) or from `hopper local`'s settings (HOPPER_SERVICE_URL; HOPPER_API_KEY for a service other than the simulated one).",
   flags: {
-    limit: {
-      value: 'N',
-      range: [1, MAX_MODELS],
-      help: `show at most N models (default ${String(DEFAULT_MODELS)}, at most ${String(MAX_MODELS)})`,
-    },
+    limit: limitFlag('models', DEFAULT_MODELS, MAX_MODELS),
     all: { help: 'every model, page after page' },
     status: {
       value: 'S',

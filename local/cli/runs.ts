@@ -14,7 +14,7 @@ import { readStatus, statusFromJson, type RunStatus } from '../../lambdas/run/st
 import { runRecordKey, runRecordsPrefix } from '../../lambdas/storage/keys.js';
 import { isNotFound } from '../../lambdas/storage/objects.js';
 import { executionArnOf, executionNameDrop, NAME_HASH_HEX } from '../../lambdas/trigger/start-execution.js';
-import { CommandError, EXIT, formatAge, json, table, type CommandSpec } from './command.js';
+import { CommandError, EXIT, formatAge, json, limitFlag, table, type CommandSpec } from './command.js';
 import { HOPPER_STATE_MACHINE_ENV, targetCommand, TARGET_FLAGS } from './target.js';
 
 export const DEFAULT_RUNS = 20;
@@ -28,11 +28,7 @@ export const RUNS_SPEC: CommandSpec = {
   about:
     "Lists the drop's runs, newest first: when each started, how long it took, its outcome (succeeded, failed with its error code, superseded by a newer train.json of the drop, interrupted by a stop of `hopper local`, running, timed out, stopped), the credits it cost and its model.",
   flags: {
-    limit: {
-      value: 'N',
-      range: [1, MAX_RUNS],
-      help: `show at most N runs (default ${String(DEFAULT_RUNS)}, at most ${String(MAX_RUNS)})`,
-    },
+    limit: limitFlag('runs', DEFAULT_RUNS, MAX_RUNS),
     ...TARGET_FLAGS,
   },
   positionals: { min: 1, max: 1, what: 'drop', hint: 'hopper runs reviews' },
