@@ -27,4 +27,4 @@
 export type { SimulatedServiceOptions, FaultRule, EndpointName, Encoder } from './options.js';
 export { DEFAULT_OPTIONS, ENDPOINTS, validateOptions } from './options.js';
 export { startSimulatedService, type SimulatedService, type ServicePersistence } from './server.js';
-export { modelBytesAt, MODEL_CHUNK_BYTES } from './model-bytes.js';
+export { modelBytesAt, MODEL_CHUNK_BYTES } from './domain/index.js';

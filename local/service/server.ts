@@ -4,18 +4,17 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createApiHandler } from './api.js';
-import { createFileHandler } from './files.js';
-import { modelState } from './models.js';
+import { createApiHandler, createFileHandler } from './endpoints/index.js';
+import { modelState } from './domain/models.js';
 import {
   DEFAULT_OPTIONS,
   type EndpointName,
   type FaultRule,
   type SimulatedServiceOptions,
 } from './options.js';
-import type { Sleep } from './pipeline.js';
-import { persistState } from './persistence.js';
-import { ServiceState } from './state.js';
+import type { Sleep } from './faults/pipeline.js';
+import { persistState } from './domain/persistence.js';
+import { ServiceState } from './domain/state.js';
 
 export interface SimulatedService {
   /** base_url: origin of the API (every path starts with /v1). */

@@ -47,7 +47,7 @@ export interface ServiceTally {
   readonly rateLimited: number;
   /**
    * The least time the service's limit lets requestsServed take: its token bucket holds one
-   * second's worth (local/service/rate-limit.ts), so the first maxRequestsPerSecond go at once
+   * second's worth (local/service/faults/rate-limit.ts), so the first maxRequestsPerSecond go at once
    * and the rest at the limit. No client can do them faster.
    */
   readonly lowerBoundMs: number;

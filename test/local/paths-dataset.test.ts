@@ -26,7 +26,7 @@ import {
 
 const fixture = useLocalMode();
 
-/** The simulated service's questions and their suggested answers (local/service/datasets.ts). */
+/** The simulated service's questions and their suggested answers (local/service/domain/datasets.ts). */
 const SUGGESTED = { dedupe: 'yes', language: 'en' };
 
 /** The run succeeded with its first training and nothing is lost; one credit spent. */

@@ -21,11 +21,11 @@
  *                  shows label_examples, so a client labelling makes no progress, round after round.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { encodeCursor, type ListName } from './cursor.js';
-import { drainOrClose, type Reply } from './http.js';
-import type { EndpointName, FaultRule } from './options.js';
-import type { Random } from './random.js';
-import type { ServiceState } from './state.js';
+import { encodeCursor, type ListName } from '../http/cursor.js';
+import { drainOrClose, type Reply } from '../http/http.js';
+import type { EndpointName, FaultRule } from '../options.js';
+import type { Random } from '../domain/random.js';
+import type { ServiceState } from '../domain/state.js';
 
 export const MISBEHAVIOUR_KINDS = [
   'garble',

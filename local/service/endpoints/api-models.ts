@@ -4,10 +4,10 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { findDataset, findModel, modelRecord, type RequestContext } from './context.js';
-import { datasetState } from './datasets.js';
-import { ServiceError } from './errors.js';
-import { parseJsonObject, readSmallBody, validate, type Reply } from './http.js';
-import { assertFilesServable, type Model } from './models.js';
+import { datasetState } from '../domain/datasets.js';
+import { ServiceError } from '../domain/errors.js';
+import { parseJsonObject, readSmallBody, validate, type Reply } from '../http/http.js';
+import { assertFilesServable, type Model } from '../domain/models.js';
 
 const createModelSchema = z.strictObject({ encoder: z.string() });
 

@@ -3,12 +3,12 @@
  * the last step (answer, or drop/delay it), and turning failures into error answers.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ServiceError } from './errors.js';
-import { FAULT_DEFAULTS } from './faults.js';
-import { errorReply, sendReply, type Reply } from './http.js';
+import { ServiceError } from '../domain/errors.js';
+import { FAULT_DEFAULTS } from './injector.js';
+import { errorReply, sendReply, type Reply } from '../http/http.js';
 import { earlyMisbehaviour, sendMisbehaving } from './misbehaviour.js';
-import type { EndpointName, FaultRule } from './options.js';
-import type { ServiceState } from './state.js';
+import type { EndpointName, FaultRule } from '../options.js';
+import type { ServiceState } from '../domain/state.js';
 
 /** Waits `ms`, or less when the service closes. */
 export type Sleep = (ms: number) => Promise<void>;

@@ -4,13 +4,13 @@
  * a 'trickle' sends it a byte at a time.
  */
 import type { ServerResponse } from 'node:http';
-import { notFound, ServiceError } from './errors.js';
-import { FAULT_DEFAULTS } from './faults.js';
-import { drainOrClose, errorReply } from './http.js';
-import { MISBEHAVIOUR_DEFAULTS } from './misbehaviour.js';
-import { MODEL_CHUNK_BYTES, modelBytesAt } from './model-bytes.js';
-import { assertFilesServable, type Model } from './models.js';
-import { answer, asServiceError, beforeAnswer } from './pipeline.js';
+import { notFound, ServiceError } from '../domain/errors.js';
+import { FAULT_DEFAULTS } from '../faults/injector.js';
+import { drainOrClose, errorReply } from '../http/http.js';
+import { MISBEHAVIOUR_DEFAULTS } from '../faults/misbehaviour.js';
+import { MODEL_CHUNK_BYTES, modelBytesAt } from '../domain/model-bytes.js';
+import { assertFilesServable, type Model } from '../domain/models.js';
+import { answer, asServiceError, beforeAnswer } from '../faults/pipeline.js';
 import { checkPresigned, type FileRequest } from './presigned.js';
 
 /** Bytes [start, end) of the file. */

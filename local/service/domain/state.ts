@@ -4,13 +4,13 @@
  */
 import { createClock, type ServiceClock } from './clock.js';
 import type { Dataset, DatasetFile } from './datasets.js';
-import { FaultInjector } from './faults.js';
-import { RequestRateLimit } from './rate-limit.js';
-import { InFlightGauge } from './in-flight.js';
+import { FaultInjector } from '../faults/injector.js';
+import { RequestRateLimit } from '../faults/rate-limit.js';
+import { InFlightGauge } from '../http/in-flight.js';
 import { creditReturned, type Model } from './models.js';
-import { ENDPOINTS, validateOptions, type EndpointName, type SimulatedServiceOptions } from './options.js';
+import { ENDPOINTS, validateOptions, type EndpointName, type SimulatedServiceOptions } from '../options.js';
 import { mulberry32 } from './random.js';
-import { Signer } from './signing.js';
+import { Signer } from '../http/signing.js';
 
 /** What ServiceState.records() gives and restore() takes. */
 export interface ServiceRecords {

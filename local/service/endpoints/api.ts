@@ -16,12 +16,12 @@ import {
 import { listDatasets, listModels } from './api-lists.js';
 import { createModel, downloadLink, getModel, listEncoders } from './api-models.js';
 import type { RequestContext } from './context.js';
-import { invalidRequest, notFound, ServiceError } from './errors.js';
-import { errorReply, matchPath, requestUrl, sendReply, type Reply } from './http.js';
-import { misbehavedReply } from './misbehaviour.js';
-import type { EndpointName } from './options.js';
-import { admitRequest, answer, asServiceError, guarded, type Sleep } from './pipeline.js';
-import type { ServiceState } from './state.js';
+import { invalidRequest, notFound, ServiceError } from '../domain/errors.js';
+import { errorReply, matchPath, requestUrl, sendReply, type Reply } from '../http/http.js';
+import { misbehavedReply } from '../faults/misbehaviour.js';
+import type { EndpointName } from '../options.js';
+import { admitRequest, answer, asServiceError, guarded, type Sleep } from '../faults/pipeline.js';
+import type { ServiceState } from '../domain/state.js';
 
 interface Route {
   method: 'GET' | 'POST';

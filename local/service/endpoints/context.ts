@@ -2,11 +2,11 @@
  * What an API handler receives, and the lookups every handler starts with.
  */
 import type { IncomingMessage } from 'node:http';
-import type { Dataset } from './datasets.js';
-import { renderDataset } from './datasets.js';
-import { notFound } from './errors.js';
-import { renderModel, type Model } from './models.js';
-import type { ServiceState } from './state.js';
+import type { Dataset } from '../domain/datasets.js';
+import { renderDataset } from '../domain/datasets.js';
+import { notFound } from '../domain/errors.js';
+import { renderModel, type Model } from '../domain/models.js';
+import type { ServiceState } from '../domain/state.js';
 
 export interface RequestContext {
   state: ServiceState;

@@ -4,11 +4,11 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { handleDownload } from './downloads.js';
-import { notFound } from './errors.js';
-import { errorReply, matchPath, requestUrl } from './http.js';
-import { admitRequest, guarded, type Sleep } from './pipeline.js';
+import { notFound } from '../domain/errors.js';
+import { errorReply, matchPath, requestUrl } from '../http/http.js';
+import { admitRequest, guarded, type Sleep } from '../faults/pipeline.js';
 import { answerEarly } from './presigned.js';
-import type { ServiceState } from './state.js';
+import type { ServiceState } from '../domain/state.js';
 import { handleUpload } from './uploads.js';
 
 export function createFileHandler(

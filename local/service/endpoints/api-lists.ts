@@ -4,10 +4,10 @@
  */
 import { z } from 'zod';
 import { datasetRecord, modelRecord, type RequestContext } from './context.js';
-import { decodeCursor, encodeCursor, type ListFilters, type ListName } from './cursor.js';
-import { datasetState } from './datasets.js';
-import { queryObject, validate, type Reply } from './http.js';
-import { modelState } from './models.js';
+import { decodeCursor, encodeCursor, type ListFilters, type ListName } from '../http/cursor.js';
+import { datasetState } from '../domain/datasets.js';
+import { queryObject, validate, type Reply } from '../http/http.js';
+import { modelState } from '../domain/models.js';
 
 const listQuerySchema = z.strictObject({
   limit: z

@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from 'zod';
-import { invalidRequest, ServiceError } from './errors.js';
+import { invalidRequest, ServiceError } from '../domain/errors.js';
 
 /** An answer not yet written: handlers return it so a fault can still drop or delay it. */
 export interface Reply {

@@ -3,11 +3,11 @@
  * the checks every presigned URL goes through.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { invalidRequest, ServiceError } from './errors.js';
-import { sendReply, type Reply } from './http.js';
-import type { FaultRule } from './options.js';
-import type { Sleep } from './pipeline.js';
-import type { ServiceState } from './state.js';
+import { invalidRequest, ServiceError } from '../domain/errors.js';
+import { sendReply, type Reply } from '../http/http.js';
+import type { FaultRule } from '../options.js';
+import type { Sleep } from '../faults/pipeline.js';
+import type { ServiceState } from '../domain/state.js';
 
 export interface FileRequest {
   state: ServiceState;

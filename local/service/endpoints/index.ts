@@ -1,0 +1,10 @@
+/**
+ * The endpoints: the API server's routes and one handler per endpoint of the contract (datasets,
+ * lists, models), and the file server behind presigned URLs (uploads, downloads). A handler
+ * validates its request, then acts on the domain, and returns the answer instead of writing it.
+ *
+ * Handlers must not write to the socket themselves, except the file transfers' bodies, and must
+ * not decide faults: the request pipeline (faults/) does both around them.
+ */
+export { createApiHandler } from './api.js';
+export { createFileHandler } from './files.js';
