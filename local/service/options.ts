@@ -10,7 +10,7 @@ import {
   misbehaviourSettingsError,
   type MisbehaviourKind,
   type MisbehaviourSettings,
-} from './faults/misbehaviour.js';
+} from './faults/index.js';
 
 /** Names of the endpoints, used to aim failure injection and to count requests. */
 export const ENDPOINTS = [

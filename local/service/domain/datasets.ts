@@ -163,7 +163,7 @@ export function readDataset(
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 /** Issues a presigned upload URL for a pending file. */
-export type UploadLinker = (dataset: Dataset, file: DatasetFile) => { url: string; expiresAt: number };
+export type UploadLinker = (file: DatasetFile) => { url: string; expiresAt: number };
 
 /**
  * The dataset record (contract B1/B2). Every rendering issues fresh upload URLs for pending
@@ -186,7 +186,7 @@ export function renderDataset(dataset: Dataset, now: number, link: UploadLinker)
       if (file.completedAt !== undefined) {
         return { id: file.id, name: file.name, bytes: file.bytes, status: 'uploaded' };
       }
-      const { url, expiresAt } = link(dataset, file);
+      const { url, expiresAt } = link(file);
       const base = { id: file.id, name: file.name, bytes: file.bytes, status: 'pending' };
       return { ...base, upload_url: url, upload_expires_at: iso(expiresAt) };
     }),

@@ -4,11 +4,22 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { findTask, firstOpenTask, labelTask, openTaskCount } from '../domain/held-out.js';
+import {
+  conflict,
+  datasetState,
+  findTask,
+  firstOpenTask,
+  invalidRequest,
+  labelTask,
+  notFound,
+  openTaskCount,
+  QUESTIONS,
+  readDataset,
+  ServiceError,
+  type Dataset,
+} from '../domain/index.js';
+import { parseJsonObject, readSmallBody, validate, type Reply } from '../http/index.js';
 import { datasetRecord, findDataset, param, type RequestContext } from './context.js';
-import { datasetState, QUESTIONS, readDataset, type Dataset } from '../domain/datasets.js';
-import { conflict, invalidRequest, notFound, ServiceError } from '../domain/errors.js';
-import { parseJsonObject, readSmallBody, validate, type Reply } from '../http/http.js';
 
 const fileNameSchema = z
   .string()

@@ -3,11 +3,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { assertFilesServable, datasetState, ServiceError, type Model } from '../domain/index.js';
+import { parseJsonObject, readSmallBody, validate, type Reply } from '../http/index.js';
 import { findDataset, findModel, modelRecord, type RequestContext } from './context.js';
-import { datasetState } from '../domain/datasets.js';
-import { ServiceError } from '../domain/errors.js';
-import { parseJsonObject, readSmallBody, validate, type Reply } from '../http/http.js';
-import { assertFilesServable, type Model } from '../domain/models.js';
+import { downloadPath } from './presigned.js';
 
 const createModelSchema = z.strictObject({ encoder: z.string() });
 
@@ -63,6 +62,9 @@ export function downloadLink(ctx: RequestContext): Reply {
   const expiresAt = Math.min(ctx.now + ctx.state.knobs.downloadUrlTtlMs, model.filesExpireAt);
   return {
     status: 200,
-    body: { url: ctx.state.downloadLink(model, expiresAt), expires_at: new Date(expiresAt).toISOString() },
+    body: {
+      url: ctx.signer.presign(downloadPath(model.id), expiresAt),
+      expires_at: new Date(expiresAt).toISOString(),
+    },
   };
 }

@@ -15,13 +15,19 @@ import {
 } from './api-datasets.js';
 import { listDatasets, listModels } from './api-lists.js';
 import { createModel, downloadLink, getModel, listEncoders } from './api-models.js';
-import type { RequestContext } from './context.js';
-import { invalidRequest, notFound, ServiceError } from '../domain/errors.js';
-import { errorReply, matchPath, requestUrl, sendReply, type Reply } from '../http/http.js';
-import { misbehavedReply } from '../faults/misbehaviour.js';
+import type { RequestContext, ServiceParts } from './context.js';
+import { invalidRequest, notFound, ServiceError } from '../domain/index.js';
+import { answer, misbehavedReply } from '../faults/index.js';
+import {
+  asServiceError,
+  errorReply,
+  guarded,
+  matchPath,
+  requestUrl,
+  sendReply,
+  type Reply,
+} from '../http/index.js';
 import type { EndpointName } from '../options.js';
-import { admitRequest, answer, asServiceError, guarded, type Sleep } from '../faults/pipeline.js';
-import type { ServiceState } from '../domain/state.js';
 
 interface Route {
   method: 'GET' | 'POST';
@@ -71,16 +77,12 @@ function findRoute(
   return undefined;
 }
 
-export function createApiHandler(
-  state: ServiceState,
-  sleep: Sleep,
-): (req: IncomingMessage, res: ServerResponse) => void {
-  return guarded((req, res) => handleApiRequest(state, sleep, req, res));
+export function createApiHandler(parts: ServiceParts): (req: IncomingMessage, res: ServerResponse) => void {
+  return guarded((req, res) => handleApiRequest(parts, req, res));
 }
 
 async function handleApiRequest(
-  state: ServiceState,
-  sleep: Sleep,
+  parts: ServiceParts,
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
@@ -91,11 +93,12 @@ async function handleApiRequest(
     return;
   }
   const { route, params } = found;
-  const admission = admitRequest(state, route.endpoint, req, (reply) => {
+  const admission = parts.gate.admit(route.endpoint, req, (reply) => {
     sendReply(res, reply);
   });
   if (admission.answered) return;
   const { fault } = admission;
+  const { state, signer } = parts;
 
   let reply: Reply;
   try {
@@ -104,14 +107,11 @@ async function handleApiRequest(
     }
     if (route.takesQuery !== true && url.search !== '')
       throw invalidRequest(`${route.endpoint} takes no query`);
-    reply = misbehavedReply(await route.handle({ state, req, url, params, now: state.now() }), fault, {
-      state,
-      endpoint: route.endpoint,
-      url,
-    });
+    const handled = await route.handle({ state, signer, req, url, params, now: state.now() });
+    reply = misbehavedReply(handled, fault, { signer, endpoint: route.endpoint, url });
   } catch (error) {
     reply = errorReply(asServiceError(error));
   }
 
-  await answer(req, res, reply, fault, sleep);
+  await answer(req, res, reply, fault, parts.sleep);
 }

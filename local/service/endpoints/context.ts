@@ -1,15 +1,33 @@
 /**
- * What an API handler receives, and the lookups every handler starts with.
+ * What a handler receives (the running service's parts, and the request), and the lookups every
+ * handler starts with.
  */
 import type { IncomingMessage } from 'node:http';
-import type { Dataset } from '../domain/datasets.js';
-import { renderDataset } from '../domain/datasets.js';
-import { notFound } from '../domain/errors.js';
-import { renderModel, type Model } from '../domain/models.js';
-import type { ServiceState } from '../domain/state.js';
+import {
+  notFound,
+  renderDataset,
+  renderModel,
+  type Dataset,
+  type Model,
+  type ServiceState,
+} from '../domain/index.js';
+import type { RequestGate } from '../faults/index.js';
+import type { InFlightGauge, Signer, Sleep } from '../http/index.js';
+import { uploadPath } from './presigned.js';
+
+/** The parts of a running service the servers work on (server.ts puts them together). */
+export interface ServiceParts {
+  readonly state: ServiceState;
+  readonly gate: RequestGate;
+  readonly signer: Signer;
+  /** PUTs to upload URLs being served at once. */
+  readonly uploadsInFlight: InFlightGauge;
+  readonly sleep: Sleep;
+}
 
 export interface RequestContext {
   state: ServiceState;
+  signer: Signer;
   req: IncomingMessage;
   url: URL;
   /** Named path segments (':id' -> params.id). */
@@ -38,8 +56,13 @@ export function findModel(ctx: RequestContext): Model {
   return model;
 }
 
+/** The dataset record, with a fresh upload URL for each pending file. */
 export function datasetRecord(ctx: RequestContext, dataset: Dataset): Record<string, unknown> {
-  const record = renderDataset(dataset, ctx.now, (d, file) => ctx.state.uploadLink(d, file, ctx.now));
+  const expiresAt = ctx.now + ctx.state.knobs.uploadUrlTtlMs;
+  const record = renderDataset(dataset, ctx.now, (file) => ({
+    url: ctx.signer.presign(uploadPath(dataset.id, file.id), expiresAt),
+    expiresAt,
+  }));
   return renamedNextAction(ctx, record);
 }
 

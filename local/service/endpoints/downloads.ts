@@ -4,13 +4,16 @@
  * a 'trickle' sends it a byte at a time.
  */
 import type { ServerResponse } from 'node:http';
-import { notFound, ServiceError } from '../domain/errors.js';
-import { FAULT_DEFAULTS } from '../faults/injector.js';
-import { drainOrClose, errorReply } from '../http/http.js';
-import { MISBEHAVIOUR_DEFAULTS } from '../faults/misbehaviour.js';
-import { MODEL_CHUNK_BYTES, modelBytesAt } from '../domain/model-bytes.js';
-import { assertFilesServable, type Model } from '../domain/models.js';
-import { answer, asServiceError, beforeAnswer } from '../faults/pipeline.js';
+import {
+  assertFilesServable,
+  MODEL_CHUNK_BYTES,
+  modelBytesAt,
+  notFound,
+  ServiceError,
+  type Model,
+} from '../domain/index.js';
+import { answer, beforeAnswer, FAULT_DEFAULTS, MISBEHAVIOUR_DEFAULTS } from '../faults/index.js';
+import { asServiceError, drainOrClose, errorReply } from '../http/index.js';
 import { checkPresigned, type FileRequest } from './presigned.js';
 
 /** Bytes [start, end) of the file. */

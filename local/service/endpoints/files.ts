@@ -3,31 +3,26 @@
  * and GET /download/... (downloads.ts). Route -> fault injection -> handler, as on the API.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { notFound } from '../domain/index.js';
+import { errorReply, guarded, matchPath, requestUrl } from '../http/index.js';
+import type { ServiceParts } from './context.js';
 import { handleDownload } from './downloads.js';
-import { notFound } from '../domain/errors.js';
-import { errorReply, matchPath, requestUrl } from '../http/http.js';
-import { admitRequest, guarded, type Sleep } from '../faults/pipeline.js';
-import { answerEarly } from './presigned.js';
-import type { ServiceState } from '../domain/state.js';
+import { answerEarly, DOWNLOAD_ROUTE, UPLOAD_ROUTE } from './presigned.js';
 import { handleUpload } from './uploads.js';
 
-export function createFileHandler(
-  state: ServiceState,
-  sleep: Sleep,
-): (req: IncomingMessage, res: ServerResponse) => void {
-  return guarded((req, res) => handleFileRequest(state, sleep, req, res));
+export function createFileHandler(parts: ServiceParts): (req: IncomingMessage, res: ServerResponse) => void {
+  return guarded((req, res) => handleFileRequest(parts, req, res));
 }
 
 async function handleFileRequest(
-  state: ServiceState,
-  sleep: Sleep,
+  parts: ServiceParts,
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
   const url = requestUrl(req);
   const path = url?.pathname ?? '';
-  const upload = req.method === 'PUT' ? matchPath('/upload/:datasetId/:fileId', path) : undefined;
-  const download = req.method === 'GET' ? matchPath('/download/:modelId', path) : undefined;
+  const upload = req.method === 'PUT' ? matchPath(UPLOAD_ROUTE, path) : undefined;
+  const download = req.method === 'GET' ? matchPath(DOWNLOAD_ROUTE, path) : undefined;
   const params = upload ?? download;
   if (url === undefined || params === undefined) {
     answerEarly(res, errorReply(notFound(`no route ${req.method ?? ''} ${path}`)));
@@ -35,12 +30,13 @@ async function handleFileRequest(
   }
   const endpoint = upload !== undefined ? 'fileUpload' : 'fileDownload';
   // An upload's body is still unread here: answerEarly closes the connection after the answer.
-  const admission = admitRequest(state, endpoint, req, (reply) => {
+  const admission = parts.gate.admit(endpoint, req, (reply) => {
     answerEarly(res, reply);
   });
   if (admission.answered) return;
-  const request = { state, req, res, url, params, fault: admission.fault, sleep };
+  const { state, signer, sleep } = parts;
+  const request = { state, signer, req, res, url, params, fault: admission.fault, sleep };
   await (endpoint === 'fileUpload'
-    ? state.uploadsInFlight.during(() => handleUpload(request))
+    ? parts.uploadsInFlight.during(() => handleUpload(request))
     : handleDownload(request));
 }

@@ -3,8 +3,9 @@
  * lists, models), and the file server behind presigned URLs (uploads, downloads). A handler
  * validates its request, then acts on the domain, and returns the answer instead of writing it.
  *
- * Handlers must not write to the socket themselves, except the file transfers' bodies, and must
- * not decide faults: the request pipeline (faults/) does both around them.
+ * Handlers must not write to the socket themselves (except the file transfers' bodies) and must
+ * not decide faults: the request pipeline of faults/ does both around them.
  */
 export { createApiHandler } from './api.js';
+export type { ServiceParts } from './context.js';
 export { createFileHandler } from './files.js';

@@ -1,16 +1,21 @@
 /**
- * What the upload and download handlers of the file server share: the request they receive and
- * the checks every presigned URL goes through.
+ * What the upload and download handlers of the file server share: the request they receive,
+ * the paths of presigned URLs and the checks every presigned URL goes through.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { invalidRequest, ServiceError } from '../domain/errors.js';
-import { sendReply, type Reply } from '../http/http.js';
+import { invalidRequest, ServiceError, type ServiceState } from '../domain/index.js';
+import { sendReply, type Reply, type Signer, type Sleep } from '../http/index.js';
 import type { FaultRule } from '../options.js';
-import type { Sleep } from '../faults/pipeline.js';
-import type { ServiceState } from '../domain/state.js';
+
+export const UPLOAD_ROUTE = '/upload/:datasetId/:fileId';
+export const DOWNLOAD_ROUTE = '/download/:modelId';
+
+export const uploadPath = (datasetId: string, fileId: string): string => `/upload/${datasetId}/${fileId}`;
+export const downloadPath = (modelId: string): string => `/download/${modelId}`;
 
 export interface FileRequest {
   state: ServiceState;
+  signer: Signer;
   req: IncomingMessage;
   res: ServerResponse;
   url: URL;
@@ -22,16 +27,11 @@ export interface FileRequest {
 }
 
 /** Presigned URLs are called without the API key; the signature is the credential. */
-export function checkPresigned({ state, req, url }: FileRequest, now: number): void {
+export function checkPresigned({ signer, req, url }: FileRequest, now: number): void {
   if (req.headers.authorization !== undefined) {
     throw invalidRequest('presigned URLs take no Authorization header');
   }
-  const { searchParams } = url;
-  const expires = state.verifyPresigned(
-    url.pathname,
-    searchParams.get('expires'),
-    searchParams.get('signature'),
-  );
+  const expires = signer.presignedExpiry(url);
   if (expires === undefined) throw new ServiceError('url_expired', 'the URL signature is not valid');
   if (now >= expires) throw new ServiceError('url_expired', 'the URL has expired');
 }

@@ -3,11 +3,18 @@
  * as it streams in: hashed, counted and parsed chunk by chunk, never held whole.
  */
 import { createHash } from 'node:crypto';
-import { DataFileReader } from '../domain/data-reader.js';
-import { datasetState, type Dataset, type DatasetFile } from '../domain/datasets.js';
-import { conflict, invalidRequest, notFound, ServiceError } from '../domain/errors.js';
-import { errorReply, type Reply } from '../http/http.js';
-import { answer, asServiceError } from '../faults/pipeline.js';
+import {
+  conflict,
+  DataFileReader,
+  datasetState,
+  invalidRequest,
+  notFound,
+  ServiceError,
+  type Dataset,
+  type DatasetFile,
+} from '../domain/index.js';
+import { answer } from '../faults/index.js';
+import { asServiceError, errorReply, type Reply } from '../http/index.js';
 import { answerEarly, checkPresigned, type FileRequest } from './presigned.js';
 
 interface UploadTarget {

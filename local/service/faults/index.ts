@@ -1,10 +1,20 @@
 /**
  * Fault injection: which FaultRule fires for a request (injector.ts), the misbehaviour kinds and
  * how they spoil an answer (misbehaviour.ts), the maxRequestsPerSecond limit (rate-limit.ts),
- * and where in a request's life each of them acts (pipeline.ts).
+ * and where in a request's life each of them acts (pipeline.ts: RequestGate, answer).
  *
  * It must not change the domain's records: a fault decides how a request is answered (or not),
- * before or after the handler ran, never what the handler does.
+ * before or after its handler ran, never what the handler does. It must not import endpoints/.
  */
-export { FaultInjector, FAULT_DEFAULTS } from './injector.js';
+export { FAULT_DEFAULTS } from './injector.js';
+export {
+  isMisbehaviour,
+  MISBEHAVIOUR_DEFAULTS,
+  MISBEHAVIOUR_KINDS,
+  misbehavedReply,
+  misbehaviourSettingsError,
+  type MisbehaviourKind,
+  type MisbehaviourSettings,
+} from './misbehaviour.js';
+export { answer, beforeAnswer, RequestGate, type Admission } from './pipeline.js';
 export { RequestRateLimit } from './rate-limit.js';

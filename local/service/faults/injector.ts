@@ -3,8 +3,8 @@
  * order and the first that fires wins; rules after it are not consulted for that request.
  */
 import { isMisbehaviour, misbehaviourAppliesTo, resolveMisbehaviour } from './misbehaviour.js';
+import type { Random } from '../domain/index.js';
 import type { EndpointName, FaultRule } from '../options.js';
-import type { Random } from '../domain/random.js';
 
 export const FAULT_DEFAULTS = { retryAfterSeconds: 1, stallMs: 5000, cutAfterBytes: 1024 } as const;
 

@@ -21,11 +21,9 @@
  *                  shows label_examples, so a client labelling makes no progress, round after round.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { encodeCursor, type ListName } from '../http/cursor.js';
-import { drainOrClose, type Reply } from '../http/http.js';
+import type { Random } from '../domain/index.js';
+import { drainOrClose, encodeCursor, type ListName, type Reply, type Signer } from '../http/index.js';
 import type { EndpointName, FaultRule } from '../options.js';
-import type { Random } from '../domain/random.js';
-import type { ServiceState } from '../domain/state.js';
 
 export const MISBEHAVIOUR_KINDS = [
   'garble',
@@ -116,7 +114,7 @@ export function earlyMisbehaviour(fault: FaultRule, req: IncomingMessage): Reply
 
 /** What the rewriting kinds need to know about the request. */
 export interface AnsweredRequest {
-  readonly state: ServiceState;
+  readonly signer: Signer;
   readonly endpoint: EndpointName;
   readonly url: URL;
 }
@@ -272,7 +270,7 @@ function repeatedCursor(request: AnsweredRequest): string {
   const list: ListName = request.endpoint === 'listModels' ? 'models' : 'datasets';
   const usable = query.get('usable');
   return encodeCursor(
-    request.state.signer,
+    request.signer,
     list,
     { status: query.get('status'), usable: usable === null ? null : usable === 'true' },
     Number.MAX_SAFE_INTEGER,

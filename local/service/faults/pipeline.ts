@@ -1,17 +1,15 @@
 /**
- * Pieces of the request pipeline shared by the API and file servers: the answers faults give,
- * the last step (answer, or drop/delay it), and turning failures into error answers.
+ * Where faults act in a request's life, on either server: at admission (the request is counted,
+ * rate-limited, then a rule may drop it or answer it before any side effect) and at the answer
+ * (dropped after processing, delayed, or mangled on the way).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ServiceError } from '../domain/errors.js';
-import { FAULT_DEFAULTS } from './injector.js';
-import { errorReply, sendReply, type Reply } from '../http/http.js';
+import { mulberry32, ServiceError } from '../domain/index.js';
+import { errorReply, sendReply, type Reply, type Sleep } from '../http/index.js';
+import type { EndpointName, FaultRule, SimulatedServiceOptions } from '../options.js';
+import { FAULT_DEFAULTS, FaultInjector } from './injector.js';
 import { earlyMisbehaviour, sendMisbehaving } from './misbehaviour.js';
-import type { EndpointName, FaultRule } from '../options.js';
-import type { ServiceState } from '../domain/state.js';
-
-/** Waits `ms`, or less when the service closes. */
-export type Sleep = (ms: number) => Promise<void>;
+import { RequestRateLimit } from './rate-limit.js';
 
 /** The answer a fault gives instead of processing the request, if its kind gives one. */
 function faultReply(fault: FaultRule): Reply | undefined {
@@ -35,46 +33,61 @@ function faultReply(fault: FaultRule): Reply | undefined {
 /** Presigned transfers go to storage, not the API: the rate limit does not count them. */
 const FILE_ENDPOINTS: readonly EndpointName[] = ['fileUpload', 'fileDownload'];
 
-/** What admitRequest decided: the request was answered by a fault, or goes on (with the fault, if any). */
+/** What admit decided: the request was answered by a fault, or goes on (with the fault, if any). */
 export type Admission = { answered: true } | { answered: false; fault: FaultRule | undefined };
 
-/**
- * The first step for a request to `endpoint` on either server: count it, answer 429 when it is
- * over the rate limit (maxRequestsPerSecond), then let a fault rule drop it ('drop') or answer it
- * before any side effect ('429', '500', '503', 'expire', 'redirect', sent by `send`).
- * Other fault kinds act later and are handed on.
- */
-export function admitRequest(
-  state: ServiceState,
-  endpoint: EndpointName,
-  req: IncomingMessage,
-  send: (reply: Reply) => void,
-): Admission {
-  state.count(endpoint);
-  const retryAfterSeconds = FILE_ENDPOINTS.includes(endpoint) ? undefined : state.rateLimit.take();
-  if (retryAfterSeconds !== undefined) {
-    const headers = { 'Retry-After': String(retryAfterSeconds) };
-    send(errorReply(new ServiceError('rate_limited', 'too many requests: over the rate limit', { headers })));
-    return { answered: true };
-  }
-  const fault = state.faults.pick(endpoint);
-  if (fault?.kind === 'drop') {
-    req.socket.destroy();
-    return { answered: true };
-  }
-  const early = fault && (faultReply(fault) ?? earlyMisbehaviour(fault, req));
-  if (early !== undefined) {
-    send(early);
-    return { answered: true };
-  }
-  return { answered: false, fault };
-}
+/** The first stop of every request on either server, and the knobs it follows. */
+export class RequestGate {
+  readonly injector: FaultInjector;
+  /** The maxRequestsPerSecond knob at work. */
+  readonly rateLimit = new RequestRateLimit();
+  readonly #counts = new Map<EndpointName, number>();
 
-/** A handler bug still gets a well-formed 500 (and a line on stderr to find it by). */
-export function asServiceError(error: unknown): ServiceError {
-  if (error instanceof ServiceError) return error;
-  console.error('simulated service: unexpected failure', error);
-  return new ServiceError('server_error', 'internal error');
+  constructor(options: SimulatedServiceOptions) {
+    this.injector = new FaultInjector(options.faults, mulberry32(options.seed));
+    this.rateLimit.setLimit(options.maxRequestsPerSecond);
+  }
+
+  /** Follows configure(`changes`), `knobs` being all of them after it. */
+  configure(changes: Partial<SimulatedServiceOptions>, knobs: SimulatedServiceOptions): void {
+    if (changes.faults !== undefined) this.injector.setRules(knobs.faults);
+    this.rateLimit.setLimit(knobs.maxRequestsPerSecond);
+    if (changes.seed !== undefined) this.injector.setRandom(mulberry32(knobs.seed));
+  }
+
+  /** Requests seen per endpoint, faulted and rate-limited ones included. */
+  requestCount(endpoint: EndpointName): number {
+    return this.#counts.get(endpoint) ?? 0;
+  }
+
+  /**
+   * Counts a request to `endpoint`, answers 429 when it is over the rate limit
+   * (maxRequestsPerSecond), then lets a fault rule drop it ('drop') or answer it before any side
+   * effect ('429', '500', '503', 'expire', 'redirect', sent by `send`). Other fault kinds act
+   * later and are handed on.
+   */
+  admit(endpoint: EndpointName, req: IncomingMessage, send: (reply: Reply) => void): Admission {
+    this.#counts.set(endpoint, this.requestCount(endpoint) + 1);
+    const retryAfterSeconds = FILE_ENDPOINTS.includes(endpoint) ? undefined : this.rateLimit.take();
+    if (retryAfterSeconds !== undefined) {
+      const headers = { 'Retry-After': String(retryAfterSeconds) };
+      send(
+        errorReply(new ServiceError('rate_limited', 'too many requests: over the rate limit', { headers })),
+      );
+      return { answered: true };
+    }
+    const fault = this.injector.pick(endpoint);
+    if (fault?.kind === 'drop') {
+      req.socket.destroy();
+      return { answered: true };
+    }
+    const early = fault && (faultReply(fault) ?? earlyMisbehaviour(fault, req));
+    if (early !== undefined) {
+      send(early);
+      return { answered: true };
+    }
+    return { answered: false, fault };
+  }
 }
 
 /**
@@ -104,16 +117,4 @@ export async function answer(
 ): Promise<void> {
   if (!(await beforeAnswer(req, fault, sleep)) || res.destroyed || res.headersSent) return;
   if (!(await sendMisbehaving(res, reply, fault, sleep))) sendReply(res, reply);
-}
-
-/** Runs a request handler; an unexpected rejection drops the connection rather than crash. */
-export function guarded(
-  handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
-): (req: IncomingMessage, res: ServerResponse) => void {
-  return (req, res) => {
-    handle(req, res).catch((error: unknown) => {
-      console.error('simulated service: unexpected failure', error);
-      req.socket.destroy();
-    });
-  };
 }

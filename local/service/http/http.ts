@@ -1,10 +1,10 @@
 /**
  * Small HTTP helpers shared by the API and file servers: answers, bounded body reading,
- * path matching and strict validation of parsed input.
+ * path matching, strict validation of parsed input, and handlers that never crash the server.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from 'zod';
-import { invalidRequest, ServiceError } from '../domain/errors.js';
+import { invalidRequest, ServiceError } from '../domain/index.js';
 
 /** An answer not yet written: handlers return it so a fault can still drop or delay it. */
 export interface Reply {
@@ -13,6 +13,9 @@ export interface Reply {
   body?: unknown;
   headers?: Record<string, string>;
 }
+
+/** Waits `ms`, or less when the service closes. */
+export type Sleep = (ms: number) => Promise<void>;
 
 export function errorReply(error: ServiceError): Reply {
   return {
@@ -145,4 +148,23 @@ export function requestUrl(req: IncomingMessage): URL | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** A handler bug still gets a well-formed 500 (and a line on stderr to find it by). */
+export function asServiceError(error: unknown): ServiceError {
+  if (error instanceof ServiceError) return error;
+  console.error('simulated service: unexpected failure', error);
+  return new ServiceError('server_error', 'internal error');
+}
+
+/** Runs a request handler; an unexpected rejection drops the connection rather than crash. */
+export function guarded(
+  handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      console.error('simulated service: unexpected failure', error);
+      req.socket.destroy();
+    });
+  };
 }
