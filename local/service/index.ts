@@ -11,7 +11,7 @@
  *   service.clock.now() / service.clock.advance(ms)   // move time forward (expiries, phases)
  *   service.configure({ failTrainings: 1, faults: [...] })  // change knobs while running
  *   service.credits()                                  // credits left
- *   service.requestCount('createModel')                // requests seen per endpoint (faulted ones too)
+ *   service.requestCount('startTraining')              // requests seen per endpoint (faulted ones too)
  *   service.faultCount('garble')                       // fault rules fired, of a kind or of all
  *   service.removeModelFiles(modelId, 'refunded' | 'moved')  // model -> next_action 'none'
  *   service.deleteRecord('dataset' | 'model', id)      // gone: 404 not_found on it from now on

@@ -5,6 +5,11 @@
  */
 
 import {
+  ENDPOINTS as API_ENDPOINTS,
+  type EndpointName as ApiEndpointName,
+} from '../../lambdas/service-client/contract.js';
+import {
+  FILE_ENDPOINTS,
   isMisbehaviour,
   MISBEHAVIOUR_KINDS,
   misbehaviourSettingsError,
@@ -12,27 +17,16 @@ import {
   type MisbehaviourSettings,
 } from './faults/index.js';
 
-/** Names of the endpoints, used to aim failure injection and to count requests. */
-export const ENDPOINTS = [
-  'listModels',
-  'listDatasets',
-  'createDataset',
-  'getDataset',
-  'getModel',
-  'completeFile',
-  'suggest',
-  'structure',
-  'nextLabel',
-  'postLabel',
-  'listEncoders',
-  'createModel',
-  'downloadLink',
-  /** PUT to a presigned upload URL (file port). */
-  'fileUpload',
-  /** GET of a presigned download URL (file port). */
-  'fileDownload',
-] as const;
-export type EndpointName = (typeof ENDPOINTS)[number];
+/**
+ * Names of the endpoints, used to aim failure injection and to count requests: the contract's
+ * (contract.ts owns them), and the presigned transfers: PUT to an upload URL ('fileUpload') and
+ * GET of a download URL ('fileDownload').
+ */
+export type EndpointName = ApiEndpointName | (typeof FILE_ENDPOINTS)[number];
+export const ENDPOINTS: readonly EndpointName[] = [
+  ...(Object.keys(API_ENDPOINTS) as ApiEndpointName[]),
+  ...FILE_ENDPOINTS,
+];
 
 /**
  * One failure-injection rule. A request to a matching endpoint fails with `kind` when the

@@ -162,7 +162,9 @@ export async function serviceTally(
   const requestsServed = requests - rateLimited;
   const creditsSpent = creditsFor(drops) - (await service.credits());
   const models =
-    (await service.requestCount('createModel')) === 0 ? 0 : await countModels(service.apiUrl, service.apiKey);
+    (await service.requestCount('startTraining')) === 0
+      ? 0
+      : await countModels(service.apiUrl, service.apiKey);
   return {
     creditsSpent,
     models,

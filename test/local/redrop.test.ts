@@ -166,7 +166,7 @@ describe('train.json uploaded again before the first run trains: the first run s
       expect([...objects.keys()].sort()).toEqual([`${modelId}/model.json`, `${modelId}/model.onnx`]);
       expectCopied(objects, modelId, second.execution.name);
       expect(local.simulated?.requestCount('createDataset')).toBe(2);
-      expect(local.simulated?.requestCount('createModel')).toBe(1);
+      expect(local.simulated?.requestCount('startTraining')).toBe(1);
       expect(local.simulated?.credits()).toBe(9);
 
       const runs = await runsListed(local, drop);
@@ -225,7 +225,7 @@ describe('train.json uploaded again once the first run holds a credit: it finish
     );
     expectCopied(objects, firstModel, first.execution.name);
     expectCopied(objects, secondModel, second.execution.name);
-    expect(local.simulated?.requestCount('createModel')).toBe(2);
+    expect(local.simulated?.requestCount('startTraining')).toBe(2);
     expect(local.simulated?.credits()).toBe(8);
     expect(second.status?.superseded_runs).toEqual([
       expect.objectContaining({
@@ -327,7 +327,7 @@ describe('train.json uploaded three more times in a burst', () => {
     expect(listed.map((run) => run.credits)).toEqual([1, 0, 0, 0]);
     expect(models).toEqual([newestModel]);
     expect(10 - service.credits()).toBe(credits);
-    expect(service.requestCount('createModel')).toBe(credits);
+    expect(service.requestCount('startTraining')).toBe(credits);
     expect(status?.superseded_runs?.map((entry) => entry.run_id).sort()).toEqual(
       runs
         .slice(0, 3)

@@ -96,7 +96,7 @@ export function getDataset(ctx: RequestContext): Reply {
 
 export async function completeFile(ctx: RequestContext): Promise<Reply> {
   const dataset = findDataset(ctx);
-  const fileId = param(ctx, 'fileId');
+  const fileId = param(ctx, 'file');
   const file = dataset.files.find((candidate) => candidate.id === fileId);
   if (file === undefined) throw notFound(`dataset ${dataset.id} has no file ${fileId}`);
   validate(emptySchema, await jsonBody(ctx, true), 'body');
@@ -142,7 +142,7 @@ export async function structure(ctx: RequestContext): Promise<Reply> {
   return { status: 202, body: datasetRecord(ctx, dataset) };
 }
 
-export function nextLabel(ctx: RequestContext): Reply {
+export function nextLabelTask(ctx: RequestContext): Reply {
   const dataset = findDataset(ctx);
   const { status } = datasetState(dataset, ctx.now);
   if (status === 'ready') return { status: 204 };
@@ -158,7 +158,7 @@ export function nextLabel(ctx: RequestContext): Reply {
   return { status: 200, body };
 }
 
-export async function postLabel(ctx: RequestContext): Promise<Reply> {
+export async function submitLabel(ctx: RequestContext): Promise<Reply> {
   const dataset = findDataset(ctx);
   const { label } = validate(labelSchema, await jsonBody(ctx), 'body');
   const { status } = datasetState(dataset, ctx.now);

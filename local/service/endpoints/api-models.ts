@@ -8,15 +8,15 @@ import { parseJsonObject, readSmallBody, validate, type Reply } from '../http/in
 import { findDataset, findModel, modelRecord, type RequestContext } from './context.js';
 import { downloadPath } from './presigned.js';
 
-const createModelSchema = z.strictObject({ encoder: z.string() });
+const startTrainingSchema = z.strictObject({ encoder: z.string() });
 
 export function listEncoders(ctx: RequestContext): Reply {
   return { status: 200, body: { data: ctx.state.knobs.encoders, next: null } };
 }
 
-export async function createModel(ctx: RequestContext): Promise<Reply> {
+export async function startTraining(ctx: RequestContext): Promise<Reply> {
   const dataset = findDataset(ctx);
-  const body = validate(createModelSchema, parseJsonObject(await readSmallBody(ctx.req), false), 'body');
+  const body = validate(startTrainingSchema, parseJsonObject(await readSmallBody(ctx.req), false), 'body');
   const { state, now } = ctx;
   const knobs = state.knobs;
   if (!knobs.encoders.some((encoder) => encoder.id === body.encoder)) {
@@ -56,7 +56,7 @@ export function getModel(ctx: RequestContext): Reply {
   return { status: 200, body: modelRecord(ctx, findModel(ctx)) };
 }
 
-export function downloadLink(ctx: RequestContext): Reply {
+export function getDownloadLink(ctx: RequestContext): Reply {
   const model = findModel(ctx);
   assertFilesServable(model, ctx.now);
   const expiresAt = Math.min(ctx.now + ctx.state.knobs.downloadUrlTtlMs, model.filesExpireAt);

@@ -5,19 +5,12 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
-  createDataset,
-  completeFile,
-  getDataset,
-  nextLabel,
-  postLabel,
-  structure,
-  suggest,
-} from './api-datasets.js';
-import { listDatasets, listModels } from './api-lists.js';
-import { createModel, downloadLink, getModel, listEncoders } from './api-models.js';
-import type { RequestContext, ServiceParts } from './context.js';
+  ENDPOINTS,
+  type Endpoint,
+  type EndpointName as ApiEndpointName,
+} from '../../../lambdas/service-client/contract.js';
 import { invalidRequest, notFound, ServiceError } from '../domain/index.js';
-import { answer, misbehavedReply } from '../faults/index.js';
+import { answer, LIST_ENDPOINTS, misbehavedReply } from '../faults/index.js';
 import {
   asServiceError,
   errorReply,
@@ -27,52 +20,48 @@ import {
   sendReply,
   type Reply,
 } from '../http/index.js';
-import type { EndpointName } from '../options.js';
+import {
+  completeFile,
+  createDataset,
+  getDataset,
+  nextLabelTask,
+  structure,
+  submitLabel,
+  suggest,
+} from './api-datasets.js';
+import { listDatasets, listModels } from './api-lists.js';
+import { getDownloadLink, getModel, listEncoders, startTraining } from './api-models.js';
+import type { RequestContext, ServiceParts } from './context.js';
 
-interface Route {
-  method: 'GET' | 'POST';
-  pattern: string;
-  endpoint: EndpointName;
-  /** Lists read their own query; every other endpoint takes none. */
-  takesQuery?: boolean;
-  handle: (ctx: RequestContext) => Reply | Promise<Reply>;
-}
+type Handler = (ctx: RequestContext) => Reply | Promise<Reply>;
 
-const ROUTES: readonly Route[] = [
-  {
-    method: 'GET',
-    pattern: '/v1/datasets',
-    endpoint: 'listDatasets',
-    takesQuery: true,
-    handle: listDatasets,
-  },
-  { method: 'POST', pattern: '/v1/datasets', endpoint: 'createDataset', handle: createDataset },
-  { method: 'GET', pattern: '/v1/datasets/:id', endpoint: 'getDataset', handle: getDataset },
-  {
-    method: 'POST',
-    pattern: '/v1/datasets/:id/files/:fileId/complete',
-    endpoint: 'completeFile',
-    handle: completeFile,
-  },
-  { method: 'POST', pattern: '/v1/datasets/:id/suggest', endpoint: 'suggest', handle: suggest },
-  { method: 'POST', pattern: '/v1/datasets/:id/structure', endpoint: 'structure', handle: structure },
-  { method: 'GET', pattern: '/v1/datasets/:id/labels/next', endpoint: 'nextLabel', handle: nextLabel },
-  { method: 'POST', pattern: '/v1/datasets/:id/labels/:task', endpoint: 'postLabel', handle: postLabel },
-  { method: 'POST', pattern: '/v1/datasets/:id/models', endpoint: 'createModel', handle: createModel },
-  { method: 'GET', pattern: '/v1/encoders', endpoint: 'listEncoders', handle: listEncoders },
-  { method: 'GET', pattern: '/v1/models', endpoint: 'listModels', takesQuery: true, handle: listModels },
-  { method: 'GET', pattern: '/v1/models/:id', endpoint: 'getModel', handle: getModel },
-  { method: 'GET', pattern: '/v1/models/:id/download', endpoint: 'downloadLink', handle: downloadLink },
-];
+/** A handler for every endpoint of the contract, which owns their names, methods and paths. */
+const HANDLERS: Readonly<Record<ApiEndpointName, Handler>> = {
+  listDatasets,
+  createDataset,
+  getDataset,
+  completeFile,
+  suggest,
+  structure,
+  nextLabelTask,
+  submitLabel,
+  listEncoders,
+  startTraining,
+  listModels,
+  getModel,
+  getDownloadLink,
+};
+
+const ROUTES = Object.entries(ENDPOINTS) as [ApiEndpointName, Endpoint][];
 
 function findRoute(
   method: string,
   path: string,
-): { route: Route; params: Record<string, string> } | undefined {
-  for (const route of ROUTES) {
+): { endpoint: ApiEndpointName; params: Record<string, string> } | undefined {
+  for (const [endpoint, route] of ROUTES) {
     if (route.method !== method) continue;
-    const params = matchPath(route.pattern, path);
-    if (params !== undefined) return { route, params };
+    const params = matchPath(route.template, path);
+    if (params !== undefined) return { endpoint, params };
   }
   return undefined;
 }
@@ -92,8 +81,8 @@ async function handleApiRequest(
     sendReply(res, errorReply(notFound(`no route ${req.method ?? ''} ${url?.pathname ?? req.url ?? ''}`)));
     return;
   }
-  const { route, params } = found;
-  const admission = parts.gate.admit(route.endpoint, req, (reply) => {
+  const { endpoint, params } = found;
+  const admission = parts.gate.admit(endpoint, req, (reply) => {
     sendReply(res, reply);
   });
   if (admission.answered) return;
@@ -105,10 +94,11 @@ async function handleApiRequest(
     if (req.headers.authorization !== `Bearer ${state.knobs.apiKey}`) {
       throw new ServiceError('unauthorized', 'missing or wrong API key (Authorization: Bearer <key>)');
     }
-    if (route.takesQuery !== true && url.search !== '')
-      throw invalidRequest(`${route.endpoint} takes no query`);
-    const handled = await route.handle({ state, signer, req, url, params, now: state.now() });
-    reply = misbehavedReply(handled, fault, { signer, endpoint: route.endpoint, url });
+    // Lists read their own query; every other endpoint takes none.
+    if (!LIST_ENDPOINTS.includes(endpoint) && url.search !== '')
+      throw invalidRequest(`${endpoint} takes no query`);
+    const handled = await HANDLERS[endpoint]({ state, signer, req, url, params, now: state.now() });
+    reply = misbehavedReply(handled, fault, { signer, endpoint, url });
   } catch (error) {
     reply = errorReply(asServiceError(error));
   }

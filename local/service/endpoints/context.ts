@@ -30,7 +30,7 @@ export interface RequestContext {
   signer: Signer;
   req: IncomingMessage;
   url: URL;
-  /** Named path segments (':id' -> params.id). */
+  /** Named path segments ('{dataset}' -> params.dataset). */
   params: Record<string, string>;
   /** Service time when the request arrived; one value for the whole request. */
   now: number;
@@ -38,19 +38,19 @@ export interface RequestContext {
 
 export function param(ctx: RequestContext, name: string): string {
   const value = ctx.params[name];
-  if (value === undefined) throw new Error(`route has no :${name}`);
+  if (value === undefined) throw new Error(`route has no {${name}}`);
   return value;
 }
 
 export function findDataset(ctx: RequestContext): Dataset {
-  const id = param(ctx, 'id');
+  const id = param(ctx, 'dataset');
   const dataset = ctx.state.datasets.get(id);
   if (dataset === undefined) throw notFound(`no dataset ${id}`);
   return dataset;
 }
 
 export function findModel(ctx: RequestContext): Model {
-  const id = param(ctx, 'id');
+  const id = param(ctx, 'model');
   const model = ctx.state.models.get(id);
   if (model === undefined) throw notFound(`no model ${id}`);
   return model;

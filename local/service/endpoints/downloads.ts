@@ -43,7 +43,7 @@ function checkDownload(request: FileRequest): { model: Model; range: ByteRange |
   const { state, req, params } = request;
   const now = state.now();
   checkPresigned(request, now);
-  const model = state.models.get(params.modelId ?? '');
+  const model = state.models.get(params.model ?? '');
   if (model === undefined) throw notFound('no such model');
   assertFilesServable(model, now);
   const header = req.headers.range;

@@ -7,8 +7,8 @@ import { invalidRequest, ServiceError, type ServiceState } from '../domain/index
 import { sendReply, type Reply, type Signer, type Sleep } from '../http/index.js';
 import type { FaultRule } from '../options.js';
 
-export const UPLOAD_ROUTE = '/upload/:datasetId/:fileId';
-export const DOWNLOAD_ROUTE = '/download/:modelId';
+export const UPLOAD_ROUTE = '/upload/{dataset}/{file}';
+export const DOWNLOAD_ROUTE = '/download/{model}';
 
 export const uploadPath = (datasetId: string, fileId: string): string => `/upload/${datasetId}/${fileId}`;
 export const downloadPath = (modelId: string): string => `/download/${modelId}`;

@@ -28,8 +28,8 @@ function checkUpload(request: FileRequest): UploadTarget {
   const { state, req, params } = request;
   const now = state.now();
   checkPresigned(request, now);
-  const dataset = state.datasets.get(params.datasetId ?? '');
-  const file = dataset?.files.find((candidate) => candidate.id === params.fileId);
+  const dataset = state.datasets.get(params.dataset ?? '');
+  const file = dataset?.files.find((candidate) => candidate.id === params.file);
   if (dataset === undefined || file === undefined) throw notFound('no such file');
   const length = req.headers['content-length'];
   if (length === undefined || req.headers['transfer-encoding'] !== undefined) {

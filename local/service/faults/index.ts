@@ -8,7 +8,9 @@
  */
 export { FAULT_DEFAULTS } from './injector.js';
 export {
+  FILE_ENDPOINTS,
   isMisbehaviour,
+  LIST_ENDPOINTS,
   MISBEHAVIOUR_DEFAULTS,
   MISBEHAVIOUR_KINDS,
   misbehavedReply,

@@ -60,8 +60,14 @@ export const MISBEHAVIOUR_DEFAULTS = {
   byteIntervalMs: 1000,
 } as const;
 
-const FILE_ENDPOINTS: readonly EndpointName[] = ['fileUpload', 'fileDownload'];
-const LIST_ENDPOINTS: readonly EndpointName[] = ['listModels', 'listDatasets'];
+/** The presigned transfers (file port): no rate limit, and most kinds do not apply to them. */
+export const FILE_ENDPOINTS = ['fileUpload', 'fileDownload'] as const;
+/** The paged lists: they alone take a query, and 'repeat_cursor' acts on them. */
+export const LIST_ENDPOINTS: readonly EndpointName[] = ['listModels', 'listDatasets'];
+
+export function isFileEndpoint(endpoint: EndpointName): boolean {
+  return (FILE_ENDPOINTS as readonly string[]).includes(endpoint);
+}
 
 export function isMisbehaviour(kind: string): kind is MisbehaviourKind {
   return (MISBEHAVIOUR_KINDS as readonly string[]).includes(kind);
@@ -75,11 +81,11 @@ export function misbehaviourAppliesTo(kind: MisbehaviourKind, endpoint: Endpoint
     case 'repeat_cursor':
       return LIST_ENDPOINTS.includes(endpoint);
     case 'no_task':
-      return endpoint === 'nextLabel';
+      return endpoint === 'nextLabelTask';
     case 'trickle':
       return endpoint !== 'fileUpload';
     default:
-      return !FILE_ENDPOINTS.includes(endpoint);
+      return !isFileEndpoint(endpoint);
   }
 }
 

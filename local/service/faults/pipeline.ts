@@ -8,7 +8,7 @@ import { mulberry32, ServiceError } from '../domain/index.js';
 import { errorReply, sendReply, type Reply, type Sleep } from '../http/index.js';
 import type { EndpointName, FaultRule, SimulatedServiceOptions } from '../options.js';
 import { FAULT_DEFAULTS, FaultInjector } from './injector.js';
-import { earlyMisbehaviour, sendMisbehaving } from './misbehaviour.js';
+import { earlyMisbehaviour, isFileEndpoint, sendMisbehaving } from './misbehaviour.js';
 import { RequestRateLimit } from './rate-limit.js';
 
 /** The answer a fault gives instead of processing the request, if its kind gives one. */
@@ -29,9 +29,6 @@ function faultReply(fault: FaultRule): Reply | undefined {
       return undefined;
   }
 }
-
-/** Presigned transfers go to storage, not the API: the rate limit does not count them. */
-const FILE_ENDPOINTS: readonly EndpointName[] = ['fileUpload', 'fileDownload'];
 
 /** What admit decided: the request was answered by a fault, or goes on (with the fault, if any). */
 export type Admission = { answered: true } | { answered: false; fault: FaultRule | undefined };
@@ -68,7 +65,8 @@ export class RequestGate {
    */
   admit(endpoint: EndpointName, req: IncomingMessage, send: (reply: Reply) => void): Admission {
     this.#counts.set(endpoint, this.requestCount(endpoint) + 1);
-    const retryAfterSeconds = FILE_ENDPOINTS.includes(endpoint) ? undefined : this.rateLimit.take();
+    // Presigned transfers go to storage, not the API: the rate limit does not count them.
+    const retryAfterSeconds = isFileEndpoint(endpoint) ? undefined : this.rateLimit.take();
     if (retryAfterSeconds !== undefined) {
       const headers = { 'Retry-After': String(retryAfterSeconds) };
       send(

@@ -116,21 +116,23 @@ export function queryObject(url: URL): Record<string, string> {
 }
 
 /**
- * Matches '/v1/datasets/:id' style patterns against a path; returns the named segments or
- * undefined. Segments are percent-decoded; a segment that does not decode does not match.
+ * Matches a path template ('/v1/datasets/{dataset}', as contract.ts writes them) against a path;
+ * returns the named segments or undefined. Segments are percent-decoded; a segment that does not
+ * decode does not match.
  */
-export function matchPath(pattern: string, path: string): Record<string, string> | undefined {
-  const want = pattern.split('/');
+export function matchPath(template: string, path: string): Record<string, string> | undefined {
+  const want = template.split('/');
   const got = path.split('/');
   if (want.length !== got.length) return undefined;
   const params: Record<string, string> = {};
   for (let i = 0; i < want.length; i++) {
     const expected = want[i] ?? '';
     const actual = got[i] ?? '';
-    if (expected.startsWith(':')) {
+    const name = /^\{(\w+)\}$/.exec(expected)?.[1];
+    if (name !== undefined) {
       if (actual === '') return undefined;
       try {
-        params[expected.slice(1)] = decodeURIComponent(actual);
+        params[name] = decodeURIComponent(actual);
       } catch {
         return undefined;
       }
