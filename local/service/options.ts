@@ -6,6 +6,8 @@
 
 import {
   ENDPOINTS as API_ENDPOINTS,
+  isKnownNextAction,
+  NEXT_ACTIONS,
   type EndpointName as ApiEndpointName,
 } from '../../lambdas/service-client/contract.js';
 import {
@@ -130,21 +132,6 @@ export interface SimulatedServiceOptions {
   manualClockStart?: string;
 }
 
-/** The next_action values of the contract (B3). */
-export const NEXT_ACTIONS = [
-  'upload_files',
-  'wait',
-  'start_over',
-  'structure',
-  'pick_decisions',
-  'label_examples',
-  'start_training',
-  'retry',
-  'download',
-  'none',
-  'expired',
-] as const;
-
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 
@@ -236,8 +223,10 @@ export function validateOptions(options: SimulatedServiceOptions): void {
     throw new Error(`manualClockStart is not an ISO time: ${options.manualClockStart}`);
   }
   for (const [from, to] of Object.entries(options.renameNextActions)) {
-    if (!(NEXT_ACTIONS as readonly string[]).includes(from)) {
-      throw new Error(`renameNextActions: ${from} is not a next_action (one of ${NEXT_ACTIONS.join(', ')})`);
+    if (!isKnownNextAction(from)) {
+      throw new Error(
+        `renameNextActions: ${from} is not a next_action (one of ${Object.keys(NEXT_ACTIONS).join(', ')})`,
+      );
     }
     if (!/^[a-z_]{1,64}$/.test(to)) throw new Error(`renameNextActions: ${from} -> "${to}" is not a name`);
   }

@@ -4,6 +4,7 @@
  * (no timers), so clock.advance() moves a dataset through its phases at once.
  */
 import { randomUUID } from 'node:crypto';
+import { FILE_STATUS, type DatasetStatus } from '../../../lambdas/service-client/contract.js';
 import type { FileReadResult } from './data-reader.js';
 import { lastLabeledAt, openTaskCount } from './held-out.js';
 import { maskText } from './masking.js';
@@ -46,17 +47,6 @@ export interface Dataset {
   suggestedAt?: number;
   structuring?: { startedAt: number; endsAt: number; answers: Record<string, string> };
 }
-
-export type DatasetStatus =
-  | 'uploading'
-  | 'reading'
-  | 'unreadable'
-  | 'read'
-  | 'suggested'
-  | 'structuring'
-  | 'labeling'
-  | 'ready'
-  | 'expired';
 
 export type DatasetNextAction =
   | 'upload_files'
@@ -184,10 +174,10 @@ export function renderDataset(dataset: Dataset, now: number, link: UploadLinker)
     error: state.error,
     files: dataset.files.map((file) => {
       if (file.completedAt !== undefined) {
-        return { id: file.id, name: file.name, bytes: file.bytes, status: 'uploaded' };
+        return { id: file.id, name: file.name, bytes: file.bytes, status: FILE_STATUS.uploaded };
       }
       const { url, expiresAt } = link(file);
-      const base = { id: file.id, name: file.name, bytes: file.bytes, status: 'pending' };
+      const base = { id: file.id, name: file.name, bytes: file.bytes, status: FILE_STATUS.pending };
       return { ...base, upload_url: url, upload_expires_at: iso(expiresAt) };
     }),
   };

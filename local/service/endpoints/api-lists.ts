@@ -3,6 +3,7 @@
  * cut by keyset cursors (see cursor.ts), filtered by status and usable as of now.
  */
 import { z } from 'zod';
+import type { DatasetStatus, ModelStatus } from '../../../lambdas/service-client/contract.js';
 import { datasetState, modelState } from '../domain/index.js';
 import {
   decodeCursor,
@@ -31,7 +32,7 @@ const DEFAULT_LIMIT = 25;
 
 interface Listed {
   seq: number;
-  status: string;
+  status: DatasetStatus | ModelStatus;
   usable: boolean;
   render: () => unknown;
 }
