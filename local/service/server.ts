@@ -85,20 +85,14 @@ export async function startSimulatedService(
     await Promise.all(servers.map(stop));
     await persisted?.close();
   };
-  let apiUrl: string;
-  let fileUrl: string;
-  try {
-    apiUrl = await listen(apiServer, options.host, options.port);
-  } catch (error) {
-    await close();
-    throw error;
-  }
-  try {
-    fileUrl = await listen(fileServer, options.host, options.filePort);
-  } catch (error) {
-    await close(apiServer);
-    throw error;
-  }
+  // A server that cannot listen closes those that started before it.
+  const listening = (server: Server, port: number, started: Server[]): Promise<string> =>
+    listen(server, options.host, port).catch(async (error: unknown) => {
+      await close(...started);
+      throw error;
+    });
+  const apiUrl = await listening(apiServer, options.port, []);
+  const fileUrl = await listening(fileServer, options.filePort, [apiServer]);
   parts.signer.origin = fileUrl;
   return serviceHandle(parts, apiUrl, fileUrl, () => close(apiServer, fileServer));
 }
@@ -116,12 +110,7 @@ function serviceHandle(
     get apiKey() {
       return state.knobs.apiKey;
     },
-    clock: {
-      now: () => state.clock.now(),
-      advance: (ms) => {
-        state.clock.advance(ms);
-      },
-    },
+    clock: state.clock,
     configure(changes) {
       for (const knob of FIXED_KNOBS) {
         if (changes[knob] !== undefined && changes[knob] !== state.knobs[knob]) {
@@ -136,12 +125,8 @@ function serviceHandle(
     requestCount: (endpoint) => gate.requestCount(endpoint),
     faultCount: (kind) => gate.injector.firedCount(kind),
     rateLimited: () => gate.rateLimit.limited(),
-    removeModelFiles: (modelId, how) => {
-      state.removeModelFiles(modelId, how);
-    },
-    deleteRecord: (kind, id) => {
-      state.deleteRecord(kind, id);
-    },
+    removeModelFiles: state.removeModelFiles.bind(state),
+    deleteRecord: state.deleteRecord.bind(state),
     uploadsInFlight: (reset = false) => uploadsInFlight.read(reset),
     fileDigest(datasetId, fileName) {
       const upload = state.datasets.get(datasetId)?.files.find((file) => file.name === fileName)?.upload;

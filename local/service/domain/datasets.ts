@@ -4,7 +4,11 @@
  * (no timers), so clock.advance() moves a dataset through its phases at once.
  */
 import { randomUUID } from 'node:crypto';
-import { FILE_STATUS, type DatasetStatus } from '../../../lambdas/service-client/contract.js';
+import {
+  FILE_STATUS,
+  type DatasetStatus,
+  type NextAction,
+} from '../../../lambdas/service-client/contract.js';
 import type { FileReadResult } from './data-reader.js';
 import { lastLabeledAt, openTaskCount } from './held-out.js';
 import { maskText } from './masking.js';
@@ -48,15 +52,8 @@ export interface Dataset {
   structuring?: { startedAt: number; endsAt: number; answers: Record<string, string> };
 }
 
-export type DatasetNextAction =
-  | 'upload_files'
-  | 'wait'
-  | 'start_over'
-  | 'structure'
-  | 'pick_decisions'
-  | 'label_examples'
-  | 'start_training'
-  | 'expired';
+/** The next_actions of a dataset (B3): all but a model's. */
+export type DatasetNextAction = Exclude<NextAction, 'retry' | 'download' | 'none'>;
 
 export interface DatasetState {
   status: DatasetStatus;

@@ -43,17 +43,17 @@ export function param(ctx: RequestContext, name: string): string {
 }
 
 export function findDataset(ctx: RequestContext): Dataset {
-  const id = param(ctx, 'dataset');
-  const dataset = ctx.state.datasets.get(id);
-  if (dataset === undefined) throw notFound(`no dataset ${id}`);
-  return dataset;
+  return found(ctx.state.datasets, param(ctx, 'dataset'), 'dataset');
 }
 
 export function findModel(ctx: RequestContext): Model {
-  const id = param(ctx, 'model');
-  const model = ctx.state.models.get(id);
-  if (model === undefined) throw notFound(`no model ${id}`);
-  return model;
+  return found(ctx.state.models, param(ctx, 'model'), 'model');
+}
+
+function found<T>(records: ReadonlyMap<string, T>, id: string, kind: string): T {
+  const record = records.get(id);
+  if (record === undefined) throw notFound(`no ${kind} ${id}`);
+  return record;
 }
 
 /** The dataset record, with a fresh upload URL for each pending file. */

@@ -12,7 +12,7 @@ import {
   ServiceError,
   type Model,
 } from '../domain/index.js';
-import { answer, beforeAnswer, FAULT_DEFAULTS, MISBEHAVIOUR_DEFAULTS } from '../faults/index.js';
+import { answer, beforeAnswer, FAULT_DEFAULTS, trickle } from '../faults/index.js';
 import { asServiceError, drainOrClose, errorReply } from '../http/index.js';
 import { checkPresigned, type FileRequest } from './presigned.js';
 
@@ -88,10 +88,7 @@ export async function handleDownload(request: FileRequest): Promise<void> {
     return;
   }
   if (fault?.kind === 'trickle') {
-    await trickleModel(res, model.id, start, end, () =>
-      sleep(fault.byteIntervalMs ?? MISBEHAVIOUR_DEFAULTS.byteIntervalMs),
-    );
-    res.end();
+    await trickle(res, end - start, (index) => modelBytesAt(model.id, start + index, 1), fault, sleep);
     return;
   }
   await streamModel(res, model.id, start, end);
@@ -106,20 +103,6 @@ async function streamModel(res: ServerResponse, modelId: string, start: number, 
     const flowing = res.write(modelBytesAt(modelId, position, length));
     position += length;
     if (!flowing) await drainOrClose(res);
-  }
-}
-
-/** Writes the bytes [start, end) one at a time, with `pause` after each. */
-async function trickleModel(
-  res: ServerResponse,
-  modelId: string,
-  start: number,
-  end: number,
-  pause: () => Promise<void>,
-): Promise<void> {
-  for (let position = start; position < end && !res.destroyed; position++) {
-    res.write(modelBytesAt(modelId, position, 1));
-    await pause();
   }
 }
 

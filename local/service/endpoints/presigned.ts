@@ -2,10 +2,11 @@
  * What the upload and download handlers of the file server share: the request they receive,
  * the paths of presigned URLs and the checks every presigned URL goes through.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { invalidRequest, ServiceError, type ServiceState } from '../domain/index.js';
-import { sendReply, type Reply, type Signer, type Sleep } from '../http/index.js';
-import type { FaultRule } from '../options.js';
+import type { ServerResponse } from 'node:http';
+import { invalidRequest, ServiceError } from '../domain/index.js';
+import { sendReply, type Reply } from '../http/index.js';
+import type { ServiceParts } from './context.js';
+import type { Admitted } from './serve.js';
 
 export const UPLOAD_ROUTE = '/upload/{dataset}/{file}';
 export const DOWNLOAD_ROUTE = '/download/{model}';
@@ -13,18 +14,8 @@ export const DOWNLOAD_ROUTE = '/download/{model}';
 export const uploadPath = (datasetId: string, fileId: string): string => `/upload/${datasetId}/${fileId}`;
 export const downloadPath = (modelId: string): string => `/download/${modelId}`;
 
-export interface FileRequest {
-  state: ServiceState;
-  signer: Signer;
-  req: IncomingMessage;
-  res: ServerResponse;
-  url: URL;
-  /** Named path segments. */
-  params: Record<string, string>;
-  /** The fault that fired for this request, if any (drop and error kinds are handled before). */
-  fault: FaultRule | undefined;
-  sleep: Sleep;
-}
+/** A request to the file server, with the running service's parts. */
+export type FileRequest = ServiceParts & Admitted<'fileUpload' | 'fileDownload'>;
 
 /** Presigned URLs are called without the API key; the signature is the credential. */
 export function checkPresigned({ signer, req, url }: FileRequest, now: number): void {

@@ -11,12 +11,12 @@ export {
   FILE_ENDPOINTS,
   isMisbehaviour,
   LIST_ENDPOINTS,
-  MISBEHAVIOUR_DEFAULTS,
   MISBEHAVIOUR_KINDS,
   misbehavedReply,
   misbehaviourSettingsError,
+  trickle,
   type MisbehaviourKind,
   type MisbehaviourSettings,
 } from './misbehaviour.js';
-export { answer, beforeAnswer, RequestGate, type Admission } from './pipeline.js';
+export { answer, beforeAnswer, RequestGate } from './pipeline.js';
 export { RequestRateLimit } from './rate-limit.js';

@@ -166,37 +166,37 @@ export async function sendMisbehaving(
 ): Promise<boolean> {
   if (fault === undefined || !isSuccess(reply)) return false;
   const json = reply.body === undefined ? '' : JSON.stringify(reply.body);
-  switch (fault.kind) {
-    case 'garble':
-      sendGarbled(res, reply, json, fault.form ?? 'empty');
-      return true;
-    case 'huge_body': {
-      const size = Math.max(Buffer.byteLength(json), fault.bodyBytes ?? MISBEHAVIOUR_DEFAULTS.bodyBytes);
-      res.writeHead(reply.status, {
-        ...reply.headers,
-        'Content-Type': 'application/json',
-        'Content-Length': size,
-      });
-      await writeChunked(res, Buffer.from(json), size);
-      return true;
-    }
-    case 'trickle': {
-      const body = Buffer.from(json);
-      res.writeHead(reply.status, {
-        ...reply.headers,
-        'Content-Type': 'application/json',
-        'Content-Length': body.length,
-      });
-      for (let index = 0; index < body.length && !res.destroyed; index++) {
-        res.write(body.subarray(index, index + 1));
-        await sleep(fault.byteIntervalMs ?? MISBEHAVIOUR_DEFAULTS.byteIntervalMs);
-      }
-      res.end();
-      return true;
-    }
-    default:
-      return false;
+  if (fault.kind === 'garble') {
+    sendGarbled(res, reply, json, fault.form ?? 'empty');
+    return true;
   }
+  if (fault.kind !== 'huge_body' && fault.kind !== 'trickle') return false;
+  const body = Buffer.from(json);
+  const bodyBytes = fault.bodyBytes ?? MISBEHAVIOUR_DEFAULTS.bodyBytes;
+  const size = fault.kind === 'huge_body' ? Math.max(body.length, bodyBytes) : body.length;
+  res.writeHead(reply.status, {
+    ...reply.headers,
+    'Content-Type': 'application/json',
+    'Content-Length': size,
+  });
+  if (fault.kind === 'huge_body') await writeChunked(res, body, size);
+  else await trickle(res, body.length, (index) => body.subarray(index, index + 1), fault, sleep);
+  return true;
+}
+
+/** Writes `length` bytes one at a time (`byteAt(index)`), a 'trickle' rule's interval apart, then ends. */
+export async function trickle(
+  res: ServerResponse,
+  length: number,
+  byteAt: (index: number) => Buffer,
+  fault: FaultRule,
+  sleep: (ms: number) => Promise<void>,
+): Promise<void> {
+  for (let index = 0; index < length && !res.destroyed; index++) {
+    res.write(byteAt(index));
+    await sleep(fault.byteIntervalMs ?? MISBEHAVIOUR_DEFAULTS.byteIntervalMs);
+  }
+  res.end();
 }
 
 const PROXY_502_PAGE =
