@@ -10,6 +10,7 @@ import {
   isKnownNextAction,
   NEXT_ACTIONS,
   UPLOAD_URL_TTL_MS,
+  type Encoder,
   type EndpointName as ApiEndpointName,
 } from '../../lambdas/service-client/contract.js';
 import {
@@ -69,11 +70,8 @@ export interface FaultRule extends MisbehaviourSettings {
   cutAfterBytes?: number;
 }
 
-export interface Encoder {
-  id: string;
-  name: string;
-  default: boolean;
-}
+/** An encoder on offer (B7): the client's record type. */
+export type { Encoder };
 
 export interface SimulatedServiceOptions {
   /** Interface to bind. Default '127.0.0.1'. */
