@@ -8,19 +8,6 @@ import type { Node } from 'constructs';
 import * as z from 'zod';
 import type { HopperStackProps } from './stack.js';
 
-/** The context keys Hopper reads. */
-export const CONTEXT_KEYS = {
-  serviceUrl: 'serviceUrl',
-  apiKeySecretName: 'apiKeySecretName',
-  bucketName: 'bucketName',
-  notificationEmail: 'notificationEmail',
-  eventSource: 'eventSource',
-  runNotificationEmail: 'runNotificationEmail',
-  inboxRetentionDays: 'inboxRetentionDays',
-  stackName: 'stackName',
-  logLevel: 'logLevel',
-} as const;
-
 /** The levels Powertools Logger knows (POWERTOOLS_LOG_LEVEL), least to most severe. */
 export const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT'] as const;
 export type HopperLogLevel = (typeof LOG_LEVELS)[number];
@@ -84,15 +71,13 @@ const ContextSchema = z.object({
   }),
 });
 
-type ContextKey = keyof typeof CONTEXT_KEYS;
-
 /**
- * The stack's settings from context.
+ * The stack's settings from context (every key of ContextSchema).
  * @throws Error naming every setting that is wrong (not just the first), each with what to give
  */
 export function configFromContext(node: Node): HopperConfig {
   const given = Object.fromEntries(
-    (Object.keys(CONTEXT_KEYS) as ContextKey[]).map((key) => [key, node.tryGetContext(CONTEXT_KEYS[key])]),
+    Object.keys(ContextSchema.shape).map((key) => [key, node.tryGetContext(key)]),
   );
   const parsed = ContextSchema.safeParse(given);
   if (!parsed.success) {
@@ -105,19 +90,10 @@ export function configFromContext(node: Node): HopperConfig {
         : `${String(problems.length)} context settings are wrong (docs/deploy.md lists them):\n${problems.map((problem) => `  - ${problem}`).join('\n')}`,
     );
   }
-  const settings = parsed.data;
+  const { stackName, logLevel, ...settings } = parsed.data;
   return {
-    stackName: settings.stackName ?? DEFAULT_STACK_NAME,
-    props: {
-      logLevel: settings.logLevel === undefined ? undefined : logLevelOf(settings.logLevel),
-      serviceUrl: settings.serviceUrl,
-      apiKeySecretName: settings.apiKeySecretName,
-      bucketName: settings.bucketName,
-      notificationEmail: settings.notificationEmail,
-      eventSource: settings.eventSource,
-      runNotificationEmail: settings.runNotificationEmail,
-      inboxRetentionDays: settings.inboxRetentionDays,
-    },
+    stackName: stackName ?? DEFAULT_STACK_NAME,
+    props: { ...settings, logLevel: logLevel === undefined ? undefined : logLevelOf(logLevel) },
   };
 }
 

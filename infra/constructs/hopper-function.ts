@@ -3,7 +3,7 @@
  * newest Node.js runtime, ARM, X-Ray active, logging to its own log group with a retention, and
  * a role of its own that starts with nothing but writing to that log group.
  */
-import { RemovalPolicy, type Duration } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -49,9 +49,8 @@ export interface HopperFunctionProps {
   /** The entry file in lambdas/handlers/ (infra/tasks.ts); it exports `handler`. */
   readonly handlerFile: string;
   readonly description: string;
-  readonly timeout: Duration;
-  /** @default 256 */
-  readonly memorySize?: number;
+  readonly timeoutSeconds: number;
+  readonly memoryMb: number;
   /** Environment variables. @default - none */
   readonly environment?: Readonly<Record<string, string>>;
   /** How long the function's logs are kept. @default RetentionDays.THREE_MONTHS */
@@ -88,8 +87,8 @@ export class HopperFunction extends Construct {
       architecture: Architecture.ARM_64,
       tracing: Tracing.ACTIVE,
       description: `Hopper ${id}: ${props.description}`,
-      timeout: props.timeout,
-      memorySize: props.memorySize ?? 256,
+      timeout: Duration.seconds(props.timeoutSeconds),
+      memorySize: props.memoryMb,
       role: this.role,
       logGroup: this.logGroup,
       environment: { ...props.environment },

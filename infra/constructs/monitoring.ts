@@ -76,57 +76,57 @@ export class HopperMonitoring extends Construct {
     super(scope, id);
     const period = props.period ?? Duration.minutes(5);
     this.topic = this.createTopic(props.notificationEmail);
-    const notify = new SnsAction(this.topic);
-    const notifying = <T extends AlarmBase>(alarm: T): T => {
-      alarm.addAlarmAction(notify);
-      alarm.addOkAction(notify);
-      return alarm;
-    };
-    // Fires when the metric is 1 or more in a period; a period without one is OK again.
-    const anyInPeriod = (name: string, description: string, metric: IMetric): Alarm =>
-      new Alarm(this, name, {
-        alarmDescription: description,
-        metric,
-        threshold: 1,
-        evaluationPeriods: 1,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-      });
-    const atLeastOnce = (name: string, description: string, metric: IMetric): Alarm =>
-      notifying(anyInPeriod(name, description, metric));
-
-    const machine = props.stateMachine;
-    const slowRun = props.slowRunThreshold ?? Duration.seconds(SLOW_RUN_SECONDS);
     const functions = { ...props.taskFunctions, Trigger: props.trigger };
     this.throttleAlarms = Object.entries(functions).map(([name, fn]) =>
-      anyInPeriod(
+      this.anyInPeriod(
         `Throttles${name}`,
         `Lambda throttled Hopper's ${name} function (an input of the LambdaThrottles alarm).`,
         fn.metricThrottles({ period, statistic: 'Sum' }),
       ),
     );
-
     this.alarms = {
-      ExecutionsFailed: atLeastOnce(
+      ...this.runAlarms(props, period),
+      ...this.triggerAlarms(props, period),
+      LambdaThrottles: this.notifying(
+        new CompositeAlarm(this, 'LambdaThrottles', {
+          alarmDescription:
+            "Lambda throttled one of Hopper's functions (the account's or region's concurrency is used " +
+            'up). The steps retry throttled invocations with backoff; runs slow down, and a step still ' +
+            'throttled after its retries fails its run.',
+          alarmRule: AlarmRule.anyOf(...this.throttleAlarms),
+        }),
+      ),
+    };
+    if (props.dashboard ?? true) {
+      this.dashboard = this.createDashboard(props, functions, period);
+    }
+  }
+
+  /** The runs as Step Functions counts them: failed, timed out, stopped, slow. */
+  private runAlarms(props: HopperMonitoringProps, period: Duration): Record<string, AlarmBase> {
+    const machine = props.stateMachine;
+    const slowRun = props.slowRunThreshold ?? Duration.seconds(SLOW_RUN_SECONDS);
+    return {
+      ExecutionsFailed: this.atLeastOnce(
         'ExecutionsFailed',
         'A Hopper run failed. status/<drop>.json says why and what to do, unless the report step ' +
           'itself failed (the execution ended in ReportFailed): then the status file may be stale, and ' +
           "the execution's error in the Step Functions console says what happened.",
         machine.metricFailed({ period, statistic: 'Sum' }),
       ),
-      ExecutionsTimedOut: atLeastOnce(
+      ExecutionsTimedOut: this.atLeastOnce(
         'ExecutionsTimedOut',
         "A Hopper run reached the state machine's execution timeout and Step Functions stopped it; the " +
           'report step never ran, so status/<drop>.json still says running.',
         machine.metricTimedOut({ period, statistic: 'Sum' }),
       ),
-      ExecutionsAborted: atLeastOnce(
+      ExecutionsAborted: this.atLeastOnce(
         'ExecutionsAborted',
         'A Hopper run was stopped (StopExecution, from the console or the API); the report step never ' +
           'ran, so status/<drop>.json still says running.',
         machine.metricAborted({ period, statistic: 'Sum' }),
       ),
-      SlowRuns: notifying(
+      SlowRuns: this.notifying(
         new Alarm(this, 'SlowRuns', {
           alarmDescription:
             `A Hopper run ended after more than ${hoursAndMinutes(slowRun.toSeconds())}, much longer than it should: ` +
@@ -138,30 +138,47 @@ export class HopperMonitoring extends Construct {
           treatMissingData: TreatMissingData.NOT_BREACHING,
         }),
       ),
-      TriggerDeadLetters: atLeastOnce(
+    };
+  }
+
+  /** The way in: S3 events the trigger could not take, and the trigger's own errors. */
+  private triggerAlarms(props: HopperMonitoringProps, period: Duration): Record<string, AlarmBase> {
+    return {
+      TriggerDeadLetters: this.atLeastOnce(
         'TriggerDeadLetters',
         'An S3 event could not start a run: see the messages in the trigger dead-letter queue.',
         props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period, statistic: 'Maximum' }),
       ),
-      TriggerErrors: atLeastOnce(
+      TriggerErrors: this.atLeastOnce(
         'TriggerErrors',
         'The trigger Lambda failed: a dropped train.json may not have started a run (see its logs).',
         props.trigger.metricErrors({ period, statistic: 'Sum' }),
       ),
-      LambdaThrottles: notifying(
-        new CompositeAlarm(this, 'LambdaThrottles', {
-          alarmDescription:
-            "Lambda throttled one of Hopper's functions (the account's or region's concurrency is used " +
-            'up). The steps retry throttled invocations with backoff; runs slow down, and a step still ' +
-            'throttled after its retries fails its run.',
-          alarmRule: AlarmRule.anyOf(...this.throttleAlarms),
-        }),
-      ),
     };
+  }
 
-    if (props.dashboard ?? true) {
-      this.dashboard = this.createDashboard(props, functions, period);
-    }
+  /** Fires when the metric is 1 or more in a period; a period without one is OK again. */
+  private anyInPeriod(name: string, description: string, metric: IMetric): Alarm {
+    return new Alarm(this, name, {
+      alarmDescription: description,
+      metric,
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+  }
+
+  private atLeastOnce(name: string, description: string, metric: IMetric): Alarm {
+    return this.notifying(this.anyInPeriod(name, description, metric));
+  }
+
+  /** Notifies the topic when `alarm` fires and when it recovers. */
+  private notifying<T extends AlarmBase>(alarm: T): T {
+    const notify = new SnsAction(this.topic);
+    alarm.addAlarmAction(notify);
+    alarm.addOkAction(notify);
+    return alarm;
   }
 
   /**
@@ -197,63 +214,72 @@ export class HopperMonitoring extends Construct {
     functions: Readonly<Record<string, IFunction>>,
     period: Duration,
   ): Dashboard {
-    const machine = props.stateMachine;
     const dashboard = new Dashboard(this, 'Dashboard', { dashboardName: dashboardName(this) });
     dashboard.addWidgets(
       new AlarmStatusWidget({ title: 'Alarms', alarms: Object.values(this.alarms), width: 24 }),
-      new GraphWidget({
-        title: 'Runs',
-        width: 12,
-        left: [
-          machine.metricStarted({ period, statistic: 'Sum', label: 'started' }),
-          machine.metricSucceeded({ period, statistic: 'Sum', label: 'succeeded' }),
-          machine.metricFailed({ period, statistic: 'Sum', label: 'failed' }),
-          machine.metricTimedOut({ period, statistic: 'Sum', label: 'timed out' }),
-          machine.metricAborted({ period, statistic: 'Sum', label: 'aborted' }),
-        ],
-        right: [machine.metricTime({ period, statistic: 'Maximum', label: 'longest run (ms)' })],
-      }),
-      new GraphWidget({
-        title: 'Trigger',
-        width: 12,
-        left: [
-          props.trigger.metricInvocations({ period, statistic: 'Sum', label: 'invocations' }),
-          props.trigger.metricErrors({ period, statistic: 'Sum', label: 'errors' }),
-        ],
-        right: [
-          props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
-            period,
-            statistic: 'Maximum',
-            label: 'dead letters',
-          }),
-        ],
-      }),
+      ...awsRunWidgets(props, period),
     );
     dashboard.addWidgets(...hopperWidgets(period));
     const tasks = Object.entries(props.taskFunctions ?? {});
     if (tasks.length > 0) {
       dashboard.addWidgets(
-        new GraphWidget({
-          title: 'Task errors',
-          width: 8,
-          left: tasks.map(([name, fn]) => fn.metricErrors({ period, statistic: 'Sum', label: name })),
-        }),
-        new GraphWidget({
-          title: 'Task duration (p90)',
-          width: 8,
-          left: tasks.map(([name, fn]) => fn.metricDuration({ period, statistic: 'p90', label: name })),
-        }),
-        new GraphWidget({
-          title: 'Throttles',
-          width: 8,
-          left: Object.entries(functions).map(([name, fn]) =>
+        graph(
+          'Task errors',
+          8,
+          tasks.map(([name, fn]) => fn.metricErrors({ period, statistic: 'Sum', label: name })),
+        ),
+        graph(
+          'Task duration (p90)',
+          8,
+          tasks.map(([name, fn]) => fn.metricDuration({ period, statistic: 'p90', label: name })),
+        ),
+        graph(
+          'Throttles',
+          8,
+          Object.entries(functions).map(([name, fn]) =>
             fn.metricThrottles({ period, statistic: 'Sum', label: name }),
           ),
-        }),
+        ),
       );
     }
     return dashboard;
   }
+}
+
+function graph(title: string, width: number, left: IMetric[], right?: IMetric[]): GraphWidget {
+  return new GraphWidget({ title, width, left, right });
+}
+
+/** The runs and the trigger as AWS counts them (Step Functions, Lambda, SQS). */
+function awsRunWidgets(props: HopperMonitoringProps, period: Duration): GraphWidget[] {
+  const machine = props.stateMachine;
+  const sum = (label: string) => ({ period, statistic: 'Sum', label });
+  return [
+    graph(
+      'Runs',
+      12,
+      [
+        machine.metricStarted(sum('started')),
+        machine.metricSucceeded(sum('succeeded')),
+        machine.metricFailed(sum('failed')),
+        machine.metricTimedOut(sum('timed out')),
+        machine.metricAborted(sum('aborted')),
+      ],
+      [machine.metricTime({ period, statistic: 'Maximum', label: 'longest run (ms)' })],
+    ),
+    graph(
+      'Trigger',
+      12,
+      [props.trigger.metricInvocations(sum('invocations')), props.trigger.metricErrors(sum('errors'))],
+      [
+        props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+          period,
+          statistic: 'Maximum',
+          label: 'dead letters',
+        }),
+      ],
+    ),
+  ];
 }
 
 /**
@@ -271,52 +297,39 @@ export function hopperWidgets(period: Duration): GraphWidget[] {
       statistic,
       label,
     });
-  const byDimension = (metricName: string, dimension: string, statistic: string, label: string) =>
+  const byDimension = (metricName: string, dimension: string, statistic: string) =>
     new MathExpression({
       expression: `SEARCH('{${METRICS_NAMESPACE},service,${dimension}} MetricName="${metricName}"', '${statistic}', ${period.toSeconds()})`,
       usingMetrics: {},
-      label,
+      label: '',
       period,
     });
   return [
-    new GraphWidget({
-      title: 'Hopper runs (from the steps)',
-      width: 8,
-      left: [
-        hopper(METRIC.runsStarted, 'Sum', 'started'),
-        hopper(METRIC.runsSucceeded, 'Sum', 'succeeded'),
-        hopper(METRIC.runsFailed, 'Sum', 'failed'),
-      ],
-    }),
-    new GraphWidget({
-      title: 'Failed runs by error code',
-      width: 8,
-      left: [byDimension(METRIC.runsFailed, ERROR_CODE_DIMENSION, 'Sum', '')],
-    }),
-    new GraphWidget({
-      title: 'Credits and estimated AWS cost (USD)',
-      width: 8,
-      left: [hopper(METRIC.creditsSpent, 'Sum', 'credits spent')],
-      right: [hopper(METRIC.runAwsCost, 'Sum', 'AWS cost of finished runs (USD)')],
-    }),
-    new GraphWidget({
-      title: 'Run duration (ms)',
-      width: 8,
-      left: [hopper(METRIC.runDuration, 'p50', 'median'), hopper(METRIC.runDuration, 'Maximum', 'longest')],
-    }),
-    new GraphWidget({
-      title: 'Time per step (p90, ms)',
-      width: 8,
-      left: [byDimension(METRIC.stepDuration, STEP_DIMENSION, 'p90', '')],
-    }),
-    new GraphWidget({
-      title: 'Data moved',
-      width: 8,
-      left: [
+    graph('Hopper runs (from the steps)', 8, [
+      hopper(METRIC.runsStarted, 'Sum', 'started'),
+      hopper(METRIC.runsSucceeded, 'Sum', 'succeeded'),
+      hopper(METRIC.runsFailed, 'Sum', 'failed'),
+    ]),
+    graph('Failed runs by error code', 8, [byDimension(METRIC.runsFailed, ERROR_CODE_DIMENSION, 'Sum')]),
+    graph(
+      'Credits and estimated AWS cost (USD)',
+      8,
+      [hopper(METRIC.creditsSpent, 'Sum', 'credits spent')],
+      [hopper(METRIC.runAwsCost, 'Sum', 'AWS cost of finished runs (USD)')],
+    ),
+    graph('Run duration (ms)', 8, [
+      hopper(METRIC.runDuration, 'p50', 'median'),
+      hopper(METRIC.runDuration, 'Maximum', 'longest'),
+    ]),
+    graph('Time per step (p90, ms)', 8, [byDimension(METRIC.stepDuration, STEP_DIMENSION, 'p90')]),
+    graph(
+      'Data moved',
+      8,
+      [
         hopper(METRIC.bytesUploaded, 'Sum', 'bytes uploaded'),
         hopper(METRIC.bytesCopied, 'Sum', 'bytes copied'),
       ],
-      right: [hopper(METRIC.labelsAnswered, 'Sum', 'labels answered')],
-    }),
+      [hopper(METRIC.labelsAnswered, 'Sum', 'labels answered')],
+    ),
   ];
 }

@@ -12,7 +12,7 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
-import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { DEFAULT_EVENT_SOURCE } from '../../lambdas/run/events.js';
@@ -26,6 +26,7 @@ import { grantTaskAccess } from '../permissions.js';
 import { EXECUTION_TIMEOUT_SECONDS } from '../run-limits.js';
 import { buildDefinition } from '../state-machine.js';
 import { TASKS, TRIGGER, type TaskName } from '../tasks.js';
+import { deadLetterQueue } from './dead-letter-queue.js';
 import { HopperFunction } from './hopper-function.js';
 
 export interface HopperPipelineProps {
@@ -85,15 +86,25 @@ export class HopperPipeline extends Construct {
   constructor(scope: Construct, id: string, props: HopperPipelineProps) {
     super(scope, id);
     const logRetention = props.logRetention ?? RetentionDays.THREE_MONTHS;
-
     this.eventSource = props.eventSource ?? DEFAULT_EVENT_SOURCE;
-    // Powertools reads these in every function: the log level, and the service and namespace
-    // its logs, metrics and traces carry.
-    const powertools = {
-      POWERTOOLS_LOG_LEVEL: props.logLevel ?? 'INFO',
-      POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
-      POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
-    };
+    const powertools = powertoolsEnvironment(props.logLevel);
+    [this.taskFunctions, this.taskVersions] = this.createTasks(props, powertools, logRetention);
+    this.executionLogs = new LogGroup(this, 'ExecutionLogs', {
+      logGroupName: executionLogGroupName(this),
+      retention: logRetention,
+    });
+    this.stateMachine = this.createStateMachine(props.executionTimeout);
+    this.deadLetterQueue = deadLetterQueue(this, 'TriggerDeadLetters', props.deadLetterRetention);
+    this.trigger = this.createTrigger(powertools, logRetention);
+    this.rule = this.createRule(props);
+  }
+
+  /** One function per Task, with its access (infra/tasks.ts), and the version the state machine invokes. */
+  private createTasks(
+    props: HopperPipelineProps,
+    powertools: Readonly<Record<string, string>>,
+    logRetention: RetentionDays,
+  ): [Record<TaskName, NodejsFunction>, Record<TaskName, IVersion>] {
     const environment = {
       ...powertools,
       [ENV.serviceUrl]: props.serviceUrl,
@@ -103,14 +114,7 @@ export class HopperPipeline extends Construct {
     const functions = {} as Record<TaskName, NodejsFunction>;
     const versions = {} as Record<TaskName, IVersion>;
     for (const spec of TASKS) {
-      const task = new HopperFunction(this, spec.name, {
-        handlerFile: spec.handlerFile,
-        description: spec.description,
-        timeout: Duration.seconds(spec.timeoutSeconds),
-        memorySize: spec.memoryMb,
-        environment,
-        logRetention,
-      });
+      const task = new HopperFunction(this, spec.name, { ...spec, environment, logRetention });
       grantTaskAccess(task.role, spec.access, {
         bucket: props.bucket,
         apiKeySecret: props.apiKeySecret,
@@ -119,47 +123,43 @@ export class HopperPipeline extends Construct {
       functions[spec.name] = task.function;
       versions[spec.name] = task.function.currentVersion;
     }
-    this.taskFunctions = functions;
-    this.taskVersions = versions;
+    return [functions, versions];
+  }
 
-    this.executionLogs = new LogGroup(this, 'ExecutionLogs', {
-      logGroupName: executionLogGroupName(this),
-      retention: logRetention,
-    });
-    this.stateMachine = new StateMachine(this, 'StateMachine', {
+  private createStateMachine(executionTimeout: Duration | undefined): StateMachine {
+    const stateMachine = new StateMachine(this, 'StateMachine', {
       comment: 'Hopper: one execution per train.json dropped into inbox/<drop>/',
-      definitionBody: DefinitionBody.fromChainable(buildDefinition(this, versions)),
+      definitionBody: DefinitionBody.fromChainable(buildDefinition(this, this.taskVersions)),
       stateMachineType: StateMachineType.STANDARD,
-      timeout: props.executionTimeout ?? Duration.seconds(EXECUTION_TIMEOUT_SECONDS),
+      timeout: executionTimeout ?? Duration.seconds(EXECUTION_TIMEOUT_SECONDS),
       tracingEnabled: true,
       // States hold ids and counters only (never the API key), so execution data may be logged.
       logs: { destination: this.executionLogs, level: LogLevel.ALL, includeExecutionData: true },
     });
     // LambdaInvoke grants the current version only; an execution that started before a deploy
     // still invokes the versions of its own definition, so the role may invoke every version.
-    for (const fn of Object.values(functions)) fn.grantInvoke(this.stateMachine);
-    this.acknowledgeStateMachineWildcards(functions);
+    for (const fn of Object.values(this.taskFunctions)) fn.grantInvoke(stateMachine);
+    acknowledgeStateMachineWildcards(stateMachine, this.taskFunctions);
+    return stateMachine;
+  }
 
-    this.deadLetterQueue = new Queue(this, 'TriggerDeadLetters', {
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      retentionPeriod: props.deadLetterRetention ?? Duration.days(14),
-    });
-
+  private createTrigger(
+    powertools: Readonly<Record<string, string>>,
+    logRetention: RetentionDays,
+  ): NodejsFunction {
     const trigger = new HopperFunction(this, 'Trigger', {
-      handlerFile: TRIGGER.handlerFile,
-      description: TRIGGER.description,
-      timeout: Duration.seconds(TRIGGER.timeoutSeconds),
-      memorySize: TRIGGER.memoryMb,
+      ...TRIGGER,
       environment: { ...powertools, [ENV.stateMachineArn]: this.stateMachine.stateMachineArn },
       logRetention,
       deadLetterQueue: this.deadLetterQueue,
       retryAttempts: 2,
     });
     this.stateMachine.grantStartExecution(trigger.function);
-    this.trigger = trigger.function;
+    return trigger.function;
+  }
 
-    this.rule = new Rule(this, 'TrainJsonCreated', {
+  private createRule(props: HopperPipelineProps): Rule {
+    return new Rule(this, 'TrainJsonCreated', {
       description: 'Hopper: a train.json written to inbox/<drop>/ starts a run',
       eventPattern: {
         source: ['aws.s3'],
@@ -170,7 +170,7 @@ export class HopperPipeline extends Construct {
         },
       },
       targets: [
-        new LambdaFunction(trigger.function, {
+        new LambdaFunction(this.trigger, {
           deadLetterQueue: this.deadLetterQueue,
           retryAttempts: props.triggerRetryAttempts ?? 8,
           maxEventAge: props.triggerMaxEventAge ?? Duration.hours(24),
@@ -178,24 +178,39 @@ export class HopperPipeline extends Construct {
       ],
     });
   }
+}
 
-  private acknowledgeStateMachineWildcards(functions: Readonly<Record<TaskName, NodejsFunction>>): void {
-    const role = this.stateMachine.role;
+/**
+ * Powertools reads these in every function: the log level, and the service and namespace its
+ * logs, metrics and traces carry.
+ */
+function powertoolsEnvironment(logLevel: HopperLogLevel | undefined): Readonly<Record<string, string>> {
+  return {
+    POWERTOOLS_LOG_LEVEL: logLevel ?? 'INFO',
+    POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
+    POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+  };
+}
+
+function acknowledgeStateMachineWildcards(
+  stateMachine: StateMachine,
+  functions: Readonly<Record<TaskName, NodejsFunction>>,
+): void {
+  const role = stateMachine.role;
+  acknowledgeWildcardResource(
+    role,
+    '*',
+    'Logging to CloudWatch Logs (logs:CreateLogDelivery, GetLogDelivery, UpdateLogDelivery, ' +
+      'DeleteLogDelivery, ListLogDeliveries, PutResourcePolicy, DescribeResourcePolicies, ' +
+      'DescribeLogGroups) and X-Ray tracing (xray:PutTraceSegments, PutTelemetryRecords, ' +
+      'GetSamplingRules, GetSamplingTargets) support no resource-level permissions; IAM requires "*".',
+  );
+  for (const fn of Object.values(functions)) {
     acknowledgeWildcardResource(
       role,
-      '*',
-      'Logging to CloudWatch Logs (logs:CreateLogDelivery, GetLogDelivery, UpdateLogDelivery, ' +
-        'DeleteLogDelivery, ListLogDeliveries, PutResourcePolicy, DescribeResourcePolicies, ' +
-        'DescribeLogGroups) and X-Ray tracing (xray:PutTraceSegments, PutTelemetryRecords, ' +
-        'GetSamplingRules, GetSamplingTargets) support no resource-level permissions; IAM requires "*".',
+      `${fn.functionArn}:*`,
+      "Invoking every published version of the pipeline's own function (<function ARN>:*), so an " +
+        'execution started before a deploy keeps calling its versions; no other function is included.',
     );
-    for (const fn of Object.values(functions)) {
-      acknowledgeWildcardResource(
-        role,
-        `${fn.functionArn}:*`,
-        "Invoking every published version of the pipeline's own function (<function ARN>:*), so an " +
-          'execution started before a deploy keeps calling its versions; no other function is included.',
-      );
-    }
   }
 }
