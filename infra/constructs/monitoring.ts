@@ -308,6 +308,7 @@ export function hopperWidgets(period: Duration): GraphWidget[] {
     graph('Hopper runs (from the steps)', 8, [
       hopper(METRIC.runsStarted, 'Sum', 'started'),
       hopper(METRIC.runsSucceeded, 'Sum', 'succeeded'),
+      hopper(METRIC.runsSuperseded, 'Sum', 'superseded'),
       hopper(METRIC.runsFailed, 'Sum', 'failed'),
     ]),
     graph('Failed runs by error code', 8, [byDimension(METRIC.runsFailed, ERROR_CODE_DIMENSION, 'Sum')]),
