@@ -93,6 +93,7 @@ export class HopperStack extends Stack {
       deadLetterQueue: this.pipeline.deadLetterQueue,
       trigger: this.pipeline.trigger,
       taskFunctions: this.pipeline.taskFunctions,
+      runNotifications: this.notifications,
       notificationEmail: props.notificationEmail,
     });
     this.addOutputs(serviceUrl, apiKeySecretName);
@@ -165,6 +166,7 @@ export class HopperStack extends Stack {
       'The source of Hopper\'s run events on the default bus (docs/operations.md, "Events")',
     );
     output('TriggerDeadLetterQueueUrl', this.pipeline.deadLetterQueue.queueUrl);
+    output('RunNotificationDeadLetterQueueUrl', this.notifications.deadLetterQueue.queueUrl);
     if (this.monitoring.dashboard !== undefined) {
       output(
         'DashboardUrl',

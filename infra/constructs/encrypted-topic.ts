@@ -25,8 +25,11 @@ export interface EncryptedTopicProps {
   /** Statement ids of the key's and the topic's grants. */
   readonly keySid: string;
   readonly topicSid: string;
-  /** Whom the key's grant admits (the key policy cannot always name the exact source). */
-  readonly keyConditions: Conditions;
+  /**
+   * Whom the key's grant admits (the key policy cannot always name the exact source).
+   * @default - no condition: the publisher may use the key, which serves this one topic
+   */
+  readonly keyConditions?: Conditions;
   /** Whom the topic's grant admits. */
   readonly publishConditions: Conditions;
 }

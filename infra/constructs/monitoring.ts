@@ -21,6 +21,7 @@ import {
   type IMetric,
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type { IRule } from 'aws-cdk-lib/aws-events';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
@@ -53,6 +54,8 @@ export interface HopperMonitoringProps {
    * @default Duration.seconds(SLOW_RUN_SECONDS), half a run's wait budget (infra/run-limits.ts)
    */
   readonly slowRunThreshold?: Duration;
+  /** The run notifications, watched for ones that could not be delivered. @default - not watched */
+  readonly runNotifications?: { readonly rule: IRule; readonly deadLetterQueue: IQueue };
   /** Whether to create the dashboard. @default true */
   readonly dashboard?: boolean;
 }
@@ -87,6 +90,7 @@ export class HopperMonitoring extends Construct {
     this.alarms = {
       ...this.runAlarms(props, period),
       ...this.triggerAlarms(props, period),
+      ...this.notificationAlarms(props.runNotifications, period),
       LambdaThrottles: this.notifying(
         new CompositeAlarm(this, 'LambdaThrottles', {
           alarmDescription:
@@ -126,6 +130,12 @@ export class HopperMonitoring extends Construct {
           'ran, so status/<drop>.json still says running.',
         machine.metricAborted({ period, statistic: 'Sum' }),
       ),
+      ExecutionsThrottled: this.atLeastOnce(
+        'ExecutionsThrottled',
+        "Step Functions throttled Hopper's runs (the account's state transition quota is used up): the " +
+          'runs slow down; find what else runs state machines in the account, or ask AWS for a higher quota.',
+        machine.metricThrottled({ period, statistic: 'Sum' }),
+      ),
       SlowRuns: this.notifying(
         new Alarm(this, 'SlowRuns', {
           alarmDescription:
@@ -146,13 +156,46 @@ export class HopperMonitoring extends Construct {
     return {
       TriggerDeadLetters: this.atLeastOnce(
         'TriggerDeadLetters',
-        'An S3 event could not start a run: see the messages in the trigger dead-letter queue.',
+        'An S3 event could not start a run: see the messages in the trigger dead-letter queue. The alarm ' +
+          'stays in ALARM until the queue is empty (delete the messages once handled).',
         props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period, statistic: 'Maximum' }),
       ),
       TriggerErrors: this.atLeastOnce(
         'TriggerErrors',
         'The trigger Lambda failed: a dropped train.json may not have started a run (see its logs).',
         props.trigger.metricErrors({ period, statistic: 'Sum' }),
+      ),
+    };
+  }
+
+  /** Run notifications that EventBridge could not deliver to their topic. */
+  private notificationAlarms(
+    notifications: HopperMonitoringProps['runNotifications'],
+    period: Duration,
+  ): Record<string, AlarmBase> {
+    if (notifications === undefined) return {};
+    return {
+      RunNotificationsFailed: this.atLeastOnce(
+        'RunNotificationsFailed',
+        "A run notification failed for good (the rule's FailedInvocations): check the topic's and its key's " +
+          'policies; the run itself is not affected, its status file and event say how it ended.',
+        new Metric({
+          namespace: 'AWS/Events',
+          metricName: 'FailedInvocations',
+          dimensionsMap: { RuleName: notifications.rule.ruleName },
+          period,
+          statistic: 'Sum',
+        }),
+      ),
+      RunNotificationDeadLetters: this.atLeastOnce(
+        'RunNotificationDeadLetters',
+        'A run notification could not be delivered after a day of retries: see the messages in the run ' +
+          'notification dead-letter queue (their attributes say why). The alarm stays in ALARM until the ' +
+          'queue is empty (delete the messages once handled).',
+        notifications.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+          period,
+          statistic: 'Maximum',
+        }),
       ),
     };
   }

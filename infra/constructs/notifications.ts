@@ -1,17 +1,21 @@
 /**
  * Per-run notifications: an SNS topic, apart from the alarm topic, that receives one paragraph
  * for a person about every run that ended. An EventBridge rule on the default bus takes the
- * pipeline's own `Hopper Run Succeeded` and `Hopper Run Failed` events and hands the topic the
- * event's `detail.summary` as plain text, so a notification goes out exactly when an event does
- * (lambdas/run/events.ts writes the summary; docs/operations.md, "Notifications").
+ * pipeline's own `Hopper Run Succeeded`, `Hopper Run Failed` and `Hopper Run Superseded` events and
+ * hands the topic the event's `detail.summary` as plain text, so a notification goes out exactly
+ * when an event does (lambdas/run/events.ts writes the summary; docs/operations.md,
+ * "Notifications"). What cannot be delivered after a day of retries lands in a dead-letter queue.
  */
-import { Stack } from 'aws-cdk-lib';
 import { Rule, RuleTargetInput, type IRule, type RuleTargetInputProperties } from 'aws-cdk-lib/aws-events';
+import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { EVENT_DELIVERY_RETRY, deadLetterQueue } from './dead-letter-queue.js';
 import { encryptedTopic } from './encrypted-topic.js';
 import { RUN_EVENT_TYPES } from '../../lambdas/run/events.js';
+import { acknowledgeRule } from '../nag.js';
 
 export interface HopperNotificationsProps {
   /** The `source` of the pipeline's run events (HopperPipeline.eventSource). */
@@ -41,8 +45,10 @@ const EVENTBRIDGE = 'events.amazonaws.com';
 export class HopperNotifications extends Construct {
   /** Receives a summary of every run that ended; subscribe e-mail, chat or a queue to it. */
   readonly topic: Topic;
-  /** Matches the pipeline's Succeeded and Failed events on the default bus. */
+  /** Matches the pipeline's Succeeded, Failed and Superseded events on the default bus. */
   readonly rule: Rule;
+  /** The notifications the rule could not deliver, after its retries. */
+  readonly deadLetterQueue: Queue;
 
   constructor(scope: Construct, id: string, props: HopperNotificationsProps) {
     super(scope, id);
@@ -53,15 +59,13 @@ export class HopperNotifications extends Construct {
         detailType: [RUN_EVENT_TYPES.succeeded, RUN_EVENT_TYPES.failed, RUN_EVENT_TYPES.superseded],
       },
     });
-    // EventBridge may publish for this rule only (the topic's policy) with the key for rules of
-    // this account and region (the key's policy, which cannot name the rule: the rule names the
-    // topic, which names the key). A rule target's own grants would let any rule of any account in.
-    const stack = Stack.of(this);
+    // EventBridge may publish for this rule only (the topic's policy; a rule target's own grants
+    // would let any rule of any account in). The key's grant carries no condition: "Adding the
+    // aws:SourceAccount, aws:SourceArn, and aws:SourceOrgID to a AWS KMS policy is not supported for
+    // EventBridge-to-encrypted topics" (Amazon SNS Developer Guide, "Managing Amazon SNS encryption
+    // keys and costs", docs.aws.amazon.com/sns/latest/dg/sns-key-management.html). The key serves
+    // this topic only.
     const fromThisRule = { ArnEquals: { 'aws:SourceArn': this.rule.ruleArn } };
-    const fromOwnRules = {
-      StringEquals: { 'aws:SourceAccount': stack.account },
-      ArnLike: { 'aws:SourceArn': `arn:${stack.partition}:events:${stack.region}:${stack.account}:rule/*` },
-    };
     this.topic = encryptedTopic(this, {
       id: 'RunTopic',
       displayName: 'Hopper runs',
@@ -70,13 +74,38 @@ export class HopperNotifications extends Construct {
       keyActions: ['kms:Decrypt', 'kms:GenerateDataKey'],
       keySid: 'RunEndedRulePublishesToTopic',
       topicSid: 'RunEndedRulePublishes',
-      keyConditions: fromOwnRules,
       publishConditions: fromThisRule,
     });
-    const topic = this.topic;
+    // A notification that cannot be delivered is retried, then kept (and alarmed on: monitoring.ts).
+    const deadLetters = deadLetterQueue(this, 'DeadLetters');
+    acknowledgeRule(
+      deadLetters,
+      'AwsSolutions-SQS3',
+      "It is a dead-letter queue: the run notification rule's target's (an EventBridge DeadLetterConfig, " +
+        'which cdk-nag does not recognize as a dead-letter queue use).',
+    );
+    deadLetters.addToResourcePolicy(
+      new PolicyStatement({
+        principals: [new ServicePrincipal(EVENTBRIDGE)],
+        actions: ['sqs:SendMessage'],
+        resources: [deadLetters.queueArn],
+        conditions: fromThisRule,
+      }),
+    );
+    const { topic } = this;
     this.rule.addTarget({
-      bind: () => ({ arn: topic.topicArn, input: new SummaryText(), targetResource: topic }),
+      bind: () => ({
+        arn: topic.topicArn,
+        input: new SummaryText(),
+        targetResource: topic,
+        deadLetterConfig: { arn: deadLetters.queueArn },
+        retryPolicy: {
+          maximumRetryAttempts: EVENT_DELIVERY_RETRY.retryAttempts,
+          maximumEventAgeInSeconds: EVENT_DELIVERY_RETRY.maxEventAge.toSeconds(),
+        },
+      }),
     });
+    this.deadLetterQueue = deadLetters;
     if (props.email !== undefined) this.topic.addSubscription(new EmailSubscription(props.email));
   }
 }

@@ -26,7 +26,7 @@ import { grantTaskAccess } from '../permissions.js';
 import { EXECUTION_TIMEOUT_SECONDS } from '../run-limits.js';
 import { buildDefinition } from '../state-machine.js';
 import { TASKS, TRIGGER, type TaskName } from '../tasks.js';
-import { deadLetterQueue } from './dead-letter-queue.js';
+import { EVENT_DELIVERY_RETRY, deadLetterQueue } from './dead-letter-queue.js';
 import { HopperFunction } from './hopper-function.js';
 
 export interface HopperPipelineProps {
@@ -172,8 +172,8 @@ export class HopperPipeline extends Construct {
       targets: [
         new LambdaFunction(this.trigger, {
           deadLetterQueue: this.deadLetterQueue,
-          retryAttempts: props.triggerRetryAttempts ?? 8,
-          maxEventAge: props.triggerMaxEventAge ?? Duration.hours(24),
+          retryAttempts: props.triggerRetryAttempts ?? EVENT_DELIVERY_RETRY.retryAttempts,
+          maxEventAge: props.triggerMaxEventAge ?? EVENT_DELIVERY_RETRY.maxEventAge,
         }),
       ],
     });

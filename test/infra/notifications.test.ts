@@ -172,35 +172,51 @@ describe('run notifications', () => {
     ]);
   });
 
-  it("the topic's key lets EventBridge encrypt for rules of this account and region only", () => {
+  it("the topic's key lets EventBridge encrypt without source conditions, which SNS does not support for it", () => {
     const [, topic] = runTopic(defaults.template);
     const keyId = (topic.Properties.KmsMasterKeyId as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
     const key = defaults.template.findResources('AWS::KMS::Key')[keyId] as CfnResource;
     const forEvents = (key.Properties.KeyPolicy as { Statement: Statement[] }).Statement.filter((statement) =>
       JSON.stringify(statement).includes('events.amazonaws.com'),
     );
+    // The SNS Developer Guide ("Managing Amazon SNS encryption keys and costs"): aws:SourceAccount
+    // and aws:SourceArn in a KMS key policy are not supported for EventBridge-to-encrypted topics.
     expect(forEvents).toEqual([
+      expect.objectContaining({ Action: ['kms:Decrypt', 'kms:GenerateDataKey'], Resource: '*' }),
+    ]);
+    expect(forEvents[0]!.Condition).toBeUndefined();
+  });
+
+  it('retries delivery for a day, then keeps the event in a dead-letter queue only this rule may send to', () => {
+    const [topicId] = runTopic(defaults.template);
+    const [ruleId, rule] = resourcesOfType(defaults.template, 'AWS::Events::Rule').find(([, candidate]) =>
+      JSON.stringify(candidate.Properties.Targets).includes(`"Ref":"${topicId}"`),
+    )!;
+    const [target] = rule.Properties.Targets as {
+      DeadLetterConfig: { Arn: { 'Fn::GetAtt': [string, string] } };
+    }[];
+    expect(target).toMatchObject({
+      RetryPolicy: { MaximumRetryAttempts: 8, MaximumEventAgeInSeconds: 86400 },
+    });
+    const queueId = target!.DeadLetterConfig.Arn['Fn::GetAtt'][0];
+    const queue = defaults.template.findResources('AWS::SQS::Queue')[queueId] as CfnResource;
+    expect(queue.Properties).toMatchObject({
+      SqsManagedSseEnabled: true,
+      MessageRetentionPeriod: 14 * 86400,
+    });
+    const [[, policy]] = resourcesOfType(defaults.template, 'AWS::SQS::QueuePolicy').filter(
+      ([, candidate]) => JSON.stringify(candidate.Properties.Queues) === JSON.stringify([{ Ref: queueId }]),
+    ) as [[string, CfnResource]];
+    const statements = (policy.Properties.PolicyDocument as { Statement: Statement[] }).Statement;
+    expect(statements).toContainEqual(
+      expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+    );
+    expect(statements.filter((statement) => statement.Effect === 'Allow')).toEqual([
       expect.objectContaining({
-        Action: ['kms:Decrypt', 'kms:GenerateDataKey'],
-        Condition: {
-          StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
-          ArnLike: {
-            'aws:SourceArn': {
-              'Fn::Join': [
-                '',
-                [
-                  'arn:',
-                  { Ref: 'AWS::Partition' },
-                  ':events:',
-                  { Ref: 'AWS::Region' },
-                  ':',
-                  { Ref: 'AWS::AccountId' },
-                  ':rule/*',
-                ],
-              ],
-            },
-          },
-        },
+        Principal: { Service: 'events.amazonaws.com' },
+        Action: 'sqs:SendMessage',
+        Resource: { 'Fn::GetAtt': [queueId, 'Arn'] },
+        Condition: { ArnEquals: { 'aws:SourceArn': { 'Fn::GetAtt': [ruleId, 'Arn'] } } },
       }),
     ]);
   });

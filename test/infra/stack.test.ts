@@ -4,6 +4,7 @@
  * environment and exact permissions, the state machine's logging and tracing, the alarms, and
  * the settings read from context.
  */
+import type { CfnElement } from 'aws-cdk-lib';
 import { Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { aslOf } from '../../local/mode/definition.js';
@@ -223,8 +224,7 @@ describe('the way in', () => {
 
   it('invokes the trigger with retries, and sends what it cannot deliver to a dead-letter queue', () => {
     const trigger = functionNamed(defaults.template, 'Trigger');
-    const [queueId] = resourcesOfType(defaults.template, 'AWS::SQS::Queue').map(([id]) => id);
-    const queueArn = { 'Fn::GetAtt': [queueId, 'Arn'] };
+    const queueArn = (trigger.resource.Properties.DeadLetterConfig as { TargetArn: unknown }).TargetArn;
     defaults.template.hasResourceProperties('AWS::Events::Rule', {
       Targets: [
         Match.objectLike({
@@ -235,7 +235,7 @@ describe('the way in', () => {
       ],
     });
     // Failed asynchronous invocations of the trigger itself land in the same queue.
-    expect(trigger.resource.Properties.DeadLetterConfig).toEqual({ TargetArn: queueArn });
+    expect(queueArn).toEqual({ 'Fn::GetAtt': [expect.stringContaining('TriggerDeadLetters'), 'Arn'] });
     defaults.template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
       FunctionName: { Ref: trigger.id },
       MaximumRetryAttempts: 2,
@@ -455,14 +455,17 @@ describe('monitoring', () => {
     ([id]) => id,
   );
 
-  it('alarms on failed, timed-out, aborted and slow runs, dead letters, trigger errors and throttles', () => {
+  it('alarms on failed, timed-out, aborted, throttled and slow runs, dead letters, failed notifications, trigger errors and throttles', () => {
     expect(notifying.map(([, alarm]) => alarm.Properties.MetricName ?? 'composite').sort()).toEqual([
-      'ApproximateNumberOfMessagesVisible',
+      'ApproximateNumberOfMessagesVisible', // the trigger's dead letters
+      'ApproximateNumberOfMessagesVisible', // the run notifications' dead letters
       'Errors',
+      'ExecutionThrottled',
       'ExecutionTime',
       'ExecutionsAborted',
       'ExecutionsFailed',
       'ExecutionsTimedOut',
+      'FailedInvocations',
       'composite',
     ]);
     for (const [id, alarm] of notifying) {
@@ -477,7 +480,7 @@ describe('monitoring', () => {
   });
 
   it('notifies the topic when an alarm fires and when it recovers, for every alarm but the throttle inputs', () => {
-    expect(notifying.length).toBe(7);
+    expect(notifying.length).toBe(10);
     for (const [id, alarm] of notifying) {
       expect(alarm.Properties.AlarmActions, id).toEqual([{ Ref: topicId }]);
       expect(alarm.Properties.OKActions, id).toEqual([{ Ref: topicId }]);
@@ -506,6 +509,42 @@ describe('monitoring', () => {
       });
     expect(throttled.sort()).toEqual(functionIds.sort());
     expect(functionIds).toHaveLength(TASK_NAMES.length + 1);
+  });
+
+  it('alarms when Step Functions throttles the runs', () => {
+    const throttled = notifying.filter(([, alarm]) => alarm.Properties.MetricName === 'ExecutionThrottled');
+    expect(throttled.map(([, alarm]) => alarm.Properties)).toEqual([
+      expect.objectContaining({
+        Namespace: 'AWS/States',
+        Statistic: 'Sum',
+        Dimensions: [{ Name: 'StateMachineArn', Value: { Ref: machineId } }],
+      }),
+    ]);
+  });
+
+  it('alarms when a run notification could not be delivered: failed for good, or kept in its dead-letter queue', () => {
+    const { rule, deadLetterQueue } = defaults.stack.notifications;
+    const [ruleId, queueId] = [rule, deadLetterQueue].map((construct) =>
+      String(defaults.stack.resolve(defaults.stack.getLogicalId(construct.node.defaultChild as CfnElement))),
+    );
+    const byMetric = (name: string) =>
+      notifying
+        .filter(([, alarm]) => alarm.Properties.MetricName === name)
+        .map(([, alarm]) => alarm.Properties);
+    expect(byMetric('FailedInvocations')).toEqual([
+      expect.objectContaining({
+        Namespace: 'AWS/Events',
+        Statistic: 'Sum',
+        Dimensions: [{ Name: 'RuleName', Value: { Ref: ruleId } }],
+      }),
+    ]);
+    expect(byMetric('ApproximateNumberOfMessagesVisible')).toContainEqual(
+      expect.objectContaining({
+        Statistic: 'Maximum',
+        Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueId, 'QueueName'] } }],
+      }),
+    );
+    defaults.template.hasOutput('RunNotificationDeadLetterQueueUrl', { Value: { Ref: queueId } });
   });
 
   it('calls a run slow when it took longer than half its wait budget', () => {
