@@ -39,37 +39,51 @@ function textSetting(rule: (value: string) => string | undefined = () => undefin
   );
 }
 
-const ContextSchema = z.object({
-  serviceUrl: textSetting(serviceUrlProblem),
-  apiKeySecretName: textSetting(),
-  bucketName: textSetting((value) =>
-    /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(value) ? undefined : `"${value}" is not a valid S3 bucket name`,
-  ),
-  notificationEmail: textSetting(emailProblem),
-  runNotificationEmail: textSetting(emailProblem),
-  eventSource: textSetting(eventSourceProblem),
-  stackName: textSetting((value) =>
-    /^[A-Za-z][A-Za-z0-9-]{0,127}$/.test(value)
-      ? undefined
-      : `"${value}" is not a valid CloudFormation stack name`,
-  ),
-  logLevel: textSetting((value) =>
-    logLevelOf(value) === undefined
-      ? `"${value}" is not a log level; use one of ${LOG_LEVELS.join(', ')}`
-      : undefined,
-  ),
-  inboxRetentionDays: z.unknown().transform((value, ctx): number | undefined => {
-    if (isBlank(value)) return undefined;
-    // `-c inboxRetentionDays=7` arrives as a string, cdk.json may hold a number.
-    const days = typeof value === 'number' ? value : typeof value === 'string' ? Number(value) : Number.NaN;
-    if (Number.isInteger(days) && days >= 1) return days;
-    ctx.addIssue({
-      code: 'custom',
-      message: `must be a whole number of days >= 1, got ${JSON.stringify(value)}`,
-    });
-    return z.NEVER;
-  }),
-});
+const ContextSchema = z
+  .object({
+    serviceUrl: textSetting(serviceUrlProblem),
+    apiKeySecretName: textSetting(),
+    apiKeySecretKmsKeyArn: textSetting(kmsKeyArnProblem),
+    bucketName: textSetting((value) =>
+      /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(value)
+        ? undefined
+        : `"${value}" is not a valid S3 bucket name`,
+    ),
+    notificationEmail: textSetting(emailProblem),
+    runNotificationEmail: textSetting(emailProblem),
+    eventSource: textSetting(eventSourceProblem),
+    stackName: textSetting((value) =>
+      /^[A-Za-z][A-Za-z0-9-]{0,127}$/.test(value)
+        ? undefined
+        : `"${value}" is not a valid CloudFormation stack name`,
+    ),
+    logLevel: textSetting((value) =>
+      logLevelOf(value) === undefined
+        ? `"${value}" is not a log level; use one of ${LOG_LEVELS.join(', ')}`
+        : undefined,
+    ),
+    inboxRetentionDays: z.unknown().transform((value, ctx): number | undefined => {
+      if (isBlank(value)) return undefined;
+      // `-c inboxRetentionDays=7` arrives as a string, cdk.json may hold a number.
+      const days = typeof value === 'number' ? value : typeof value === 'string' ? Number(value) : Number.NaN;
+      if (Number.isInteger(days) && days >= 1) return days;
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be a whole number of days >= 1, got ${JSON.stringify(value)}`,
+      });
+      return z.NEVER;
+    }),
+  })
+  .superRefine((settings, ctx) => {
+    // A secret the stack creates is encrypted with the AWS managed key, which needs no grant.
+    if (settings.apiKeySecretKmsKeyArn !== undefined && settings.apiKeySecretName === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['apiKeySecretKmsKeyArn'],
+        message: 'applies to the existing secret given by apiKeySecretName: give that too, or leave this out',
+      });
+    }
+  });
 
 /**
  * The stack's settings from context (every key of ContextSchema).
@@ -95,6 +109,13 @@ export function configFromContext(node: Node): HopperConfig {
     stackName: stackName ?? DEFAULT_STACK_NAME,
     props: { ...settings, logLevel: logLevel === undefined ? undefined : logLevelOf(logLevel) },
   };
+}
+
+/** A key's ARN: IAM takes neither an alias nor a bare key id as the key a grant is on. */
+function kmsKeyArnProblem(value: string): string | undefined {
+  return /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/.test(value)
+    ? undefined
+    : `"${value}" is not a KMS key ARN: give arn:aws:kms:<region>:<account>:key/<key id> (not an alias)`;
 }
 
 function emailProblem(value: string): string | undefined {

@@ -29,6 +29,11 @@ export interface HopperStackProps extends StackProps {
    */
   readonly apiKeySecretName?: string;
   /**
+   * The ARN of the customer managed KMS key that encrypts that existing secret: the functions that
+   * read the secret may decrypt with it, through Secrets Manager. @default - the AWS managed key
+   */
+  readonly apiKeySecretKmsKeyArn?: string;
+  /**
    * The name of an existing bucket to use; its EventBridge notifications are turned on.
    * @default - a new bucket (output `BucketName`)
    */
@@ -80,6 +85,7 @@ export class HopperStack extends Stack {
       bucket: this.storage.bucket,
       apiKeySecret,
       apiKeySecretId,
+      apiKeySecretKmsKeyArn: props.apiKeySecretKmsKeyArn,
       serviceUrl,
       eventSource: props.eventSource,
       logLevel: props.logLevel,
@@ -167,11 +173,9 @@ export class HopperStack extends Stack {
     );
     output('TriggerDeadLetterQueueUrl', this.pipeline.deadLetterQueue.queueUrl);
     output('RunNotificationDeadLetterQueueUrl', this.notifications.deadLetterQueue.queueUrl);
-    if (this.monitoring.dashboard !== undefined) {
-      output(
-        'DashboardUrl',
-        `${consoleUrl}/cloudwatch/home?region=${this.region}#dashboards:name=${this.monitoring.dashboard.dashboardName}`,
-      );
-    }
+    output(
+      'DashboardUrl',
+      `${consoleUrl}/cloudwatch/home?region=${this.region}#dashboards:name=${this.monitoring.dashboard.dashboardName}`,
+    );
   }
 }

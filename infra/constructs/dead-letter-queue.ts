@@ -7,13 +7,13 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 
 /** How often and how long EventBridge retries delivering an event to a rule's target. */
-export const EVENT_DELIVERY_RETRY = { retryAttempts: 8, maxEventAge: Duration.hours(24) } as const;
+export const EVENT_DELIVERY_RETRY = { retryAttempts: 8, maxEventAge: Duration.hours(24) };
 
-/** @param retention how long a message is kept; @default Duration.days(14), SQS's longest */
-export function deadLetterQueue(scope: Construct, id: string, retention?: Duration): Queue {
+/** Messages are kept 14 days, SQS's longest. */
+export function deadLetterQueue(scope: Construct, id: string): Queue {
   return new Queue(scope, id, {
     encryption: QueueEncryption.SQS_MANAGED,
     enforceSSL: true,
-    retentionPeriod: retention ?? Duration.days(14),
+    retentionPeriod: Duration.days(14),
   });
 }

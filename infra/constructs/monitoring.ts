@@ -47,18 +47,14 @@ export interface HopperMonitoringProps {
   readonly taskFunctions?: Readonly<Record<string, IFunction>>;
   /** An e-mail address subscribed to the alarm topic (it must confirm). @default - no subscription */
   readonly notificationEmail?: string;
-  /** The period each alarm looks at. @default Duration.minutes(5) */
-  readonly period?: Duration;
-  /**
-   * A run that took longer than this fires the SlowRuns alarm.
-   * @default Duration.seconds(SLOW_RUN_SECONDS), half a run's wait budget (infra/run-limits.ts)
-   */
-  readonly slowRunThreshold?: Duration;
   /** The run notifications, watched for ones that could not be delivered. @default - not watched */
   readonly runNotifications?: { readonly rule: IRule; readonly deadLetterQueue: IQueue };
-  /** Whether to create the dashboard. @default true */
-  readonly dashboard?: boolean;
 }
+
+/** The period each alarm and graph looks at. */
+const PERIOD = Duration.minutes(5);
+const SUM = { period: PERIOD, statistic: 'Sum' } as const;
+const MAXIMUM = { period: PERIOD, statistic: 'Maximum' } as const;
 
 /** The AWS service that publishes alarm state changes to the topic. */
 const CLOUDWATCH = 'cloudwatch.amazonaws.com';
@@ -73,24 +69,37 @@ export class HopperMonitoring extends Construct {
    * themselves: an alarm can combine at most 10 metrics, and the pipeline has 12 functions.
    */
   readonly throttleAlarms: readonly Alarm[];
-  readonly dashboard?: Dashboard;
+  readonly dashboard: Dashboard;
 
   constructor(scope: Construct, id: string, props: HopperMonitoringProps) {
     super(scope, id);
-    const period = props.period ?? Duration.minutes(5);
     this.topic = this.createTopic(props.notificationEmail);
     const functions = { ...props.taskFunctions, Trigger: props.trigger };
     this.throttleAlarms = Object.entries(functions).map(([name, fn]) =>
       this.anyInPeriod(
         `Throttles${name}`,
         `Lambda throttled Hopper's ${name} function (an input of the LambdaThrottles alarm).`,
-        fn.metricThrottles({ period, statistic: 'Sum' }),
+        fn.metricThrottles(SUM),
       ),
     );
+    const counting = Object.entries(countingAlarms(props)).map(([name, [description, metric]]) => [
+      name,
+      this.notifying(this.anyInPeriod(name, description, metric)),
+    ]);
     this.alarms = {
-      ...this.runAlarms(props, period),
-      ...this.triggerAlarms(props, period),
-      ...this.notificationAlarms(props.runNotifications, period),
+      ...(Object.fromEntries(counting) as Record<string, Alarm>),
+      SlowRuns: this.notifying(
+        new Alarm(this, 'SlowRuns', {
+          alarmDescription:
+            `A Hopper run ended after more than ${hoursAndMinutes(SLOW_RUN_SECONDS)}, much longer than it should: ` +
+            'see which step it spent its time in (the Step Functions console).',
+          metric: props.stateMachine.metricTime(MAXIMUM),
+          threshold: SLOW_RUN_SECONDS * 1000,
+          evaluationPeriods: 1,
+          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+          treatMissingData: TreatMissingData.NOT_BREACHING,
+        }),
+      ),
       LambdaThrottles: this.notifying(
         new CompositeAlarm(this, 'LambdaThrottles', {
           alarmDescription:
@@ -101,103 +110,7 @@ export class HopperMonitoring extends Construct {
         }),
       ),
     };
-    if (props.dashboard ?? true) {
-      this.dashboard = this.createDashboard(props, functions, period);
-    }
-  }
-
-  /** The runs as Step Functions counts them: failed, timed out, stopped, slow. */
-  private runAlarms(props: HopperMonitoringProps, period: Duration): Record<string, AlarmBase> {
-    const machine = props.stateMachine;
-    const slowRun = props.slowRunThreshold ?? Duration.seconds(SLOW_RUN_SECONDS);
-    return {
-      ExecutionsFailed: this.atLeastOnce(
-        'ExecutionsFailed',
-        'A Hopper run failed. status/<drop>.json says why and what to do, unless the report step ' +
-          'itself failed (the execution ended in ReportFailed): then the status file may be stale, and ' +
-          "the execution's error in the Step Functions console says what happened.",
-        machine.metricFailed({ period, statistic: 'Sum' }),
-      ),
-      ExecutionsTimedOut: this.atLeastOnce(
-        'ExecutionsTimedOut',
-        "A Hopper run reached the state machine's execution timeout and Step Functions stopped it; the " +
-          'report step never ran, so status/<drop>.json still says running.',
-        machine.metricTimedOut({ period, statistic: 'Sum' }),
-      ),
-      ExecutionsAborted: this.atLeastOnce(
-        'ExecutionsAborted',
-        'A Hopper run was stopped (StopExecution, from the console or the API); the report step never ' +
-          'ran, so status/<drop>.json still says running.',
-        machine.metricAborted({ period, statistic: 'Sum' }),
-      ),
-      ExecutionsThrottled: this.atLeastOnce(
-        'ExecutionsThrottled',
-        "Step Functions throttled Hopper's runs (the account's state transition quota is used up): the " +
-          'runs slow down; find what else runs state machines in the account, or ask AWS for a higher quota.',
-        machine.metricThrottled({ period, statistic: 'Sum' }),
-      ),
-      SlowRuns: this.notifying(
-        new Alarm(this, 'SlowRuns', {
-          alarmDescription:
-            `A Hopper run ended after more than ${hoursAndMinutes(slowRun.toSeconds())}, much longer than it should: ` +
-            'see which step it spent its time in (the Step Functions console).',
-          metric: machine.metricTime({ period, statistic: 'Maximum' }),
-          threshold: slowRun.toMilliseconds(),
-          evaluationPeriods: 1,
-          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-          treatMissingData: TreatMissingData.NOT_BREACHING,
-        }),
-      ),
-    };
-  }
-
-  /** The way in: S3 events the trigger could not take, and the trigger's own errors. */
-  private triggerAlarms(props: HopperMonitoringProps, period: Duration): Record<string, AlarmBase> {
-    return {
-      TriggerDeadLetters: this.atLeastOnce(
-        'TriggerDeadLetters',
-        'An S3 event could not start a run: see the messages in the trigger dead-letter queue. The alarm ' +
-          'stays in ALARM until the queue is empty (delete the messages once handled).',
-        props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period, statistic: 'Maximum' }),
-      ),
-      TriggerErrors: this.atLeastOnce(
-        'TriggerErrors',
-        'The trigger Lambda failed: a dropped train.json may not have started a run (see its logs).',
-        props.trigger.metricErrors({ period, statistic: 'Sum' }),
-      ),
-    };
-  }
-
-  /** Run notifications that EventBridge could not deliver to their topic. */
-  private notificationAlarms(
-    notifications: HopperMonitoringProps['runNotifications'],
-    period: Duration,
-  ): Record<string, AlarmBase> {
-    if (notifications === undefined) return {};
-    return {
-      RunNotificationsFailed: this.atLeastOnce(
-        'RunNotificationsFailed',
-        "A run notification failed for good (the rule's FailedInvocations): check the topic's and its key's " +
-          'policies; the run itself is not affected, its status file and event say how it ended.',
-        new Metric({
-          namespace: 'AWS/Events',
-          metricName: 'FailedInvocations',
-          dimensionsMap: { RuleName: notifications.rule.ruleName },
-          period,
-          statistic: 'Sum',
-        }),
-      ),
-      RunNotificationDeadLetters: this.atLeastOnce(
-        'RunNotificationDeadLetters',
-        'A run notification could not be delivered after a day of retries: see the messages in the run ' +
-          'notification dead-letter queue (their attributes say why). The alarm stays in ALARM until the ' +
-          'queue is empty (delete the messages once handled).',
-        notifications.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
-          period,
-          statistic: 'Maximum',
-        }),
-      ),
-    };
+    this.dashboard = this.createDashboard(props, functions);
   }
 
   /** Fires when the metric is 1 or more in a period; a period without one is OK again. */
@@ -210,10 +123,6 @@ export class HopperMonitoring extends Construct {
       comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       treatMissingData: TreatMissingData.NOT_BREACHING,
     });
-  }
-
-  private atLeastOnce(name: string, description: string, metric: IMetric): Alarm {
-    return this.notifying(this.anyInPeriod(name, description, metric));
   }
 
   /** Notifies the topic when `alarm` fires and when it recovers. */
@@ -255,33 +164,30 @@ export class HopperMonitoring extends Construct {
   private createDashboard(
     props: HopperMonitoringProps,
     functions: Readonly<Record<string, IFunction>>,
-    period: Duration,
   ): Dashboard {
     const dashboard = new Dashboard(this, 'Dashboard', { dashboardName: dashboardName(this) });
     dashboard.addWidgets(
       new AlarmStatusWidget({ title: 'Alarms', alarms: Object.values(this.alarms), width: 24 }),
-      ...awsRunWidgets(props, period),
+      ...awsRunWidgets(props),
     );
-    dashboard.addWidgets(...hopperWidgets(period));
+    dashboard.addWidgets(...hopperWidgets());
     const tasks = Object.entries(props.taskFunctions ?? {});
     if (tasks.length > 0) {
       dashboard.addWidgets(
         graph(
           'Task errors',
           8,
-          tasks.map(([name, fn]) => fn.metricErrors({ period, statistic: 'Sum', label: name })),
+          tasks.map(([name, fn]) => fn.metricErrors({ ...SUM, label: name })),
         ),
         graph(
           'Task duration (p90)',
           8,
-          tasks.map(([name, fn]) => fn.metricDuration({ period, statistic: 'p90', label: name })),
+          tasks.map(([name, fn]) => fn.metricDuration({ period: PERIOD, statistic: 'p90', label: name })),
         ),
         graph(
           'Throttles',
           8,
-          Object.entries(functions).map(([name, fn]) =>
-            fn.metricThrottles({ period, statistic: 'Sum', label: name }),
-          ),
+          Object.entries(functions).map(([name, fn]) => fn.metricThrottles({ ...SUM, label: name })),
         ),
       );
     }
@@ -289,14 +195,75 @@ export class HopperMonitoring extends Construct {
   }
 }
 
+/**
+ * The alarms that fire when their metric is 1 or more in a period, by name: what the alarm means
+ * and what to do (its description, in every notification), and its metric.
+ */
+function countingAlarms(props: HopperMonitoringProps): Record<string, [string, IMetric]> {
+  const machine = props.stateMachine;
+  const notifications = props.runNotifications;
+  const untilDrained =
+    'The alarm stays in ALARM until the queue is empty (delete the messages once handled).';
+  return {
+    ExecutionsFailed: [
+      'A Hopper run failed. status/<drop>.json says why and what to do, unless the report step ' +
+        'itself failed (the execution ended in ReportFailed): then the status file may be stale, and ' +
+        "the execution's error in the Step Functions console says what happened.",
+      machine.metricFailed(SUM),
+    ],
+    ExecutionsTimedOut: [
+      "A Hopper run reached the state machine's execution timeout and Step Functions stopped it; the " +
+        'report step never ran, so status/<drop>.json still says running.',
+      machine.metricTimedOut(SUM),
+    ],
+    ExecutionsAborted: [
+      'A Hopper run was stopped (StopExecution, from the console or the API); the report step never ' +
+        'ran, so status/<drop>.json still says running.',
+      machine.metricAborted(SUM),
+    ],
+    ExecutionsThrottled: [
+      "Step Functions throttled Hopper's runs (the account's state transition quota is used up): the " +
+        'runs slow down; find what else runs state machines in the account, or ask AWS for a higher quota.',
+      machine.metricThrottled(SUM),
+    ],
+    TriggerDeadLetters: [
+      `An S3 event could not start a run: see the messages in the trigger dead-letter queue. ${untilDrained}`,
+      props.deadLetterQueue.metricApproximateNumberOfMessagesVisible(MAXIMUM),
+    ],
+    TriggerErrors: [
+      'The trigger Lambda failed: a dropped train.json may not have started a run (see its logs).',
+      props.trigger.metricErrors(SUM),
+    ],
+    ...(notifications === undefined
+      ? {}
+      : {
+          RunNotificationsFailed: [
+            "A run notification failed for good (the rule's FailedInvocations): check the topic's and its " +
+              "key's policies. The run itself is not affected: its status file and event say how it ended.",
+            new Metric({
+              namespace: 'AWS/Events',
+              metricName: 'FailedInvocations',
+              dimensionsMap: { RuleName: notifications.rule.ruleName },
+              ...SUM,
+            }),
+          ],
+          RunNotificationDeadLetters: [
+            'A run notification could not be delivered after a day of retries: see the messages in the ' +
+              `run notification dead-letter queue (their attributes say why). ${untilDrained}`,
+            notifications.deadLetterQueue.metricApproximateNumberOfMessagesVisible(MAXIMUM),
+          ],
+        }),
+  };
+}
+
 function graph(title: string, width: number, left: IMetric[], right?: IMetric[]): GraphWidget {
   return new GraphWidget({ title, width, left, right });
 }
 
 /** The runs and the trigger as AWS counts them (Step Functions, Lambda, SQS). */
-function awsRunWidgets(props: HopperMonitoringProps, period: Duration): GraphWidget[] {
+function awsRunWidgets(props: HopperMonitoringProps): GraphWidget[] {
   const machine = props.stateMachine;
-  const sum = (label: string) => ({ period, statistic: 'Sum', label });
+  const sum = (label: string) => ({ ...SUM, label });
   return [
     graph(
       'Runs',
@@ -308,19 +275,13 @@ function awsRunWidgets(props: HopperMonitoringProps, period: Duration): GraphWid
         machine.metricTimedOut(sum('timed out')),
         machine.metricAborted(sum('aborted')),
       ],
-      [machine.metricTime({ period, statistic: 'Maximum', label: 'longest run (ms)' })],
+      [machine.metricTime({ ...MAXIMUM, label: 'longest run (ms)' })],
     ),
     graph(
       'Trigger',
       12,
       [props.trigger.metricInvocations(sum('invocations')), props.trigger.metricErrors(sum('errors'))],
-      [
-        props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
-          period,
-          statistic: 'Maximum',
-          label: 'dead letters',
-        }),
-      ],
+      [props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ ...MAXIMUM, label: 'dead letters' })],
     ),
   ];
 }
@@ -330,22 +291,22 @@ function awsRunWidgets(props: HopperMonitoringProps, period: Duration): GraphWid
  * the runs did and cost, beside the AWS metrics of the same runs. Metrics with a dimension whose
  * values are open (error codes, steps) are graphed with SEARCH, so a new one shows up by itself.
  */
-export function hopperWidgets(period: Duration): GraphWidget[] {
+export function hopperWidgets(): GraphWidget[] {
   const hopper = (metricName: string, statistic: string, label: string): Metric =>
     new Metric({
       namespace: METRICS_NAMESPACE,
       metricName,
       dimensionsMap: { service: SERVICE_NAME },
-      period,
+      period: PERIOD,
       statistic,
       label,
     });
   const byDimension = (metricName: string, dimension: string, statistic: string) =>
     new MathExpression({
-      expression: `SEARCH('{${METRICS_NAMESPACE},service,${dimension}} MetricName="${metricName}"', '${statistic}', ${period.toSeconds()})`,
+      expression: `SEARCH('{${METRICS_NAMESPACE},service,${dimension}} MetricName="${metricName}"', '${statistic}', ${PERIOD.toSeconds()})`,
       usingMetrics: {},
       label: '',
-      period,
+      period: PERIOD,
     });
   return [
     graph('Hopper runs (from the steps)', 8, [

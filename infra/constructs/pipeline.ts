@@ -40,6 +40,8 @@ export interface HopperPipelineProps {
    * CloudFormation only knows without its random suffix
    */
   readonly apiKeySecretId?: string;
+  /** The customer managed KMS key that encrypts the secret. @default - the AWS managed key */
+  readonly apiKeySecretKmsKeyArn?: string;
   /** The training service's base URL (https, without /v1): HOPPER_SERVICE_URL. */
   readonly serviceUrl: string;
   /**
@@ -51,17 +53,6 @@ export interface HopperPipelineProps {
   readonly logRetention?: RetentionDays;
   /** The level of every function's logs (POWERTOOLS_LOG_LEVEL). @default 'INFO' */
   readonly logLevel?: HopperLogLevel;
-  /**
-   * How long one execution may run before Step Functions stops it (TimedOut).
-   * @default Duration.seconds(EXECUTION_TIMEOUT_SECONDS), the longest run Hopper supports (infra/run-limits.ts)
-   */
-  readonly executionTimeout?: Duration;
-  /** How often EventBridge retries delivering an event to the trigger. @default 8 */
-  readonly triggerRetryAttempts?: number;
-  /** How long EventBridge keeps retrying an event. @default Duration.hours(24) */
-  readonly triggerMaxEventAge?: Duration;
-  /** How long an undeliverable event is kept in the dead-letter queue. @default Duration.days(14) */
-  readonly deadLetterRetention?: Duration;
 }
 
 export class HopperPipeline extends Construct {
@@ -93,8 +84,8 @@ export class HopperPipeline extends Construct {
       logGroupName: executionLogGroupName(this),
       retention: logRetention,
     });
-    this.stateMachine = this.createStateMachine(props.executionTimeout);
-    this.deadLetterQueue = deadLetterQueue(this, 'TriggerDeadLetters', props.deadLetterRetention);
+    this.stateMachine = this.createStateMachine();
+    this.deadLetterQueue = deadLetterQueue(this, 'TriggerDeadLetters');
     this.trigger = this.createTrigger(powertools, logRetention);
     this.rule = this.createRule(props);
   }
@@ -105,33 +96,33 @@ export class HopperPipeline extends Construct {
     powertools: Readonly<Record<string, string>>,
     logRetention: RetentionDays,
   ): [Record<TaskName, NodejsFunction>, Record<TaskName, IVersion>] {
-    const environment = {
-      ...powertools,
+    // Each function is told what its access lets it use: the service and its key, the event source.
+    const service = {
       [ENV.serviceUrl]: props.serviceUrl,
       [ENV.apiKeySecret]: props.apiKeySecretId ?? props.apiKeySecret.secretArn,
-      [ENV.eventSource]: this.eventSource,
     };
     const functions = {} as Record<TaskName, NodejsFunction>;
     const versions = {} as Record<TaskName, IVersion>;
     for (const spec of TASKS) {
+      const environment = {
+        ...powertools,
+        ...(spec.access.apiKey ? service : {}),
+        ...(spec.access.events === true ? { [ENV.eventSource]: this.eventSource } : {}),
+      };
       const task = new HopperFunction(this, spec.name, { ...spec, environment, logRetention });
-      grantTaskAccess(task.role, spec.access, {
-        bucket: props.bucket,
-        apiKeySecret: props.apiKeySecret,
-        eventSource: this.eventSource,
-      });
+      grantTaskAccess(task.role, spec.access, { ...props, eventSource: this.eventSource });
       functions[spec.name] = task.function;
       versions[spec.name] = task.function.currentVersion;
     }
     return [functions, versions];
   }
 
-  private createStateMachine(executionTimeout: Duration | undefined): StateMachine {
+  private createStateMachine(): StateMachine {
     const stateMachine = new StateMachine(this, 'StateMachine', {
       comment: 'Hopper: one execution per train.json dropped into inbox/<drop>/',
       definitionBody: DefinitionBody.fromChainable(buildDefinition(this, this.taskVersions)),
       stateMachineType: StateMachineType.STANDARD,
-      timeout: executionTimeout ?? Duration.seconds(EXECUTION_TIMEOUT_SECONDS),
+      timeout: Duration.seconds(EXECUTION_TIMEOUT_SECONDS),
       tracingEnabled: true,
       // States hold ids and counters only (never the API key), so execution data may be logged.
       logs: { destination: this.executionLogs, level: LogLevel.ALL, includeExecutionData: true },
@@ -170,11 +161,7 @@ export class HopperPipeline extends Construct {
         },
       },
       targets: [
-        new LambdaFunction(this.trigger, {
-          deadLetterQueue: this.deadLetterQueue,
-          retryAttempts: props.triggerRetryAttempts ?? EVENT_DELIVERY_RETRY.retryAttempts,
-          maxEventAge: props.triggerMaxEventAge ?? EVENT_DELIVERY_RETRY.maxEventAge,
-        }),
+        new LambdaFunction(this.trigger, { deadLetterQueue: this.deadLetterQueue, ...EVENT_DELIVERY_RETRY }),
       ],
     });
   }

@@ -32,7 +32,7 @@ export interface HopperStorageProps {
   readonly inboxRetentionDays?: number;
   /** Days a replaced or deleted version is kept (new bucket only). @default 30 */
   readonly noncurrentVersionRetentionDays?: number;
-  /** Days after which an unfinished multipart upload is aborted (new bucket only). @default 7 */
+  /** Days after which an unfinished multipart upload is aborted (new bucket only). @default 1 */
   readonly abortIncompleteUploadsAfterDays?: number;
   /** Days server access logs are kept (new bucket only). @default 90 */
   readonly accessLogRetentionDays?: number;
@@ -43,7 +43,7 @@ export interface HopperStorageProps {
 export const STORAGE_DEFAULTS = {
   inboxRetentionDays: 30,
   noncurrentVersionRetentionDays: 30,
-  abortIncompleteUploadsAfterDays: 7,
+  abortIncompleteUploadsAfterDays: 1,
   accessLogRetentionDays: 90,
   eventMarkerRetentionDays: 30,
 } as const;
@@ -151,7 +151,7 @@ function bucketLifecycleRules(props: HopperStorageProps): LifecycleRule[] {
     },
     {
       // A marker only matters while its run can still retry a step (at most the execution
-      // timeout, under 4 days): a month later it is clutter.
+      // timeout, 15 days: infra/run-limits.ts): a month later it is clutter.
       id: 'ExpireRunEventMarkers',
       prefix: EVENT_MARKERS_PREFIX,
       expiration: Duration.days(STORAGE_DEFAULTS.eventMarkerRetentionDays),

@@ -4,6 +4,8 @@
  * the rule that turns each Succeeded or Failed event into the topic's plain-text summary.
  */
 import { describe, expect, it } from 'vitest';
+import { STORAGE_DEFAULTS } from '../../infra/constructs/storage.js';
+import { EXECUTION_TIMEOUT_SECONDS } from '../../infra/run-limits.js';
 import { RUN_EVENT_TYPES } from '../../lambdas/run/events.js';
 import {
   actionsOf,
@@ -92,7 +94,8 @@ describe('run events', () => {
     expect(() => synthesize({ eventSource })).toThrow(message);
   });
 
-  it('expires the event markers under status/.events/ after a month (new bucket)', () => {
+  it('expires the event markers under status/.events/ after a month, when no run can retry a step any more', () => {
+    expect(STORAGE_DEFAULTS.eventMarkerRetentionDays * 86400).toBeGreaterThan(EXECUTION_TIMEOUT_SECONDS);
     const [bucket] = resourcesOfType(defaults.template, 'AWS::S3::Bucket')
       .map(([, resource]) => resource)
       .filter((resource) => resource.Properties.NotificationConfiguration !== undefined);

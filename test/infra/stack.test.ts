@@ -129,7 +129,7 @@ describe('the bucket', () => {
     });
   });
 
-  it('expires old inbox objects and old versions and aborts stale multipart uploads', () => {
+  it('expires old inbox objects and old versions and aborts multipart uploads unfinished after a day', () => {
     const bucket = defaults.template.findResources('AWS::S3::Bucket')[hopperBucketId()] as CfnResource;
     const rules = (bucket.Properties.LifecycleConfiguration as { Rules: Record<string, unknown>[] }).Rules;
     expect(rules).toContainEqual(
@@ -138,7 +138,7 @@ describe('the bucket', () => {
     expect(rules).toContainEqual(
       expect.objectContaining({
         NoncurrentVersionExpiration: { NoncurrentDays: 30 },
-        AbortIncompleteMultipartUpload: { DaysAfterInitiation: 7 },
+        AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 },
         Status: 'Enabled',
       }),
     );
@@ -305,19 +305,25 @@ describe('the Lambda functions', () => {
     },
   );
 
-  it.each(TASK_NAMES)('%s has its timeout and finds the service URL and the secret', (name) => {
-    const { resource } = functionNamed(defaults.template, name);
-    const [secretId] = resourcesOfType(defaults.template, 'AWS::SecretsManager::Secret').map(([id]) => id);
-    expect(resource.Properties.Timeout).toBe(EXPECTED[name].timeout);
-    expect(resource.Properties.Environment).toEqual({
-      Variables: {
+  it.each(TASK_NAMES)(
+    '%s has its timeout, and is told the service URL and the secret only if it calls the service',
+    (name) => {
+      const { resource } = functionNamed(defaults.template, name);
+      const [secretId] = resourcesOfType(defaults.template, 'AWS::SecretsManager::Secret').map(([id]) => id);
+      expect(resource.Properties.Timeout).toBe(EXPECTED[name].timeout);
+      const service = {
         HOPPER_SERVICE_URL: { Ref: 'ServiceUrl' },
         HOPPER_API_KEY_SECRET_ARN: { Ref: secretId },
-        HOPPER_EVENT_SOURCE: 'hopper',
-        ...POWERTOOLS_ENV,
-      },
-    });
-  });
+      };
+      expect(resource.Properties.Environment).toEqual({
+        Variables: {
+          ...(EXPECTED[name].secret ? service : {}),
+          ...(EXPECTED[name].events === true ? { HOPPER_EVENT_SOURCE: 'hopper' } : {}),
+          ...POWERTOOLS_ENV,
+        },
+      });
+    },
+  );
 
   it.each(TASK_NAMES)(
     '%s may touch exactly its own key prefixes, and the secret only if it calls the service',
@@ -401,6 +407,62 @@ describe('the API key', () => {
     expect(JSON.stringify(reads.flatMap(resourcesOf))).toContain(
       `:secret:${EXISTING_RESOURCES.apiKeySecretName}-??????`,
     );
+  });
+});
+
+describe('a secret encrypted with its own KMS key (-c apiKeySecretKmsKeyArn)', () => {
+  const keyArn = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+  const withKey = synthesize({ ...EXISTING_RESOURCES, apiKeySecretKmsKeyArn: keyArn });
+  const kmsStatements = (hopper: typeof defaults, name: string) =>
+    roleStatements(hopper.template, functionNamed(hopper.template, name).resource).filter((statement) =>
+      actionsOf(statement).some((action) => action.startsWith('kms:')),
+    );
+
+  it('lets exactly the functions that read the secret decrypt with the key, through Secrets Manager only', () => {
+    for (const name of TASK_NAMES) {
+      expect(kmsStatements(withKey, name), name).toEqual(
+        EXPECTED[name].secret
+          ? [
+              expect.objectContaining({
+                Effect: 'Allow',
+                Action: 'kms:Decrypt',
+                Resource: keyArn,
+                Condition: {
+                  StringEquals: {
+                    'kms:ViaService': {
+                      'Fn::Join': ['', ['secretsmanager.', { Ref: 'AWS::Region' }, '.amazonaws.com']],
+                    },
+                  },
+                },
+              }),
+            ]
+          : [],
+      );
+    }
+    expect(kmsStatements(withKey, 'Trigger')).toEqual([]);
+  });
+
+  it('grants no KMS key without it', () => {
+    for (const hopper of [defaults, existing]) {
+      for (const name of [...TASK_NAMES, 'Trigger']) expect(kmsStatements(hopper, name), name).toEqual([]);
+    }
+  });
+
+  it.each([
+    [{ apiKeySecretKmsKeyArn: 'alias/team-secrets', apiKeySecretName: 'team/key' }, /is not a KMS key ARN/],
+    [
+      {
+        apiKeySecretKmsKeyArn: 'arn:aws:kms:eu-west-1:123456789012:alias/team-secrets',
+        apiKeySecretName: 'team/key',
+      },
+      /is not a KMS key ARN/,
+    ],
+    [
+      { apiKeySecretKmsKeyArn: keyArn },
+      /apiKeySecretKmsKeyArn: applies to the existing secret given by apiKeySecretName/,
+    ],
+  ])('refuses %j', (context, message) => {
+    expect(() => synthesize(context)).toThrow(message);
   });
 });
 
