@@ -85,14 +85,15 @@ const ContextSchema = z
     }
   });
 
+/** The context keys Hopper reads (docs/deploy.md, "Settings"). */
+export const CONTEXT_KEYS = Object.keys(ContextSchema.shape);
+
 /**
- * The stack's settings from context (every key of ContextSchema).
+ * The stack's settings from context.
  * @throws Error naming every setting that is wrong (not just the first), each with what to give
  */
 export function configFromContext(node: Node): HopperConfig {
-  const given = Object.fromEntries(
-    Object.keys(ContextSchema.shape).map((key) => [key, node.tryGetContext(key)]),
-  );
+  const given = Object.fromEntries(CONTEXT_KEYS.map((key) => [key, node.tryGetContext(key)]));
   const parsed = ContextSchema.safeParse(given);
   if (!parsed.success) {
     const problems = parsed.error.issues.map(

@@ -138,7 +138,7 @@ describe('run notifications', () => {
     });
   });
 
-  it('a rule on the default bus sends each Succeeded or Failed event of the source as its plain summary', () => {
+  it('a rule on the default bus sends each Succeeded, Failed or Superseded event of the source as its plain summary', () => {
     const [topicId] = runTopic(configured.template);
     const rules = resourcesOfType(configured.template, 'AWS::Events::Rule').filter(([, rule]) =>
       JSON.stringify(rule.Properties.Targets).includes(`"Ref":"${topicId}"`),
