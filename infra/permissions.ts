@@ -85,22 +85,18 @@ export function grantTaskAccess(role: IRole, access: TaskAccess, resources: Task
         `the grant is limited to that prefix and to the actions this step needs.`,
     );
   }
-  if (access.apiKey) {
-    resources.apiKeySecret.grantRead(role);
-    if (resources.apiKeySecretKmsKeyArn !== undefined) {
-      role.addToPrincipalPolicy(decryptThroughSecretsManager(role, resources.apiKeySecretKmsKeyArn));
-    }
+  if (access.apiKey) resources.apiKeySecret.grantRead(role);
+  const key = access.apiKey ? resources.apiKeySecretKmsKeyArn : undefined;
+  if (key !== undefined) {
+    // The secret's own key, for the role only in Secrets Manager's calls (GetSecretValue) in this region.
+    const secretsManager = `secretsmanager.${Stack.of(role).region}.amazonaws.com`;
+    role.addToPrincipalPolicy(
+      new PolicyStatement({
+        actions: ['kms:Decrypt'],
+        resources: [key],
+        conditions: { StringEquals: { 'kms:ViaService': secretsManager } },
+      }),
+    );
   }
   if (access.events === true) role.addToPrincipalPolicy(putRunEventsStatement(role, resources.eventSource));
-}
-
-/** kms:Decrypt on the secret's own key, only in Secrets Manager's calls (GetSecretValue) in this region. */
-function decryptThroughSecretsManager(scope: IRole, keyArn: string): PolicyStatement {
-  return new PolicyStatement({
-    actions: ['kms:Decrypt'],
-    resources: [keyArn],
-    conditions: {
-      StringEquals: { 'kms:ViaService': `secretsmanager.${Stack.of(scope).region}.amazonaws.com` },
-    },
-  });
 }

@@ -7,7 +7,7 @@
  * "Notifications"). What cannot be delivered after a day of retries lands in a dead-letter queue.
  */
 import { Rule, RuleTargetInput, type IRule, type RuleTargetInputProperties } from 'aws-cdk-lib/aws-events';
-import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { SnsTopic } from 'aws-cdk-lib/aws-events-targets';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
@@ -59,13 +59,11 @@ export class HopperNotifications extends Construct {
         detailType: [RUN_EVENT_TYPES.succeeded, RUN_EVENT_TYPES.failed, RUN_EVENT_TYPES.superseded],
       },
     });
-    // EventBridge may publish for this rule only (the topic's policy; a rule target's own grants
-    // would let any rule of any account in). The key's grant carries no condition: "Adding the
-    // aws:SourceAccount, aws:SourceArn, and aws:SourceOrgID to a AWS KMS policy is not supported for
-    // EventBridge-to-encrypted topics" (Amazon SNS Developer Guide, "Managing Amazon SNS encryption
-    // keys and costs", docs.aws.amazon.com/sns/latest/dg/sns-key-management.html). The key serves
-    // this topic only.
-    const fromThisRule = { ArnEquals: { 'aws:SourceArn': this.rule.ruleArn } };
+    // EventBridge may publish for this rule only (the topic's policy). The key's grant carries no
+    // condition: "Adding the aws:SourceAccount, aws:SourceArn, and aws:SourceOrgID to a AWS KMS
+    // policy is not supported for EventBridge-to-encrypted topics" (Amazon SNS Developer Guide,
+    // "Managing Amazon SNS encryption keys and costs", docs.aws.amazon.com/sns/latest/dg/
+    // sns-key-management.html). The key serves this topic only.
     this.topic = encryptedTopic(this, {
       id: 'RunTopic',
       displayName: 'Hopper runs',
@@ -74,38 +72,26 @@ export class HopperNotifications extends Construct {
       keyActions: ['kms:Decrypt', 'kms:GenerateDataKey'],
       keySid: 'RunEndedRulePublishesToTopic',
       topicSid: 'RunEndedRulePublishes',
-      publishConditions: fromThisRule,
+      publishConditions: { ArnEquals: { 'aws:SourceArn': this.rule.ruleArn } },
     });
-    // A notification that cannot be delivered is retried, then kept (and alarmed on: monitoring.ts).
-    const deadLetters = deadLetterQueue(this, 'DeadLetters');
+    // A notification that cannot be delivered is retried, then kept (and alarmed on: monitoring.ts);
+    // SnsTopic lets only this rule send to the queue. It is given the topic by ARN, as an imported
+    // one, to which it adds no grant of its own: its grant would let any rule of any account publish.
+    this.deadLetterQueue = deadLetterQueue(this, 'DeadLetters');
     acknowledgeRule(
-      deadLetters,
+      this.deadLetterQueue,
       'AwsSolutions-SQS3',
       "It is a dead-letter queue: the run notification rule's target's (an EventBridge DeadLetterConfig, " +
         'which cdk-nag does not recognize as a dead-letter queue use).',
     );
-    deadLetters.addToResourcePolicy(
-      new PolicyStatement({
-        principals: [new ServicePrincipal(EVENTBRIDGE)],
-        actions: ['sqs:SendMessage'],
-        resources: [deadLetters.queueArn],
-        conditions: fromThisRule,
+    const byArn = Topic.fromTopicArn(this, 'RunTopicByArn', this.topic.topicArn);
+    this.rule.addTarget(
+      new SnsTopic(byArn, {
+        message: new SummaryText(),
+        deadLetterQueue: this.deadLetterQueue,
+        ...EVENT_DELIVERY_RETRY,
       }),
     );
-    const { topic } = this;
-    this.rule.addTarget({
-      bind: () => ({
-        arn: topic.topicArn,
-        input: new SummaryText(),
-        targetResource: topic,
-        deadLetterConfig: { arn: deadLetters.queueArn },
-        retryPolicy: {
-          maximumRetryAttempts: EVENT_DELIVERY_RETRY.retryAttempts,
-          maximumEventAgeInSeconds: EVENT_DELIVERY_RETRY.maxEventAge.toSeconds(),
-        },
-      }),
-    });
-    this.deadLetterQueue = deadLetters;
     if (props.email !== undefined) this.topic.addSubscription(new EmailSubscription(props.email));
   }
 }
