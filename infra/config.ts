@@ -39,54 +39,52 @@ function textSetting(rule: (value: string) => string | undefined = () => undefin
   );
 }
 
-const ContextSchema = z
-  .object({
-    serviceUrl: textSetting(serviceUrlProblem),
-    apiKeySecretName: textSetting(),
-    apiKeySecretKmsKeyArn: textSetting(kmsKeyArnProblem),
-    bucketName: textSetting((value) =>
-      /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(value)
-        ? undefined
-        : `"${value}" is not a valid S3 bucket name`,
-    ),
-    notificationEmail: textSetting(emailProblem),
-    runNotificationEmail: textSetting(emailProblem),
-    eventSource: textSetting(eventSourceProblem),
-    stackName: textSetting((value) =>
-      /^[A-Za-z][A-Za-z0-9-]{0,127}$/.test(value)
-        ? undefined
-        : `"${value}" is not a valid CloudFormation stack name`,
-    ),
-    logLevel: textSetting((value) =>
-      logLevelOf(value) === undefined
-        ? `"${value}" is not a log level; use one of ${LOG_LEVELS.join(', ')}`
-        : undefined,
-    ),
-    inboxRetentionDays: z.unknown().transform((value, ctx): number | undefined => {
-      if (isBlank(value)) return undefined;
-      // `-c inboxRetentionDays=7` arrives as a string, cdk.json may hold a number.
-      const days = typeof value === 'number' ? value : typeof value === 'string' ? Number(value) : Number.NaN;
-      if (Number.isInteger(days) && days >= 1) return days;
-      ctx.addIssue({
-        code: 'custom',
-        message: `must be a whole number of days >= 1, got ${JSON.stringify(value)}`,
-      });
-      return z.NEVER;
-    }),
-  })
-  .superRefine((settings, ctx) => {
-    // A secret the stack creates is encrypted with the AWS managed key, which needs no grant.
-    if (settings.apiKeySecretKmsKeyArn !== undefined && settings.apiKeySecretName === undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['apiKeySecretKmsKeyArn'],
-        message: 'applies to the existing secret given by apiKeySecretName: give that too, or leave this out',
-      });
-    }
-  });
+const Settings = z.object({
+  serviceUrl: textSetting(serviceUrlProblem),
+  apiKeySecretName: textSetting(),
+  apiKeySecretKmsKeyArn: textSetting(kmsKeyArnProblem),
+  bucketName: textSetting((value) =>
+    /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(value) ? undefined : `"${value}" is not a valid S3 bucket name`,
+  ),
+  notificationEmail: textSetting(emailProblem),
+  runNotificationEmail: textSetting(emailProblem),
+  eventSource: textSetting(eventSourceProblem),
+  stackName: textSetting((value) =>
+    /^[A-Za-z][A-Za-z0-9-]{0,127}$/.test(value)
+      ? undefined
+      : `"${value}" is not a valid CloudFormation stack name`,
+  ),
+  logLevel: textSetting((value) =>
+    logLevelOf(value) === undefined
+      ? `"${value}" is not a log level; use one of ${LOG_LEVELS.join(', ')}`
+      : undefined,
+  ),
+  inboxRetentionDays: z.unknown().transform((value, ctx): number | undefined => {
+    if (isBlank(value)) return undefined;
+    // `-c inboxRetentionDays=7` arrives as a string, cdk.json may hold a number.
+    const days = typeof value === 'number' ? value : typeof value === 'string' ? Number(value) : Number.NaN;
+    if (Number.isInteger(days) && days >= 1) return days;
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be a whole number of days >= 1, got ${JSON.stringify(value)}`,
+    });
+    return z.NEVER;
+  }),
+});
+
+const ContextSchema = Settings.superRefine((settings, ctx) => {
+  // A secret the stack creates is encrypted with the AWS managed key, which needs no grant.
+  if (settings.apiKeySecretKmsKeyArn !== undefined && settings.apiKeySecretName === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['apiKeySecretKmsKeyArn'],
+      message: 'applies to the existing secret given by apiKeySecretName: give that too, or leave this out',
+    });
+  }
+});
 
 /** The context keys Hopper reads (docs/deploy.md, "Settings"). */
-export const CONTEXT_KEYS = Object.keys(ContextSchema.shape);
+export const CONTEXT_KEYS = Object.keys(Settings.shape);
 
 /**
  * The stack's settings from context.

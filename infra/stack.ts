@@ -137,45 +137,38 @@ export class HopperStack extends Stack {
 
   private addOutputs(serviceUrl: string, apiKeySecretName: string): void {
     const consoleUrl = `https://${this.region}.console.aws.amazon.com`;
-    const output = (id: string, value: string, description?: string) =>
-      new CfnOutput(this, id, { value, description });
-    output(
-      'BucketName',
-      this.storage.bucket.bucketName,
-      'Drop folders into s3://<this bucket>/inbox/<drop>/ (train.json last)',
-    );
-    output(
-      'ApiKeySecretName',
-      apiKeySecretName,
-      "The secret to put the training service's API key in (plain text)",
-    );
-    output('StateMachineArn', this.pipeline.stateMachine.stateMachineArn);
-    output(
-      'TrainingServiceUrl',
-      serviceUrl,
-      'The training service the pipeline calls (read by hopper models --stack)',
-    );
-    output(
-      'StateMachineConsoleUrl',
-      `${consoleUrl}/states/home?region=${this.region}#/statemachines/view/${this.pipeline.stateMachine.stateMachineArn}`,
-      'Every run, as a graph',
-    );
-    output('AlarmTopicArn', this.monitoring.topic.topicArn);
-    output(
-      'RunNotificationTopicArn',
-      this.notifications.topic.topicArn,
-      'A summary of every run that ended (docs/operations.md, "Notifications")',
-    );
-    output(
-      'EventSource',
-      this.pipeline.eventSource,
-      'The source of Hopper\'s run events on the default bus (docs/operations.md, "Events")',
-    );
-    output('TriggerDeadLetterQueueUrl', this.pipeline.deadLetterQueue.queueUrl);
-    output('RunNotificationDeadLetterQueueUrl', this.notifications.deadLetterQueue.queueUrl);
-    output(
-      'DashboardUrl',
-      `${consoleUrl}/cloudwatch/home?region=${this.region}#dashboards:name=${this.monitoring.dashboard.dashboardName}`,
-    );
+    new CfnOutput(this, 'BucketName', {
+      description: 'Drop folders into s3://<this bucket>/inbox/<drop>/ (train.json last)',
+      value: this.storage.bucket.bucketName,
+    });
+    new CfnOutput(this, 'ApiKeySecretName', {
+      description: "The secret to put the training service's API key in (plain text)",
+      value: apiKeySecretName,
+    });
+    new CfnOutput(this, 'StateMachineArn', { value: this.pipeline.stateMachine.stateMachineArn });
+    new CfnOutput(this, 'TrainingServiceUrl', {
+      description: 'The training service the pipeline calls (read by hopper models --stack)',
+      value: serviceUrl,
+    });
+    new CfnOutput(this, 'StateMachineConsoleUrl', {
+      description: 'Every run, as a graph',
+      value: `${consoleUrl}/states/home?region=${this.region}#/statemachines/view/${this.pipeline.stateMachine.stateMachineArn}`,
+    });
+    new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.topic.topicArn });
+    new CfnOutput(this, 'RunNotificationTopicArn', {
+      description: 'A summary of every run that ended (docs/operations.md, "Notifications")',
+      value: this.notifications.topic.topicArn,
+    });
+    new CfnOutput(this, 'EventSource', {
+      description: 'The source of Hopper\'s run events on the default bus (docs/operations.md, "Events")',
+      value: this.pipeline.eventSource,
+    });
+    new CfnOutput(this, 'TriggerDeadLetterQueueUrl', { value: this.pipeline.deadLetterQueue.queueUrl });
+    new CfnOutput(this, 'RunNotificationDeadLetterQueueUrl', {
+      value: this.notifications.deadLetterQueue.queueUrl,
+    });
+    new CfnOutput(this, 'DashboardUrl', {
+      value: `${consoleUrl}/cloudwatch/home?region=${this.region}#dashboards:name=${this.monitoring.dashboard.dashboardName}`,
+    });
   }
 }

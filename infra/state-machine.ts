@@ -83,26 +83,8 @@ type Flow = ReturnType<typeof flowOf>;
 
 function flowOf(parent: Construct, functions: TaskFunctions) {
   const scope = new Construct(parent, 'Flow');
-  const report = reportStates(scope, functions.Report);
-  const task = (name: TaskName): LambdaInvoke => {
-    const state = taskState(scope, taskNamed(name), functions[name]);
-    state.addCatch(report, { errors: ['States.ALL'], resultPath: '$.failure' });
-    return state;
-  };
-  const stop = (name: StopName): Pass => {
-    const state = new Pass(scope, name, {
-      result: Result.fromObject({ code: STOPS[name] }),
-      resultPath: '$.stop',
-    });
-    state.next(report);
-    return state;
-  };
-  return { scope, task, stop, report, unexpected: stop('UnexpectedNextAction') };
-}
-
-/** The end: Report decides the outcome from the state; a Report that fails ends the run as is. */
-function reportStates(scope: Construct, fn: IFunction): LambdaInvoke {
-  const report = taskState(scope, taskNamed('Report'), fn);
+  // The end: Report decides the outcome from the state; a Report that fails ends the run as is.
+  const report = taskState(scope, taskNamed('Report'), functions.Report);
   report.addCatch(
     new Fail(scope, 'ReportFailed', {
       comment: 'The report step itself failed; the status file may be stale.',
@@ -126,7 +108,20 @@ function reportStates(scope: Construct, fn: IFunction): LambdaInvoke {
         }),
       ),
   );
-  return report;
+  const task = (name: TaskName): LambdaInvoke => {
+    const state = taskState(scope, taskNamed(name), functions[name]);
+    state.addCatch(report, { errors: ['States.ALL'], resultPath: '$.failure' });
+    return state;
+  };
+  const stop = (name: StopName): Pass => {
+    const state = new Pass(scope, name, {
+      result: Result.fromObject({ code: STOPS[name] }),
+      resultPath: '$.stop',
+    });
+    state.next(report);
+    return state;
+  };
+  return { scope, task, stop, report, unexpected: stop('UnexpectedNextAction') };
 }
 
 /** The model: start (or adopt) a training, poll it, retry a failed one, copy the result. Returns StartTraining. */

@@ -11,6 +11,8 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { fileURLToPath } from 'node:url';
+import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lambdas/run/metric-names.js';
+import type { HopperLogLevel } from '../config.js';
 import { acknowledgeWildcardResource } from '../nag.js';
 import { handlerPath } from '../tasks.js';
 
@@ -55,6 +57,8 @@ export interface HopperFunctionProps {
   readonly environment?: Readonly<Record<string, string>>;
   /** How long the function's logs are kept. @default RetentionDays.THREE_MONTHS */
   readonly logRetention?: RetentionDays;
+  /** The level of its logs (POWERTOOLS_LOG_LEVEL). @default 'INFO' */
+  readonly logLevel?: HopperLogLevel;
   /** Where Lambda sends asynchronous invocations that failed every attempt. @default - none */
   readonly deadLetterQueue?: IQueue;
   /** Lambda's own retries of a failed asynchronous invocation (0-2). @default - Lambda's default, 2 */
@@ -91,7 +95,14 @@ export class HopperFunction extends Construct {
       memorySize: props.memoryMb,
       role: this.role,
       logGroup: this.logGroup,
-      environment: { ...props.environment },
+      // Powertools reads these: the log level, and the service and namespace its logs, metrics and
+      // traces carry.
+      environment: {
+        POWERTOOLS_LOG_LEVEL: props.logLevel ?? 'INFO',
+        POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
+        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+        ...props.environment,
+      },
       bundling: BUNDLING,
       deadLetterQueue: props.deadLetterQueue,
       retryAttempts: props.retryAttempts,

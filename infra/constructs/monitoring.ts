@@ -152,7 +152,6 @@ export class HopperMonitoring extends Construct {
       purpose: 'the alarm topic',
       publisher: CLOUDWATCH,
       keyActions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
-      keySid: 'CloudWatchAlarmsPublishToTopic',
       topicSid: 'CloudWatchAlarmsPublish',
       keyConditions: fromOwnAlarms,
       publishConditions: fromOwnAlarms,
@@ -292,15 +291,9 @@ function awsRunWidgets(props: HopperMonitoringProps): GraphWidget[] {
  * values are open (error codes, steps) are graphed with SEARCH, so a new one shows up by itself.
  */
 export function hopperWidgets(): GraphWidget[] {
+  const ofHopper = { namespace: METRICS_NAMESPACE, dimensionsMap: { service: SERVICE_NAME }, period: PERIOD };
   const hopper = (metricName: string, statistic: string, label: string): Metric =>
-    new Metric({
-      namespace: METRICS_NAMESPACE,
-      metricName,
-      dimensionsMap: { service: SERVICE_NAME },
-      period: PERIOD,
-      statistic,
-      label,
-    });
+    new Metric({ ...ofHopper, metricName, statistic, label });
   const byDimension = (metricName: string, dimension: string, statistic: string) =>
     new MathExpression({
       expression: `SEARCH('{${METRICS_NAMESPACE},service,${dimension}} MetricName="${metricName}"', '${statistic}', ${PERIOD.toSeconds()})`,

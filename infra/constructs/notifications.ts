@@ -70,7 +70,6 @@ export class HopperNotifications extends Construct {
       purpose: 'the run notification topic',
       publisher: EVENTBRIDGE,
       keyActions: ['kms:Decrypt', 'kms:GenerateDataKey'],
-      keySid: 'RunEndedRulePublishesToTopic',
       topicSid: 'RunEndedRulePublishes',
       publishConditions: { ArnEquals: { 'aws:SourceArn': this.rule.ruleArn } },
     });

@@ -16,7 +16,6 @@ import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { DEFAULT_EVENT_SOURCE } from '../../lambdas/run/events.js';
-import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lambdas/run/metric-names.js';
 import { ENV } from '../../lambdas/run/environment.js';
 import { TRAIN_JSON_KEY_WILDCARD } from '../../lambdas/storage/keys.js';
 import type { HopperLogLevel } from '../config.js';
@@ -27,7 +26,7 @@ import { EXECUTION_TIMEOUT_SECONDS } from '../run-limits.js';
 import { buildDefinition } from '../state-machine.js';
 import { TASKS, TRIGGER, type TaskName } from '../tasks.js';
 import { EVENT_DELIVERY_RETRY, deadLetterQueue } from './dead-letter-queue.js';
-import { HopperFunction } from './hopper-function.js';
+import { HopperFunction, type HopperFunctionProps } from './hopper-function.js';
 
 export interface HopperPipelineProps {
   /** The bucket drops arrive in; it must send its events to EventBridge (HopperStorage does). */
@@ -73,28 +72,28 @@ export class HopperPipeline extends Construct {
   readonly rule: Rule;
   /** Events the trigger could not take: failed deliveries and failed asynchronous invocations. */
   readonly deadLetterQueue: Queue;
+  /** What every function of the pipeline shares. */
+  private readonly functionSettings: Pick<HopperFunctionProps, 'logRetention' | 'logLevel'>;
 
   constructor(scope: Construct, id: string, props: HopperPipelineProps) {
     super(scope, id);
     const logRetention = props.logRetention ?? RetentionDays.THREE_MONTHS;
+    this.functionSettings = { logRetention, logLevel: props.logLevel };
     this.eventSource = props.eventSource ?? DEFAULT_EVENT_SOURCE;
-    const powertools = powertoolsEnvironment(props.logLevel);
-    [this.taskFunctions, this.taskVersions] = this.createTasks(props, powertools, logRetention);
+    [this.taskFunctions, this.taskVersions] = this.createTasks(props);
     this.executionLogs = new LogGroup(this, 'ExecutionLogs', {
       logGroupName: executionLogGroupName(this),
       retention: logRetention,
     });
     this.stateMachine = this.createStateMachine();
     this.deadLetterQueue = deadLetterQueue(this, 'TriggerDeadLetters');
-    this.trigger = this.createTrigger(powertools, logRetention);
+    this.trigger = this.createTrigger();
     this.rule = this.createRule(props);
   }
 
   /** One function per Task, with its access (infra/tasks.ts), and the version the state machine invokes. */
   private createTasks(
     props: HopperPipelineProps,
-    powertools: Readonly<Record<string, string>>,
-    logRetention: RetentionDays,
   ): [Record<TaskName, NodejsFunction>, Record<TaskName, IVersion>] {
     // Each function is told what its access lets it use: the service and its key, the event source.
     const service = {
@@ -105,11 +104,10 @@ export class HopperPipeline extends Construct {
     const versions = {} as Record<TaskName, IVersion>;
     for (const spec of TASKS) {
       const environment = {
-        ...powertools,
         ...(spec.access.apiKey ? service : {}),
         ...(spec.access.events === true ? { [ENV.eventSource]: this.eventSource } : {}),
       };
-      const task = new HopperFunction(this, spec.name, { ...spec, environment, logRetention });
+      const task = new HopperFunction(this, spec.name, { ...spec, ...this.functionSettings, environment });
       grantTaskAccess(task.role, spec.access, { ...props, eventSource: this.eventSource });
       functions[spec.name] = task.function;
       versions[spec.name] = task.function.currentVersion;
@@ -134,14 +132,11 @@ export class HopperPipeline extends Construct {
     return stateMachine;
   }
 
-  private createTrigger(
-    powertools: Readonly<Record<string, string>>,
-    logRetention: RetentionDays,
-  ): NodejsFunction {
+  private createTrigger(): NodejsFunction {
     const trigger = new HopperFunction(this, 'Trigger', {
       ...TRIGGER,
-      environment: { ...powertools, [ENV.stateMachineArn]: this.stateMachine.stateMachineArn },
-      logRetention,
+      ...this.functionSettings,
+      environment: { [ENV.stateMachineArn]: this.stateMachine.stateMachineArn },
       deadLetterQueue: this.deadLetterQueue,
       retryAttempts: 2,
     });
@@ -165,18 +160,6 @@ export class HopperPipeline extends Construct {
       ],
     });
   }
-}
-
-/**
- * Powertools reads these in every function: the log level, and the service and namespace its
- * logs, metrics and traces carry.
- */
-function powertoolsEnvironment(logLevel: HopperLogLevel | undefined): Readonly<Record<string, string>> {
-  return {
-    POWERTOOLS_LOG_LEVEL: logLevel ?? 'INFO',
-    POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
-    POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
-  };
 }
 
 function acknowledgeStateMachineWildcards(

@@ -48,15 +48,6 @@ export const STORAGE_DEFAULTS = {
   eventMarkerRetentionDays: 30,
 } as const;
 
-/** The props that configure a bucket the construct creates, and mean nothing for an existing one. */
-const NEW_BUCKET_ONLY = [
-  'inboxRetentionDays',
-  'noncurrentVersionRetentionDays',
-  'abortIncompleteUploadsAfterDays',
-  'accessLogRetentionDays',
-  'removalPolicy',
-] as const satisfies readonly (keyof HopperStorageProps)[];
-
 /** The day counts a new bucket's lifecycle rules take: whole days, at least one. */
 const DAY_PROPS = [
   'inboxRetentionDays',
@@ -64,6 +55,9 @@ const DAY_PROPS = [
   'abortIncompleteUploadsAfterDays',
   'accessLogRetentionDays',
 ] as const satisfies readonly (keyof HopperStorageProps)[];
+
+/** The props that configure a bucket the construct creates, and mean nothing for an existing one. */
+const NEW_BUCKET_ONLY = [...DAY_PROPS, 'removalPolicy'] as const;
 
 /**
  * Every way `props` contradict themselves, so one error names them all: options of a new bucket
