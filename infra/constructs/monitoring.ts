@@ -292,7 +292,7 @@ function awsRunWidgets(props: HopperMonitoringProps): GraphWidget[] {
  */
 export function hopperWidgets(): GraphWidget[] {
   const ofHopper = { namespace: METRICS_NAMESPACE, dimensionsMap: { service: SERVICE_NAME }, period: PERIOD };
-  const hopper = (metricName: string, statistic: string, label: string): Metric =>
+  const hopper = (metricName: string, label: string, statistic = 'Sum'): Metric =>
     new Metric({ ...ofHopper, metricName, statistic, label });
   const byDimension = (metricName: string, dimension: string, statistic: string) =>
     new MathExpression({
@@ -303,31 +303,28 @@ export function hopperWidgets(): GraphWidget[] {
     });
   return [
     graph('Hopper runs (from the steps)', 8, [
-      hopper(METRIC.runsStarted, 'Sum', 'started'),
-      hopper(METRIC.runsSucceeded, 'Sum', 'succeeded'),
-      hopper(METRIC.runsSuperseded, 'Sum', 'superseded'),
-      hopper(METRIC.runsFailed, 'Sum', 'failed'),
+      hopper(METRIC.runsStarted, 'started'),
+      hopper(METRIC.runsSucceeded, 'succeeded'),
+      hopper(METRIC.runsSuperseded, 'superseded'),
+      hopper(METRIC.runsFailed, 'failed'),
     ]),
     graph('Failed runs by error code', 8, [byDimension(METRIC.runsFailed, ERROR_CODE_DIMENSION, 'Sum')]),
     graph(
       'Credits and estimated AWS cost (USD)',
       8,
-      [hopper(METRIC.creditsSpent, 'Sum', 'credits spent')],
-      [hopper(METRIC.runAwsCost, 'Sum', 'AWS cost of finished runs (USD)')],
+      [hopper(METRIC.creditsSpent, 'credits spent')],
+      [hopper(METRIC.runAwsCost, 'AWS cost of finished runs (USD)')],
     ),
     graph('Run duration (ms)', 8, [
-      hopper(METRIC.runDuration, 'p50', 'median'),
-      hopper(METRIC.runDuration, 'Maximum', 'longest'),
+      hopper(METRIC.runDuration, 'median', 'p50'),
+      hopper(METRIC.runDuration, 'longest', 'Maximum'),
     ]),
     graph('Time per step (p90, ms)', 8, [byDimension(METRIC.stepDuration, STEP_DIMENSION, 'p90')]),
     graph(
       'Data moved',
       8,
-      [
-        hopper(METRIC.bytesUploaded, 'Sum', 'bytes uploaded'),
-        hopper(METRIC.bytesCopied, 'Sum', 'bytes copied'),
-      ],
-      [hopper(METRIC.labelsAnswered, 'Sum', 'labels answered')],
+      [hopper(METRIC.bytesUploaded, 'bytes uploaded'), hopper(METRIC.bytesCopied, 'bytes copied')],
+      [hopper(METRIC.labelsAnswered, 'labels answered')],
     ),
   ];
 }
