@@ -7,6 +7,7 @@
  * screenshots`), otherwise into a temporary folder, so that a test run leaves the checkout as
  * it was.
  */
+import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +17,7 @@ import type { Page } from 'playwright-core';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
 import type { RunDetail } from '../../local/console/runs.js';
-import { BROWSER_WAIT_MS, launchChromium } from '../helpers/browser.js';
+import { BROWSER_WAIT_MS, chooseChromium, launchChromium } from '../helpers/browser.js';
 import { consoleJson, dropThroughConsole, folderFiles, useConsole } from '../helpers/console.js';
 import { withTimeout } from '../helpers/timeout.js';
 
@@ -250,5 +251,34 @@ describe('the console in a browser', () => {
       'Drop a folder (the one holding the data files and train.json), not a file.',
     );
     expect(local.stateMachine.executions()).toEqual([]);
+  });
+});
+
+describe("the tests' browser", () => {
+  it('is HOPPER_CHROMIUM when set, else an installed one, else the Chromium inside the npm package', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'hopper-browser-'));
+    cleanups.push(() => rm(folder, { recursive: true, force: true }));
+    const installed = join(folder, 'chromium');
+    await writeFile(installed, '#!/bin/sh\n', { mode: 0o755 });
+    const notExecutable = join(folder, 'chrome.txt');
+    await writeFile(notExecutable, 'not a browser');
+
+    expect(await chooseChromium({ HOPPER_CHROMIUM: installed }, [])).toMatchObject({
+      path: installed,
+      from: 'HOPPER_CHROMIUM',
+    });
+    await expect(chooseChromium({ HOPPER_CHROMIUM: notExecutable }, [installed])).rejects.toThrow(
+      `HOPPER_CHROMIUM=${notExecutable} is not an executable file`,
+    );
+    const missing = join(folder, 'missing');
+    expect(await chooseChromium({}, [missing, notExecutable, folder, installed])).toMatchObject({
+      path: installed,
+      from: 'installed',
+    });
+    const packaged = await chooseChromium({}, [missing]);
+    expect(packaged.from).toBe('@sparticuz/chromium');
+    expect(packaged.path).toMatch(/node_modules\/\.cache\/hopper-chromium\/[\d.]+\/chromium$/);
+    const version = spawnSync(packaged.path, ['--version'], { encoding: 'utf8' });
+    expect(version.stdout).toMatch(/^Chromium \d+\./);
   });
 });
