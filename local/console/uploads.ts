@@ -31,12 +31,12 @@ export function checkFileName(name: string): void {
 export function checkDrop(drop: string, names: readonly string[]): void {
   checkDropName(drop);
   for (const name of names) checkFileName(name);
-  try {
-    checkDropFiles(drop, names);
-  } catch (error) {
-    if (error instanceof DropFolderError) throw new UploadError(error.message);
-    throw error;
-  }
+  checkDropFiles(drop, names);
+}
+
+/** Whether `error` refuses what the page sent (a 400 with its message), rather than failing. */
+export function isRefusal(error: unknown): boolean {
+  return error instanceof UploadError || error instanceof DropFolderError || error instanceof URIError;
 }
 
 /** Streams the request's body to inbox/<drop>/<name>; resolves to the object's ETag. */

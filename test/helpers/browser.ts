@@ -129,7 +129,7 @@ function* tarFiles(tar: Buffer): Generator<[name: string, bytes: Buffer]> {
 }
 
 /** Flags that keep the browser quiet: no sandbox (tests run as root in CI), GPU or traffic of its own. */
-export const CHROMIUM_ARGS: readonly string[] = [
+const CHROMIUM_ARGS: readonly string[] = [
   '--no-sandbox',
   '--disable-gpu',
   '--disable-quic',
