@@ -58,6 +58,11 @@ export async function chooseChromium(
   for (const path of installed) {
     if (await isExecutable(path)) return { path, from: 'installed', env: {} };
   }
+  if (process.platform !== 'linux' || process.arch !== 'x64') {
+    throw new Error(
+      `no Chrome or Chromium at ${installed.join(', ')}, and the npm package's Chromium is for x86-64 Linux only: install one, or set HOPPER_CHROMIUM to its path`,
+    );
+  }
   return packagedChromium();
 }
 
