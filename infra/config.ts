@@ -8,19 +8,6 @@ import type { Node } from 'constructs';
 import * as z from 'zod';
 import type { HopperStackProps } from './stack.js';
 
-/** The context keys Hopper reads. */
-export const CONTEXT_KEYS = {
-  serviceUrl: 'serviceUrl',
-  apiKeySecretName: 'apiKeySecretName',
-  bucketName: 'bucketName',
-  notificationEmail: 'notificationEmail',
-  eventSource: 'eventSource',
-  runNotificationEmail: 'runNotificationEmail',
-  inboxRetentionDays: 'inboxRetentionDays',
-  stackName: 'stackName',
-  logLevel: 'logLevel',
-} as const;
-
 /** The levels Powertools Logger knows (POWERTOOLS_LOG_LEVEL), least to most severe. */
 export const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT'] as const;
 export type HopperLogLevel = (typeof LOG_LEVELS)[number];
@@ -52,9 +39,10 @@ function textSetting(rule: (value: string) => string | undefined = () => undefin
   );
 }
 
-const ContextSchema = z.object({
+const Settings = z.object({
   serviceUrl: textSetting(serviceUrlProblem),
   apiKeySecretName: textSetting(),
+  apiKeySecretKmsKeyArn: textSetting(kmsKeyArnProblem),
   bucketName: textSetting((value) =>
     /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(value) ? undefined : `"${value}" is not a valid S3 bucket name`,
   ),
@@ -84,16 +72,26 @@ const ContextSchema = z.object({
   }),
 });
 
-type ContextKey = keyof typeof CONTEXT_KEYS;
+const ContextSchema = Settings.superRefine((settings, ctx) => {
+  // A secret the stack creates is encrypted with the AWS managed key, which needs no grant.
+  if (settings.apiKeySecretKmsKeyArn !== undefined && settings.apiKeySecretName === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['apiKeySecretKmsKeyArn'],
+      message: 'applies to the existing secret given by apiKeySecretName: give that too, or leave this out',
+    });
+  }
+});
+
+/** The context keys Hopper reads (docs/deploy.md, "Settings"). */
+export const CONTEXT_KEYS = Object.keys(Settings.shape);
 
 /**
  * The stack's settings from context.
  * @throws Error naming every setting that is wrong (not just the first), each with what to give
  */
 export function configFromContext(node: Node): HopperConfig {
-  const given = Object.fromEntries(
-    (Object.keys(CONTEXT_KEYS) as ContextKey[]).map((key) => [key, node.tryGetContext(CONTEXT_KEYS[key])]),
-  );
+  const given = Object.fromEntries(CONTEXT_KEYS.map((key) => [key, node.tryGetContext(key)]));
   const parsed = ContextSchema.safeParse(given);
   if (!parsed.success) {
     const problems = parsed.error.issues.map(
@@ -105,20 +103,18 @@ export function configFromContext(node: Node): HopperConfig {
         : `${String(problems.length)} context settings are wrong (docs/deploy.md lists them):\n${problems.map((problem) => `  - ${problem}`).join('\n')}`,
     );
   }
-  const settings = parsed.data;
+  const { stackName, logLevel, ...settings } = parsed.data;
   return {
-    stackName: settings.stackName ?? DEFAULT_STACK_NAME,
-    props: {
-      logLevel: settings.logLevel === undefined ? undefined : logLevelOf(settings.logLevel),
-      serviceUrl: settings.serviceUrl,
-      apiKeySecretName: settings.apiKeySecretName,
-      bucketName: settings.bucketName,
-      notificationEmail: settings.notificationEmail,
-      eventSource: settings.eventSource,
-      runNotificationEmail: settings.runNotificationEmail,
-      inboxRetentionDays: settings.inboxRetentionDays,
-    },
+    stackName: stackName ?? DEFAULT_STACK_NAME,
+    props: { ...settings, logLevel: logLevel === undefined ? undefined : logLevelOf(logLevel) },
   };
+}
+
+/** A key's ARN: IAM takes neither an alias nor a bare key id as the key a grant is on. */
+function kmsKeyArnProblem(value: string): string | undefined {
+  return /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/.test(value)
+    ? undefined
+    : `"${value}" is not a KMS key ARN: give arn:aws:kms:<region>:<account>:key/<key id> (not an alias)`;
 }
 
 function emailProblem(value: string): string | undefined {

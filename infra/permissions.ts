@@ -1,7 +1,8 @@
 /**
  * A Task's access (infra/tasks.ts) as IAM statements: S3 object actions on its own key prefixes
- * only, ListBucket (key names) on the bucket, the API key secret only for the steps that call
- * the training service, and PutEvents only for the steps that put run events.
+ * only, ListBucket (key names) on the bucket, the API key secret (and its own KMS key, if it has
+ * one) only for the steps that call the training service, and PutEvents only for the steps that
+ * put run events.
  */
 import { Stack } from 'aws-cdk-lib';
 import { PolicyStatement, type IRole } from 'aws-cdk-lib/aws-iam';
@@ -50,6 +51,8 @@ export function bucketStatements(bucket: IBucket, access: TaskAccess): PolicySta
 export interface TaskResources {
   readonly bucket: IBucket;
   readonly apiKeySecret: ISecret;
+  /** The customer managed key of the secret, if it has one. */
+  readonly apiKeySecretKmsKeyArn?: string;
   /** The `source` of the run events a Task with `events` may put, and no other. */
   readonly eventSource: string;
 }
@@ -83,5 +86,17 @@ export function grantTaskAccess(role: IRole, access: TaskAccess, resources: Task
     );
   }
   if (access.apiKey) resources.apiKeySecret.grantRead(role);
+  const key = access.apiKey ? resources.apiKeySecretKmsKeyArn : undefined;
+  if (key !== undefined) {
+    // The secret's own key, for the role only in Secrets Manager's calls (GetSecretValue) in this region.
+    const secretsManager = `secretsmanager.${Stack.of(role).region}.amazonaws.com`;
+    role.addToPrincipalPolicy(
+      new PolicyStatement({
+        actions: ['kms:Decrypt'],
+        resources: [key],
+        conditions: { StringEquals: { 'kms:ViaService': secretsManager } },
+      }),
+    );
+  }
   if (access.events === true) role.addToPrincipalPolicy(putRunEventsStatement(role, resources.eventSource));
 }

@@ -29,6 +29,11 @@ export interface HopperStackProps extends StackProps {
    */
   readonly apiKeySecretName?: string;
   /**
+   * The ARN of the customer managed KMS key that encrypts that existing secret: the functions that
+   * read the secret may decrypt with it, through Secrets Manager. @default - the AWS managed key
+   */
+  readonly apiKeySecretKmsKeyArn?: string;
+  /**
    * The name of an existing bucket to use; its EventBridge notifications are turned on.
    * @default - a new bucket (output `BucketName`)
    */
@@ -72,64 +77,69 @@ export class HopperStack extends Stack {
       bucketName: props.bucketName,
       inboxRetentionDays: props.inboxRetentionDays,
     });
-    const bucket = this.storage.bucket;
-
-    const serviceUrl =
-      props.serviceUrl ??
-      new CfnParameter(this, 'ServiceUrl', {
-        type: 'String',
-        description:
-          "The training service's base URL (https, without /v1). Give it with cdk deploy --parameters ServiceUrl=https://..., or synthesize with -c serviceUrl=... instead",
-        allowedPattern: SERVICE_URL_PATTERN,
-        constraintDescription: 'an https:// URL',
-      }).valueAsString;
-
+    const serviceUrl = props.serviceUrl ?? this.serviceUrlParameter();
     const apiKeySecretName = props.apiKeySecretName ?? newApiKeySecretName(this);
-    let apiKeySecretId: string;
-    if (props.apiKeySecretName !== undefined) {
-      this.apiKeySecret = Secret.fromSecretNameV2(this, 'ApiKey', apiKeySecretName);
-      apiKeySecretId = apiKeySecretName;
-    } else {
-      const secret = new Secret(this, 'ApiKey', {
-        secretName: apiKeySecretName,
-        description:
-          "Hopper: the training service's API key. Replace the generated value with the key, as plain text.",
-      });
-      acknowledgeRule(
-        secret,
-        'AwsSolutions-SMG4',
-        'The API key is issued by the third-party training service, which offers no API to rotate ' +
-          'it, so a rotation Lambda could not change it; the operator replaces the value by hand.',
-      );
-      this.apiKeySecret = secret;
-      apiKeySecretId = secret.secretArn;
-    }
-
+    const [apiKeySecret, apiKeySecretId] = this.createApiKeySecret(apiKeySecretName, props);
+    this.apiKeySecret = apiKeySecret;
     this.pipeline = new HopperPipeline(this, 'Pipeline', {
-      bucket,
-      apiKeySecret: this.apiKeySecret,
+      bucket: this.storage.bucket,
+      apiKeySecret,
       apiKeySecretId,
+      apiKeySecretKmsKeyArn: props.apiKeySecretKmsKeyArn,
       serviceUrl,
       eventSource: props.eventSource,
       logLevel: props.logLevel,
     });
-
     this.notifications = new HopperNotifications(this, 'Notifications', {
       eventSource: this.pipeline.eventSource,
       email: props.runNotificationEmail,
     });
-
     this.monitoring = new HopperMonitoring(this, 'Monitoring', {
       stateMachine: this.pipeline.stateMachine,
       deadLetterQueue: this.pipeline.deadLetterQueue,
       trigger: this.pipeline.trigger,
       taskFunctions: this.pipeline.taskFunctions,
+      runNotifications: this.notifications,
       notificationEmail: props.notificationEmail,
     });
+    this.addOutputs(serviceUrl, apiKeySecretName);
+  }
 
+  private serviceUrlParameter(): string {
+    return new CfnParameter(this, 'ServiceUrl', {
+      type: 'String',
+      description:
+        "The training service's base URL (https, without /v1). Give it with cdk deploy --parameters ServiceUrl=https://..., or synthesize with -c serviceUrl=... instead",
+      allowedPattern: SERVICE_URL_PATTERN,
+      constraintDescription: 'an https:// URL',
+    }).valueAsString;
+  }
+
+  /**
+   * The existing secret given by name, or a new one; and what the handlers are given to find it:
+   * the name of an existing one (CloudFormation knows its ARN only without the random suffix).
+   */
+  private createApiKeySecret(name: string, props: HopperStackProps): [ISecret, string] {
+    if (props.apiKeySecretName !== undefined) return [Secret.fromSecretNameV2(this, 'ApiKey', name), name];
+    const secret = new Secret(this, 'ApiKey', {
+      secretName: name,
+      description:
+        "Hopper: the training service's API key. Replace the generated value with the key, as plain text.",
+    });
+    acknowledgeRule(
+      secret,
+      'AwsSolutions-SMG4',
+      'The API key is issued by the third-party training service, which offers no API to rotate ' +
+        'it, so a rotation Lambda could not change it; the operator replaces the value by hand.',
+    );
+    return [secret, secret.secretArn];
+  }
+
+  private addOutputs(serviceUrl: string, apiKeySecretName: string): void {
+    const consoleUrl = `https://${this.region}.console.aws.amazon.com`;
     new CfnOutput(this, 'BucketName', {
       description: 'Drop folders into s3://<this bucket>/inbox/<drop>/ (train.json last)',
-      value: bucket.bucketName,
+      value: this.storage.bucket.bucketName,
     });
     new CfnOutput(this, 'ApiKeySecretName', {
       description: "The secret to put the training service's API key in (plain text)",
@@ -142,7 +152,7 @@ export class HopperStack extends Stack {
     });
     new CfnOutput(this, 'StateMachineConsoleUrl', {
       description: 'Every run, as a graph',
-      value: `https://${this.region}.console.aws.amazon.com/states/home?region=${this.region}#/statemachines/view/${this.pipeline.stateMachine.stateMachineArn}`,
+      value: `${consoleUrl}/states/home?region=${this.region}#/statemachines/view/${this.pipeline.stateMachine.stateMachineArn}`,
     });
     new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.topic.topicArn });
     new CfnOutput(this, 'RunNotificationTopicArn', {
@@ -154,10 +164,11 @@ export class HopperStack extends Stack {
       value: this.pipeline.eventSource,
     });
     new CfnOutput(this, 'TriggerDeadLetterQueueUrl', { value: this.pipeline.deadLetterQueue.queueUrl });
-    if (this.monitoring.dashboard !== undefined) {
-      new CfnOutput(this, 'DashboardUrl', {
-        value: `https://${this.region}.console.aws.amazon.com/cloudwatch/home?region=${this.region}#dashboards:name=${this.monitoring.dashboard.dashboardName}`,
-      });
-    }
+    new CfnOutput(this, 'RunNotificationDeadLetterQueueUrl', {
+      value: this.notifications.deadLetterQueue.queueUrl,
+    });
+    new CfnOutput(this, 'DashboardUrl', {
+      value: `${consoleUrl}/cloudwatch/home?region=${this.region}#dashboards:name=${this.monitoring.dashboard.dashboardName}`,
+    });
   }
 }

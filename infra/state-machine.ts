@@ -69,15 +69,24 @@ export type TaskFunctions = Readonly<Record<TaskName, IFunction>>;
 
 /** Builds the definition's states under `scope` (one construct per state, named as the state). */
 export function buildDefinition(scope: Construct, functions: TaskFunctions): IChainable {
-  const flow = new Construct(scope, 'Flow');
-  const task = (name: TaskName) => taskState(flow, taskNamed(name), functions[name]);
-  const stop = (name: StopName) =>
-    new Pass(flow, name, { result: Result.fromObject({ code: STOPS[name] }), resultPath: '$.stop' });
+  const flow = flowOf(scope, functions);
+  const routeDataset = datasetStates(flow, modelStates(flow));
+  return flow.task('ValidateDrop').next(flow.task('CreateDataset')).next(routeDataset);
+}
 
+/**
+ * The scope of the states, and how they end: `task` makes a Task state whose failure goes to
+ * Report (at $.failure); `stop` a Pass state that stops the run with its code (at $.stop) and goes
+ * to Report; `unexpected` is where a next_action goes that the service should never give that record.
+ */
+type Flow = ReturnType<typeof flowOf>;
+
+function flowOf(parent: Construct, functions: TaskFunctions) {
+  const scope = new Construct(parent, 'Flow');
   // The end: Report decides the outcome from the state; a Report that fails ends the run as is.
-  const report = task('Report');
+  const report = taskState(scope, taskNamed('Report'), functions.Report);
   report.addCatch(
-    new Fail(flow, 'ReportFailed', {
+    new Fail(scope, 'ReportFailed', {
       comment: 'The report step itself failed; the status file may be stale.',
       errorPath: '$.Error',
       causePath: '$.Cause',
@@ -85,53 +94,61 @@ export function buildDefinition(scope: Construct, functions: TaskFunctions): ICh
     { errors: ['States.ALL'] },
   );
   report.next(
-    new Choice(flow, 'RunSucceeded')
-      .when(Condition.stringEquals('$.report.outcome', 'succeeded'), new Succeed(flow, 'Succeeded'))
+    new Choice(scope, 'RunSucceeded')
+      .when(Condition.stringEquals('$.report.outcome', 'succeeded'), new Succeed(scope, 'Succeeded'))
       // A newer train.json of the drop took over: the run gave way, it did not fail.
       .when(
         Condition.stringEquals('$.report.outcome', 'superseded'),
-        new Succeed(flow, 'Superseded', { comment: 'A newer train.json of the drop took over this run.' }),
+        new Succeed(scope, 'Superseded', { comment: 'A newer train.json of the drop took over this run.' }),
       )
       .otherwise(
-        new Fail(flow, 'RunFailed', {
+        new Fail(scope, 'RunFailed', {
           errorPath: '$.report.error.code',
           causePath: '$.report.error.message',
         }),
       ),
   );
-  const catchToReport = (state: LambdaInvoke): LambdaInvoke => {
+  const task = (name: TaskName): LambdaInvoke => {
+    const state = taskState(scope, taskNamed(name), functions[name]);
     state.addCatch(report, { errors: ['States.ALL'], resultPath: '$.failure' });
     return state;
   };
-  const toReport = (state: Pass): Pass => {
+  const stop = (name: StopName): Pass => {
+    const state = new Pass(scope, name, {
+      result: Result.fromObject({ code: STOPS[name] }),
+      resultPath: '$.stop',
+    });
     state.next(report);
     return state;
   };
-  const unexpected = toReport(stop('UnexpectedNextAction'));
+  return { scope, task, stop, report, unexpected: stop('UnexpectedNextAction') };
+}
 
-  // The model: start (or adopt) a training, poll it, retry a failed one, copy the result.
-  const routeModel = new Choice(flow, 'RouteModel');
-  const startTraining = catchToReport(task('StartTraining'));
+/** The model: start (or adopt) a training, poll it, retry a failed one, copy the result. Returns StartTraining. */
+function modelStates(flow: Flow): LambdaInvoke {
+  const { scope, task, stop, report } = flow;
+  const routeModel = new Choice(scope, 'RouteModel');
+  const startTraining = task('StartTraining');
   startTraining.next(routeModel);
-  const waitForModel = new Wait(flow, 'WaitForModel', { time: WaitTime.secondsPath('$.model.waitSeconds') });
-  waitForModel.next(catchToReport(task('PollModel'))).next(routeModel);
+  const waitForModel = new Wait(scope, 'WaitForModel', { time: WaitTime.secondsPath('$.model.waitSeconds') });
+  waitForModel.next(task('PollModel')).next(routeModel);
   // A copy that failed for a reason that may pass is put off while the files can still be there
   // (lambdas/steps/copy-model.ts): its slot then says how long to wait before copying again.
-  const copyModel = catchToReport(task('CopyModel'));
-  const waitToCopy = new Wait(flow, 'WaitToCopy', { time: WaitTime.secondsPath('$.copy.waitSeconds') });
+  const copyModel = task('CopyModel');
+  const waitToCopy = new Wait(scope, 'WaitToCopy', { time: WaitTime.secondsPath('$.copy.waitSeconds') });
   waitToCopy.next(copyModel);
   copyModel.next(
-    new Choice(flow, 'ModelCopied')
+    new Choice(scope, 'ModelCopied')
       .when(Condition.isPresent('$.copy.waitSeconds'), waitToCopy)
       .otherwise(report),
   );
-  route(routeModel, '$.model', unexpected, {
+  route(routeModel, '$.model', flow.unexpected, {
     wait: waitForModel,
-    retry: new Choice(flow, 'AttemptsLeft')
+    retry: new Choice(scope, 'AttemptsLeft')
       .when(Condition.numberLessThanJsonPath('$.model.attempts', '$.config.maxAttempts'), startTraining)
-      .otherwise(toReport(stop('AttemptsExhausted'))),
+      .otherwise(stop('AttemptsExhausted')),
     download: copyModel,
-    none: toReport(stop('ModelFilesGone')),
+    none: stop('ModelFilesGone'),
     upload_files: 'unexpected',
     start_over: 'unexpected',
     structure: 'unexpected',
@@ -140,19 +157,23 @@ export function buildDefinition(scope: Construct, functions: TaskFunctions): ICh
     start_training: 'unexpected',
     expired: 'unexpected',
   });
+  return startTraining;
+}
 
-  // The dataset: every action the service asks for, until it is ready to train.
-  const routeDataset = new Choice(flow, 'RouteDataset');
+/** The dataset: every action the service asks for, until it is ready to train. Returns RouteDataset. */
+function datasetStates(flow: Flow, startTraining: LambdaInvoke): Choice {
+  const { scope, task, stop } = flow;
+  const routeDataset = new Choice(scope, 'RouteDataset');
   const loop = (name: TaskName): INextable & State => {
-    const state = catchToReport(task(name));
+    const state = task(name);
     state.next(routeDataset);
     return state;
   };
-  const waitForDataset = new Wait(flow, 'WaitForDataset', {
+  const waitForDataset = new Wait(scope, 'WaitForDataset', {
     time: WaitTime.secondsPath('$.dataset.waitSeconds'),
   });
   waitForDataset.next(loop('PollDataset'));
-  route(routeDataset, '$.dataset', unexpected, {
+  route(routeDataset, '$.dataset', flow.unexpected, {
     upload_files: loop('UploadFiles'),
     wait: waitForDataset,
     structure: loop('Structure'),
@@ -160,15 +181,12 @@ export function buildDefinition(scope: Construct, functions: TaskFunctions): ICh
     label_examples: loop('LabelExamples'),
     start_training: startTraining,
     retry: startTraining,
-    start_over: toReport(stop('DatasetUnreadable')),
-    expired: toReport(stop('DatasetExpired')),
+    start_over: stop('DatasetUnreadable'),
+    expired: stop('DatasetExpired'),
     download: 'unexpected',
     none: 'unexpected',
   });
-
-  return catchToReport(task('ValidateDrop'))
-    .next(catchToReport(task('CreateDataset')))
-    .next(routeDataset);
+  return routeDataset;
 }
 
 /**

@@ -70,6 +70,18 @@ const SERVICE_CALLS = 5 * MINUTE;
 /** Every Task writes status/<drop>.json after its step (lambdas/run/handler.ts), so reads it too. */
 const STATUS = { status: 'readWrite' } as const;
 
+/** A step that calls the training service, so reads the API key; by default a few calls on status/ only. */
+function callsService(
+  description: string,
+  {
+    bucket = STATUS,
+    timeoutSeconds = SERVICE_CALLS,
+    memoryMb = 256,
+  }: Partial<TaskSettings & TaskAccess> = {},
+): TaskSettings {
+  return { description, timeoutSeconds, memoryMb, access: { bucket, apiKey: true } };
+}
+
 const TASK_SETTINGS: Readonly<Record<TaskName, TaskSettings>> = {
   ValidateDrop: {
     description: 'checks train.json and the drop files, pins each file to its etag',
@@ -77,60 +89,27 @@ const TASK_SETTINGS: Readonly<Record<TaskName, TaskSettings>> = {
     memoryMb: 256,
     access: { bucket: { inbox: 'read', ...STATUS }, apiKey: false, events: true },
   },
-  CreateDataset: {
-    description: 'creates the dataset at the training service',
-    timeoutSeconds: SERVICE_CALLS,
-    memoryMb: 256,
-    access: { bucket: STATUS, apiKey: true },
-  },
-  UploadFiles: {
-    description: 'streams the drop files from S3 to the service (time-boxed)',
+  CreateDataset: callsService('creates the dataset at the training service'),
+  UploadFiles: callsService('streams the drop files from S3 to the service (time-boxed)', {
+    bucket: { inbox: 'read', ...STATUS },
     timeoutSeconds: LONG,
     memoryMb: 1024,
-    access: { bucket: { inbox: 'read', ...STATUS }, apiKey: true },
-  },
-  PollDataset: {
-    description: "reads the dataset's state and schedules the next poll",
-    timeoutSeconds: SERVICE_CALLS,
-    memoryMb: 256,
-    access: { bucket: STATUS, apiKey: true },
-  },
-  Structure: {
-    description: 'structures the dataset, or asks for suggested decisions',
-    timeoutSeconds: SERVICE_CALLS,
-    memoryMb: 256,
-    access: { bucket: STATUS, apiKey: true },
-  },
-  PickDecisions: {
-    description: 'answers the structuring questions as train.json says',
-    timeoutSeconds: SERVICE_CALLS,
-    memoryMb: 256,
-    access: { bucket: STATUS, apiKey: true },
-  },
-  LabelExamples: {
-    description: "labels held-out examples from the drop's labels file (time-boxed)",
+  }),
+  PollDataset: callsService("reads the dataset's state and schedules the next poll"),
+  Structure: callsService('structures the dataset, or asks for suggested decisions'),
+  PickDecisions: callsService('answers the structuring questions as train.json says'),
+  LabelExamples: callsService("labels held-out examples from the drop's labels file (time-boxed)", {
+    bucket: { inbox: 'read', ...STATUS },
     timeoutSeconds: LONG,
     memoryMb: 512,
-    access: { bucket: { inbox: 'read', ...STATUS }, apiKey: true },
-  },
-  StartTraining: {
-    description: 'starts a training, or adopts one already running for the dataset',
-    timeoutSeconds: SERVICE_CALLS,
-    memoryMb: 256,
-    access: { bucket: STATUS, apiKey: true },
-  },
-  PollModel: {
-    description: "reads the model's state and schedules the next poll",
-    timeoutSeconds: SERVICE_CALLS,
-    memoryMb: 256,
-    access: { bucket: STATUS, apiKey: true },
-  },
-  CopyModel: {
-    description: 'streams the trained model into models/ and writes model.json',
+  }),
+  StartTraining: callsService('starts a training, or adopts one already running for the dataset'),
+  PollModel: callsService("reads the model's state and schedules the next poll"),
+  CopyModel: callsService('streams the trained model into models/ and writes model.json', {
+    bucket: { models: 'readWrite', ...STATUS },
     timeoutSeconds: LONG,
     memoryMb: 1024,
-    access: { bucket: { models: 'readWrite', ...STATUS }, apiKey: true },
-  },
+  }),
   Report: {
     description: "decides the run's outcome, writes the final status and puts the run's event",
     timeoutSeconds: MINUTE,

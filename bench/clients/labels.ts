@@ -16,7 +16,7 @@ import type { RunState } from '../../lambdas/run/state.js';
 import type { Dataset } from '../../lambdas/service-client/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { labelExamplesStep } from '../../lambdas/steps/label-examples.js';
-import { maskText } from '../../local/service/masking.js';
+import { maskText } from '../../local/service/domain/index.js';
 import type { ClientResult, Measure } from '../harness/protocol.js';
 import { connect, endpointsOf, numberArg, stepEnv, type Connected } from './setup.js';
 

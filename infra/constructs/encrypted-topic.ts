@@ -22,11 +22,13 @@ export interface EncryptedTopicProps {
   readonly publisher: string;
   /** The KMS actions the publisher needs on the key. */
   readonly keyActions: readonly string[];
-  /** Statement ids of the key's and the topic's grants. */
-  readonly keySid: string;
+  /** The statement id of the topic's grant; the key's is `<topicSid>ToTopic`. */
   readonly topicSid: string;
-  /** Whom the key's grant admits (the key policy cannot always name the exact source). */
-  readonly keyConditions: Conditions;
+  /**
+   * Whom the key's grant admits (the key policy cannot always name the exact source).
+   * @default - no condition: the publisher may use the key, which serves this one topic
+   */
+  readonly keyConditions?: Conditions;
   /** Whom the topic's grant admits. */
   readonly publishConditions: Conditions;
 }
@@ -42,7 +44,7 @@ export function encryptedTopic(scope: Construct, props: EncryptedTopicProps): To
   });
   key.addToResourcePolicy(
     new PolicyStatement({
-      sid: props.keySid,
+      sid: `${props.topicSid}ToTopic`,
       principals: [new ServicePrincipal(props.publisher)],
       actions: [...props.keyActions],
       resources: ['*'], // in a key policy, "*" is this key

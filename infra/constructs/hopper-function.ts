@@ -3,7 +3,7 @@
  * newest Node.js runtime, ARM, X-Ray active, logging to its own log group with a retention, and
  * a role of its own that starts with nothing but writing to that log group.
  */
-import { RemovalPolicy, type Duration } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -11,6 +11,8 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { fileURLToPath } from 'node:url';
+import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lambdas/run/metric-names.js';
+import type { HopperLogLevel } from '../config.js';
 import { acknowledgeWildcardResource } from '../nag.js';
 import { handlerPath } from '../tasks.js';
 
@@ -49,13 +51,14 @@ export interface HopperFunctionProps {
   /** The entry file in lambdas/handlers/ (infra/tasks.ts); it exports `handler`. */
   readonly handlerFile: string;
   readonly description: string;
-  readonly timeout: Duration;
-  /** @default 256 */
-  readonly memorySize?: number;
+  readonly timeoutSeconds: number;
+  readonly memoryMb: number;
   /** Environment variables. @default - none */
   readonly environment?: Readonly<Record<string, string>>;
   /** How long the function's logs are kept. @default RetentionDays.THREE_MONTHS */
   readonly logRetention?: RetentionDays;
+  /** The level of its logs (POWERTOOLS_LOG_LEVEL). @default 'INFO' */
+  readonly logLevel?: HopperLogLevel;
   /** Where Lambda sends asynchronous invocations that failed every attempt. @default - none */
   readonly deadLetterQueue?: IQueue;
   /** Lambda's own retries of a failed asynchronous invocation (0-2). @default - Lambda's default, 2 */
@@ -88,11 +91,18 @@ export class HopperFunction extends Construct {
       architecture: Architecture.ARM_64,
       tracing: Tracing.ACTIVE,
       description: `Hopper ${id}: ${props.description}`,
-      timeout: props.timeout,
-      memorySize: props.memorySize ?? 256,
+      timeout: Duration.seconds(props.timeoutSeconds),
+      memorySize: props.memoryMb,
       role: this.role,
       logGroup: this.logGroup,
-      environment: { ...props.environment },
+      // Powertools reads these: the log level, and the service and namespace its logs, metrics and
+      // traces carry.
+      environment: {
+        POWERTOOLS_LOG_LEVEL: props.logLevel ?? 'INFO',
+        POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
+        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+        ...props.environment,
+      },
       bundling: BUNDLING,
       deadLetterQueue: props.deadLetterQueue,
       retryAttempts: props.retryAttempts,

@@ -21,6 +21,7 @@ import {
   type IMetric,
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type { IRule } from 'aws-cdk-lib/aws-events';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
@@ -46,16 +47,14 @@ export interface HopperMonitoringProps {
   readonly taskFunctions?: Readonly<Record<string, IFunction>>;
   /** An e-mail address subscribed to the alarm topic (it must confirm). @default - no subscription */
   readonly notificationEmail?: string;
-  /** The period each alarm looks at. @default Duration.minutes(5) */
-  readonly period?: Duration;
-  /**
-   * A run that took longer than this fires the SlowRuns alarm.
-   * @default Duration.seconds(SLOW_RUN_SECONDS), half a run's wait budget (infra/run-limits.ts)
-   */
-  readonly slowRunThreshold?: Duration;
-  /** Whether to create the dashboard. @default true */
-  readonly dashboard?: boolean;
+  /** The run notifications, watched for ones that could not be delivered. @default - not watched */
+  readonly runNotifications?: { readonly rule: IRule; readonly deadLetterQueue: IQueue };
 }
+
+/** The period each alarm and graph looks at. */
+const PERIOD = Duration.minutes(5);
+const SUM = { period: PERIOD, statistic: 'Sum' } as const;
+const MAXIMUM = { period: PERIOD, statistic: 'Maximum' } as const;
 
 /** The AWS service that publishes alarm state changes to the topic. */
 const CLOUDWATCH = 'cloudwatch.amazonaws.com';
@@ -70,85 +69,38 @@ export class HopperMonitoring extends Construct {
    * themselves: an alarm can combine at most 10 metrics, and the pipeline has 12 functions.
    */
   readonly throttleAlarms: readonly Alarm[];
-  readonly dashboard?: Dashboard;
+  readonly dashboard: Dashboard;
 
   constructor(scope: Construct, id: string, props: HopperMonitoringProps) {
     super(scope, id);
-    const period = props.period ?? Duration.minutes(5);
     this.topic = this.createTopic(props.notificationEmail);
-    const notify = new SnsAction(this.topic);
-    const notifying = <T extends AlarmBase>(alarm: T): T => {
-      alarm.addAlarmAction(notify);
-      alarm.addOkAction(notify);
-      return alarm;
-    };
-    // Fires when the metric is 1 or more in a period; a period without one is OK again.
-    const anyInPeriod = (name: string, description: string, metric: IMetric): Alarm =>
-      new Alarm(this, name, {
-        alarmDescription: description,
-        metric,
-        threshold: 1,
-        evaluationPeriods: 1,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-      });
-    const atLeastOnce = (name: string, description: string, metric: IMetric): Alarm =>
-      notifying(anyInPeriod(name, description, metric));
-
-    const machine = props.stateMachine;
-    const slowRun = props.slowRunThreshold ?? Duration.seconds(SLOW_RUN_SECONDS);
     const functions = { ...props.taskFunctions, Trigger: props.trigger };
     this.throttleAlarms = Object.entries(functions).map(([name, fn]) =>
-      anyInPeriod(
+      this.anyInPeriod(
         `Throttles${name}`,
         `Lambda throttled Hopper's ${name} function (an input of the LambdaThrottles alarm).`,
-        fn.metricThrottles({ period, statistic: 'Sum' }),
+        fn.metricThrottles(SUM),
       ),
     );
-
+    const counting = Object.entries(countingAlarms(props)).map(([name, [description, metric]]) => [
+      name,
+      this.notifying(this.anyInPeriod(name, description, metric)),
+    ]);
     this.alarms = {
-      ExecutionsFailed: atLeastOnce(
-        'ExecutionsFailed',
-        'A Hopper run failed. status/<drop>.json says why and what to do, unless the report step ' +
-          'itself failed (the execution ended in ReportFailed): then the status file may be stale, and ' +
-          "the execution's error in the Step Functions console says what happened.",
-        machine.metricFailed({ period, statistic: 'Sum' }),
-      ),
-      ExecutionsTimedOut: atLeastOnce(
-        'ExecutionsTimedOut',
-        "A Hopper run reached the state machine's execution timeout and Step Functions stopped it; the " +
-          'report step never ran, so status/<drop>.json still says running.',
-        machine.metricTimedOut({ period, statistic: 'Sum' }),
-      ),
-      ExecutionsAborted: atLeastOnce(
-        'ExecutionsAborted',
-        'A Hopper run was stopped (StopExecution, from the console or the API); the report step never ' +
-          'ran, so status/<drop>.json still says running.',
-        machine.metricAborted({ period, statistic: 'Sum' }),
-      ),
-      SlowRuns: notifying(
+      ...(Object.fromEntries(counting) as Record<string, Alarm>),
+      SlowRuns: this.notifying(
         new Alarm(this, 'SlowRuns', {
           alarmDescription:
-            `A Hopper run ended after more than ${hoursAndMinutes(slowRun.toSeconds())}, much longer than it should: ` +
+            `A Hopper run ended after more than ${hoursAndMinutes(SLOW_RUN_SECONDS)}, much longer than it should: ` +
             'see which step it spent its time in (the Step Functions console).',
-          metric: machine.metricTime({ period, statistic: 'Maximum' }),
-          threshold: slowRun.toMilliseconds(),
+          metric: props.stateMachine.metricTime(MAXIMUM),
+          threshold: SLOW_RUN_SECONDS * 1000,
           evaluationPeriods: 1,
           comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
           treatMissingData: TreatMissingData.NOT_BREACHING,
         }),
       ),
-      TriggerDeadLetters: atLeastOnce(
-        'TriggerDeadLetters',
-        'An S3 event could not start a run: see the messages in the trigger dead-letter queue.',
-        props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period, statistic: 'Maximum' }),
-      ),
-      TriggerErrors: atLeastOnce(
-        'TriggerErrors',
-        'The trigger Lambda failed: a dropped train.json may not have started a run (see its logs).',
-        props.trigger.metricErrors({ period, statistic: 'Sum' }),
-      ),
-      LambdaThrottles: notifying(
+      LambdaThrottles: this.notifying(
         new CompositeAlarm(this, 'LambdaThrottles', {
           alarmDescription:
             "Lambda throttled one of Hopper's functions (the account's or region's concurrency is used " +
@@ -158,10 +110,27 @@ export class HopperMonitoring extends Construct {
         }),
       ),
     };
+    this.dashboard = this.createDashboard(props, functions);
+  }
 
-    if (props.dashboard ?? true) {
-      this.dashboard = this.createDashboard(props, functions, period);
-    }
+  /** Fires when the metric is 1 or more in a period; a period without one is OK again. */
+  private anyInPeriod(name: string, description: string, metric: IMetric): Alarm {
+    return new Alarm(this, name, {
+      alarmDescription: description,
+      metric,
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+  }
+
+  /** Notifies the topic when `alarm` fires and when it recovers. */
+  private notifying<T extends AlarmBase>(alarm: T): T {
+    const notify = new SnsAction(this.topic);
+    alarm.addAlarmAction(notify);
+    alarm.addOkAction(notify);
+    return alarm;
   }
 
   /**
@@ -183,7 +152,6 @@ export class HopperMonitoring extends Construct {
       purpose: 'the alarm topic',
       publisher: CLOUDWATCH,
       keyActions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
-      keySid: 'CloudWatchAlarmsPublishToTopic',
       topicSid: 'CloudWatchAlarmsPublish',
       keyConditions: fromOwnAlarms,
       publishConditions: fromOwnAlarms,
@@ -195,61 +163,31 @@ export class HopperMonitoring extends Construct {
   private createDashboard(
     props: HopperMonitoringProps,
     functions: Readonly<Record<string, IFunction>>,
-    period: Duration,
   ): Dashboard {
-    const machine = props.stateMachine;
     const dashboard = new Dashboard(this, 'Dashboard', { dashboardName: dashboardName(this) });
     dashboard.addWidgets(
       new AlarmStatusWidget({ title: 'Alarms', alarms: Object.values(this.alarms), width: 24 }),
-      new GraphWidget({
-        title: 'Runs',
-        width: 12,
-        left: [
-          machine.metricStarted({ period, statistic: 'Sum', label: 'started' }),
-          machine.metricSucceeded({ period, statistic: 'Sum', label: 'succeeded' }),
-          machine.metricFailed({ period, statistic: 'Sum', label: 'failed' }),
-          machine.metricTimedOut({ period, statistic: 'Sum', label: 'timed out' }),
-          machine.metricAborted({ period, statistic: 'Sum', label: 'aborted' }),
-        ],
-        right: [machine.metricTime({ period, statistic: 'Maximum', label: 'longest run (ms)' })],
-      }),
-      new GraphWidget({
-        title: 'Trigger',
-        width: 12,
-        left: [
-          props.trigger.metricInvocations({ period, statistic: 'Sum', label: 'invocations' }),
-          props.trigger.metricErrors({ period, statistic: 'Sum', label: 'errors' }),
-        ],
-        right: [
-          props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
-            period,
-            statistic: 'Maximum',
-            label: 'dead letters',
-          }),
-        ],
-      }),
+      ...awsRunWidgets(props),
     );
-    dashboard.addWidgets(...hopperWidgets(period));
+    dashboard.addWidgets(...hopperWidgets());
     const tasks = Object.entries(props.taskFunctions ?? {});
     if (tasks.length > 0) {
       dashboard.addWidgets(
-        new GraphWidget({
-          title: 'Task errors',
-          width: 8,
-          left: tasks.map(([name, fn]) => fn.metricErrors({ period, statistic: 'Sum', label: name })),
-        }),
-        new GraphWidget({
-          title: 'Task duration (p90)',
-          width: 8,
-          left: tasks.map(([name, fn]) => fn.metricDuration({ period, statistic: 'p90', label: name })),
-        }),
-        new GraphWidget({
-          title: 'Throttles',
-          width: 8,
-          left: Object.entries(functions).map(([name, fn]) =>
-            fn.metricThrottles({ period, statistic: 'Sum', label: name }),
-          ),
-        }),
+        graph(
+          'Task errors',
+          8,
+          tasks.map(([name, fn]) => fn.metricErrors({ ...SUM, label: name })),
+        ),
+        graph(
+          'Task duration (p90)',
+          8,
+          tasks.map(([name, fn]) => fn.metricDuration({ period: PERIOD, statistic: 'p90', label: name })),
+        ),
+        graph(
+          'Throttles',
+          8,
+          Object.entries(functions).map(([name, fn]) => fn.metricThrottles({ ...SUM, label: name })),
+        ),
       );
     }
     return dashboard;
@@ -257,66 +195,136 @@ export class HopperMonitoring extends Construct {
 }
 
 /**
+ * The alarms that fire when their metric is 1 or more in a period, by name: what the alarm means
+ * and what to do (its description, in every notification), and its metric.
+ */
+function countingAlarms(props: HopperMonitoringProps): Record<string, [string, IMetric]> {
+  const machine = props.stateMachine;
+  const notifications = props.runNotifications;
+  const untilDrained =
+    'The alarm stays in ALARM until the queue is empty (delete the messages once handled).';
+  return {
+    ExecutionsFailed: [
+      'A Hopper run failed. status/<drop>.json says why and what to do, unless the report step ' +
+        'itself failed (the execution ended in ReportFailed): then the status file may be stale, and ' +
+        "the execution's error in the Step Functions console says what happened.",
+      machine.metricFailed(SUM),
+    ],
+    ExecutionsTimedOut: [
+      "A Hopper run reached the state machine's execution timeout and Step Functions stopped it; the " +
+        'report step never ran, so status/<drop>.json still says running.',
+      machine.metricTimedOut(SUM),
+    ],
+    ExecutionsAborted: [
+      'A Hopper run was stopped (StopExecution, from the console or the API); the report step never ' +
+        'ran, so status/<drop>.json still says running.',
+      machine.metricAborted(SUM),
+    ],
+    ExecutionsThrottled: [
+      "Step Functions throttled Hopper's runs (the account's state transition quota is used up): the " +
+        'runs slow down; find what else runs state machines in the account, or ask AWS for a higher quota.',
+      machine.metricThrottled(SUM),
+    ],
+    TriggerDeadLetters: [
+      `An S3 event could not start a run: see the messages in the trigger dead-letter queue. ${untilDrained}`,
+      props.deadLetterQueue.metricApproximateNumberOfMessagesVisible(MAXIMUM),
+    ],
+    TriggerErrors: [
+      'The trigger Lambda failed: a dropped train.json may not have started a run (see its logs).',
+      props.trigger.metricErrors(SUM),
+    ],
+    ...(notifications === undefined
+      ? {}
+      : {
+          RunNotificationsFailed: [
+            "A run notification failed for good (the rule's FailedInvocations): check the topic's and its " +
+              "key's policies. The run itself is not affected: its status file and event say how it ended.",
+            new Metric({
+              namespace: 'AWS/Events',
+              metricName: 'FailedInvocations',
+              dimensionsMap: { RuleName: notifications.rule.ruleName },
+              ...SUM,
+            }),
+          ],
+          RunNotificationDeadLetters: [
+            'A run notification could not be delivered after a day of retries: see the messages in the ' +
+              `run notification dead-letter queue (their attributes say why). ${untilDrained}`,
+            notifications.deadLetterQueue.metricApproximateNumberOfMessagesVisible(MAXIMUM),
+          ],
+        }),
+  };
+}
+
+function graph(title: string, width: number, left: IMetric[], right?: IMetric[]): GraphWidget {
+  return new GraphWidget({ title, width, left, right });
+}
+
+/** The runs and the trigger as AWS counts them (Step Functions, Lambda, SQS). */
+function awsRunWidgets(props: HopperMonitoringProps): GraphWidget[] {
+  const machine = props.stateMachine;
+  const sum = (label: string) => ({ ...SUM, label });
+  return [
+    graph(
+      'Runs',
+      12,
+      [
+        machine.metricStarted(sum('started')),
+        machine.metricSucceeded(sum('succeeded')),
+        machine.metricFailed(sum('failed')),
+        machine.metricTimedOut(sum('timed out')),
+        machine.metricAborted(sum('aborted')),
+      ],
+      [machine.metricTime({ ...MAXIMUM, label: 'longest run (ms)' })],
+    ),
+    graph(
+      'Trigger',
+      12,
+      [props.trigger.metricInvocations(sum('invocations')), props.trigger.metricErrors(sum('errors'))],
+      [props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ ...MAXIMUM, label: 'dead letters' })],
+    ),
+  ];
+}
+
+/**
  * The dashboard's row of Hopper's own metrics (lambdas/run/metrics.ts, namespace Hopper): what
  * the runs did and cost, beside the AWS metrics of the same runs. Metrics with a dimension whose
  * values are open (error codes, steps) are graphed with SEARCH, so a new one shows up by itself.
  */
-export function hopperWidgets(period: Duration): GraphWidget[] {
-  const hopper = (metricName: string, statistic: string, label: string): Metric =>
-    new Metric({
-      namespace: METRICS_NAMESPACE,
-      metricName,
-      dimensionsMap: { service: SERVICE_NAME },
-      period,
-      statistic,
-      label,
-    });
-  const byDimension = (metricName: string, dimension: string, statistic: string, label: string) =>
+export function hopperWidgets(): GraphWidget[] {
+  const ofHopper = { namespace: METRICS_NAMESPACE, dimensionsMap: { service: SERVICE_NAME }, period: PERIOD };
+  const hopper = (metricName: string, label: string, statistic = 'Sum'): Metric =>
+    new Metric({ ...ofHopper, metricName, statistic, label });
+  const byDimension = (metricName: string, dimension: string, statistic: string) =>
     new MathExpression({
-      expression: `SEARCH('{${METRICS_NAMESPACE},service,${dimension}} MetricName="${metricName}"', '${statistic}', ${period.toSeconds()})`,
+      expression: `SEARCH('{${METRICS_NAMESPACE},service,${dimension}} MetricName="${metricName}"', '${statistic}', ${PERIOD.toSeconds()})`,
       usingMetrics: {},
-      label,
-      period,
+      label: '',
+      period: PERIOD,
     });
   return [
-    new GraphWidget({
-      title: 'Hopper runs (from the steps)',
-      width: 8,
-      left: [
-        hopper(METRIC.runsStarted, 'Sum', 'started'),
-        hopper(METRIC.runsSucceeded, 'Sum', 'succeeded'),
-        hopper(METRIC.runsFailed, 'Sum', 'failed'),
-      ],
-    }),
-    new GraphWidget({
-      title: 'Failed runs by error code',
-      width: 8,
-      left: [byDimension(METRIC.runsFailed, ERROR_CODE_DIMENSION, 'Sum', '')],
-    }),
-    new GraphWidget({
-      title: 'Credits and estimated AWS cost (USD)',
-      width: 8,
-      left: [hopper(METRIC.creditsSpent, 'Sum', 'credits spent')],
-      right: [hopper(METRIC.runAwsCost, 'Sum', 'AWS cost of finished runs (USD)')],
-    }),
-    new GraphWidget({
-      title: 'Run duration (ms)',
-      width: 8,
-      left: [hopper(METRIC.runDuration, 'p50', 'median'), hopper(METRIC.runDuration, 'Maximum', 'longest')],
-    }),
-    new GraphWidget({
-      title: 'Time per step (p90, ms)',
-      width: 8,
-      left: [byDimension(METRIC.stepDuration, STEP_DIMENSION, 'p90', '')],
-    }),
-    new GraphWidget({
-      title: 'Data moved',
-      width: 8,
-      left: [
-        hopper(METRIC.bytesUploaded, 'Sum', 'bytes uploaded'),
-        hopper(METRIC.bytesCopied, 'Sum', 'bytes copied'),
-      ],
-      right: [hopper(METRIC.labelsAnswered, 'Sum', 'labels answered')],
-    }),
+    graph('Hopper runs (from the steps)', 8, [
+      hopper(METRIC.runsStarted, 'started'),
+      hopper(METRIC.runsSucceeded, 'succeeded'),
+      hopper(METRIC.runsSuperseded, 'superseded'),
+      hopper(METRIC.runsFailed, 'failed'),
+    ]),
+    graph('Failed runs by error code', 8, [byDimension(METRIC.runsFailed, ERROR_CODE_DIMENSION, 'Sum')]),
+    graph(
+      'Credits and estimated AWS cost (USD)',
+      8,
+      [hopper(METRIC.creditsSpent, 'credits spent')],
+      [hopper(METRIC.runAwsCost, 'AWS cost of finished runs (USD)')],
+    ),
+    graph('Run duration (ms)', 8, [
+      hopper(METRIC.runDuration, 'median', 'p50'),
+      hopper(METRIC.runDuration, 'longest', 'Maximum'),
+    ]),
+    graph('Time per step (p90, ms)', 8, [byDimension(METRIC.stepDuration, STEP_DIMENSION, 'p90')]),
+    graph(
+      'Data moved',
+      8,
+      [hopper(METRIC.bytesUploaded, 'bytes uploaded'), hopper(METRIC.bytesCopied, 'bytes copied')],
+      [hopper(METRIC.labelsAnswered, 'labels answered')],
+    ),
   ];
 }

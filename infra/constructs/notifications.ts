@@ -1,17 +1,21 @@
 /**
  * Per-run notifications: an SNS topic, apart from the alarm topic, that receives one paragraph
  * for a person about every run that ended. An EventBridge rule on the default bus takes the
- * pipeline's own `Hopper Run Succeeded` and `Hopper Run Failed` events and hands the topic the
- * event's `detail.summary` as plain text, so a notification goes out exactly when an event does
- * (lambdas/run/events.ts writes the summary; docs/operations.md, "Notifications").
+ * pipeline's own `Hopper Run Succeeded`, `Hopper Run Failed` and `Hopper Run Superseded` events and
+ * hands the topic the event's `detail.summary` as plain text, so a notification goes out exactly
+ * when an event does (lambdas/run/events.ts writes the summary; docs/operations.md,
+ * "Notifications"). What cannot be delivered after a day of retries lands in a dead-letter queue.
  */
-import { Stack } from 'aws-cdk-lib';
 import { Rule, RuleTargetInput, type IRule, type RuleTargetInputProperties } from 'aws-cdk-lib/aws-events';
+import { SnsTopic } from 'aws-cdk-lib/aws-events-targets';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { EVENT_DELIVERY_RETRY, deadLetterQueue } from './dead-letter-queue.js';
 import { encryptedTopic } from './encrypted-topic.js';
 import { RUN_EVENT_TYPES } from '../../lambdas/run/events.js';
+import { acknowledgeRule } from '../nag.js';
 
 export interface HopperNotificationsProps {
   /** The `source` of the pipeline's run events (HopperPipeline.eventSource). */
@@ -41,8 +45,10 @@ const EVENTBRIDGE = 'events.amazonaws.com';
 export class HopperNotifications extends Construct {
   /** Receives a summary of every run that ended; subscribe e-mail, chat or a queue to it. */
   readonly topic: Topic;
-  /** Matches the pipeline's Succeeded and Failed events on the default bus. */
+  /** Matches the pipeline's Succeeded, Failed and Superseded events on the default bus. */
   readonly rule: Rule;
+  /** The notifications the rule could not deliver, after its retries. */
+  readonly deadLetterQueue: Queue;
 
   constructor(scope: Construct, id: string, props: HopperNotificationsProps) {
     super(scope, id);
@@ -53,30 +59,38 @@ export class HopperNotifications extends Construct {
         detailType: [RUN_EVENT_TYPES.succeeded, RUN_EVENT_TYPES.failed, RUN_EVENT_TYPES.superseded],
       },
     });
-    // EventBridge may publish for this rule only (the topic's policy) with the key for rules of
-    // this account and region (the key's policy, which cannot name the rule: the rule names the
-    // topic, which names the key). A rule target's own grants would let any rule of any account in.
-    const stack = Stack.of(this);
-    const fromThisRule = { ArnEquals: { 'aws:SourceArn': this.rule.ruleArn } };
-    const fromOwnRules = {
-      StringEquals: { 'aws:SourceAccount': stack.account },
-      ArnLike: { 'aws:SourceArn': `arn:${stack.partition}:events:${stack.region}:${stack.account}:rule/*` },
-    };
+    // EventBridge may publish for this rule only (the topic's policy). The key's grant carries no
+    // condition: "Adding the aws:SourceAccount, aws:SourceArn, and aws:SourceOrgID to a AWS KMS
+    // policy is not supported for EventBridge-to-encrypted topics" (Amazon SNS Developer Guide,
+    // "Managing Amazon SNS encryption keys and costs", docs.aws.amazon.com/sns/latest/dg/
+    // sns-key-management.html). The key serves this topic only.
     this.topic = encryptedTopic(this, {
       id: 'RunTopic',
       displayName: 'Hopper runs',
       purpose: 'the run notification topic',
       publisher: EVENTBRIDGE,
       keyActions: ['kms:Decrypt', 'kms:GenerateDataKey'],
-      keySid: 'RunEndedRulePublishesToTopic',
       topicSid: 'RunEndedRulePublishes',
-      keyConditions: fromOwnRules,
-      publishConditions: fromThisRule,
+      publishConditions: { ArnEquals: { 'aws:SourceArn': this.rule.ruleArn } },
     });
-    const topic = this.topic;
-    this.rule.addTarget({
-      bind: () => ({ arn: topic.topicArn, input: new SummaryText(), targetResource: topic }),
-    });
+    // A notification that cannot be delivered is retried, then kept (and alarmed on: monitoring.ts);
+    // SnsTopic lets only this rule send to the queue. It is given the topic by ARN, as an imported
+    // one, to which it adds no grant of its own: its grant would let any rule of any account publish.
+    this.deadLetterQueue = deadLetterQueue(this, 'DeadLetters');
+    acknowledgeRule(
+      this.deadLetterQueue,
+      'AwsSolutions-SQS3',
+      "It is a dead-letter queue: the run notification rule's target's (an EventBridge DeadLetterConfig, " +
+        'which cdk-nag does not recognize as a dead-letter queue use).',
+    );
+    const byArn = Topic.fromTopicArn(this, 'RunTopicByArn', this.topic.topicArn);
+    this.rule.addTarget(
+      new SnsTopic(byArn, {
+        message: new SummaryText(),
+        deadLetterQueue: this.deadLetterQueue,
+        ...EVENT_DELIVERY_RETRY,
+      }),
+    );
     if (props.email !== undefined) this.topic.addSubscription(new EmailSubscription(props.email));
   }
 }

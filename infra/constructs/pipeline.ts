@@ -12,11 +12,10 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
-import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { DEFAULT_EVENT_SOURCE } from '../../lambdas/run/events.js';
-import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lambdas/run/metric-names.js';
 import { ENV } from '../../lambdas/run/environment.js';
 import { TRAIN_JSON_KEY_WILDCARD } from '../../lambdas/storage/keys.js';
 import type { HopperLogLevel } from '../config.js';
@@ -26,7 +25,8 @@ import { grantTaskAccess } from '../permissions.js';
 import { EXECUTION_TIMEOUT_SECONDS } from '../run-limits.js';
 import { buildDefinition } from '../state-machine.js';
 import { TASKS, TRIGGER, type TaskName } from '../tasks.js';
-import { HopperFunction } from './hopper-function.js';
+import { EVENT_DELIVERY_RETRY, deadLetterQueue } from './dead-letter-queue.js';
+import { HopperFunction, type HopperFunctionProps } from './hopper-function.js';
 
 export interface HopperPipelineProps {
   /** The bucket drops arrive in; it must send its events to EventBridge (HopperStorage does). */
@@ -39,6 +39,8 @@ export interface HopperPipelineProps {
    * CloudFormation only knows without its random suffix
    */
   readonly apiKeySecretId?: string;
+  /** The customer managed KMS key that encrypts the secret. @default - the AWS managed key */
+  readonly apiKeySecretKmsKeyArn?: string;
   /** The training service's base URL (https, without /v1): HOPPER_SERVICE_URL. */
   readonly serviceUrl: string;
   /**
@@ -50,17 +52,6 @@ export interface HopperPipelineProps {
   readonly logRetention?: RetentionDays;
   /** The level of every function's logs (POWERTOOLS_LOG_LEVEL). @default 'INFO' */
   readonly logLevel?: HopperLogLevel;
-  /**
-   * How long one execution may run before Step Functions stops it (TimedOut).
-   * @default Duration.seconds(EXECUTION_TIMEOUT_SECONDS), the longest run Hopper supports (infra/run-limits.ts)
-   */
-  readonly executionTimeout?: Duration;
-  /** How often EventBridge retries delivering an event to the trigger. @default 8 */
-  readonly triggerRetryAttempts?: number;
-  /** How long EventBridge keeps retrying an event. @default Duration.hours(24) */
-  readonly triggerMaxEventAge?: Duration;
-  /** How long an undeliverable event is kept in the dead-letter queue. @default Duration.days(14) */
-  readonly deadLetterRetention?: Duration;
 }
 
 export class HopperPipeline extends Construct {
@@ -81,85 +72,80 @@ export class HopperPipeline extends Construct {
   readonly rule: Rule;
   /** Events the trigger could not take: failed deliveries and failed asynchronous invocations. */
   readonly deadLetterQueue: Queue;
+  /** What every function of the pipeline shares. */
+  private readonly functionSettings: Pick<HopperFunctionProps, 'logRetention' | 'logLevel'>;
 
   constructor(scope: Construct, id: string, props: HopperPipelineProps) {
     super(scope, id);
     const logRetention = props.logRetention ?? RetentionDays.THREE_MONTHS;
-
+    this.functionSettings = { logRetention, logLevel: props.logLevel };
     this.eventSource = props.eventSource ?? DEFAULT_EVENT_SOURCE;
-    // Powertools reads these in every function: the log level, and the service and namespace
-    // its logs, metrics and traces carry.
-    const powertools = {
-      POWERTOOLS_LOG_LEVEL: props.logLevel ?? 'INFO',
-      POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
-      POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
-    };
-    const environment = {
-      ...powertools,
-      [ENV.serviceUrl]: props.serviceUrl,
-      [ENV.apiKeySecret]: props.apiKeySecretId ?? props.apiKeySecret.secretArn,
-      [ENV.eventSource]: this.eventSource,
-    };
-    const functions = {} as Record<TaskName, NodejsFunction>;
-    const versions = {} as Record<TaskName, IVersion>;
-    for (const spec of TASKS) {
-      const task = new HopperFunction(this, spec.name, {
-        handlerFile: spec.handlerFile,
-        description: spec.description,
-        timeout: Duration.seconds(spec.timeoutSeconds),
-        memorySize: spec.memoryMb,
-        environment,
-        logRetention,
-      });
-      grantTaskAccess(task.role, spec.access, {
-        bucket: props.bucket,
-        apiKeySecret: props.apiKeySecret,
-        eventSource: this.eventSource,
-      });
-      functions[spec.name] = task.function;
-      versions[spec.name] = task.function.currentVersion;
-    }
-    this.taskFunctions = functions;
-    this.taskVersions = versions;
-
+    [this.taskFunctions, this.taskVersions] = this.createTasks(props);
     this.executionLogs = new LogGroup(this, 'ExecutionLogs', {
       logGroupName: executionLogGroupName(this),
       retention: logRetention,
     });
-    this.stateMachine = new StateMachine(this, 'StateMachine', {
+    this.stateMachine = this.createStateMachine();
+    this.deadLetterQueue = deadLetterQueue(this, 'TriggerDeadLetters');
+    this.trigger = this.createTrigger();
+    this.rule = this.createRule(props);
+  }
+
+  /** One function per Task, with its access (infra/tasks.ts), and the version the state machine invokes. */
+  private createTasks(
+    props: HopperPipelineProps,
+  ): [Record<TaskName, NodejsFunction>, Record<TaskName, IVersion>] {
+    // Each function is told what its access lets it use: the service and its key, the event source.
+    const service = {
+      [ENV.serviceUrl]: props.serviceUrl,
+      [ENV.apiKeySecret]: props.apiKeySecretId ?? props.apiKeySecret.secretArn,
+    };
+    const functions = {} as Record<TaskName, NodejsFunction>;
+    const versions = {} as Record<TaskName, IVersion>;
+    for (const spec of TASKS) {
+      const environment = {
+        ...(spec.access.apiKey ? service : {}),
+        ...(spec.access.events === true ? { [ENV.eventSource]: this.eventSource } : {}),
+      };
+      const task = new HopperFunction(this, spec.name, { ...spec, ...this.functionSettings, environment });
+      grantTaskAccess(task.role, spec.access, { ...props, eventSource: this.eventSource });
+      functions[spec.name] = task.function;
+      versions[spec.name] = task.function.currentVersion;
+    }
+    return [functions, versions];
+  }
+
+  private createStateMachine(): StateMachine {
+    const stateMachine = new StateMachine(this, 'StateMachine', {
       comment: 'Hopper: one execution per train.json dropped into inbox/<drop>/',
-      definitionBody: DefinitionBody.fromChainable(buildDefinition(this, versions)),
+      definitionBody: DefinitionBody.fromChainable(buildDefinition(this, this.taskVersions)),
       stateMachineType: StateMachineType.STANDARD,
-      timeout: props.executionTimeout ?? Duration.seconds(EXECUTION_TIMEOUT_SECONDS),
+      timeout: Duration.seconds(EXECUTION_TIMEOUT_SECONDS),
       tracingEnabled: true,
       // States hold ids and counters only (never the API key), so execution data may be logged.
       logs: { destination: this.executionLogs, level: LogLevel.ALL, includeExecutionData: true },
     });
     // LambdaInvoke grants the current version only; an execution that started before a deploy
     // still invokes the versions of its own definition, so the role may invoke every version.
-    for (const fn of Object.values(functions)) fn.grantInvoke(this.stateMachine);
-    this.acknowledgeStateMachineWildcards(functions);
+    for (const fn of Object.values(this.taskFunctions)) fn.grantInvoke(stateMachine);
+    acknowledgeStateMachineWildcards(stateMachine, this.taskFunctions);
+    return stateMachine;
+  }
 
-    this.deadLetterQueue = new Queue(this, 'TriggerDeadLetters', {
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      retentionPeriod: props.deadLetterRetention ?? Duration.days(14),
-    });
-
+  private createTrigger(): NodejsFunction {
     const trigger = new HopperFunction(this, 'Trigger', {
-      handlerFile: TRIGGER.handlerFile,
-      description: TRIGGER.description,
-      timeout: Duration.seconds(TRIGGER.timeoutSeconds),
-      memorySize: TRIGGER.memoryMb,
-      environment: { ...powertools, [ENV.stateMachineArn]: this.stateMachine.stateMachineArn },
-      logRetention,
+      ...TRIGGER,
+      ...this.functionSettings,
+      environment: { [ENV.stateMachineArn]: this.stateMachine.stateMachineArn },
       deadLetterQueue: this.deadLetterQueue,
       retryAttempts: 2,
     });
     this.stateMachine.grantStartExecution(trigger.function);
-    this.trigger = trigger.function;
+    return trigger.function;
+  }
 
-    this.rule = new Rule(this, 'TrainJsonCreated', {
+  private createRule(props: HopperPipelineProps): Rule {
+    return new Rule(this, 'TrainJsonCreated', {
       description: 'Hopper: a train.json written to inbox/<drop>/ starts a run',
       eventPattern: {
         source: ['aws.s3'],
@@ -170,32 +156,31 @@ export class HopperPipeline extends Construct {
         },
       },
       targets: [
-        new LambdaFunction(trigger.function, {
-          deadLetterQueue: this.deadLetterQueue,
-          retryAttempts: props.triggerRetryAttempts ?? 8,
-          maxEventAge: props.triggerMaxEventAge ?? Duration.hours(24),
-        }),
+        new LambdaFunction(this.trigger, { deadLetterQueue: this.deadLetterQueue, ...EVENT_DELIVERY_RETRY }),
       ],
     });
   }
+}
 
-  private acknowledgeStateMachineWildcards(functions: Readonly<Record<TaskName, NodejsFunction>>): void {
-    const role = this.stateMachine.role;
+function acknowledgeStateMachineWildcards(
+  stateMachine: StateMachine,
+  functions: Readonly<Record<TaskName, NodejsFunction>>,
+): void {
+  const role = stateMachine.role;
+  acknowledgeWildcardResource(
+    role,
+    '*',
+    'Logging to CloudWatch Logs (logs:CreateLogDelivery, GetLogDelivery, UpdateLogDelivery, ' +
+      'DeleteLogDelivery, ListLogDeliveries, PutResourcePolicy, DescribeResourcePolicies, ' +
+      'DescribeLogGroups) and X-Ray tracing (xray:PutTraceSegments, PutTelemetryRecords, ' +
+      'GetSamplingRules, GetSamplingTargets) support no resource-level permissions; IAM requires "*".',
+  );
+  for (const fn of Object.values(functions)) {
     acknowledgeWildcardResource(
       role,
-      '*',
-      'Logging to CloudWatch Logs (logs:CreateLogDelivery, GetLogDelivery, UpdateLogDelivery, ' +
-        'DeleteLogDelivery, ListLogDeliveries, PutResourcePolicy, DescribeResourcePolicies, ' +
-        'DescribeLogGroups) and X-Ray tracing (xray:PutTraceSegments, PutTelemetryRecords, ' +
-        'GetSamplingRules, GetSamplingTargets) support no resource-level permissions; IAM requires "*".',
+      `${fn.functionArn}:*`,
+      "Invoking every published version of the pipeline's own function (<function ARN>:*), so an " +
+        'execution started before a deploy keeps calling its versions; no other function is included.',
     );
-    for (const fn of Object.values(functions)) {
-      acknowledgeWildcardResource(
-        role,
-        `${fn.functionArn}:*`,
-        "Invoking every published version of the pipeline's own function (<function ARN>:*), so an " +
-          'execution started before a deploy keeps calling its versions; no other function is included.',
-      );
-    }
   }
 }

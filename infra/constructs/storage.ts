@@ -12,6 +12,7 @@ import {
   BucketEncryption,
   ObjectOwnership,
   type CfnBucket,
+  type LifecycleRule,
   type IBucket,
 } from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
@@ -31,7 +32,7 @@ export interface HopperStorageProps {
   readonly inboxRetentionDays?: number;
   /** Days a replaced or deleted version is kept (new bucket only). @default 30 */
   readonly noncurrentVersionRetentionDays?: number;
-  /** Days after which an unfinished multipart upload is aborted (new bucket only). @default 7 */
+  /** Days after which an unfinished multipart upload is aborted (new bucket only). @default 1 */
   readonly abortIncompleteUploadsAfterDays?: number;
   /** Days server access logs are kept (new bucket only). @default 90 */
   readonly accessLogRetentionDays?: number;
@@ -42,19 +43,10 @@ export interface HopperStorageProps {
 export const STORAGE_DEFAULTS = {
   inboxRetentionDays: 30,
   noncurrentVersionRetentionDays: 30,
-  abortIncompleteUploadsAfterDays: 7,
+  abortIncompleteUploadsAfterDays: 1,
   accessLogRetentionDays: 90,
   eventMarkerRetentionDays: 30,
 } as const;
-
-/** The props that configure a bucket the construct creates, and mean nothing for an existing one. */
-const NEW_BUCKET_ONLY = [
-  'inboxRetentionDays',
-  'noncurrentVersionRetentionDays',
-  'abortIncompleteUploadsAfterDays',
-  'accessLogRetentionDays',
-  'removalPolicy',
-] as const satisfies readonly (keyof HopperStorageProps)[];
 
 /** The day counts a new bucket's lifecycle rules take: whole days, at least one. */
 const DAY_PROPS = [
@@ -63,6 +55,9 @@ const DAY_PROPS = [
   'abortIncompleteUploadsAfterDays',
   'accessLogRetentionDays',
 ] as const satisfies readonly (keyof HopperStorageProps)[];
+
+/** The props that configure a bucket the construct creates, and mean nothing for an existing one. */
+const NEW_BUCKET_ONLY = [...DAY_PROPS, 'removalPolicy'] as const;
 
 /**
  * Every way `props` contradict themselves, so one error names them all: options of a new bucket
@@ -87,6 +82,15 @@ export function storagePropsProblems(props: HopperStorageProps): string[] {
   return problems;
 }
 
+/** What both new buckets are: S3-encrypted, private, owned by the bucket owner, TLS 1.2+ only. */
+const PRIVATE_TLS_ONLY = {
+  encryption: BucketEncryption.S3_MANAGED, // the only encryption S3 log delivery supports
+  blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+  objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
+  enforceSSL: true,
+  minimumTLSVersion: 1.2,
+} as const;
+
 export class HopperStorage extends Construct {
   readonly bucket: IBucket;
   /** The server access log bucket; absent when an existing bucket is used. */
@@ -103,14 +107,9 @@ export class HopperStorage extends Construct {
       this.bucket = bucket;
       return;
     }
-
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
-    const accessLogBucket = new Bucket(this, 'AccessLogs', {
-      encryption: BucketEncryption.S3_MANAGED, // the only encryption S3 log delivery supports
-      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
-      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
-      enforceSSL: true,
-      minimumTLSVersion: 1.2,
+    this.accessLogBucket = new Bucket(this, 'AccessLogs', {
+      ...PRIVATE_TLS_ONLY,
       lifecycleRules: [
         {
           id: 'ExpireOldLogs',
@@ -119,40 +118,12 @@ export class HopperStorage extends Construct {
       ],
       removalPolicy,
     });
-
     const bucket = new Bucket(this, 'Bucket', {
-      encryption: BucketEncryption.S3_MANAGED,
-      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
-      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
-      enforceSSL: true,
-      minimumTLSVersion: 1.2,
+      ...PRIVATE_TLS_ONLY,
       versioned: true,
-      serverAccessLogsBucket: accessLogBucket,
+      serverAccessLogsBucket: this.accessLogBucket,
       serverAccessLogsPrefix: 'hopper/',
-      lifecycleRules: [
-        {
-          id: 'ExpireOldInbox',
-          prefix: INBOX_PREFIX,
-          expiration: Duration.days(props.inboxRetentionDays ?? STORAGE_DEFAULTS.inboxRetentionDays),
-        },
-        {
-          // A marker only matters while its run can still retry a step (at most the execution
-          // timeout, under 4 days): a month later it is clutter.
-          id: 'ExpireRunEventMarkers',
-          prefix: EVENT_MARKERS_PREFIX,
-          expiration: Duration.days(STORAGE_DEFAULTS.eventMarkerRetentionDays),
-        },
-        {
-          id: 'ExpireOldVersionsAndUploads',
-          noncurrentVersionExpiration: Duration.days(
-            props.noncurrentVersionRetentionDays ?? STORAGE_DEFAULTS.noncurrentVersionRetentionDays,
-          ),
-          abortIncompleteMultipartUploadAfter: Duration.days(
-            props.abortIncompleteUploadsAfterDays ?? STORAGE_DEFAULTS.abortIncompleteUploadsAfterDays,
-          ),
-          expiredObjectDeleteMarker: true,
-        },
-      ],
+      lifecycleRules: bucketLifecycleRules(props),
       removalPolicy,
     });
     // EventBridge delivery set on the bucket resource itself: Bucket's `eventBridgeEnabled` would
@@ -161,8 +132,35 @@ export class HopperStorage extends Construct {
       eventBridgeConfiguration: { eventBridgeEnabled: true },
     };
     this.bucket = bucket;
-    this.accessLogBucket = accessLogBucket;
   }
+}
+
+/** The new bucket's lifecycle: old inbox data, old run event markers, old versions, stale uploads. */
+function bucketLifecycleRules(props: HopperStorageProps): LifecycleRule[] {
+  return [
+    {
+      id: 'ExpireOldInbox',
+      prefix: INBOX_PREFIX,
+      expiration: Duration.days(props.inboxRetentionDays ?? STORAGE_DEFAULTS.inboxRetentionDays),
+    },
+    {
+      // A marker only matters while its run can still retry a step (at most the execution
+      // timeout, 15 days: infra/run-limits.ts): a month later it is clutter.
+      id: 'ExpireRunEventMarkers',
+      prefix: EVENT_MARKERS_PREFIX,
+      expiration: Duration.days(STORAGE_DEFAULTS.eventMarkerRetentionDays),
+    },
+    {
+      id: 'ExpireOldVersionsAndUploads',
+      noncurrentVersionExpiration: Duration.days(
+        props.noncurrentVersionRetentionDays ?? STORAGE_DEFAULTS.noncurrentVersionRetentionDays,
+      ),
+      abortIncompleteMultipartUploadAfter: Duration.days(
+        props.abortIncompleteUploadsAfterDays ?? STORAGE_DEFAULTS.abortIncompleteUploadsAfterDays,
+      ),
+      expiredObjectDeleteMarker: true,
+    },
+  ];
 }
 
 /**

@@ -15,6 +15,8 @@ export const METRIC = {
   runsStarted: 'RunsStarted',
   /** A run's report found it succeeded (Count). */
   runsSucceeded: 'RunsSucceeded',
+  /** A run's report found a newer train.json of the drop took over (Count): not a failure. */
+  runsSuperseded: 'RunsSuperseded',
   /** A run's report found it failed (Count); also by the `ErrorCode` dimension. */
   runsFailed: 'RunsFailed',
   /** Credits a finished run's trainings hold (Count). */

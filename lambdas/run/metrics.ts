@@ -61,6 +61,8 @@ export function emitInvocationMetrics(outcome: InvocationOutcome): void {
 function emitOutcome(metrics: Metrics, report: ReportSlot, outcome: InvocationOutcome): void {
   if (report.outcome === 'succeeded') {
     metrics.addMetric(METRIC.runsSucceeded, MetricUnit.Count, 1);
+  } else if (report.outcome === 'superseded') {
+    metrics.addMetric(METRIC.runsSuperseded, MetricUnit.Count, 1);
   } else {
     metrics.addMetric(METRIC.runsFailed, MetricUnit.Count, 1);
     const byCode = metrics.singleMetric();

@@ -148,11 +148,34 @@ export function isKnownNextAction(value: string): value is NextAction {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Statuses the client acts on (B2, B4, B7)
+// Statuses (B2, B4-B7). The service shows no full list (section 2): these are the ones assumed,
+// and a record with any other fails the schema, naming the field, like an unknown next_action.
 
 export const FILE_STATUS = { pending: 'pending', uploaded: 'uploaded' } as const;
-/** A model's statuses (B7): queued -> training -> done, or failed. */
-export const MODEL_STATUSES = ['queued', 'training', 'done', 'failed'] as const;
+
+/**
+ * A dataset's statuses, in the order a dataset meets them (B2-B6; `expired`, B3). B5 names no
+ * status for a dataset that answered suggest: `suggested` is the simulated service's.
+ */
+export const DATASET_STATUSES = [
+  'uploading',
+  'reading',
+  'unreadable',
+  'read',
+  'suggested',
+  'structuring',
+  'labeling',
+  'ready',
+  'expired',
+] as const;
+export type DatasetStatus = (typeof DATASET_STATUSES)[number];
+
+/**
+ * A model's statuses (B7). `refunded`: a done model whose files went with its credit; B7 names
+ * the case, not its status, which is the simulated service's.
+ */
+export const MODEL_STATUSES = ['queued', 'training', 'done', 'failed', 'refunded'] as const;
+export type ModelStatus = (typeof MODEL_STATUSES)[number];
 
 // Where a dataset stands with structuring (B4), for the 409 answers of structure and suggest.
 // Both rules live here: the client's reconciliation and the structure step read them.
@@ -160,7 +183,7 @@ export const MODEL_STATUSES = ['queued', 'training', 'done', 'failed'] as const;
 /** The next_actions at which a dataset waits to be structured: structure, or answer suggestions. */
 const AWAITING_STRUCTURE: readonly NextAction[] = ['structure', 'pick_decisions'];
 /** Dataset statuses that show POST structure took effect. */
-const DATASET_STATUSES_PAST_STRUCTURE: readonly string[] = ['structuring', 'labeling', 'ready'];
+const DATASET_STATUSES_PAST_STRUCTURE: readonly DatasetStatus[] = ['structuring', 'labeling', 'ready'];
 const FIRST_STEP_AFTER_STRUCTURE = 3;
 
 /** The dataset still waits for POST structure (or suggest): a 409 there is a real refusal. */
@@ -322,7 +345,7 @@ export const DatasetSchema = z.object({
   kind: z.literal('dataset'),
   id: z.string(),
   name: z.string(),
-  status: z.string(),
+  status: z.enum(DATASET_STATUSES),
   step: z.int(),
   next_action: nextAction,
   created_at: timestamp,
@@ -339,7 +362,7 @@ export const ModelSchema = z.object({
   id: z.string(),
   dataset_id: z.string(),
   name: z.string(),
-  status: z.string(),
+  status: z.enum(MODEL_STATUSES),
   step: z.int(),
   next_action: nextAction,
   version: z.int(),

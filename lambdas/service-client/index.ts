@@ -16,6 +16,8 @@ export { backoffDelayMs, mayHaveActed, parseRetryAfterMs } from './retry.js';
 export {
   NEXT_ACTIONS,
   isKnownNextAction,
+  DATASET_STATUSES,
+  MODEL_STATUSES,
   DOWNLOAD_LINK_TTL_MS,
   UPLOAD_URL_TTL_MS,
   LIST_LIMIT_MAX,
@@ -28,12 +30,14 @@ export {
 export type {
   Dataset,
   DatasetFile,
+  DatasetStatus,
   DownloadLink,
   Encoder,
   LabelResult,
   LabelTask,
   ListParams,
   Model,
+  ModelStatus,
   NewDataset,
   NewDatasetFile,
   NextAction,

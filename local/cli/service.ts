@@ -114,11 +114,11 @@ export const SERVICE_SPEC: CommandSpec = {
     'garble (after processing; form=html_502|truncated|empty, default one at random), missing_field',
     '(field=NAME, default next_action), wrong_type (field=NAME, default step), huge_body (bodyBytes=N,',
     'default 10 MiB), trickle (byteIntervalMs=N, default 1000), redirect, repeat_cursor (lists),',
-    'wrong_bytes (fileDownload: one byte more than onnx_bytes) or no_task (nextLabel: 204 while tasks are open).',
+    'wrong_bytes (fileDownload: one byte more than onnx_bytes) or no_task (nextLabelTask: 204 while tasks are open).',
     'Settings: count=N (first N matching requests), rate=P (probability 0..1, seeded),',
     'retryAfterSeconds=N (429, default 1), stallMs=N (stall, default 5000), cutAfterBytes=N (cut, default 1024).',
     'Neither count nor rate: the rule fires on every matching request.',
-    "Example: --fault createModel:429:count=2,retryAfterSeconds=1 --fault '*:503:rate=0.1' --fault '*:garble:rate=0.08'",
+    "Example: --fault startTraining:429:count=2,retryAfterSeconds=1 --fault '*:503:rate=0.1' --fault '*:garble:rate=0.08'",
   ].join('\n'),
 };
 
@@ -212,7 +212,7 @@ const FAULT_FIELDS = [
 const FAULT_WORD_FIELDS = ['form', 'field'] as const;
 
 /**
- * `ENDPOINT:KIND[:key=value,...]`, e.g. `createModel:429:count=2,retryAfterSeconds=1` or
+ * `ENDPOINT:KIND[:key=value,...]`, e.g. `startTraining:429:count=2,retryAfterSeconds=1` or
  * `*:503:rate=0.1`; what the rule says is checked with the other options (validateOptions).
  */
 export function parseFaultFlag(text: string): FaultRule {

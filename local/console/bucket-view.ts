@@ -3,7 +3,7 @@
  * request, re-read only when its ETag changed, so a list of hundreds of drops costs one
  * listing), model records, and model files streamed for download.
  */
-import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, type GetObjectCommandOutput, type S3Client } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
 import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
 import { readStatus, statusFiles, type RunStatus } from '../../lambdas/run/status.js';
@@ -43,11 +43,11 @@ export class BucketView {
 
   /** models/<drop>/<model id>/model.json, or null when there is none. */
   async modelRecord(drop: string, modelId: string): Promise<ModelDocument | null> {
-    const body = await this.#get(modelRecordKey(drop, modelId));
-    if (body === null) return null;
-    const text = await body.text();
+    const answer = await this.#get(modelRecordKey(drop, modelId));
     try {
-      return JSON.parse(text) as ModelDocument;
+      return answer === null
+        ? null
+        : (JSON.parse((await answer.Body?.transformToString()) ?? '') as ModelDocument);
     } catch {
       return null;
     }
@@ -56,20 +56,15 @@ export class BucketView {
   /** A model file's bytes as a stream, with its size; null when there is no such object. */
   async modelFile(key: string): Promise<{ body: Readable; bytes: number } | null> {
     if (!key.startsWith(MODELS_PREFIX) || key.split('/').includes('..')) return null;
-    try {
-      const answer = await this.#s3.send(new GetObjectCommand({ Bucket: this.#bucket, Key: key }));
-      if (answer.Body === undefined) return null;
-      return { body: answer.Body as Readable, bytes: answer.ContentLength ?? 0 };
-    } catch (error) {
-      if (isNotFound(error)) return null;
-      throw error;
-    }
+    const answer = await this.#get(key);
+    return answer?.Body === undefined
+      ? null
+      : { body: answer.Body as Readable, bytes: answer.ContentLength ?? 0 };
   }
 
-  async #get(key: string): Promise<{ text(): Promise<string> } | null> {
+  async #get(key: string): Promise<GetObjectCommandOutput | null> {
     try {
-      const answer = await this.#s3.send(new GetObjectCommand({ Bucket: this.#bucket, Key: key }));
-      return { text: async () => (await answer.Body?.transformToString()) ?? '' };
+      return await this.#s3.send(new GetObjectCommand({ Bucket: this.#bucket, Key: key }));
     } catch (error) {
       if (isNotFound(error)) return null;
       throw error;

@@ -2,6 +2,7 @@
  * The local console as the commands use it: started when chosen, and a wait for Ctrl-C for
  * `hopper run --console`, which keeps it up after the run.
  */
+import { once } from 'node:events';
 import type { LocalMode, LocalModeOptions } from '../emulator/local-mode.js';
 import type { ConsoleChoice } from '../cli/options.js';
 import { startConsole, type LocalConsole } from './server.js';
@@ -23,16 +24,6 @@ export async function consoleFor(
 }
 
 /** Resolves when `signal` aborts (at once if it has). */
-export function untilStopped(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) resolve();
-    else
-      signal.addEventListener(
-        'abort',
-        () => {
-          resolve();
-        },
-        { once: true },
-      );
-  });
+export async function untilStopped(signal: AbortSignal): Promise<void> {
+  if (!signal.aborted) await once(signal, 'abort');
 }

@@ -4,10 +4,9 @@
  * bucket, the simulated service). Everything the page loads comes from here: its own files and
  * the layout library's browser bundle from node_modules, nothing from the network.
  *
- *   GET  /                              the page (its scripts under /static/, /vendor/)
+ *   GET  /                              the page, with the current state in it (its scripts under
+ *                                       /static/, /vendor/)
  *   GET  /api/overview                  bucket, endpoints, what this local mode runs
- *   GET  /api/definition                the ASL the state machine runs
- *   GET  /api/errors                    docs/errors.md's table, by code
  *   GET  /api/runs?offset&limit&state&drop   runs, newest first, paged
  *   GET  /api/runs/<run id>             one run: history, status file, model record
  *   GET  /api/download?key=models/...   a model file, as an attachment
@@ -16,6 +15,7 @@
  *   POST /api/drops/check               { drop, files }: whether the folder can be a drop
  *   PUT  /api/drops/<drop>/files?name=  one file of a drop (the page sends train.json last)
  */
+import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
@@ -27,9 +27,9 @@ import type { LocalMode } from '../emulator/local-mode.js';
 import { BucketView } from './bucket-view.js';
 import { loadErrorAdvice, type ErrorAdvice } from './error-advice.js';
 import { RunLog, type ConsoleRunState } from './run-log.js';
-import { RUN_STATES, RunCatalogue } from './runs.js';
+import { RUN_STATES, RunCatalogue, type RunPage } from './runs.js';
 import { ServiceView } from './service-view.js';
-import { checkDrop, putDropFile, UploadError } from './uploads.js';
+import { checkDrop, isRefusal, putDropFile, UploadError } from './uploads.js';
 
 export interface ConsoleOptions {
   /** Port on 127.0.0.1. Default: a free port. */
@@ -55,15 +55,13 @@ const DEFAULT_PAGE = 50;
 const MAX_PAGE = 200;
 /** Changes are sent at most this often, gathered (a run emits dozens of events a second). */
 const EVENT_FLUSH_MS = 150;
-/** A comment line keeps idle event streams open through proxies and tells the page it lives. */
-const HEARTBEAT_MS = 15_000;
 
 const PAGE_DIR = new URL('./page/', import.meta.url);
 const STATIC_FILES: Readonly<Record<string, { readonly file: URL | string; readonly type: string }>> = {
-  '/': { file: new URL('index.html', PAGE_DIR), type: 'text/html; charset=utf-8' },
   '/static/console.js': { file: new URL('console.js', PAGE_DIR), type: 'text/javascript; charset=utf-8' },
   '/static/graph.js': { file: new URL('graph.js', PAGE_DIR), type: 'text/javascript; charset=utf-8' },
   '/static/console.css': { file: new URL('console.css', PAGE_DIR), type: 'text/css; charset=utf-8' },
+  '/favicon.ico': { file: new URL('favicon.svg', PAGE_DIR), type: 'image/svg+xml' },
   '/vendor/dagre.min.js': { file: dagreBundle(), type: 'text/javascript; charset=utf-8' },
 };
 
@@ -80,7 +78,8 @@ export async function startConsole(local: LocalMode, options: ConsoleOptions = {
   const context: RouteContext = { local, runs, bucket, service, advice, secret, streams, options };
   const server = createServer((request, response) => {
     handle(context, request, response).catch((error: unknown) => {
-      if (!response.headersSent) sendJson(response, 500, { error: messageOf(error) }, secret);
+      const status = isRefusal(error) ? 400 : 500;
+      if (!response.headersSent) sendJson(response, status, { error: messageOf(error) }, secret);
       else response.destroy();
     });
   });
@@ -92,12 +91,10 @@ export async function startConsole(local: LocalMode, options: ConsoleOptions = {
     async close() {
       streams.close();
       log.close();
-      await new Promise<void>((resolve) => {
-        server.close(() => {
-          resolve();
-        });
-        server.closeAllConnections();
-      });
+      const closed = once(server, 'close');
+      server.close();
+      server.closeAllConnections();
+      await closed;
       await service?.close();
     },
   };
@@ -115,136 +112,146 @@ interface RouteContext {
   origins?: readonly string[];
 }
 
+interface Call {
+  readonly context: RouteContext;
+  readonly url: URL;
+  /** The part of the path the route's pattern captures (a run id, a drop), decoded. */
+  readonly param: string;
+  readonly request: IncomingMessage;
+  readonly response: ServerResponse;
+}
+
+/** A route's JSON answer (200 unless it says), or nothing when it has answered itself. */
+type Answer = { readonly status?: number; readonly json: unknown } | undefined;
+/** A refusal thrown by a route (isRefusal) is a 400 with its message; anything else a 500. */
+type Route = (call: Call) => Answer | Promise<Answer>;
+
+const ROUTES: readonly (readonly [method: string, path: string | RegExp, route: Route])[] = [
+  ['GET', '/', servePage],
+  ['GET', /^(\/static\/.+|\/vendor\/.+|\/favicon\.ico)$/, sendFile],
+  ['GET', '/api/overview', ({ context }) => ({ json: overview(context) })],
+  ['GET', '/api/runs', async ({ context, url }) => ({ json: await runPage(context, url) })],
+  ['GET', /^\/api\/runs\/([^/]+)$/, runDetail],
+  ['GET', '/api/download', download],
+  ['GET', '/api/service', serviceSnapshot],
+  ['GET', '/api/events', followEvents],
+  ['POST', '/api/drops/check', checkDropRequest],
+  ['PUT', /^\/api\/drops\/([^/]+)\/files$/, putDropRequest],
+];
+
 async function handle(
   context: RouteContext,
   request: IncomingMessage,
   response: ServerResponse,
 ): Promise<void> {
-  const { secret } = context;
   const url = new URL(request.url ?? '/', 'http://127.0.0.1');
-  // Only pages of this console may call it: a page elsewhere (or a DNS-rebound name) may not.
-  const origins = context.origins ?? [];
-  const host = `http://${request.headers.host ?? ''}`;
-  const origin = request.headers.origin;
-  if (!origins.includes(host) || (origin !== undefined && !origins.includes(origin))) {
-    sendJson(response, 403, { error: 'the console answers pages it serves on 127.0.0.1 only' }, secret);
-    return;
-  }
-  const path = url.pathname;
-  const method = request.method ?? 'GET';
-
-  if (method === 'GET') {
-    const file = STATIC_FILES[path];
-    if (file !== undefined) {
-      const body = await readFile(file.file);
-      response.writeHead(200, { 'content-type': file.type, 'cache-control': 'no-cache' });
-      response.end(body);
-      return;
-    }
-    if (path === '/api/overview') {
-      sendJson(response, 200, overview(context), secret);
-      return;
-    }
-    if (path === '/api/definition') {
-      sendJson(response, 200, context.local.definition, secret);
-      return;
-    }
-    if (path === '/api/errors') {
-      sendJson(response, 200, Object.fromEntries(context.advice), secret);
-      return;
-    }
-    if (path === '/api/runs') {
-      const state = url.searchParams.get('state') ?? '';
-      const drop = url.searchParams.get('drop');
-      const page = await context.runs.page({
-        ...(drop === null ? {} : { drop }),
-        offset: integerParam(url, 'offset', 0, 0, Number.MAX_SAFE_INTEGER),
-        limit: integerParam(url, 'limit', DEFAULT_PAGE, 1, MAX_PAGE),
-        ...((RUN_STATES as readonly string[]).includes(state) ? { state: state as ConsoleRunState } : {}),
-      });
-      sendJson(response, 200, page, secret);
-      return;
-    }
-    const runMatch = /^\/api\/runs\/([^/]+)$/.exec(path);
-    if (runMatch !== null) {
-      const detail = await context.runs.detail(decodeURIComponent(runMatch[1] ?? ''));
-      if (detail === null) {
-        sendJson(response, 404, { error: 'no such run' }, secret);
-        return;
-      }
-      const record =
-        detail.model === null
-          ? null
-          : await context.bucket.modelRecord(detail.summary.drop, detail.model.modelId);
-      const code = detail.summary.error?.code;
-      sendJson(
-        response,
-        200,
-        { ...detail, record, advice: code === undefined ? null : (context.advice.get(code) ?? null) },
-        secret,
-      );
-      return;
-    }
-    if (path === '/api/download') {
-      await download(context, url.searchParams.get('key') ?? '', response);
-      return;
-    }
-    if (path === '/api/service') {
-      if (context.service === undefined) {
-        sendJson(
-          response,
-          404,
-          { error: 'local mode is using another training service (--service-url)' },
-          secret,
-        );
-        return;
-      }
-      sendJson(response, 200, await context.service.snapshot(), secret);
-      return;
-    }
-    if (path === '/api/events') {
-      context.streams.add(response);
-      return;
-    }
-  }
-  if (method === 'POST' && path === '/api/drops/check') {
-    const body = await readJson(request);
-    const drop = typeof body.drop === 'string' ? body.drop : '';
-    const files = Array.isArray(body.files) ? body.files.filter((name) => typeof name === 'string') : [];
-    try {
-      checkDrop(drop, files);
-    } catch (error) {
-      if (!(error instanceof UploadError)) throw error;
-      sendJson(response, 400, { error: error.message }, secret);
-      return;
-    }
+  if (!fromThisConsole(context, request)) {
     sendJson(
       response,
-      200,
-      { drop, files: files.length, prefix: `s3://${context.local.bucket}/inbox/${drop}/` },
-      secret,
+      403,
+      { error: 'the console answers pages it serves on 127.0.0.1 only' },
+      context.secret,
     );
     return;
   }
-  const putMatch = /^\/api\/drops\/([^/]+)\/files$/.exec(path);
-  if (method === 'PUT' && putMatch !== null) {
-    try {
-      const drop = decodeURIComponent(putMatch[1] ?? '');
-      const etag = await putDropFile(
-        context.local.s3.client,
-        context.local.bucket,
-        drop,
-        url.searchParams.get('name') ?? '',
-        request,
-      );
-      sendJson(response, 200, { etag }, secret);
-    } catch (error) {
-      if (!(error instanceof UploadError)) throw error;
-      sendJson(response, 400, { error: error.message }, secret);
-    }
+  const method = request.method ?? 'GET';
+  for (const [routeMethod, path, route] of ROUTES) {
+    const match =
+      typeof path === 'string' ? (url.pathname === path ? [path] : null) : path.exec(url.pathname);
+    if (routeMethod !== method || match === null) continue;
+    const param = decodeURIComponent(match[1] ?? '');
+    const answer = await route({ context, url, param, request, response });
+    if (answer !== undefined) sendJson(response, answer.status ?? 200, answer.json, context.secret);
     return;
   }
-  sendJson(response, 404, { error: `no ${method} ${path} here` }, secret);
+  sendJson(response, 404, { error: `no ${method} ${url.pathname} here` }, context.secret);
+}
+
+/** Only pages of this console may call it: a page elsewhere (or a DNS-rebound name) may not. */
+function fromThisConsole(context: RouteContext, request: IncomingMessage): boolean {
+  const origins = context.origins ?? [];
+  const { host = '', origin } = request.headers;
+  return origins.includes(`http://${host}`) && (origin === undefined || origins.includes(origin));
+}
+
+/**
+ * The page with the current state in it (what it would otherwise ask for first), so that it
+ * shows the runs as soon as it loads, headless `--dump-dom` too; the event stream keeps it live.
+ */
+async function servePage({ context, response }: Call): Promise<Answer> {
+  const [html, runs, service] = await Promise.all([
+    readFile(new URL('index.html', PAGE_DIR), 'utf8'),
+    runPage(context, new URL('http://127.0.0.1/')),
+    context.service?.snapshot().catch(() => null) ?? null,
+  ]);
+  const known = {
+    overview: overview(context),
+    definition: context.local.definition,
+    errors: Object.fromEntries(context.advice),
+  };
+  let state = JSON.stringify({ ...known, runs, service });
+  // Never expected: the page then asks the API for the runs, which withholds them and says so.
+  if (context.secret !== '' && state.includes(context.secret))
+    state = JSON.stringify({ ...known, runs: null, service: null });
+  const script = `<script id="initial-state" type="application/json">${state.replaceAll('<', '\\u003c')}</script>`;
+  const page = html.replace('<!-- initial state -->', () => script);
+  send(response, 200, 'text/html; charset=utf-8', page, context.secret);
+  return undefined;
+}
+
+function runPage(context: RouteContext, url: URL): Promise<RunPage> {
+  const state = url.searchParams.get('state') ?? '';
+  const drop = url.searchParams.get('drop');
+  return context.runs.page({
+    ...(drop === null ? {} : { drop }),
+    offset: integerParam(url, 'offset', 0, 0, Number.MAX_SAFE_INTEGER),
+    limit: integerParam(url, 'limit', DEFAULT_PAGE, 1, MAX_PAGE),
+    ...((RUN_STATES as readonly string[]).includes(state) ? { state: state as ConsoleRunState } : {}),
+  });
+}
+
+async function runDetail({ context, param }: Call): Promise<Answer> {
+  const detail = await context.runs.detail(param);
+  if (detail === null) return { status: 404, json: { error: 'no such run' } };
+  const { summary, model } = detail;
+  const record = model === null ? null : await context.bucket.modelRecord(summary.drop, model.modelId);
+  const code = summary.error?.code;
+  const advice = code === undefined ? null : (context.advice.get(code) ?? null);
+  return { json: { ...detail, record, advice } };
+}
+
+async function serviceSnapshot({ context }: Call): Promise<Answer> {
+  if (context.service === undefined)
+    return { status: 404, json: { error: 'local mode is using another training service (--service-url)' } };
+  return { json: await context.service.snapshot() };
+}
+
+async function checkDropRequest({ context, request }: Call): Promise<Answer> {
+  const body = await readJson(request);
+  const drop = typeof body.drop === 'string' ? body.drop : '';
+  const files = Array.isArray(body.files) ? body.files.filter((name) => typeof name === 'string') : [];
+  checkDrop(drop, files);
+  return { json: { drop, files: files.length, prefix: `s3://${context.local.bucket}/inbox/${drop}/` } };
+}
+
+async function putDropRequest({ context, url, param, request }: Call): Promise<Answer> {
+  const name = url.searchParams.get('name') ?? '';
+  const etag = await putDropFile(context.local.s3.client, context.local.bucket, param, name, request);
+  return { json: { etag } };
+}
+
+function followEvents({ context, response }: Call): Answer {
+  context.streams.add(response);
+  return undefined;
+}
+
+async function sendFile({ response, param }: Call): Promise<Answer> {
+  const file = STATIC_FILES[param];
+  if (file === undefined) return { status: 404, json: { error: `no ${param} here` } };
+  const body = await readFile(file.file);
+  response.writeHead(200, { 'content-type': file.type, 'cache-control': 'no-cache' });
+  response.end(body);
+  return undefined;
 }
 
 function overview(context: RouteContext): Record<string, unknown> {
@@ -259,12 +266,10 @@ function overview(context: RouteContext): Record<string, unknown> {
   };
 }
 
-async function download(context: RouteContext, key: string, response: ServerResponse): Promise<void> {
+async function download({ context, url, response }: Call): Promise<Answer> {
+  const key = url.searchParams.get('key') ?? '';
   const file = await context.bucket.modelFile(key);
-  if (file === null) {
-    sendJson(response, 404, { error: `no model file ${key}` }, context.secret);
-    return;
-  }
+  if (file === null) return { status: 404, json: { error: `no model file ${key}` } };
   const name = key.split('/').at(-1) ?? 'model';
   response.writeHead(200, {
     'content-type': name.endsWith('.json') ? 'application/json' : 'application/octet-stream',
@@ -272,6 +277,7 @@ async function download(context: RouteContext, key: string, response: ServerResp
     'content-disposition': `attachment; filename="${name}"`,
   });
   await pipeline(file.body, response);
+  return undefined;
 }
 
 /** The body as a JSON object (small bodies only: the drop check's list of names). */
@@ -292,17 +298,17 @@ async function readJson(request: IncomingMessage): Promise<Record<string, unknow
 }
 
 function sendJson(response: ServerResponse, status: number, body: unknown, secret: string): void {
-  let text = JSON.stringify(body);
-  let code = status;
+  send(response, status, 'application/json; charset=utf-8', JSON.stringify(body), secret);
+}
+
+/** Every answer built from the state passes here: one that would hold the key is withheld. */
+function send(response: ServerResponse, status: number, type: string, text: string, secret: string): void {
   if (secret !== '' && text.includes(secret)) {
     // Never expected (the state holds no key); if it ever happens the answer is withheld.
-    code = 500;
-    text = JSON.stringify({ error: 'this answer was withheld: it would have contained the API key' });
+    sendJson(response, 500, { error: 'this answer was withheld: it would have contained the API key' }, '');
+    return;
   }
-  response.writeHead(code, {
-    'content-type': 'application/json; charset=utf-8',
-    'cache-control': 'no-store',
-  });
+  response.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
   response.end(text);
 }
 
@@ -316,22 +322,15 @@ function integerParam(url: URL, name: string, fallback: number, min: number, max
 class EventStreams {
   readonly #responses = new Set<ServerResponse>();
   readonly #changed = new Set<string>();
-  readonly #log: RunLog;
   #flush: NodeJS.Timeout | undefined;
-  readonly #heartbeat: NodeJS.Timeout;
 
   constructor(log: RunLog) {
-    this.#log = log;
     log.on('change', (runId) => {
       this.#changed.add(runId);
       this.#flush ??= setTimeout(() => {
         this.#send();
       }, EVENT_FLUSH_MS);
     });
-    this.#heartbeat = setInterval(() => {
-      for (const response of this.#responses) response.write(': alive\n\n');
-    }, HEARTBEAT_MS);
-    this.#heartbeat.unref();
   }
 
   add(response: ServerResponse): void {
@@ -354,8 +353,6 @@ class EventStreams {
 
   close(): void {
     clearTimeout(this.#flush);
-    clearInterval(this.#heartbeat);
-    this.#log.removeAllListeners('change');
     for (const response of this.#responses) response.end();
     this.#responses.clear();
   }

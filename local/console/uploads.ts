@@ -32,6 +32,11 @@ export function checkDrop(drop: string, names: readonly string[]): void {
   checkDropFiles(drop, names);
 }
 
+/** Whether `error` refuses what the page sent (a 400 with its message), rather than failing. */
+export function isRefusal(error: unknown): boolean {
+  return error instanceof UploadError || error instanceof URIError;
+}
+
 /** Streams the request's body to inbox/<drop>/<name>; resolves to the object's ETag. */
 export async function putDropFile(
   s3: S3Client,

@@ -11,7 +11,7 @@
  *   service.clock.now() / service.clock.advance(ms)   // move time forward (expiries, phases)
  *   service.configure({ failTrainings: 1, faults: [...] })  // change knobs while running
  *   service.credits()                                  // credits left
- *   service.requestCount('createModel')                // requests seen per endpoint (faulted ones too)
+ *   service.requestCount('startTraining')              // requests seen per endpoint (faulted ones too)
  *   service.faultCount('garble')                       // fault rules fired, of a kind or of all
  *   service.removeModelFiles(modelId, 'refunded' | 'moved')  // model -> next_action 'none'
  *   service.deleteRecord('dataset' | 'model', id)      // gone: 404 not_found on it from now on
@@ -23,8 +23,18 @@
  *
  * Also exported: modelBytesAt(modelId, start, length), the generator behind model downloads
  * (tests check downloaded bytes against it), and validateOptions.
+ *
+ * LAYOUT (each folder's index.ts says what it owns and must not do; they depend one way,
+ * domain <- http <- faults <- endpoints <- server.ts, and import each other through the index):
+ *   options.ts   the knobs, their defaults and validation (the CLI's flags map onto them)
+ *   server.ts    startSimulatedService: the two servers, the parts they share, the handle
+ *   domain/      records, phases on the service clock, credits, persistence: no HTTP, no faults
+ *   http/        replies, bodies, paths, signatures and cursors: no endpoint, no fault
+ *   faults/      fault rules, misbehaviours, the rate limit, and where each acts on a request
+ *   endpoints/   the routes (names, methods, paths from contract.ts) and their handlers
+ *   cli.ts, cli-args.ts   `hopper service`
  */
 export type { SimulatedServiceOptions, FaultRule, EndpointName, Encoder } from './options.js';
 export { DEFAULT_OPTIONS, ENDPOINTS, validateOptions } from './options.js';
 export { startSimulatedService, type SimulatedService, type ServicePersistence } from './server.js';
-export { modelBytesAt, MODEL_CHUNK_BYTES } from './model-bytes.js';
+export { modelBytesAt, MODEL_CHUNK_BYTES } from './domain/index.js';

@@ -5,34 +5,36 @@
  */
 
 import {
+  DOWNLOAD_LINK_TTL_MS,
+  ENDPOINTS as API_ENDPOINTS,
+  isKnownNextAction,
+  NEXT_ACTIONS,
+  UPLOAD_URL_TTL_MS,
+  type Encoder,
+  type EndpointName as ApiEndpointName,
+} from '../../lambdas/service-client/contract.js';
+import {
+  FILE_ENDPOINTS,
   isMisbehaviour,
   MISBEHAVIOUR_KINDS,
   misbehaviourSettingsError,
   type MisbehaviourKind,
   type MisbehaviourSettings,
-} from './misbehaviour.js';
+} from './faults/index.js';
 
-/** Names of the endpoints, used to aim failure injection and to count requests. */
-export const ENDPOINTS = [
-  'listModels',
-  'listDatasets',
-  'createDataset',
-  'getDataset',
-  'getModel',
-  'completeFile',
-  'suggest',
-  'structure',
-  'nextLabel',
-  'postLabel',
-  'listEncoders',
-  'createModel',
-  'downloadLink',
-  /** PUT to a presigned upload URL (file port). */
-  'fileUpload',
-  /** GET of a presigned download URL (file port). */
-  'fileDownload',
-] as const;
-export type EndpointName = (typeof ENDPOINTS)[number];
+/**
+ * Names of the endpoints, used to aim failure injection and to count requests: the contract's
+ * (contract.ts owns them), and the presigned transfers: PUT to an upload URL ('fileUpload') and
+ * GET of a download URL ('fileDownload').
+ */
+export type EndpointName = ApiEndpointName | (typeof FILE_ENDPOINTS)[number];
+export const ENDPOINTS: readonly EndpointName[] = [
+  ...(Object.keys(API_ENDPOINTS) as ApiEndpointName[]),
+  ...FILE_ENDPOINTS,
+];
+
+/** The fault kinds other than misbehaviours (misbehaviour.ts). */
+const PLAIN_FAULT_KINDS = ['429', '500', '503', 'drop', 'drop_after', 'stall', 'cut', 'expire'] as const;
 
 /**
  * One failure-injection rule. A request to a matching endpoint fails with `kind` when the
@@ -55,7 +57,7 @@ export interface FaultRule extends MisbehaviourSettings {
    * - the misbehaviours of misbehaviour.ts: 'garble' (after processing), 'missing_field',
    *   'wrong_type', 'huge_body', 'trickle', 'redirect', 'repeat_cursor', 'wrong_bytes', 'no_task'
    */
-  kind: '429' | '500' | '503' | 'drop' | 'drop_after' | 'stall' | 'cut' | 'expire' | MisbehaviourKind;
+  kind: (typeof PLAIN_FAULT_KINDS)[number] | MisbehaviourKind;
   /** Fire for the first `count` matching requests. */
   count?: number;
   /** Otherwise fire with this probability (0..1). */
@@ -68,11 +70,8 @@ export interface FaultRule extends MisbehaviourSettings {
   cutAfterBytes?: number;
 }
 
-export interface Encoder {
-  id: string;
-  name: string;
-  default: boolean;
-}
+/** An encoder on offer (B7): the client's record type. */
+export type { Encoder };
 
 export interface SimulatedServiceOptions {
   /** Interface to bind. Default '127.0.0.1'. */
@@ -136,23 +135,7 @@ export interface SimulatedServiceOptions {
   manualClockStart?: string;
 }
 
-/** The next_action values of the contract (B3). */
-export const NEXT_ACTIONS = [
-  'upload_files',
-  'wait',
-  'start_over',
-  'structure',
-  'pick_decisions',
-  'label_examples',
-  'start_training',
-  'retry',
-  'download',
-  'none',
-  'expired',
-] as const;
-
-const MINUTE = 60_000;
-const HOUR = 60 * MINUTE;
+const HOUR = 60 * 60_000;
 
 export const DEFAULT_OPTIONS: SimulatedServiceOptions = {
   host: '127.0.0.1',
@@ -175,52 +158,28 @@ export const DEFAULT_OPTIONS: SimulatedServiceOptions = {
     { id: 'enc-small', name: 'Small encoder', default: true },
     { id: 'enc-base', name: 'Base encoder', default: false },
   ],
-  uploadUrlTtlMs: HOUR,
-  downloadUrlTtlMs: 15 * MINUTE,
+  uploadUrlTtlMs: UPLOAD_URL_TTL_MS,
+  downloadUrlTtlMs: DOWNLOAD_LINK_TTL_MS,
   modelBytes: 1024 * 1024,
   datasetTtlMs: 7 * 24 * HOUR,
   modelFilesTtlMs: 24 * HOUR,
   renameNextActions: {},
 };
 
-const FAULT_KINDS: readonly FaultRule['kind'][] = [
-  '429',
-  '500',
-  '503',
-  'drop',
-  'drop_after',
-  'stall',
-  'cut',
-  'expire',
-  ...MISBEHAVIOUR_KINDS,
-];
+const FAULT_KINDS: readonly FaultRule['kind'][] = [...PLAIN_FAULT_KINDS, ...MISBEHAVIOUR_KINDS];
+
+const isCount = (value: unknown): boolean => Number.isSafeInteger(value) && (value as number) >= 0;
 
 /**
  * Throws an Error naming the first knob with a value the service cannot run with. Called on
  * start and on every configure(), so a typo in a test fails loudly instead of doing nothing.
  */
 export function validateOptions(options: SimulatedServiceOptions): void {
-  const nonNegativeIntegers = [
-    'port',
-    'filePort',
-    'credits',
-    'maxRequestsPerSecond',
-    'readingMs',
-    'structuringMs',
-    'queuedMs',
-    'trainingMs',
-    'failTrainings',
-    'heldOutCount',
-    'uploadUrlTtlMs',
-    'downloadUrlTtlMs',
-    'modelBytes',
-    'datasetTtlMs',
-    'modelFilesTtlMs',
-  ] as const;
-  for (const knob of nonNegativeIntegers) {
-    const value = options[knob];
-    if (!Number.isSafeInteger(value) || value < 0)
-      throw new Error(`${knob} must be an integer >= 0, got ${value}`);
+  // Every number knob but the seed is a count, a port or a duration: an integer >= 0.
+  for (const [knob, fallback] of Object.entries(DEFAULT_OPTIONS)) {
+    const value: unknown = options[knob as keyof SimulatedServiceOptions];
+    if (typeof fallback === 'number' && knob !== 'seed' && !isCount(value))
+      throw new Error(`${knob} must be an integer >= 0, got ${String(value)}`);
   }
   if (options.port > 65535 || options.filePort > 65535) throw new Error('port and filePort must be <= 65535');
   if (!Number.isSafeInteger(options.seed)) throw new Error(`seed must be an integer, got ${options.seed}`);
@@ -242,8 +201,10 @@ export function validateOptions(options: SimulatedServiceOptions): void {
     throw new Error(`manualClockStart is not an ISO time: ${options.manualClockStart}`);
   }
   for (const [from, to] of Object.entries(options.renameNextActions)) {
-    if (!(NEXT_ACTIONS as readonly string[]).includes(from)) {
-      throw new Error(`renameNextActions: ${from} is not a next_action (one of ${NEXT_ACTIONS.join(', ')})`);
+    if (!isKnownNextAction(from)) {
+      throw new Error(
+        `renameNextActions: ${from} is not a next_action (one of ${Object.keys(NEXT_ACTIONS).join(', ')})`,
+      );
     }
     if (!/^[a-z_]{1,64}$/.test(to)) throw new Error(`renameNextActions: ${from} -> "${to}" is not a name`);
   }
@@ -259,18 +220,12 @@ export function validateFaultRule(rule: FaultRule, where: string): void {
   if (!FAULT_KINDS.includes(rule.kind)) {
     throw new Error(`${where}.kind: unknown kind ${rule.kind} (one of ${FAULT_KINDS.join(', ')})`);
   }
-  if (rule.count !== undefined && (!Number.isSafeInteger(rule.count) || rule.count < 0)) {
-    throw new Error(`${where}.count must be an integer >= 0`);
+  for (const field of ['count', 'retryAfterSeconds', 'stallMs', 'cutAfterBytes'] as const) {
+    if (rule[field] !== undefined && !isCount(rule[field]))
+      throw new Error(`${where}.${field} must be an integer >= 0`);
   }
   if (rule.rate !== undefined && !(rule.rate >= 0 && rule.rate <= 1))
     throw new Error(`${where}.rate must be in 0..1`);
-  const integers = ['retryAfterSeconds', 'stallMs', 'cutAfterBytes'] as const;
-  for (const field of integers) {
-    const value = rule[field];
-    if (value !== undefined && (!Number.isSafeInteger(value) || value < 0)) {
-      throw new Error(`${where}.${field} must be an integer >= 0`);
-    }
-  }
   const misbehaviour = misbehaviourSettingsError(rule);
   if (misbehaviour !== undefined) throw new Error(`${where}.${misbehaviour}`);
   if (

@@ -3,19 +3,17 @@
  * ServiceState, and returns the handle tests and local mode drive it with.
  */
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { createApiHandler } from './api.js';
-import { createFileHandler } from './files.js';
-import { modelState } from './models.js';
+import { persistState, ServiceState } from './domain/index.js';
+import { createApiHandler, createFileHandler, type ServiceParts } from './endpoints/index.js';
+import { RequestGate } from './faults/index.js';
+import { InFlightGauge, listen, Signer, SleepRegistry, stop } from './http/index.js';
 import {
   DEFAULT_OPTIONS,
+  validateOptions,
   type EndpointName,
   type FaultRule,
   type SimulatedServiceOptions,
 } from './options.js';
-import type { Sleep } from './pipeline.js';
-import { persistState } from './persistence.js';
-import { ServiceState } from './state.js';
 
 export interface SimulatedService {
   /** base_url: origin of the API (every path starts with /v1). */
@@ -59,122 +57,81 @@ export interface ServicePersistence {
   readonly stateFile: string;
 }
 
+/** Knobs bound to the listening sockets or the clock: fixed once the service runs. */
+const FIXED_KNOBS = ['host', 'port', 'filePort', 'manualClockStart'] as const;
+
 export async function startSimulatedService(
   partial: Partial<SimulatedServiceOptions> = {},
   persistence?: ServicePersistence,
 ): Promise<SimulatedService> {
   const options: SimulatedServiceOptions = { ...DEFAULT_OPTIONS, ...partial };
+  validateOptions(options);
   const state = new ServiceState(options);
   const persisted = persistence === undefined ? undefined : await persistState(state, persistence.stateFile);
   const sleeps = new SleepRegistry();
-  const apiServer = createServer(createApiHandler(state, sleeps.sleep));
-  const fileServer = createServer(createFileHandler(state, sleeps.sleep));
+  const parts: ServiceParts = {
+    state,
+    gate: new RequestGate(options),
+    signer: new Signer(),
+    uploadsInFlight: new InFlightGauge(),
+    sleep: sleeps.sleep,
+  };
+  const apiServer = createServer(createApiHandler(parts));
+  const fileServer = createServer(createFileHandler(parts));
   // A multi-GB upload or download may take longer than Node's default 5-minute request timeout.
   fileServer.requestTimeout = 0;
-
-  let apiUrl: string;
-  try {
-    apiUrl = await listen(apiServer, options.host, options.port);
-  } catch (error) {
+  const close = async (...servers: Server[]): Promise<void> => {
+    sleeps.cancelAll();
+    await Promise.all(servers.map(stop));
     await persisted?.close();
-    throw error;
-  }
-  let fileUrl: string;
-  try {
-    fileUrl = await listen(fileServer, options.host, options.filePort);
-  } catch (error) {
-    await stop(apiServer);
-    await persisted?.close();
-    throw error;
-  }
-  state.fileOrigin = fileUrl;
+  };
+  // A server that cannot listen closes those that started before it.
+  const listening = (server: Server, port: number, started: Server[]): Promise<string> =>
+    listen(server, options.host, port).catch(async (error: unknown) => {
+      await close(...started);
+      throw error;
+    });
+  const apiUrl = await listening(apiServer, options.port, []);
+  const fileUrl = await listening(fileServer, options.filePort, [apiServer]);
+  parts.signer.origin = fileUrl;
+  return serviceHandle(parts, apiUrl, fileUrl, () => close(apiServer, fileServer));
+}
 
+/** The handle tests and local mode drive a running service with. */
+function serviceHandle(
+  { state, gate, uploadsInFlight }: ServiceParts,
+  apiUrl: string,
+  fileUrl: string,
+  close: () => Promise<void>,
+): SimulatedService {
   return {
     apiUrl,
     fileUrl,
     get apiKey() {
       return state.knobs.apiKey;
     },
-    clock: {
-      now: () => state.clock.now(),
-      advance: (ms) => {
-        state.clock.advance(ms);
-      },
-    },
-    configure: (changes) => {
+    clock: state.clock,
+    configure(changes) {
+      for (const knob of FIXED_KNOBS) {
+        if (changes[knob] !== undefined && changes[knob] !== state.knobs[knob]) {
+          throw new Error(`${knob} cannot change while the service runs`);
+        }
+      }
+      validateOptions({ ...state.knobs, ...changes });
       state.configure(changes);
+      gate.configure(changes, state.knobs);
     },
     credits: () => state.credits(),
-    requestCount: (endpoint) => state.requestCount(endpoint),
-    faultCount: (kind) => state.faults.firedCount(kind),
-    rateLimited: () => state.rateLimit.limited(),
-    removeModelFiles(modelId, how) {
-      const model = state.models.get(modelId);
-      if (model === undefined) throw new Error(`removeModelFiles: no model ${modelId}`);
-      const now = state.now();
-      const { nextAction } = modelState(model, now);
-      if (nextAction !== 'download') {
-        throw new Error(
-          `removeModelFiles: model ${modelId} has no files to remove (next_action ${nextAction})`,
-        );
-      }
-      model.removal = { how, at: now };
-    },
-    deleteRecord: (kind, id) => {
-      state.deleteRecord(kind, id);
-    },
-    uploadsInFlight: (reset = false) => state.uploadsInFlight.read(reset),
+    requestCount: (endpoint) => gate.requestCount(endpoint),
+    faultCount: (kind) => gate.injector.firedCount(kind),
+    rateLimited: () => gate.rateLimit.limited(),
+    removeModelFiles: state.removeModelFiles.bind(state),
+    deleteRecord: state.deleteRecord.bind(state),
+    uploadsInFlight: (reset = false) => uploadsInFlight.read(reset),
     fileDigest(datasetId, fileName) {
       const upload = state.datasets.get(datasetId)?.files.find((file) => file.name === fileName)?.upload;
       return upload === undefined ? undefined : { bytes: upload.bytes, sha256: upload.sha256 };
     },
-    async close() {
-      sleeps.cancelAll();
-      await Promise.all([stop(apiServer), stop(fileServer)]);
-      await persisted?.close();
-    },
+    close,
   };
-}
-
-function listen(server: Server, host: string, port: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      const address = server.address() as AddressInfo;
-      const shownHost = address.address.includes(':') ? `[${address.address}]` : address.address;
-      resolve(`http://${shownHost}:${address.port}`);
-    });
-  });
-}
-
-function stop(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    server.close(() => {
-      resolve();
-    });
-    server.closeAllConnections();
-  });
-}
-
-/** Timers behind 'stall' faults; close() ends them so it never waits on a stalled answer. */
-class SleepRegistry {
-  private readonly pending = new Map<NodeJS.Timeout, () => void>();
-
-  readonly sleep: Sleep = (ms) =>
-    new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(timer);
-        resolve();
-      }, ms);
-      this.pending.set(timer, resolve);
-    });
-
-  cancelAll(): void {
-    for (const [timer, resolve] of this.pending) {
-      clearTimeout(timer);
-      resolve();
-    }
-    this.pending.clear();
-  }
 }

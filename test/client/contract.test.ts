@@ -157,6 +157,17 @@ describe('records validated at the edge', () => {
     }
   });
 
+  it('refuses a status it does not know, naming the field, in records and in list items', () => {
+    const refusal = (schema: z.ZodType, body: unknown) => () => parseBody(schema, body, DATASET, 200);
+    expect(refusal(DatasetSchema, datasetBody({ status: 'archived' }))).toThrow(UnexpectedResponseError);
+    expect(refusal(DatasetSchema, datasetBody({ status: 'archived' }))).toThrow(
+      /unexpected answer: status: /,
+    );
+    const page = { data: [modelBody(), modelBody({ status: 'cancelled' })], next: null };
+    expect(refusal(pageSchema(ModelSchema), page)).toThrow(/unexpected answer: data\[1\]\.status: /);
+    expect(parseBody(ModelSchema, modelBody({ status: 'refunded' }), DATASET, 200).status).toBe('refunded');
+  });
+
   it('treats a next_action of the wrong type as an unexpected answer, not an unsupported action', () => {
     expect(() => parseBody(DatasetSchema, datasetBody({ next_action: 3 }), DATASET, 200)).toThrow(
       UnexpectedResponseError,

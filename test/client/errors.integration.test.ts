@@ -72,7 +72,7 @@ describe('answers of the service', () => {
     );
     expect(errors[0]).toMatchObject({ endpoint: 'GET /v1/datasets/{dataset}' });
     expect(service.requestCount('getDataset')).toBe(1);
-    expect(service.requestCount('createModel')).toBe(1);
+    expect(service.requestCount('startTraining')).toBe(1);
   });
 
   it('NotFoundError for an unknown label task', async () => {
@@ -92,7 +92,7 @@ describe('answers of the service', () => {
     const error = await rejectionOf(client.startTraining(dataset.id, 'enc-small'));
     expect(error).toBeInstanceOf(NoCreditsError);
     expect(error).toMatchObject({ status: 402, code: 'no_credits', retryable: false });
-    expect(service.requestCount('createModel')).toBe(1);
+    expect(service.requestCount('startTraining')).toBe(1);
     expect(service.credits()).toBe(0);
   });
 

@@ -1,6 +1,6 @@
 /**
  * A misbehaving service, where retrying cannot help: the real client against the simulated
- * service over loopback, one case per misbehaviour knob (local/service/misbehaviour.ts), plus a
+ * service over loopback, one case per misbehaviour knob (local/service/faults/misbehaviour.ts), plus a
  * Retry-After far in the future and an API key rotated mid-run. Each case checks the error class,
  * its stable code, that the message names the endpoint and what was wrong, and that the call ends
  * within a bounded time.

@@ -133,11 +133,11 @@ describe('starting a training spends a credit: ambiguous failures are not retrie
 
   it('a drop after processing: thrown retryable, credit spent once, found by reconciling', async () => {
     const { service, client, dataset } = await setUp();
-    service.configure({ faults: [{ endpoint: 'createModel', kind: 'drop_after', count: 1 }] });
+    service.configure({ faults: [{ endpoint: 'startTraining', kind: 'drop_after', count: 1 }] });
     const error = await rejectionOf(client.startTraining(dataset.id, 'enc-small'));
     expect(error).toBeInstanceOf(ConnectionError);
     expect(error).toMatchObject({ retryable: true, requestSent: true });
-    expect(service.requestCount('createModel')).toBe(1);
+    expect(service.requestCount('startTraining')).toBe(1);
     expect(service.credits()).toBe(4);
     // The caller's reconciliation: the lost call did start a training.
     const models = await modelsOf(client, dataset.id);
@@ -150,11 +150,11 @@ describe('starting a training spends a credit: ambiguous failures are not retrie
     ['503', UnavailableError],
   ] as const)('%s: thrown retryable after one request', async (kind, errorClass) => {
     const { service, client, dataset } = await setUp();
-    service.configure({ faults: [{ endpoint: 'createModel', kind, count: 1 }] });
+    service.configure({ faults: [{ endpoint: 'startTraining', kind, count: 1 }] });
     const error = (await rejectionOf(client.startTraining(dataset.id, 'enc-small'))) as ServiceError;
     expect(error).toBeInstanceOf(errorClass);
     expect(error.retryable).toBe(true);
-    expect(service.requestCount('createModel')).toBe(1);
+    expect(service.requestCount('startTraining')).toBe(1);
     expect(client.slept).toEqual([]);
     // These faults happen before any side effect: nothing to find, the caller may try again.
     expect(await modelsOf(client, dataset.id)).toEqual([]);
@@ -163,19 +163,21 @@ describe('starting a training spends a credit: ambiguous failures are not retrie
 
   it('a timeout: thrown retryable after one request', async () => {
     const { service, client, dataset } = await setUp();
-    service.configure({ faults: [{ endpoint: 'createModel', kind: 'stall', count: 1, stallMs: 1500 }] });
+    service.configure({ faults: [{ endpoint: 'startTraining', kind: 'stall', count: 1, stallMs: 1500 }] });
     const error = await rejectionOf(client.startTraining(dataset.id, 'enc-small'));
     expect(error).toBeInstanceOf(TimeoutError);
     expect(error).toMatchObject({ retryable: true });
-    expect(service.requestCount('createModel')).toBe(1);
+    expect(service.requestCount('startTraining')).toBe(1);
   });
 
   it('429 proves the request was not processed: retried, one credit spent', async () => {
     const { service, client, dataset } = await setUp({}, { random: () => 0 }); // no jitter on top of Retry-After
-    service.configure({ faults: [{ endpoint: 'createModel', kind: '429', count: 2, retryAfterSeconds: 1 }] });
+    service.configure({
+      faults: [{ endpoint: 'startTraining', kind: '429', count: 2, retryAfterSeconds: 1 }],
+    });
     const model = await client.startTraining(dataset.id, 'enc-small');
     expect(model.version).toBe(1);
-    expect(service.requestCount('createModel')).toBe(3);
+    expect(service.requestCount('startTraining')).toBe(3);
     expect(client.slept).toEqual([1000, 1000]);
     expect(service.credits()).toBe(4);
   });
@@ -190,9 +192,9 @@ describe('starting a training spends a credit: ambiguous failures are not retrie
 
   it('rate limited beyond the retries: RateLimitedError, no credit spent', async () => {
     const { service, client, dataset } = await setUp();
-    service.configure({ faults: [{ endpoint: 'createModel', kind: '429', retryAfterSeconds: 0 }] });
+    service.configure({ faults: [{ endpoint: 'startTraining', kind: '429', retryAfterSeconds: 0 }] });
     expect(await rejectionOf(client.startTraining(dataset.id, 'enc-small'))).toBeInstanceOf(RateLimitedError);
-    expect(service.requestCount('createModel')).toBe(6);
+    expect(service.requestCount('startTraining')).toBe(6);
     expect(service.credits()).toBe(5);
   });
 });
@@ -241,8 +243,8 @@ describe('idempotent actions survive a lost answer', () => {
       faults: [
         { endpoint: 'completeFile', kind: 'drop_after', count: 1 },
         { endpoint: 'suggest', kind: 'drop_after', count: 1 },
-        { endpoint: 'postLabel', kind: 'drop_after', count: 1 },
-        { endpoint: 'nextLabel', kind: '500', count: 1 },
+        { endpoint: 'submitLabel', kind: 'drop_after', count: 1 },
+        { endpoint: 'nextLabelTask', kind: '500', count: 1 },
       ],
     });
     const dataset = await uploadedDataset(client);
@@ -255,9 +257,9 @@ describe('idempotent actions survive a lost answer', () => {
 
     await client.structure(dataset.id);
     const task = (await client.nextLabelTask(dataset.id))!;
-    expect(service.requestCount('nextLabel')).toBe(2);
+    expect(service.requestCount('nextLabelTask')).toBe(2);
     expect(await client.submitLabel(dataset.id, task.task, 'positive')).toEqual({ remaining: 1 });
-    expect(service.requestCount('postLabel')).toBe(2);
+    expect(service.requestCount('submitLabel')).toBe(2);
   });
 
   it('createDataset is retried after drop_after: the duplicate is an orphan dataset', async () => {

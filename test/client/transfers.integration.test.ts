@@ -221,7 +221,7 @@ describe('download', () => {
     expect(bytes.length).toBe(size);
     expect(bytes.equals(modelBytesAt(model.id, 0, size))).toBe(true);
     expect(service.requestCount('fileDownload')).toBe(4);
-    expect(service.requestCount('downloadLink')).toBe(1);
+    expect(service.requestCount('getDownloadLink')).toBe(1);
 
     const gets = sent.filter((request) => request.origin === service.fileUrl && request.method === 'GET');
     expect(gets).toHaveLength(4);
@@ -246,7 +246,7 @@ describe('download', () => {
     });
     const bytes = await readAll(client.downloadModel(model.id));
     expect(bytes.equals(modelBytesAt(model.id, 0, size))).toBe(true);
-    expect(service.requestCount('downloadLink')).toBe(2);
+    expect(service.requestCount('getDownloadLink')).toBe(2);
     expect(service.requestCount('fileDownload')).toBe(3);
   });
 

@@ -15,7 +15,7 @@ import type { RunStatus } from '../../lambdas/run/status.js';
 import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
 import type { RunDetail, RunPage } from '../../local/console/runs.js';
 import { DropFolderError, readDropFolder } from '../../local/cli/drop-folder.js';
-import { consoleJson, dropThroughConsole, folderFiles, useConsole } from '../helpers/console.js';
+import { consoleJson, dropThroughConsole, endedRun, folderFiles, useConsole } from '../helpers/console.js';
 import { startConsole } from '../../local/console/index.js';
 import { startLocalMode } from '../../local/emulator/local-mode.js';
 import { startSimulatedService } from '../../local/service/index.js';
@@ -28,19 +28,6 @@ const API_KEY = 'console-test-key-5f1c9a7e';
 const REVIEWS = new URL('../../examples/reviews/', import.meta.url).pathname;
 
 type Detail = RunDetail & { record: ModelDocument | null; advice: { meaning: string; todo: string } | null };
-
-/** Polls the run list until a run of `drop` has ended (bounded by RUN_TIMEOUT_MS). */
-async function endedRun(console: { url: string }, drop: string): Promise<RunPage['runs'][number]> {
-  const deadline = Date.now() + RUN_TIMEOUT_MS;
-  while (Date.now() < deadline) {
-    const response = await fetch(new URL(`/api/runs?drop=${drop}`, console.url));
-    const page = (await response.json()) as RunPage;
-    const run = page.runs[0];
-    if (run !== undefined && run.state !== 'running') return run;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`no run of ${drop} ended within ${String(RUN_TIMEOUT_MS)} ms`);
-}
 
 /** A status file that holds the API key, as a buggy step might write it. */
 function leakyStatus(): RunStatus {
@@ -117,14 +104,7 @@ describe('the console API', () => {
     const key = local.simulated?.apiKey ?? '';
     expect(key).toBe(API_KEY);
     expect(text).not.toContain(key);
-    for (const path of [
-      '/',
-      '/api/overview',
-      '/api/definition',
-      '/api/errors',
-      '/api/runs',
-      '/api/service',
-    ]) {
+    for (const path of ['/', '/api/overview', '/api/runs', '/api/service']) {
       const response = await fetch(new URL(path, console.url));
       expect(response.status, path).toBe(200);
       expect(await response.text(), path).not.toContain(key);
@@ -264,6 +244,12 @@ describe('the console API', () => {
     expect(list.status).toBe(500);
     expect(text).toContain('withheld');
     expect(text).not.toContain(API_KEY);
+    // The page still loads, without the runs in it: it asks for them, and shows why they are withheld.
+    const page = await fetch(new URL('/', console.url));
+    const html = await page.text();
+    expect(page.status).toBe(200);
+    expect(html).toContain('"runs":null');
+    expect(html).not.toContain(API_KEY);
   });
 
   it('with another training service (--service-url) it shows no service side, and guards that key too', async () => {

@@ -1,12 +1,14 @@
 /**
- * The console in a real browser (Debian's chromium through playwright-core) against real local
- * mode: a folder dropped through the page runs to success with its graph marked, a state's
- * input and output open, the model downloads byte for byte; a failed run shows its code,
- * message and what to do; the API key is on no page and in no answer. The screenshots the
- * README shows are taken here: into docs/images/ with HOPPER_UPDATE_SCREENSHOTS=1 (`npm run
- * screenshots`), otherwise into a temporary folder, so that a test run leaves the checkout as
- * it was.
+ * The console in a real browser (Chromium through playwright-core, see helpers/browser.ts)
+ * against real local mode, at the default window size: a folder dropped through the page runs to
+ * success with its graph marked (compact and full), readable, zoomed and panned, a state's input
+ * and output open, the model downloads byte for byte; a failed run shows its code, message and
+ * what to do; a drop's runs are told apart, and the page shows them as it loads; the API key is on
+ * no page and in no answer. The screenshots the README shows are taken here: into docs/images/
+ * with HOPPER_UPDATE_SCREENSHOTS=1 (`npm run screenshots`), otherwise into a temporary folder, so
+ * that a test run leaves the checkout as it was.
  */
+import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,8 +18,8 @@ import type { Page } from 'playwright-core';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
 import type { RunDetail } from '../../local/console/runs.js';
-import { BROWSER_WAIT_MS, launchChromium } from '../helpers/browser.js';
-import { consoleJson, dropThroughConsole, folderFiles, useConsole } from '../helpers/console.js';
+import { BROWSER_WAIT_MS, chooseChromium, launchChromium } from '../helpers/browser.js';
+import { consoleJson, dropThroughConsole, endedRun, folderFiles, useConsole } from '../helpers/console.js';
 import { withTimeout } from '../helpers/timeout.js';
 
 const fixture = useConsole();
@@ -34,24 +36,35 @@ afterEach(async () => {
 });
 
 /** A page of a fresh browser, with the text of every answer it receives (but the ones below) kept. */
-async function openPage(): Promise<{ page: Page; answers: () => Promise<string[]>; requested: string[] }> {
+async function openPage(): Promise<{
+  page: Page;
+  answers: () => Promise<string[]>;
+  requested: string[];
+  refused: string[];
+}> {
   const browser = await launchChromium();
   cleanups.push(() => browser.close());
   const page = await browser.context.newPage();
   const requested: string[] = [];
   page.on('request', (request) => requested.push(request.url()));
   const texts: Promise<string>[] = [];
+  const refused: string[] = [];
   page.on('response', (response) => {
     const path = new URL(response.url()).pathname;
+    if (response.status() >= 400) refused.push(`${String(response.status())} ${path}`);
     // An upload's answer (an ETag) never reaches Playwright's response.text() in this chromium;
     // the API test reads those answers instead.
     if (path === '/api/events' || path === '/api/download' || response.request().method() === 'PUT') return;
-    texts.push(response.text());
+    const text = response.text();
+    // Read when the test asks (answers()); a page closed before then is no unhandled rejection.
+    text.catch(() => undefined);
+    texts.push(text);
   });
   return {
     page,
     answers: () => withTimeout(Promise.all(texts), 'answers were not read', BROWSER_WAIT_MS),
     requested,
+    refused,
   };
 }
 
@@ -70,10 +83,38 @@ async function graphMarks(page: Page): Promise<Record<string, string>> {
   return marks;
 }
 
+/** Each node's states (itself and those folded into it), by the state it is drawn as. */
+async function graphMembers(page: Page): Promise<Record<string, string[]>> {
+  const members: Record<string, string[]> = {};
+  for (const node of await page.locator('#graph g.node').all()) {
+    const name = (await node.getAttribute('data-state')) ?? '';
+    members[name] = ((await node.getAttribute('data-members')) ?? '').split(' ');
+  }
+  return members;
+}
+
+/** The catch edges drawn, as from→to, with those the run took marked. */
+async function catchEdges(page: Page): Promise<string[]> {
+  const edges: string[] = [];
+  for (const edge of await page.locator('#graph path.edge.catch').all()) {
+    const [from, to, classes] = await Promise.all(
+      ['data-from', 'data-to', 'class'].map((name) => edge.getAttribute(name)),
+    );
+    edges.push(`${from ?? ''}→${to ?? ''}${classes?.includes('walked') === true ? ' (walked)' : ''}`);
+  }
+  return edges.sort();
+}
+
+/** The smallest size, in screen pixels, at which a label of the graph is drawn. */
+function smallestLabel(page: Page): Promise<number> {
+  return page.evaluate(`Math.min(...[...document.querySelectorAll('#graph text')].map((text) =>
+    parseFloat(getComputedStyle(text).fontSize) * text.getScreenCTM().a))`);
+}
+
 describe('the console in a browser', () => {
   it('drops a folder from the page, follows the run to success on the graph, opens a state, downloads the model', async () => {
     const { local, console } = await fixture.start({ simulated: { apiKey: API_KEY } });
-    const { page, answers, requested } = await openPage();
+    const { page, answers, requested, refused } = await openPage();
     await page.goto(console.url);
     await page.waitForSelector('body[data-ready=true]');
 
@@ -81,7 +122,8 @@ describe('the console in a browser', () => {
     await page.waitForSelector('#run-title [data-run-state=succeeded]', { timeout: BROWSER_WAIT_MS });
     expect(await page.textContent('#run-title')).toContain('reviews');
 
-    // Every state the run entered is marked passed; no other is marked at all.
+    // The compact graph: each Route, Wait, Choice and Pass state folded into the step it serves,
+    // every state drawn once; a step the run entered is passed, no other is marked at all.
     const { body: detail } = await consoleJson<RunDetail & { record: ModelDocument | null }>(
       console,
       `/api/runs/${encodeURIComponent(runId)}`,
@@ -89,17 +131,61 @@ describe('the console in a browser', () => {
     const entered = new Set(
       detail.events.flatMap((event) => (event.type === 'StateEntered' ? [event.state.name] : [])),
     );
+    const states = local.definition.States;
+    const members = await graphMembers(page);
+    expect(Object.values(members).flat().sort()).toEqual(Object.keys(states).sort());
+    for (const node of Object.keys(members))
+      expect(['Task', 'Succeed', 'Fail']).toContain(states[node]?.Type);
+    expect(members).toMatchObject({
+      CreateDataset: ['CreateDataset', 'RouteDataset'],
+      PollModel: ['PollModel', 'WaitForModel'],
+      Report: expect.arrayContaining(['Report', 'RunSucceeded', 'DatasetExpired']) as string[],
+    });
+    for (const [state, mark] of Object.entries(await graphMarks(page))) {
+      expect([state, mark]).toEqual([state, entered.has(state) ? 'passed' : 'unreached']);
+    }
+    // Of the catch edges, the compact view of a run that caught nothing draws only the one that
+    // is the only way into its state.
+    expect(await catchEdges(page)).toEqual(['Report→ReportFailed']);
+    // Readable at the default window size: no label under 12 px on the screen.
+    expect(await smallestLabel(page)).toBeGreaterThanOrEqual(12);
+
+    // Zoom and pan.
+    await page.click('button[aria-label="zoom in"]');
+    expect(await smallestLabel(page)).toBeCloseTo(12 * 1.25, 1);
+    await page.click('button[aria-label="zoom in"]');
+    const frame = await page.locator('#graph-frame').boundingBox();
+    if (frame === null) throw new Error('no graph frame');
+    const scrolled = () =>
+      page.evaluate<number[]>(
+        '[document.querySelector("#graph-frame")].flatMap((f) => [f.scrollLeft, f.scrollTop])',
+      );
+    const [left = 0, top = 0] = await scrolled();
+    await page.mouse.move(frame.x + 5, frame.y + 5);
+    await page.mouse.down();
+    await page.mouse.move(frame.x - 55, frame.y - 25, { steps: 5 });
+    await page.mouse.up();
+    expect(await scrolled()).toEqual([left + 60, top + 30]);
+    await page.click('button[data-zoom="1"]');
+    expect(await smallestLabel(page)).toBeGreaterThanOrEqual(12);
+
+    // The full definition: every state, the run's marked passed.
+    await page.click('button[data-graph=full]');
     const marks = await graphMarks(page);
-    expect(Object.keys(marks).sort()).toEqual(Object.keys(local.definition.States).sort());
+    expect(Object.keys(marks).sort()).toEqual(Object.keys(states).sort());
     for (const [state, mark] of Object.entries(marks)) {
       expect([state, mark]).toEqual([state, entered.has(state) ? 'passed' : 'unreached']);
     }
     expect(marks).toMatchObject({
       ValidateDrop: 'passed',
       CopyModel: 'passed',
+      RunSucceeded: 'passed',
       Succeeded: 'passed',
       RunFailed: 'unreached',
     });
+    expect(await page.locator('#graph path.edge.catch').count()).toBeGreaterThan(10);
+    expect(await page.locator('#graph path.edge.catch.walked').count()).toBe(0);
+    await page.click('button[data-graph=compact]');
 
     // A state's input and output, on click.
     await page.click('#graph g.node[data-state=CopyModel]');
@@ -119,6 +205,13 @@ describe('the console in a browser', () => {
     expect(detail.record?.model.holdout_n).toEqual(expect.any(Number));
     expect(Number(await page.textContent('[data-fact=holdout_n]'))).toBe(detail.record?.model.holdout_n);
     expect(Number(await page.textContent('[data-fact=onnx_bytes]'))).toBe(detail.record?.model.onnx_bytes);
+    // Metrics as a table with a header, one row a metric.
+    const metrics = detail.record?.model.metrics ?? {};
+    expect(await page.locator('#metrics th').allTextContents()).toEqual(['Metric', 'Value']);
+    for (const [name, value] of Object.entries(metrics)) {
+      expect(await page.textContent(`#metrics tr[data-metric=${name}] td:nth-child(2)`)).toBe(String(value));
+    }
+    expect(Object.keys(metrics).length).toBeGreaterThan(0);
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-onnx')]);
     expect(download.suggestedFilename()).toBe('model.onnx');
     const downloaded = await readFile(await download.path());
@@ -128,7 +221,9 @@ describe('the console in a browser', () => {
     expect(downloaded.equals(Buffer.from((await stored.Body?.transformToByteArray()) ?? []))).toBe(true);
 
     await mkdir(IMAGES, { recursive: true });
-    await page.locator('header').scrollIntoViewIfNeeded();
+    await page.click('#graph g.node[data-state=CopyModel]');
+    await page.evaluate('document.querySelector("#run-title").scrollIntoView()');
+    expect(await smallestLabel(page)).toBeGreaterThanOrEqual(12);
     await page.screenshot({ path: join(IMAGES, 'console-run.png') });
 
     // The API key: on no page, in no answer the page received.
@@ -140,8 +235,13 @@ describe('the console in a browser', () => {
     expect(received.length).toBeGreaterThan(5);
     for (const text of received) expect(text).not.toContain(API_KEY);
 
-    // Everything the page loaded (scripts, styles, dagre, data) came from the console itself.
+    // Everything the page loaded (scripts, styles, dagre, data, its icon) came from the console
+    // itself, and nothing it asked for was missing.
     expect(requested).toContain(new URL('/vendor/dagre.min.js', console.url).href);
+    expect(refused).toEqual([]);
+    expect(await page.getAttribute('link[rel=icon]', 'href')).toBe('/favicon.ico');
+    const icon = await fetch(new URL('/favicon.ico', console.url));
+    expect([icon.status, icon.headers.get('content-type')]).toEqual([200, 'image/svg+xml']);
     expect(requested.filter((url) => !url.startsWith(console.url))).toEqual([]);
   });
 
@@ -154,17 +254,21 @@ describe('the console in a browser', () => {
     await page.evaluate('window.hopperTestMark = "same page"');
     const runId = await dropFolder(page, REVIEWS);
     await page.waitForSelector('#run-title [data-run-state=running]');
-    await page.waitForSelector('#graph g.node[data-state=WaitForModel][data-mark=current]');
+    // Waiting for the model: the step its Wait is folded into is current.
+    await page.waitForSelector('#graph g.node[data-state=PollModel][data-mark=current]');
     expect(await graphMarks(page)).toMatchObject({
       ValidateDrop: 'passed',
       StartTraining: 'passed',
       Succeeded: 'unreached',
     });
+    await page.click('button[data-graph=full]');
+    await page.waitForSelector('#graph g.node[data-state=WaitForModel][data-mark=current]');
+    await page.click('button[data-graph=compact]');
 
     local.simulated?.clock.advance(600_000);
     await page.waitForSelector('#run-title [data-run-state=succeeded]');
     expect(await graphMarks(page)).toMatchObject({
-      WaitForModel: 'passed',
+      PollModel: 'passed',
       CopyModel: 'passed',
       Succeeded: 'passed',
     });
@@ -197,11 +301,30 @@ describe('the console in a browser', () => {
     const failure = detail.events.find((event) => event.failure !== undefined)?.failure;
     expect(failure).toMatch(/^invalid_labels_file: /);
     expect(await page.textContent('#history')).toContain(failure);
+    // Compact: the failed step, and the one catch edge the run took from it to Report.
     expect(await graphMarks(page)).toMatchObject({
       ValidateDrop: 'failed',
       Report: 'passed',
       RunFailed: 'failed',
     });
+    expect(await catchEdges(page)).toEqual(['Report→ReportFailed', 'ValidateDrop→Report (walked)']);
+    // Full: the choice that sent the run to RunFailed is not marked as passed.
+    await page.click('button[data-graph=full]');
+    expect(await graphMarks(page)).toMatchObject({
+      ValidateDrop: 'failed',
+      Report: 'passed',
+      RunSucceeded: 'failed',
+      RunFailed: 'failed',
+      Succeeded: 'unreached',
+    });
+    // Each history time on one line, next to a long error.
+    const timeLines = await page.evaluate<
+      [string, number][]
+    >(`[...document.querySelectorAll('#history tbody td:nth-child(2)')]
+      .map((cell) => { const range = document.createRange(); range.selectNodeContents(cell);
+        return [cell.textContent, range.getClientRects().length]; })`);
+    expect(timeLines.length).toBeGreaterThan(5);
+    for (const [text, lines] of timeLines) expect([text, lines]).toEqual([text, 1]);
 
     await page.goto(`${console.url}#/`);
     await page.waitForSelector(`tr.run[data-run-id="${runId}"] .error-code`);
@@ -218,6 +341,49 @@ describe('the console in a browser', () => {
     expect(await page.locator('tr.run').count()).toBe(1);
     expect(await page.getAttribute('tr.run', 'data-run-id')).toBe(runId);
     for (const text of await answers()) expect(text).not.toContain(API_KEY);
+  });
+
+  it("tells a drop's runs apart by start time and run id, and shows the runs as the page loads", async () => {
+    const { console } = await fixture.start();
+    const files = await folderFiles(REVIEWS);
+    const runs = [];
+    for (const count of [1, 2, 3]) {
+      expect(await dropThroughConsole(console, 'reviews', files)).toEqual({ ok: true });
+      runs.push(await endedRun(console, 'reviews', count));
+    }
+    expect(new Set(runs.map((run) => run.runId)).size).toBe(3);
+
+    // The page as it loads, with every request it would make itself refused: it shows the runs
+    // from the state the server put into it, as a headless --dump-dom or --screenshot sees it.
+    const { page } = await openPage();
+    await page.route('**/api/**', (route) => route.abort());
+    await page.goto(console.url, { waitUntil: 'load' });
+    const dom = await page.content();
+    for (const run of runs) expect(dom).toContain(`data-run-id="${run.runId}"`);
+    expect(dom).toContain('data-service-id=');
+
+    await page.unrouteAll();
+    await page.reload();
+    await page.waitForSelector('body[data-ready=true]');
+    const rows = await page.evaluate<{ runId: string; started: string; id: string; title: string }[]>(
+      `[...document.querySelectorAll('tr.run')].map((row) => ({ runId: row.dataset.runId,
+        started: row.querySelector('.started').textContent, id: row.querySelector('.run-id').textContent,
+        title: row.querySelector('.run-id').title }))`,
+    );
+    expect(rows).toEqual(
+      runs.reverse().map((run) => ({
+        runId: run.runId,
+        started: run.startedAt.replace('T', ' ').slice(0, 19),
+        id: expect.stringMatching(/^[0-9a-f]{12}$/) as string,
+        title: run.runId,
+      })),
+    );
+    expect(new Set(rows.map((row) => row.id)).size).toBe(3);
+    for (const run of runs) expect(run.runId).toContain(rows.find((row) => row.runId === run.runId)?.id);
+    const header = ['ID', 'Name', 'Status', 'Step', 'next_action'];
+    expect(await page.locator('#service-datasets thead th').allTextContents()).toEqual(header);
+    expect(await page.locator('#service-models thead th').allTextContents()).toEqual(header);
+    expect(await page.locator('#service-models tbody tr').count()).toBe(3);
   });
 
   it('refuses a folder without train.json with the same words as hopper run, and a dragged file; uploads nothing', async () => {
@@ -250,5 +416,34 @@ describe('the console in a browser', () => {
       'Drop a folder (the one holding the data files and train.json), not a file.',
     );
     expect(local.stateMachine.executions()).toEqual([]);
+  });
+});
+
+describe("the tests' browser", () => {
+  it('is HOPPER_CHROMIUM when set, else an installed one, else the Chromium inside the npm package', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'hopper-browser-'));
+    cleanups.push(() => rm(folder, { recursive: true, force: true }));
+    const installed = join(folder, 'chromium');
+    await writeFile(installed, '#!/bin/sh\n', { mode: 0o755 });
+    const notExecutable = join(folder, 'chrome.txt');
+    await writeFile(notExecutable, 'not a browser');
+
+    expect(await chooseChromium({ HOPPER_CHROMIUM: installed }, [])).toMatchObject({
+      path: installed,
+      from: 'HOPPER_CHROMIUM',
+    });
+    await expect(chooseChromium({ HOPPER_CHROMIUM: notExecutable }, [installed])).rejects.toThrow(
+      `HOPPER_CHROMIUM=${notExecutable} is not an executable file`,
+    );
+    const missing = join(folder, 'missing');
+    expect(await chooseChromium({}, [missing, notExecutable, folder, installed])).toMatchObject({
+      path: installed,
+      from: 'installed',
+    });
+    const packaged = await chooseChromium({}, [missing]);
+    expect(packaged.from).toBe('@sparticuz/chromium');
+    expect(packaged.path).toMatch(/node_modules\/\.cache\/hopper-chromium\/[\d.]+\/chromium$/);
+    const version = spawnSync(packaged.path, ['--version'], { encoding: 'utf8' });
+    expect(version.stdout).toMatch(/^Chromium \d+\./);
   });
 });

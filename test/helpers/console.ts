@@ -8,8 +8,9 @@ import { join } from 'node:path';
 import { afterEach } from 'vitest';
 import { TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { startConsole, type LocalConsole } from '../../local/console/index.js';
+import type { RunPage } from '../../local/console/runs.js';
 import type { LocalMode, LocalModeOptions } from '../../local/emulator/local-mode.js';
-import { useLocalMode } from './local-mode.js';
+import { RUN_TIMEOUT_MS, useLocalMode } from './local-mode.js';
 
 export interface ConsoleFixture {
   start(options?: LocalModeOptions): Promise<{ local: LocalMode; console: LocalConsole }>;
@@ -76,4 +77,20 @@ export async function consoleJson<T>(
   const response = await fetch(new URL(path, console.url));
   const text = await response.text();
   return { status: response.status, body: JSON.parse(text) as T, text };
+}
+
+/** Polls the run list until `drop` has `runs` runs and the newest has ended (bounded by RUN_TIMEOUT_MS). */
+export async function endedRun(
+  console: LocalConsole,
+  drop: string,
+  runs = 1,
+): Promise<RunPage['runs'][number]> {
+  const deadline = Date.now() + RUN_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    const { body: page } = await consoleJson<RunPage>(console, `/api/runs?drop=${encodeURIComponent(drop)}`);
+    const run = page.runs[0];
+    if (page.total >= runs && run !== undefined && run.state !== 'running') return run;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`no run of ${drop} ended within ${String(RUN_TIMEOUT_MS)} ms`);
 }

@@ -8,7 +8,7 @@
 import type { TaskName } from '../../infra/tasks.js';
 import type { RunState } from '../../lambdas/run/state.js';
 import type { LocalModeOptions, LocalTask } from '../../local/emulator/local-mode.js';
-import type { ServiceClock } from '../../local/service/clock.js';
+import type { ServiceClock } from '../../local/service/domain/index.js';
 
 /** A poll of the model: when (service clock) and what it found. */
 export interface ModelPoll {

@@ -22,7 +22,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { Agent, type Dispatcher } from 'undici';
 import type { TaskName } from '../../infra/tasks.js';
 import { LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/retry-budget.js';
-import { mulberry32, type Random } from '../../local/service/random.js';
+import { mulberry32, type Random } from '../../local/service/domain/index.js';
 import { LAMBDA_CRASH_ERROR, LAMBDA_TIMEOUT_ERROR } from '../../lambdas/run/lambda-error.js';
 import { LambdaInvocationError } from '../../local/emulator/lambda-invoke.js';
 import type { LocalModeOptions, LocalTask } from '../../local/emulator/local-mode.js';

@@ -47,7 +47,7 @@ export interface ServiceTally {
   readonly rateLimited: number;
   /**
    * The least time the service's limit lets requestsServed take: its token bucket holds one
-   * second's worth (local/service/rate-limit.ts), so the first maxRequestsPerSecond go at once
+   * second's worth (local/service/faults/rate-limit.ts), so the first maxRequestsPerSecond go at once
    * and the rest at the limit. No client can do them faster.
    */
   readonly lowerBoundMs: number;
@@ -162,7 +162,9 @@ export async function serviceTally(
   const requestsServed = requests - rateLimited;
   const creditsSpent = creditsFor(drops) - (await service.credits());
   const models =
-    (await service.requestCount('createModel')) === 0 ? 0 : await countModels(service.apiUrl, service.apiKey);
+    (await service.requestCount('startTraining')) === 0
+      ? 0
+      : await countModels(service.apiUrl, service.apiKey);
   return {
     creditsSpent,
     models,

@@ -41,9 +41,9 @@ function invokedVersions(context: Readonly<Record<string, unknown>>) {
 }
 
 const before = invokedVersions({ serviceUrl: EXISTING_RESOURCES.serviceUrl });
-// The next deploy changes what every function runs (here its environment; new code is the same
-// for Lambda: both are part of a published version).
-const after = invokedVersions({ serviceUrl: 'https://train-v2.example.com' });
+// The next deploy changes what every function runs (here its environment, the log level every
+// function has; new code is the same for Lambda: both are part of a published version).
+const after = invokedVersions({ serviceUrl: EXISTING_RESOURCES.serviceUrl, logLevel: 'DEBUG' });
 
 describe('a deploy during a run', () => {
   it('every Task state invokes a published version of its own function, kept when replaced', () => {

@@ -4,6 +4,8 @@
  * the rule that turns each Succeeded or Failed event into the topic's plain-text summary.
  */
 import { describe, expect, it } from 'vitest';
+import { STORAGE_DEFAULTS } from '../../infra/constructs/storage.js';
+import { EXECUTION_TIMEOUT_SECONDS } from '../../infra/run-limits.js';
 import { RUN_EVENT_TYPES } from '../../lambdas/run/events.js';
 import {
   actionsOf,
@@ -92,7 +94,8 @@ describe('run events', () => {
     expect(() => synthesize({ eventSource })).toThrow(message);
   });
 
-  it('expires the event markers under status/.events/ after a month (new bucket)', () => {
+  it('expires the event markers under status/.events/ after a month, when no run can retry a step any more', () => {
+    expect(STORAGE_DEFAULTS.eventMarkerRetentionDays * 86400).toBeGreaterThan(EXECUTION_TIMEOUT_SECONDS);
     const [bucket] = resourcesOfType(defaults.template, 'AWS::S3::Bucket')
       .map(([, resource]) => resource)
       .filter((resource) => resource.Properties.NotificationConfiguration !== undefined);
@@ -135,7 +138,7 @@ describe('run notifications', () => {
     });
   });
 
-  it('a rule on the default bus sends each Succeeded or Failed event of the source as its plain summary', () => {
+  it('a rule on the default bus sends each Succeeded, Failed or Superseded event of the source as its plain summary', () => {
     const [topicId] = runTopic(configured.template);
     const rules = resourcesOfType(configured.template, 'AWS::Events::Rule').filter(([, rule]) =>
       JSON.stringify(rule.Properties.Targets).includes(`"Ref":"${topicId}"`),
@@ -172,35 +175,51 @@ describe('run notifications', () => {
     ]);
   });
 
-  it("the topic's key lets EventBridge encrypt for rules of this account and region only", () => {
+  it("the topic's key lets EventBridge encrypt without source conditions, which SNS does not support for it", () => {
     const [, topic] = runTopic(defaults.template);
     const keyId = (topic.Properties.KmsMasterKeyId as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
     const key = defaults.template.findResources('AWS::KMS::Key')[keyId] as CfnResource;
     const forEvents = (key.Properties.KeyPolicy as { Statement: Statement[] }).Statement.filter((statement) =>
       JSON.stringify(statement).includes('events.amazonaws.com'),
     );
+    // The SNS Developer Guide ("Managing Amazon SNS encryption keys and costs"): aws:SourceAccount
+    // and aws:SourceArn in a KMS key policy are not supported for EventBridge-to-encrypted topics.
     expect(forEvents).toEqual([
+      expect.objectContaining({ Action: ['kms:Decrypt', 'kms:GenerateDataKey'], Resource: '*' }),
+    ]);
+    expect(forEvents[0]!.Condition).toBeUndefined();
+  });
+
+  it('retries delivery for a day, then keeps the event in a dead-letter queue only this rule may send to', () => {
+    const [topicId] = runTopic(defaults.template);
+    const [ruleId, rule] = resourcesOfType(defaults.template, 'AWS::Events::Rule').find(([, candidate]) =>
+      JSON.stringify(candidate.Properties.Targets).includes(`"Ref":"${topicId}"`),
+    )!;
+    const [target] = rule.Properties.Targets as {
+      DeadLetterConfig: { Arn: { 'Fn::GetAtt': [string, string] } };
+    }[];
+    expect(target).toMatchObject({
+      RetryPolicy: { MaximumRetryAttempts: 8, MaximumEventAgeInSeconds: 86400 },
+    });
+    const queueId = target!.DeadLetterConfig.Arn['Fn::GetAtt'][0];
+    const queue = defaults.template.findResources('AWS::SQS::Queue')[queueId] as CfnResource;
+    expect(queue.Properties).toMatchObject({
+      SqsManagedSseEnabled: true,
+      MessageRetentionPeriod: 14 * 86400,
+    });
+    const [[, policy]] = resourcesOfType(defaults.template, 'AWS::SQS::QueuePolicy').filter(
+      ([, candidate]) => JSON.stringify(candidate.Properties.Queues) === JSON.stringify([{ Ref: queueId }]),
+    ) as [[string, CfnResource]];
+    const statements = (policy.Properties.PolicyDocument as { Statement: Statement[] }).Statement;
+    expect(statements).toContainEqual(
+      expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+    );
+    expect(statements.filter((statement) => statement.Effect === 'Allow')).toEqual([
       expect.objectContaining({
-        Action: ['kms:Decrypt', 'kms:GenerateDataKey'],
-        Condition: {
-          StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
-          ArnLike: {
-            'aws:SourceArn': {
-              'Fn::Join': [
-                '',
-                [
-                  'arn:',
-                  { Ref: 'AWS::Partition' },
-                  ':events:',
-                  { Ref: 'AWS::Region' },
-                  ':',
-                  { Ref: 'AWS::AccountId' },
-                  ':rule/*',
-                ],
-              ],
-            },
-          },
-        },
+        Principal: { Service: 'events.amazonaws.com' },
+        Action: 'sqs:SendMessage',
+        Resource: { 'Fn::GetAtt': [queueId, 'Arn'] },
+        Condition: { ArnEquals: { 'aws:SourceArn': { 'Fn::GetAtt': [ruleId, 'Arn'] } } },
       }),
     ]);
   });

@@ -4,6 +4,7 @@
  * environment and exact permissions, the state machine's logging and tracing, the alarms, and
  * the settings read from context.
  */
+import type { CfnElement } from 'aws-cdk-lib';
 import { Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { aslOf } from '../../local/emulator/definition.js';
@@ -128,7 +129,7 @@ describe('the bucket', () => {
     });
   });
 
-  it('expires old inbox objects and old versions and aborts stale multipart uploads', () => {
+  it('expires old inbox objects and old versions and aborts multipart uploads unfinished after a day', () => {
     const bucket = defaults.template.findResources('AWS::S3::Bucket')[hopperBucketId()] as CfnResource;
     const rules = (bucket.Properties.LifecycleConfiguration as { Rules: Record<string, unknown>[] }).Rules;
     expect(rules).toContainEqual(
@@ -137,7 +138,7 @@ describe('the bucket', () => {
     expect(rules).toContainEqual(
       expect.objectContaining({
         NoncurrentVersionExpiration: { NoncurrentDays: 30 },
-        AbortIncompleteMultipartUpload: { DaysAfterInitiation: 7 },
+        AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 },
         Status: 'Enabled',
       }),
     );
@@ -223,8 +224,7 @@ describe('the way in', () => {
 
   it('invokes the trigger with retries, and sends what it cannot deliver to a dead-letter queue', () => {
     const trigger = functionNamed(defaults.template, 'Trigger');
-    const [queueId] = resourcesOfType(defaults.template, 'AWS::SQS::Queue').map(([id]) => id);
-    const queueArn = { 'Fn::GetAtt': [queueId, 'Arn'] };
+    const queueArn = (trigger.resource.Properties.DeadLetterConfig as { TargetArn: unknown }).TargetArn;
     defaults.template.hasResourceProperties('AWS::Events::Rule', {
       Targets: [
         Match.objectLike({
@@ -235,7 +235,7 @@ describe('the way in', () => {
       ],
     });
     // Failed asynchronous invocations of the trigger itself land in the same queue.
-    expect(trigger.resource.Properties.DeadLetterConfig).toEqual({ TargetArn: queueArn });
+    expect(queueArn).toEqual({ 'Fn::GetAtt': [expect.stringContaining('TriggerDeadLetters'), 'Arn'] });
     defaults.template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
       FunctionName: { Ref: trigger.id },
       MaximumRetryAttempts: 2,
@@ -305,19 +305,25 @@ describe('the Lambda functions', () => {
     },
   );
 
-  it.each(TASK_NAMES)('%s has its timeout and finds the service URL and the secret', (name) => {
-    const { resource } = functionNamed(defaults.template, name);
-    const [secretId] = resourcesOfType(defaults.template, 'AWS::SecretsManager::Secret').map(([id]) => id);
-    expect(resource.Properties.Timeout).toBe(EXPECTED[name].timeout);
-    expect(resource.Properties.Environment).toEqual({
-      Variables: {
+  it.each(TASK_NAMES)(
+    '%s has its timeout, and is told the service URL and the secret only if it calls the service',
+    (name) => {
+      const { resource } = functionNamed(defaults.template, name);
+      const [secretId] = resourcesOfType(defaults.template, 'AWS::SecretsManager::Secret').map(([id]) => id);
+      expect(resource.Properties.Timeout).toBe(EXPECTED[name].timeout);
+      const service = {
         HOPPER_SERVICE_URL: { Ref: 'ServiceUrl' },
         HOPPER_API_KEY_SECRET_ARN: { Ref: secretId },
-        HOPPER_EVENT_SOURCE: 'hopper',
-        ...POWERTOOLS_ENV,
-      },
-    });
-  });
+      };
+      expect(resource.Properties.Environment).toEqual({
+        Variables: {
+          ...(EXPECTED[name].secret ? service : {}),
+          ...(EXPECTED[name].events === true ? { HOPPER_EVENT_SOURCE: 'hopper' } : {}),
+          ...POWERTOOLS_ENV,
+        },
+      });
+    },
+  );
 
   it.each(TASK_NAMES)(
     '%s may touch exactly its own key prefixes, and the secret only if it calls the service',
@@ -404,6 +410,62 @@ describe('the API key', () => {
   });
 });
 
+describe('a secret encrypted with its own KMS key (-c apiKeySecretKmsKeyArn)', () => {
+  const keyArn = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+  const withKey = synthesize({ ...EXISTING_RESOURCES, apiKeySecretKmsKeyArn: keyArn });
+  const kmsStatements = (hopper: typeof defaults, name: string) =>
+    roleStatements(hopper.template, functionNamed(hopper.template, name).resource).filter((statement) =>
+      actionsOf(statement).some((action) => action.startsWith('kms:')),
+    );
+
+  it('lets exactly the functions that read the secret decrypt with the key, through Secrets Manager only', () => {
+    for (const name of TASK_NAMES) {
+      expect(kmsStatements(withKey, name), name).toEqual(
+        EXPECTED[name].secret
+          ? [
+              expect.objectContaining({
+                Effect: 'Allow',
+                Action: 'kms:Decrypt',
+                Resource: keyArn,
+                Condition: {
+                  StringEquals: {
+                    'kms:ViaService': {
+                      'Fn::Join': ['', ['secretsmanager.', { Ref: 'AWS::Region' }, '.amazonaws.com']],
+                    },
+                  },
+                },
+              }),
+            ]
+          : [],
+      );
+    }
+    expect(kmsStatements(withKey, 'Trigger')).toEqual([]);
+  });
+
+  it('grants no KMS key without it', () => {
+    for (const hopper of [defaults, existing]) {
+      for (const name of [...TASK_NAMES, 'Trigger']) expect(kmsStatements(hopper, name), name).toEqual([]);
+    }
+  });
+
+  it.each([
+    [{ apiKeySecretKmsKeyArn: 'alias/team-secrets', apiKeySecretName: 'team/key' }, /is not a KMS key ARN/],
+    [
+      {
+        apiKeySecretKmsKeyArn: 'arn:aws:kms:eu-west-1:123456789012:alias/team-secrets',
+        apiKeySecretName: 'team/key',
+      },
+      /is not a KMS key ARN/,
+    ],
+    [
+      { apiKeySecretKmsKeyArn: keyArn },
+      /apiKeySecretKmsKeyArn: applies to the existing secret given by apiKeySecretName/,
+    ],
+  ])('refuses %j', (context, message) => {
+    expect(() => synthesize(context)).toThrow(message);
+  });
+});
+
 describe('the state machine', () => {
   const [[, machine]] = resourcesOfType(defaults.template, 'AWS::StepFunctions::StateMachine') as [
     [string, CfnResource],
@@ -455,14 +517,17 @@ describe('monitoring', () => {
     ([id]) => id,
   );
 
-  it('alarms on failed, timed-out, aborted and slow runs, dead letters, trigger errors and throttles', () => {
+  it('alarms on failed, timed-out, aborted, throttled and slow runs, dead letters, failed notifications, trigger errors and throttles', () => {
     expect(notifying.map(([, alarm]) => alarm.Properties.MetricName ?? 'composite').sort()).toEqual([
-      'ApproximateNumberOfMessagesVisible',
+      'ApproximateNumberOfMessagesVisible', // the trigger's dead letters
+      'ApproximateNumberOfMessagesVisible', // the run notifications' dead letters
       'Errors',
+      'ExecutionThrottled',
       'ExecutionTime',
       'ExecutionsAborted',
       'ExecutionsFailed',
       'ExecutionsTimedOut',
+      'FailedInvocations',
       'composite',
     ]);
     for (const [id, alarm] of notifying) {
@@ -477,7 +542,7 @@ describe('monitoring', () => {
   });
 
   it('notifies the topic when an alarm fires and when it recovers, for every alarm but the throttle inputs', () => {
-    expect(notifying.length).toBe(7);
+    expect(notifying.length).toBe(10);
     for (const [id, alarm] of notifying) {
       expect(alarm.Properties.AlarmActions, id).toEqual([{ Ref: topicId }]);
       expect(alarm.Properties.OKActions, id).toEqual([{ Ref: topicId }]);
@@ -506,6 +571,42 @@ describe('monitoring', () => {
       });
     expect(throttled.sort()).toEqual(functionIds.sort());
     expect(functionIds).toHaveLength(TASK_NAMES.length + 1);
+  });
+
+  it('alarms when Step Functions throttles the runs', () => {
+    const throttled = notifying.filter(([, alarm]) => alarm.Properties.MetricName === 'ExecutionThrottled');
+    expect(throttled.map(([, alarm]) => alarm.Properties)).toEqual([
+      expect.objectContaining({
+        Namespace: 'AWS/States',
+        Statistic: 'Sum',
+        Dimensions: [{ Name: 'StateMachineArn', Value: { Ref: machineId } }],
+      }),
+    ]);
+  });
+
+  it('alarms when a run notification could not be delivered: failed for good, or kept in its dead-letter queue', () => {
+    const { rule, deadLetterQueue } = defaults.stack.notifications;
+    const [ruleId, queueId] = [rule, deadLetterQueue].map((construct) =>
+      String(defaults.stack.resolve(defaults.stack.getLogicalId(construct.node.defaultChild as CfnElement))),
+    );
+    const byMetric = (name: string) =>
+      notifying
+        .filter(([, alarm]) => alarm.Properties.MetricName === name)
+        .map(([, alarm]) => alarm.Properties);
+    expect(byMetric('FailedInvocations')).toEqual([
+      expect.objectContaining({
+        Namespace: 'AWS/Events',
+        Statistic: 'Sum',
+        Dimensions: [{ Name: 'RuleName', Value: { Ref: ruleId } }],
+      }),
+    ]);
+    expect(byMetric('ApproximateNumberOfMessagesVisible')).toContainEqual(
+      expect.objectContaining({
+        Statistic: 'Maximum',
+        Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueId, 'QueueName'] } }],
+      }),
+    );
+    defaults.template.hasOutput('RunNotificationDeadLetterQueueUrl', { Value: { Ref: queueId } });
   });
 
   it('calls a run slow when it took longer than half its wait budget', () => {

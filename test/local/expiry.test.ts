@@ -58,7 +58,7 @@ describe('an upload URL that expires mid-upload', () => {
         Buffer.byteLength(REVIEWS_CSV),
       );
       expect(service.requestCount('fileUpload')).toBe(faults.length + 1);
-      expect(service.requestCount('createModel')).toBe(1);
+      expect(service.requestCount('startTraining')).toBe(1);
       expect(service.credits()).toBe(9);
     },
   );
@@ -85,7 +85,7 @@ describe('a download link that expires mid-copy', () => {
     expectCopied(await modelObjects(local, 'download-expiry'), modelId, run.execution.name);
     // Cut, refused as expired, resumed from the fresh link: three GETs, two links.
     expect(service.requestCount('fileDownload')).toBe(3);
-    expect(service.requestCount('downloadLink')).toBe(2);
+    expect(service.requestCount('getDownloadLink')).toBe(2);
     expect(service.credits()).toBe(9);
   });
 });
@@ -93,7 +93,7 @@ describe('a download link that expires mid-copy', () => {
 describe('a dataset that expires while labelling', () => {
   it.each([
     ['before the first label is asked for', 'LabelExamples'],
-    ['between two labels', 'postLabel'],
+    ['between two labels', 'submitLabel'],
   ])('%s: dataset_expired, saying what to do, before any credit', async (_, when) => {
     const hour = 60 * 60 * 1000;
     const local = await fixture.start({ simulated: { datasetTtlMs: hour } });
@@ -106,7 +106,7 @@ describe('a dataset that expires while labelling', () => {
       });
     } else {
       // The first label's answer is held back (the label is taken); the clock passes the expiry meanwhile.
-      service.configure({ faults: [{ endpoint: 'postLabel', kind: 'stall', count: 1, stallMs: 300 }] });
+      service.configure({ faults: [{ endpoint: 'submitLabel', kind: 'stall', count: 1, stallMs: 300 }] });
       poll = setInterval(() => {
         if (service.faultCount('stall') > 0) {
           clearInterval(poll);
@@ -120,7 +120,7 @@ describe('a dataset that expires while labelling', () => {
     } finally {
       clearInterval(poll);
     }
-    if (when === 'postLabel') expect(service.requestCount('postLabel')).toBe(1);
+    if (when === 'submitLabel') expect(service.requestCount('submitLabel')).toBe(1);
 
     const status = await expectFailed(local, run, 'dataset_expired');
     expect(status).toMatchObject({ next_action: 'expired', attempts: 0, model_id: null });
@@ -128,7 +128,7 @@ describe('a dataset that expires while labelling', () => {
     expect(status.error?.message).toContain('drop the folder again');
     expect(statesEntered(run.events)).toContain('LabelExamples');
     expect(statesEntered(run.events)).not.toContain('StartTraining');
-    expect(service.requestCount('createModel')).toBe(0);
+    expect(service.requestCount('startTraining')).toBe(0);
     expect(service.credits()).toBe(10);
   });
 });
@@ -178,7 +178,7 @@ describe('a paid model whose copy keeps failing (files_expire_at approaching)', 
     const { local, clock } = await startOnFastClock(2 * hour);
     const service = local.simulated!;
     // Far more failures than one copy's retries (client and state machine) get through.
-    service.configure({ faults: [{ endpoint: 'downloadLink', kind: '503', count: 40 }] });
+    service.configure({ faults: [{ endpoint: 'getDownloadLink', kind: '503', count: 40 }] });
     const run = await dropAndRun(local, 'copy-recovers', reviewsDrop());
 
     expect(run.status?.error ?? null).toBeNull();
@@ -193,7 +193,7 @@ describe('a paid model whose copy keeps failing (files_expire_at approaching)', 
     const filesExpireAt = Date.parse((await serviceModel(local, modelId)).files_expire_at ?? '');
     // Every copy while the files were there, none after the last safe moment.
     expect(clock.copies.every((at) => at < filesExpireAt - FILES_EXPIRY_MARGIN_SECONDS * 1000)).toBe(true);
-    expect(service.requestCount('createModel')).toBe(1);
+    expect(service.requestCount('startTraining')).toBe(1);
     expect(service.credits()).toBe(9);
   });
 
@@ -226,6 +226,6 @@ describe('a paid model whose copy keeps failing (files_expire_at approaching)', 
     expect(clock.copies.at(-1)).toBeGreaterThanOrEqual(filesExpireAt);
     expect(clock.copies.slice(0, -1).every((at) => at < filesExpireAt)).toBe(true);
     expectNoSleepPastMargin(clock.copies, filesExpireAt);
-    expect(service.requestCount('createModel')).toBe(1);
+    expect(service.requestCount('startTraining')).toBe(1);
   });
 });

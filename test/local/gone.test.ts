@@ -105,7 +105,7 @@ describe('a dataset gone at the service mid-run', () => {
     expect(entries(run, task)).toBe(1);
     expect(failedStates(run)).toEqual([task]);
     expect(Date.now() - started).toBeLessThan(10_000);
-    expect(service.requestCount('createModel')).toBe(0);
+    expect(service.requestCount('startTraining')).toBe(0);
     expect(service.credits()).toBe(CREDITS);
   });
 
@@ -117,7 +117,7 @@ describe('a dataset gone at the service mid-run', () => {
     expect(deleted()).toBeDefined();
     const modelId = expectSucceeded(run.status, run.execution.name);
     expectCopied(await modelObjects(local, 'dataset-gone-training'), modelId, run.execution.name);
-    expect(service.requestCount('createModel')).toBe(1);
+    expect(service.requestCount('startTraining')).toBe(1);
     expect(service.credits()).toBe(CREDITS - 1);
   });
 });
@@ -143,7 +143,7 @@ describe('a model gone at the service after its credit was spent', () => {
     expect(status.summary?.credits).toBe(1);
     expect(entries(run, task)).toBe(1);
     expect(failedStates(run)).toEqual([task]);
-    expect(service.requestCount('createModel')).toBe(1);
+    expect(service.requestCount('startTraining')).toBe(1);
     expect(service.credits()).toBe(CREDITS - 1);
   });
 });

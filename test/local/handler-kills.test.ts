@@ -100,13 +100,13 @@ describe('a handler killed after its side effect: the retried step finishes the 
     expect(run.outcome.status).toBe('SUCCEEDED');
     const modelId = expectSucceeded(run.status, run.execution.name);
     expect(local.simulated?.requestCount('createDataset')).toBe(1);
-    expect(local.simulated?.requestCount('createModel')).toBe(1);
+    expect(local.simulated?.requestCount('startTraining')).toBe(1);
     expect(local.simulated?.credits()).toBe(9);
     const objects = await modelObjects(local, 'killed');
     expect([...objects.keys()].sort()).toEqual([`${modelId}/model.json`, `${modelId}/model.onnx`]);
     const record: ModelJson = expectCopied(objects, modelId, run.execution.name);
     // Every held-out example was answered once (a second, different answer would have been a 409).
-    expect(local.simulated?.requestCount('postLabel')).toBe(4);
+    expect(local.simulated?.requestCount('submitLabel')).toBe(4);
     // A kill while labelling loses the killed invocation's count (see docs/reliability.md).
     if (task !== 'LabelExamples') expect(record.run.labelled).toBe(4);
   });
@@ -136,7 +136,7 @@ it('a multipart copy killed after CompleteMultipartUpload: the retry keeps that 
   expect([...objects.keys()].sort()).toEqual([`${modelId}/model.json`, `${modelId}/model.onnx`]);
   expect(objects.get(`${modelId}/model.onnx`)?.equals(modelBytesAt(modelId, 0, modelBytes))).toBe(true);
   // The retry found the copy whole and did not download it again.
-  expect(local.simulated?.requestCount('downloadLink')).toBe(1);
+  expect(local.simulated?.requestCount('getDownloadLink')).toBe(1);
   expect(local.simulated?.credits()).toBe(9);
 });
 

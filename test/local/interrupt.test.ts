@@ -67,7 +67,7 @@ describe('hopper run stopped mid-run, against a service of its own', () => {
     const folder = await dropFolder('stopped');
     const env = { HOPPER_API_KEY: service.apiKey };
     const first = startHopper(args(folder), env);
-    await until(() => service.requestCount('createModel'), 1, 'a training start');
+    await until(() => service.requestCount('startTraining'), 1, 'a training start');
     const [model] = await models();
     if (model === undefined) throw new Error('no model at the service');
     const stopped = await first.stop('SIGINT');
@@ -90,7 +90,7 @@ describe('hopper run stopped mid-run, against a service of its own', () => {
     expect(second.stderr).toContain(`dataset ${model.dataset_id}`);
     expect(second.stderr).toContain('would spend a second credit for the same drop, so nothing was started');
     expect(service.requestCount('createDataset')).toBe(datasets);
-    expect(service.requestCount('createModel')).toBe(1);
+    expect(service.requestCount('startTraining')).toBe(1);
     expect(service.credits()).toBe(9);
   }, 240_000);
 
@@ -105,7 +105,7 @@ describe('hopper run stopped mid-run, against a service of its own', () => {
     expect(stopped.stderr).toMatch(/ {2}dataset [0-9a-f-]{36} \("early"/);
     expect(stopped.stderr).toContain('credits held: 0');
     expect(stopped.stderr).toContain('no credit was spent');
-    expect(service.requestCount('createModel')).toBe(0);
+    expect(service.requestCount('startTraining')).toBe(0);
     expect(service.credits()).toBe(10);
   }, 240_000);
 

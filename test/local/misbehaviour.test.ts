@@ -80,7 +80,7 @@ describe('a misbehaving service, end to end in local mode', () => {
       `Its model ${model?.id ?? '?'} was paid for (1 credit) and was queued at the service: hopper retry rotated adopts it and copies it without a second credit`,
     );
     expect(service.credits()).toBe(CREDITS - 1);
-    expect(service.requestCount('createModel')).toBe(1);
+    expect(service.requestCount('startTraining')).toBe(1);
 
     // The key put right (here: the service takes the old one again), the resumed run adopts the
     // paid model and copies it: still one credit.
@@ -90,7 +90,7 @@ describe('a misbehaving service, end to end in local mode', () => {
     const resumed = await finished(local, await started.execution);
     expect(expectSucceeded(resumed.status, resumed.execution.name)).toBe(model?.id);
     expect(service.credits()).toBe(CREDITS - 1);
-    expect(service.requestCount('createModel')).toBe(1);
+    expect(service.requestCount('startTraining')).toBe(1);
   });
 
   it('a download whose bytes differ from onnx_bytes: model_size_mismatch, model.json never written, one credit', async () => {
@@ -110,7 +110,7 @@ describe('a misbehaving service, end to end in local mode', () => {
     expect(status.model_id).toBe(model?.id);
     expect(status.summary?.credits).toBe(1);
     expect(service.credits()).toBe(CREDITS - 1);
-    expect(service.requestCount('createModel')).toBe(1);
+    expect(service.requestCount('startTraining')).toBe(1);
     expect(service.requestCount('fileDownload')).toBe(1);
   });
 
@@ -129,7 +129,7 @@ describe('a misbehaving service, end to end in local mode', () => {
     );
     expect(status.model_id).toBeNull();
     expect(service.credits()).toBe(CREDITS);
-    expect(service.requestCount('createModel')).toBe(0);
+    expect(service.requestCount('startTraining')).toBe(0);
     // Bounded: the list was read a handful of times, not paged forever.
     expect(service.requestCount('listModels')).toBeLessThanOrEqual(4);
   });
@@ -140,7 +140,7 @@ describe('a misbehaving service, end to end in local mode', () => {
     const ROUNDS_LEFT = 5;
     let shrunk = false;
     const local = await fixture.start({
-      simulated: { credits: CREDITS, faults: [{ endpoint: 'nextLabel', kind: 'no_task' }] },
+      simulated: { credits: CREDITS, faults: [{ endpoint: 'nextLabelTask', kind: 'no_task' }] },
       wrapTask: (name, task) =>
         name !== 'LabelExamples'
           ? task
@@ -166,7 +166,7 @@ describe('a misbehaving service, end to end in local mode', () => {
     );
     expect(status.error?.message).toContain('25,000 events');
     expect(status).toMatchObject({ next_action: 'label_examples', labelled: 0, model_id: null });
-    expect(service.requestCount('createModel')).toBe(0);
+    expect(service.requestCount('startTraining')).toBe(0);
     expect(service.credits()).toBe(CREDITS);
   });
 });

@@ -26,7 +26,7 @@ import {
 
 const fixture = useLocalMode();
 
-/** The simulated service's questions and their suggested answers (local/service/datasets.ts). */
+/** The simulated service's questions and their suggested answers (local/service/domain/datasets.ts). */
 const SUGGESTED = { dedupe: 'yes', language: 'en' };
 
 /** The run succeeded with its first training and nothing is lost; one credit spent. */
@@ -56,7 +56,7 @@ describe('structuring decisions', () => {
     expect(route).not.toContain('PickDecisions');
     expect(local.simulated?.requestCount('suggest')).toBe(0);
     expect(local.simulated?.requestCount('structure')).toBe(1);
-    expect(local.simulated?.requestCount('createModel')).toBe(1);
+    expect(local.simulated?.requestCount('startTraining')).toBe(1);
   });
 
   it('"suggested" asks for suggestions and structures with exactly the suggested answers', async () => {
@@ -107,7 +107,7 @@ describe('structuring decisions', () => {
     expect(message).toContain('Fix "decisions" in train.json');
     expect(statesEntered(run.events)).toContain('PickDecisions');
     expect(local.simulated?.requestCount('structure')).toBe(0);
-    expect(local.simulated?.requestCount('createModel')).toBe(0);
+    expect(local.simulated?.requestCount('startTraining')).toBe(0);
     expect(local.simulated?.credits()).toBe(10);
   });
 });
@@ -125,7 +125,7 @@ describe('held-out examples', () => {
     expect(run.status?.labelled).toBe(3);
     expect(record.run.labelled).toBe(3);
     expect(statesEntered(run.events)).toContain('LabelExamples');
-    expect(local.simulated?.requestCount('postLabel')).toBe(3);
+    expect(local.simulated?.requestCount('submitLabel')).toBe(3);
   });
 
   it('labels by original text match examples the service masked ([EMAIL], [PHONE]) and the run trains', async () => {
@@ -156,7 +156,7 @@ describe('held-out examples', () => {
 
     await expectTrained(local, run);
     expect(run.status?.labelled).toBe(rows.length);
-    expect(local.simulated?.requestCount('postLabel')).toBe(rows.length);
+    expect(local.simulated?.requestCount('submitLabel')).toBe(rows.length);
   });
 
   it('with no held-out examples the run never enters LabelExamples and trains without a labels file', async () => {
@@ -166,7 +166,7 @@ describe('held-out examples', () => {
     await expectTrained(local, run);
     expect(run.status?.labelled).toBe(0);
     expect(statesEntered(run.events)).not.toContain('LabelExamples');
-    expect(local.simulated?.requestCount('nextLabel')).toBe(0);
+    expect(local.simulated?.requestCount('nextLabelTask')).toBe(0);
   });
 });
 
@@ -185,7 +185,7 @@ describe('datasets the run cannot go on with', () => {
     expect(status.error?.message).toContain('Fix the file and drop the folder again');
     expect(statesEntered(run.events)).toContain('DatasetUnreadable');
     expect(local.simulated?.requestCount('structure')).toBe(0);
-    expect(local.simulated?.requestCount('createModel')).toBe(0);
+    expect(local.simulated?.requestCount('startTraining')).toBe(0);
     expect(local.simulated?.credits()).toBe(10);
   });
 
@@ -213,7 +213,7 @@ describe('datasets the run cannot go on with', () => {
     expect(status.error?.message).toContain(`dataset ${status.dataset_id ?? ''} expired`);
     expect(status.error?.message).toContain('drop the folder again');
     expect(statesEntered(run.events)).toContain('DatasetExpired');
-    expect(local.simulated?.requestCount('createModel')).toBe(0);
+    expect(local.simulated?.requestCount('startTraining')).toBe(0);
     expect(local.simulated?.credits()).toBe(10);
   });
 
@@ -230,7 +230,7 @@ describe('datasets the run cannot go on with', () => {
     expect(status.error?.message).toContain('celebrate');
     expect(status.error?.message).toContain('upgrade Hopper');
     expect(statesEntered(run.events)).not.toContain('StartTraining');
-    expect(local.simulated?.requestCount('createModel')).toBe(0);
+    expect(local.simulated?.requestCount('startTraining')).toBe(0);
     expect(local.simulated?.credits()).toBe(10);
   });
 });

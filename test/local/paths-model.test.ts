@@ -58,7 +58,7 @@ describe('training', () => {
     const route = statesEntered(run.events);
     expect(route.filter((state) => state === 'StartTraining')).toHaveLength(2);
     expect(route).toContain('AttemptsLeft');
-    expect(local.simulated?.requestCount('createModel')).toBe(2);
+    expect(local.simulated?.requestCount('startTraining')).toBe(2);
     // The failed attempt's credit came back.
     expect(local.simulated?.credits()).toBe(9);
   });
@@ -72,7 +72,7 @@ describe('training', () => {
     expect(status.error?.message).toContain('training failed on 2 of 2 attempts (maxAttempts)');
     expect(statesEntered(run.events)).toContain('AttemptsExhausted');
     expect(statesEntered(run.events)).not.toContain('CopyModel');
-    expect(local.simulated?.requestCount('createModel')).toBe(2);
+    expect(local.simulated?.requestCount('startTraining')).toBe(2);
     expect(local.simulated?.credits()).toBe(10);
   });
 
@@ -87,7 +87,7 @@ describe('training', () => {
       'add credits at the service, then resume the run without uploading again',
     );
     // Asked once and refused: no model exists at the service.
-    expect(local.simulated?.requestCount('createModel')).toBe(1);
+    expect(local.simulated?.requestCount('startTraining')).toBe(1);
     expect(local.simulated?.requestCount('getModel')).toBe(0);
     expect(local.simulated?.credits()).toBe(0);
   });
@@ -100,7 +100,7 @@ describe('training', () => {
     expect(status.error?.message).toContain('fetch');
     expect(status.error?.message).toContain('upgrade Hopper');
     expect(statesEntered(run.events)).not.toContain('CopyModel');
-    expect(local.simulated?.requestCount('downloadLink')).toBe(0);
+    expect(local.simulated?.requestCount('getDownloadLink')).toBe(0);
     // The training itself succeeded at the service, so its credit is spent.
     expect(local.simulated?.credits()).toBe(9);
   });
@@ -121,7 +121,7 @@ describe('model files gone before the copy (next_action none)', () => {
     const route = statesEntered(run.events);
     expect(route).toContain('ModelFilesGone');
     expect(route).not.toContain('CopyModel');
-    expect(local.simulated?.requestCount('downloadLink')).toBe(0);
+    expect(local.simulated?.requestCount('getDownloadLink')).toBe(0);
     expect(local.simulated?.credits()).toBe(9);
   });
 
@@ -129,7 +129,7 @@ describe('model files gone before the copy (next_action none)', () => {
     // The download link's answer is held back, so the removal lands before any byte is copied
     // even if the event that triggers it arrived late.
     const local = await fixture.start({
-      simulated: { faults: [{ endpoint: 'downloadLink', kind: 'stall', count: 1, stallMs: 200 }] },
+      simulated: { faults: [{ endpoint: 'getDownloadLink', kind: 'stall', count: 1, stallMs: 200 }] },
     });
     let removal: unknown = 'not removed';
     local.stateMachine.on('event', (_execution, event) => {
@@ -201,7 +201,7 @@ describe('trigger events', () => {
     expectCopied(objects, modelId, execution.name);
     expect(local.stateMachine.executions()).toEqual([execution]);
     expect(local.simulated?.requestCount('createDataset')).toBe(1);
-    expect(local.simulated?.requestCount('createModel')).toBe(1);
+    expect(local.simulated?.requestCount('startTraining')).toBe(1);
     expect(local.simulated?.credits()).toBe(9);
   });
 

@@ -167,7 +167,7 @@ describe('train.json uploaded again before the first run trains: the first run s
       expect([...objects.keys()].sort()).toEqual([`${modelId}/model.json`, `${modelId}/model.onnx`]);
       expectCopied(objects, modelId, second.execution.name);
       expect(local.simulated?.requestCount('createDataset')).toBe(2);
-      expect(local.simulated?.requestCount('createModel')).toBe(1);
+      expect(local.simulated?.requestCount('startTraining')).toBe(1);
       expect(local.simulated?.credits()).toBe(9);
 
       const runs = await runsListed(local, drop);
@@ -207,7 +207,7 @@ describe('train.json uploaded again while the newer run waits for its folder to 
     expect(reportOf(first)?.error?.message).toContain('this run stopped before upload_files');
     expect(statesEntered(first.events)).not.toContain('StartTraining');
     expectSucceeded(second.status, second.execution.name);
-    expect(local.simulated?.requestCount('createModel')).toBe(1);
+    expect(local.simulated?.requestCount('startTraining')).toBe(1);
   });
 });
 
@@ -258,7 +258,7 @@ describe('train.json uploaded again once the first run holds a credit: it finish
     );
     expectCopied(objects, firstModel, first.execution.name);
     expectCopied(objects, secondModel, second.execution.name);
-    expect(local.simulated?.requestCount('createModel')).toBe(2);
+    expect(local.simulated?.requestCount('startTraining')).toBe(2);
     expect(local.simulated?.credits()).toBe(8);
     expect(second.status?.superseded_runs).toEqual([
       expect.objectContaining({
@@ -360,7 +360,7 @@ describe('train.json uploaded three more times in a burst', () => {
     expect(listed.map((run) => run.credits)).toEqual([1, 0, 0, 0]);
     expect(models).toEqual([newestModel]);
     expect(10 - service.credits()).toBe(credits);
-    expect(service.requestCount('createModel')).toBe(credits);
+    expect(service.requestCount('startTraining')).toBe(credits);
     expect(status?.superseded_runs?.map((entry) => entry.run_id).sort()).toEqual(
       runs
         .slice(0, 3)

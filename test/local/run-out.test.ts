@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { modelBytesAt } from '../../local/service/model-bytes.js';
+import { modelBytesAt } from '../../local/service/index.js';
 import {
   hopperWithin,
   permissionBoundUser,

@@ -58,7 +58,7 @@ describe('parseServiceArgs', () => {
       '--dataset-ttl-ms=14',
       '--model-files-ttl-ms=15',
       '--manual-clock-start=2026-01-01T00:00:00Z',
-      '--fault=createModel:429',
+      '--fault=startTraining:429',
       '--rename-next-action=start_training=celebrate',
     ]);
     expect(options).toEqual({
@@ -87,7 +87,7 @@ describe('parseServiceArgs', () => {
       datasetTtlMs: 14,
       modelFilesTtlMs: 15,
       manualClockStart: '2026-01-01T00:00:00Z',
-      faults: [{ endpoint: 'createModel', kind: '429' }],
+      faults: [{ endpoint: 'startTraining', kind: '429' }],
       renameNextActions: { start_training: 'celebrate' },
     });
     const knobs = Object.keys(DEFAULT_OPTIONS).concat('manualClockStart').sort();
@@ -96,9 +96,9 @@ describe('parseServiceArgs', () => {
 
   it('collects repeated --fault flags in order, with their settings', () => {
     expect(
-      run(['--fault', 'createModel:429:count=2,retryAfterSeconds=1', '--fault', '*:503:rate=0.1']).faults,
+      run(['--fault', 'startTraining:429:count=2,retryAfterSeconds=1', '--fault', '*:503:rate=0.1']).faults,
     ).toEqual([
-      { endpoint: 'createModel', kind: '429', count: 2, retryAfterSeconds: 1 },
+      { endpoint: 'startTraining', kind: '429', count: 2, retryAfterSeconds: 1 },
       { endpoint: '*', kind: '503', rate: 0.1 },
     ]);
     expect(parseFaultFlag('fileDownload:cut:cutAfterBytes=10')).toEqual({
@@ -140,11 +140,11 @@ describe('parseServiceArgs', () => {
     [['--label-choices', 'a,a'], /--label-choices repeat/],
     [['--label-choices', 'a,,b'], /--label-choices must be non-empty strings/],
     [['--fault', 'nowhere:429'], /unknown endpoint nowhere/],
-    [['--fault', 'createModel:418'], /unknown kind 418/],
-    [['--fault', 'createModel'], /--fault: expected ENDPOINT:KIND/],
-    [['--fault', 'createModel:429:count=two'], /--fault: count expects an integer >= 0/],
-    [['--fault', 'createModel:429:rate=2'], /rate must be in 0\.\.1/],
-    [['--fault', 'createModel:429:often=1'], /--fault: expected ENDPOINT:KIND/],
+    [['--fault', 'startTraining:418'], /unknown kind 418/],
+    [['--fault', 'startTraining'], /--fault: expected ENDPOINT:KIND/],
+    [['--fault', 'startTraining:429:count=two'], /--fault: count expects an integer >= 0/],
+    [['--fault', 'startTraining:429:rate=2'], /rate must be in 0\.\.1/],
+    [['--fault', 'startTraining:429:often=1'], /--fault: expected ENDPOINT:KIND/],
   ])('refuses %j with a message naming the flag', (argv, message) => {
     expect(usageError(argv)).toMatch(message);
   });

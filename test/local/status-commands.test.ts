@@ -181,7 +181,8 @@ describe('the commands against hopper local', () => {
     expect(await run(runModelsCommand, ['--status', 'bogus'], env)).toEqual({
       code: 2,
       stdout: '',
-      stderr: 'hopper models: --status: expected one of queued, training, done, failed, got "bogus"\n',
+      stderr:
+        'hopper models: --status: expected one of queued, training, done, failed, refunded, got "bogus"\n',
     });
   });
 
@@ -208,7 +209,7 @@ describe('the commands against hopper local', () => {
         ) as string,
       },
     });
-    expect(local.simulated?.requestCount('createModel')).toBe(2);
+    expect(local.simulated?.requestCount('startTraining')).toBe(2);
     const resumed = nextExecution(local, inboxKey('attempts', TRAIN_JSON));
     expect((await run(runRetryCommand, ['attempts', '--max-attempts', '2'], env)).code).toBe(0);
     expect((await finished(local, await resumed.execution)).outcome.status).toBe('SUCCEEDED');

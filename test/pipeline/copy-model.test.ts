@@ -300,7 +300,7 @@ describe('copy_model', () => {
     };
 
     // The copy fails once more, past the deadline: the run gives up on it.
-    service.configure({ faults: [{ endpoint: 'downloadLink', kind: '503', count: 100 }] });
+    service.configure({ faults: [{ endpoint: 'getDownloadLink', kind: '503', count: 100 }] });
     const pastDeadline = await failure(
       copyModelStep.run(
         { ...state, model: { ...state.model!, filesExpireAt: deadline }, copy: putOff },

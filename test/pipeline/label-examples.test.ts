@@ -135,7 +135,7 @@ describe('label_examples', () => {
     for (const task of recorded.tasks) {
       expect(recorded.submitted.get(task.task)).toBe(LABEL_OF_ID.get(task.example.id));
     }
-    expect(service.requestCount('postLabel')).toBe(12);
+    expect(service.requestCount('submitLabel')).toBe(12);
   });
 
   it('answers by text when the data has no ids: masked e-mails and phone numbers still match', async () => {
@@ -224,7 +224,7 @@ describe('label_examples', () => {
       'no row of labels.csv matches held-out example "r-0003" (text: "The desk lamp arrived early and the quality ' +
         'is excellent."): add a row whose id is "r-0003" with its label',
     );
-    expect(service.requestCount('postLabel')).toBe(2);
+    expect(service.requestCount('submitLabel')).toBe(2);
   });
 
   it('invalid_label names the row and the choices, and sends nothing for it', async () => {
@@ -239,7 +239,7 @@ describe('label_examples', () => {
         'job, no more, no less."); the service\'s choices are "positive", "negative", "neutral": fix the label in ' +
         'labels.csv and upload the drop again',
     );
-    expect(service.requestCount('postLabel')).toBe(1);
+    expect(service.requestCount('submitLabel')).toBe(1);
   });
 
   it('label_ambiguous names the rows that disagree', async () => {

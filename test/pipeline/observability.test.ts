@@ -222,6 +222,22 @@ describe('metrics (EMF lines on stdout, namespace Hopper)', () => {
     expect(failed).toHaveLength(2);
   });
 
+  it('a superseded report: runs superseded, not runs failed (the run gave way, it did not fail)', async () => {
+    const runtime = runtimeWith();
+    const state: RunState = {
+      ...stateOf(fixtures.s3().bucket, { config: configOf(), dataset: datasetOf() }),
+      failure: { Error: 'Hopper.Failed', Cause: 'superseded: a newer train.json of the drop took over' },
+    };
+    const names = metricsIn(
+      emfLines(
+        await stdoutOf(() => stepHandler(reportStep).withRuntime(runtime)(state, invocationContext())),
+      ),
+    ).map((metric) => metric.name);
+    expect(names.filter((name) => name === METRIC.runsSuperseded)).toHaveLength(1);
+    expect(names).not.toContain(METRIC.runsFailed);
+    expect(names).not.toContain(METRIC.runsSucceeded);
+  });
+
   it('prints nothing when the runtime does not emit metrics (local mode)', async () => {
     const runtime = runtimeWith({ emitMetrics: false });
     const state = stateOf(fixtures.s3().bucket, { config: configOf() });

@@ -44,7 +44,7 @@ describe('a run resumed with "resume": true', () => {
     expect(service.requestCount('createDataset')).toBe(1);
     expect(service.requestCount('fileUpload')).toBe(uploads);
     // The failed run's request was refused (402) and cost nothing; the resumed run's trained.
-    expect(service.requestCount('createModel')).toBe(2);
+    expect(service.requestCount('startTraining')).toBe(2);
     expect(service.credits()).toBe(0);
   });
 
@@ -66,7 +66,7 @@ describe('a run resumed with "resume": true', () => {
     const resumed = await dropAndRun(local, 'adopt', { [TRAIN_JSON]: '{"resume": true}' });
     expect(resumed.outcome.status).toBe('SUCCEEDED');
     expect(resumed.status?.model_id).toBe(failed.status?.model_id);
-    expect(service.requestCount('createModel')).toBe(1);
+    expect(service.requestCount('startTraining')).toBe(1);
     expect(service.credits()).toBe(0);
   });
 
@@ -77,7 +77,7 @@ describe('a run resumed with "resume": true', () => {
     const again = await dropAndRun(local, 'done', { [TRAIN_JSON]: '{"resume": true}' });
     expect(again.status?.error?.code).toBe('not_resumable');
     expect(again.status?.error?.message).toMatch(/succeeded: nothing to resume/);
-    expect(local.simulated?.requestCount('createModel')).toBe(1);
+    expect(local.simulated?.requestCount('startTraining')).toBe(1);
     expect(local.simulated?.credits()).toBe(1);
   });
 
@@ -99,7 +99,7 @@ describe('a run resumed with "resume": true', () => {
     expect(run.status?.error?.message).toMatch(
       /is at step 3 with next_action label_examples; only a dataset ready to train \(start_training or retry\) can be resumed/,
     );
-    expect(local.simulated?.requestCount('createModel')).toBe(0);
+    expect(local.simulated?.requestCount('startTraining')).toBe(0);
   });
 
   it('fails with not_resumable when the earlier dataset has expired at the service', async () => {
@@ -112,6 +112,6 @@ describe('a run resumed with "resume": true', () => {
     expect(run.status?.error?.code).toBe('not_resumable');
     expect(run.status?.error?.message).toMatch(/expired at the training service/);
     // Only the failed run's refused request: the resumed run never asked to train.
-    expect(local.simulated?.requestCount('createModel')).toBe(1);
+    expect(local.simulated?.requestCount('startTraining')).toBe(1);
   });
 });

@@ -71,7 +71,7 @@ describe('start_training', () => {
       const second = await run();
       expect(second).toMatchObject({ id: first.id, nextAction, attempts: 1 });
       expect(service.credits()).toBe(9);
-      expect(service.requestCount('createModel')).toBe(1);
+      expect(service.requestCount('startTraining')).toBe(1);
     },
   );
 
@@ -94,12 +94,12 @@ describe('start_training', () => {
       const { service, run } = await readyDataset({
         queuedMs: MINUTE,
         faults: [
-          { endpoint: 'createModel', kind, count: 1, form: kind === 'garble' ? 'truncated' : undefined },
+          { endpoint: 'startTraining', kind, count: 1, form: kind === 'garble' ? 'truncated' : undefined },
         ],
       });
       expect(await run()).toMatchObject({ status: 'queued', nextAction: 'wait', attempts: 1, version: 1 });
       expect(service.credits()).toBe(9);
-      expect(service.requestCount('createModel')).toBe(1);
+      expect(service.requestCount('startTraining')).toBe(1);
     },
   );
 
@@ -107,7 +107,7 @@ describe('start_training', () => {
     const { service, run } = await readyDataset({
       queuedMs: MINUTE,
       faults: [
-        { endpoint: 'createModel', kind: 'drop_after', count: 1 },
+        { endpoint: 'startTraining', kind: 'drop_after', count: 1 },
         // The two lists before the training start pass; every one after it fails.
         { endpoint: 'listModels', kind: 'stall', stallMs: 0, count: 2 },
         { endpoint: 'listModels', kind: '503' },
@@ -120,7 +120,7 @@ describe('start_training', () => {
     service.configure({ faults: [] });
     expect(await run()).toMatchObject({ status: 'queued', nextAction: 'wait', attempts: 1 });
     expect(service.credits()).toBe(9);
-    expect(service.requestCount('createModel')).toBe(1);
+    expect(service.requestCount('startTraining')).toBe(1);
   });
 
   it('adopts a model whose files are gone (next_action none) instead of training again', async () => {
@@ -133,7 +133,7 @@ describe('start_training', () => {
       nextAction: 'none',
       attempts: 1,
     });
-    expect(service.requestCount('createModel')).toBe(1);
+    expect(service.requestCount('startTraining')).toBe(1);
   });
 
   it("a resumed run trains again when the failed run's model lost its files (model_files_gone)", async () => {
@@ -145,7 +145,7 @@ describe('start_training', () => {
     const again = await run();
     expect(again).toMatchObject({ status: 'done', nextAction: 'download', attempts: 2, version: 2 });
     expect(again.id).not.toBe(done.id);
-    expect(service.requestCount('createModel')).toBe(2);
+    expect(service.requestCount('startTraining')).toBe(2);
   });
 
   it('no credits: no_credits, saying what to do', async () => {
@@ -178,7 +178,7 @@ describe('start_training', () => {
     expect(error).toMatchObject({ code: 'training_failed', retryable: false });
     expect(error.message).toContain('training failed on 2 of 2 attempts (maxAttempts)');
     expect(error.message).toContain(second.id);
-    expect(service.requestCount('createModel')).toBe(2);
+    expect(service.requestCount('startTraining')).toBe(2);
   });
 
   it('a dataset that expired before training: dataset_expired, saying when', async () => {
@@ -187,7 +187,7 @@ describe('start_training', () => {
     const error = (await rejectionOf(run())) as RunError;
     expect(error).toMatchObject({ code: 'dataset_expired' });
     expect(error.message).toContain(dataset.expires_at);
-    expect(service.requestCount('createModel')).toBe(0);
+    expect(service.requestCount('startTraining')).toBe(0);
   });
 
   it("finds the dataset's model beyond the first page, and stops paging at models older than the dataset", async () => {
@@ -199,7 +199,7 @@ describe('start_training', () => {
     const pages = service.requestCount('listModels');
     expect(await run(first)).toMatchObject({ id: first.id, attempts: 1 });
     expect(service.requestCount('listModels') - pages).toBe(2);
-    expect(service.requestCount('createModel')).toBe(101);
+    expect(service.requestCount('startTraining')).toBe(101);
 
     // A dataset created later: the newest model is already older, so one page settles it.
     service.clock.advance(1000);

@@ -3,7 +3,7 @@
  * whatever the file's size.
  */
 import { describe, expect, it } from 'vitest';
-import { DataFileReader } from '../../local/service/data-reader.js';
+import { DataFileReader } from '../../local/service/domain/index.js';
 
 /** `rows` rows written in chunks of 1,000, CSV with ids or JSONL without. */
 async function read(name: string, rows: number, keepRows: number) {

@@ -51,21 +51,21 @@ async function everyRoute(h: Harness): Promise<Route[]> {
     },
     { endpoint: 'suggest', method: 'POST', path: `/v1/datasets/${labeling.id}/suggest` },
     { endpoint: 'structure', method: 'POST', path: `/v1/datasets/${labeling.id}/structure`, body: {} },
-    { endpoint: 'nextLabel', method: 'GET', path: `/v1/datasets/${labeling.id}/labels/next` },
+    { endpoint: 'nextLabelTask', method: 'GET', path: `/v1/datasets/${labeling.id}/labels/next` },
     {
-      endpoint: 'postLabel',
+      endpoint: 'submitLabel',
       method: 'POST',
       path: `/v1/datasets/${labeling.id}/labels/${task.task}`,
       body: { label: task.choices[0] },
     },
     { endpoint: 'listEncoders', method: 'GET', path: '/v1/encoders' },
     {
-      endpoint: 'createModel',
+      endpoint: 'startTraining',
       method: 'POST',
       path: `/v1/datasets/${ready.id}/models`,
       body: { encoder: 'enc-small' },
     },
-    { endpoint: 'downloadLink', method: 'GET', path: `/v1/models/${model.id}/download` },
+    { endpoint: 'getDownloadLink', method: 'GET', path: `/v1/models/${model.id}/download` },
   ];
 }
 
@@ -83,11 +83,11 @@ describe('authentication', () => {
         'completeFile',
         'suggest',
         'structure',
-        'nextLabel',
-        'postLabel',
+        'nextLabelTask',
+        'submitLabel',
         'listEncoders',
-        'createModel',
-        'downloadLink',
+        'startTraining',
+        'getDownloadLink',
       ].sort(),
     );
     const credits = h.service.credits();
@@ -173,12 +173,12 @@ describe('failure injection', () => {
   it('500 server_error happens before any side effect', async () => {
     const h = await start({ credits: 5 });
     const ds = await datasetAt(h, 'ready');
-    h.service.configure({ faults: [{ endpoint: 'createModel', kind: '500', count: 1 }] });
+    h.service.configure({ faults: [{ endpoint: 'startTraining', kind: '500', count: 1 }] });
     expectError(await createModel(h, ds.id), 500, 'server_error');
     expect(h.service.credits()).toBe(5);
     expect((await api<Page<ModelRecord>>(h, 'GET', '/v1/models')).body.data).toHaveLength(0);
     expect(expectStatus(await createModel(h, ds.id), 201).version).toBe(1);
-    expect(h.service.requestCount('createModel')).toBe(2);
+    expect(h.service.requestCount('startTraining')).toBe(2);
   });
 
   it('503 unavailable on createDataset creates nothing', async () => {
@@ -219,18 +219,18 @@ describe('failure injection', () => {
   it('drop: the connection fails and nothing happened (credits unchanged, no model)', async () => {
     const h = await start({ credits: 5 });
     const ds = await datasetAt(h, 'ready');
-    h.service.configure({ faults: [{ endpoint: 'createModel', kind: 'drop', count: 1 }] });
+    h.service.configure({ faults: [{ endpoint: 'startTraining', kind: 'drop', count: 1 }] });
     await expect(createModel(h, ds.id)).rejects.toThrow();
     expect(h.service.credits()).toBe(5);
     expect((await api<Page<ModelRecord>>(h, 'GET', '/v1/models')).body.data).toHaveLength(0);
-    expect(h.service.requestCount('createModel')).toBe(1);
+    expect(h.service.requestCount('startTraining')).toBe(1);
     expect(expectStatus(await createModel(h, ds.id), 201).version).toBe(1);
   });
 
   it('drop_after: the connection fails but the training started (credit spent, model listed)', async () => {
     const h = await start({ credits: 5 });
     const ds = await datasetAt(h, 'ready');
-    h.service.configure({ faults: [{ endpoint: 'createModel', kind: 'drop_after', count: 1 }] });
+    h.service.configure({ faults: [{ endpoint: 'startTraining', kind: 'drop_after', count: 1 }] });
     await expect(createModel(h, ds.id)).rejects.toThrow();
     expect(h.service.credits()).toBe(4);
     const models = (await api<Page<ModelRecord>>(h, 'GET', '/v1/models')).body.data;
@@ -308,7 +308,7 @@ describe('no_task misbehaviour', () => {
   it('labels/next answers 204 while the dataset still has open tasks and shows label_examples', async () => {
     const h = await start({});
     const dataset = await datasetAt(h, 'labeling');
-    h.service.configure({ faults: [{ endpoint: 'nextLabel', kind: 'no_task', count: 1 }] });
+    h.service.configure({ faults: [{ endpoint: 'nextLabelTask', kind: 'no_task', count: 1 }] });
     const first = await api<LabelTask>(h, 'GET', `/v1/datasets/${dataset.id}/labels/next`);
     expect(first.status).toBe(204);
     const record = expectStatus(await api<DatasetRecord>(h, 'GET', `/v1/datasets/${dataset.id}`), 200);

@@ -6,9 +6,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseRecords, serializeRecords } from '../../local/service/persistence.js';
+import { parseRecords, serializeRecords } from '../../local/service/domain/index.js';
 import { startSimulatedService, type SimulatedService } from '../../local/service/index.js';
-import type { ServiceRecords } from '../../local/service/state.js';
+import type { ServiceRecords } from '../../local/service/domain/index.js';
 
 const started: SimulatedService[] = [];
 const folders: string[] = [];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RequestRateLimit } from '../../local/service/rate-limit.js';
+import { RequestRateLimit } from '../../local/service/faults/index.js';
 
 describe('RequestRateLimit (the maxRequestsPerSecond knob)', () => {
   it('lets a second of requests through, then answers with the seconds until a token is back', () => {

@@ -1,20 +1,21 @@
 /**
- * The console's page: the run list (#/) and one run (#/run/<id>), kept current by the server's
- * event stream, and drops from a chosen or dragged folder. Text goes into the page through
- * textContent only: drop names and messages are the user's.
+ * The console's page: the run list (#/) and one run (#/run/<id>), drawn at once from the state
+ * the server put into the page, kept current by its event stream, and drops from a chosen or
+ * dragged folder. Text goes into the page through textContent only: drop names and messages
+ * are the user's.
  */
-import { drawGraph, stateMarks } from './graph.js';
+import { drawGraph, stateMarks, zoomGraph } from './graph.js';
 
 const PAGE_SIZE = 50;
 /** How long the page waits for a dropped folder's run to start before it says so. */
 const START_WAIT_MS = 30_000;
-const STATES = ['running', 'succeeded', 'failed', 'interrupted', 'stopped', 'superseded'];
-
-const view = { filter: '', offset: 0, runId: null, selected: null, detail: null };
-let definition = null;
-let errors = {};
 
 const $ = (selector) => document.querySelector(selector);
+
+/** What the server knew when it sent the page: overview, definition, errors, runs, service. */
+const initial = JSON.parse($('#initial-state').textContent);
+const { definition, errors } = initial;
+const view = { filter: '', offset: 0, runId: null, selected: null, detail: null, compact: true, zoom: 1 };
 
 function el(tag, attributes = {}, ...children) {
   const node = document.createElement(tag);
@@ -52,14 +53,15 @@ function badge(state) {
 
 // ---- The run list ------------------------------------------------------------------------
 
-async function showRuns() {
+/** The run list: `page` when given (the page's initial state), else asked for. */
+async function showRuns(page, service) {
   const query = new URLSearchParams({ offset: String(view.offset), limit: String(PAGE_SIZE) });
   if (view.filter !== '') query.set('state', view.filter);
-  const page = await getJson(`/api/runs?${query}`);
-  const all = STATES.reduce((sum, state) => sum + page.counts[state], 0);
+  page ??= await getJson(`/api/runs?${query}`);
+  const counts = Object.entries(page.counts);
   $('#filters').replaceChildren(
-    filterButton('', `all (${all})`),
-    ...STATES.map((state) => filterButton(state, `${state} (${page.counts[state]})`)),
+    filterButton('', `all (${counts.reduce((sum, [, count]) => sum + count, 0)})`),
+    ...counts.map(([state, count]) => filterButton(state, `${state} (${count})`)),
   );
   const rows = page.runs.map((run) => {
     const advice = run.error === null ? undefined : errors[run.error.code];
@@ -67,6 +69,12 @@ async function showRuns() {
       'tr',
       { 'data-run-id': run.runId, 'data-drop': run.drop, class: `run ${run.state}` },
       el('td', {}, el('a', { href: `#/run/${encodeURIComponent(run.runId)}` }, run.drop)),
+      el('td', { class: 'started' }, run.startedAt.replace('T', ' ').slice(0, 19)),
+      el(
+        'td',
+        { class: 'run-id', title: run.runId },
+        el('code', {}, run.runId.split('-').at(-1).slice(0, 12)),
+      ),
       el('td', {}, badge(run.state)),
       el('td', {}, run.currentState ?? '—'),
       el('td', {}, run.step ?? '—'),
@@ -94,54 +102,52 @@ async function showRuns() {
     );
   });
   if (rows.length === 0)
-    rows.push(el('tr', {}, el('td', { colspan: 8, class: 'muted' }, 'No runs yet: drop a folder above.')));
+    rows.push(el('tr', {}, el('td', { colspan: 10, class: 'muted' }, 'No runs yet: drop a folder above.')));
   $('#runs-table tbody').replaceChildren(...rows);
   const last = Math.min(page.offset + page.runs.length, page.total);
   $('#page-info').textContent = page.total === 0 ? '' : `${page.offset + 1}–${last} of ${page.total}`;
   $('#prev-page').disabled = page.offset === 0;
   $('#next-page').disabled = last >= page.total;
-  await showService().catch(() => undefined);
+  await showService(service).catch(() => undefined);
 }
 
 function filterButton(state, label) {
-  return el(
-    'button',
-    {
-      type: 'button',
-      class: view.filter === state ? 'active' : '',
-      'data-filter': state,
-      onclick: () => {
-        view.filter = state;
-        view.offset = 0;
-        void refresh();
-      },
-    },
-    label,
-  );
+  const onclick = () => {
+    view.filter = state;
+    view.offset = 0;
+    void refresh();
+  };
+  const active = view.filter === state ? 'active' : '';
+  return el('button', { type: 'button', class: active, 'data-filter': state, onclick }, label);
 }
 
-async function showService() {
-  const section = $('#service');
-  const response = await fetch('/api/service');
-  if (!response.ok) {
-    section.hidden = true;
-    return;
+/** The service's side: `service` when given (null: not simulated), else asked for. */
+async function showService(service) {
+  if (service === undefined) {
+    const response = await fetch('/api/service');
+    service = response.ok ? await response.json() : null;
   }
-  const service = await response.json();
-  section.hidden = false;
+  const section = $('#service');
+  section.hidden = service === null;
+  if (service === null) return;
   $('#service-summary').textContent = `${service.url} — credits left: ${service.credits}`;
-  const row = (record) =>
-    el(
-      'tr',
-      { 'data-service-id': record.id },
-      el('td', {}, el('code', {}, record.id)),
-      el('td', {}, record.name),
-      el('td', {}, record.status),
-      el('td', {}, `step ${record.step}`),
-      el('td', {}, record.next_action),
+  const head = el(
+    'tr',
+    {},
+    ...['ID', 'Name', 'Status', 'Step', 'next_action'].map((name) => el('th', {}, name)),
+  );
+  for (const kind of ['datasets', 'models']) {
+    const rows = service[kind].map((record) =>
+      el(
+        'tr',
+        { 'data-service-id': record.id },
+        ...[el('code', {}, record.id), record.name, record.status, record.step, record.next_action].map(
+          (cell) => el('td', {}, cell),
+        ),
+      ),
     );
-  $('#service-datasets tbody').replaceChildren(...service.datasets.map(row));
-  $('#service-models tbody').replaceChildren(...service.models.map(row));
+    $(`#service-${kind}`).replaceChildren(el('thead', {}, head.cloneNode(true)), el('tbody', {}, ...rows));
+  }
 }
 
 // ---- One run -----------------------------------------------------------------------------
@@ -172,11 +178,7 @@ async function showRun(runId) {
     );
   }
 
-  const marks = stateMarks(detail.events, summary.state);
-  drawGraph($('#graph'), definition, marks, (name) => {
-    view.selected = name;
-    showStateIo();
-  });
+  showGraph();
   showStateIo();
   showHistory(detail.events);
   $('#status-file').textContent =
@@ -184,15 +186,23 @@ async function showRun(runId) {
   showModel(detail);
 }
 
+function showGraph() {
+  const marks = stateMarks(view.detail.events, view.detail.summary.state);
+  const onSelect = (name) => {
+    view.selected = name;
+    showStateIo();
+  };
+  drawGraph($('#graph'), definition, marks, { compact: view.compact, zoom: view.zoom, onSelect });
+  for (const button of document.querySelectorAll('[data-graph]'))
+    button.classList.toggle('active', (button.dataset.graph === 'compact') === view.compact);
+}
+
 /** The selected state's input and output, from its latest entered and exited events. */
 function showStateIo() {
-  const section = $('#state-io');
   const name = view.selected;
   const events = view.detail?.events ?? [];
-  if (name === null) {
-    section.hidden = true;
-    return;
-  }
+  $('#state-io').hidden = name === null;
+  if (name === null) return;
   let input;
   let output;
   for (const event of events) {
@@ -202,7 +212,6 @@ function showStateIo() {
       output = undefined;
     } else if (event.type === 'StateExited') output = event.state.output;
   }
-  section.hidden = false;
   $('#state-io-title').textContent = name;
   $('#state-input').textContent =
     input === undefined ? '(the run did not enter this state)' : JSON.stringify(input, null, 2);
@@ -225,7 +234,7 @@ function showHistory(events) {
         },
       },
       el('td', {}, index + 1),
-      el('td', {}, `+${((event.timestamp - start) / 1000).toFixed(3)} s`),
+      el('td', { class: 'time' }, `+${((event.timestamp - start) / 1000).toFixed(3)} s`),
       el('td', {}, event.type),
       el('td', {}, event.state?.name ?? ''),
       el('td', {}, eventDetail(event)),
@@ -251,16 +260,11 @@ function eventDetail(event) {
 }
 
 function showModel(detail) {
-  const section = $('#model');
-  if (detail.model === null || detail.record === null) {
-    section.hidden = true;
-    return;
-  }
-  section.hidden = false;
+  $('#model').hidden = detail.model === null || detail.record === null;
+  if ($('#model').hidden) return;
   const { model, cost, run } = detail.record;
   const facts = [
     ['model', model.id],
-    ['metrics', JSON.stringify(model.metrics)],
     ['holdout_n', model.holdout_n],
     ['onnx_bytes', model.onnx_bytes],
     ['cost', `${cost.credits} credit · GPU $${cost.gpu_usd ?? '?'} · JEV $${cost.jev_usd ?? '?'}`],
@@ -270,6 +274,10 @@ function showModel(detail) {
   $('#model-facts').replaceChildren(
     ...facts.flatMap(([name, value]) => [el('dt', {}, name), el('dd', { 'data-fact': name }, value ?? '—')]),
   );
+  const metrics = Object.entries(model.metrics ?? {}).map(([name, value]) =>
+    el('tr', { 'data-metric': name }, el('td', {}, name), el('td', {}, JSON.stringify(value))),
+  );
+  $('#metrics tbody').replaceChildren(...metrics);
   $('#download-onnx').href = `/api/download?key=${encodeURIComponent(detail.model.onnxKey)}`;
   $('#download-json').href = `/api/download?key=${encodeURIComponent(detail.model.recordKey)}`;
 }
@@ -286,38 +294,29 @@ async function dropFolder(drop, files) {
   const message = $('#drop-message');
   message.className = '';
   message.textContent = `Checking ${drop}…`;
+  const runsOfDrop = async () => (await getJson(`/api/runs?drop=${encodeURIComponent(drop)}&limit=200`)).runs;
   try {
-    const names = files.map((entry) => entry.name);
     const check = await fetch('/api/drops/check', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ drop, files: names }),
+      body: JSON.stringify({ drop, files: files.map((entry) => entry.name) }),
     });
     const checked = await check.json();
     if (!check.ok) throw new Error(checked.error);
-    const before = new Set(
-      (await getJson(`/api/runs?drop=${encodeURIComponent(drop)}&limit=200`)).runs.map((run) => run.runId),
+    const before = new Set((await runsOfDrop()).map((run) => run.runId));
+    const ordered = files.toSorted(
+      (a, b) => Number(a.name === 'train.json') - Number(b.name === 'train.json'),
     );
-    const ordered = [
-      ...files.filter((entry) => entry.name !== 'train.json'),
-      ...files.filter((entry) => entry.name === 'train.json'),
-    ];
     for (const [index, entry] of ordered.entries()) {
       message.textContent = `Uploading ${drop}/${entry.name} (${index + 1} of ${ordered.length}) to ${checked.prefix}`;
-      const put = await fetch(
-        `/api/drops/${encodeURIComponent(drop)}/files?name=${encodeURIComponent(entry.name)}`,
-        {
-          method: 'PUT',
-          body: entry.file,
-        },
-      );
+      const url = `/api/drops/${encodeURIComponent(drop)}/files?name=${encodeURIComponent(entry.name)}`;
+      const put = await fetch(url, { method: 'PUT', body: entry.file });
       if (!put.ok) throw new Error((await put.json()).error);
     }
     message.textContent = `Dropped ${drop} (${ordered.length} files): waiting for its run to start…`;
     const deadline = Date.now() + START_WAIT_MS;
     while (Date.now() < deadline) {
-      const page = await getJson(`/api/runs?drop=${encodeURIComponent(drop)}&limit=200`);
-      const started = page.runs.find((run) => !before.has(run.runId));
+      const started = (await runsOfDrop()).find((run) => !before.has(run.runId));
       if (started !== undefined) {
         message.textContent = `Dropped ${drop}: run ${started.runId} started.`;
         location.hash = `#/run/${encodeURIComponent(started.runId)}`;
@@ -327,9 +326,13 @@ async function dropFolder(drop, files) {
     }
     throw new Error(`${drop} was uploaded but no run started within ${START_WAIT_MS / 1000} s`);
   } catch (error) {
-    message.className = 'error';
-    message.textContent = error.message;
+    showError(error.message);
   }
+}
+
+function showError(text) {
+  $('#drop-message').className = 'error';
+  $('#drop-message').textContent = text;
 }
 
 /** A folder chosen with the file input: every file's path starts with the folder's name. */
@@ -347,9 +350,7 @@ function dropChosen(fileList) {
 async function dropDragged(items) {
   const entry = items[0]?.webkitGetAsEntry?.();
   if (entry === null || entry === undefined || !entry.isDirectory) {
-    const message = $('#drop-message');
-    message.className = 'error';
-    message.textContent = 'Drop a folder (the one holding the data files and train.json), not a file.';
+    showError('Drop a folder (the one holding the data files and train.json), not a file.');
     return;
   }
   const files = [];
@@ -374,7 +375,7 @@ async function dropDragged(items) {
 
 // ---- Wiring ------------------------------------------------------------------------------
 
-async function refresh() {
+async function refresh(known = {}) {
   const match = /^#\/run\/(.+)$/.exec(location.hash);
   const runId = match === null ? null : decodeURIComponent(match[1]);
   if (runId !== view.runId) view.selected = null;
@@ -382,12 +383,10 @@ async function refresh() {
   $('#runs-view').hidden = runId !== null;
   $('#run-view').hidden = runId === null;
   try {
-    if (runId === null) await showRuns();
+    if (runId === null) await showRuns(known.runs, known.service);
     else await showRun(runId);
   } catch (error) {
-    const message = $('#drop-message');
-    message.className = 'error';
-    message.textContent = error.message;
+    showError(error.message);
   }
 }
 
@@ -399,18 +398,21 @@ function refreshSoon() {
   }, 100);
 }
 
-async function start() {
-  const [overview, asl, advice] = await Promise.all([
-    getJson('/api/overview'),
-    getJson('/api/definition'),
-    getJson('/api/errors'),
-  ]);
-  definition = asl;
-  errors = advice;
+function start() {
+  const { overview } = initial;
   $('#overview').textContent =
     `bucket s3://${overview.bucket} at ${overview.s3Endpoint} · training service ${overview.serviceUrl}` +
     (overview.simulated ? ' (simulated)' : '') +
     (overview.dataDir === null ? ' · state in a temporary folder' : ` · state kept in ${overview.dataDir}`);
+  $('.graph-tools').addEventListener('click', ({ target: { dataset } }) => {
+    if (dataset.zoom !== undefined) setZoom(dataset.zoom === '1' ? 1 : view.zoom * Number(dataset.zoom));
+    if (dataset.graph === undefined || view.detail === null) return;
+    view.compact = dataset.graph === 'compact';
+    showGraph();
+    const frame = $('#graph-frame');
+    frame.scrollTo((frame.scrollWidth - frame.clientWidth) / 2, 0);
+  });
+  panWithPointer($('#graph-frame'));
   $('#prev-page').addEventListener('click', () => {
     view.offset = Math.max(0, view.offset - PAGE_SIZE);
     void refresh();
@@ -436,6 +438,8 @@ async function start() {
   });
   window.addEventListener('hashchange', () => void refresh());
   const events = new EventSource('/api/events');
+  // What changed between the page's state and the stream's start (or a reconnection) is asked for.
+  events.addEventListener('open', refreshSoon);
   events.addEventListener('runs', (event) => {
     const { runIds } = JSON.parse(event.data);
     if (view.runId === null || runIds.includes(view.runId)) refreshSoon();
@@ -446,8 +450,35 @@ async function start() {
       cell.textContent = elapsed({ startedAt: cell.dataset.started, finishedAt: null });
     }
   }, 1000);
-  await refresh();
-  document.body.dataset.ready = 'true';
+  // Drawn before the first await: the page shows the runs as it loads.
+  void refresh(initial).then(() => {
+    document.body.dataset.ready = 'true';
+  });
 }
 
-void start();
+/** Zooms the graph about the middle of its frame. */
+function setZoom(wanted) {
+  const frame = $('#graph-frame');
+  const zoom = Math.min(3, Math.max(0.3, wanted));
+  const ratio = zoom / view.zoom;
+  const [x, y] = [frame.scrollLeft + frame.clientWidth / 2, frame.scrollTop + frame.clientHeight / 2];
+  view.zoom = zoom;
+  zoomGraph($('#graph'), zoom);
+  frame.scrollTo(x * ratio - frame.clientWidth / 2, y * ratio - frame.clientHeight / 2);
+}
+
+/** Dragging the graph's frame scrolls it (a click on a state still selects it). */
+function panWithPointer(frame) {
+  frame.addEventListener('pointerdown', (down) => {
+    if (down.target.closest('.node') !== null) return;
+    const from = { x: down.clientX + frame.scrollLeft, y: down.clientY + frame.scrollTop };
+    const move = (event) => frame.scrollTo(from.x - event.clientX, from.y - event.clientY);
+    frame.setPointerCapture(down.pointerId);
+    frame.addEventListener('pointermove', move);
+    frame.addEventListener('lostpointercapture', () => frame.removeEventListener('pointermove', move), {
+      once: true,
+    });
+  });
+}
+
+start();

@@ -3,7 +3,7 @@
  * returned, bound to its list and filters, sealed with the service's HMAC key.
  */
 import { z } from 'zod';
-import { invalidRequest } from './errors.js';
+import { invalidRequest } from '../domain/index.js';
 import type { Signer } from './signing.js';
 
 export type ListName = 'datasets' | 'models';

@@ -3,11 +3,18 @@
  * as it streams in: hashed, counted and parsed chunk by chunk, never held whole.
  */
 import { createHash } from 'node:crypto';
-import { DataFileReader } from './data-reader.js';
-import { datasetState, type Dataset, type DatasetFile } from './datasets.js';
-import { conflict, invalidRequest, notFound, ServiceError } from './errors.js';
-import { errorReply, type Reply } from './http.js';
-import { answer, asServiceError } from './pipeline.js';
+import {
+  conflict,
+  DataFileReader,
+  datasetState,
+  invalidRequest,
+  notFound,
+  ServiceError,
+  type Dataset,
+  type DatasetFile,
+} from '../domain/index.js';
+import { answer } from '../faults/index.js';
+import { asServiceError, errorReply, type Reply } from '../http/index.js';
 import { answerEarly, checkPresigned, type FileRequest } from './presigned.js';
 
 interface UploadTarget {
@@ -21,8 +28,8 @@ function checkUpload(request: FileRequest): UploadTarget {
   const { state, req, params } = request;
   const now = state.now();
   checkPresigned(request, now);
-  const dataset = state.datasets.get(params.datasetId ?? '');
-  const file = dataset?.files.find((candidate) => candidate.id === params.fileId);
+  const dataset = state.datasets.get(params.dataset ?? '');
+  const file = dataset?.files.find((candidate) => candidate.id === params.file);
   if (dataset === undefined || file === undefined) throw notFound('no such file');
   const length = req.headers['content-length'];
   if (length === undefined || req.headers['transfer-encoding'] !== undefined) {

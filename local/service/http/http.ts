@@ -1,10 +1,10 @@
 /**
  * Small HTTP helpers shared by the API and file servers: answers, bounded body reading,
- * path matching and strict validation of parsed input.
+ * path matching, strict validation of parsed input, and handlers that never crash the server.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from 'zod';
-import { invalidRequest, ServiceError } from './errors.js';
+import { invalidRequest, ServiceError } from '../domain/index.js';
 
 /** An answer not yet written: handlers return it so a fault can still drop or delay it. */
 export interface Reply {
@@ -13,6 +13,9 @@ export interface Reply {
   body?: unknown;
   headers?: Record<string, string>;
 }
+
+/** Waits `ms`, or less when the service closes. */
+export type Sleep = (ms: number) => Promise<void>;
 
 export function errorReply(error: ServiceError): Reply {
   return {
@@ -113,21 +116,23 @@ export function queryObject(url: URL): Record<string, string> {
 }
 
 /**
- * Matches '/v1/datasets/:id' style patterns against a path; returns the named segments or
- * undefined. Segments are percent-decoded; a segment that does not decode does not match.
+ * Matches a path template ('/v1/datasets/{dataset}', as contract.ts writes them) against a path;
+ * returns the named segments or undefined. Segments are percent-decoded; a segment that does not
+ * decode does not match.
  */
-export function matchPath(pattern: string, path: string): Record<string, string> | undefined {
-  const want = pattern.split('/');
+export function matchPath(template: string, path: string): Record<string, string> | undefined {
+  const want = template.split('/');
   const got = path.split('/');
   if (want.length !== got.length) return undefined;
   const params: Record<string, string> = {};
   for (let i = 0; i < want.length; i++) {
     const expected = want[i] ?? '';
     const actual = got[i] ?? '';
-    if (expected.startsWith(':')) {
+    const name = /^\{(\w+)\}$/.exec(expected)?.[1];
+    if (name !== undefined) {
       if (actual === '') return undefined;
       try {
-        params[expected.slice(1)] = decodeURIComponent(actual);
+        params[name] = decodeURIComponent(actual);
       } catch {
         return undefined;
       }
@@ -145,4 +150,23 @@ export function requestUrl(req: IncomingMessage): URL | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** A handler bug still gets a well-formed 500 (and a line on stderr to find it by). */
+export function asServiceError(error: unknown): ServiceError {
+  if (error instanceof ServiceError) return error;
+  console.error('simulated service: unexpected failure', error);
+  return new ServiceError('server_error', 'internal error');
+}
+
+/** Runs a request handler; an unexpected rejection drops the connection rather than crash. */
+export function guarded(
+  handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      console.error('simulated service: unexpected failure', error);
+      req.socket.destroy();
+    });
+  };
 }

@@ -5,6 +5,7 @@
  * first `keepRows` rows are kept (the held-out sample), plus the explicit ids (duplicate check),
  * so a huge upload does not cost its size in memory.
  */
+import { once } from 'node:events';
 import { StringDecoder } from 'node:string_decoder';
 import { parse as parseCsv, type Parser as CsvParser } from 'csv-parse';
 
@@ -130,26 +131,14 @@ export class DataFileReader {
   }
 
   private async writeCsv(state: CsvState, chunk: Buffer): Promise<void> {
-    if (state.parser.write(chunk)) return;
-    await new Promise<void>((resolve) => {
-      const done = (): void => {
-        state.parser.off('drain', done);
-        state.parser.off('error', done);
-        resolve();
-      };
-      state.parser.on('drain', done);
-      state.parser.on('error', done);
-    });
+    // A parse error ends the wait as a 'drain' would (once() rejects on 'error'); fail() has it.
+    if (!state.parser.write(chunk)) await once(state.parser, 'drain').catch(() => undefined);
   }
 
   private async endCsv(state: CsvState): Promise<void> {
-    await new Promise<void>((resolve) => {
-      state.parser.on('end', resolve);
-      state.parser.on('error', () => {
-        resolve();
-      });
-      state.parser.end();
-    });
+    const ended = once(state.parser, 'end').catch(() => undefined);
+    state.parser.end();
+    await ended;
     if (this.error !== undefined) return;
     if (!state.sawHeader) this.fail('no header row');
     else if (this.rows === 0) this.fail('no data rows');

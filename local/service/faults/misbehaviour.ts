@@ -21,11 +21,9 @@
  *                  shows label_examples, so a client labelling makes no progress, round after round.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { encodeCursor, type ListName } from './cursor.js';
-import { drainOrClose, type Reply } from './http.js';
-import type { EndpointName, FaultRule } from './options.js';
-import type { Random } from './random.js';
-import type { ServiceState } from './state.js';
+import type { Random } from '../domain/index.js';
+import { drainOrClose, encodeCursor, type ListName, type Reply, type Signer } from '../http/index.js';
+import type { EndpointName, FaultRule } from '../options.js';
 
 export const MISBEHAVIOUR_KINDS = [
   'garble',
@@ -62,8 +60,14 @@ export const MISBEHAVIOUR_DEFAULTS = {
   byteIntervalMs: 1000,
 } as const;
 
-const FILE_ENDPOINTS: readonly EndpointName[] = ['fileUpload', 'fileDownload'];
-const LIST_ENDPOINTS: readonly EndpointName[] = ['listModels', 'listDatasets'];
+/** The presigned transfers (file port): no rate limit, and most kinds do not apply to them. */
+export const FILE_ENDPOINTS = ['fileUpload', 'fileDownload'] as const;
+/** The paged lists: they alone take a query, and 'repeat_cursor' acts on them. */
+export const LIST_ENDPOINTS: readonly EndpointName[] = ['listModels', 'listDatasets'];
+
+export function isFileEndpoint(endpoint: EndpointName): boolean {
+  return (FILE_ENDPOINTS as readonly string[]).includes(endpoint);
+}
 
 export function isMisbehaviour(kind: string): kind is MisbehaviourKind {
   return (MISBEHAVIOUR_KINDS as readonly string[]).includes(kind);
@@ -77,11 +81,11 @@ export function misbehaviourAppliesTo(kind: MisbehaviourKind, endpoint: Endpoint
     case 'repeat_cursor':
       return LIST_ENDPOINTS.includes(endpoint);
     case 'no_task':
-      return endpoint === 'nextLabel';
+      return endpoint === 'nextLabelTask';
     case 'trickle':
       return endpoint !== 'fileUpload';
     default:
-      return !FILE_ENDPOINTS.includes(endpoint);
+      return !isFileEndpoint(endpoint);
   }
 }
 
@@ -116,7 +120,7 @@ export function earlyMisbehaviour(fault: FaultRule, req: IncomingMessage): Reply
 
 /** What the rewriting kinds need to know about the request. */
 export interface AnsweredRequest {
-  readonly state: ServiceState;
+  readonly signer: Signer;
   readonly endpoint: EndpointName;
   readonly url: URL;
 }
@@ -162,37 +166,37 @@ export async function sendMisbehaving(
 ): Promise<boolean> {
   if (fault === undefined || !isSuccess(reply)) return false;
   const json = reply.body === undefined ? '' : JSON.stringify(reply.body);
-  switch (fault.kind) {
-    case 'garble':
-      sendGarbled(res, reply, json, fault.form ?? 'empty');
-      return true;
-    case 'huge_body': {
-      const size = Math.max(Buffer.byteLength(json), fault.bodyBytes ?? MISBEHAVIOUR_DEFAULTS.bodyBytes);
-      res.writeHead(reply.status, {
-        ...reply.headers,
-        'Content-Type': 'application/json',
-        'Content-Length': size,
-      });
-      await writeChunked(res, Buffer.from(json), size);
-      return true;
-    }
-    case 'trickle': {
-      const body = Buffer.from(json);
-      res.writeHead(reply.status, {
-        ...reply.headers,
-        'Content-Type': 'application/json',
-        'Content-Length': body.length,
-      });
-      for (let index = 0; index < body.length && !res.destroyed; index++) {
-        res.write(body.subarray(index, index + 1));
-        await sleep(fault.byteIntervalMs ?? MISBEHAVIOUR_DEFAULTS.byteIntervalMs);
-      }
-      res.end();
-      return true;
-    }
-    default:
-      return false;
+  if (fault.kind === 'garble') {
+    sendGarbled(res, reply, json, fault.form ?? 'empty');
+    return true;
   }
+  if (fault.kind !== 'huge_body' && fault.kind !== 'trickle') return false;
+  const body = Buffer.from(json);
+  const bodyBytes = fault.bodyBytes ?? MISBEHAVIOUR_DEFAULTS.bodyBytes;
+  const size = fault.kind === 'huge_body' ? Math.max(body.length, bodyBytes) : body.length;
+  res.writeHead(reply.status, {
+    ...reply.headers,
+    'Content-Type': 'application/json',
+    'Content-Length': size,
+  });
+  if (fault.kind === 'huge_body') await writeChunked(res, body, size);
+  else await trickle(res, body.length, (index) => body.subarray(index, index + 1), fault, sleep);
+  return true;
+}
+
+/** Writes `length` bytes one at a time (`byteAt(index)`), a 'trickle' rule's interval apart, then ends. */
+export async function trickle(
+  res: ServerResponse,
+  length: number,
+  byteAt: (index: number) => Buffer,
+  fault: FaultRule,
+  sleep: (ms: number) => Promise<void>,
+): Promise<void> {
+  for (let index = 0; index < length && !res.destroyed; index++) {
+    res.write(byteAt(index));
+    await sleep(fault.byteIntervalMs ?? MISBEHAVIOUR_DEFAULTS.byteIntervalMs);
+  }
+  res.end();
 }
 
 const PROXY_502_PAGE =
@@ -272,7 +276,7 @@ function repeatedCursor(request: AnsweredRequest): string {
   const list: ListName = request.endpoint === 'listModels' ? 'models' : 'datasets';
   const usable = query.get('usable');
   return encodeCursor(
-    request.state.signer,
+    request.signer,
     list,
     { status: query.get('status'), usable: usable === null ? null : usable === 'true' },
     Number.MAX_SAFE_INTEGER,

@@ -4,12 +4,23 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { isDatasetName } from '../../lambdas/service-client/contract.js';
-import { findTask, firstOpenTask, labelTask, openTaskCount } from './held-out.js';
+import { isDatasetName } from '../../../lambdas/service-client/contract.js';
+import {
+  conflict,
+  datasetState,
+  findTask,
+  firstOpenTask,
+  invalidRequest,
+  labelTask,
+  notFound,
+  openTaskCount,
+  QUESTIONS,
+  readDataset,
+  ServiceError,
+  type Dataset,
+} from '../domain/index.js';
+import { parseJsonObject, readSmallBody, validate, type Reply } from '../http/index.js';
 import { datasetRecord, findDataset, param, type RequestContext } from './context.js';
-import { datasetState, QUESTIONS, readDataset, type Dataset } from './datasets.js';
-import { conflict, invalidRequest, notFound, ServiceError } from './errors.js';
-import { parseJsonObject, readSmallBody, validate, type Reply } from './http.js';
 
 const fileNameSchema = z
   .string()
@@ -87,7 +98,7 @@ export function getDataset(ctx: RequestContext): Reply {
 
 export async function completeFile(ctx: RequestContext): Promise<Reply> {
   const dataset = findDataset(ctx);
-  const fileId = param(ctx, 'fileId');
+  const fileId = param(ctx, 'file');
   const file = dataset.files.find((candidate) => candidate.id === fileId);
   if (file === undefined) throw notFound(`dataset ${dataset.id} has no file ${fileId}`);
   validate(emptySchema, await jsonBody(ctx, true), 'body');
@@ -133,7 +144,7 @@ export async function structure(ctx: RequestContext): Promise<Reply> {
   return { status: 202, body: datasetRecord(ctx, dataset) };
 }
 
-export function nextLabel(ctx: RequestContext): Reply {
+export function nextLabelTask(ctx: RequestContext): Reply {
   const dataset = findDataset(ctx);
   const { status } = datasetState(dataset, ctx.now);
   if (status === 'ready') return { status: 204 };
@@ -149,7 +160,7 @@ export function nextLabel(ctx: RequestContext): Reply {
   return { status: 200, body };
 }
 
-export async function postLabel(ctx: RequestContext): Promise<Reply> {
+export async function submitLabel(ctx: RequestContext): Promise<Reply> {
   const dataset = findDataset(ctx);
   const { label } = validate(labelSchema, await jsonBody(ctx), 'body');
   const { status } = datasetState(dataset, ctx.now);

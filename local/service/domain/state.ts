@@ -1,16 +1,11 @@
 /**
- * Everything the simulated service holds in memory: its knobs, clock, records, credits,
- * counters and signing key. The API and file servers both work on one ServiceState.
+ * Everything the simulated service holds about its account: its knobs, clock, records and
+ * credits. The API and file servers both work on one ServiceState.
  */
+import type { SimulatedServiceOptions } from '../options.js';
 import { createClock, type ServiceClock } from './clock.js';
-import type { Dataset, DatasetFile } from './datasets.js';
-import { FaultInjector } from './faults.js';
-import { RequestRateLimit } from './rate-limit.js';
-import { InFlightGauge } from './in-flight.js';
-import { creditReturned, type Model } from './models.js';
-import { ENDPOINTS, validateOptions, type EndpointName, type SimulatedServiceOptions } from './options.js';
-import { mulberry32 } from './random.js';
-import { Signer } from './signing.js';
+import type { Dataset } from './datasets.js';
+import { creditReturned, modelState, type Model } from './models.js';
 
 /** What ServiceState.records() gives and restore() takes. */
 export interface ServiceRecords {
@@ -20,33 +15,19 @@ export interface ServiceRecords {
   readonly models: readonly Model[];
 }
 
-/** Knobs bound to the listening sockets or the clock: fixed once the service runs. */
-const FIXED_KNOBS = ['host', 'port', 'filePort', 'manualClockStart'] as const;
-
 export class ServiceState {
   readonly clock: ServiceClock;
-  readonly signer = new Signer();
-  readonly faults: FaultInjector;
-  /** The maxRequestsPerSecond knob at work. */
-  readonly rateLimit = new RequestRateLimit();
   readonly datasets = new Map<string, Dataset>();
   readonly models = new Map<string, Model>();
-  /** PUTs to upload URLs being served at once (files.ts). */
-  readonly uploadsInFlight = new InFlightGauge();
-  /** Origin of presigned URLs, known once the file server listens. */
-  fileOrigin = '';
   private options: SimulatedServiceOptions;
   private nextSeq = 1;
-  private readonly counts = new Map<EndpointName, number>(ENDPOINTS.map((name) => [name, 0]));
   /** credits() = creditBase - models created + credits returned so far. */
   private creditBase: number;
 
+  /** `options` have passed validateOptions (the service checks every knob before it gets here). */
   constructor(options: SimulatedServiceOptions) {
-    validateOptions(options);
     this.options = { ...options };
     this.clock = createClock(options.manualClockStart);
-    this.faults = new FaultInjector(options.faults, mulberry32(options.seed));
-    this.rateLimit.setLimit(options.maxRequestsPerSecond);
     this.creditBase = options.credits;
   }
 
@@ -62,18 +43,9 @@ export class ServiceState {
     return this.nextSeq++;
   }
 
+  /** Takes knobs that have passed validateOptions. */
   configure(partial: Partial<SimulatedServiceOptions>): void {
-    for (const knob of FIXED_KNOBS) {
-      if (partial[knob] !== undefined && partial[knob] !== this.options[knob]) {
-        throw new Error(`${knob} cannot change while the service runs`);
-      }
-    }
-    const next = { ...this.options, ...partial };
-    validateOptions(next);
-    this.options = next;
-    if (partial.faults !== undefined) this.faults.setRules(next.faults);
-    this.rateLimit.setLimit(next.maxRequestsPerSecond);
-    if (partial.seed !== undefined) this.faults.setRandom(mulberry32(next.seed));
+    this.options = { ...this.options, ...partial };
     if (partial.credits !== undefined) {
       // Make the balance read `credits` now; credits still owed (failures to come) arrive later.
       this.creditBase = partial.credits + this.models.size - this.creditsReturned(this.now());
@@ -131,34 +103,17 @@ export class ServiceState {
     this.models.delete(id);
   }
 
-  count(endpoint: EndpointName): void {
-    this.counts.set(endpoint, (this.counts.get(endpoint) ?? 0) + 1);
-  }
-
-  requestCount(endpoint: EndpointName): number {
-    return this.counts.get(endpoint) ?? 0;
-  }
-
-  /** A fresh presigned upload URL for a pending file. */
-  uploadLink(dataset: Dataset, file: DatasetFile, now: number): { url: string; expiresAt: number } {
-    const expiresAt = now + this.options.uploadUrlTtlMs;
-    const path = `/upload/${dataset.id}/${file.id}`;
-    return { url: this.presign(path, expiresAt), expiresAt };
-  }
-
-  /** A presigned download URL, valid until `expiresAt`. */
-  downloadLink(model: Model, expiresAt: number): string {
-    return this.presign(`/download/${model.id}`, expiresAt);
-  }
-
-  private presign(path: string, expiresAt: number): string {
-    const signature = this.signer.signBase64url(`${path}\n${expiresAt}`);
-    return `${this.fileOrigin}${path}?expires=${expiresAt}&signature=${signature}`;
-  }
-
-  /** Whether `path` with these query values was presigned here (expiry checked separately). */
-  verifyPresigned(path: string, expires: string | null, signature: string | null): number | undefined {
-    if (expires === null || signature === null || !/^\d{1,16}$/.test(expires)) return undefined;
-    return this.signer.verifyBase64url(`${path}\n${expires}`, signature) ? Number(expires) : undefined;
+  /** The removeModelFiles() test hook: a done model loses its files, refunded or moved. */
+  removeModelFiles(modelId: string, how: 'refunded' | 'moved'): void {
+    const model = this.models.get(modelId);
+    if (model === undefined) throw new Error(`removeModelFiles: no model ${modelId}`);
+    const now = this.now();
+    const { nextAction } = modelState(model, now);
+    if (nextAction !== 'download') {
+      throw new Error(
+        `removeModelFiles: model ${modelId} has no files to remove (next_action ${nextAction})`,
+      );
+    }
+    model.removal = { how, at: now };
   }
 }

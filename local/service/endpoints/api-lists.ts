@@ -3,11 +3,18 @@
  * cut by keyset cursors (see cursor.ts), filtered by status and usable as of now.
  */
 import { z } from 'zod';
+import type { DatasetStatus, ModelStatus } from '../../../lambdas/service-client/contract.js';
+import { datasetState, modelState } from '../domain/index.js';
+import {
+  decodeCursor,
+  encodeCursor,
+  queryObject,
+  validate,
+  type ListFilters,
+  type ListName,
+  type Reply,
+} from '../http/index.js';
 import { datasetRecord, modelRecord, type RequestContext } from './context.js';
-import { decodeCursor, encodeCursor, type ListFilters, type ListName } from './cursor.js';
-import { datasetState } from './datasets.js';
-import { queryObject, validate, type Reply } from './http.js';
-import { modelState } from './models.js';
 
 const listQuerySchema = z.strictObject({
   limit: z
@@ -25,7 +32,7 @@ const DEFAULT_LIMIT = 25;
 
 interface Listed {
   seq: number;
-  status: string;
+  status: DatasetStatus | ModelStatus;
   usable: boolean;
   render: () => unknown;
 }
@@ -36,8 +43,7 @@ function page(ctx: RequestContext, list: ListName, newestFirst: Listed[]): Reply
     status: query.status ?? null,
     usable: query.usable === undefined ? null : query.usable === 'true',
   };
-  const after =
-    query.cursor === undefined ? Infinity : decodeCursor(ctx.state.signer, query.cursor, list, filters);
+  const after = query.cursor === undefined ? Infinity : decodeCursor(ctx.signer, query.cursor, list, filters);
   const limit = query.limit ?? DEFAULT_LIMIT;
   const matching = newestFirst.filter(
     (item) =>
@@ -48,9 +54,7 @@ function page(ctx: RequestContext, list: ListName, newestFirst: Listed[]): Reply
   const items = matching.slice(0, limit);
   const last = items.at(-1);
   const next =
-    matching.length > limit && last !== undefined
-      ? encodeCursor(ctx.state.signer, list, filters, last.seq)
-      : null;
+    matching.length > limit && last !== undefined ? encodeCursor(ctx.signer, list, filters, last.seq) : null;
   return { status: 200, body: { data: items.map((item) => item.render()), next } };
 }
 

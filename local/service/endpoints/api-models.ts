@@ -3,21 +3,20 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { assertFilesServable, datasetState, ServiceError, type Model } from '../domain/index.js';
+import { parseJsonObject, readSmallBody, validate, type Reply } from '../http/index.js';
 import { findDataset, findModel, modelRecord, type RequestContext } from './context.js';
-import { datasetState } from './datasets.js';
-import { ServiceError } from './errors.js';
-import { parseJsonObject, readSmallBody, validate, type Reply } from './http.js';
-import { assertFilesServable, type Model } from './models.js';
+import { downloadPath } from './presigned.js';
 
-const createModelSchema = z.strictObject({ encoder: z.string() });
+const startTrainingSchema = z.strictObject({ encoder: z.string() });
 
 export function listEncoders(ctx: RequestContext): Reply {
   return { status: 200, body: { data: ctx.state.knobs.encoders, next: null } };
 }
 
-export async function createModel(ctx: RequestContext): Promise<Reply> {
+export async function startTraining(ctx: RequestContext): Promise<Reply> {
   const dataset = findDataset(ctx);
-  const body = validate(createModelSchema, parseJsonObject(await readSmallBody(ctx.req), false), 'body');
+  const body = validate(startTrainingSchema, parseJsonObject(await readSmallBody(ctx.req), false), 'body');
   const { state, now } = ctx;
   const knobs = state.knobs;
   if (!knobs.encoders.some((encoder) => encoder.id === body.encoder)) {
@@ -57,12 +56,15 @@ export function getModel(ctx: RequestContext): Reply {
   return { status: 200, body: modelRecord(ctx, findModel(ctx)) };
 }
 
-export function downloadLink(ctx: RequestContext): Reply {
+export function getDownloadLink(ctx: RequestContext): Reply {
   const model = findModel(ctx);
   assertFilesServable(model, ctx.now);
   const expiresAt = Math.min(ctx.now + ctx.state.knobs.downloadUrlTtlMs, model.filesExpireAt);
   return {
     status: 200,
-    body: { url: ctx.state.downloadLink(model, expiresAt), expires_at: new Date(expiresAt).toISOString() },
+    body: {
+      url: ctx.signer.presign(downloadPath(model.id), expiresAt),
+      expires_at: new Date(expiresAt).toISOString(),
+    },
   };
 }

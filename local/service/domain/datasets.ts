@@ -4,6 +4,11 @@
  * (no timers), so clock.advance() moves a dataset through its phases at once.
  */
 import { randomUUID } from 'node:crypto';
+import {
+  FILE_STATUS,
+  type DatasetStatus,
+  type NextAction,
+} from '../../../lambdas/service-client/contract.js';
 import type { FileReadResult } from './data-reader.js';
 import { lastLabeledAt, openTaskCount } from './held-out.js';
 import { maskText } from './masking.js';
@@ -47,26 +52,8 @@ export interface Dataset {
   structuring?: { startedAt: number; endsAt: number; answers: Record<string, string> };
 }
 
-export type DatasetStatus =
-  | 'uploading'
-  | 'reading'
-  | 'unreadable'
-  | 'read'
-  | 'suggested'
-  | 'structuring'
-  | 'labeling'
-  | 'ready'
-  | 'expired';
-
-export type DatasetNextAction =
-  | 'upload_files'
-  | 'wait'
-  | 'start_over'
-  | 'structure'
-  | 'pick_decisions'
-  | 'label_examples'
-  | 'start_training'
-  | 'expired';
+/** The next_actions of a dataset (B3): all but a model's. */
+export type DatasetNextAction = Exclude<NextAction, 'retry' | 'download' | 'none'>;
 
 export interface DatasetState {
   status: DatasetStatus;
@@ -163,7 +150,7 @@ export function readDataset(
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 /** Issues a presigned upload URL for a pending file. */
-export type UploadLinker = (dataset: Dataset, file: DatasetFile) => { url: string; expiresAt: number };
+export type UploadLinker = (file: DatasetFile) => { url: string; expiresAt: number };
 
 /**
  * The dataset record (contract B1/B2). Every rendering issues fresh upload URLs for pending
@@ -184,10 +171,10 @@ export function renderDataset(dataset: Dataset, now: number, link: UploadLinker)
     error: state.error,
     files: dataset.files.map((file) => {
       if (file.completedAt !== undefined) {
-        return { id: file.id, name: file.name, bytes: file.bytes, status: 'uploaded' };
+        return { id: file.id, name: file.name, bytes: file.bytes, status: FILE_STATUS.uploaded };
       }
-      const { url, expiresAt } = link(dataset, file);
-      const base = { id: file.id, name: file.name, bytes: file.bytes, status: 'pending' };
+      const { url, expiresAt } = link(file);
+      const base = { id: file.id, name: file.name, bytes: file.bytes, status: FILE_STATUS.pending };
       return { ...base, upload_url: url, upload_expires_at: iso(expiresAt) };
     }),
   };

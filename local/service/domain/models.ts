@@ -2,6 +2,7 @@
  * Model records: fixed at creation (phase lengths, whether the training fails, generated
  * results), with the state derived from the clock on every read.
  */
+import type { ModelStatus, NextAction } from '../../../lambdas/service-client/contract.js';
 import { ServiceError } from './errors.js';
 import { hashString, mulberry32 } from './random.js';
 
@@ -25,8 +26,7 @@ export interface Model {
   removal?: { how: 'refunded' | 'moved'; at: number };
 }
 
-export type ModelStatus = 'queued' | 'training' | 'done' | 'failed' | 'refunded';
-export type ModelNextAction = 'wait' | 'retry' | 'download' | 'none';
+export type ModelNextAction = Extract<NextAction, 'wait' | 'retry' | 'download' | 'none'>;
 
 export interface ModelState {
   status: ModelStatus;

@@ -4,13 +4,16 @@
  * a 'trickle' sends it a byte at a time.
  */
 import type { ServerResponse } from 'node:http';
-import { notFound, ServiceError } from './errors.js';
-import { FAULT_DEFAULTS } from './faults.js';
-import { drainOrClose, errorReply } from './http.js';
-import { MISBEHAVIOUR_DEFAULTS } from './misbehaviour.js';
-import { MODEL_CHUNK_BYTES, modelBytesAt } from './model-bytes.js';
-import { assertFilesServable, type Model } from './models.js';
-import { answer, asServiceError, beforeAnswer } from './pipeline.js';
+import {
+  assertFilesServable,
+  MODEL_CHUNK_BYTES,
+  modelBytesAt,
+  notFound,
+  ServiceError,
+  type Model,
+} from '../domain/index.js';
+import { answer, beforeAnswer, FAULT_DEFAULTS, trickle } from '../faults/index.js';
+import { asServiceError, drainOrClose, errorReply } from '../http/index.js';
 import { checkPresigned, type FileRequest } from './presigned.js';
 
 /** Bytes [start, end) of the file. */
@@ -40,7 +43,7 @@ function checkDownload(request: FileRequest): { model: Model; range: ByteRange |
   const { state, req, params } = request;
   const now = state.now();
   checkPresigned(request, now);
-  const model = state.models.get(params.modelId ?? '');
+  const model = state.models.get(params.model ?? '');
   if (model === undefined) throw notFound('no such model');
   assertFilesServable(model, now);
   const header = req.headers.range;
@@ -85,10 +88,7 @@ export async function handleDownload(request: FileRequest): Promise<void> {
     return;
   }
   if (fault?.kind === 'trickle') {
-    await trickleModel(res, model.id, start, end, () =>
-      sleep(fault.byteIntervalMs ?? MISBEHAVIOUR_DEFAULTS.byteIntervalMs),
-    );
-    res.end();
+    await trickle(res, end - start, (index) => modelBytesAt(model.id, start + index, 1), fault, sleep);
     return;
   }
   await streamModel(res, model.id, start, end);
@@ -103,20 +103,6 @@ async function streamModel(res: ServerResponse, modelId: string, start: number, 
     const flowing = res.write(modelBytesAt(modelId, position, length));
     position += length;
     if (!flowing) await drainOrClose(res);
-  }
-}
-
-/** Writes the bytes [start, end) one at a time, with `pause` after each. */
-async function trickleModel(
-  res: ServerResponse,
-  modelId: string,
-  start: number,
-  end: number,
-  pause: () => Promise<void>,
-): Promise<void> {
-  for (let position = start; position < end && !res.destroyed; position++) {
-    res.write(modelBytesAt(modelId, position, 1));
-    await pause();
   }
 }
 

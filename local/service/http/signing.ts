@@ -6,26 +6,37 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** Bytes of HMAC-SHA256 kept: ample against forgery for a test double. */
 const SIGNATURE_BYTES = 16;
+const BASE64URL = /^[A-Za-z0-9_-]+$/;
 
 export class Signer {
   private readonly key = randomBytes(32);
+  /** Origin of presigned URLs, known once the file server listens. */
+  origin = '';
 
-  sign(text: string): Buffer {
+  private sign(text: string): Buffer {
     return createHmac('sha256', this.key).update(text).digest().subarray(0, SIGNATURE_BYTES);
   }
 
-  signBase64url(text: string): string {
-    return this.sign(text).toString('base64url');
-  }
-
-  verify(text: string, signature: Buffer): boolean {
+  private verify(text: string, signature: Buffer): boolean {
     const expected = this.sign(text);
     return signature.length === expected.length && timingSafeEqual(signature, expected);
   }
 
-  verifyBase64url(text: string, signature: string): boolean {
-    if (!/^[A-Za-z0-9_-]+$/.test(signature)) return false;
-    return this.verify(text, Buffer.from(signature, 'base64url'));
+  /** A URL of the file server for `path`, valid until `expiresAt`. */
+  presign(path: string, expiresAt: number): string {
+    const signature = this.sign(`${path}\n${expiresAt}`).toString('base64url');
+    return `${this.origin}${path}?expires=${expiresAt}&signature=${signature}`;
+  }
+
+  /** When a presigned URL expires, or undefined when this service did not sign it. */
+  presignedExpiry(url: URL): number | undefined {
+    const expires = url.searchParams.get('expires');
+    const signature = url.searchParams.get('signature');
+    if (expires === null || signature === null || !/^\d{1,16}$/.test(expires) || !BASE64URL.test(signature)) {
+      return undefined;
+    }
+    const signed = this.verify(`${url.pathname}\n${expires}`, Buffer.from(signature, 'base64url'));
+    return signed ? Number(expires) : undefined;
   }
 
   /** Token = base64url(signature || payload): opaque, tamper-evident, carries its payload. */
@@ -35,7 +46,7 @@ export class Signer {
 
   /** The payload of a sealed token, or undefined when it was not sealed by this signer. */
   unseal(token: string): string | undefined {
-    if (!/^[A-Za-z0-9_-]+$/.test(token)) return undefined;
+    if (!BASE64URL.test(token)) return undefined;
     const raw = Buffer.from(token, 'base64url');
     if (raw.length <= SIGNATURE_BYTES) return undefined;
     const payload = raw.subarray(SIGNATURE_BYTES).toString('utf8');

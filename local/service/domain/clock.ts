@@ -15,11 +15,8 @@ export interface ServiceClock {
  */
 export function createClock(manualStart?: string): ServiceClock {
   let offset = 0;
-  let manual: number | undefined;
-  if (manualStart !== undefined) {
-    manual = Date.parse(manualStart);
-    if (Number.isNaN(manual)) throw new Error(`manualClockStart is not a valid ISO time: ${manualStart}`);
-  }
+  // validateOptions has checked that manualStart parses.
+  const manual = manualStart === undefined ? undefined : Date.parse(manualStart);
   return {
     now: () => (manual ?? Date.now()) + offset,
     advance(ms: number): void {

@@ -2,9 +2,14 @@
  * Failure injection: decides, per request, which FaultRule (if any) fires. Rules are checked in
  * order and the first that fires wins; rules after it are not consulted for that request.
  */
-import { isMisbehaviour, misbehaviourAppliesTo, resolveMisbehaviour } from './misbehaviour.js';
-import type { EndpointName, FaultRule } from './options.js';
-import type { Random } from './random.js';
+import {
+  isFileEndpoint,
+  isMisbehaviour,
+  misbehaviourAppliesTo,
+  resolveMisbehaviour,
+} from './misbehaviour.js';
+import type { Random } from '../domain/index.js';
+import type { EndpointName, FaultRule } from '../options.js';
 
 export const FAULT_DEFAULTS = { retryAfterSeconds: 1, stallMs: 5000, cutAfterBytes: 1024 } as const;
 
@@ -62,7 +67,7 @@ function appliesTo(rule: FaultRule, endpoint: EndpointName): boolean {
   // A cut needs a body to cut: only file downloads have one worth cutting.
   if (rule.kind === 'cut') return endpoint === 'fileDownload';
   // Only presigned URLs expire.
-  if (rule.kind === 'expire') return endpoint === 'fileUpload' || endpoint === 'fileDownload';
+  if (rule.kind === 'expire') return isFileEndpoint(endpoint);
   return true;
 }
 
