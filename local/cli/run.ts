@@ -259,7 +259,7 @@ async function tellLeftovers(
   }
   const { describeLeftovers, leftAtService } = await import('./left-at-service.js');
   try {
-    const left = await untilTimeout(
+    const left = await untilAborted(
       (async () =>
         leftAtService(await local.service(), {
           datasetName: datasetNameOf(folder),
@@ -267,29 +267,13 @@ async function tellLeftovers(
           // A minute's leeway for the service's clock.
           since: startedAt - 60_000,
         }))(),
-      LEFTOVERS_TIMEOUT_MS,
+      AbortSignal.timeout(LEFTOVERS_TIMEOUT_MS),
     );
     io.stderr.write(`${describeLeftovers(left, local.serviceUrl, path).join('\n')}\n`);
   } catch (error) {
     io.stderr.write(
       `hopper run: could not ask the training service (${local.serviceUrl}) what this run left there: ${messageOf(error)}. The run's dataset${known === undefined ? '' : ` (${known})`} and any training it started stay there: see \`hopper models\`\n`,
     );
-  }
-}
-
-async function untilTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          reject(new Error(`no answer within ${String(ms / 1000)} s`));
-        }, ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 
