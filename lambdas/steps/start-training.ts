@@ -56,8 +56,8 @@ export const startTrainingStep = defineStep(
       state.model === undefined
         ? await accountHistory(client)
         : {
-            filesRetentionSeconds: state.model.filesRetentionSeconds ?? null,
-            expectedFinish: state.model.expectedFinish ?? null,
+            filesRetentionSeconds: state.model.filesRetentionSeconds,
+            expectedFinish: state.model.expectedFinish,
           };
 
     const newest = models[0];
