@@ -8,6 +8,7 @@
 import { statusKey } from '../storage/keys.js';
 import { copiedModel, type ReportSlot, type RunState } from './state.js';
 import { modelLocation } from './status.js';
+import type { RunPhase } from './vocabulary.js';
 
 /** The `source` of Hopper's events unless the stack is told otherwise (`-c eventSource=...`). */
 export const DEFAULT_EVENT_SOURCE = 'hopper';
@@ -36,7 +37,7 @@ export interface RunEventDetail {
   readonly drop: string;
   /** The Step Functions execution, or null for a run started without Hopper's trigger. */
   readonly execution_arn: string | null;
-  readonly state: 'running' | 'succeeded' | 'failed' | 'superseded';
+  readonly state: Exclude<RunPhase, 'interrupted'>;
   readonly bucket: string;
   /** The train.json that started the run. */
   readonly train_json: string;
@@ -69,8 +70,8 @@ export interface RunEnd {
   readonly report: ReportSlot;
   readonly metrics: Readonly<Record<string, unknown>> | null;
   readonly finishedAt: number;
-  /** The run's credits as its usage summary counts them (every training it kept); else from the state. */
-  readonly credits?: number;
+  /** The run's credits as its usage summary counts them (usage.ts: every training that did not fail). */
+  readonly credits: number;
 }
 
 export function runStartedEvent(state: RunState): RunEvent {
@@ -92,7 +93,7 @@ export function runEndedEvent(state: RunState, end: RunEnd): RunEvent {
     ...base,
     state: kind,
     metrics: copiedModel(state.copy) === undefined ? null : end.metrics,
-    credits: end.credits ?? base.credits,
+    credits: end.credits,
     finished_at: new Date(end.finishedAt).toISOString(),
     duration_seconds: durationSeconds,
     error: end.report.error,
@@ -116,23 +117,12 @@ function baseDetail(state: RunState, kind: RunEventKind): Omit<RunEventDetail, '
     model: modelLocation(run, copy),
     metrics: null,
     attempts: model?.attempts ?? 0,
-    credits: creditsHeld(state),
+    credits: 0,
     started_at: run.startedAt,
     finished_at: null,
     duration_seconds: null,
     error: null,
   };
-}
-
-/**
- * A training costs a credit unless it fails (the service gives it back): so the run holds one
- * when its latest model has not failed, and none before it starts a training.
- */
-function creditsHeld(state: RunState): number {
-  const { model, copy } = state;
-  if (copy !== undefined) return 1;
-  if (model === undefined) return 0;
-  return model.status === 'failed' || model.nextAction === 'retry' ? 0 : 1;
 }
 
 function endSummary(detail: Omit<RunEventDetail, 'summary'>): string {

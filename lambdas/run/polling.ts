@@ -173,10 +173,7 @@ export function nextPoll(
   const totalPolls = (previous?.totalPolls ?? 0) + 1;
   const continuing = previous !== undefined && previous.waitSeconds > 0;
   const polls = continuing ? previous.polls + 1 : 0;
-  // Partial: a schedule written before waitedSeconds existed has none.
-  const waitedSeconds = continuing
-    ? ((previous as Partial<PollSchedule>).waitedSeconds ?? 0) + previous.waitSeconds
-    : 0;
+  const waitedSeconds = continuing ? previous.waitedSeconds + previous.waitSeconds : 0;
   const sinceMs = since === null ? NaN : Date.parse(since);
   const elapsed = Number.isFinite(sinceMs) ? Math.max(waitedSeconds, (now - sinceMs) / 1000) : waitedSeconds;
 

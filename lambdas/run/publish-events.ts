@@ -47,17 +47,12 @@ export async function announceRunEnd(
   report: ReportSlot,
   finishedAt: number,
   env: StepEnv,
-  credits?: number,
+  credits: number,
 ): Promise<PublishResult> {
   const context = publishContext(state, env);
   await publishOnce(context, 'started', runStartedEvent(state));
   const metrics = copiedModel(state.copy) === undefined ? null : await modelMetrics(state, env);
-  const event = runEndedEvent(state, {
-    report,
-    metrics,
-    finishedAt,
-    ...(credits === undefined ? {} : { credits }),
-  });
+  const event = runEndedEvent(state, { report, metrics, finishedAt, credits });
   return publishOnce(context, report.outcome, event);
 }
 

@@ -11,7 +11,8 @@ import type { Dataset, TrainingServiceClient } from '../service-client/index.js'
 import { NotFoundError } from '../service-client/errors.js';
 import { RunError } from './errors.js';
 import type { ResumeFrom } from './state.js';
-import type { RunPhase, RunStatus } from './status.js';
+import type { RunStatus } from './status.js';
+import type { RunPhase } from './vocabulary.js';
 
 /** The dataset next_actions a run can resume from: ready to train, or to train again. */
 export const RESUMABLE_NEXT_ACTIONS: readonly string[] = ['start_training', 'retry'];

@@ -103,14 +103,14 @@ export interface AccountHistory {
   readonly expectedFinish: ExpectedFinish | null;
 }
 
-/** `?? null`: a model slot written before a field existed has none. */
+/** What the previous model slot carried; nothing before the run's first model. */
 function historyOf(previous: ModelSlot | DatasetSlot | undefined): AccountHistory {
   if (previous === undefined || !isModelSlot(previous)) {
     return { filesRetentionSeconds: null, expectedFinish: null };
   }
   return {
-    filesRetentionSeconds: previous.filesRetentionSeconds ?? null,
-    expectedFinish: previous.expectedFinish ?? null,
+    filesRetentionSeconds: previous.filesRetentionSeconds,
+    expectedFinish: previous.expectedFinish,
   };
 }
 

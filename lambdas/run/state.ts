@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { NextAction } from '../service-client/index.js';
 import type { RunErrorCode } from './errors.js';
-import type { SlotName, StopCode } from './vocabulary.js';
+import type { RunOutcome, SlotName, StopCode } from './vocabulary.js';
 
 export type { SlotName };
 import type { ExpectedFinish } from './polling.js';
@@ -133,10 +133,9 @@ export interface ModelSlot extends PollSchedule {
   readonly filesRetentionSeconds: number | null;
   /**
    * When this training is expected to finish, from how long the account's earlier trainings
-   * took; the schedule polls densely there (polling.ts). Null when none showed it; absent in a
-   * slot written before the field existed.
+   * took; the schedule polls densely there (polling.ts). Null when none showed it.
    */
-  readonly expectedFinish?: ExpectedFinish | null;
+  readonly expectedFinish: ExpectedFinish | null;
   readonly onnxBytes: number | null;
   readonly error: string | null;
   /**
@@ -148,7 +147,7 @@ export interface ModelSlot extends PollSchedule {
   /** When the service deleted the model's files, and where it moved them, once it has. */
   readonly filesDeletedAt?: string;
   readonly hfRepo?: string;
-  /** The service's cost figures for this training, once it reports them (older slots lack them). */
+  /** The service's cost figures for this training, once it reports them. */
   readonly gpuUsd?: number | null;
   readonly jevUsd?: number | null;
 }
@@ -198,7 +197,7 @@ export interface CaughtFailure {
 /** The outcome the report step decided ($.report). */
 export interface ReportSlot {
   /** `superseded`: a newer train.json of the drop took over (docs/pipeline.md). */
-  readonly outcome: 'succeeded' | 'failed' | 'superseded';
+  readonly outcome: RunOutcome;
   readonly error: RunFailure | null;
 }
 

@@ -24,15 +24,9 @@ import {
   type RunState,
 } from './state.js';
 import type { RunSummary } from './usage.js';
-import type { StepName } from './vocabulary.js';
+import type { RunPhase, StepName } from './vocabulary.js';
 
-/**
- * `interrupted`: local mode stopped while the run was going, and nothing runs it any more (set
- * when `hopper local --data-dir` starts again: local/mode/interrupted-runs.ts).
- * `superseded`: a newer train.json of the drop took over (docs/pipeline.md, "A drop uploaded
- * again"); only an entry of `superseded_runs` has it, never the file's own run.
- */
-export type RunPhase = 'running' | 'succeeded' | 'failed' | 'interrupted' | 'superseded';
+export type { RunPhase };
 
 /**
  * An older run of the drop, as it last wrote its status after a newer run took the file: where it

@@ -81,6 +81,20 @@ export const STOPS = {
 } as const satisfies Record<string, RunErrorCode>;
 
 export type StopName = keyof typeof STOPS;
+
+/**
+ * How a run stands, or how it ended: the status file's `state`, the run events', `hopper status`
+ * and `runs`', and the console's. `superseded`: a newer train.json of the drop took over;
+ * `interrupted`: local mode stopped while the run went on (local/mode/interrupted-runs.ts).
+ */
+export const RUN_PHASES = ['running', 'succeeded', 'failed', 'superseded', 'interrupted'] as const;
+export type RunPhase = (typeof RUN_PHASES)[number];
+
+/** What a run's report decides: how a run that reached its end ended. */
+export type RunOutcome = Extract<RunPhase, 'succeeded' | 'failed' | 'superseded'>;
+
+/** A run as the lists show it: its phase, or how Step Functions ended an execution without a report. */
+export type ListedRunState = RunPhase | 'timed_out' | 'stopped';
 export type StopCode = (typeof STOPS)[StopName];
 
 export function isStopCode(value: string): value is StopCode {

@@ -70,12 +70,9 @@ export async function exchangeJson(transport: Transport, exchange: JsonExchange)
   }, transport.timeoutMs);
   const signal =
     exchange.signal === undefined ? deadline.signal : AbortSignal.any([deadline.signal, exchange.signal]);
-  const headers: Headers = { accept: 'application/json', ...exchange.headers };
-  let body: string | undefined;
-  if (exchange.body !== undefined) {
-    body = JSON.stringify(exchange.body);
-    headers['content-type'] = 'application/json';
-  }
+  const json: Headers = exchange.body === undefined ? {} : { 'content-type': 'application/json' };
+  const headers: Headers = { accept: 'application/json', ...exchange.headers, ...json };
+  const body = exchange.body === undefined ? undefined : JSON.stringify(exchange.body);
   transport.logger.debug(target);
   // What had arrived when the deadline struck: a body that trickles in is told from no answer.
   const arrived = { status: undefined as number | undefined, bytes: 0 };
@@ -91,28 +88,13 @@ export async function exchangeJson(transport: Transport, exchange: JsonExchange)
     });
     arrived.status = response.statusCode;
     const text = await readAnswer(response, exchange.endpoint, target, arrived);
-    transport.logger.debug(`${target} -> ${response.statusCode}`);
-    if (response.statusCode >= 400) {
-      throw answerError(transport, exchange.endpoint, target, response.statusCode, response.headers, text);
-    }
-    if (response.statusCode < 200 || response.statusCode > 299) {
-      throw unexpectedStatus(exchange.endpoint, target, response.statusCode, response.headers);
-    }
-    if (response.statusCode === 204) return { status: 204, body: undefined };
-    return {
-      status: response.statusCode,
-      body: parseJson(text, exchange.endpoint, target, response.statusCode),
-    };
+    transport.logger.debug(`${target} -> ${String(response.statusCode)}`);
+    return answerOf(transport, exchange.endpoint, target, response, text);
   } catch (error) {
-    const callerDeadline = exchange.signal?.aborted === true;
-    if (
-      deadline.signal.aborted &&
-      !callerDeadline &&
-      arrived.status !== undefined &&
-      !(error instanceof ServiceError)
-    ) {
+    const tooSlow = deadline.signal.aborted && exchange.signal?.aborted !== true;
+    if (tooSlow && arrived.status !== undefined && !(error instanceof ServiceError)) {
       throw new TimeoutError({
-        message: `${target}: answer ${arrived.status} too slow: ${arrived.bytes} bytes of its body arrived within ${transport.timeoutMs} ms`,
+        message: `${target}: answer ${String(arrived.status)} too slow: ${String(arrived.bytes)} bytes of its body arrived within ${String(transport.timeoutMs)} ms`,
         endpoint: exchange.endpoint,
         status: arrived.status,
         requestSent: true,
@@ -130,6 +112,21 @@ export async function exchangeJson(transport: Transport, exchange: JsonExchange)
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** A whole answer as JSON; an error answer, or a status outside 2xx, as the ServiceError it is. */
+function answerOf(
+  transport: Transport,
+  endpoint: string,
+  target: string,
+  response: Dispatcher.ResponseData,
+  text: string,
+): JsonAnswer {
+  const status = response.statusCode;
+  if (status >= 400) throw answerError(transport, endpoint, target, status, response.headers, text);
+  if (status < 200 || status > 299) throw unexpectedStatus(endpoint, target, status, response.headers);
+  if (status === 204) return { status, body: undefined };
+  return { status, body: parseJson(text, endpoint, target, status) };
 }
 
 /**

@@ -63,7 +63,7 @@ export const reportStep = defineStep(
     // The drop's claim stays with a run that leaves a paid model, for the run that adopts it.
     await releaseTraining({ s3, run: state.run, now }, holdsCredit(state, report.error?.code));
     // After the status, so the event never announces an outcome the status file does not show.
-    await announceRunEnd(state, report, now, env, summary?.credits);
+    await announceRunEnd(state, report, now, env, summary?.credits ?? 0);
     return report;
   },
   { writesStatus: false, decidesWhenSuperseded: true },

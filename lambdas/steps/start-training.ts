@@ -51,14 +51,8 @@ export const startTrainingStep = defineStep(
     const models = await modelsOf(client, dataset);
     // The backoff of a new model starts afresh; the run's poll count carries on.
     const previous = state.model ?? datasetSlot;
-    // Looked up once per run, at its first training; a retry carries it on.
-    const history: AccountHistory =
-      state.model === undefined
-        ? await accountHistory(client)
-        : {
-            filesRetentionSeconds: state.model.filesRetentionSeconds ?? null,
-            expectedFinish: state.model.expectedFinish ?? null,
-          };
+    // Looked up once per run, at its first training; a retry's slot carries it on (modelSlot).
+    const history = state.model === undefined ? await accountHistory(client) : undefined;
 
     const newest = models[0];
     // A resumed run trains again when the earlier run's model lost its files (model_files_gone).

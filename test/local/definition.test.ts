@@ -212,6 +212,7 @@ function model(nextAction: string, attempts = 1): ModelSlot {
     attempts,
     filesExpireAt: null,
     filesRetentionSeconds: null,
+    expectedFinish: null,
     onnxBytes: null,
     error: null,
     waitSeconds: nextAction === 'wait' ? 30 : 0,

@@ -60,6 +60,7 @@ function model(overrides: Partial<ModelSlot> = {}): ModelSlot {
     attempts: 2,
     filesExpireAt: null,
     filesRetentionSeconds: null,
+    expectedFinish: null,
     onnxBytes: 1024,
     error: null,
     waitSeconds: 0,
@@ -114,6 +115,7 @@ describe('run events: what they carry', () => {
       report: { outcome: 'succeeded', error: null },
       metrics: { accuracy: 0.91, f1: 0.88 },
       finishedAt: FINISHED,
+      credits: 1,
     });
     expect(event.detailType).toBe('Hopper Run Succeeded');
     expect(event.detail).toMatchObject({
@@ -153,6 +155,7 @@ describe('run events: what they carry', () => {
       report: { outcome: 'failed', error },
       metrics: null,
       finishedAt: FINISHED,
+      credits: 0,
     });
     expect(event.detailType).toBe('Hopper Run Failed');
     expect(event.detail).toMatchObject({ state: 'failed', error, credits: 0, model: null, metrics: null });
@@ -160,17 +163,6 @@ describe('run events: what they carry', () => {
     expect(event.detail.summary).toContain(
       'What to do: as the message says; the "training_failed" row of docs/errors.md',
     );
-  });
-
-  it('Failed after the training finished: the credit is spent', () => {
-    const state = runState('b', { dataset: DATASET, model: model({ nextAction: 'none' }) });
-    const error: RunFailure = { code: 'model_files_gone', message: 'gone' };
-    const event = runEndedEvent(state, {
-      report: { outcome: 'failed', error },
-      metrics: null,
-      finishedAt: FINISHED,
-    });
-    expect(event.detail.credits).toBe(1);
   });
 });
 
@@ -397,6 +389,7 @@ describe('docs/operations.md', () => {
       report: { outcome: 'succeeded', error: null },
       metrics: detail.metrics,
       finishedAt: Date.parse(detail.finished_at ?? ''),
+      credits: detail.credits,
     });
     expect(sample['detail-type']).toBe(built.detailType);
     expect(sample.resources).toEqual([detail.execution_arn]);

@@ -183,6 +183,7 @@ describe('metrics (EMF lines on stdout, namespace Hopper)', () => {
         attempts: 1,
         filesExpireAt: null,
         filesRetentionSeconds: null,
+        expectedFinish: null,
         onnxBytes: 10,
         gpuUsd: 0.5,
         jevUsd: 0.05,

@@ -131,17 +131,6 @@ describe('nextPoll', () => {
     expect(at(-5)).toBe(1);
   });
 
-  it('reads a schedule written before waitedSeconds and totalWaitSeconds existed', () => {
-    const legacy = { waitSeconds: 120, polls: 20, totalPolls: 20 } as unknown as PollSchedule;
-    expect(nextPoll('wait', legacy, NONE)).toEqual({
-      waitSeconds: 60,
-      polls: 21,
-      waitedSeconds: 120,
-      totalPolls: 21,
-      totalWaitSeconds: 60,
-    });
-  });
-
   it('stops the run with history_limit past the run-wide rounds of its loops', () => {
     const last = nextPoll(
       'wait',

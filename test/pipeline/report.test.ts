@@ -23,6 +23,7 @@ const MODEL: ModelSlot = {
   attempts: 3,
   filesExpireAt: null,
   filesRetentionSeconds: null,
+  expectedFinish: null,
   onnxBytes: null,
   error: 'training diverged at epoch 2',
   waitSeconds: 0,

@@ -45,6 +45,7 @@ function stateWithModel(model: Partial<ModelSlot>): RunState {
       attempts: 1,
       filesExpireAt: null,
       filesRetentionSeconds: null,
+      expectedFinish: null,
       onnxBytes: null,
       error: null,
       waitSeconds: 5,
