@@ -11,6 +11,7 @@
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { DescribeExecutionCommand, ListExecutionsCommand, type SFNClient } from '@aws-sdk/client-sfn';
 import { readStatus, statusFromJson, type RunStatus } from '../../lambdas/run/status.js';
+import type { ListedRunState } from '../../lambdas/run/vocabulary.js';
 import { runRecordKey, runRecordsPrefix } from '../../lambdas/storage/keys.js';
 import { isNotFound } from '../../lambdas/storage/objects.js';
 import { executionArnOf, executionNameDrop, NAME_HASH_HEX } from '../../lambdas/trigger/start-execution.js';
@@ -38,8 +39,7 @@ export const RUNS_SPEC: CommandSpec = {
 export interface RunSummary {
   readonly run_id: string;
   readonly execution_arn: string;
-  readonly outcome:
-    'running' | 'succeeded' | 'failed' | 'superseded' | 'interrupted' | 'timed_out' | 'stopped';
+  readonly outcome: ListedRunState;
   readonly started_at: string;
   readonly stopped_at: string | null;
   readonly error: { readonly code: string; readonly message: string } | null;
