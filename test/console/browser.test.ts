@@ -296,7 +296,9 @@ describe('the console in a browser', () => {
     const { body: detail } = await consoleJson<RunDetail>(console, `/api/runs/${encodeURIComponent(runId)}`);
     expect(await page.textContent('#error-code')).toBe('invalid_labels_file');
     expect(await page.textContent('#error-message')).toBe(detail.status?.error?.message);
-    expect(await page.textContent('#error-todo')).toContain('Fix the labels file (save it as UTF-8) and upload the drop again.');
+    expect(await page.textContent('#error-todo')).toContain(
+      'Fix the labels file (save it as UTF-8) and upload the drop again.',
+    );
     // The history row of the failed step reads the Lambda error's Cause as lambdas/run/lambda-error.ts does.
     const failure = detail.events.find((event) => event.failure !== undefined)?.failure;
     expect(failure).toMatch(/^invalid_labels_file: /);
