@@ -7,5 +7,5 @@ import { register } from 'tsx/esm/api';
 // Node versions (README.md says which work), not for someone watching a local run.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 register();
-const { main } = await import('../local/cli/index.ts');
+const { main } = await import('../local/cli/index.js');
 process.exitCode = await main(process.argv.slice(2));

@@ -40,9 +40,13 @@ import {
 } from 'aws-cdk-lib/aws-stepfunctions';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import { Construct } from 'constructs';
-import { LAMBDA_DEATH_ERRORS, RETRYABLE_ERROR } from '../lambdas/run/lambda-error.js';
-import { LAMBDA_DEATH_RETRY, TRANSIENT_RETRY, type RetrierSettings } from '../lambdas/run/retry-budget.js';
-import { STOPS, type StopName } from '../lambdas/run/vocabulary.js';
+import { LAMBDA_DEATH_ERRORS, RETRYABLE_ERROR } from '../lambdas/run/errors/index.js';
+import {
+  LAMBDA_DEATH_RETRY,
+  TRANSIENT_RETRY,
+  type RetrierSettings,
+} from '../lambdas/run/invocation/index.js';
+import { STOPS, type StopName } from '../lambdas/run/state/index.js';
 import type { NextAction } from '../lambdas/service-client/contract.js';
 import { taskNamed, taskTimeoutSeconds, type TaskName, type TaskSpec } from './tasks.js';
 
@@ -221,7 +225,7 @@ function taskState(scope: Construct, spec: TaskSpec, fn: IFunction): LambdaInvok
     comment: spec.description,
   });
   // Few retries: each invocation already retried within its client budget, and both layers
-  // together are bounded (lambdas/run/retry-budget.ts): a run against a service that does not
+  // together are bounded (lambdas/run/invocation/retry-budget.ts): a run against a service that does not
   // answer ends with service_unavailable rather than sit in one step.
   state.addRetry({ errors: [...TRANSIENT_ERRORS], ...retryProps(TRANSIENT_RETRY) });
   state.addRetry({ errors: [...LAMBDA_DEATH_ERRORS], ...retryProps(LAMBDA_DEATH_RETRY) });

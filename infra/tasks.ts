@@ -4,14 +4,20 @@
  * is its state name in the definition; local mode binds handlers by that name.
  *
  * What a step is (its Task's name, the slot it writes, the slots it needs) is declared once, in
- * STEPS (lambdas/run/vocabulary.ts, plain data), and the registry derives from it: here are only
+ * STEPS (lambdas/run/state/vocabulary.ts, plain data), and the registry derives from it: here are only
  * the Lambda's settings, one entry per TaskName (the compiler asks for one when a step is added).
  * Every Task gets the whole state as input and returns its slot, placed at `$.<slot>`. The
  * Task's TimeoutSeconds is its Lambda timeout plus a minute (taskTimeoutSeconds), so a Lambda that
  * runs out of time fails as Sandbox.Timedout first.
  */
 import { fileURLToPath } from 'node:url';
-import { STEP_NAMES, STEPS, type SlotName, type StepName, type TaskName } from '../lambdas/run/vocabulary.js';
+import {
+  STEP_NAMES,
+  STEPS,
+  type SlotName,
+  type StepName,
+  type TaskName,
+} from '../lambdas/run/state/index.js';
 
 export type { TaskName };
 
@@ -33,7 +39,7 @@ export interface TaskAccess {
   readonly apiKey: boolean;
   /**
    * Puts Hopper's run events (events:PutEvents on the default bus, with the stack's source only;
-   * lambdas/run/events.ts). @default false
+   * lambdas/run/events/events.ts). @default false
    */
   readonly events?: boolean;
 }
@@ -50,7 +56,7 @@ export interface TaskSettings {
 export interface TaskSpec extends TaskSettings {
   /** The state name in the definition (local mode overrides Tasks by this name). */
   readonly name: TaskName;
-  /** The step the Task runs (STEPS in lambdas/run/vocabulary.ts). */
+  /** The step the Task runs (STEPS in lambdas/run/state/vocabulary.ts). */
   readonly step: StepName;
   /** The handler entry file in HANDLERS_FOLDER, named after the step; it exports `handler`. */
   readonly handlerFile: string;
@@ -63,11 +69,11 @@ const MINUTE = 60;
 const LONG = 15 * MINUTE;
 /**
  * Steps that make a few service calls: room for one call's whole retry budget in Lambda
- * (LAMBDA_CLIENT_OPTIONS in lambdas/run/retry-budget.ts, a minute) plus the others.
+ * (LAMBDA_CLIENT_OPTIONS in lambdas/run/invocation/retry-budget.ts, a minute) plus the others.
  */
 const SERVICE_CALLS = 5 * MINUTE;
 
-/** Every Task writes status/<drop>.json after its step (lambdas/run/handler.ts), so reads it too. */
+/** Every Task writes status/<drop>.json after its step (lambdas/run/invocation/handler.ts), so reads it too. */
 const STATUS = { status: 'readWrite' } as const;
 
 /** A step that calls the training service, so reads the API key; by default a few calls on status/ only. */

@@ -5,11 +5,10 @@
 import { Readable } from 'node:stream';
 import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { createRuntime, type Runtime } from '../../lambdas/run/runtime.js';
-import { trainingService } from '../../lambdas/run/training-service.js';
-import type { StepEnv } from '../../lambdas/run/handler.js';
-import { datasetSlot, modelSlot } from '../../lambdas/run/slots.js';
-import type { RunState } from '../../lambdas/run/state.js';
+import { createRuntime, type Runtime, trainingService } from '../../lambdas/run/invocation/index.js';
+import type { StepEnv } from '../../lambdas/run/invocation/index.js';
+import { datasetSlot, modelSlot } from '../../lambdas/run/state/index.js';
+import type { RunState } from '../../lambdas/run/state/index.js';
 import type { TrainingServiceClient } from '../../lambdas/service-client/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { localS3Client } from '../../local/s3/local-s3.js';

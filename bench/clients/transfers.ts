@@ -9,7 +9,7 @@ import { request } from 'undici';
 import { inboxKey, modelFileKey } from '../../lambdas/storage/keys.js';
 import { objectSize } from '../../lambdas/storage/objects.js';
 import { uploadStream } from '../../lambdas/storage/streams.js';
-import { copiedModel } from '../../lambdas/run/state.js';
+import { copiedModel } from '../../lambdas/run/state/index.js';
 import { createCopyModelStep } from '../../lambdas/steps/copy-model.js';
 import { uploadFilesStep } from '../../lambdas/steps/upload-files.js';
 import type { ClientResult, Measure } from '../harness/protocol.js';

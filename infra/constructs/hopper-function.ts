@@ -11,7 +11,7 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { fileURLToPath } from 'node:url';
-import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lambdas/run/metric-names.js';
+import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lambdas/run/invocation/index.js';
 import type { HopperLogLevel } from '../config.js';
 import { acknowledgeWildcardResource } from '../nag.js';
 import { handlerPath } from '../tasks.js';

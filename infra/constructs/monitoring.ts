@@ -35,7 +35,7 @@ import {
   METRICS_NAMESPACE,
   SERVICE_NAME,
   STEP_DIMENSION,
-} from '../../lambdas/run/metric-names.js';
+} from '../../lambdas/run/invocation/index.js';
 import { dashboardName } from '../names.js';
 import { SLOW_RUN_SECONDS, hoursAndMinutes } from '../run-limits.js';
 
@@ -286,7 +286,7 @@ function awsRunWidgets(props: HopperMonitoringProps): GraphWidget[] {
 }
 
 /**
- * The dashboard's row of Hopper's own metrics (lambdas/run/metrics.ts, namespace Hopper): what
+ * The dashboard's row of Hopper's own metrics (lambdas/run/invocation/metrics.ts, namespace Hopper): what
  * the runs did and cost, beside the AWS metrics of the same runs. Metrics with a dimension whose
  * values are open (error codes, steps) are graphed with SEARCH, so a new one shows up by itself.
  */

@@ -11,8 +11,8 @@
 import { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { CsvError, Parser } from 'csv-parse';
-import { RunError } from '../run/errors.js';
-import type { DropFile } from '../run/state.js';
+import { RunError } from '../run/errors/index.js';
+import type { DropFile } from '../run/state/index.js';
 import { inboxKey } from '../storage/keys.js';
 import { ObjectChangedError, ObjectMissingError, openPinnedObject } from '../storage/streams.js';
 import { checkedUtf8, listForMessage, printable } from './user-text.js';

@@ -30,8 +30,8 @@
  *   with indexOf (no regex, so nothing to compile per example and no backtracking).
  */
 import type { S3Client } from '@aws-sdk/client-s3';
-import { RunError } from '../run/errors.js';
-import type { DropFile } from '../run/state.js';
+import { RunError } from '../run/errors/index.js';
+import type { DropFile } from '../run/state/index.js';
 import {
   csvRecords,
   isBlank,

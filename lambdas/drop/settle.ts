@@ -7,8 +7,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { RunError } from '../run/errors.js';
-import type { RunInput } from '../run/state.js';
+import { RunError } from '../run/errors/index.js';
+import type { RunInput } from '../run/state/index.js';
 import { inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
 import { listForMessage, printable } from './user-text.js';
 import { listDrop, type DropListing } from './listing.js';

@@ -6,8 +6,8 @@
  * such as "maxAttempt" would otherwise be ignored silently) with the closest known field.
  */
 import * as z from 'zod';
-import { messageOf, RunError } from '../run/errors.js';
-import type { Decisions } from '../run/state.js';
+import { messageOf, RunError } from '../run/errors/index.js';
+import type { Decisions } from '../run/state/index.js';
 import { isDatasetName, MAX_DATASET_NAME_LENGTH } from '../service-client/contract.js';
 import { isPlainFileName, PLAIN_FILE_NAME_RULE } from './file-names.js';
 import { decodeUtf8, printable, quoted } from './user-text.js';
@@ -22,7 +22,7 @@ export interface TrainJson {
   readonly maxAttempts?: number;
   /**
    * Resume the drop's latest failed run from its dataset at the service instead of starting over:
-   * no upload, structuring or labelling, straight to training (lambdas/run/resume.ts).
+   * no upload, structuring or labelling, straight to training (lambdas/run/lock/resume.ts).
    */
   readonly resume?: boolean;
 }

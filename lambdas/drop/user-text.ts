@@ -4,7 +4,7 @@
  * wrote (a UTF-16 file read as UTF-8 is full of NULs) cannot garble the terminal or log showing it.
  */
 import { TextDecoder } from 'node:util';
-import { RunError, type RunErrorCode } from '../run/errors.js';
+import { RunError, type RunErrorCode } from '../run/errors/index.js';
 
 // eslint-disable-next-line no-control-regex -- control characters are exactly what is matched
 export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;

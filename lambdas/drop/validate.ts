@@ -6,14 +6,14 @@
  * The folder is taken once it has stopped changing (settle.ts). Checks, in order, each failing
  * with a code of its own and a message naming the files: train.json (the version that started the run, valid), no objects in sub-folders, the files
  * train.json names exist, there is data to send, no data file is empty, the labels file (read whole: UTF-8, CSV, its header);
- * with `"resume": true`, the failed run whose dataset to take (lambdas/run/resume.ts).
+ * with `"resume": true`, the failed run whose dataset to take (lambdas/run/lock/resume.ts).
  */
 import type { S3Client } from '@aws-sdk/client-s3';
-import { RunError } from '../run/errors.js';
-import { resumeTarget } from '../run/resume.js';
-import type { RunStatus } from '../run/status.js';
+import { RunError } from '../run/errors/index.js';
+import { resumeTarget } from '../run/lock/index.js';
+import type { RunStatus } from '../run/status/index.js';
 import { MAX_DATASET_NAME_LENGTH } from '../service-client/contract.js';
-import type { DropFile, RunConfig, RunInput } from '../run/state.js';
+import type { DropFile, RunConfig, RunInput } from '../run/state/index.js';
 import { DEFAULT_LABELS_FILE, inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
 import { ObjectChangedError, ObjectMissingError, openPinnedObject } from '../storage/streams.js';
 import { fileNameProblem, PLAIN_FILE_NAME_RULE } from './file-names.js';
@@ -38,7 +38,7 @@ export interface SettleOptions {
 
 /**
  * @param previous the drop's status before this run wrote it: with `"resume": true`, the run to
- *   resume is found there (lambdas/run/resume.ts)
+ *   resume is found there (lambdas/run/lock/resume.ts)
  */
 export async function validateDrop(
   s3: S3Client,

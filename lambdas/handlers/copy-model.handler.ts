@@ -1,5 +1,4 @@
-import { stepHandler } from '../run/handler.js';
-import { trainingServiceFromEnvironment } from '../run/training-service.js';
+import { stepHandler, trainingServiceFromEnvironment } from '../run/invocation/index.js';
 import { copyModelStep } from '../steps/copy-model.js';
 
 /** Task CopyModel: streams the finished model into models/<drop>/<model id>/, then writes model.json. */

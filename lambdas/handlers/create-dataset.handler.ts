@@ -1,5 +1,4 @@
-import { stepHandler } from '../run/handler.js';
-import { trainingServiceFromEnvironment } from '../run/training-service.js';
+import { stepHandler, trainingServiceFromEnvironment } from '../run/invocation/index.js';
 import { createDatasetStep } from '../steps/create-dataset.js';
 
 /** Task CreateDataset: declares the drop's data files to the service as a new dataset. */

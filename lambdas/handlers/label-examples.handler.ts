@@ -1,5 +1,4 @@
-import { stepHandler } from '../run/handler.js';
-import { trainingServiceFromEnvironment } from '../run/training-service.js';
+import { stepHandler, trainingServiceFromEnvironment } from '../run/invocation/index.js';
 import { labelExamplesStep } from '../steps/label-examples.js';
 
 /** Task LabelExamples: answers held-out examples from the labels file, in a time-boxed batch. */

@@ -1,5 +1,4 @@
-import { stepHandler } from '../run/handler.js';
-import { trainingServiceFromEnvironment } from '../run/training-service.js';
+import { stepHandler, trainingServiceFromEnvironment } from '../run/invocation/index.js';
 import { pickDecisionsStep } from '../steps/pick-decisions.js';
 
 /** Task PickDecisions: answers the suggested questions (train.json overrides checked first). */

@@ -1,5 +1,4 @@
-import { stepHandler } from '../run/handler.js';
-import { trainingServiceFromEnvironment } from '../run/training-service.js';
+import { stepHandler, trainingServiceFromEnvironment } from '../run/invocation/index.js';
 import { pollDatasetStep } from '../steps/poll-dataset.js';
 
 /** Task PollDataset: reads the dataset after a Wait and schedules the next poll. */

@@ -1,5 +1,4 @@
-import { stepHandler } from '../run/handler.js';
-import { trainingServiceFromEnvironment } from '../run/training-service.js';
+import { stepHandler, trainingServiceFromEnvironment } from '../run/invocation/index.js';
 import { pollModelStep } from '../steps/poll-model.js';
 
 /** Task PollModel: reads the model after a Wait and schedules the next poll. */

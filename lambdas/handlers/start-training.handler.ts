@@ -1,5 +1,4 @@
-import { stepHandler } from '../run/handler.js';
-import { trainingServiceFromEnvironment } from '../run/training-service.js';
+import { stepHandler, trainingServiceFromEnvironment } from '../run/invocation/index.js';
 import { startTrainingStep } from '../steps/start-training.js';
 
 /** Task StartTraining: starts a training, or adopts the one a lost call already started. */

@@ -1,5 +1,4 @@
-import { stepHandler } from '../run/handler.js';
-import { trainingServiceFromEnvironment } from '../run/training-service.js';
+import { stepHandler, trainingServiceFromEnvironment } from '../run/invocation/index.js';
 import { structureStep } from '../steps/structure.js';
 
 /** Task Structure: structures the dataset, or asks for suggested decisions, as train.json says. */

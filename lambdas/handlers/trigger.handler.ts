@@ -2,7 +2,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Tracer } from '@aws-lambda-powertools/tracer';
 import { SFNClient } from '@aws-sdk/client-sfn';
 import type { Context } from 'aws-lambda';
-import { SERVICE_NAME } from '../run/metric-names.js';
+import { SERVICE_NAME } from '../run/invocation/index.js';
 import { createTriggerHandler, sfnStarterFromEnvironment } from '../trigger/start-execution.js';
 
 const logger = new Logger({ serviceName: SERVICE_NAME });

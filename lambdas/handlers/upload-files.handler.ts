@@ -1,5 +1,4 @@
-import { stepHandler } from '../run/handler.js';
-import { trainingServiceFromEnvironment } from '../run/training-service.js';
+import { stepHandler, trainingServiceFromEnvironment } from '../run/invocation/index.js';
 import { uploadFilesStep } from '../steps/upload-files.js';
 
 /** Task UploadFiles: streams the drop's pending data files from S3 to the service (time-boxed; loops). */

@@ -1,5 +1,5 @@
-import { eventBridgeFromEnvironment } from '../run/eventbridge-bus.js';
-import { stepHandler } from '../run/handler.js';
+import { eventBridgeFromEnvironment } from '../run/events/index.js';
+import { stepHandler } from '../run/invocation/index.js';
 import { validateDropStep } from '../steps/validate-drop.js';
 
 /** Task ValidateDrop: checks train.json and the drop folder; returns the run's configuration. */

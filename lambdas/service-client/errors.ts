@@ -13,7 +13,7 @@ import {
 
 /**
  * The client's error codes: one per error class. Not Hopper's run error codes (RunErrorCode in
- * lambdas/run/errors.ts), which lambdas/run/error-mapping.ts derives from these.
+ * lambdas/run/errors/errors.ts), which lambdas/run/errors/error-mapping.ts derives from these.
  */
 export type ServiceErrorCode =
   | ServiceErrorKind

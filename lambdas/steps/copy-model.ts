@@ -9,7 +9,7 @@
  * unreachable or busy, the step out of time) does not end the run: the step returns a
  * CopyWaitSlot and the state machine waits (WaitToCopy) and copies again, for as long as the
  * model's files can still be at the service, never sleeping past files_expire_at less a margin
- * (lambdas/run/files-deadline.ts). Past that the run fails with model_files_gone, saying why.
+ * (lambdas/run/schedule/files-deadline.ts). Past that the run fails with model_files_gone, saying why.
  */
 import {
   FilesExpiredError,
@@ -19,13 +19,11 @@ import {
   type TrainingServiceClient,
 } from '../service-client/index.js';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { toRunError } from '../run/error-mapping.js';
-import { messageOf, RunError } from '../run/errors.js';
-import { waitForFiles } from '../run/files-deadline.js';
-import { modelFilesGoneMessage } from '../run/messages.js';
-import { defineStep, type Step, type StepEnv, type StepRun } from '../run/handler.js';
-import { copyWaitOf, type CopySlot, type CopyWaitSlot, type RunState } from '../run/state.js';
-import type { RunSummary } from '../run/usage.js';
+import { toRunError, messageOf, RunError, modelFilesGoneMessage } from '../run/errors/index.js';
+import { waitForFiles } from '../run/schedule/index.js';
+import { defineStep, type Step, type StepEnv, type StepRun } from '../run/invocation/index.js';
+import { copyWaitOf, type CopySlot, type CopyWaitSlot, type RunState } from '../run/state/index.js';
+import type { RunSummary } from '../run/status/index.js';
 import { modelFileKey, modelRecordKey } from '../storage/keys.js';
 import { deleteObject, objectSize, putJson } from '../storage/objects.js';
 import { uploadStream, type StreamUploadOptions } from '../storage/streams.js';
@@ -55,7 +53,7 @@ export interface ModelDocument {
     readonly jev_usd: number | null;
   };
   /**
-   * What the run used and cost up to this copy (lambdas/run/usage.ts): the report that follows
+   * What the run used and cost up to this copy (lambdas/run/status/usage.ts): the report that follows
    * is in status/<drop>.json only. Null when the step ran outside the handler wrapper.
    */
   readonly summary: RunSummary | null;

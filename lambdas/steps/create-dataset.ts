@@ -2,11 +2,11 @@
  * create_dataset: declares the drop's data files to the service. The dataset comes back at
  * `upload_files`, and the Choice after this Task sends the run to UploadFiles. A resuming run
  * (train.json `"resume": true`) takes its failed run's dataset instead, once the service shows it
- * ready to train, and the Choice sends it straight to StartTraining (lambdas/run/resume.ts).
+ * ready to train, and the Choice sends it straight to StartTraining (lambdas/run/lock/resume.ts).
  */
-import { defineStep } from '../run/handler.js';
-import { resumableDataset } from '../run/resume.js';
-import { datasetSlot } from '../run/slots.js';
+import { defineStep } from '../run/invocation/index.js';
+import { resumableDataset } from '../run/lock/index.js';
+import { datasetSlot } from '../run/state/index.js';
 
 export const createDatasetStep = defineStep('create_dataset', async (state, env) => {
   const { config } = state;

@@ -21,11 +21,10 @@ import {
   type LabelMatch,
 } from '../drop/labels.js';
 import { quoted } from '../drop/user-text.js';
-import { RunError } from '../run/errors.js';
-import { defineStep, type Step, type StepEnv } from '../run/handler.js';
-import { datasetSlot } from '../run/slots.js';
-import type { DatasetSlot } from '../run/state.js';
-import { TIME_BOX } from '../run/time-box.js';
+import { RunError } from '../run/errors/index.js';
+import { defineStep, type Step, type StepEnv, TIME_BOX } from '../run/invocation/index.js';
+import { datasetSlot } from '../run/state/index.js';
+import type { DatasetSlot } from '../run/state/index.js';
 
 export interface LabelBatchLimits {
   /** No new task is taken with less than this left of the invocation. */
@@ -127,7 +126,7 @@ async function labelBatch(
  * The dataset's record when a label endpoint's refusal (409, 404, 410) came from the dataset
  * expiring under the run, else undefined (the refusal is the error to report). A dataset gone
  * altogether answers 404 to the read: that error goes on to the handler wrapper, which reports
- * it as every step does (lambdas/run/gone.ts: dataset_gone, or dataset_expired once expired).
+ * it as every step does (lambdas/run/errors/gone.ts: dataset_gone, or dataset_expired once expired).
  */
 async function expiredInstead(
   client: TrainingServiceClient,

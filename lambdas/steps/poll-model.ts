@@ -6,15 +6,15 @@
  * answer lost, a Retry-After longer than a call waits) is not the end of the run: it is one
  * more wait, for as long as the model's files could still be at the service (its
  * files_expire_at once known, else the files' retention counted from the first failed poll;
- * lambdas/run/files-deadline.ts).
+ * lambdas/run/schedule/files-deadline.ts).
  * Only past that, or on a final error (a refused key, an answer Hopper cannot use), does the
  * poll fail.
  */
-import { defineStep } from '../run/handler.js';
-import { waitForFiles } from '../run/files-deadline.js';
+import { defineStep } from '../run/invocation/index.js';
+import { waitForFiles } from '../run/schedule/index.js';
 import { RetryLaterError, ServiceError } from '../service-client/index.js';
-import { modelSlot } from '../run/slots.js';
-import type { ModelSlot } from '../run/state.js';
+import { modelSlot } from '../run/state/index.js';
+import type { ModelSlot } from '../run/state/index.js';
 
 export const pollModelStep = defineStep('poll_model', async ({ model }, env) => {
   const client = await env.runtime.service();

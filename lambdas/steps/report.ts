@@ -10,7 +10,7 @@
  *    a message built from the state.
  * 3. $.copy, a model copied (not a copy put off, CopyWaitSlot): succeeded.
  * 4. Otherwise internal_error: the run got here without a model and without an error.
- * A run a newer train.json of the drop took over (lambdas/run/supersede.ts) is `superseded`
+ * A run a newer train.json of the drop took over (lambdas/run/lock/supersede.ts) is `superseded`
  * instead when it stopped for that (rule 1 with the code `superseded`), or when its training,
  * which held a credit, went on to the copy (rule 3): the message says which and what it cost.
  *
@@ -19,30 +19,32 @@
  * that ends lets the drop's training claim go unless its training is still under way.
  *
  * Then it puts the run's Succeeded or Failed event (and Started, if validate_drop did not),
- * once even when this step is retried (lambdas/run/event-bus.ts).
+ * once even when this step is retried (lambdas/run/events/event-bus.ts).
  */
-import { isRunErrorCode } from '../run/errors.js';
-import { defineStep } from '../run/handler.js';
-import { causeMessage, isHopperError, isTimeoutError, parseCodedMessage } from '../run/lambda-error.js';
 import {
+  isRunErrorCode,
+  causeMessage,
+  isHopperError,
+  isTimeoutError,
+  parseCodedMessage,
   datasetExpiredMessage,
   modelFilesGoneMessage,
   retryAdvice,
   trainingFailedMessage,
   unsupportedNextActionMessage,
-} from '../run/messages.js';
-import { announceRunEnd } from '../run/publish-events.js';
+} from '../run/errors/index.js';
+import { defineStep } from '../run/invocation/index.js';
+import { announceRunEnd } from '../run/events/index.js';
 import {
   copiedModel,
   type CaughtFailure,
   type ReportSlot,
   type RunFailure,
   type RunState,
-} from '../run/state.js';
-import { modelLocation, statusOf, writeStatus } from '../run/status.js';
-import { holdsCredit, paidModelOf, type NewerRun } from '../run/supersede.js';
-import { releaseTraining } from '../run/training-claim.js';
-import type { StopCode } from '../run/vocabulary.js';
+} from '../run/state/index.js';
+import { modelLocation, statusOf, writeStatus } from '../run/status/index.js';
+import { holdsCredit, paidModelOf, type NewerRun, releaseTraining } from '../run/lock/index.js';
+import type { StopCode } from '../run/state/index.js';
 import { runRecordKey } from '../storage/keys.js';
 import { putJson } from '../storage/objects.js';
 

@@ -7,7 +7,7 @@
  * every invocation lists the dataset's models first (newest first) and adopts the newest one
  * when it is queued, training or done; only a failed newest model, or none, starts another.
  *
- * Two more rules before a new training (lambdas/run/supersede.ts): a run a newer train.json of
+ * Two more rules before a new training (lambdas/run/lock/supersede.ts): a run a newer train.json of
  * the drop has taken over starts none (it stops, `superseded`; a training of its own it finds
  * under way is adopted, since that credit is spent), and a run starts one only while it holds
  * the drop's training claim (training-claim.ts), so one drop never has two trainings at once.
@@ -24,19 +24,19 @@ import {
   type NextAction,
   type TrainingServiceClient,
 } from '../service-client/index.js';
-import { RunError, retryable } from '../run/errors.js';
 import {
+  RunError,
+  retryable,
   datasetExpiredMessage,
   noCreditsMessage,
   trainingFailedMessage,
   unknownEncoderMessage,
-} from '../run/messages.js';
-import { defineStep } from '../run/handler.js';
-import { supersededError } from '../run/supersede.js';
-import { claimTraining, recordTraining, type ClaimContext } from '../run/training-claim.js';
-import { expectedFinish } from '../run/polling.js';
-import { modelSlot, type AccountHistory } from '../run/slots.js';
-import type { RunConfig } from '../run/state.js';
+} from '../run/errors/index.js';
+import { defineStep } from '../run/invocation/index.js';
+import { supersededError, claimTraining, recordTraining, type ClaimContext } from '../run/lock/index.js';
+import { expectedFinish } from '../run/schedule/index.js';
+import { modelSlot, type AccountHistory } from '../run/state/index.js';
+import type { RunConfig } from '../run/state/index.js';
 
 const UNDER_WAY_STATUSES: readonly string[] = ['queued', 'training', 'done'];
 /** A model at one of these has not failed: wait for it, download it, or report its files gone. */

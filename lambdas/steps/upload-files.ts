@@ -12,13 +12,12 @@ import {
   type DatasetFile,
   type NextAction,
 } from '../service-client/index.js';
-import { RunError } from '../run/errors.js';
-import { defineStep, type Step, type StepEnv } from '../run/handler.js';
-import { datasetSlot } from '../run/slots.js';
-import type { DropFile, RunInput } from '../run/state.js';
+import { RunError } from '../run/errors/index.js';
+import { defineStep, type Step, type StepEnv, TIME_BOX } from '../run/invocation/index.js';
+import { datasetSlot } from '../run/state/index.js';
+import type { DropFile, RunInput } from '../run/state/index.js';
 import { inboxKey } from '../storage/keys.js';
 import { ObjectChangedError, ObjectMissingError, openPinnedObject } from '../storage/streams.js';
-import { TIME_BOX } from '../run/time-box.js';
 
 /** The service's word for a file whose bytes have not been completed. */
 const PENDING = 'pending';

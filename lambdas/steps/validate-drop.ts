@@ -3,17 +3,17 @@
  * returns the run's configuration ($.config) with every default applied and every file pinned
  * by size and etag, once the folder has stopped changing. The rules are in lambdas/drop/.
  *
- * It puts the run's Started event (lambdas/run/publish-events.ts) and writes the run's first
+ * It puts the run's Started event (lambdas/run/events/publish-events.ts) and writes the run's first
  * status at once (running, at validate_drop), so every view shows the run while its folder
  * settles. A run with the same settings as an ended run of the drop that left a paid model
- * resumes that run and adopts its model (lambdas/run/resume.ts): no second credit.
+ * resumes that run and adopts its model (lambdas/run/lock/resume.ts): no second credit.
  */
 import { validateDrop } from '../drop/validate.js';
-import { defineStep } from '../run/handler.js';
-import { announceRun } from '../run/publish-events.js';
-import { paidRunToAdopt } from '../run/resume.js';
-import { configFingerprint } from '../run/state.js';
-import { readStatus, statusOf, writeStatus } from '../run/status.js';
+import { defineStep } from '../run/invocation/index.js';
+import { announceRun } from '../run/events/index.js';
+import { paidRunToAdopt } from '../run/lock/index.js';
+import { configFingerprint } from '../run/state/index.js';
+import { readStatus, statusOf, writeStatus } from '../run/status/index.js';
 
 export const validateDropStep = defineStep('validate_drop', async (state, env) => {
   const { s3, logger } = env.runtime;

@@ -4,7 +4,7 @@
  *   status/<drop>.json                         live state of the drop's latest run
  *   models/<drop>/<model id>/model.onnx        the trained model
  *   models/<drop>/<model id>/model.json        its record, the run's summary and cost
- *   status/.events/<run id>/<kind>             marks a run event put (lambdas/run/event-bus.ts)
+ *   status/.events/<run id>/<kind>             marks a run event put (lambdas/run/events/event-bus.ts)
  *   status/.training/<drop>.json               which run of the drop may hold a credit (training-claim.ts)
  *   status/.runs/<drop>/<run id>.json          each run's final status: the drop's runs history
  */

@@ -15,9 +15,9 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import type { EventBridgeEvent, S3ObjectCreatedNotificationEventDetail } from 'aws-lambda';
 import * as z from 'zod';
-import { RunError } from '../run/errors.js';
-import { ENV } from '../run/environment.js';
-import type { RunInput } from '../run/state.js';
+import { RunError } from '../run/errors/index.js';
+import { ENV } from '../run/invocation/index.js';
+import type { RunInput } from '../run/state/index.js';
 import { dropOfTrainJsonKey } from '../storage/keys.js';
 import { bareEtag } from '../storage/objects.js';
 
@@ -120,7 +120,7 @@ export function executionNameDrop(drop: string): string {
 /**
  * The run an event starts, or null when its key is not inbox/<drop>/train.json. The run starts
  * when train.json arrived (the event's time): a late delivery of an older upload then stays
- * older than the run of a newer one, which keeps the status file (lambdas/run/status.ts).
+ * older than the run of a newer one, which keeps the status file (lambdas/run/status/status.ts).
  */
 export function runInputFromEvent(event: TriggerEvent, now: number): RunInput | null {
   const bucket = event.detail.bucket.name;

@@ -7,7 +7,7 @@
  */
 import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
-import { messageOf } from '../../lambdas/run/errors.js';
+import { messageOf } from '../../lambdas/run/errors/index.js';
 import type { CommandDeps } from './target.js';
 
 /** The exit codes of the hopper commands: one meaning each, in every command. */

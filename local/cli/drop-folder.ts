@@ -16,7 +16,7 @@ import {
   parseTrainJson,
   type TrainJson,
 } from '../../lambdas/drop/train-json.js';
-import { codedMessage } from '../../lambdas/run/lambda-error.js';
+import { codedMessage } from '../../lambdas/run/errors/index.js';
 import { listForMessage, quoted } from '../../lambdas/drop/user-text.js';
 import { DEFAULT_LABELS_FILE, inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 

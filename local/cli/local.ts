@@ -3,8 +3,7 @@
  * and the S3 settings as lines a shell can eval (everything else on stdout is a `#` comment, so
  * all of it can be eval'd), then serves until Ctrl-C, showing each run's progress on stderr.
  */
-import { describeFailure } from '../../lambdas/run/lambda-error.js';
-import { messageOf } from '../../lambdas/run/errors.js';
+import { describeFailure, messageOf } from '../../lambdas/run/errors/index.js';
 import { consoleFor, untilStopped, type LocalConsole } from '../console/index.js';
 import { formatRunEvent } from '../emulator/event-bus.js';
 import { startLocalMode, type LocalMode } from '../emulator/local-mode.js';

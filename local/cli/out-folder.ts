@@ -20,7 +20,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout } from 'node:timers/promises';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import type { CopySlot } from '../../lambdas/run/state.js';
+import type { CopySlot } from '../../lambdas/run/state/index.js';
 import { CliUsageError } from './command.js';
 
 /** The files of a model in <out>/<drop>/, in the order they are written. */

@@ -7,10 +7,9 @@
  */
 import { join, posix } from 'node:path';
 import { defaultName } from '../../lambdas/drop/validate.js';
-import { messageOf } from '../../lambdas/run/errors.js';
-import { describeFailure } from '../../lambdas/run/lambda-error.js';
-import { copiedModel, type CopySlot, type RunState } from '../../lambdas/run/state.js';
-import { readStatus } from '../../lambdas/run/status.js';
+import { messageOf, describeFailure } from '../../lambdas/run/errors/index.js';
+import { copiedModel, type CopySlot, type RunState } from '../../lambdas/run/state/index.js';
+import { readStatus } from '../../lambdas/run/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import type { LocalConsole } from '../console/index.js';
 import type { LocalMode } from '../emulator/local-mode.js';

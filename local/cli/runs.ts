@@ -10,8 +10,8 @@
  */
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { DescribeExecutionCommand, ListExecutionsCommand, type SFNClient } from '@aws-sdk/client-sfn';
-import { readStatus, statusFromJson, type RunStatus } from '../../lambdas/run/status.js';
-import type { ListedRunState } from '../../lambdas/run/vocabulary.js';
+import { readStatus, statusFromJson, type RunStatus } from '../../lambdas/run/status/index.js';
+import type { ListedRunState } from '../../lambdas/run/state/index.js';
 import { runRecordKey, runRecordsPrefix } from '../../lambdas/storage/keys.js';
 import { isNotFound } from '../../lambdas/storage/objects.js';
 import { executionArnOf, executionNameDrop, NAME_HASH_HEX } from '../../lambdas/trigger/start-execution.js';

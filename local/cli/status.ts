@@ -3,7 +3,7 @@
  * step, next_action, age, error code), newest first.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
-import { readStatus, statusFiles, type RunStatus } from '../../lambdas/run/status.js';
+import { readStatus, statusFiles, type RunStatus } from '../../lambdas/run/status/index.js';
 import { CommandError, EXIT, formatAge, json, table, type CommandSpec } from './command.js';
 import { targetCommand, TARGET_FLAGS } from './target.js';
 

@@ -17,8 +17,8 @@ import {
   type SecretsManagerClientConfig,
 } from '@aws-sdk/client-secrets-manager';
 import { SFNClient, type SFNClientConfig } from '@aws-sdk/client-sfn';
-import { ENV } from '../../lambdas/run/environment.js';
-import { messageOf } from '../../lambdas/run/errors.js';
+import { ENV } from '../../lambdas/run/invocation/index.js';
+import { messageOf } from '../../lambdas/run/errors/index.js';
 import { ServiceError } from '../../lambdas/service-client/index.js';
 import { DEFAULT_OPTIONS as SIMULATED_DEFAULTS } from '../service/index.js';
 import {
@@ -32,7 +32,7 @@ import {
 } from './command.js';
 
 export const HOPPER_BUCKET_ENV = 'HOPPER_BUCKET';
-/** The same names the Lambda functions read (lambdas/run/environment.ts). */
+/** The same names the Lambda functions read (lambdas/run/invocation/environment.ts). */
 export const HOPPER_STATE_MACHINE_ENV = ENV.stateMachineArn;
 export const HOPPER_SERVICE_URL_ENV = ENV.serviceUrl;
 /** Step Functions' service-specific endpoint variable, which the AWS CLI and SDKs read too. */

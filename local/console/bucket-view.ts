@@ -6,7 +6,7 @@
 import { GetObjectCommand, type GetObjectCommandOutput, type S3Client } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
 import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
-import { readStatus, statusFiles, type RunStatus } from '../../lambdas/run/status.js';
+import { readStatus, statusFiles, type RunStatus } from '../../lambdas/run/status/index.js';
 import { MODELS_PREFIX, modelRecordKey } from '../../lambdas/storage/keys.js';
 import { isNotFound } from '../../lambdas/storage/objects.js';
 

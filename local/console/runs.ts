@@ -3,8 +3,8 @@
  * those known only from a status file (earlier local modes kept in a data directory), newest
  * first, filtered by state and paged.
  */
-import { describeFailure } from '../../lambdas/run/lambda-error.js';
-import type { RunStatus } from '../../lambdas/run/status.js';
+import { describeFailure } from '../../lambdas/run/errors/index.js';
+import type { RunStatus } from '../../lambdas/run/status/index.js';
 import type { ExecutionEvent } from '../emulator/state-machine.js';
 import type { BucketView } from './bucket-view.js';
 import { summarize, type ConsoleRunState, type RunLog, type RunSummary } from './run-log.js';
@@ -143,7 +143,7 @@ function keyOf(url: string | undefined): string | undefined {
   return match?.[1];
 }
 
-/** The page reads a failure in the words of lambdas/run/lambda-error.ts, not its own. */
+/** The page reads a failure in the words of lambdas/run/errors/lambda-error.ts, not its own. */
 function shownEvent(event: ExecutionEvent): ShownEvent {
   if (!('Error' in event) || typeof event.Error !== 'string') return event;
   return { ...event, failure: describeFailure(event.Error, 'Cause' in event ? event.Cause : undefined) };

@@ -22,7 +22,7 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { messageOf } from '../../lambdas/run/errors.js';
+import { messageOf } from '../../lambdas/run/errors/index.js';
 import type { LocalMode } from '../emulator/local-mode.js';
 import { BucketView } from './bucket-view.js';
 import { loadErrorAdvice, type ErrorAdvice } from './error-advice.js';

@@ -5,8 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import type { RunEventBus } from '../../lambdas/run/event-bus.js';
-import { DEFAULT_EVENT_SOURCE, type RunEvent, type RunEventDetail } from '../../lambdas/run/events.js';
+import type { RunEventBus } from '../../lambdas/run/events/index.js';
+import { DEFAULT_EVENT_SOURCE, type RunEvent, type RunEventDetail } from '../../lambdas/run/events/index.js';
 
 /** An event as a rule's target receives it from EventBridge. */
 export interface DeliveredRunEvent {

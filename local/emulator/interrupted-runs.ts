@@ -1,12 +1,12 @@
 /**
  * A run cannot outlive local mode: when it stops, its executions stop with it. A run still
  * `running` at the next start (`hopper local --data-dir`), the status file's own or an older one
- * it names, is marked `interrupted` with what `hopper retry` does for it (lambdas/run/messages.ts),
+ * it names, is marked `interrupted` with what `hopper retry` does for it (lambdas/run/errors/messages.ts),
  * and its record joins the drop's runs (`hopper runs`), so nothing is left claiming to run.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
-import { interruptedMessage } from '../../lambdas/run/messages.js';
-import { readStatus, statusFiles, writeStatus, type RunStatus } from '../../lambdas/run/status.js';
+import { interruptedMessage } from '../../lambdas/run/errors/index.js';
+import { readStatus, statusFiles, writeStatus, type RunStatus } from '../../lambdas/run/status/index.js';
 import { runRecordKey } from '../../lambdas/storage/keys.js';
 import { putJson } from '../../lambdas/storage/objects.js';
 

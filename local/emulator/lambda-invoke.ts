@@ -5,8 +5,8 @@
  * JSON cause `{ errorType, errorMessage }`, which the report step reads).
  */
 import { randomUUID } from 'node:crypto';
-import type { InvocationContext } from '../../lambdas/run/handler.js';
-import { LAMBDA_TIMEOUT_ERROR, lambdaCause } from '../../lambdas/run/lambda-error.js';
+import type { InvocationContext } from '../../lambdas/run/invocation/index.js';
+import { LAMBDA_TIMEOUT_ERROR, lambdaCause } from '../../lambdas/run/errors/index.js';
 
 export { LAMBDA_TIMEOUT_ERROR };
 

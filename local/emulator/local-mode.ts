@@ -10,12 +10,15 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import type { LogLevel } from '@aws-lambda-powertools/logger/types';
 import { synthesizeLocalDefinition, type AslDefinition, type LocalDefinition } from './definition.js';
 import { TASKS, type TaskName } from '../../infra/tasks.js';
-import { messageOf } from '../../lambdas/run/errors.js';
-import type { TaskHandler } from '../../lambdas/run/handler.js';
-import { LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/retry-budget.js';
-import { createRuntime } from '../../lambdas/run/runtime.js';
-import { trainingService, type TrainingServiceOptions } from '../../lambdas/run/training-service.js';
-import type { StepName } from '../../lambdas/run/vocabulary.js';
+import { messageOf } from '../../lambdas/run/errors/index.js';
+import type { TaskHandler } from '../../lambdas/run/invocation/index.js';
+import {
+  LAMBDA_CLIENT_OPTIONS,
+  createRuntime,
+  trainingService,
+  type TrainingServiceOptions,
+} from '../../lambdas/run/invocation/index.js';
+import type { StepName } from '../../lambdas/run/state/index.js';
 import type { TrainingServiceClient } from '../../lambdas/service-client/index.js';
 import { createTriggerHandler, type TriggerResult } from '../../lambdas/trigger/start-execution.js';
 import { startLocalS3, type LocalS3 } from '../s3/local-s3.js';

@@ -11,7 +11,7 @@ import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { putJson } from '../../lambdas/storage/objects.js';
 import { statusKey } from '../../lambdas/storage/keys.js';
-import type { RunStatus } from '../../lambdas/run/status.js';
+import type { RunStatus } from '../../lambdas/run/status/index.js';
 import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
 import type { RunDetail, RunPage } from '../../local/console/runs.js';
 import { DropFolderError, readDropFolder } from '../../local/cli/drop-folder.js';

@@ -8,7 +8,7 @@ import {
   type HeldOutExample,
   type LabelIndex,
 } from '../../lambdas/drop/labels.js';
-import { RunError } from '../../lambdas/run/errors.js';
+import { RunError } from '../../lambdas/run/errors/index.js';
 
 /** The index of a labels file with this content, streamed in small chunks like a network body. */
 function indexOf(csv: string, fileName = 'labels.csv', chunkBytes = 7): Promise<LabelIndex> {

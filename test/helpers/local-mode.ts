@@ -4,7 +4,7 @@
  */
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { afterEach } from 'vitest';
-import { readStatus, type RunStatus } from '../../lambdas/run/status.js';
+import { readStatus, type RunStatus } from '../../lambdas/run/status/index.js';
 import { inboxKey, MODELS_PREFIX, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { startLocalMode, type LocalMode, type LocalModeOptions } from '../../local/emulator/local-mode.js';
 import type { Execution, ExecutionEvent, ExecutionOutcome } from '../../local/emulator/state-machine.js';

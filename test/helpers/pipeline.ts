@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { GetObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import type { RunEventBus } from '../../lambdas/run/event-bus.js';
+import type { RunEventBus } from '../../lambdas/run/events/index.js';
 import { LocalEventBus } from '../../local/emulator/event-bus.js';
 import { startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
 import {
@@ -16,10 +16,14 @@ import {
   type SimulatedService,
   type SimulatedServiceOptions,
 } from '../../local/service/index.js';
-import { createRuntime, type Runtime } from '../../lambdas/run/runtime.js';
-import { trainingService, type TrainingServiceOptions } from '../../lambdas/run/training-service.js';
-import type { InvocationContext, StepEnv } from '../../lambdas/run/handler.js';
-import type { RunState } from '../../lambdas/run/state.js';
+import {
+  createRuntime,
+  type Runtime,
+  trainingService,
+  type TrainingServiceOptions,
+} from '../../lambdas/run/invocation/index.js';
+import type { InvocationContext, StepEnv } from '../../lambdas/run/invocation/index.js';
+import type { RunState } from '../../lambdas/run/state/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { QUICK } from '../client/helpers.js';
 

@@ -11,7 +11,7 @@
  */
 import { ENDPOINTS, type EndpointName, type SimulatedServiceOptions } from '../../local/service/index.js';
 import { startLocalMode, type LocalMode, type LocalModeOptions } from '../../local/emulator/local-mode.js';
-import type { RunStatus } from '../../lambdas/run/status.js';
+import type { RunStatus } from '../../lambdas/run/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { BRISK_SERVICE, finished } from './local-mode.js';
 import { putDrop } from './pipeline.js';

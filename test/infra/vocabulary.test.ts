@@ -1,5 +1,5 @@
 /**
- * The pipeline's vocabulary (lambdas/run/vocabulary.ts, the contract's NEXT_ACTIONS, the run
+ * The pipeline's vocabulary (lambdas/run/state/vocabulary.ts, the contract's NEXT_ACTIONS, the run
  * error codes) reaches every place that must know it:
  * - at compile time: a scratch build with a fake next_action, a fake stop and a fake step added
  *   fails, and its errors name exactly the places docs/pipeline.md ("How to add") lists;
@@ -12,10 +12,9 @@ import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { handlerPath, TASKS } from '../../infra/tasks.js';
-import { RUN_ERROR_CODES } from '../../lambdas/run/errors.js';
-import { codedMessage, FINAL_ERROR, lambdaCause } from '../../lambdas/run/lambda-error.js';
-import type { RunState } from '../../lambdas/run/state.js';
-import { STEPS, STOPS, type StopName } from '../../lambdas/run/vocabulary.js';
+import { RUN_ERROR_CODES, codedMessage, FINAL_ERROR, lambdaCause } from '../../lambdas/run/errors/index.js';
+import type { RunState } from '../../lambdas/run/state/index.js';
+import { STEPS, STOPS, type StopName } from '../../lambdas/run/state/index.js';
 import { NEXT_ACTIONS, type NextAction } from '../../lambdas/service-client/index.js';
 import { reportOf } from '../../lambdas/steps/report.js';
 import { synthesizeLocalDefinition, type AslState } from '../../local/emulator/definition.js';
@@ -34,7 +33,7 @@ function inserted(text: string, anchor: string, insert: string): string {
 const SCRATCH: Readonly<Record<string, (text: string) => string>> = {
   [path('lambdas/service-client/contract.ts')]: (text) =>
     inserted(text, 'export const NEXT_ACTIONS = {\n', "  fake_action: { record: 'dataset', steps: [2] },\n"),
-  [path('lambdas/run/vocabulary.ts')]: (text) =>
+  [path('lambdas/run/state/vocabulary.ts')]: (text) =>
     inserted(
       inserted(text, 'export const STOPS = {\n', "  FakeStop: 'not_resumable',\n"),
       'export const STEPS = {\n',
@@ -43,7 +42,12 @@ const SCRATCH: Readonly<Record<string, (text: string) => string>> = {
 };
 
 /** The files whose compile errors the scratch build is about: every consumer of the vocabulary. */
-const ROOTS = ['infra/state-machine.ts', 'infra/tasks.ts', 'lambdas/steps/report.ts', 'lambdas/run/usage.ts'];
+const ROOTS = [
+  'infra/state-machine.ts',
+  'infra/tasks.ts',
+  'lambdas/steps/report.ts',
+  'lambdas/run/status/usage.ts',
+];
 
 interface Diagnostic {
   readonly file: string;
@@ -117,7 +121,7 @@ describe('compile-time coverage: adding to the vocabulary makes the compiler lis
         'lambdas/steps/report.ts: not_resumable',
         // The new step's Task needs its Lambda's settings, and its transitions are counted.
         'infra/tasks.ts: FakeStep',
-        'lambdas/run/usage.ts: fake_step',
+        'lambdas/run/status/usage.ts: fake_step',
       ].sort(),
     );
     const report = diagnostics.find(

@@ -9,8 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startSimulatedService, type SimulatedService } from '../../local/service/index.js';
-import { modelBytesAt } from '../../local/service/index.js';
+import { startSimulatedService, type SimulatedService, modelBytesAt } from '../../local/service/index.js';
 import { inboxKey, MODELS_PREFIX, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { hopper, hopperWithin, smallDrop, startHopper, SUBPROCESS_TEST_MS } from '../helpers/hopper-cli.js';
 

@@ -13,9 +13,9 @@ import {
   synthesizeLocalDefinition,
   type AslState,
 } from '../../local/emulator/definition.js';
-import { RunError, retryable } from '../../lambdas/run/errors.js';
+import { RunError, retryable } from '../../lambdas/run/errors/index.js';
 import { executeLocally, type LocalExecution } from '../helpers/local-execution.js';
-import type { DatasetSlot, ModelSlot, RunConfig, RunInput } from '../../lambdas/run/state.js';
+import type { DatasetSlot, ModelSlot, RunConfig, RunInput } from '../../lambdas/run/state/index.js';
 import type { NextAction } from '../../lambdas/service-client/index.js';
 
 const { definition, handlers } = synthesizeLocalDefinition();

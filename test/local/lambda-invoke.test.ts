@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { InvocationContext } from '../../lambdas/run/handler.js';
-import { retryable, RunError } from '../../lambdas/run/errors.js';
+import type { InvocationContext } from '../../lambdas/run/invocation/index.js';
+import { retryable, RunError } from '../../lambdas/run/errors/index.js';
 import {
   asLambda,
   LAMBDA_TIMEOUT_ERROR,

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import type { LocalMode } from '../../local/emulator/local-mode.js';
 import type { SimulatedService } from '../../local/service/index.js';
-import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/polling.js';
+import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/schedule/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import {
   dropAndRun,

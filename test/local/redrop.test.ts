@@ -9,8 +9,8 @@
  * per drop), the models in the bucket, the status file and `hopper runs`.
  */
 import { describe, expect, it } from 'vitest';
-import { readStatus, type RunStatus } from '../../lambdas/run/status.js';
-import type { ReportSlot, RunState } from '../../lambdas/run/state.js';
+import { readStatus, type RunStatus } from '../../lambdas/run/status/index.js';
+import type { ReportSlot, RunState } from '../../lambdas/run/state/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { runRunsCommand, type RunSummary } from '../../local/cli/runs.js';
 import type { LocalMode, LocalTask } from '../../local/emulator/local-mode.js';

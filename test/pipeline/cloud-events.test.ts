@@ -4,10 +4,8 @@
  * stand-in by the SDK's own endpoint setting. Its own file: the runtime is cached per module.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { runStartedEvent } from '../../lambdas/run/events.js';
-import { ENV } from '../../lambdas/run/environment.js';
-import { eventBridgeFromEnvironment } from '../../lambdas/run/eventbridge-bus.js';
-import { runtimeFromEnvironment } from '../../lambdas/run/runtime.js';
+import { runStartedEvent, eventBridgeFromEnvironment } from '../../lambdas/run/events/index.js';
+import { ENV, runtimeFromEnvironment } from '../../lambdas/run/invocation/index.js';
 import { startAwsJsonEndpoint, type AwsJsonEndpoint } from '../helpers/aws-json-endpoint.js';
 
 const SDK_SETTINGS = [

@@ -4,17 +4,17 @@ import { Readable } from 'node:stream';
 import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, it } from 'vitest';
-import { RunError } from '../../lambdas/run/errors.js';
-import { createRuntime, type Runtime } from '../../lambdas/run/runtime.js';
-import { trainingService } from '../../lambdas/run/training-service.js';
-import { datasetSlot, modelSlot } from '../../lambdas/run/slots.js';
+import { RunError } from '../../lambdas/run/errors/index.js';
+import { createRuntime, type Runtime, trainingService } from '../../lambdas/run/invocation/index.js';
 import {
+  datasetSlot,
+  modelSlot,
   copiedModel,
   copyWaitOf,
   type CopySlot,
   type CopyWaitSlot,
   type RunState,
-} from '../../lambdas/run/state.js';
+} from '../../lambdas/run/state/index.js';
 import type { Model } from '../../lambdas/service-client/index.js';
 import { modelFileKey, modelPrefix, modelRecordKey } from '../../lambdas/storage/keys.js';
 import { copyModelStep, createCopyModelStep, type ModelDocument } from '../../lambdas/steps/copy-model.js';

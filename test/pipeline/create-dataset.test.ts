@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { toRunError } from '../../lambdas/run/error-mapping.js';
-import { RunError } from '../../lambdas/run/errors.js';
+import { toRunError, RunError } from '../../lambdas/run/errors/index.js';
 import { createDatasetStep } from '../../lambdas/steps/create-dataset.js';
 import { DEFAULT_OPTIONS } from '../../local/service/index.js';
 import { CLOCK_START, rejectionOf } from '../client/helpers.js';

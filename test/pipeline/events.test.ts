@@ -1,6 +1,6 @@
 /**
- * Run events: what they carry (lambdas/run/events.ts), that each goes out once although its
- * step is retried (lambdas/run/event-bus.ts, markers on the local S3 server), the EventBridge
+ * Run events: what they carry (lambdas/run/events/events.ts), that each goes out once although its
+ * step is retried (lambdas/run/events/event-bus.ts, markers on the local S3 server), the EventBridge
  * bus over the real SDK client against a loopback stand-in of PutEvents, and the report and
  * validate_drop steps putting them.
  */
@@ -8,19 +8,27 @@ import { readFile } from 'node:fs/promises';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { publishOnce, type PublishContext, type RunEventBus } from '../../lambdas/run/event-bus.js';
-import { eventBridgeBus } from '../../lambdas/run/eventbridge-bus.js';
-import { RunError } from '../../lambdas/run/errors.js';
 import {
+  publishOnce,
+  type PublishContext,
+  type RunEventBus,
+  eventBridgeBus,
   RUN_EVENT_TYPES,
   runEndedEvent,
   runStartedEvent,
   type RunEvent,
   type RunEventDetail,
-} from '../../lambdas/run/events.js';
-import { stepHandler } from '../../lambdas/run/handler.js';
-import { announceRun } from '../../lambdas/run/publish-events.js';
-import type { CopySlot, DatasetSlot, ModelSlot, RunFailure, RunState } from '../../lambdas/run/state.js';
+  announceRun,
+} from '../../lambdas/run/events/index.js';
+import { RunError } from '../../lambdas/run/errors/index.js';
+import { stepHandler } from '../../lambdas/run/invocation/index.js';
+import type {
+  CopySlot,
+  DatasetSlot,
+  ModelSlot,
+  RunFailure,
+  RunState,
+} from '../../lambdas/run/state/index.js';
 import { reportStep } from '../../lambdas/steps/report.js';
 import { eventMarkerKey } from '../../lambdas/storage/keys.js';
 import { LocalEventBus } from '../../local/emulator/event-bus.js';

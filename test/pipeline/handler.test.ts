@@ -2,16 +2,20 @@ import { inspect } from 'node:util';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, it, vi } from 'vitest';
-import { RunError } from '../../lambdas/run/errors.js';
-import { stepHandler, type Step } from '../../lambdas/run/handler.js';
-import { DEADLINE_MARGIN_MS, LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/retry-budget.js';
-import { createRuntime, type Runtime } from '../../lambdas/run/runtime.js';
-import { trainingService } from '../../lambdas/run/training-service.js';
-import { datasetSlot } from '../../lambdas/run/slots.js';
-import type { TrainingClaim } from '../../lambdas/run/training-claim.js';
-import type { RunState } from '../../lambdas/run/state.js';
-import type { StepName } from '../../lambdas/run/vocabulary.js';
-import { readStatus, statusOf, writeStatus } from '../../lambdas/run/status.js';
+import { RunError } from '../../lambdas/run/errors/index.js';
+import {
+  stepHandler,
+  type Step,
+  DEADLINE_MARGIN_MS,
+  LAMBDA_CLIENT_OPTIONS,
+  createRuntime,
+  type Runtime,
+  trainingService,
+} from '../../lambdas/run/invocation/index.js';
+import { datasetSlot } from '../../lambdas/run/state/index.js';
+import type { TrainingClaim } from '../../lambdas/run/lock/index.js';
+import type { RunState, StepName } from '../../lambdas/run/state/index.js';
+import { readStatus, statusOf, writeStatus } from '../../lambdas/run/status/index.js';
 import { createDatasetStep } from '../../lambdas/steps/create-dataset.js';
 import { pollDatasetStep } from '../../lambdas/steps/poll-dataset.js';
 import { startTrainingStep } from '../../lambdas/steps/start-training.js';

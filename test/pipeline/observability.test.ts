@@ -10,12 +10,19 @@ import type { Context } from 'aws-lambda';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { LocalEventBus } from '../../local/emulator/event-bus.js';
-import { stepHandler, type Step } from '../../lambdas/run/handler.js';
-import { METRIC, METRICS_NAMESPACE } from '../../lambdas/run/metric-names.js';
-import { createRuntime, runtimeFromEnvironment, type Runtime } from '../../lambdas/run/runtime.js';
-import { trainingService, trainingServiceFromEnvironment } from '../../lambdas/run/training-service.js';
-import type { DatasetSlot, RunState } from '../../lambdas/run/state.js';
-import { tracedClient } from '../../lambdas/run/tracing.js';
+import {
+  stepHandler,
+  type Step,
+  METRIC,
+  METRICS_NAMESPACE,
+  createRuntime,
+  runtimeFromEnvironment,
+  type Runtime,
+  trainingService,
+  trainingServiceFromEnvironment,
+  tracedClient,
+} from '../../lambdas/run/invocation/index.js';
+import type { DatasetSlot, RunState } from '../../lambdas/run/state/index.js';
 import { reportStep } from '../../lambdas/steps/report.js';
 import { invocationContext, usePipelineFixtures } from '../helpers/pipeline.js';
 import { configOf, datasetSlotOf, stateOf } from './service-steps.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { RunError } from '../../lambdas/run/errors.js';
-import { datasetSlot } from '../../lambdas/run/slots.js';
-import type { Decisions } from '../../lambdas/run/state.js';
+import { RunError } from '../../lambdas/run/errors/index.js';
+import { datasetSlot } from '../../lambdas/run/state/index.js';
+import type { Decisions } from '../../lambdas/run/state/index.js';
 import { answersFor, pickDecisionsStep } from '../../lambdas/steps/pick-decisions.js';
 import type { SimulatedServiceOptions } from '../../local/service/index.js';
 import { HOUR, MINUTE, rejectionOf, uploadedDataset } from '../client/helpers.js';

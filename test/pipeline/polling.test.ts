@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RunError } from '../../lambdas/run/errors.js';
+import { RunError } from '../../lambdas/run/errors/index.js';
 import {
   FILES_EXPIRY_MARGIN_SECONDS,
   DENSE_POLL_SECONDS,
@@ -12,8 +12,8 @@ import {
   POLL_FIRST_SECONDS,
   POLL_MAX_SECONDS,
   pollCeilingSeconds,
-} from '../../lambdas/run/polling.js';
-import type { PollSchedule } from '../../lambdas/run/state.js';
+} from '../../lambdas/run/schedule/index.js';
+import type { PollSchedule } from '../../lambdas/run/state/index.js';
 import { median, simulatePolling, worstCaseDelay } from '../helpers/poll-simulation.js';
 
 const NOW = Date.parse('2026-01-01T00:00:00.000Z');

@@ -1,9 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { stepHandler } from '../../lambdas/run/handler.js';
-import type { CaughtFailure, CopySlot, DatasetSlot, ModelSlot, RunState } from '../../lambdas/run/state.js';
-import { readStatus } from '../../lambdas/run/status.js';
+import { stepHandler } from '../../lambdas/run/invocation/index.js';
+import type {
+  CaughtFailure,
+  CopySlot,
+  DatasetSlot,
+  ModelSlot,
+  RunState,
+  StopCode,
+} from '../../lambdas/run/state/index.js';
+import { readStatus } from '../../lambdas/run/status/index.js';
 import { reportOf, reportStep } from '../../lambdas/steps/report.js';
-import type { StopCode } from '../../lambdas/run/vocabulary.js';
 import { statusKey } from '../../lambdas/storage/keys.js';
 import { invocationContext, readText, stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
 import { configOf, datasetSlotOf, stateOf } from './service-steps.js';

@@ -10,7 +10,7 @@ import '../../local/emulator/with-resolvers.js';
 import { describe, expect, it } from 'vitest';
 import { readFile } from 'node:fs/promises';
 import { synthesizeLocalDefinition, type AslState } from '../../local/emulator/definition.js';
-import { RETRYABLE_ERROR } from '../../lambdas/run/errors.js';
+import { RETRYABLE_ERROR } from '../../lambdas/run/errors/index.js';
 import {
   DEADLINE_MARGIN_MS,
   LAMBDA_CLIENT_OPTIONS,
@@ -19,7 +19,7 @@ import {
   LAMBDA_DEATH_RETRY,
   TRANSIENT_RETRY,
   type RetrierSettings,
-} from '../../lambdas/run/retry-budget.js';
+} from '../../lambdas/run/invocation/index.js';
 import { TASKS } from '../../infra/tasks.js';
 import { dropAndRun, statesEntered, useLocalMode } from '../helpers/local-mode.js';
 import { expectFailed, LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';

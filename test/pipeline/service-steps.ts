@@ -3,8 +3,8 @@
  * the step under test would have left them, plus short ways through the service's flow.
  */
 import type { Dataset, TrainingServiceClient } from '../../lambdas/service-client/index.js';
-import { noWait } from '../../lambdas/run/polling.js';
-import type { DatasetSlot, RunConfig, RunState } from '../../lambdas/run/state.js';
+import { noWait } from '../../lambdas/run/schedule/index.js';
+import type { DatasetSlot, RunConfig, RunState } from '../../lambdas/run/state/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { csv, SAMPLE_TEXTS } from '../client/helpers.js';
 import { uniqueDrop } from '../helpers/pipeline.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/polling.js';
-import { datasetSlot, modelSlot } from '../../lambdas/run/slots.js';
-import type { DatasetSlot, ModelSlot } from '../../lambdas/run/state.js';
+import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/schedule/index.js';
+import { datasetSlot, modelSlot } from '../../lambdas/run/state/index.js';
+import type { DatasetSlot, ModelSlot } from '../../lambdas/run/state/index.js';
 import type { Dataset, Model } from '../../lambdas/service-client/index.js';
 
 const NOW = Date.parse('2026-01-01T00:00:00.000Z');

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { toRunError } from '../../lambdas/run/error-mapping.js';
-import { RunError } from '../../lambdas/run/errors.js';
-import { datasetSlot } from '../../lambdas/run/slots.js';
-import type { ModelSlot, RunConfig, RunState } from '../../lambdas/run/state.js';
+import { toRunError, RunError } from '../../lambdas/run/errors/index.js';
+import { datasetSlot } from '../../lambdas/run/state/index.js';
+import type { ModelSlot, RunConfig, RunState } from '../../lambdas/run/state/index.js';
 import { startTrainingStep } from '../../lambdas/steps/start-training.js';
 import type { SimulatedServiceOptions } from '../../local/service/index.js';
 import { HOUR, MINUTE, rejectionOf, trainableDataset } from '../client/helpers.js';

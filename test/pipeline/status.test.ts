@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { RunError } from '../../lambdas/run/errors.js';
-import { paidRunToAdopt, resumeTarget } from '../../lambdas/run/resume.js';
-import { readStatus, statusOf, writeStatus, type RunStatus } from '../../lambdas/run/status.js';
-import type { RunState } from '../../lambdas/run/state.js';
-import type { StepName } from '../../lambdas/run/vocabulary.js';
+import { RunError } from '../../lambdas/run/errors/index.js';
+import { paidRunToAdopt, resumeTarget } from '../../lambdas/run/lock/index.js';
+import { readStatus, statusOf, writeStatus, type RunStatus } from '../../lambdas/run/status/index.js';
+import type { RunState, StepName } from '../../lambdas/run/state/index.js';
 import { statusKey } from '../../lambdas/storage/keys.js';
 import { describeStatus } from '../../local/cli/status.js';
 import { localS3Client } from '../../local/s3/local-s3.js';
@@ -224,7 +223,7 @@ describe('status/<drop>.json', () => {
   });
 });
 
-describe('which run a resume takes, and which paid model a new run adopts (lambdas/run/resume.ts)', () => {
+describe('which run a resume takes, and which paid model a new run adopts (lambdas/run/lock/resume.ts)', () => {
   const at = (day: string) => `2026-01-0${day}T00:00:00.000Z`;
   const ended = (runId: string, day: string, fields: Partial<RunStatus> = {}): RunStatus => ({
     ...statusOf(

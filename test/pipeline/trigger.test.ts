@@ -2,7 +2,7 @@ import type { EventEmitter } from 'node:events';
 import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, it } from 'vitest';
-import { RunError } from '../../lambdas/run/errors.js';
+import { RunError } from '../../lambdas/run/errors/index.js';
 import {
   createTriggerHandler,
   executionName,

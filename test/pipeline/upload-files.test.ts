@@ -2,11 +2,10 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { DeleteObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
-import { RunError } from '../../lambdas/run/errors.js';
-import type { StepEnv } from '../../lambdas/run/handler.js';
-import type { Runtime } from '../../lambdas/run/runtime.js';
-import { datasetSlot } from '../../lambdas/run/slots.js';
-import type { DropFile, RunState } from '../../lambdas/run/state.js';
+import { RunError } from '../../lambdas/run/errors/index.js';
+import type { StepEnv, Runtime } from '../../lambdas/run/invocation/index.js';
+import { datasetSlot } from '../../lambdas/run/state/index.js';
+import type { DropFile, RunState } from '../../lambdas/run/state/index.js';
 import { inboxKey } from '../../lambdas/storage/keys.js';
 import {
   INITIAL_BYTES_PER_SECOND,

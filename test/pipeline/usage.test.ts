@@ -4,9 +4,9 @@
  * whole runs).
  */
 import { describe, expect, it } from 'vitest';
-import type { ModelSlot, RunState } from '../../lambdas/run/state.js';
-import { priceClassOf } from '../../lambdas/run/s3-requests.js';
-import { addInvocation } from '../../lambdas/run/usage.js';
+import type { ModelSlot, RunState } from '../../lambdas/run/state/index.js';
+import { priceClassOf } from '../../lambdas/run/invocation/index.js';
+import { addInvocation } from '../../lambdas/run/status/index.js';
 
 describe('S3 request price classes', () => {
   it.each([

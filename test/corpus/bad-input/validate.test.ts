@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { RunError } from '../../../lambdas/run/errors.js';
-import { createRuntime } from '../../../lambdas/run/runtime.js';
+import { RunError } from '../../../lambdas/run/errors/index.js';
+import { createRuntime } from '../../../lambdas/run/invocation/index.js';
 import { validateDropStep } from '../../../lambdas/steps/validate-drop.js';
 import { putDrop, runStateFor, stepEnv, uniqueDrop, usePipelineFixtures } from '../../helpers/pipeline.js';
 import { CASES } from './cases.js';

@@ -8,11 +8,11 @@
  * the file (validate_drop ... report), `step` and `next_action` are the service's.
  */
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
-import { STATUS_PREFIX, statusKey } from '../storage/keys.js';
-import { isNotFound, updateJsonConditionally } from '../storage/objects.js';
-import type { NextAction } from '../service-client/contract.js';
-import { retryable } from './errors.js';
-import { paidModelOf } from './supersede.js';
+import { STATUS_PREFIX, statusKey } from '../../storage/keys.js';
+import { isNotFound, updateJsonConditionally } from '../../storage/objects.js';
+import type { NextAction } from '../../service-client/contract.js';
+import { retryable } from '../errors/index.js';
+import { paidModelOf } from '../lock/index.js';
 import {
   configFingerprint,
   copiedModel,
@@ -22,9 +22,9 @@ import {
   type RunFailure,
   type RunInput,
   type RunState,
-} from './state.js';
+} from '../state/index.js';
 import type { RunSummary } from './usage.js';
-import type { RunPhase, StepName } from './vocabulary.js';
+import type { RunPhase, StepName } from '../state/index.js';
 
 export type { RunPhase };
 
@@ -76,14 +76,14 @@ export interface RunStatus {
   readonly model: { readonly onnx: string; readonly record: string; readonly bytes: number } | null;
   /**
    * The run's training that holds a credit and is not copied yet (queued, training, or done with
-   * its files at the service), or null (lambdas/run/supersede.ts, paidModelOf). A run that ends
+   * its files at the service), or null (lambdas/run/lock/supersede.ts, paidModelOf). A run that ends
    * with one leaves it to `hopper retry`, which adopts it without a second credit.
    */
   readonly paid_model: { readonly id: string; readonly status: string } | null;
   /** The digest of the run's settings (configFingerprint), once validate_drop has taken the drop. */
   readonly config_fingerprint: string | null;
   /**
-   * What the run has used and cost so far (lambdas/run/usage.ts), including the invocation that
+   * What the run has used and cost so far (lambdas/run/status/usage.ts), including the invocation that
    * wrote this status; null in a status written before Hopper kept one.
    */
   readonly summary: RunSummary | null;

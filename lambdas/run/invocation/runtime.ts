@@ -1,6 +1,6 @@
 /**
  * What a step needs from its surroundings: S3, the training service and a logger. In Lambda it
- * comes from the environment the stack sets (lambdas/run/environment.ts), wired by each entry
+ * comes from the environment the stack sets (lambdas/run/invocation/environment.ts), wired by each entry
  * file with only what its function uses (LambdaConnections), so a function that never calls the
  * training service bundles neither its client nor undici. Local mode builds its own (an S3
  * client on the local server, the simulated service, a key given on the command line) and binds
@@ -10,9 +10,9 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { S3Client } from '@aws-sdk/client-s3';
-import { DROP_QUIET_MS } from '../drop/settle.js';
-import type { RequestOptions, TrainingServiceClient } from '../service-client/index.js';
-import type { RunEventBus } from './event-bus.js';
+import { DROP_QUIET_MS } from '../../drop/settle.js';
+import type { RequestOptions, TrainingServiceClient } from '../../service-client/index.js';
+import type { RunEventBus } from '../events/index.js';
 import { SERVICE_NAME } from './metric-names.js';
 import { countS3Requests } from './s3-requests.js';
 
@@ -21,7 +21,7 @@ export interface Runtime {
   /**
    * A client with the current API key, sharing one connection pool while the key does not
    * change; `options.signal` is the deadline of its every call (the handler passes the
-   * invocation's, lambdas/run/handler.ts). Rejects in a runtime built without a training
+   * invocation's, lambdas/run/invocation/handler.ts). Rejects in a runtime built without a training
    * service (a function that never calls it).
    */
   service(options?: RequestOptions): Promise<TrainingServiceClient>;
@@ -30,7 +30,7 @@ export interface Runtime {
   now(): number;
   /** How long a drop folder must be unchanged before validate_drop takes it (0: at once). */
   readonly dropQuietMs: number;
-  /** Where the run's Started, Succeeded and Failed events go (lambdas/run/event-bus.ts). */
+  /** Where the run's Started, Succeeded and Failed events go (lambdas/run/events/event-bus.ts). */
   readonly events: RunEventBus;
   /** X-Ray tracing (Lambda); undefined where nothing may reach an X-Ray daemon (local mode). */
   readonly tracer?: Tracer;
@@ -44,7 +44,7 @@ export interface Runtime {
 }
 
 /**
- * How a runtime reaches the training service (lambdas/run/training-service.ts): given the
+ * How a runtime reaches the training service (lambdas/run/invocation/training-service.ts): given the
  * runtime's logger and tracer, a function returning the client to use now.
  */
 export type ServiceConnector = (use: {
@@ -87,7 +87,7 @@ export function createRuntime(options: RuntimeOptions): Runtime {
   const logger = options.logger ?? new Logger({ serviceName: SERVICE_NAME });
   const { tracer } = options;
   const service = options.service?.({ logger, tracer }) ?? NO_SERVICE;
-  // Every step's S3 requests are counted for the run's summary (lambdas/run/usage.ts).
+  // Every step's S3 requests are counted for the run's summary (lambdas/run/status/usage.ts).
   countS3Requests(options.s3);
   const warm = new Set<string>();
   return {
@@ -123,9 +123,9 @@ const NO_SERVICE = (): Promise<TrainingServiceClient> =>
  * its Task's access in infra/tasks.ts says: what is not named here is not in its bundle.
  */
 export interface LambdaConnections {
-  /** The training service (trainingServiceFromEnvironment, lambdas/run/training-service.ts). */
+  /** The training service (trainingServiceFromEnvironment, lambdas/run/invocation/training-service.ts). */
   readonly service?: (env: NodeJS.ProcessEnv, tracer: Tracer) => ServiceConnector;
-  /** Where run events go (eventBridgeFromEnvironment, lambdas/run/eventbridge-bus.ts). */
+  /** Where run events go (eventBridgeFromEnvironment, lambdas/run/events/eventbridge-bus.ts). */
   readonly events?: (env: NodeJS.ProcessEnv) => RunEventBus;
 }
 

@@ -5,12 +5,12 @@
  * (Step Functions caps a state at 256 KiB) and free of secrets: the console shows all of it.
  */
 import { createHash } from 'node:crypto';
-import type { NextAction } from '../service-client/index.js';
-import type { RunErrorCode } from './errors.js';
+import type { NextAction } from '../../service-client/index.js';
+import type { RunErrorCode } from '../errors/index.js';
 import type { RunOutcome, SlotName, StopCode } from './vocabulary.js';
 
 export type { SlotName };
-import type { ExpectedFinish } from './polling.js';
+import type { ExpectedFinish } from '../schedule/index.js';
 
 /** Where a run comes from: the execution input the trigger builds from the S3 event. */
 export interface RunInput {
@@ -53,7 +53,7 @@ export interface RunConfig {
   readonly maxAttempts: number;
   /**
    * train.json `"resume": true`: the dataset of the drop's failed run to train from instead of
-   * creating one (lambdas/run/resume.ts). Absent when the run starts over.
+   * creating one (lambdas/run/lock/resume.ts). Absent when the run starts over.
    */
   readonly resumeFrom?: ResumeFrom;
 }
@@ -61,7 +61,7 @@ export interface RunConfig {
 /**
  * The run's settings as a short digest: train.json's every field with its defaults, and every
  * file pinned by size and etag, but not `resumeFrom`. Two runs with the same digest would send
- * the same data and train the same way (lambdas/run/resume.ts adopts a paid model by it).
+ * the same data and train the same way (lambdas/run/lock/resume.ts adopts a paid model by it).
  */
 export function configFingerprint(config: RunConfig): string {
   const { resumeFrom: _how, ...settings } = config;
@@ -109,7 +109,7 @@ export interface DatasetSlot extends PollSchedule {
   readonly labelled: number;
   /**
    * Set while the dataset is ready to train but another run of the drop holds the drop's one
-   * credit at a time (lambdas/run/training-claim.ts): `nextAction` is then `wait`, and the run
+   * credit at a time (lambdas/run/lock/training-claim.ts): `nextAction` is then `wait`, and the run
    * looks again after the Wait.
    */
   readonly waitingFor?: { readonly runId: string; readonly modelId: string | null };
@@ -162,7 +162,7 @@ export interface CopySlot {
 /**
  * A copy put off ($.copy until the copy is done): it failed for a reason that may pass (the
  * service or S3 unreachable or busy) while the model's files can still be at the service, so
- * the run waits `waitSeconds` (WaitToCopy) and copies again (lambdas/run/files-deadline.ts).
+ * the run waits `waitSeconds` (WaitToCopy) and copies again (lambdas/run/schedule/files-deadline.ts).
  */
 export interface CopyWaitSlot extends PollSchedule {
   /** When the first copy in a row failed. */

@@ -5,10 +5,10 @@
  * client, undici and the Secrets Manager client.
  */
 import type { Tracer } from '@aws-lambda-powertools/tracer';
-import { TrainingServiceClient } from '../service-client/index.js';
+import { TrainingServiceClient } from '../../service-client/index.js';
 import { LAMBDA_CLIENT_OPTIONS } from './retry-budget.js';
 import { ENV, requireEnv } from './environment.js';
-import { RunError } from './errors.js';
+import { RunError } from '../errors/index.js';
 import { invocationLogger, type ServiceConnector } from './runtime.js';
 import { tracedClient } from './tracing.js';
 

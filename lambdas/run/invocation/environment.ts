@@ -7,7 +7,7 @@ export const ENV = {
   serviceUrl: 'HOPPER_SERVICE_URL',
   apiKeySecret: 'HOPPER_API_KEY_SECRET_ARN',
   stateMachineArn: 'HOPPER_STATE_MACHINE_ARN',
-  /** The `source` of Hopper's run events (default DEFAULT_EVENT_SOURCE, lambdas/run/events.ts). */
+  /** The `source` of Hopper's run events (default DEFAULT_EVENT_SOURCE, lambdas/run/events/events.ts). */
   eventSource: 'HOPPER_EVENT_SOURCE',
 } as const;
 

@@ -4,12 +4,12 @@
  * never got as far as the bus (a crash, a timeout, the bus down) still has both.
  */
 import { GetObjectCommand } from '@aws-sdk/client-s3';
-import { isNotFound } from '../storage/objects.js';
+import { isNotFound } from '../../storage/objects.js';
 import { publishOnce, type PublishContext, type PublishResult } from './event-bus.js';
-import { messageOf } from './errors.js';
+import { messageOf } from '../errors/index.js';
 import { runEndedEvent, runStartedEvent } from './events.js';
-import type { StepEnv } from './handler.js';
-import { copiedModel, type ReportSlot, type RunState } from './state.js';
+import type { StepEnv } from '../invocation/index.js';
+import { copiedModel, type ReportSlot, type RunState } from '../state/index.js';
 
 function publishContext(state: RunState, env: StepEnv): PublishContext {
   const { runtime } = env;

@@ -9,7 +9,7 @@
  * "How to add", lists them. Plain data with type-only imports: the stack (infra/tasks.ts,
  * infra/state-machine.ts) and local mode read it without loading any step's code.
  */
-import type { RunErrorCode } from './errors.js';
+import type { RunErrorCode } from '../errors/index.js';
 import type { RunState } from './state.js';
 
 /** A slot of the run state a Task writes (`$.<slot>`). */
@@ -85,7 +85,7 @@ export type StopName = keyof typeof STOPS;
 /**
  * How a run stands, or how it ended: the status file's `state`, the run events', `hopper status`
  * and `runs`', and the console's. `superseded`: a newer train.json of the drop took over;
- * `interrupted`: local mode stopped while the run went on (local/mode/interrupted-runs.ts).
+ * `interrupted`: local mode stopped while the run went on (local/emulator/interrupted-runs.ts).
  */
 export const RUN_PHASES = ['running', 'succeeded', 'failed', 'superseded', 'interrupted'] as const;
 export type RunPhase = (typeof RUN_PHASES)[number];

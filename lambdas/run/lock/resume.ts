@@ -7,12 +7,11 @@
  * StartTraining adopts a model of the dataset already queued, training or done, so a resumed run
  * never pays twice for a training.
  */
-import type { Dataset, TrainingServiceClient } from '../service-client/index.js';
-import { NotFoundError } from '../service-client/errors.js';
-import { RunError } from './errors.js';
-import type { ResumeFrom } from './state.js';
-import type { RunStatus } from './status.js';
-import type { RunPhase } from './vocabulary.js';
+import type { Dataset, TrainingServiceClient } from '../../service-client/index.js';
+import { NotFoundError } from '../../service-client/errors.js';
+import { RunError } from '../errors/index.js';
+import type { ResumeFrom, RunPhase } from '../state/index.js';
+import type { RunStatus } from '../status/index.js';
 
 /** The dataset next_actions a run can resume from: ready to train, or to train again. */
 export const RESUMABLE_NEXT_ACTIONS: readonly string[] = ['start_training', 'retry'];

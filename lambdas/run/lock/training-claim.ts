@@ -13,12 +13,12 @@
  * (superseded, failed) frees the drop by then at the latest (it also releases the claim itself).
  */
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { NotFoundError } from '../service-client/errors.js';
-import type { Model, TrainingServiceClient } from '../service-client/index.js';
-import { trainingClaimKey } from '../storage/keys.js';
-import { isNotFound, updateJsonConditionally } from '../storage/objects.js';
-import { retryable } from './errors.js';
-import type { RunInput } from './state.js';
+import { NotFoundError } from '../../service-client/errors.js';
+import type { Model, TrainingServiceClient } from '../../service-client/index.js';
+import { trainingClaimKey } from '../../storage/keys.js';
+import { isNotFound, updateJsonConditionally } from '../../storage/objects.js';
+import { retryable } from '../errors/index.js';
+import type { RunInput } from '../state/index.js';
 
 export interface TrainingClaim {
   /** The run that may start a training of the drop now; null once released. */

@@ -1,5 +1,5 @@
 /**
- * Hopper's own CloudWatch metrics (embedded metric format, lambdas/run/metrics.ts): one place
+ * Hopper's own CloudWatch metrics (embedded metric format, lambdas/run/invocation/metrics.ts): one place
  * for the names, which the dashboard (infra/constructs/monitoring.ts) graphs. Plain data, so the
  * CDK app reads it without loading Powertools.
  */

@@ -2,7 +2,7 @@
  * The slots the service steps return, built from the service's records: what the state machine
  * routes on (`nextAction`), what the Wait states sleep (`waitSeconds`), and what status.json shows.
  */
-import type { Dataset, Model } from '../service-client/index.js';
+import type { Dataset, Model } from '../../service-client/index.js';
 import {
   FILES_EXPIRY_MARGIN_SECONDS,
   nextBatch,
@@ -10,7 +10,7 @@ import {
   noWait,
   pollCeilingSeconds,
   type ExpectedFinish,
-} from './polling.js';
+} from '../schedule/index.js';
 import type { DatasetSlot, ModelSlot } from './state.js';
 
 /**

@@ -18,12 +18,12 @@
  * on every retry of a step that failed after the put.
  */
 import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { eventMarkerKey } from '../storage/keys.js';
-import { isNotFound, isPreconditionFailed } from '../storage/objects.js';
-import { RunError, messageOf } from './errors.js';
+import { eventMarkerKey } from '../../storage/keys.js';
+import { isNotFound, isPreconditionFailed } from '../../storage/objects.js';
+import { RunError, messageOf } from '../errors/index.js';
 import type { RunEvent, RunEventKind } from './events.js';
 
-/** A bus that takes Hopper's events: EventBridge in the cloud, local/mode/event-bus.ts locally. */
+/** A bus that takes Hopper's events: EventBridge in the cloud, local/emulator/event-bus.ts locally. */
 export interface RunEventBus {
   /** Puts one event; resolves once the bus has accepted it, throws when it has not. */
   put(event: RunEvent): Promise<void>;

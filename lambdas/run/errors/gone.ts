@@ -16,13 +16,12 @@ import {
   endpointLabel,
   FILE_DOWNLOAD_LABEL,
   FILE_UPLOAD_LABEL,
-} from '../service-client/contract.js';
-import { NotFoundError } from '../service-client/errors.js';
-import type { TrainingServiceClient } from '../service-client/index.js';
+} from '../../service-client/contract.js';
+import { NotFoundError } from '../../service-client/errors.js';
+import type { TrainingServiceClient } from '../../service-client/index.js';
 import { RunError } from './errors.js';
 import { datasetGoneMessage, modelGoneMessage } from './messages.js';
-import type { RunState } from './state.js';
-import type { StepName } from './vocabulary.js';
+import type { RunState, StepName } from '../state/index.js';
 
 const GET_DATASET = endpointLabel(ENDPOINTS.getDataset);
 const GET_MODEL = endpointLabel(ENDPOINTS.getModel);

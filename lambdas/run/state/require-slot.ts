@@ -4,7 +4,7 @@
  * StartTraining, ...), so a missing one means the definition or the local runner is broken: a
  * bug in Hopper, not in the user's drop.
  */
-import { RunError } from './errors.js';
+import { RunError } from '../errors/index.js';
 import type { RunState, SlotName } from './state.js';
 import { STEPS, type StateFor, type StepName } from './vocabulary.js';
 

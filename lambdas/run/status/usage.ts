@@ -14,9 +14,9 @@
  * - The service: each model of the run as last seen, with its gpu_usd and jev_usd.
  */
 import { PRICES_AS_OF, PRICES_REGION, PRICES_USD } from './prices.js';
-import type { S3Requests } from './s3-requests.js';
-import { copyWaitOf, type RunState } from './state.js';
-import type { StepName } from './vocabulary.js';
+import type { S3Requests } from '../invocation/index.js';
+import { copyWaitOf, type RunState } from '../state/index.js';
+import type { StepName } from '../state/index.js';
 
 /** One step (Task) of the run: its Lambda invocations, failed ones included, and their time. */
 export interface StepUsage {
@@ -52,7 +52,7 @@ export interface RunSummary {
   /** Estimated: see TRANSITIONS_AFTER. */
   readonly state_transitions: number;
   readonly s3_requests: S3Requests;
-  /** Estimated AWS cost of the run so far at list prices (lambdas/run/prices.ts). */
+  /** Estimated AWS cost of the run so far at list prices (lambdas/run/status/prices.ts). */
   readonly aws_usd: {
     readonly step_functions: number;
     readonly lambda: number;

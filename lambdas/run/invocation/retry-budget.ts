@@ -7,7 +7,7 @@
  * test/pipeline/service-outage.test.ts checks the bound against the synthesized definition.
  *
  * A third limit caps both: each invocation's deadline (DEADLINE_MARGIN_MS before Lambda would
- * cut it off, lambdas/run/handler.ts), which every service call gets as its AbortSignal, so no
+ * cut it off, lambdas/run/invocation/handler.ts), which every service call gets as its AbortSignal, so no
  * call, with its retries, outlives the invocation.
  */
 

@@ -6,8 +6,8 @@
  * trainings took; never sleeping past the record's deadline or a quarter of the files' retention;
  * bounded over the whole run.
  */
-import { RunError } from './errors.js';
-import type { PollSchedule } from './state.js';
+import { RunError } from '../errors/index.js';
+import type { PollSchedule } from '../state/index.js';
 
 export const POLL_FIRST_SECONDS = 2;
 /**

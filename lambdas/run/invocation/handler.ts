@@ -11,9 +11,7 @@
  */
 import * as z from 'zod';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { messageOf, RunError } from './errors.js';
-import { toRunError } from './error-mapping.js';
-import { goneRecordError } from './gone.js';
+import { messageOf, RunError, toRunError, goneRecordError } from '../errors/index.js';
 import { emitInvocationMetrics } from './metrics.js';
 import { DEADLINE_MARGIN_MS } from './retry-budget.js';
 import {
@@ -22,8 +20,8 @@ import {
   type LambdaConnections,
   type Runtime,
 } from './runtime.js';
-import { withNeededSlots } from './require-slot.js';
-import type { DatasetSlot, RunState, SlotName } from './state.js';
+import { withNeededSlots, STEPS, type SlotOf, type StateFor, type StepName } from '../state/index.js';
+import type { DatasetSlot, RunState, SlotName } from '../state/index.js';
 import {
   isNewerRun,
   readStatus,
@@ -32,19 +30,21 @@ import {
   supersededEntryOf,
   writeStatus,
   type StatusObject,
-} from './status.js';
+  addInvocation,
+  isRunSummary,
+  type RunSummary,
+} from '../status/index.js';
 import {
   gateTraining as gateDatasetTraining,
   holdsCredit,
   newerRunOf,
   supersededError,
   type NewerRun,
-} from './supersede.js';
-import { releaseTraining, type ClaimContext } from './training-claim.js';
+  releaseTraining,
+  type ClaimContext,
+} from '../lock/index.js';
 import { inSubsegment } from './tracing.js';
 import { meterS3, S3RequestMeter, withStatusWrite } from './s3-requests.js';
-import { addInvocation, isRunSummary, type RunSummary } from './usage.js';
-import { STEPS, type SlotOf, type StateFor, type StepName } from './vocabulary.js';
 
 /** The part of Lambda's context a step uses; local mode supplies the same. */
 export interface InvocationContext {
@@ -69,7 +69,7 @@ export interface StepEnv {
   summary?(state: RunState): RunSummary;
   /**
    * The newer run of the drop that took it over, as the status file showed when this invocation
-   * started; null while this run is the newest (lambdas/run/supersede.ts).
+   * started; null while this run is the newest (lambdas/run/lock/supersede.ts).
    */
   readonly supersededBy?: NewerRun | null;
 }

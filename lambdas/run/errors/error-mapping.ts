@@ -14,7 +14,7 @@ import {
   UnexpectedResponseError,
   UnknownEncoderError,
   UnsupportedNextActionError,
-} from '../service-client/errors.js';
+} from '../../service-client/errors.js';
 import { messageOf, RunError } from './errors.js';
 import { noCreditsMessage, unknownEncoderMessage, unsupportedNextActionMessage } from './messages.js';
 

@@ -6,9 +6,9 @@
  * the first failure in a row; every wait ends FILES_EXPIRY_MARGIN_SECONDS before it
  * (docs/reliability.md, "Expiry edges").
  */
-import { ASSUMED_FILES_RETENTION_MS } from '../service-client/contract.js';
+import { ASSUMED_FILES_RETENTION_MS } from '../../service-client/contract.js';
 import { FILES_EXPIRY_MARGIN_SECONDS, nextPoll, pollCeilingSeconds } from './polling.js';
-import type { PollSchedule } from './state.js';
+import type { PollSchedule } from '../state/index.js';
 
 export interface FilesWaitInput {
   /** Milliseconds since the epoch. */

@@ -4,7 +4,7 @@
  * same thing. A message says what happened and what to do (docs/errors.md has the table).
  */
 
-import type { StepName } from './vocabulary.js';
+import type { StepName } from '../state/index.js';
 
 const RESUME =
   'resume the run without uploading again (hopper retry <drop>, or upload train.json with "resume": true)';
@@ -96,7 +96,7 @@ export function trainingFailedMessage(failure: {
 /**
  * What `hopper retry <drop>` does for a run that ended: the one piece of advice for a failed or
  * interrupted run, in its status, the restart line of local mode, the console and docs/errors.md.
- * A run that left a paid model has it adopted, never paid for twice (lambdas/run/resume.ts).
+ * A run that left a paid model has it adopted, never paid for twice (lambdas/run/lock/resume.ts).
  */
 export function retryAdvice(run: {
   readonly drop: string;
@@ -112,7 +112,7 @@ export function retryAdvice(run: {
   return `hopper retry ${run.drop} starts it again from the drop's files, which are still in the bucket`;
 }
 
-/** interrupted: local mode stopped while the run was going (local/mode/interrupted-runs.ts). */
+/** interrupted: local mode stopped while the run was going (local/emulator/interrupted-runs.ts). */
 export function interruptedMessage(
   run: Parameters<typeof retryAdvice>[0] & { readonly step: string },
 ): string {
@@ -137,7 +137,7 @@ function doing(step: StepName): string {
 
 /**
  * dataset_gone (or dataset_expired, once `expiresAt` has passed): the service answered 404 on the
- * run's dataset: deleted there, or purged after it expired (lambdas/run/gone.ts).
+ * run's dataset: deleted there, or purged after it expired (lambdas/run/errors/gone.ts).
  */
 export function datasetGoneMessage(dataset: {
   readonly id: string;
@@ -156,7 +156,7 @@ export function datasetGoneMessage(dataset: {
   return `dataset ${dataset.id} is gone at the service (${dataset.endpoint} answered 404 not_found ${doing(dataset.step)}): ${why}. Nothing can be done with it any more${cost}; drop the folder again, train.json last, to start over`;
 }
 
-/** model_gone: the service answered 404 on the run's model, paid for (lambdas/run/gone.ts). */
+/** model_gone: the service answered 404 on the run's model, paid for (lambdas/run/errors/gone.ts). */
 export function modelGoneMessage(model: {
   readonly id: string;
   /** Its status when the run last saw it. */

@@ -5,10 +5,10 @@
  * sample and a rule. Field names follow status/<drop>.json (snake_case), so a consumer reads
  * both the same way. Never the API key: nothing here comes from the runtime's secrets.
  */
-import { statusKey } from '../storage/keys.js';
-import { copiedModel, type ReportSlot, type RunState } from './state.js';
-import { modelLocation } from './status.js';
-import type { RunPhase } from './vocabulary.js';
+import { statusKey } from '../../storage/keys.js';
+import { copiedModel, type ReportSlot, type RunState } from '../state/index.js';
+import { modelLocation } from '../status/index.js';
+import type { RunPhase } from '../state/index.js';
 
 /** The `source` of Hopper's events unless the stack is told otherwise (`-c eventSource=...`). */
 export const DEFAULT_EVENT_SOURCE = 'hopper';

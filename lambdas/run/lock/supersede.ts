@@ -9,10 +9,10 @@
  * Which run is newer: status/<drop>.json always belongs to the newest run that has written it
  * (status.ts writes it conditionally), so a run learns it is superseded when it reads the file.
  */
-import { RunError, type RunErrorCode } from './errors.js';
-import { nextPoll } from './polling.js';
-import { copiedModel, type DatasetSlot, type ModelSlot, type RunState } from './state.js';
-import type { RunStatus } from './status.js';
+import { RunError, type RunErrorCode } from '../errors/index.js';
+import { nextPoll } from '../schedule/index.js';
+import { copiedModel, type DatasetSlot, type ModelSlot, type RunState } from '../state/index.js';
+import type { RunStatus } from '../status/index.js';
 import { claimTraining, type ClaimContext } from './training-claim.js';
 
 /** The run that took the drop over, as its status file names it. */

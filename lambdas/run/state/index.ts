@@ -1,0 +1,12 @@
+/**
+ * The run's state and its vocabulary: the execution state the state machine carries from Task to
+ * Task (RunState and its slots), how a service record becomes a slot (slots.ts), and the pipeline's
+ * own words, each declared once (vocabulary.ts: the steps, the stops, the run phases).
+ *
+ * Plain data and pure functions: no I/O, no AWS, no service calls. Everything else reads the run
+ * through these types; at run time it uses only schedule/ (a slot's poll schedule) and errors/.
+ */
+export * from './require-slot.js';
+export * from './slots.js';
+export * from './state.js';
+export * from './vocabulary.js';
