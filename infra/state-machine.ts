@@ -12,9 +12,11 @@
  *     anything else -> UnexpectedNextAction -> Report
  *   RouteModel on $.model.nextAction:
  *     wait -> WaitForModel -> PollModel -> RouteModel     download -> CopyModel -> ModelCopied
- *     retry -> AttemptsLeft: attempts < maxAttempts -> StartTraining, else AttemptsExhausted -> Report
+ *     retry -> AttemptsLeft: a retry left or a sweep's next encoder -> StartTraining, else AttemptsExhausted
  *     none -> ModelFilesGone -> Report                    anything else -> UnexpectedNextAction
- *   ModelCopied: a copy put off ($.copy.waitSeconds) -> WaitToCopy -> CopyModel, else Report
+ *   ModelCopied: a copy put off ($.copy.waitSeconds) -> WaitToCopy -> CopyModel,
+ *     a sweep's next encoder -> StartTraining, else Report
+ *   (the model slot says both: `retryLeft` and `nextEncoder`, lambdas/run/state/sweep.ts)
  *   Report -> RunSucceeded: outcome "succeeded" -> Succeeded, else RunFailed (the report's error)
  *
  * Every Task: the whole state in, its slot out at $.<slot>; TimeoutSeconds; Retry of transient
@@ -128,7 +130,10 @@ function flowOf(parent: Construct, functions: TaskFunctions) {
   return { scope, task, stop, report, unexpected: stop('UnexpectedNextAction') };
 }
 
-/** The model: start (or adopt) a training, poll it, retry a failed one, copy the result. Returns StartTraining. */
+/**
+ * The model: start (or adopt) a training, poll it, retry a failed one, copy the result, and in a
+ * sweep go on to the next encoder. Returns StartTraining.
+ */
 function modelStates(flow: Flow): LambdaInvoke {
   const { scope, task, stop, report } = flow;
   const routeModel = new Choice(scope, 'RouteModel');
@@ -141,15 +146,17 @@ function modelStates(flow: Flow): LambdaInvoke {
   const copyModel = task('CopyModel');
   const waitToCopy = new Wait(scope, 'WaitToCopy', { time: WaitTime.secondsPath('$.copy.waitSeconds') });
   waitToCopy.next(copyModel);
+  const nextEncoder = Condition.isPresent('$.model.nextEncoder');
   copyModel.next(
     new Choice(scope, 'ModelCopied')
       .when(Condition.isPresent('$.copy.waitSeconds'), waitToCopy)
+      .when(nextEncoder, startTraining)
       .otherwise(report),
   );
   route(routeModel, '$.model', flow.unexpected, {
     wait: waitForModel,
     retry: new Choice(scope, 'AttemptsLeft')
-      .when(Condition.numberLessThanJsonPath('$.model.attempts', '$.config.maxAttempts'), startTraining)
+      .when(Condition.or(Condition.booleanEquals('$.model.retryLeft', true), nextEncoder), startTraining)
       .otherwise(stop('AttemptsExhausted')),
     download: copyModel,
     none: stop('ModelFilesGone'),

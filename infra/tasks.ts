@@ -117,11 +117,12 @@ const TASK_SETTINGS: Readonly<Record<TaskName, TaskSettings>> = {
     memoryMb: 1024,
   }),
   Report: {
-    description: "decides the run's outcome, writes the final status and puts the run's event",
+    description:
+      "decides the run's outcome, promotes its model, writes the final status and puts the run's event",
     timeoutSeconds: MINUTE,
     memoryMb: 256,
-    // models/: the metrics in model.json, for the Succeeded event.
-    access: { bucket: { models: 'read', ...STATUS }, apiKey: false, events: true },
+    // models/: promotes the run's model (current.json) and writes each model.json's lineage.
+    access: { bucket: { models: 'readWrite', ...STATUS }, apiKey: false, events: true },
   },
 };
 

@@ -7,7 +7,7 @@ import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { createRuntime, type Runtime, trainingService } from '../../lambdas/run/invocation/index.js';
 import type { StepEnv } from '../../lambdas/run/invocation/index.js';
-import { datasetSlot, modelSlot } from '../../lambdas/run/state/index.js';
+import { datasetSlot, modelSlot, trainingPlan } from '../../lambdas/run/state/index.js';
 import type { RunState } from '../../lambdas/run/state/index.js';
 import type { TrainingServiceClient } from '../../lambdas/service-client/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
@@ -75,7 +75,10 @@ export async function trainedModel(connected: Connected, drop: string): Promise<
   for (let attempt = 0; attempt < 50; attempt++) {
     const model = await client.getModel(started.id);
     if (model.next_action === 'download') {
-      return { run: runInput(bucket, drop), model: modelSlot(model, 1, undefined, Date.now()) };
+      return {
+        run: runInput(bucket, drop),
+        model: modelSlot(model, trainingPlan(1, 3), undefined, Date.now()),
+      };
     }
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

@@ -7,7 +7,7 @@
  */
 import * as z from 'zod';
 import { messageOf, RunError } from '../run/errors/index.js';
-import type { Decisions } from '../run/state/index.js';
+import type { Decisions, PromoteRule } from '../run/state/index.js';
 import { isDatasetName, MAX_DATASET_NAME_LENGTH } from '../service-client/contract.js';
 import { isPlainFileName, PLAIN_FILE_NAME_RULE } from './file-names.js';
 import { decodeUtf8, printable, quoted } from './user-text.js';
@@ -25,6 +25,10 @@ export interface TrainJson {
    * no upload, structuring or labelling, straight to training (lambdas/run/lock/resume.ts).
    */
   readonly resume?: boolean;
+  /** Several encoders, one model each from the one dataset (a sweep), or every one on offer. */
+  readonly encoders?: readonly string[] | 'all';
+  /** When a new model replaces the drop's current one (lambdas/run/lineage/). */
+  readonly promote?: PromoteRule;
 }
 
 export const DEFAULT_DECISIONS: Decisions = 'service';
@@ -32,6 +36,8 @@ export const DEFAULT_MAX_ATTEMPTS = 3;
 /** The service's ceiling on the files of one dataset. */
 export const MAX_FILES = 1000;
 export const MAX_ATTEMPTS_LIMIT = 10;
+/** Encoders one train.json may list: each is a training, and a credit. */
+export const MAX_ENCODERS = 10;
 /** train.json is a few lines; anything this large is not one (and is not read). */
 export const MAX_TRAIN_JSON_BYTES = 1024 * 1024;
 
@@ -43,6 +49,8 @@ export const TRAIN_JSON_FIELDS = [
   'decisions',
   'maxAttempts',
   'resume',
+  'encoders',
+  'promote',
 ] as const;
 
 /**
@@ -65,9 +73,17 @@ const ALLOWED = {
   answer: 'a non-empty string (an answer of that question)',
   maxAttempts: `an integer from 1 to ${String(MAX_ATTEMPTS_LIMIT)}`,
   resume: 'true or false',
+  encoders: `"all" or a list of 1 to ${String(MAX_ENCODERS)} different encoder ids of the service`,
+  encoderId: 'a non-empty string (an encoder id of the service)',
+  promote: 'an object such as {"metric": "f1", "min_delta": 0}, with no other fields',
+  metric: 'a non-empty string (a metric the service reports, such as "f1")',
+  minDelta: 'a number, 0 or more (how much the new model must beat the current one by)',
 } as const;
 
 const fileName = z.string({ error: ALLOWED.fileName }).refine(isPlainFileName, { error: ALLOWED.fileName });
+
+const encoders = { error: ALLOWED.encoders };
+const encoderId = z.string({ error: ALLOWED.encoderId }).min(1, { error: ALLOWED.encoderId });
 
 const decisions = z.unknown().transform((value, ctx): Decisions => {
   if (value === 'service' || value === 'suggested') return value;
@@ -117,6 +133,19 @@ const TrainJsonSchema = z.object({
     .max(MAX_ATTEMPTS_LIMIT, { error: ALLOWED.maxAttempts })
     .optional(),
   resume: z.boolean({ error: ALLOWED.resume }).optional(),
+  encoders: z
+    .union([z.literal('all'), z.array(encoderId).min(1, encoders).max(MAX_ENCODERS, encoders)], encoders)
+    .refine((ids) => ids === 'all' || new Set(ids).size === ids.length, encoders)
+    .optional(),
+  promote: z
+    .strictObject(
+      {
+        metric: z.string({ error: ALLOWED.metric }).min(1, { error: ALLOWED.metric }),
+        min_delta: z.number({ error: ALLOWED.minDelta }).min(0, { error: ALLOWED.minDelta }).default(0),
+      },
+      { error: ALLOWED.promote },
+    )
+    .optional(),
 });
 
 /**
@@ -165,6 +194,11 @@ export function parseTrainJson(file: Uint8Array | string): TrainJson {
 /** Rules between fields: the labels file is not data, and train.json is neither. */
 function crossFieldProblems(config: TrainJson): string[] {
   const problems: string[] = [];
+  if (config.encoder !== undefined && config.encoders !== undefined) {
+    problems.push(
+      '"encoder" and "encoders" are both given: name one encoder in "encoder", or several in "encoders"',
+    );
+  }
   if (config.files?.includes('train.json') === true) {
     problems.push('"files" must not list "train.json": it configures the run and is not sent');
   }
@@ -189,7 +223,8 @@ function unknownFieldProblem(field: string): string {
 function issueProblems(issues: z.ZodError['issues'], root: Record<string, unknown>): string[] {
   const byPath = new Map<string, string>();
   for (const issue of issues) {
-    if (issue.code === 'unrecognized_keys') continue;
+    // Unknown fields of train.json itself are named by unknownFieldProblem.
+    if (issue.code === 'unrecognized_keys' && issue.path.length === 0) continue;
     const path = issue.path.filter((part): part is string | number => typeof part !== 'symbol');
     const label = pathLabel(path);
     if (byPath.has(label)) continue;

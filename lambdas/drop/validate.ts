@@ -94,6 +94,8 @@ export async function validateDrop(
     encoder: trainJson.encoder ?? null,
     decisions: trainJson.decisions ?? DEFAULT_DECISIONS,
     maxAttempts: trainJson.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+    ...(trainJson.encoders === undefined ? {} : { encoders: trainJson.encoders }),
+    ...(trainJson.promote === undefined ? {} : { promote: trainJson.promote }),
     ...(trainJson.resume === true ? { resumeFrom: resumeTarget(previous, run.drop, run.runId) } : {}),
   };
   checkStateSize(config, folder);

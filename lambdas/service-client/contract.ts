@@ -147,6 +147,16 @@ export function isKnownNextAction(value: string): value is NextAction {
   return Object.hasOwn(NEXT_ACTIONS, value);
 }
 
+/**
+ * A dataset's next_actions from which a training starts (B7): ready to train, or to train again
+ * after a failed training. Assumed: a dataset stays at start_training after one of its models is
+ * trained, so another training (a sweep's next encoder, a resumed run) starts from the same
+ * dataset with no second upload. B7 refuses a training only at neither value, and the interface's
+ * `usable` filter keeps the datasets "a new training can start from"; the simulated service
+ * does the same (test/service/models.test.ts).
+ */
+export const TRAINABLE_NEXT_ACTIONS: readonly NextAction[] = ['start_training', 'retry'];
+
 // ---------------------------------------------------------------------------------------------
 // Statuses (B2, B4-B7). The service shows no full list (section 2): these are the ones assumed,
 // and a record with any other fails the schema, naming the field, like an unknown next_action.

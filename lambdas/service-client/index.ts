@@ -26,6 +26,7 @@ export {
   isPastStructure,
   ASSUMED_FILES_RETENTION_MS,
   trainingDurationMs,
+  TRAINABLE_NEXT_ACTIONS,
 } from './contract.js';
 export type {
   Dataset,

@@ -22,15 +22,22 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { toRunError, messageOf, RunError, modelFilesGoneMessage } from '../run/errors/index.js';
 import { waitForFiles } from '../run/schedule/index.js';
 import { defineStep, type Step, type StepEnv, type StepRun } from '../run/invocation/index.js';
-import { copyWaitOf, type CopySlot, type CopyWaitSlot, type RunState } from '../run/state/index.js';
+import {
+  copyWaitOf,
+  type CopySlot,
+  type CopyWaitSlot,
+  type EncoderOutcome,
+  type RunState,
+} from '../run/state/index.js';
 import type { RunSummary } from '../run/status/index.js';
 import { modelFileKey, modelRecordKey } from '../storage/keys.js';
 import { deleteObject, objectSize, putJson } from '../storage/objects.js';
 import { uploadStream, type StreamUploadOptions } from '../storage/streams.js';
+import type { PreviousModel } from './lineage.js';
 
 const ONNX_CONTENT_TYPE = 'application/octet-stream';
 
-/** model.json: the service's record of the model, the run's summary and what it cost. */
+/** model.json: the service's record of the model, the run's summary and what it cost, its lineage. */
 export interface ModelDocument {
   readonly model: Model;
   readonly run: {
@@ -57,6 +64,11 @@ export interface ModelDocument {
    * is in status/<drop>.json only. Null when the step ran outside the handler wrapper.
    */
   readonly summary: RunSummary | null;
+  /** Written by the run's report (lineage.ts): the drop's model this one was compared with. */
+  readonly previous?: PreviousModel | null;
+  readonly promotion?: { readonly promoted: boolean; readonly reason: string };
+  /** In a sweep: every encoder's outcome. */
+  readonly encoders?: readonly EncoderOutcome[];
 }
 
 export type CopyModelOptions = Pick<StreamUploadOptions, 'partBytes' | 'queueSize'>;

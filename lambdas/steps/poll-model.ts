@@ -20,7 +20,7 @@ export const pollModelStep = defineStep('poll_model', async ({ model }, env) => 
   const client = await env.runtime.service();
   try {
     const record = await client.getModel(model.id);
-    return modelSlot(record, model.attempts, model, env.runtime.now());
+    return modelSlot(record, model, model, env.runtime.now());
   } catch (error) {
     const waiting = waitThroughFailure(model, error, env.runtime.now());
     if (waiting === undefined) throw error;

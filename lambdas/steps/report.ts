@@ -8,11 +8,15 @@
  *    in its Cause; a Task timeout is step_timeout; anything else is internal_error.
  * 2. $.stop (a Pass state on a next_action the run cannot go on from): failed with that code and
  *    a message built from the state.
- * 3. $.copy, a model copied (not a copy put off, CopyWaitSlot): succeeded.
+ * 3. $.copy, a model copied (not a copy put off, CopyWaitSlot): succeeded; in a sweep, failed with
+ *    training_failed when an encoder ran out of attempts (the others' models are kept).
  * 4. Otherwise internal_error: the run got here without a model and without an error.
  * A run a newer train.json of the drop took over (lambdas/run/lock/supersede.ts) is `superseded`
  * instead when it stopped for that (rule 1 with the code `superseded`), or when its training,
  * which held a credit, went on to the copy (rule 3): the message says which and what it cost.
+ *
+ * Before the status, a run that copied a model promotes its best one to the drop's current model
+ * when it wins, and writes each model's lineage (lineage.ts); status and event say what it decided.
  *
  * The final status goes to status/<drop>.json (or, for a superseded run, to its entry there) and
  * to status/.runs/<drop>/<run id>.json, the drop's runs history that `hopper runs` reads. A run
@@ -30,6 +34,7 @@ import {
   datasetExpiredMessage,
   modelFilesGoneMessage,
   retryAdvice,
+  sweepFailedMessage,
   trainingFailedMessage,
   unsupportedNextActionMessage,
 } from '../run/errors/index.js';
@@ -37,6 +42,7 @@ import { defineStep } from '../run/invocation/index.js';
 import { announceRunEnd } from '../run/events/index.js';
 import {
   copiedModel,
+  encoderOutcomes,
   type CaughtFailure,
   type ReportSlot,
   type RunFailure,
@@ -47,6 +53,7 @@ import { holdsCredit, paidModelOf, type NewerRun, releaseTraining } from '../run
 import type { StopCode } from '../run/state/index.js';
 import { runRecordKey } from '../storage/keys.js';
 import { putJson } from '../storage/objects.js';
+import { promoteRunModels } from './lineage.js';
 
 export const reportStep = defineStep(
   'report',
@@ -54,18 +61,27 @@ export const reportStep = defineStep(
     const report = reportOf(state, env.supersededBy ?? null);
     const now = env.runtime.now();
     const summary = env.summary?.(state);
+    const { s3 } = env.runtime;
+    const lineage = await promoteRunModels(s3, state, now);
+    const promotion = lineage?.promotion;
     const status = statusOf(
       state,
-      { hopperStep: 'report', state: report.outcome, error: report.error, summary },
+      {
+        hopperStep: 'report',
+        state: report.outcome,
+        error: report.error,
+        summary,
+        ...(promotion && { promotion }),
+      },
       now,
     );
-    const { s3 } = env.runtime;
     await writeStatus(s3, state.run.bucket, status);
     await putJson(s3, state.run.bucket, runRecordKey(state.run.drop, state.run.runId), status);
     // The drop's claim stays with a run that leaves a paid model, for the run that adopts it.
     await releaseTraining({ s3, run: state.run, now }, holdsCredit(state, report.error?.code));
     // After the status, so the event never announces an outcome the status file does not show.
-    await announceRunEnd(state, report, now, env, summary?.credits ?? 0);
+    const end = { report, finishedAt: now, credits: summary?.credits ?? 0, promotion: promotion ?? null };
+    await announceRunEnd(state, { ...end, records: lineage?.records ?? [] }, env);
     return report;
   },
   { writesStatus: false, decidesWhenSuperseded: true },
@@ -92,7 +108,10 @@ export function reportOf(state: RunState, supersededBy: NewerRun | null = null):
       },
     };
   }
-  if (copy !== undefined) return { outcome: 'succeeded', error: null };
+  if (copy !== undefined) {
+    const sweepFailed = sweepFailure(state);
+    return sweepFailed === undefined ? { outcome: 'succeeded', error: null } : failed(state, sweepFailed);
+  }
   return failed(state, {
     code: 'internal_error',
     message: `run ${state.run.runId} reached its report without a model and without an error: a bug in Hopper's state machine; drop train.json again and report the run id`,
@@ -150,15 +169,17 @@ function stopError(state: RunState, code: StopCode): RunFailure {
         }),
       };
     case 'training_failed':
-      return {
-        code,
-        message: trainingFailedMessage({
-          attempts: model?.attempts ?? 0,
-          maxAttempts: config?.maxAttempts,
-          modelId: model?.id,
-          error: model?.error,
-        }),
-      };
+      return (
+        sweepFailure(state) ?? {
+          code,
+          message: trainingFailedMessage({
+            attempts: model?.attempts ?? 0,
+            maxAttempts: config?.maxAttempts,
+            modelId: model?.id,
+            error: model?.error,
+          }),
+        }
+      );
     case 'model_files_gone':
       return {
         code,
@@ -189,6 +210,22 @@ function stopError(state: RunState, code: StopCode): RunFailure {
       };
     }
   }
+}
+
+/** training_failed of a sweep in which an encoder ran out of attempts; undefined when none did. */
+function sweepFailure(state: RunState): RunFailure | undefined {
+  const outcomes = encoderOutcomes(state) ?? [];
+  const failedOnes = outcomes.filter((outcome) => outcome.outcome === 'failed');
+  if (failedOnes.length === 0) return undefined;
+  const trained = outcomes.flatMap((outcome) => (outcome.outcome === 'copied' ? [outcome.encoder] : []));
+  const { drop } = state.run;
+  const message = sweepFailedMessage({
+    drop,
+    maxAttempts: state.config?.maxAttempts,
+    failed: failedOnes,
+    trained,
+  });
+  return { code: 'training_failed', message };
 }
 
 /** Where the run stood, for a failure that does not say: the latest record's next_action. */

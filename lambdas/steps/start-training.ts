@@ -11,6 +11,10 @@
  * the drop has taken over starts none (it stops, `superseded`; a training of its own it finds
  * under way is adopted, since that credit is spent), and a run starts one only while it holds
  * the drop's training claim (training-claim.ts), so one drop never has two trainings at once.
+ *
+ * A sweep (train.json `encoders`) trains its encoders one after another from the one dataset
+ * (lambdas/run/state/sweep.ts): each invocation trains the sweep's current encoder, and counts
+ * and adopts that encoder's models only, so a resumed sweep adopts what each encoder trained.
  */
 import {
   filesRetentionMs,
@@ -20,6 +24,7 @@ import {
   trainingDurationMs,
   UnknownEncoderError,
   type Dataset,
+  type Encoder,
   type Model,
   type NextAction,
   type TrainingServiceClient,
@@ -35,8 +40,17 @@ import {
 import { defineStep } from '../run/invocation/index.js';
 import { supersededError, claimTraining, recordTraining, type ClaimContext } from '../run/lock/index.js';
 import { expectedFinish } from '../run/schedule/index.js';
-import { modelSlot, type AccountHistory } from '../run/state/index.js';
-import type { RunConfig } from '../run/state/index.js';
+import {
+  attemptsLeft,
+  modelSlot,
+  sweepEncoder,
+  sweepOnwards,
+  trainingPlan,
+  type AccountHistory,
+  type RunConfig,
+  type RunState,
+  type SweepSlot,
+} from '../run/state/index.js';
 
 const UNDER_WAY_STATUSES: readonly string[] = ['queued', 'training', 'done'];
 /** A model at one of these has not failed: wait for it, download it, or report its files gone. */
@@ -48,7 +62,12 @@ export const startTrainingStep = defineStep(
     const { config, dataset: datasetSlot } = state;
     const client = await env.runtime.service();
     const dataset = await client.getDataset(datasetSlot.id);
-    const models = await modelsOf(client, dataset);
+    const sweep = config.encoders === undefined ? undefined : await sweepToTrain(state, client);
+    const encoder = sweepEncoder(sweep) ?? config.encoder;
+    const models = (await modelsOf(client, dataset)).filter(
+      (model) => sweep === undefined || model.encoder === encoder,
+    );
+    const plan = (attempts: number) => trainingPlan(attempts, config.maxAttempts, sweep);
     // The backoff of a new model starts afresh; the run's poll count carries on.
     const previous = state.model ?? datasetSlot;
     // Looked up once per run, at its first training; a retry's slot carries it on (modelSlot).
@@ -66,12 +85,12 @@ export const startTrainingStep = defineStep(
     if (newest !== undefined && isUnderWay(newest) && !filesGone) {
       // This run's own training (a lost answer, or a retried invocation): its credit is spent.
       await recordTraining(claim, dataset.id, newest.id);
-      return modelSlot(newest, models.length, previous, env.runtime.now(), history);
+      return modelSlot(newest, plan(models.length), previous, env.runtime.now(), history);
     }
     if (env.supersededBy !== undefined && env.supersededBy !== null) {
       throw supersededError(state, env.supersededBy, 'start_training');
     }
-    if (newest !== undefined && models.length >= config.maxAttempts) {
+    if (newest !== undefined && !attemptsLeft(models.length, config.maxAttempts)) {
       // The Choice counts attempts too; this guards the case it cannot see (a training started
       // by a lost call that failed before this retry), counting what the service holds.
       throw new RunError(
@@ -98,9 +117,9 @@ export const startTrainingStep = defineStep(
         `another run of drop "${state.run.drop}" (run ${held.holder.run_id ?? '?'}) holds the drop's training${held.holder.model_id === null ? '' : ` (model ${held.holder.model_id})`}, and a drop trains one model at a time; once it ends, upload train.json again`,
       );
     }
-    const record = await startTraining(client, dataset, config, models);
+    const record = await startTraining(client, dataset, encoder, models);
     await recordTraining(claim, dataset.id, record.id);
-    return modelSlot(record, models.length + 1, previous, env.runtime.now(), history);
+    return modelSlot(record, plan(models.length + 1), previous, env.runtime.now(), history);
   },
   { decidesWhenSuperseded: true },
 );
@@ -141,15 +160,37 @@ async function modelsOf(client: TrainingServiceClient, dataset: Dataset): Promis
   return models;
 }
 
+/** The sweep a run trains: the model slot's, or at its first training the encoders resolved. */
+async function sweepToTrain(
+  state: RunState & { readonly config: RunConfig },
+  client: TrainingServiceClient,
+): Promise<SweepSlot> {
+  const onwards = sweepOnwards(state);
+  if (onwards !== undefined) return onwards;
+  const wanted = state.config.encoders ?? 'all';
+  const offered = await client.listEncoders();
+  const unknown = wanted === 'all' ? [] : wanted.filter((id) => !offered.some((option) => option.id === id));
+  if (unknown.length > 0) {
+    throw new RunError(
+      'unknown_encoder',
+      unknownEncoderMessage({ encoder: unknown.join('", "'), offered: offeredList(offered) }),
+    );
+  }
+  return { encoders: wanted === 'all' ? offered.map((option) => option.id) : wanted, outcomes: [] };
+}
+
+function offeredList(encoders: readonly Encoder[]): string {
+  return encoders.map((option) => `"${option.id}"${option.default ? ' (default)' : ''}`).join(', ');
+}
+
 async function startTraining(
   client: TrainingServiceClient,
   dataset: Dataset,
-  config: RunConfig,
+  encoder: string | null,
   modelsBefore: readonly Model[],
 ): Promise<Model> {
-  const encoder = config.encoder ?? (await client.defaultEncoder()).id;
   try {
-    return await client.startTraining(dataset.id, encoder);
+    return await client.startTraining(dataset.id, encoder ?? (await client.defaultEncoder()).id);
   } catch (error) {
     if (error instanceof ServiceError && mayHaveActed(error)) {
       // The answer was lost or garbled after the request left: the training may have started
@@ -160,13 +201,9 @@ async function startTraining(
     if (error instanceof NoCreditsError) {
       throw new RunError('no_credits', noCreditsMessage(dataset.id), { cause: error });
     }
-    if (error instanceof UnknownEncoderError && config.encoder !== null) {
-      const offered = (await client.listEncoders())
-        .map((option) => `"${option.id}"${option.default ? ' (default)' : ''}`)
-        .join(', ');
-      throw new RunError('unknown_encoder', unknownEncoderMessage({ encoder: config.encoder, offered }), {
-        cause: error,
-      });
+    if (error instanceof UnknownEncoderError && encoder !== null) {
+      const offered = offeredList(await client.listEncoders());
+      throw new RunError('unknown_encoder', unknownEncoderMessage({ encoder, offered }), { cause: error });
     }
     throw error;
   }

@@ -3,7 +3,8 @@
  *   inbox/<drop>/...                           what the user drops; train.json last
  *   status/<drop>.json                         live state of the drop's latest run
  *   models/<drop>/<model id>/model.onnx        the trained model
- *   models/<drop>/<model id>/model.json        its record, the run's summary and cost
+ *   models/<drop>/<model id>/model.json        its record, the run's summary and cost, its lineage
+ *   models/<drop>/current.json                 the drop's current (promoted) model
  *   status/.events/<run id>/<kind>             marks a run event put (lambdas/run/events/event-bus.ts)
  *   status/.training/<drop>.json               which run of the drop may hold a credit (training-claim.ts)
  *   status/.runs/<drop>/<run id>.json          each run's final status: the drop's runs history
@@ -61,6 +62,11 @@ export function modelFileKey(drop: string, modelId: string): string {
 
 export function modelRecordKey(drop: string, modelId: string): string {
   return `${modelPrefix(drop, modelId)}model.json`;
+}
+
+/** The drop's current (promoted) model (lambdas/steps/lineage.ts). */
+export function currentModelKey(drop: string): string {
+  return `${MODELS_PREFIX}${drop}/current.json`;
 }
 
 /**

@@ -3,7 +3,13 @@
  * one PUT or updated with conditional writes, a delete. Streams (a pinned read, a multipart
  * write) live in streams.ts.
  */
-import { DeleteObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
 
 /** An object's size in bytes, or null when there is no such object. */
 export async function objectSize(s3: S3Client, bucket: string, key: string): Promise<number | null> {
@@ -26,6 +32,31 @@ export async function putJson(s3: S3Client, bucket: string, key: string, value: 
       ContentType: 'application/json',
     }),
   );
+}
+
+/**
+ * A small JSON object as read, with its ETag, or null when there is no such object; a body that
+ * is not JSON reads as undefined (a caller treats it as no document of its kind).
+ */
+export async function readJson(
+  s3: S3Client,
+  bucket: string,
+  key: string,
+): Promise<{ readonly value: unknown; readonly etag: string } | null> {
+  try {
+    const answer = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    const text = (await answer.Body?.transformToString()) ?? '';
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      value = undefined;
+    }
+    return { value, etag: answer.ETag ?? '' };
+  } catch (error) {
+    if (isNotFound(error)) return null;
+    throw error;
+  }
 }
 
 /** A JSON document as read, with the ETag a conditional write over it names. */

@@ -1,12 +1,18 @@
 /**
  * `hopper models`: the training service's models, newest first, read page by page with the
  * service's cursor (the client's CursorList) and only as far as the listing needs: --limit
- * records, or every page with --all.
+ * records, or every page with --all. With --drop: the drop's models in the bucket instead
+ * (models/<drop>/<model id>/model.json), oldest to newest, with their metrics, the change from
+ * the previous model, and which is current (models/<drop>/current.json; lambdas/steps/lineage.ts).
  */
 import { MODEL_STATUSES } from '../../lambdas/service-client/contract.js';
 import { NotFoundError, TrainingServiceClient, type Model } from '../../lambdas/service-client/index.js';
+import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
+import { currentModelKey, MODELS_PREFIX } from '../../lambdas/storage/keys.js';
+import { readJson } from '../../lambdas/storage/objects.js';
 import { CliUsageError, CommandError, EXIT, json, limitFlag, table, type CommandSpec } from './command.js';
-import { targetCommand, TARGET_FLAGS } from './target.js';
+import { targetCommand, TARGET_FLAGS, type Target } from './target.js';
 
 export const DEFAULT_MODELS = 25;
 export const MAX_MODELS = 1000;
@@ -27,9 +33,18 @@ export const MODELS_SPEC: CommandSpec = {
       help: `models with this status only (${MODEL_STATUSES.join(', ')})`,
     },
     dataset: { value: 'ID', help: 'models of this dataset only' },
+    drop: {
+      value: 'DROP',
+      help: "the drop's models in the bucket instead, oldest to newest: metrics, change from the previous model, the current one",
+    },
     ...TARGET_FLAGS,
   },
-  positionals: { min: 0, max: 0, what: 'arguments', hint: 'filter with --status and --dataset' },
+  positionals: {
+    min: 0,
+    max: 0,
+    what: 'arguments',
+    hint: 'filter with --status and --dataset, or give --drop',
+  },
   exits: { 0: true, 1: true, 2: true },
 };
 
@@ -40,6 +55,16 @@ export const runModelsCommand = targetCommand(MODELS_SPEC, async (args, target, 
   const limit = all ? Infinity : (given ?? DEFAULT_MODELS);
   const status = args.text('status');
   const dataset = args.text('dataset');
+  const drop = args.text('drop');
+  if (drop !== undefined) {
+    if (status !== undefined || dataset !== undefined)
+      throw new CliUsageError('give --drop without --status and --dataset');
+    const models = (await dropModels(target, drop)).slice(-limit);
+    if (models.length === 0)
+      throw new CommandError('not_found', `${target.label} has no model of "${drop}" in its bucket`);
+    out.stdout.write(args.on('json') ? json(models) : dropModelsTable(models));
+    return EXIT.succeeded;
+  }
 
   const { url, apiKey } = await target.service();
   // A command a person waits for: fewer retries than a pipeline step.
@@ -102,6 +127,77 @@ export function modelsTable(models: readonly Model[]): string {
       model.next_action,
       model.dataset_id,
       model.created_at,
+    ]),
+  );
+}
+
+/** A model of a drop as `hopper models --drop` lists it. */
+export interface DropModel {
+  readonly model_id: string;
+  readonly encoder: string;
+  readonly created_at: string;
+  readonly run_id: string;
+  readonly metrics: Readonly<Record<string, unknown>>;
+  /** The drop's current model (models/<drop>/current.json). */
+  readonly current: boolean;
+  readonly previous_model_id: string | null;
+  readonly differences: Readonly<Record<string, number>> | null;
+  readonly promoted: boolean | null;
+}
+
+/** The drop's models in the bucket, oldest to newest (by the service's created_at). */
+async function dropModels(target: Target, drop: string): Promise<DropModel[]> {
+  const current = (await readJson(target.s3, target.bucket, currentModelKey(drop)))?.value as
+    { model_id?: unknown } | undefined;
+  const models: DropModel[] = [];
+  let token: string | undefined;
+  do {
+    const page = await target.s3.send(
+      new ListObjectsV2Command({
+        Bucket: target.bucket,
+        Prefix: `${MODELS_PREFIX}${drop}/`,
+        ContinuationToken: token,
+      }),
+    );
+    for (const { Key: key = '' } of page.Contents ?? []) {
+      if (!key.endsWith('/model.json')) continue;
+      const record = (await readJson(target.s3, target.bucket, key))?.value as ModelDocument | undefined;
+      if (typeof record?.model?.id !== 'string') continue;
+      models.push({
+        model_id: record.model.id,
+        encoder: record.model.encoder,
+        created_at: record.model.created_at,
+        run_id: record.run.run_id,
+        metrics: record.model.metrics ?? {},
+        current: current?.model_id === record.model.id,
+        previous_model_id: record.previous?.model_id ?? null,
+        differences: record.previous?.differences ?? null,
+        promoted: record.promotion?.promoted ?? null,
+      });
+    }
+    token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
+  } while (token !== undefined);
+  return models.sort((a, b) => a.created_at.localeCompare(b.created_at));
+}
+
+function dropModelsTable(models: readonly DropModel[]): string {
+  const listed = (values: Readonly<Record<string, unknown>> | null, sign = false): string =>
+    Object.entries(values ?? {})
+      .map(
+        ([name, value]) =>
+          `${name} ${sign && typeof value === 'number' && value >= 0 ? '+' : ''}${String(value)}`,
+      )
+      .join(', ');
+  return table(
+    ['MODEL', 'ENCODER', 'CREATED', 'METRICS', 'CHANGE', 'VS', 'CURRENT'],
+    models.map((model) => [
+      model.model_id,
+      model.encoder,
+      model.created_at,
+      listed(model.metrics),
+      listed(model.differences, true),
+      model.previous_model_id ?? '',
+      model.current ? 'yes' : '',
     ]),
   );
 }

@@ -26,7 +26,10 @@ import {
   type Parsed,
 } from './command.js';
 
-type Knob = Exclude<keyof SimulatedServiceOptions, 'faults' | 'renameNextActions' | 'unreadable'>;
+type Knob = Exclude<
+  keyof SimulatedServiceOptions,
+  'faults' | 'renameNextActions' | 'unreadable' | 'trainingMetrics'
+>;
 
 const COUNT = [0, Number.MAX_SAFE_INTEGER] as const;
 const PORT = [0, 65535] as const;

@@ -169,14 +169,14 @@ describe('train.json', () => {
 
   it('refuses unknown fields and suggests the closest known one', () => {
     expect(problemsOf({ maxAttempt: 3 })).toBe(
-      'train.json: unknown field "maxAttempt" (did you mean "maxAttempts"?); the fields are name, files, labels, encoder, decisions, maxAttempts, resume',
+      'train.json: unknown field "maxAttempt" (did you mean "maxAttempts"?); the fields are name, files, labels, encoder, decisions, maxAttempts, resume, encoders, promote',
     );
     expect(problemsOf({ max_attempts: 3 })).toContain('(did you mean "maxAttempts"?)');
     expect(problemsOf({ Name: 'x' })).toContain('unknown field "Name" (did you mean "name"?)');
     expect(problemsOf({ file: ['a.csv'] })).toContain('(did you mean "files"?)');
     expect(problemsOf({ encoder_id: 'x' })).toContain('(did you mean "encoder"?)');
     expect(problemsOf({ colour: 'blue' })).toBe(
-      'train.json: unknown field "colour"; the fields are name, files, labels, encoder, decisions, maxAttempts, resume',
+      'train.json: unknown field "colour"; the fields are name, files, labels, encoder, decisions, maxAttempts, resume, encoders, promote',
     );
   });
 

@@ -118,14 +118,17 @@ export function statesEntered(events: readonly ExecutionEvent[]): string[] {
   return events.flatMap((event) => (event.type === 'StateEntered' ? [event.state.name] : []));
 }
 
-/** Every object under models/<drop>/, by key relative to it (`<model id>/model.onnx`). */
+/**
+ * Every object of the drop's models, models/<drop>/<model id>/..., by key relative to
+ * models/<drop>/ (`<model id>/model.onnx`); not the drop's current.json beside them.
+ */
 export async function modelObjects(local: LocalMode, drop: string): Promise<Map<string, Buffer>> {
   const prefix = `${MODELS_PREFIX}${drop}/`;
   const { client, bucket } = local.s3;
   const listed = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix }));
   const objects = new Map<string, Buffer>();
   for (const { Key: key } of listed.Contents ?? []) {
-    if (key === undefined) continue;
+    if (key === undefined || !key.slice(prefix.length).includes('/')) continue;
     const object = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
     objects.set(key.slice(prefix.length), Buffer.from((await object.Body?.transformToByteArray()) ?? []));
   }

@@ -182,8 +182,9 @@ describe('hopper local', { timeout: SUBPROCESS_TEST_MS }, () => {
         new ListObjectsV2Command({ Bucket: bucket, Prefix: `${MODELS_PREFIX}cli-drop/` }),
       );
       const keys = (listed.Contents ?? []).map((object) => object.Key ?? '');
-      expect(keys).toHaveLength(2);
+      expect(keys).toHaveLength(3);
       expect(keys.filter((key) => /\/model\.(onnx|json)$/.test(key))).toHaveLength(2);
+      expect(keys).toContain(`${MODELS_PREFIX}cli-drop/current.json`);
 
       // The commands, spawned with only the printed settings, see the run (three more processes
       // to start: hence the longer timeout of these tests).

@@ -15,7 +15,13 @@ import {
 } from '../../local/emulator/definition.js';
 import { RunError, retryable } from '../../lambdas/run/errors/index.js';
 import { executeLocally, type LocalExecution } from '../helpers/local-execution.js';
-import type { DatasetSlot, ModelSlot, RunConfig, RunInput } from '../../lambdas/run/state/index.js';
+import {
+  attemptsLeft,
+  type DatasetSlot,
+  type ModelSlot,
+  type RunConfig,
+  type RunInput,
+} from '../../lambdas/run/state/index.js';
 import type { NextAction } from '../../lambdas/service-client/index.js';
 
 const { definition, handlers } = synthesizeLocalDefinition();
@@ -210,6 +216,7 @@ function model(nextAction: string, attempts = 1): ModelSlot {
     version: attempts,
     encoder: 'enc',
     attempts,
+    retryLeft: attemptsLeft(attempts, CONFIG.maxAttempts),
     filesExpireAt: null,
     filesRetentionSeconds: null,
     expectedFinish: null,

@@ -9,6 +9,7 @@ import { createRuntime, type Runtime, trainingService } from '../../lambdas/run/
 import {
   datasetSlot,
   modelSlot,
+  trainingPlan,
   copiedModel,
   copyWaitOf,
   type CopySlot,
@@ -68,7 +69,7 @@ async function trained(modelBytes = MiB, runtime?: (service: SimulatedService) =
       maxAttempts: 3,
     },
     dataset: { ...datasetSlot(await client.getDataset(dataset.id), undefined, rt.now()), labelled: 4 },
-    model: modelSlot(model, 2, undefined, rt.now()),
+    model: modelSlot(model, trainingPlan(2, 3), undefined, rt.now()),
   };
   return { service, runtime: rt, model, state };
 }

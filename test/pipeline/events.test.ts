@@ -66,6 +66,7 @@ function model(overrides: Partial<ModelSlot> = {}): ModelSlot {
     version: 1,
     encoder: 'enc-small',
     attempts: 2,
+    retryLeft: true,
     filesExpireAt: null,
     filesRetentionSeconds: null,
     expectedFinish: null,
@@ -324,7 +325,7 @@ describe('the report and validate_drop steps put the run events', () => {
       new PutObjectCommand({
         Bucket: bucket,
         Key: copy.recordKey,
-        Body: JSON.stringify({ model: { id: 'model-1', metrics: { accuracy: 0.9 } } }),
+        Body: JSON.stringify({ model: { id: 'model-1', metrics: { accuracy: 0.9 } }, run: { run_id: 'r' } }),
       }),
     );
     const bus = new LocalEventBus();
@@ -396,6 +397,7 @@ describe('docs/operations.md', () => {
     const built = runEndedEvent(state, {
       report: { outcome: 'succeeded', error: null },
       metrics: detail.metrics,
+      promotion: detail.promotion,
       finishedAt: Date.parse(detail.finished_at ?? ''),
       credits: detail.credits,
     });

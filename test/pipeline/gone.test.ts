@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { goneRecordError } from '../../lambdas/run/errors/index.js';
-import { datasetSlot, modelSlot } from '../../lambdas/run/state/index.js';
+import { datasetSlot, modelSlot, trainingPlan } from '../../lambdas/run/state/index.js';
 import { NotFoundError, ServerError } from '../../lambdas/service-client/index.js';
 import { HOUR, rejectionOf, trainableDataset, uploadedDataset } from '../client/helpers.js';
 import { usePipelineFixtures } from '../helpers/pipeline.js';
@@ -59,7 +59,7 @@ describe('goneRecordError', () => {
     const dataset = await trainableDataset(client);
     const model = await client.startTraining(dataset.id, (await client.defaultEncoder()).id);
     const state = stateOf(fixtures.s3().bucket, {
-      model: modelSlot(model, 1, undefined, service.clock.now()),
+      model: modelSlot(model, trainingPlan(1, 3), undefined, service.clock.now()),
     });
     service.deleteRecord('model', model.id);
     const error = await rejectionOf(client.getModel(model.id));

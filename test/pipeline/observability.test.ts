@@ -188,6 +188,7 @@ describe('metrics (EMF lines on stdout, namespace Hopper)', () => {
         version: 1,
         encoder: 'enc',
         attempts: 1,
+        retryLeft: true,
         filesExpireAt: null,
         filesRetentionSeconds: null,
         expectedFinish: null,

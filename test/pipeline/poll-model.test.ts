@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { toRunError } from '../../lambdas/run/errors/index.js';
 import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/schedule/index.js';
-import { datasetSlot, modelSlot } from '../../lambdas/run/state/index.js';
+import { datasetSlot, modelSlot, trainingPlan } from '../../lambdas/run/state/index.js';
 import type { ModelSlot } from '../../lambdas/run/state/index.js';
 import { pollModelStep } from '../../lambdas/steps/poll-model.js';
 import { startTrainingStep } from '../../lambdas/steps/start-training.js';
@@ -20,7 +20,7 @@ async function startedModel(options: Partial<SimulatedServiceOptions> = {}, atte
   const dataset = await trainableDataset(client);
   const model = await client.startTraining(dataset.id, 'enc-small');
   const now = service.clock.now();
-  const slot = modelSlot(model, attempts, datasetSlot(dataset, undefined, now), now);
+  const slot = modelSlot(model, trainingPlan(attempts, 3), datasetSlot(dataset, undefined, now), now);
   const state = stateOf(fixtures.s3().bucket, {
     config: configOf(),
     dataset: datasetSlot(dataset, undefined, now),

@@ -27,6 +27,7 @@ const MODEL: ModelSlot = {
   version: 3,
   encoder: 'enc-small',
   attempts: 3,
+  retryLeft: false,
   filesExpireAt: null,
   filesRetentionSeconds: null,
   expectedFinish: null,

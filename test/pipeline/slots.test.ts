@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/schedule/index.js';
-import { datasetSlot, modelSlot } from '../../lambdas/run/state/index.js';
+import { datasetSlot, modelSlot, trainingPlan } from '../../lambdas/run/state/index.js';
 import type { DatasetSlot, ModelSlot } from '../../lambdas/run/state/index.js';
 import type { Dataset, Model } from '../../lambdas/service-client/index.js';
 
@@ -181,7 +181,7 @@ describe('modelSlot', () => {
   );
 
   it('a new model starts its backoff afresh and carries the run-wide poll count of the dataset', () => {
-    const slot = modelSlot(modelRecord(), 1, waitingDataset, NOW);
+    const slot = modelSlot(modelRecord(), trainingPlan(1, 3), waitingDataset, NOW);
     expect(slot).toEqual({
       id: 'm1',
       step: 4,
@@ -190,6 +190,7 @@ describe('modelSlot', () => {
       version: 1,
       encoder: 'enc-small',
       attempts: 1,
+      retryLeft: true,
       filesExpireAt: null,
       filesRetentionSeconds: null,
       expectedFinish: null,
@@ -204,11 +205,11 @@ describe('modelSlot', () => {
   });
 
   it('the same model backs off on; a retry (another model) starts afresh, counting on', () => {
-    let slot: ModelSlot = modelSlot(modelRecord(), 1, undefined, NOW);
-    slot = modelSlot(modelRecord(), 1, slot, NOW);
-    slot = modelSlot(modelRecord(), 1, slot, NOW);
+    let slot: ModelSlot = modelSlot(modelRecord(), trainingPlan(1, 3), undefined, NOW);
+    slot = modelSlot(modelRecord(), trainingPlan(1, 3), slot, NOW);
+    slot = modelSlot(modelRecord(), trainingPlan(1, 3), slot, NOW);
     expect(slot).toMatchObject({ waitSeconds: 18, polls: 2, totalPolls: 3 });
-    const retry = modelSlot(modelRecord({ id: 'm2', version: 2 }), 2, slot, NOW);
+    const retry = modelSlot(modelRecord({ id: 'm2', version: 2 }), trainingPlan(2, 3), slot, NOW);
     expect(retry).toMatchObject({ id: 'm2', attempts: 2, waitSeconds: 2, polls: 0, totalPolls: 4 });
   });
 
@@ -221,7 +222,7 @@ describe('modelSlot', () => {
         onnx_bytes: 1024,
         files_expire_at: inSeconds(3600),
       }),
-      2,
+      trainingPlan(2, 3),
       undefined,
       NOW,
     );
@@ -235,15 +236,24 @@ describe('modelSlot', () => {
   });
 
   it('never sleeps past files_expire_at while waiting: inside the margin, half of what is left', () => {
-    const backedOff = { ...modelSlot(modelRecord(), 1, undefined, NOW), waitSeconds: 120, polls: 20 };
-    const slot = modelSlot(modelRecord({ files_expire_at: inSeconds(30.5) }), 1, backedOff, NOW);
+    const backedOff = {
+      ...modelSlot(modelRecord(), trainingPlan(1, 3), undefined, NOW),
+      waitSeconds: 120,
+      polls: 20,
+    };
+    const slot = modelSlot(
+      modelRecord({ files_expire_at: inSeconds(30.5) }),
+      trainingPlan(1, 3),
+      backedOff,
+      NOW,
+    );
     expect(slot.waitSeconds).toBe(15);
   });
 
   it("carries a failed model's error", () => {
     const slot = modelSlot(
       modelRecord({ status: 'failed', next_action: 'retry', error: 'out of memory' }),
-      1,
+      trainingPlan(1, 3),
       undefined,
       NOW,
     );

@@ -36,6 +36,7 @@ describe('start_training', () => {
       version: 1,
       encoder: 'enc-small',
       attempts: 1,
+      retryLeft: true,
       filesExpireAt: null,
       // No model of the account is done yet: nothing caps the poll interval or tells its length.
       filesRetentionSeconds: null,

@@ -43,6 +43,7 @@ function stateWithModel(model: Partial<ModelSlot>): RunState {
       version: 1,
       encoder: 'enc',
       attempts: 1,
+      retryLeft: true,
       filesExpireAt: null,
       filesRetentionSeconds: null,
       expectedFinish: null,

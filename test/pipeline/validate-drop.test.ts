@@ -173,7 +173,7 @@ describe('validate_drop', () => {
     expect((failure as RunError).name).toBe('Hopper.Failed');
     expect((failure as RunError).message).toBe(
       'invalid_train_json: train.json: unknown field "nmae" (did you mean "name"?); the fields are name, files, ' +
-        'labels, encoder, decisions, maxAttempts, resume; "maxAttempts" must be an integer from 1 to 10 (got "3")',
+        'labels, encoder, decisions, maxAttempts, resume, encoders, promote; "maxAttempts" must be an integer from 1 to 10 (got "3")',
     );
   });
 

@@ -93,6 +93,32 @@ export function trainingFailedMessage(failure: {
   return `training failed on ${String(failure.attempts)} of ${String(failure.maxAttempts ?? '?')} attempts (maxAttempts); the last attempt${model} failed with: ${failure.error ?? 'no reason given'}. Failed attempts cost no credit: check the data or raise "maxAttempts" in train.json, then upload it again`;
 }
 
+/** training_failed of a sweep: the encoders that failed, those trained, and how to go on. */
+export function sweepFailedMessage(sweep: {
+  readonly drop: string;
+  readonly maxAttempts: number | undefined;
+  readonly failed: readonly {
+    encoder: string;
+    attempts: number;
+    model_id: string | null;
+    error: string | null;
+  }[];
+  readonly trained: readonly string[];
+}): string {
+  const failures = sweep.failed
+    .map(
+      (one) =>
+        `"${one.encoder}" (${String(one.attempts)} attempts; model ${one.model_id ?? '?'}: ${one.error ?? 'no reason given'})`,
+    )
+    .join(', ');
+  const kept =
+    sweep.trained.length === 0
+      ? 'no encoder of the sweep trained a model'
+      : `the models of ${sweep.trained.map((encoder) => `"${encoder}"`).join(', ')} were copied and kept`;
+  const max = String(sweep.maxAttempts ?? '?');
+  return `training failed on every attempt (maxAttempts ${max}) for encoder ${failures}; ${kept}. Failed attempts cost no credit: hopper retry ${sweep.drop} --max-attempts N (above ${max}) trains the failed encoders again and adopts the trained models without a second credit`;
+}
+
 /**
  * What `hopper retry <drop>` does for a run that ended: the one piece of advice for a failed or
  * interrupted run, in its status, the restart line of local mode, the console and docs/errors.md.

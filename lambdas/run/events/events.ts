@@ -7,7 +7,7 @@
  */
 import { statusKey } from '../../storage/keys.js';
 import { copiedModel, type ReportSlot, type RunState } from '../state/index.js';
-import { modelLocation } from '../status/index.js';
+import { modelLocation, type Promotion } from '../status/index.js';
 import type { RunPhase } from '../state/index.js';
 
 /** The `source` of Hopper's events unless the stack is told otherwise (`-c eventSource=...`). */
@@ -47,6 +47,11 @@ export interface RunEventDetail {
   readonly model: { readonly onnx: string; readonly record: string; readonly bytes: number } | null;
   /** The service's metrics of the model (succeeded runs), as in model.json. */
   readonly metrics: Readonly<Record<string, unknown>> | null;
+  /**
+   * For a run that copied a model: whether its (best) model became the drop's current model and
+   * why, the previous model's id and the difference of each metric (status file's `promotion`).
+   */
+  readonly promotion: Promotion | null;
   /** Trainings started for the run's dataset, failed ones included. */
   readonly attempts: number;
   /** Credits the run spent or holds: a training that did not fail (a failed one's comes back). */
@@ -65,10 +70,11 @@ export interface RunEvent {
   readonly detail: RunEventDetail;
 }
 
-/** What only the report knows: the outcome and, for a copied model, its metrics. */
+/** What only the report knows: the outcome and, for a copied model, its metrics and promotion. */
 export interface RunEnd {
   readonly report: ReportSlot;
   readonly metrics: Readonly<Record<string, unknown>> | null;
+  readonly promotion?: Promotion | null;
   readonly finishedAt: number;
   /** The run's credits as its usage summary counts them (usage.ts: every training that did not fail). */
   readonly credits: number;
@@ -93,6 +99,7 @@ export function runEndedEvent(state: RunState, end: RunEnd): RunEvent {
     ...base,
     state: kind,
     metrics: copiedModel(state.copy) === undefined ? null : end.metrics,
+    promotion: end.promotion ?? null,
     credits: end.credits,
     finished_at: new Date(end.finishedAt).toISOString(),
     duration_seconds: durationSeconds,
@@ -116,6 +123,7 @@ function baseDetail(state: RunState, kind: RunEventKind): Omit<RunEventDetail, '
     model_id: modelId,
     model: modelLocation(run, copy),
     metrics: null,
+    promotion: null,
     attempts: model?.attempts ?? 0,
     credits: 0,
     started_at: run.startedAt,
@@ -138,7 +146,7 @@ function endSummary(detail: Omit<RunEventDetail, 'summary'>): string {
       detail.metrics === null || Object.keys(detail.metrics).length === 0
         ? 'the service gave no metrics'
         : `metrics: ${formatMetrics(detail.metrics)}`;
-    return `${run} succeeded ${took}: ${where}; model ${detail.model_id ?? '(unknown)'}, dataset ${detail.dataset_id ?? '(unknown)'}; ${metrics}; ${spent}.`;
+    return `${run} succeeded ${took}: ${where}; model ${detail.model_id ?? '(unknown)'}, dataset ${detail.dataset_id ?? '(unknown)'}; ${metrics}; ${promotionSummary(detail.promotion)}${spent}.`;
   }
   if (detail.state === 'superseded') {
     const what = detail.error?.message.replace(/[.\s]+$/, '') ?? 'a newer train.json of the drop took over';
@@ -149,6 +157,11 @@ function endSummary(detail: Omit<RunEventDetail, 'summary'>): string {
   // docs/errors.md says more, so the advice is written once.
   const message = error.message.replace(/[.\s]+$/, '');
   return `${run} failed ${took} with ${error.code}: ${message}. What to do: as the message says; the "${error.code}" row of ${ERRORS_DOC} explains the code. Status: s3://${detail.bucket}/${statusKey(detail.drop)}; ${spent}.`;
+}
+
+function promotionSummary(promotion: Promotion | null): string {
+  if (promotion === null) return '';
+  return `${promotion.promoted ? 'promoted to' : 'not promoted to'} the drop's current model (${promotion.reason}); `;
 }
 
 function formatMetrics(metrics: Readonly<Record<string, unknown>>): string {

@@ -3,13 +3,16 @@
  * (Succeeded or Failed), and makes sure Started went out first, so a run whose validate_drop
  * never got as far as the bus (a crash, a timeout, the bus down) still has both.
  */
-import { GetObjectCommand } from '@aws-sdk/client-s3';
-import { isNotFound } from '../../storage/objects.js';
 import { publishOnce, type PublishContext, type PublishResult } from './event-bus.js';
 import { messageOf } from '../errors/index.js';
-import { runEndedEvent, runStartedEvent } from './events.js';
+import { runEndedEvent, runStartedEvent, type RunEnd } from './events.js';
 import type { StepEnv } from '../invocation/index.js';
-import { copiedModel, type ReportSlot, type RunState } from '../state/index.js';
+import type { RunState } from '../state/index.js';
+
+/** What the end event reads of the run's model.json files: the service's record of each model. */
+interface ModelRecord {
+  readonly model: { readonly id: string; readonly metrics: Readonly<Record<string, unknown>> | null };
+}
 
 function publishContext(state: RunState, env: StepEnv): PublishContext {
   const { runtime } = env;
@@ -44,33 +47,11 @@ export async function announceRun(state: RunState, env: StepEnv): Promise<void> 
  */
 export async function announceRunEnd(
   state: RunState,
-  report: ReportSlot,
-  finishedAt: number,
+  end: Omit<RunEnd, 'metrics'> & { readonly records: readonly ModelRecord[] },
   env: StepEnv,
-  credits: number,
 ): Promise<PublishResult> {
   const context = publishContext(state, env);
   await publishOnce(context, 'started', runStartedEvent(state));
-  const metrics = copiedModel(state.copy) === undefined ? null : await modelMetrics(state, env);
-  const event = runEndedEvent(state, { report, metrics, finishedAt, credits });
-  return publishOnce(context, report.outcome, event);
-}
-
-/** The service's metrics from the run's model.json (copy_model wrote it), or null without one. */
-async function modelMetrics(state: RunState, env: StepEnv): Promise<Record<string, unknown> | null> {
-  const copy = copiedModel(state.copy);
-  if (copy === undefined) return null;
-  try {
-    const answer = await env.runtime.s3.send(
-      new GetObjectCommand({ Bucket: state.run.bucket, Key: copy.recordKey }),
-    );
-    const record: unknown = JSON.parse((await answer.Body?.transformToString()) ?? '');
-    const metrics = (record as { model?: { metrics?: unknown } } | null)?.model?.metrics;
-    return typeof metrics === 'object' && metrics !== null && !Array.isArray(metrics)
-      ? (metrics as Record<string, unknown>)
-      : null;
-  } catch (error) {
-    if (isNotFound(error) || error instanceof SyntaxError) return null;
-    throw error;
-  }
+  const metrics = end.records.find((record) => record.model.id === state.model?.id)?.model.metrics ?? null;
+  return publishOnce(context, end.report.outcome, runEndedEvent(state, { ...end, metrics }));
 }

@@ -7,14 +7,15 @@
  * StartTraining adopts a model of the dataset already queued, training or done, so a resumed run
  * never pays twice for a training.
  */
-import type { Dataset, TrainingServiceClient } from '../../service-client/index.js';
+import {
+  TRAINABLE_NEXT_ACTIONS,
+  type Dataset,
+  type TrainingServiceClient,
+} from '../../service-client/index.js';
 import { NotFoundError } from '../../service-client/errors.js';
 import { RunError } from '../errors/index.js';
 import type { ResumeFrom, RunPhase } from '../state/index.js';
 import type { RunStatus } from '../status/index.js';
-
-/** The dataset next_actions a run can resume from: ready to train, or to train again. */
-export const RESUMABLE_NEXT_ACTIONS: readonly string[] = ['start_training', 'retry'];
 
 const START_OVER = 'upload train.json (without "resume") to start over';
 
@@ -123,7 +124,7 @@ export async function resumableDataset(
       `dataset ${dataset.id} of run ${from.runId} expired at the training service at ${dataset.expires_at}: ${START_OVER}`,
     );
   }
-  if (!RESUMABLE_NEXT_ACTIONS.includes(dataset.next_action)) {
+  if (!TRAINABLE_NEXT_ACTIONS.includes(dataset.next_action)) {
     throw notResumable(
       `dataset ${dataset.id} of run ${from.runId} is at step ${String(dataset.step)} with next_action ${dataset.next_action}; only a dataset ready to train (start_training or retry) can be resumed: ${START_OVER}`,
     );

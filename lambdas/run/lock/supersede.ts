@@ -11,7 +11,7 @@
  */
 import { RunError, type RunErrorCode } from '../errors/index.js';
 import { nextPoll } from '../schedule/index.js';
-import { copiedModel, type DatasetSlot, type ModelSlot, type RunState } from '../state/index.js';
+import { modelCopied, type DatasetSlot, type ModelSlot, type RunState } from '../state/index.js';
 import type { RunStatus } from '../status/index.js';
 import { claimTraining, type ClaimContext } from './training-claim.js';
 
@@ -37,7 +37,7 @@ const MODEL_LOST: readonly RunErrorCode[] = ['model_gone', 'model_files_gone'];
  */
 export function paidModelOf(state: RunState, failure?: RunErrorCode): ModelSlot | null {
   const { model } = state;
-  if (model === undefined || copiedModel(state.copy) !== undefined) return null;
+  if (model === undefined || modelCopied(state)) return null;
   if (model.status === 'failed' || model.nextAction === 'retry' || model.nextAction === 'none') return null;
   return failure !== undefined && MODEL_LOST.includes(failure) ? null : model;
 }

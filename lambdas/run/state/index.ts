@@ -1,6 +1,7 @@
 /**
  * The run's state and its vocabulary: the execution state the state machine carries from Task to
- * Task (RunState and its slots), how a service record becomes a slot (slots.ts), and the pipeline's
+ * Task (RunState and its slots), how a service record becomes a slot (slots.ts), what the model
+ * slot says for the Choices and a sweep's encoders (sweep.ts), and the pipeline's
  * own words, each declared once (vocabulary.ts: the steps, the stops, the run phases).
  *
  * Plain data and pure functions: no I/O, no AWS, no service calls. Everything else reads the run
@@ -9,4 +10,5 @@
 export * from './require-slot.js';
 export * from './slots.js';
 export * from './state.js';
+export * from './sweep.js';
 export * from './vocabulary.js';

@@ -12,6 +12,7 @@ import {
   type ExpectedFinish,
 } from '../schedule/index.js';
 import type { DatasetSlot, ModelSlot } from './state.js';
+import type { TrainingPlan } from './sweep.js';
 
 /**
  * The dataset slot after a call that returned `record`.
@@ -49,14 +50,14 @@ function doingAt(action: string, labelled: number): string {
 
 /**
  * The model slot after a call that returned `record`.
- * @param attempts trainings of the dataset started so far, this one included
+ * @param plan trainings started so far (this one included) and what follows (trainingPlan)
  * @param previous the model slot before the call, or for the run's first model the dataset slot
  * @param history what the account's earlier models showed (AccountHistory); by default the
  *   previous model slot's (nothing when there is none)
  */
 export function modelSlot(
   record: Model,
-  attempts: number,
+  plan: TrainingPlan,
   previous: ModelSlot | DatasetSlot | undefined,
   now: number,
   history: AccountHistory = historyOf(previous),
@@ -73,7 +74,10 @@ export function modelSlot(
     nextAction: record.next_action,
     version: record.version,
     encoder: record.encoder,
-    attempts,
+    attempts: plan.attempts,
+    retryLeft: plan.retryLeft,
+    ...(plan.sweep === undefined ? {} : { sweep: plan.sweep }),
+    ...(plan.nextEncoder === undefined ? {} : { nextEncoder: plan.nextEncoder }),
     filesExpireAt: record.files_expire_at,
     filesRetentionSeconds,
     expectedFinish,

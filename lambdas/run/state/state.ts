@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { NextAction } from '../../service-client/index.js';
+import { modelFileKey } from '../../storage/keys.js';
 import type { RunErrorCode } from '../errors/index.js';
 import type { RunOutcome, SlotName, StopCode } from './vocabulary.js';
 
@@ -51,6 +52,10 @@ export interface RunConfig {
   readonly encoder: string | null;
   readonly decisions: Decisions;
   readonly maxAttempts: number;
+  /** train.json `encoders`: a sweep, one model per encoder from the one dataset (sweep.ts). */
+  readonly encoders?: readonly string[] | 'all';
+  /** train.json `promote`: when a new model replaces the drop's current one (lambdas/run/lineage/). */
+  readonly promote?: PromoteRule;
   /**
    * train.json `"resume": true`: the dataset of the drop's failed run to train from instead of
    * creating one (lambdas/run/lock/resume.ts). Absent when the run starts over.
@@ -66,6 +71,12 @@ export interface RunConfig {
 export function configFingerprint(config: RunConfig): string {
   const { resumeFrom: _how, ...settings } = config;
   return createHash('sha256').update(JSON.stringify(settings)).digest('hex').slice(0, 32);
+}
+
+/** train.json `promote`: the new model must beat the current one by `min_delta` on `metric`. */
+export interface PromoteRule {
+  readonly metric: string;
+  readonly min_delta: number;
 }
 
 /** The failed run a resuming run takes its dataset from (its status file named it). */
@@ -123,8 +134,14 @@ export interface ModelSlot extends PollSchedule {
   readonly nextAction: NextAction;
   readonly version: number;
   readonly encoder: string;
-  /** Trainings of this dataset started so far, failed ones included. */
+  /** Trainings of this dataset (in a sweep, with this encoder) started so far, failed ones included. */
   readonly attempts: number;
+  /** Whether a failed training may be tried again: AttemptsLeft routes on it (sweep.ts, trainingPlan). */
+  readonly retryLeft: boolean;
+  /** A sweep's encoders and the outcomes of those before this model's (train.json `encoders`). */
+  readonly sweep?: SweepSlot;
+  /** The sweep's encoder after this one: AttemptsLeft and ModelCopied go back to StartTraining for it. */
+  readonly nextEncoder?: string;
   readonly filesExpireAt: string | null;
   /**
    * The shortest time the account's earlier done models kept their files (seconds), or null
@@ -150,6 +167,21 @@ export interface ModelSlot extends PollSchedule {
   /** The service's cost figures for this training, once it reports them. */
   readonly gpuUsd?: number | null;
   readonly jevUsd?: number | null;
+}
+
+/** A sweep: its encoders in order, and the outcome of each before the model slot's (sweep.ts). */
+export interface SweepSlot {
+  readonly encoders: readonly string[];
+  readonly outcomes: readonly EncoderOutcome[];
+}
+
+/** How one encoder of a sweep fared, as the status file and model.json show it (snake_case). */
+export interface EncoderOutcome {
+  readonly encoder: string;
+  readonly outcome: 'copied' | 'failed' | 'training' | 'pending';
+  readonly model_id: string | null;
+  readonly attempts: number;
+  readonly error: string | null;
 }
 
 /** Where the model was copied ($.copy). */
@@ -181,6 +213,12 @@ export function copyWaitOf(copy: CopySlot | CopyWaitSlot | undefined): CopyWaitS
 /** Where the model was copied, or undefined while it is not (yet). */
 export function copiedModel(copy: CopySlot | CopyWaitSlot | undefined): CopySlot | undefined {
   return copy !== undefined && 'modelKey' in copy ? copy : undefined;
+}
+
+/** True when $.copy holds the copy of $.model (in a sweep it may hold an earlier encoder's). */
+export function modelCopied(state: RunState): boolean {
+  const copy = copiedModel(state.copy);
+  return state.model !== undefined && copy?.modelKey === modelFileKey(state.run.drop, state.model.id);
 }
 
 /** A run that stopped on a next_action it cannot go on from ($.stop, set by a Pass state). */

@@ -7,9 +7,9 @@
  * the run's (running, succeeded, failed, interrupted), `hopper_step` is Hopper's step that wrote
  * the file (validate_drop ... report), `step` and `next_action` are the service's.
  */
-import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { STATUS_PREFIX, statusKey } from '../../storage/keys.js';
-import { isNotFound, updateJsonConditionally } from '../../storage/objects.js';
+import { readJson, updateJsonConditionally } from '../../storage/objects.js';
 import type { NextAction } from '../../service-client/contract.js';
 import { retryable } from '../errors/index.js';
 import { paidModelOf } from '../lock/index.js';
@@ -17,8 +17,10 @@ import {
   configFingerprint,
   copiedModel,
   copyWaitOf,
+  encoderOutcomes,
   type CopySlot,
   type CopyWaitSlot,
+  type EncoderOutcome,
   type RunFailure,
   type RunInput,
   type RunState,
@@ -109,6 +111,24 @@ export interface RunStatus {
    * over. Absent in a status written before Hopper kept them.
    */
   readonly superseded_runs?: readonly SupersededRun[];
+  /** In a sweep (train.json `encoders`): every encoder's outcome so far. */
+  readonly encoders?: readonly EncoderOutcome[];
+  /** Once the report ran, for a run that copied a model: whether it became the drop's current model. */
+  readonly promotion?: Promotion;
+}
+
+/**
+ * Whether the run's (best) copied model became the drop's current model, and why
+ * (lambdas/steps/lineage.ts): the status file's and the run's end event's `promotion`.
+ */
+export interface Promotion {
+  /** The model compared: the run's best copied model. */
+  readonly model_id: string;
+  readonly promoted: boolean;
+  readonly reason: string;
+  /** The drop's current model it was compared with, and its metrics minus that model's. */
+  readonly previous_model_id: string | null;
+  readonly differences: Readonly<Record<string, number>> | null;
 }
 
 /** Entries of `superseded_runs` kept: the newest ones. */
@@ -120,6 +140,7 @@ export interface StatusUpdate {
   readonly state?: RunPhase;
   readonly error?: RunFailure | null;
   readonly summary?: RunSummary | null;
+  readonly promotion?: Promotion;
 }
 
 /** The status document for a state, as of `now`. */
@@ -128,6 +149,7 @@ export function statusOf(state: RunState, update: StatusUpdate, now: number): Ru
   const record = model ?? dataset;
   const phase = update.state ?? 'running';
   const paid = paidModelOf(state, update.error?.code);
+  const encoders = encoderOutcomes(state);
   const timestamp = new Date(now).toISOString();
   return {
     run_id: run.runId,
@@ -156,6 +178,8 @@ export function statusOf(state: RunState, update: StatusUpdate, now: number): Ru
         ? { run_id: dataset.waitingFor.runId, model_id: dataset.waitingFor.modelId }
         : null,
     copy_put_off: copyPutOff(copyWaitOf(copy), now),
+    ...(encoders === undefined ? {} : { encoders }),
+    ...(update.promotion === undefined ? {} : { promotion: update.promotion }),
   };
 }
 
@@ -333,23 +357,8 @@ export async function readStatusObject(
   bucket: string,
   drop: string,
 ): Promise<StatusObject | null> {
-  try {
-    const answer = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: statusKey(drop) }));
-    const text = (await answer.Body?.transformToString()) ?? '';
-    return { status: parseStatus(text), etag: answer.ETag ?? '' };
-  } catch (error) {
-    if (isNotFound(error)) return null;
-    throw error;
-  }
-}
-
-/** A status file's text as a RunStatus; null when it is not JSON or not a status document. */
-function parseStatus(text: string): RunStatus | null {
-  try {
-    return statusFromJson(JSON.parse(text));
-  } catch {
-    return null;
-  }
+  const read = await readJson(s3, bucket, statusKey(drop));
+  return read === null ? null : { status: statusFromJson(read.value), etag: read.etag };
 }
 
 /** The run's entry in the drop's `superseded_runs`, or null when the file does not list it. */

@@ -278,8 +278,28 @@ function showModel(detail) {
     el('tr', { 'data-metric': name }, el('td', {}, name), el('td', {}, JSON.stringify(value))),
   );
   $('#metrics tbody').replaceChildren(...metrics);
+  showComparison(detail.record);
   $('#download-onnx').href = `/api/download?key=${encodeURIComponent(detail.model.onnxKey)}`;
   $('#download-json').href = `/api/download?key=${encodeURIComponent(detail.model.recordKey)}`;
+}
+
+/** The drop's previous model beside this one, metric by metric, and whether this one was promoted. */
+function showComparison({ model, previous, promotion }) {
+  const promoted = promotion?.promoted ? 'Promoted to' : 'Not promoted to';
+  $('#promotion').textContent = promotion ? `${promoted} the drop's current model: ${promotion.reason}.` : '';
+  $('#comparison').hidden = !previous;
+  if (!previous) return;
+  $('#comparison caption').textContent =
+    `Previous model ${previous.model_id} (${previous.encoder}, ${previous.created_at})`;
+  const rows = Object.entries(previous.differences).map(([name, difference]) =>
+    el(
+      'tr',
+      { 'data-compare': name },
+      ...[name, model.metrics[name], previous.metrics[name]].map((cell) => el('td', {}, cell)),
+      el('td', {}, `${difference >= 0 ? '+' : ''}${difference}`),
+    ),
+  );
+  $('#comparison tbody').replaceChildren(...rows);
 }
 
 /** Markdown code spans as plain text. */

@@ -18,6 +18,8 @@ export interface Model {
   finishedAt: number;
   /** Decided at creation (failTrainings knob). */
   fails: boolean;
+  /** Set at creation from the trainingMetrics knob; generated from the id otherwise. */
+  metrics?: Record<string, number>;
   onnxBytes: number;
   holdoutN: number;
   filesExpireAt: number;
@@ -104,7 +106,7 @@ export function renderModel(model: Model, now: number): Record<string, unknown> 
     gpu_usd: finished ? gpuUsd : null,
     jev_usd: done ? round(gpuUsd / 10, 4) : null,
     jev: done ? { score: jevScore } : null,
-    metrics: done ? { accuracy, f1 } : null,
+    metrics: done ? (model.metrics ?? { accuracy, f1 }) : null,
     options: { encoder: model.encoder, decisions: model.decisions },
     steps: {
       queued_at: iso(model.createdAt),

@@ -28,6 +28,8 @@ export async function startTraining(ctx: RequestContext): Promise<Reply> {
 
   const fails = knobs.failTrainings > 0;
   if (fails) state.configure({ failTrainings: knobs.failTrainings - 1 });
+  const [metrics, ...later] = knobs.trainingMetrics;
+  if (metrics !== undefined) state.configure({ trainingMetrics: later });
   let version = 1;
   for (const model of state.models.values()) if (model.datasetId === dataset.id) version += 1;
   const trainingAt = now + knobs.queuedMs;
@@ -43,6 +45,7 @@ export async function startTraining(ctx: RequestContext): Promise<Reply> {
     trainingAt,
     finishedAt,
     fails,
+    ...(metrics === undefined ? {} : { metrics }),
     onnxBytes: knobs.modelBytes,
     holdoutN: dataset.tasks.length,
     filesExpireAt: finishedAt + knobs.modelFilesTtlMs,

@@ -1,0 +1,152 @@
+/**
+ * Promotion and lineage (lambdas/steps/lineage.ts): the rule that decides whether a new model
+ * replaces the drop's current one, and the conditional write of current.json against the real
+ * local S3, with two runs' promotions interleaved on purpose: the one that read first writes last,
+ * and must decide again on what the other wrote instead of overwriting it.
+ */
+import { describe, expect, it } from 'vitest';
+import type { ModelSlot, PromoteRule, RunState } from '../../lambdas/run/state/index.js';
+import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
+import {
+  decide,
+  promoteRunModels,
+  type CurrentModel,
+  type ModelSummary,
+} from '../../lambdas/steps/lineage.js';
+import { currentModelKey, modelFileKey, modelRecordKey } from '../../lambdas/storage/keys.js';
+import { putJson, readJson } from '../../lambdas/storage/objects.js';
+import { localS3Client } from '../../local/s3/local-s3.js';
+import { uniqueDrop, usePipelineFixtures } from '../helpers/pipeline.js';
+import { configOf, stateOf } from './service-steps.js';
+
+const fixtures = usePipelineFixtures();
+
+const summary = (id: string, metrics: Record<string, number>): ModelSummary => ({
+  model_id: id,
+  run_id: `run-${id}`,
+  encoder: 'enc-small',
+  created_at: '2026-01-01T00:00:00.000Z',
+  metrics,
+});
+const currentOf = (id: string, metrics: Record<string, number>, previous: ModelSummary | null = null) => ({
+  ...summary(id, metrics),
+  record: `s3://b/models/d/${id}/model.json`,
+  promoted_at: '2026-01-01T00:00:00.000Z',
+  previous,
+});
+const F1: PromoteRule = { metric: 'f1', min_delta: 0 };
+
+describe('decide: whether a new model replaces the current one', () => {
+  const old = currentOf('old', { f1: 0.8 });
+  it.each([
+    ['the drop has no current model', null, { f1: 0.1 }, F1, true],
+    ['no promote rule: every new model', old, { f1: 0.1 }, undefined, true],
+    ['better on the metric', old, { f1: 0.81 }, F1, true],
+    ['a tie does not beat it', old, { f1: 0.8 }, F1, false],
+    ['worse', old, { f1: 0.79 }, F1, false],
+    ['better, but by less than min_delta', old, { f1: 0.805 }, { metric: 'f1', min_delta: 0.01 }, false],
+    ['better by exactly min_delta', old, { f1: 0.81 }, { metric: 'f1', min_delta: 0.01 }, true],
+    ['the new model lacks the metric', old, { accuracy: 0.99 }, F1, false],
+    ['the current model lacks the metric', currentOf('old', { accuracy: 0.5 }), { f1: 0.1 }, F1, true],
+  ] as const)('%s', (_what, current: CurrentModel | null, metrics, rule, promoted) => {
+    const decision = decide(summary('new', metrics), current, rule);
+    expect(decision.promoted).toBe(promoted);
+    expect(decision.previous?.model_id ?? null).toBe(current?.model_id ?? null);
+    expect(decision.reason).not.toBe('');
+  });
+
+  it('never compares a model with itself: the current one keeps the previous it had', () => {
+    const previous = summary('older', { f1: 0.7 });
+    const decision = decide(summary('old', { f1: 0.8 }), currentOf('old', { f1: 0.8 }, previous), F1);
+    expect(decision).toMatchObject({ promoted: true, previous });
+  });
+});
+
+describe('promoteRunModels: current.json written conditionally', () => {
+  async function copiedRun(bucket: string, drop: string, id: string, f1: number): Promise<RunState> {
+    const state = stateOf(bucket, { config: configOf({ promote: F1 }) }, drop);
+    const run = { ...state.run, runId: `run-${id}` };
+    const record = {
+      model: { id, encoder: 'enc-small', created_at: run.startedAt, metrics: { f1 } },
+      run: { run_id: run.runId },
+    };
+    await putJson(fixtures.s3().client, bucket, modelRecordKey(drop, id), record);
+    const copy = { modelKey: modelFileKey(drop, id), recordKey: modelRecordKey(drop, id), bytes: 1 };
+    return { ...state, run, model: { id, encoder: 'enc-small' } as ModelSlot, copy };
+  }
+
+  it('the run that read first and writes last decides again on what the other wrote: no update is lost', async () => {
+    const { client, bucket, endpoint } = fixtures.s3();
+    const drop = uniqueDrop();
+    const worse = await copiedRun(bucket, drop, 'worse', 0.7);
+    const better = await copiedRun(bucket, drop, 'better', 0.9);
+    // The worse run's first write of current.json waits until the better run has written it.
+    const slow = localS3Client(endpoint);
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let reached: () => void = () => undefined;
+    const atPut = new Promise<void>((resolve) => {
+      reached = resolve;
+    });
+    let puts = 0;
+    slow.middlewareStack.add(
+      (next, context) => async (args) => {
+        const key = (args.input as { Key?: string }).Key ?? '';
+        if (context.commandName === 'PutObjectCommand' && key.endsWith('current.json') && puts++ === 0) {
+          reached();
+          await released;
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'holdCurrentWrite' },
+    );
+    try {
+      const worseDecided = promoteRunModels(slow, worse, Date.now());
+      await atPut;
+      expect((await promoteRunModels(client, better, Date.now()))?.promotion).toMatchObject({
+        promoted: true,
+      });
+      release();
+      const lost = await worseDecided;
+      // Its write lost the race (the object now existed), so it read current.json again.
+      expect(puts).toBe(1);
+      expect(lost?.promotion).toMatchObject({
+        model_id: 'worse',
+        promoted: false,
+        previous_model_id: 'better',
+      });
+      expect(lost?.promotion.differences).toEqual({ f1: -0.2 });
+      const current = (await readJson(client, bucket, currentModelKey(drop)))?.value as CurrentModel;
+      expect(current).toMatchObject({ model_id: 'better', run_id: 'run-better', previous: null });
+      const record = (await readJson(client, bucket, modelRecordKey(drop, 'worse')))?.value as ModelDocument;
+      expect(record).toMatchObject({ previous: { model_id: 'better' }, promotion: { promoted: false } });
+    } finally {
+      slow.destroy();
+    }
+  });
+
+  it('a report retried after its model became current: promoted, the same previous model, nothing rewritten', async () => {
+    const { client, bucket } = fixtures.s3();
+    const drop = uniqueDrop();
+    await promoteRunModels(client, await copiedRun(bucket, drop, 'first', 0.8), Date.now());
+    const second = await copiedRun(bucket, drop, 'second', 0.85);
+    const once = await promoteRunModels(client, second, Date.now());
+    const written = await readJson(client, bucket, currentModelKey(drop));
+    const again = await promoteRunModels(client, second, Date.now());
+    expect(again?.promotion).toEqual({ ...once?.promotion, reason: "it is the drop's current model" });
+    expect(again?.promotion).toMatchObject({
+      promoted: true,
+      previous_model_id: 'first',
+      differences: { f1: 0.05 },
+    });
+    expect((await readJson(client, bucket, currentModelKey(drop)))?.etag).toBe(written?.etag);
+  });
+
+  it('a run that copied no model promotes nothing', async () => {
+    const { bucket } = fixtures.s3();
+    const state = stateOf(bucket, { config: configOf() });
+    expect(await promoteRunModels(fixtures.s3().client, state, Date.now())).toBeNull();
+  });
+});
