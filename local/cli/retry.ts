@@ -4,7 +4,7 @@
  * `maxAttempts`), which starts a run through the normal trigger, in a deployed stack and in local
  * mode alike; that run trains the dataset the failed run left ready (lambdas/run/lock/resume.ts).
  */
-import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { GetObjectCommand, PutObjectCommand, type PutObjectCommandOutput } from '@aws-sdk/client-s3';
 import { MAX_ATTEMPTS_LIMIT } from '../../lambdas/drop/train-json.js';
 import { messageOf, RunError } from '../../lambdas/run/errors/index.js';
 import { resumeTarget } from '../../lambdas/run/lock/index.js';
@@ -12,14 +12,14 @@ import type { ResumeFrom } from '../../lambdas/run/state/index.js';
 import { readStatus, type RunStatus } from '../../lambdas/run/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { isNotFound } from '../../lambdas/storage/objects.js';
-import { CommandError, EXIT, json, type CommandSpec } from './command.js';
+import { CommandError, EXIT, json, type CommandIo, type CommandSpec } from './command.js';
 import { targetCommand, TARGET_FLAGS, type Target } from './target.js';
 
 export const RETRY_SPEC: CommandSpec = {
   name: 'retry',
   usage: '<drop> [options]',
   about:
-    'Resumes the drop\'s failed run without uploading its data again: uploads inbox/<drop>/train.json again with "resume": true, which starts a run that takes the failed run\'s dataset at the service, skips uploading, structuring and labelling, and trains (adopting a model the failed run had already started, so no credit is spent twice). Follow it with: hopper status <drop>. docs/errors.md says for each error code whether resuming applies and what it costs.',
+    "Resumes the drop's failed run without uploading its data again: uploads inbox/<drop>/train.json again with \"resume\": true, which starts a run that takes the failed run's dataset at the service, skips uploading, structuring and labelling, and trains (adopting a model the failed run had already started, so no credit is spent twice). A run interrupted before it had a dataset is started again from the drop's files. Follow it with: hopper status <drop>. docs/errors.md says for each error code whether resuming applies and what it costs.",
   flags: {
     'max-attempts': {
       value: 'N',
@@ -41,6 +41,10 @@ export const runRetryCommand = targetCommand(RETRY_SPEC, async (args, target, ou
   try {
     from = resumeTarget(status, drop);
   } catch (error) {
+    // A run interrupted before it had a dataset starts again from the drop's files.
+    if (status?.state === 'interrupted' && status.dataset_id === null) {
+      return await startAgain(target, status, out, args.on('json'));
+    }
     throw new CommandError('not_resumable', error instanceof RunError ? error.detail : messageOf(error));
   }
   const key = inboxKey(drop, TRAIN_JSON);
@@ -56,14 +60,7 @@ export const runRetryCommand = targetCommand(RETRY_SPEC, async (args, target, ou
     }
   }
   const resumed = { ...config, resume: true, ...(maxAttempts === undefined ? {} : { maxAttempts }) };
-  const put = await target.s3.send(
-    new PutObjectCommand({
-      Bucket: target.bucket,
-      Key: key,
-      Body: `${JSON.stringify(resumed, null, 2)}\n`,
-      ContentType: 'application/json',
-    }),
-  );
+  const put = await putTrainJson(target, key, resumed);
   const result = {
     drop,
     resumes_run: from.runId,
@@ -79,6 +76,30 @@ export const runRetryCommand = targetCommand(RETRY_SPEC, async (args, target, ou
   );
   return EXIT.succeeded;
 });
+
+/** Uploads train.json again as it is (without "resume"): a new run of the drop's files. */
+async function startAgain(
+  target: Target,
+  status: RunStatus,
+  out: CommandIo,
+  asJson: boolean,
+): Promise<number> {
+  const key = inboxKey(status.drop, TRAIN_JSON);
+  const { resume: _resume, ...config } = (await readTrainJson(target, key)).config;
+  const put = await putTrainJson(target, key, config);
+  const train = `s3://${target.bucket}/${key}`;
+  out.stdout.write(
+    asJson
+      ? json({
+          drop: status.drop,
+          restarts_run: status.run_id,
+          train_json: train,
+          etag: put.ETag?.replace(/"/g, '') ?? null,
+        })
+      : `hopper retry: run ${status.run_id} of "${status.drop}" was interrupted before it had a dataset at the service: starting it again from the drop's files (uploaded ${train}). Follow it with: hopper status ${status.drop}\n`,
+  );
+  return EXIT.succeeded;
+}
 
 /**
  * What to change when the run's error came from train.json, which a retry takes along as it is
@@ -96,6 +117,18 @@ function sameFailure(status: RunStatus, maxAttempts: number | undefined): string
     default:
       return undefined;
   }
+}
+
+/** Uploads `config` as the drop's train.json: the upload starts a run, as any S3 client's would. */
+function putTrainJson(
+  target: Target,
+  key: string,
+  config: Record<string, unknown>,
+): Promise<PutObjectCommandOutput> {
+  const body = `${JSON.stringify(config, null, 2)}\n`;
+  return target.s3.send(
+    new PutObjectCommand({ Bucket: target.bucket, Key: key, Body: body, ContentType: 'application/json' }),
+  );
 }
 
 /** The drop's train.json as an object, and when it was last written. */

@@ -8,12 +8,11 @@
  * off by a restart of `hopper local --data-dir` (whose executions did not survive it), or one
  * older than Step Functions keeps.
  */
-import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { DescribeExecutionCommand, ListExecutionsCommand, type SFNClient } from '@aws-sdk/client-sfn';
-import { readStatus, statusFromJson, type RunStatus } from '../../lambdas/run/status/index.js';
+import { readRunRecord, readStatus, runRecordKeys, type RunStatus } from '../../lambdas/run/status/index.js';
 import type { ListedRunState } from '../../lambdas/run/state/index.js';
 import { runRecordKey, runRecordsPrefix } from '../../lambdas/storage/keys.js';
-import { readJson } from '../../lambdas/storage/objects.js';
 import { executionArnOf, executionNameDrop, NAME_HASH_HEX } from '../../lambdas/trigger/start-execution.js';
 import { CommandError, EXIT, formatAge, json, limitFlag, table, type CommandSpec } from './command.js';
 import { HOPPER_STATE_MACHINE_ENV, targetCommand, TARGET_FLAGS } from './target.js';
@@ -183,21 +182,18 @@ export function runsTable(runs: readonly RunSummary[], now: number): string {
   );
 }
 
-/** The run ids of the drop's records (status/.runs/<drop>/), one page's worth (1000) at most. */
+/** The run ids of the drop's records (status/.runs/<drop>/). */
 async function recordedRuns(records: Records, drop: string): Promise<Set<string>> {
   const prefix = runRecordsPrefix(drop);
-  const listed = await records.s3.send(new ListObjectsV2Command({ Bucket: records.bucket, Prefix: prefix }));
-  return new Set(
-    (listed.Contents ?? []).flatMap(({ Key: key = '' }) =>
-      key.endsWith('.json') ? [key.slice(prefix.length, -'.json'.length)] : [],
-    ),
-  );
+  const ids = new Set<string>();
+  for await (const key of runRecordKeys(records.s3, records.bucket, drop))
+    ids.add(key.slice(prefix.length, -'.json'.length));
+  return ids;
 }
 
 /** What the run's report kept of it (status/.runs/<drop>/<run id>.json), or null without one. */
-async function runRecord(records: Records, drop: string, runId: string): Promise<RunStatus | null> {
-  const read = await readJson(records.s3, records.bucket, runRecordKey(drop, runId));
-  return read === null ? null : statusFromJson(read.value);
+function runRecord(records: Records, drop: string, runId: string): Promise<RunStatus | null> {
+  return readRunRecord(records.s3, records.bucket, runRecordKey(drop, runId));
 }
 
 /** Step Functions' execution statuses as run outcomes; an execution in no other is running. */

@@ -1,12 +1,18 @@
 /**
  * What the console reads from the local bucket: every drop's status file (listed on each
  * request, re-read only when its ETag changed, so a list of hundreds of drops costs one
- * listing), model records, and model files streamed for download.
+ * listing), the ended runs' records, model records, and model files streamed for download.
  */
 import { GetObjectCommand, type GetObjectCommandOutput, type S3Client } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
 import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
-import { readStatus, statusFiles, type RunStatus } from '../../lambdas/run/status/index.js';
+import {
+  readRunRecord,
+  readStatus,
+  runRecordKeys,
+  statusFiles,
+  type RunStatus,
+} from '../../lambdas/run/status/index.js';
 import { MODELS_PREFIX, modelRecordKey } from '../../lambdas/storage/keys.js';
 import { isNotFound, readJson } from '../../lambdas/storage/objects.js';
 
@@ -14,6 +20,7 @@ export class BucketView {
   readonly #s3: S3Client;
   readonly #bucket: string;
   readonly #statuses = new Map<string, { etag: string; status: RunStatus | null }>();
+  readonly #records = new Map<string, RunStatus | null>();
 
   constructor(s3: S3Client, bucket: string) {
     this.#s3 = s3;
@@ -34,6 +41,20 @@ export class BucketView {
       if (cached.status !== null) found.push(cached.status);
     }
     for (const drop of this.#statuses.keys()) if (!seen.has(drop)) this.#statuses.delete(drop);
+    return found;
+  }
+
+  /**
+   * Every ended run's record (status/.runs/): the runs a drop's later runs took the status file
+   * from. A record is read once: it is written when its run ends.
+   */
+  async records(): Promise<RunStatus[]> {
+    const found: RunStatus[] = [];
+    for await (const key of runRecordKeys(this.#s3, this.#bucket)) {
+      if (!this.#records.has(key)) this.#records.set(key, await readRunRecord(this.#s3, this.#bucket, key));
+      const record = this.#records.get(key);
+      if (record !== null && record !== undefined) found.push(record);
+    }
     return found;
   }
 

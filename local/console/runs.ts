@@ -54,6 +54,9 @@ export class RunCatalogue {
 
   async all(): Promise<RunSummary[]> {
     const runs = new Map<string, RunSummary>();
+    // Ended runs from their records (a later run of the drop took the status file), then the
+    // status files (the latest run of each drop, maybe still going).
+    for (const record of await this.#bucket.records()) runs.set(record.run_id, summaryOfStatus(record));
     for (const status of await this.#bucket.statuses()) runs.set(status.run_id, summaryOfStatus(status));
     // A run's own history knows more than its status file (and outlives it when the drop reruns).
     for (const logged of this.#log.runs()) runs.set(logged.execution.name, summarize(logged));
@@ -92,7 +95,8 @@ export class RunCatalogue {
       const events = logged.events.map(shownEvent);
       return { summary, events, status: own, model: modelOf(own, copyOf(logged.events)) };
     }
-    const status = (await this.#bucket.statuses()).find((candidate) => candidate.run_id === runId);
+    const known = [...(await this.#bucket.statuses()), ...(await this.#bucket.records())];
+    const status = known.find((candidate) => candidate.run_id === runId);
     if (status === undefined) return null;
     return { summary: summaryOfStatus(status), events: [], status, model: modelOf(status, undefined) };
   }

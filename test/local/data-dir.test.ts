@@ -129,6 +129,18 @@ describe('hopper local --data-dir', { timeout: RESTART_TEST_MS }, () => {
     const again = await dropAndRun(second, 'reviews', files);
     expect(again.outcome.status).toBe('SUCCEEDED');
     expect(again.execution.name).not.toBe(done.execution.name);
+
+    // Resumed (the same train.json again adopts its paid model), the interrupted run stays listed.
+    second.simulated?.clock.advance(600_000);
+    const resumed = await dropAndRun(second, 'slow', files);
+    expect(resumed.outcome.status).toBe('SUCCEEDED');
+    const after = (await (await fetch(new URL('/api/runs', console.url))).json()) as RunPage;
+    expect(after.runs.map((run) => [run.runId, run.state])).toEqual(
+      expect.arrayContaining([
+        [slowRun.name, 'interrupted'],
+        [resumed.execution.name, 'succeeded'],
+      ]),
+    );
   });
 
   it('without a data directory nothing is kept: a fresh bucket each start', async () => {

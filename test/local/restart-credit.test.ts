@@ -27,12 +27,12 @@ afterEach(async () => {
 const FILES = { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, [TRAIN_JSON]: '{}' };
 const LONG_TRAINING_MS = 600_000;
 
-async function start(dataDir: string): Promise<LocalMode> {
+async function start(dataDir: string, options: { dropQuietMs?: number } = {}): Promise<LocalMode> {
   const local = await startLocalMode({
     dataDir,
     waitMs: 10,
     retryPauseMs: 0,
-    dropQuietMs: 0,
+    dropQuietMs: options.dropQuietMs ?? 0,
     simulated: { ...BRISK_SERVICE, trainingMs: LONG_TRAINING_MS, credits: 10 },
   });
   let closed = false;
@@ -117,6 +117,31 @@ describe('a run interrupted while its paid model trains', { timeout: 90_000 }, (
       expect.arrayContaining([`${paid}/model.onnx`, `${paid}/model.json`]),
     );
     expect(await serviceRecords(second)).toEqual({ datasets: 1, models: [paid], creditsSpent: 1 });
+  });
+
+  it("a run interrupted before it had a dataset: hopper retry starts it again from the drop's files", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'hopper-restart-'));
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    // The folder settles for 3 s: local mode stops while the run waits in ValidateDrop.
+    const first = await start(dataDir, { dropQuietMs: 3_000 });
+    const started = nextExecution(first, inboxKey('early', TRAIN_JSON));
+    await putDrop(first.s3.client, first.bucket, 'early', FILES);
+    await started.execution;
+    await first.close();
+
+    const second = await start(dataDir);
+    second.simulated?.configure({ trainingMs: BRISK_SERVICE.trainingMs });
+    const interrupted = await readStatus(second.s3.client, second.bucket, 'early');
+    expect(interrupted).toMatchObject({ state: 'interrupted', dataset_id: null });
+    expect(interrupted?.error?.message).toContain('hopper retry early starts it again');
+    const again = nextExecution(second, inboxKey('early', TRAIN_JSON));
+    const retry = await runCommandCaptured(runRetryCommand, ['early'], settingsOf(second));
+    expect(retry).toMatchObject({ code: 0, stderr: '' });
+    expect(retry.stdout).toContain("starting it again from the drop's files");
+    const run = await finished(second, await again.execution, again.events);
+    expect(run.status?.error ?? null).toBeNull();
+    expect(run.outcome.status).toBe('SUCCEEDED');
+    expect((await serviceRecords(second)).creditsSpent).toBe(1);
   });
 
   it('other settings train anew; the paid model stays named in the status, and hopper retry then adopts it: two credits, both models kept', async () => {

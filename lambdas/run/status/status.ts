@@ -8,7 +8,7 @@
  * the file (validate_drop ... report), `step` and `next_action` are the service's.
  */
 import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
-import { STATUS_PREFIX, statusKey } from '../../storage/keys.js';
+import { runRecordsPrefix, STATUS_PREFIX, statusKey } from '../../storage/keys.js';
 import { readJson, updateJsonConditionally } from '../../storage/objects.js';
 import type { NextAction } from '../../service-client/contract.js';
 import { retryable } from '../errors/index.js';
@@ -310,6 +310,28 @@ function withEntry(entries: readonly SupersededRun[], entry: SupersededRun): Sup
   return [entry, ...entries.filter((other) => other.run_id !== entry.run_id)]
     .sort((a, b) => b.started_at.localeCompare(a.started_at))
     .slice(0, MAX_SUPERSEDED_RUNS);
+}
+
+/**
+ * The keys of the run records (status/.runs/<drop>/<run id>.json: each ended run's last status,
+ * written by the report or the interrupted-run check) of one drop, or of every drop, page by page.
+ */
+export async function* runRecordKeys(s3: S3Client, bucket: string, drop?: string): AsyncGenerator<string> {
+  const prefix = drop === undefined ? `${STATUS_PREFIX}.runs/` : runRecordsPrefix(drop);
+  let token: string | undefined;
+  do {
+    const page = await s3.send(
+      new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }),
+    );
+    for (const { Key: key = '' } of page.Contents ?? []) if (key.endsWith('.json')) yield key;
+    token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
+  } while (token !== undefined);
+}
+
+/** A run record (runRecordKeys), or null when it is gone or not a status document. */
+export async function readRunRecord(s3: S3Client, bucket: string, key: string): Promise<RunStatus | null> {
+  const read = await readJson(s3, bucket, key);
+  return read === null ? null : statusFromJson(read.value);
 }
 
 /**
