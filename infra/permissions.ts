@@ -18,10 +18,10 @@ export const AREA_PREFIX: Readonly<Record<BucketArea, string>> = {
   models: MODELS_PREFIX,
 };
 
-/** The object actions of each access level; models/ is written by multipart upload. */
-export function objectActions(area: BucketArea, level: AreaAccess): string[] {
+/** The object actions of each access level. */
+export function objectActions(level: AreaAccess): string[] {
   if (level === 'read') return ['s3:GetObject'];
-  if (area === 'models') {
+  if (level === 'multipart') {
     // copy_model: multipart upload (CreateMultipartUpload, UploadPart and Complete are all
     // s3:PutObject), abort on failure, HEAD to check the size, delete a copy of the wrong size.
     return ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload', 's3:DeleteObject'];
@@ -36,7 +36,7 @@ export function bucketStatements(bucket: IBucket, access: TaskAccess): PolicySta
   const objects = areas.map(
     ([area, level]) =>
       new PolicyStatement({
-        actions: objectActions(area, level),
+        actions: objectActions(level),
         resources: [bucket.arnForObjects(`${AREA_PREFIX[area]}*`)],
       }),
   );

@@ -28,10 +28,11 @@ export type BucketArea = 'inbox' | 'status' | 'models';
  * What a handler may access; infra/permissions.ts turns it into IAM statements.
  * - `read`: GetObject (and HeadObject) on `<area>/*`. Every Task with bucket access may also list
  *   the bucket's key names, so that a missing key answers 404 NoSuchKey rather than 403.
- * - `readWrite`: also PutObject; for models/ multipart uploads (PutObject, AbortMultipartUpload)
- *   and DeleteObject, which copy_model uses to remove a copy whose size is wrong.
+ * - `readWrite`: also PutObject.
+ * - `multipart`: also multipart uploads (PutObject, AbortMultipartUpload) and DeleteObject, which
+ *   copy_model uses to remove a copy whose size is wrong.
  */
-export type AreaAccess = 'read' | 'readWrite';
+export type AreaAccess = 'read' | 'readWrite' | 'multipart';
 
 export interface TaskAccess {
   readonly bucket: Readonly<Partial<Record<BucketArea, AreaAccess>>>;
@@ -112,7 +113,7 @@ const TASK_SETTINGS: Readonly<Record<TaskName, TaskSettings>> = {
   StartTraining: callsService('starts a training, or adopts one already running for the dataset'),
   PollModel: callsService("reads the model's state and schedules the next poll"),
   CopyModel: callsService('streams the trained model into models/ and writes model.json', {
-    bucket: { models: 'readWrite', ...STATUS },
+    bucket: { models: 'multipart', ...STATUS },
     timeoutSeconds: LONG,
     memoryMb: 1024,
   }),

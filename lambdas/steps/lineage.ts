@@ -68,7 +68,7 @@ export async function promoteRunModels(s3: S3Client, state: RunState, now: numbe
   const read = await Promise.all(
     copiedModelIds(state).map((id) => readJson(s3, bucket, modelRecordKey(drop, id))),
   );
-  const records = read.flatMap((found) => (isRecord(found?.value) ? [found.value] : []));
+  const records = read.flatMap((found) => (isModelDocument(found?.value) ? [found.value] : []));
   if (records[0] === undefined) return null;
   const rule = state.config?.promote;
   const metric = rule?.metric ?? Object.keys(records[0].model.metrics ?? {})[0] ?? '';
@@ -206,7 +206,8 @@ function difference(a: number, b: number): number {
   return Math.round((a - b) * 1e6) / 1e6;
 }
 
-function isRecord(value: unknown): value is ModelDocument {
+/** A model.json as Hopper writes it (one that is not is left alone). */
+export function isModelDocument(value: unknown): value is ModelDocument {
   const record = value as Partial<ModelDocument> | undefined;
   return typeof record?.model?.id === 'string' && typeof record.run?.run_id === 'string';
 }

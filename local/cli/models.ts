@@ -8,7 +8,7 @@
 import { MODEL_STATUSES } from '../../lambdas/service-client/contract.js';
 import { NotFoundError, TrainingServiceClient, type Model } from '../../lambdas/service-client/index.js';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
-import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
+import { isModelDocument } from '../../lambdas/steps/lineage.js';
 import { currentModelKey, MODELS_PREFIX } from '../../lambdas/storage/keys.js';
 import { readJson } from '../../lambdas/storage/objects.js';
 import { CliUsageError, CommandError, EXIT, json, limitFlag, table, type CommandSpec } from './command.js';
@@ -161,8 +161,8 @@ async function dropModels(target: Target, drop: string): Promise<DropModel[]> {
     );
     for (const { Key: key = '' } of page.Contents ?? []) {
       if (!key.endsWith('/model.json')) continue;
-      const record = (await readJson(target.s3, target.bucket, key))?.value as ModelDocument | undefined;
-      if (typeof record?.model?.id !== 'string') continue;
+      const record = (await readJson(target.s3, target.bucket, key))?.value;
+      if (!isModelDocument(record)) continue;
       models.push({
         model_id: record.model.id,
         encoder: record.model.encoder,

@@ -75,7 +75,7 @@ const EXPECTED: Record<
   CopyModel: { timeout: 900, objects: { 'models/*': MULTIPART_WRITE, 'status/*': READ_WRITE }, secret: true },
   Report: {
     timeout: 60,
-    objects: { 'models/*': READ, 'status/*': READ_WRITE },
+    objects: { 'models/*': READ_WRITE, 'status/*': READ_WRITE },
     secret: false,
     events: true,
   },

@@ -94,7 +94,7 @@ describe('promotion: current.json moves only to a model that beats it', () => {
       state: 'succeeded',
       promotion: second.status?.promotion,
     });
-    expect(endEvent(local, second)?.summary).toContain(`not promoted to the drop's current model (${why})`);
+    expect(endEvent(local, second)?.summary).toContain(`not promoted to the drop's current model: ${why};`);
     expect(await record(local, drop, m2)).toMatchObject({
       previous: { model_id: m1, encoder: 'enc-small', metrics: metrics(0.8), differences: { f1: 0.01 } },
       promotion: { promoted: false, reason: why },

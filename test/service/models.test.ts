@@ -111,6 +111,30 @@ describe('POST /v1/datasets/{id}/models', () => {
     expect(await getModel(h, model.id)).toMatchObject({ id: model.id, version: 1 });
   });
 
+  it('trains a ready dataset again after one of its models is done: the contract assumption a sweep relies on (TRAINABLE_NEXT_ACTIONS)', async () => {
+    const h = await start({ credits: 2 });
+    const ds = await datasetAt(h, 'ready');
+    const first = await doneModel(h, { dataset: ds });
+    expect(first).toMatchObject({ status: 'done', next_action: 'download' });
+    // The dataset stays where a new training starts from, and `usable` lists it as such.
+    expect(await getDataset(h, ds.id)).toMatchObject({ status: 'ready', next_action: 'start_training' });
+    const usable = expectStatus(await api<Page<{ id: string }>>(h, 'GET', '/v1/datasets?usable=true'), 200);
+    expect(usable.data.map((dataset) => dataset.id)).toContain(ds.id);
+    const second = expectStatus(await createModel(h, ds.id, 'enc-base'), 201);
+    expect(second).toMatchObject({ dataset_id: ds.id, encoder: 'enc-base', version: 2, status: 'queued' });
+    expect(h.service.credits()).toBe(0);
+  });
+
+  it('reports the metrics the trainingMetrics knob gives, one entry a training, then generated ones', async () => {
+    const h = await start({ trainingMetrics: [{ f1: 0.5 }] });
+    const ds = await datasetAt(h, 'ready');
+    expect((await doneModel(h, { dataset: ds })).metrics).toEqual({ f1: 0.5 });
+    expect(Object.keys((await doneModel(h, { dataset: ds })).metrics ?? {}).sort()).toEqual([
+      'accuracy',
+      'f1',
+    ]);
+  });
+
   it('numbers versions per dataset', async () => {
     const h = await start();
     const a = await datasetAt(h, 'ready');

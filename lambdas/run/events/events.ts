@@ -161,7 +161,7 @@ function endSummary(detail: Omit<RunEventDetail, 'summary'>): string {
 
 function promotionSummary(promotion: Promotion | null): string {
   if (promotion === null) return '';
-  return `${promotion.promoted ? 'promoted to' : 'not promoted to'} the drop's current model (${promotion.reason}); `;
+  return `${promotion.promoted ? 'promoted to' : 'not promoted to'} the drop's current model: ${promotion.reason}; `;
 }
 
 function formatMetrics(metrics: Readonly<Record<string, unknown>>): string {
