@@ -106,8 +106,8 @@ export interface SimulatedServiceOptions {
 
   /** The next N trainings fail (each returns its credit). Default 0. */
   failTrainings: number;
-  /** The metrics the next trainings report, one entry each, instead of generated ones. Default []. */
-  trainingMetrics: Record<string, number>[];
+  /** Tests only: the metrics the next trainings report, one entry each, instead of generated ones. */
+  trainingMetrics?: Record<string, number>[];
   /** Every dataset ends its reading phase as unreadable, whatever its data. Default false. */
   unreadable: boolean;
   /** Held-out examples per dataset (capped by the number of rows). Default 5. */
@@ -153,7 +153,6 @@ export const DEFAULT_OPTIONS: SimulatedServiceOptions = {
   queuedMs: 500,
   trainingMs: 2000,
   failTrainings: 0,
-  trainingMetrics: [],
   unreadable: false,
   heldOutCount: 5,
   labelChoices: ['positive', 'negative', 'neutral'],

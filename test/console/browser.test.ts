@@ -388,6 +388,52 @@ describe('the console in a browser', () => {
     expect(await page.locator('#service-models tbody tr').count()).toBe(3);
   });
 
+  it("compares a drop's new model with its previous one on the run page, and says why it was not promoted", async () => {
+    const { console } = await fixture.start({
+      simulated: {
+        trainingMetrics: [
+          { accuracy: 0.8, f1: 0.75 },
+          { accuracy: 0.85, f1: 0.7 },
+        ],
+      },
+    });
+    const files = await folderFiles(REVIEWS);
+    const train = JSON.parse(files['train.json']?.toString() ?? '{}') as object;
+    const promote = {
+      ...files,
+      'train.json': JSON.stringify({ ...train, promote: { metric: 'f1', min_delta: 0 } }),
+    };
+    const runs = [];
+    for (const count of [1, 2]) {
+      expect(await dropThroughConsole(console, 'reviews', promote)).toEqual({ ok: true });
+      runs.push(await endedRun(console, 'reviews', count));
+    }
+    const { page } = await openPage();
+    await page.goto(`${console.url}#/run/${encodeURIComponent(runs[1]?.runId ?? '')}`);
+    await page.waitForSelector('#comparison tr[data-compare=f1]', { timeout: BROWSER_WAIT_MS });
+    const cells = (name: string) => page.locator(`#comparison tr[data-compare=${name}] td`).allTextContents();
+    expect(await page.locator('#comparison th').allTextContents()).toEqual([
+      'Metric',
+      'This model',
+      'Previous',
+      'Difference',
+    ]);
+    expect(await cells('f1')).toEqual(['f1', '0.7', '0.75', '-0.05']);
+    expect(await cells('accuracy')).toEqual(['accuracy', '0.85', '0.8', '+0.05']);
+    expect(await page.textContent('#comparison caption')).toContain('Previous model ');
+    expect(await page.textContent('#promotion')).toMatch(
+      /^Not promoted to the drop's current model: f1 0\.7 does not beat 0\.75 of model \S+ by any margin/,
+    );
+
+    // The first model had nothing to be compared with: no comparison, promoted.
+    await page.goto(`${console.url}#/run/${encodeURIComponent(runs[0]?.runId ?? '')}`);
+    await page.waitForSelector('#promotion:text-matches("^Promoted")', { timeout: BROWSER_WAIT_MS });
+    expect(await page.textContent('#promotion')).toBe(
+      "Promoted to the drop's current model: the drop had no current model.",
+    );
+    expect(await page.locator('#comparison').isHidden()).toBe(true);
+  });
+
   it('refuses a folder without train.json with the same words as hopper run, and a dragged file; uploads nothing', async () => {
     const { local, console } = await fixture.start();
     const parent = await mkdtemp(join(tmpdir(), 'hopper-console-'));

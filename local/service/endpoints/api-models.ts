@@ -28,7 +28,7 @@ export async function startTraining(ctx: RequestContext): Promise<Reply> {
 
   const fails = knobs.failTrainings > 0;
   if (fails) state.configure({ failTrainings: knobs.failTrainings - 1 });
-  const [metrics, ...later] = knobs.trainingMetrics;
+  const [metrics, ...later] = knobs.trainingMetrics ?? [];
   if (metrics !== undefined) state.configure({ trainingMetrics: later });
   let version = 1;
   for (const model of state.models.values()) if (model.datasetId === dataset.id) version += 1;
