@@ -50,9 +50,10 @@ export interface Lineage {
   readonly records: readonly ModelDocument[];
 }
 
-interface Decision {
+export interface Decision {
   readonly promoted: boolean;
   readonly reason: string;
+  /** The drop's current model the candidate was compared with (its own previous one, if it is it). */
   readonly previous: ModelSummary | null;
 }
 
@@ -64,116 +65,115 @@ const CURRENT_WRITE_ATTEMPTS = 8;
  * null when the run copied no model.
  */
 export async function promoteRunModels(s3: S3Client, state: RunState, now: number): Promise<Lineage | null> {
-  const { bucket, drop, runId } = state.run;
-  const read = await Promise.all(
-    copiedModelIds(state).map((id) => readJson(s3, bucket, modelRecordKey(drop, id))),
+  const { bucket, drop } = state.run;
+  const ids = copiedModelIds(state);
+  const found = await Promise.all(ids.map((id) => readJson(s3, bucket, modelRecordKey(drop, id))));
+  const records = found.map((read) => read?.value).filter(isModelDocument);
+  const metric = state.config?.promote?.metric ?? Object.keys(records[0]?.model.metrics ?? {})[0] ?? '';
+  const score = (record: ModelDocument): number => Number(record.model.metrics?.[metric] ?? -Infinity);
+  const best = records.reduce<ModelDocument | undefined>(
+    (top, record) => (top === undefined || score(record) > score(top) ? record : top),
+    undefined,
   );
-  const records = read.flatMap((found) => (isModelDocument(found?.value) ? [found.value] : []));
-  if (records[0] === undefined) return null;
-  const rule = state.config?.promote;
-  const metric = rule?.metric ?? Object.keys(records[0].model.metrics ?? {})[0] ?? '';
-  const best = records.reduce((top, record) => (score(record, metric) > score(top, metric) ? record : top));
-  const candidate = summaryOf(best);
-  const key = currentModelKey(drop);
-  const decision = await updateJsonConditionally(s3, {
-    bucket,
-    key,
-    attempts: CURRENT_WRITE_ATTEMPTS,
-    read: async () => {
-      const found = await readJson(s3, bucket, key);
-      return found === null
-        ? null
-        : { current: isCurrent(found.value) ? found.value : null, etag: found.etag };
-    },
-    decide: (found) => {
-      const decided = decide(candidate, found?.current ?? null, rule);
-      const moves = decided.promoted && found?.current?.model_id !== candidate.model_id;
-      const current: CurrentModel = {
-        ...candidate,
-        record: `s3://${bucket}/${modelRecordKey(drop, candidate.model_id)}`,
-        promoted_at: new Date(now).toISOString(),
-        previous: decided.previous,
-      };
-      return { write: moves ? current : null, result: decided };
-    },
-    contended: (attempts, error) =>
-      retryable(
-        'storage_error',
-        `${key} changed under ${String(attempts)} writes in a row (other runs of the drop promoting); the step is retried`,
-        error,
-      ),
-  });
+  if (best === undefined) return null;
+  const decision = await writeCurrent(s3, state, summaryOf(best), now);
   const outcomes = encoderOutcomes(state);
-  const written = records.map((record): ModelDocument => ({
-    ...record,
-    previous: record.previous !== undefined ? record.previous : previousOf(record, decision.previous),
-    promotion:
+  const written = records.map((record): ModelDocument => {
+    const { promoted, reason } =
       record === best
-        ? { promoted: decision.promoted, reason: decision.reason }
-        : {
-            promoted: false,
-            reason: `model ${best.model.id} (encoder ${best.model.encoder}) of run ${runId} scored higher on ${metric}`,
-          },
-    ...(outcomes === undefined ? {} : { encoders: outcomes }),
-  }));
+        ? decision
+        : { promoted: false, reason: `model ${best.model.id} of the sweep scored higher on ${metric}` };
+    const previous = record.previous !== undefined ? record.previous : previousOf(record, decision.previous);
+    return { ...record, previous, promotion: { promoted, reason }, ...(outcomes && { encoders: outcomes }) };
+  });
   await Promise.all(
     written.map((record) => putJson(s3, bucket, modelRecordKey(drop, record.model.id), record)),
   );
   const previous = written[records.indexOf(best)]?.previous ?? null;
+  const { promoted, reason } = decision;
+  const differences = previous?.differences ?? null;
   return {
     promotion: {
-      model_id: candidate.model_id,
-      promoted: decision.promoted,
-      reason: decision.reason,
+      model_id: best.model.id,
+      promoted,
+      reason,
       previous_model_id: previous?.model_id ?? null,
-      differences: previous?.differences ?? null,
+      differences,
     },
     records: written,
   };
 }
 
+/** Moves current.json to `candidate` when it wins (conditionally: decided again on a lost race). */
+async function writeCurrent(
+  s3: S3Client,
+  state: RunState,
+  candidate: ModelSummary,
+  now: number,
+): Promise<Decision> {
+  const { bucket, drop } = state.run;
+  const key = currentModelKey(drop);
+  return await updateJsonConditionally(s3, {
+    bucket,
+    key,
+    attempts: CURRENT_WRITE_ATTEMPTS,
+    read: async () => {
+      const found = await readJson(s3, bucket, key);
+      const current =
+        (found?.value as Partial<CurrentModel> | null | undefined)?.model_id === undefined
+          ? null
+          : (found?.value as CurrentModel);
+      return found === null ? null : { current, etag: found.etag };
+    },
+    decide: (found) => {
+      const decision = decide(candidate, found?.current ?? null, state.config?.promote);
+      const record = `s3://${bucket}/${modelRecordKey(drop, candidate.model_id)}`;
+      const current: CurrentModel = {
+        ...candidate,
+        record,
+        promoted_at: new Date(now).toISOString(),
+        previous: decision.previous,
+      };
+      const moves = decision.promoted && found?.current?.model_id !== candidate.model_id;
+      return { write: moves ? current : null, result: decision };
+    },
+    contended: (attempts, error) =>
+      retryable(
+        'storage_error',
+        `${key} changed under ${String(attempts)} writes in a row (runs of the drop promoting at once); the step is retried`,
+        error,
+      ),
+  });
+}
+
 /** Whether `candidate` replaces `current` as the drop's current model, and why. */
 export function decide(candidate: ModelSummary, current: CurrentModel | null, rule?: PromoteRule): Decision {
   if (current === null) return { promoted: true, reason: 'the drop had no current model', previous: null };
+  const { record: _record, promoted_at: _at, previous: earlier, ...previous } = current;
   if (current.model_id === candidate.model_id) {
-    return { promoted: true, reason: "it is the drop's current model", previous: current.previous };
+    return { promoted: true, reason: "it is the drop's current model", previous: earlier };
   }
-  const previous = summaryOf(current);
-  if (rule === undefined) {
-    return {
-      promoted: true,
-      reason: 'train.json has no "promote": every new model becomes current',
-      previous,
-    };
-  }
+  const verdict = (promoted: boolean, reason: string): Decision => ({ promoted, reason, previous });
+  if (rule === undefined)
+    return verdict(true, 'train.json has no "promote": every new model becomes current');
   const { metric, min_delta: minDelta } = rule;
-  const mine = candidate.metrics[metric];
-  const theirs = current.metrics[metric];
-  if (typeof mine !== 'number') {
-    const reported = Object.keys(candidate.metrics).join(', ') || 'none';
-    return {
-      promoted: false,
-      reason: `model ${candidate.model_id} reports no number "${metric}" (promote.metric; its metrics: ${reported}), so model ${current.model_id} stays current`,
-      previous,
-    };
-  }
-  if (typeof theirs !== 'number') {
-    return {
-      promoted: true,
-      reason: `the current model ${current.model_id} reports no "${metric}" to beat`,
-      previous,
-    };
-  }
+  const [mine, theirs, other] = [
+    candidate.metrics[metric],
+    current.metrics[metric],
+    `model ${current.model_id}`,
+  ];
+  if (typeof mine !== 'number')
+    return verdict(false, `it reports no "${metric}" (promote.metric), so ${other} stays current`);
+  if (typeof theirs !== 'number') return verdict(true, `the current ${other} reports no "${metric}" to beat`);
   const delta = difference(mine, theirs);
   const beats = delta > 0 && delta >= minDelta;
+  const compared = `${metric} ${String(mine)} ${beats ? 'beats' : 'does not beat'} ${String(theirs)} of ${other}`;
+  if (beats) return verdict(true, `${compared} by ${String(delta)} (promote.min_delta ${String(minDelta)})`);
   const margin = minDelta > 0 ? `at least ${String(minDelta)}` : 'any margin';
-  return {
-    promoted: beats,
-    reason: beats
-      ? `${metric} ${String(mine)} beats ${String(theirs)} of model ${current.model_id} by ${String(delta)} (promote.min_delta ${String(minDelta)})`
-      : `${metric} ${String(mine)} does not beat ${String(theirs)} of model ${current.model_id} by ${margin} (promote.min_delta; the difference is ${String(delta)}), so model ${current.model_id} stays current`,
-    previous,
-  };
+  return verdict(
+    false,
+    `${compared} by ${margin} (promote.min_delta; the difference is ${String(delta)}), so ${other} stays current`,
+  );
 }
 
 function previousOf(record: ModelDocument, previous: ModelSummary | null): PreviousModel | null {
@@ -187,18 +187,9 @@ function previousOf(record: ModelDocument, previous: ModelSummary | null): Previ
   return { ...previous, differences };
 }
 
-function summaryOf(model: ModelSummary | ModelDocument): ModelSummary {
-  if ('model_id' in model) {
-    const { model_id, run_id, encoder, created_at, metrics } = model;
-    return { model_id, run_id, encoder, created_at, metrics };
-  }
-  const { id, encoder, created_at, metrics } = model.model;
-  return { model_id: id, run_id: model.run.run_id, encoder, created_at, metrics: metrics ?? {} };
-}
-
-function score(record: ModelDocument, metric: string): number {
-  const value = record.model.metrics?.[metric];
-  return typeof value === 'number' ? value : -Infinity;
+function summaryOf({ model, run }: ModelDocument): ModelSummary {
+  const { id, encoder, created_at, metrics } = model;
+  return { model_id: id, run_id: run.run_id, encoder, created_at, metrics: metrics ?? {} };
 }
 
 /** `a - b` to 6 decimals: metrics are reported to a few, and 0.91 - 0.88 is not 0.03 in floating point. */
@@ -210,8 +201,4 @@ function difference(a: number, b: number): number {
 export function isModelDocument(value: unknown): value is ModelDocument {
   const record = value as Partial<ModelDocument> | undefined;
   return typeof record?.model?.id === 'string' && typeof record.run?.run_id === 'string';
-}
-
-function isCurrent(value: unknown): value is CurrentModel {
-  return typeof (value as Partial<CurrentModel> | undefined)?.model_id === 'string';
 }

@@ -1,13 +1,15 @@
 /**
- * Small whole-object operations on the bucket: the size of an object, a JSON document written in
- * one PUT or updated with conditional writes, a delete. Streams (a pinned read, a multipart
+ * Small whole-object operations on the bucket: the size of an object, the objects under a prefix,
+ * a JSON document read, written in one PUT or updated with conditional writes, a delete. Streams (a pinned read, a multipart
  * write) live in streams.ts.
  */
 import {
   DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
+  ListObjectsV2Command,
   PutObjectCommand,
+  type _Object,
   type S3Client,
 } from '@aws-sdk/client-s3';
 
@@ -32,6 +34,18 @@ export async function putJson(s3: S3Client, bucket: string, key: string, value: 
       ContentType: 'application/json',
     }),
   );
+}
+
+/** Every object whose key begins with `prefix`, page by page (ListObjectsV2). */
+export async function* objectsUnder(s3: S3Client, bucket: string, prefix: string): AsyncGenerator<_Object> {
+  let token: string | undefined;
+  do {
+    const page = await s3.send(
+      new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }),
+    );
+    yield* page.Contents ?? [];
+    token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
+  } while (token !== undefined);
 }
 
 /**

@@ -7,10 +7,9 @@
  */
 import { MODEL_STATUSES } from '../../lambdas/service-client/contract.js';
 import { NotFoundError, TrainingServiceClient, type Model } from '../../lambdas/service-client/index.js';
-import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { isModelDocument } from '../../lambdas/steps/lineage.js';
 import { currentModelKey, MODELS_PREFIX } from '../../lambdas/storage/keys.js';
-import { readJson } from '../../lambdas/storage/objects.js';
+import { objectsUnder, readJson } from '../../lambdas/storage/objects.js';
 import { CliUsageError, CommandError, EXIT, json, limitFlag, table, type CommandSpec } from './command.js';
 import { targetCommand, TARGET_FLAGS, type Target } from './target.js';
 
@@ -132,61 +131,36 @@ export function modelsTable(models: readonly Model[]): string {
 }
 
 /** A model of a drop as `hopper models --drop` lists it. */
-export interface DropModel {
-  readonly model_id: string;
-  readonly encoder: string;
-  readonly created_at: string;
-  readonly run_id: string;
-  readonly metrics: Readonly<Record<string, unknown>>;
-  /** The drop's current model (models/<drop>/current.json). */
-  readonly current: boolean;
-  readonly previous_model_id: string | null;
-  readonly differences: Readonly<Record<string, number>> | null;
-  readonly promoted: boolean | null;
-}
+export type DropModel = Awaited<ReturnType<typeof dropModels>>[number];
 
-/** The drop's models in the bucket, oldest to newest (by the service's created_at). */
-async function dropModels(target: Target, drop: string): Promise<DropModel[]> {
-  const current = (await readJson(target.s3, target.bucket, currentModelKey(drop)))?.value as
+/** The drop's models in the bucket, oldest to newest (by the service's created_at), and which is current. */
+async function dropModels({ s3, bucket }: Target, drop: string) {
+  const current = (await readJson(s3, bucket, currentModelKey(drop)))?.value as
     { model_id?: unknown } | undefined;
-  const models: DropModel[] = [];
-  let token: string | undefined;
-  do {
-    const page = await target.s3.send(
-      new ListObjectsV2Command({
-        Bucket: target.bucket,
-        Prefix: `${MODELS_PREFIX}${drop}/`,
-        ContinuationToken: token,
-      }),
-    );
-    for (const { Key: key = '' } of page.Contents ?? []) {
-      if (!key.endsWith('/model.json')) continue;
-      const record = (await readJson(target.s3, target.bucket, key))?.value;
-      if (!isModelDocument(record)) continue;
-      models.push({
-        model_id: record.model.id,
-        encoder: record.model.encoder,
-        created_at: record.model.created_at,
-        run_id: record.run.run_id,
-        metrics: record.model.metrics ?? {},
-        current: current?.model_id === record.model.id,
-        previous_model_id: record.previous?.model_id ?? null,
-        differences: record.previous?.differences ?? null,
-        promoted: record.promotion?.promoted ?? null,
-      });
-    }
-    token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
-  } while (token !== undefined);
+  const models = [];
+  for await (const { Key: key = '' } of objectsUnder(s3, bucket, `${MODELS_PREFIX}${drop}/`)) {
+    const record = key.endsWith('/model.json') ? (await readJson(s3, bucket, key))?.value : undefined;
+    if (!isModelDocument(record)) continue;
+    const { id, encoder, created_at, metrics } = record.model;
+    const { model_id: previous = null, differences = null } = record.previous ?? {};
+    models.push({
+      model_id: id,
+      encoder,
+      created_at,
+      run_id: record.run.run_id,
+      metrics: metrics ?? {},
+      current: current?.model_id === id,
+      previous_model_id: previous,
+      differences,
+    });
+  }
   return models.sort((a, b) => a.created_at.localeCompare(b.created_at));
 }
 
 function dropModelsTable(models: readonly DropModel[]): string {
   const listed = (values: Readonly<Record<string, unknown>> | null, sign = false): string =>
     Object.entries(values ?? {})
-      .map(
-        ([name, value]) =>
-          `${name} ${sign && typeof value === 'number' && value >= 0 ? '+' : ''}${String(value)}`,
-      )
+      .map(([name, value]) => `${name} ${sign && Number(value) >= 0 ? '+' : ''}${String(value)}`)
       .join(', ');
   return table(
     ['MODEL', 'ENCODER', 'CREATED', 'METRICS', 'CHANGE', 'VS', 'CURRENT'],

@@ -7,9 +7,9 @@
  * the run's (running, succeeded, failed, interrupted), `hopper_step` is Hopper's step that wrote
  * the file (validate_drop ... report), `step` and `next_action` are the service's.
  */
-import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { runRecordsPrefix, STATUS_PREFIX, statusKey } from '../../storage/keys.js';
-import { readJson, updateJsonConditionally } from '../../storage/objects.js';
+import { objectsUnder, readJson, updateJsonConditionally } from '../../storage/objects.js';
 import type { NextAction } from '../../service-client/contract.js';
 import { retryable } from '../errors/index.js';
 import { paidModelOf } from '../lock/index.js';
@@ -318,14 +318,8 @@ function withEntry(entries: readonly SupersededRun[], entry: SupersededRun): Sup
  */
 export async function* runRecordKeys(s3: S3Client, bucket: string, drop?: string): AsyncGenerator<string> {
   const prefix = drop === undefined ? `${STATUS_PREFIX}.runs/` : runRecordsPrefix(drop);
-  let token: string | undefined;
-  do {
-    const page = await s3.send(
-      new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }),
-    );
-    for (const { Key: key = '' } of page.Contents ?? []) if (key.endsWith('.json')) yield key;
-    token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
-  } while (token !== undefined);
+  for await (const { Key: key = '' } of objectsUnder(s3, bucket, prefix))
+    if (key.endsWith('.json')) yield key;
 }
 
 /** A run record (runRecordKeys), or null when it is gone or not a status document. */
@@ -342,17 +336,10 @@ export async function* statusFiles(
   s3: S3Client,
   bucket: string,
 ): AsyncGenerator<{ readonly drop: string; readonly etag: string }> {
-  let token: string | undefined;
-  do {
-    const page = await s3.send(
-      new ListObjectsV2Command({ Bucket: bucket, Prefix: STATUS_PREFIX, ContinuationToken: token }),
-    );
-    for (const { Key: key = '', ETag: etag = '' } of page.Contents ?? []) {
-      const drop = /^status\/([^/]+)\.json$/.exec(key)?.[1];
-      if (drop !== undefined) yield { drop, etag };
-    }
-    token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
-  } while (token !== undefined);
+  for await (const { Key: key = '', ETag: etag = '' } of objectsUnder(s3, bucket, STATUS_PREFIX)) {
+    const drop = /^status\/([^/]+)\.json$/.exec(key)?.[1];
+    if (drop !== undefined) yield { drop, etag };
+  }
 }
 
 /**
