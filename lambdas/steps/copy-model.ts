@@ -22,13 +22,8 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { toRunError, messageOf, RunError, modelFilesGoneMessage } from '../run/errors/index.js';
 import { waitForFiles } from '../run/schedule/index.js';
 import { defineStep, type Step, type StepEnv, type StepRun } from '../run/invocation/index.js';
-import {
-  copyWaitOf,
-  type CopySlot,
-  type CopyWaitSlot,
-  type EncoderOutcome,
-  type RunState,
-} from '../run/state/index.js';
+import { copyWaitOf, type CopySlot, type CopyWaitSlot, type RunState } from '../run/state/index.js';
+import type { EncoderOutcome } from '../run/state/index.js';
 import type { RunSummary } from '../run/status/index.js';
 import { modelFileKey, modelRecordKey } from '../storage/keys.js';
 import { deleteObject, objectSize, putJson } from '../storage/objects.js';

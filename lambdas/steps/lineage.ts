@@ -84,7 +84,7 @@ export async function promoteRunModels(s3: S3Client, state: RunState, now: numbe
         ? decision
         : { promoted: false, reason: `model ${best.model.id} of the sweep scored higher on ${metric}` };
     const previous = record.previous !== undefined ? record.previous : previousOf(record, decision.previous);
-    return { ...record, previous, promotion: { promoted, reason }, ...(outcomes && { encoders: outcomes }) };
+    return { ...record, previous, promotion: { promoted, reason }, encoders: outcomes };
   });
   await Promise.all(
     written.map((record) => putJson(s3, bucket, modelRecordKey(drop, record.model.id), record)),

@@ -64,23 +64,20 @@ export const reportStep = defineStep(
     const { s3 } = env.runtime;
     const lineage = await promoteRunModels(s3, state, now);
     const promotion = lineage?.promotion;
-    const status = statusOf(
-      state,
-      {
-        hopperStep: 'report',
-        state: report.outcome,
-        error: report.error,
-        summary,
-        ...(promotion && { promotion }),
-      },
-      now,
-    );
+    const update = {
+      hopperStep: 'report',
+      state: report.outcome,
+      error: report.error,
+      summary,
+      promotion,
+    } as const;
+    const status = statusOf(state, update, now);
     await writeStatus(s3, state.run.bucket, status);
     await putJson(s3, state.run.bucket, runRecordKey(state.run.drop, state.run.runId), status);
     // The drop's claim stays with a run that leaves a paid model, for the run that adopts it.
     await releaseTraining({ s3, run: state.run, now }, holdsCredit(state, report.error?.code));
     // After the status, so the event never announces an outcome the status file does not show.
-    const end = { report, finishedAt: now, credits: summary?.credits ?? 0, promotion: promotion ?? null };
+    const end = { report, finishedAt: now, credits: summary?.credits ?? 0, promotion };
     await announceRunEnd(state, { ...end, records: lineage?.records ?? [] }, env);
     return report;
   },
@@ -215,15 +212,21 @@ function stopError(state: RunState, code: StopCode): RunFailure {
 /** training_failed of a sweep in which an encoder ran out of attempts; undefined when none did. */
 function sweepFailure(state: RunState): RunFailure | undefined {
   const outcomes = encoderOutcomes(state) ?? [];
-  const failedOnes = outcomes.filter((outcome) => outcome.outcome === 'failed');
-  if (failedOnes.length === 0) return undefined;
-  const trained = outcomes.flatMap((outcome) => (outcome.outcome === 'copied' ? [outcome.encoder] : []));
-  const { drop } = state.run;
+  const encodersThat = (outcome: string) => outcomes.filter((one) => one.outcome === outcome);
+  const failed = encodersThat('failed');
+  if (failed.length === 0) return undefined;
+  const [drop, maxAttempts, error] = [
+    state.run.drop,
+    state.config?.maxAttempts,
+    failed.at(-1)?.error ?? null,
+  ];
+  const trained = encodersThat('copied').map((one) => one.encoder);
   const message = sweepFailedMessage({
     drop,
-    maxAttempts: state.config?.maxAttempts,
-    failed: failedOnes,
+    maxAttempts,
+    failed: failed.map((one) => one.encoder),
     trained,
+    error,
   });
   return { code: 'training_failed', message };
 }

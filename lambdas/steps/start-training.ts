@@ -40,17 +40,8 @@ import {
 import { defineStep } from '../run/invocation/index.js';
 import { supersededError, claimTraining, recordTraining, type ClaimContext } from '../run/lock/index.js';
 import { expectedFinish } from '../run/schedule/index.js';
-import {
-  attemptsLeft,
-  modelSlot,
-  sweepEncoder,
-  sweepOnwards,
-  trainingPlan,
-  type AccountHistory,
-  type RunConfig,
-  type RunState,
-  type SweepSlot,
-} from '../run/state/index.js';
+import { attemptsLeft, modelSlot, sweepEncoder, sweepOnwards, trainingPlan } from '../run/state/index.js';
+import type { AccountHistory, RunConfig, RunState, SweepSlot } from '../run/state/index.js';
 
 const UNDER_WAY_STATUSES: readonly string[] = ['queued', 'training', 'done'];
 /** A model at one of these has not failed: wait for it, download it, or report its files gone. */

@@ -244,7 +244,7 @@ describe('a sweep: three encoders from one upload', () => {
     // enc-b failed on its one attempt; enc-a and enc-c trained, were copied, and the best is current.
     const status = run.status;
     expect(status).toMatchObject({ state: 'failed', error: { code: 'training_failed' } });
-    expect(status?.error?.message).toContain('for encoder "enc-b" (1 attempts;');
+    expect(status?.error?.message).toContain('for encoder "enc-b" (the last failed with: training failed');
     expect(status?.error?.message).toContain('the models of "enc-a", "enc-c" were copied and kept');
     expect(status?.error?.message).toContain(`hopper retry ${drop} --max-attempts N (above 1)`);
     const outcomes = status?.encoders ?? [];
@@ -261,7 +261,9 @@ describe('a sweep: three encoders from one upload', () => {
     expect((await current(local, drop)).model_id).toBe(c);
     expect(status?.promotion).toMatchObject({ model_id: c, promoted: true, previous_model_id: null });
     for (const id of [a, c]) expect((await record(local, drop, id ?? '')).encoders).toEqual(outcomes);
-    expect((await record(local, drop, a ?? '')).promotion?.reason).toContain(`model ${c} (encoder enc-c)`);
+    expect((await record(local, drop, a ?? '')).promotion?.reason).toBe(
+      `model ${c} of the sweep scored higher on f1`,
+    );
     expect(endEvent(local, run)).toMatchObject({ state: 'failed', promotion: status?.promotion });
     expect(local.simulated?.credits()).toBe(8);
 

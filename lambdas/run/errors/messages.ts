@@ -97,26 +97,17 @@ export function trainingFailedMessage(failure: {
 export function sweepFailedMessage(sweep: {
   readonly drop: string;
   readonly maxAttempts: number | undefined;
-  readonly failed: readonly {
-    encoder: string;
-    attempts: number;
-    model_id: string | null;
-    error: string | null;
-  }[];
+  readonly failed: readonly string[];
   readonly trained: readonly string[];
+  readonly error: string | null;
 }): string {
-  const failures = sweep.failed
-    .map(
-      (one) =>
-        `"${one.encoder}" (${String(one.attempts)} attempts; model ${one.model_id ?? '?'}: ${one.error ?? 'no reason given'})`,
-    )
-    .join(', ');
+  const names = (encoders: readonly string[]): string => encoders.map((encoder) => `"${encoder}"`).join(', ');
   const kept =
     sweep.trained.length === 0
-      ? 'no encoder of the sweep trained a model'
-      : `the models of ${sweep.trained.map((encoder) => `"${encoder}"`).join(', ')} were copied and kept`;
+      ? 'no encoder trained a model'
+      : `the models of ${names(sweep.trained)} were copied and kept`;
   const max = String(sweep.maxAttempts ?? '?');
-  return `training failed on every attempt (maxAttempts ${max}) for encoder ${failures}; ${kept}. Failed attempts cost no credit: hopper retry ${sweep.drop} --max-attempts N (above ${max}) trains the failed encoders again and adopts the trained models without a second credit`;
+  return `training failed on every attempt (maxAttempts ${max}) for encoder ${names(sweep.failed)} (the last failed with: ${sweep.error ?? 'no reason given'}); ${kept}. Failed attempts cost no credit: hopper retry ${sweep.drop} --max-attempts N (above ${max}) trains the failed encoders again and adopts the trained models without a second credit`;
 }
 
 /**

@@ -149,7 +149,6 @@ export function statusOf(state: RunState, update: StatusUpdate, now: number): Ru
   const record = model ?? dataset;
   const phase = update.state ?? 'running';
   const paid = paidModelOf(state, update.error?.code);
-  const encoders = encoderOutcomes(state);
   const timestamp = new Date(now).toISOString();
   return {
     run_id: run.runId,
@@ -178,8 +177,8 @@ export function statusOf(state: RunState, update: StatusUpdate, now: number): Ru
         ? { run_id: dataset.waitingFor.runId, model_id: dataset.waitingFor.modelId }
         : null,
     copy_put_off: copyPutOff(copyWaitOf(copy), now),
-    ...(encoders === undefined ? {} : { encoders }),
-    ...(update.promotion === undefined ? {} : { promotion: update.promotion }),
+    encoders: encoderOutcomes(state),
+    promotion: update.promotion,
   };
 }
 
