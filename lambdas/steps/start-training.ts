@@ -40,7 +40,7 @@ import {
 import { defineStep } from '../run/invocation/index.js';
 import { supersededError, claimTraining, recordTraining, type ClaimContext } from '../run/lock/index.js';
 import { expectedFinish } from '../run/schedule/index.js';
-import { attemptsLeft, modelSlot, sweepEncoder, sweepOnwards, trainingPlan } from '../run/state/index.js';
+import { attemptsLeft, modelSlot, sweepOnwards, trainingPlan } from '../run/state/index.js';
 import type { AccountHistory, RunConfig, RunState, SweepSlot } from '../run/state/index.js';
 
 const UNDER_WAY_STATUSES: readonly string[] = ['queued', 'training', 'done'];
@@ -54,7 +54,8 @@ export const startTrainingStep = defineStep(
     const client = await env.runtime.service();
     const dataset = await client.getDataset(datasetSlot.id);
     const sweep = config.encoders === undefined ? undefined : await sweepToTrain(state, client);
-    const encoder = sweepEncoder(sweep) ?? config.encoder;
+    // A sweep trains the encoder after those it has finished.
+    const encoder = sweep?.encoders[sweep.outcomes.length] ?? config.encoder;
     const models = (await modelsOf(client, dataset)).filter(
       (model) => sweep === undefined || model.encoder === encoder,
     );

@@ -18,6 +18,8 @@ export const REVIEWS_CSV = [
   'r4,The yoga mat matches the description.',
 ].join('\n');
 export const LABELS_BY_ID = ['id,label', 'r1,positive', 'r2,negative', 'r3,neutral', 'r4,neutral'].join('\n');
+/** The drop's data files: the reviews and their labels (add train.json). */
+export const REVIEWS_FILES = { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID } as const;
 
 /** model.json as far as the tests read it. */
 export interface ModelJson {

@@ -14,3 +14,17 @@ export async function withTimeout<T>(promise: Promise<T>, what: string, ms: numb
     clearTimeout(timer);
   }
 }
+
+/** A promise a test resolves when it chooses: `opened` settles once `open()` is called. */
+export function gate(): { readonly opened: Promise<void>; open(): void } {
+  let open: () => void = () => undefined;
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return {
+    opened,
+    open: () => {
+      open();
+    },
+  };
+}

@@ -25,6 +25,7 @@ import { runModelsCommand, type DropModel } from '../../local/cli/models.js';
 import { runRetryCommand } from '../../local/cli/retry.js';
 import type { TaskName } from '../../infra/tasks.js';
 import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
+import { putDrop } from '../helpers/pipeline.js';
 import {
   dropAndRun,
   finished,
@@ -35,12 +36,10 @@ import {
   useLocalMode,
   type FinishedRun,
 } from '../helpers/local-mode.js';
-import { expectSucceeded, LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
-import { putDrop } from '../helpers/pipeline.js';
-import { withTimeout } from '../helpers/timeout.js';
+import { expectSucceeded, REVIEWS_FILES as DATA } from '../helpers/local-runs.js';
+import { gate, withTimeout } from '../helpers/timeout.js';
 
 const fixture = useLocalMode();
-const DATA = { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID };
 const metrics = (f1: number) => ({ accuracy: f1 + 0.05, f1 });
 
 async function readJson<T>(local: LocalMode, key: string): Promise<T> {
@@ -146,16 +145,13 @@ describe('two runs of one drop racing to promote', () => {
   it('both copy; current.json names the better model, whichever report writes first', async () => {
     // Each Report waits until both runs have reached theirs, then both go at once.
     let arrived = 0;
-    let bothThere: () => void = () => undefined;
-    const together = new Promise<void>((resolve) => {
-      bothThere = resolve;
-    });
+    const together = gate();
     const wrapTask = (name: TaskName, lambda: LocalTask): LocalTask =>
       name !== 'Report'
         ? lambda
         : async (input) => {
-            if ((input as RunState).copy !== undefined && ++arrived === 2) bothThere();
-            await withTimeout(together, 'the other run did not reach its report', RUN_TIMEOUT_MS);
+            if ((input as RunState).copy !== undefined && ++arrived === 2) together.open();
+            await withTimeout(together.opened, 'the other run did not reach its report', RUN_TIMEOUT_MS);
             return lambda(input);
           };
     // The first (older) run's model is the better one; the second run's report must not undo it.

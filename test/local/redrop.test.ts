@@ -25,12 +25,11 @@ import {
   useLocalMode,
   type FinishedRun,
 } from '../helpers/local-mode.js';
-import { expectCopied, expectSucceeded, LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
+import { expectCopied, expectSucceeded, REVIEWS_FILES as DATA } from '../helpers/local-runs.js';
 import { putDrop } from '../helpers/pipeline.js';
 import { withTimeout } from '../helpers/timeout.js';
 
 const fixture = useLocalMode();
-const DATA = { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID };
 
 /** Holds the first invocation of `task` by the run `runId()` names until release() is called. */
 function holdAt(task: TaskName): {

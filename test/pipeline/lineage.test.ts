@@ -17,6 +17,7 @@ import { currentModelKey, modelFileKey, modelRecordKey } from '../../lambdas/sto
 import { putJson, readJson } from '../../lambdas/storage/objects.js';
 import { localS3Client } from '../../local/s3/local-s3.js';
 import { uniqueDrop, usePipelineFixtures } from '../helpers/pipeline.js';
+import { gate } from '../helpers/timeout.js';
 import { configOf, stateOf } from './service-steps.js';
 
 const fixtures = usePipelineFixtures();
@@ -82,21 +83,14 @@ describe('promoteRunModels: current.json written conditionally', () => {
     const better = await copiedRun(bucket, drop, 'better', 0.9);
     // The worse run's first write of current.json waits until the better run has written it.
     const slow = localS3Client(endpoint);
-    let release: () => void = () => undefined;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let reached: () => void = () => undefined;
-    const atPut = new Promise<void>((resolve) => {
-      reached = resolve;
-    });
+    const [released, atPut] = [gate(), gate()];
     let puts = 0;
     slow.middlewareStack.add(
       (next, context) => async (args) => {
         const key = (args.input as { Key?: string }).Key ?? '';
         if (context.commandName === 'PutObjectCommand' && key.endsWith('current.json') && puts++ === 0) {
-          reached();
-          await released;
+          atPut.open();
+          await released.opened;
         }
         return next(args);
       },
@@ -104,11 +98,11 @@ describe('promoteRunModels: current.json written conditionally', () => {
     );
     try {
       const worseDecided = promoteRunModels(slow, worse, Date.now());
-      await atPut;
+      await atPut.opened;
       expect((await promoteRunModels(client, better, Date.now()))?.promotion).toMatchObject({
         promoted: true,
       });
-      release();
+      released.open();
       const lost = await worseDecided;
       // Its write lost the race (the object now existed), so it read current.json again.
       expect(puts).toBe(1);

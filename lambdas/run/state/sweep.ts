@@ -25,11 +25,6 @@ export function trainingPlan(attempts: number, maxAttempts: number, sweep?: Swee
   };
 }
 
-/** The encoder a sweep trains now; undefined outside a sweep. */
-export function sweepEncoder(sweep: SweepSlot | undefined): string | undefined {
-  return sweep?.encoders[sweep.outcomes.length];
-}
-
 /**
  * The sweep start_training goes on with: the model slot's, with its encoder's outcome added when
  * the run moves on from it to the next (its model copied, or no attempt left).
@@ -58,11 +53,9 @@ export function encoderOutcomes(state: RunState): EncoderOutcome[] | undefined {
 
 /** The ids of the run's models copied so far, every encoder's in a sweep. */
 export function copiedModelIds(state: RunState): string[] {
-  const outcomes = encoderOutcomes(state);
-  if (outcomes === undefined) return modelCopied(state) && state.model !== undefined ? [state.model.id] : [];
-  return outcomes.flatMap((outcome) =>
-    outcome.outcome === 'copied' && outcome.model_id !== null ? [outcome.model_id] : [],
-  );
+  const outcomes =
+    encoderOutcomes(state) ?? (state.model === undefined ? [] : [outcomeOf(state, state.model)]);
+  return outcomes.flatMap((one) => (one.outcome === 'copied' && one.model_id !== null ? [one.model_id] : []));
 }
 
 function outcomeOf(state: RunState, model: ModelSlot): EncoderOutcome {
