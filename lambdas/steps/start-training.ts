@@ -82,25 +82,7 @@ export const startTrainingStep = defineStep(
     if (env.supersededBy !== undefined && env.supersededBy !== null) {
       throw supersededError(state, env.supersededBy, 'start_training');
     }
-    if (newest !== undefined && !attemptsLeft(models.length, config.maxAttempts)) {
-      // The Choice counts attempts too; this guards the case it cannot see (a training started
-      // by a lost call that failed before this retry), counting what the service holds.
-      throw new RunError(
-        'training_failed',
-        trainingFailedMessage({
-          attempts: models.length,
-          maxAttempts: config.maxAttempts,
-          modelId: newest.id,
-          error: newest.error,
-        }),
-      );
-    }
-    if (dataset.next_action === 'expired') {
-      throw new RunError(
-        'dataset_expired',
-        datasetExpiredMessage({ id: dataset.id, expiresAt: dataset.expires_at, step: dataset.step }),
-      );
-    }
+    refuseToTrain(dataset, models, config);
     const held = await claimTraining(claim, dataset.id);
     if (!held.held) {
       // Rare: the claim the dataset step took went stale and another run took it meanwhile.
@@ -115,6 +97,33 @@ export const startTrainingStep = defineStep(
   },
   { decidesWhenSuperseded: true },
 );
+
+/**
+ * Before a new training of `dataset`, whose (encoder's) models are `models`.
+ * @throws RunError training_failed with no attempt left, dataset_expired for an expired dataset
+ */
+function refuseToTrain(dataset: Dataset, models: readonly Model[], config: RunConfig): void {
+  const newest = models[0];
+  if (newest !== undefined && !attemptsLeft(models.length, config.maxAttempts)) {
+    // The Choice counts attempts too; this guards the case it cannot see (a training started
+    // by a lost call that failed before this retry), counting what the service holds.
+    throw new RunError(
+      'training_failed',
+      trainingFailedMessage({
+        attempts: models.length,
+        maxAttempts: config.maxAttempts,
+        modelId: newest.id,
+        error: newest.error,
+      }),
+    );
+  }
+  if (dataset.next_action === 'expired') {
+    throw new RunError(
+      'dataset_expired',
+      datasetExpiredMessage({ id: dataset.id, expiresAt: dataset.expires_at, step: dataset.step }),
+    );
+  }
+}
 
 /** Done models looked at for their files' retention and their trainings' durations: one page. */
 export const RETENTION_SAMPLE = 25;
