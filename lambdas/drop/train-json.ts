@@ -27,7 +27,7 @@ export interface TrainJson {
   readonly resume?: boolean;
   /** Several encoders, one model each from the one dataset (a sweep), or every one on offer. */
   readonly encoders?: readonly string[] | 'all';
-  /** When a new model replaces the drop's current one (lambdas/run/lineage/). */
+  /** When a new model replaces the drop's current one (lambdas/steps/lineage.ts). */
   readonly promote?: PromoteRule;
 }
 

@@ -54,7 +54,7 @@ export interface RunConfig {
   readonly maxAttempts: number;
   /** train.json `encoders`: a sweep, one model per encoder from the one dataset (sweep.ts). */
   readonly encoders?: readonly string[] | 'all';
-  /** train.json `promote`: when a new model replaces the drop's current one (lambdas/run/lineage/). */
+  /** train.json `promote`: when a new model replaces the drop's current one (lambdas/steps/lineage.ts). */
   readonly promote?: PromoteRule;
   /**
    * train.json `"resume": true`: the dataset of the drop's failed run to train from instead of
