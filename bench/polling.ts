@@ -9,7 +9,7 @@
 import { expectedFinish } from '../lambdas/run/schedule/index.js';
 import { PRICES_AS_OF, PRICES_REGION, PRICES_USD, TRANSITIONS_AFTER } from '../lambdas/run/status/index.js';
 import { TASKS } from '../infra/tasks.js';
-import { median, simulatePolling, type SimulationContext } from '../test/helpers/poll-simulation.js';
+import { median, simulatePolling, type SimulationContext } from '../testkit/poll-simulation.js';
 import type { Benchmark } from './harness/benchmark.js';
 import { figure, type Figure } from './harness/figures.js';
 

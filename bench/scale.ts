@@ -19,7 +19,7 @@ import {
   serviceTally,
   type DropsOutcome,
   type ServiceTally,
-} from '../test/helpers/scale-run.js';
+} from '../testkit/scale-run.js';
 import type { EndpointName } from '../local/service/index.js';
 import { envInteger, sideBySide, type Benchmark } from './harness/benchmark.js';
 import { figure, median, round, type Figure } from './harness/figures.js';
