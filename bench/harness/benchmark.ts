@@ -2,6 +2,7 @@
  * A benchmark entry: a name, and a run that measures its figures side by side with their
  * baselines. Entries are listed in bench/benchmarks.ts; `npm run bench` runs them in order.
  */
+import { loadavg } from 'node:os';
 import type { Figure } from './figures.js';
 import type { Measurement } from './protocol.js';
 
@@ -42,7 +43,8 @@ export async function sideBySide<K extends string, R>(
       if (log !== undefined && run.wallMs !== undefined) {
         log(
           `  ${name} round ${String(round + 1)}: ${(run.wallMs / 1000).toFixed(2)} s, ` +
-            `CPU ${((run.cpuMs ?? 0) / 1000).toFixed(2)} s, RSS +${((run.rssGrowth ?? 0) / MiB).toFixed(0)} MiB`,
+            `CPU ${((run.cpuMs ?? 0) / 1000).toFixed(2)} s, RSS +${((run.rssGrowth ?? 0) / MiB).toFixed(0)} MiB, ` +
+            `load ${loadavg()[0]!.toFixed(1)}`,
         );
       }
     }
