@@ -9,7 +9,7 @@
 import { writeFile } from 'node:fs/promises';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { BENCHMARKS } from './benchmarks.js';
-import { envInteger } from './harness/benchmark.js';
+import { envInteger, machineCpu, stealText } from './harness/benchmark.js';
 import { round, type Figure } from './harness/figures.js';
 import { formatTable } from './harness/table.js';
 
@@ -33,8 +33,10 @@ const context = {
 };
 
 const started = performance.now();
-// The machine's load average (1, 5, 15 minutes) at the start and end: was it quiet?
+// The machine's load average (1, 5, 15 minutes) at the start and end, and the CPU its host took
+// (harness/benchmark.ts): was it quiet?
 const loadAtStart = loadavg();
+const machineAtStart = machineCpu();
 const figures: Figure[] = [];
 const failed: { benchmark: string; error: string }[] = [];
 for (const benchmark of chosen) {
@@ -61,6 +63,7 @@ const results = {
   benchmarks: chosen.map((benchmark) => benchmark.name),
   seconds: Math.round(seconds),
   loadAverage: { start: loadAtStart.map(round), end: loadavg().map(round) },
+  cpuStolen: stealText(machineAtStart, machineCpu()),
   failed,
   figures,
 };
