@@ -51,7 +51,7 @@ interface FilesystemStore {
   putObjectMultipart(
     bucket: string,
     uploadId: string,
-    parts: readonly multipart.CompletedPartRef[],
+    parts: readonly multipart.PartRef[],
   ): Promise<{ size: number; md5: string }>;
 }
 
@@ -155,11 +155,7 @@ class ConsistentStore extends BaseStore {
   }
 
   /** S3's completion: the parts' file renamed into place when they fill it in order (multipart-upload.ts). */
-  override async putObjectMultipart(
-    bucket: string,
-    uploadId: string,
-    parts: readonly multipart.CompletedPartRef[],
-  ) {
+  override async putObjectMultipart(bucket: string, uploadId: string, parts: readonly multipart.PartRef[]) {
     const uploadDirectory = this.#uploadDirectory(bucket, uploadId);
     this.#partSizes.delete(uploadDirectory);
     const { key, metadata, etag, size, ...bytes } = await multipart.completedObject(uploadDirectory, parts);

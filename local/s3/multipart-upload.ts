@@ -22,7 +22,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
 /** A part as CompleteMultipartUpload lists it (s3rver's shape). */
-export interface CompletedPartRef {
+export interface PartRef {
   readonly number: number;
 }
 
@@ -91,7 +91,7 @@ export async function writePart(
  * The object a multipart upload in `uploadDirectory` (s3rver's layout) completes to: its ETag and
  * size, and either the file that holds exactly its bytes or its bytes, read as they are consumed.
  */
-export async function completedObject(uploadDirectory: string, parts: readonly CompletedPartRef[]) {
+export async function completedObject(uploadDirectory: string, parts: readonly PartRef[]) {
   const ordered = [...parts].sort((a, b) => a.number - b.number);
   const [key, metadata, stored] = await Promise.all([
     readFile(join(uploadDirectory, 'key'), 'utf8'),
