@@ -19,8 +19,9 @@ import { consoleJson, dropThroughConsole, endedRun, folderFiles, useConsole } fr
 import { startConsole } from '../../local/console/index.js';
 import { startLocalMode } from '../../local/emulator/local-mode.js';
 import { startSimulatedService } from '../../local/service/index.js';
-import { BRISK_SERVICE, RUN_TIMEOUT_MS } from '../helpers/local-mode.js';
-import { withTimeout } from '../helpers/timeout.js';
+import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
+import { RUN_TIMEOUT_MS } from '../helpers/local-mode.js';
+import { withTimeout } from '../../testkit/timeout.js';
 
 const fixture = useConsole();
 /** A key long and distinct enough that finding it in an answer means it leaked. */
