@@ -147,23 +147,23 @@ export function labelColumns(header: readonly string[], fileName: string): Label
 
 /**
  * Reads the whole labels file, so one that is not UTF-8 or not CSV fails the run before the
- * service is called; resolves to its header's columns.
+ * service is called; resolves to its header's columns (undefined when there is no `open` to read
+ * it with: only its size is checked).
  * @throws RunError invalid_labels_file, or drop_changed when the file is not the listed version
  */
 export async function checkLabelsFile(
-  s3: S3Client,
-  bucket: string,
-  drop: string,
   labels: DropFile,
-): Promise<LabelColumns> {
+  open?: (file: DropFile) => Promise<Readable>,
+): Promise<LabelColumns | undefined> {
   if (labels.bytes === 0) {
     throw new RunError(
       'invalid_labels_file',
       `${labels.name} is empty; it needs a header row with ${REQUIRED}, then one row per held-out example`,
     );
   }
+  if (open === undefined) return undefined;
   let columns: LabelColumns | undefined;
-  for await (const record of csvRecords(await openLabels(s3, bucket, drop, labels), labels.name)) {
+  for await (const record of csvRecords(await open(labels), labels.name)) {
     if (columns === undefined && !isBlank(record)) columns = labelColumns(record.cells, labels.name);
   }
   // Only blank lines: nothing to read a header from.

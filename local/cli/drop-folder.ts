@@ -1,46 +1,40 @@
 /**
- * `hopper run <folder>`'s drop: every file of the folder uploaded under inbox/<folder name>/,
- * train.json last, since its arrival starts the run. Files go as they are (sub-folders too):
- * what a drop may hold is the pipeline's rule (docs/drop-format.md), so a folder that breaks
- * it fails the run with the same error it would get in the cloud. What the folder shows at once
- * is said before uploading: a symbolic link (nothing outside the folder is ever read, the
- * service is a third party), and more data files than the service takes.
+ * A local drop folder: read once, as the bucket lists a drop (plain files with their size and the
+ * etag S3 gives a file put whole, the MD5 of its bytes; names in sub-folders), so that the run's
+ * own rules judge it (lambdas/drop/validate.ts's judgeDrop) before anything is sent: the one
+ * reader of a folder for `hopper check` and `hopper run`. `hopper run` then uploads it under
+ * inbox/<folder name>/, train.json last, since its arrival starts the run. Nothing outside the
+ * folder is ever read (the service is a third party): a symbolic link is refused, and no file is
+ * opened through one.
  */
+import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { open, readdir, readFile, readlink, stat } from 'node:fs/promises';
+import { open, readdir, readlink, stat } from 'node:fs/promises';
 import { basename, join, relative, resolve, sep } from 'node:path';
+import type { Readable } from 'node:stream';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import {
-  MAX_FILES,
-  MAX_TRAIN_JSON_BYTES,
-  parseTrainJson,
-  type TrainJson,
-} from '../../lambdas/drop/train-json.js';
+import type { DropSource } from '../../lambdas/drop/validate.js';
 import { codedMessage } from '../../lambdas/run/errors/index.js';
+import type { DropFile } from '../../lambdas/run/state/index.js';
 import { listForMessage, quoted } from '../../lambdas/drop/user-text.js';
-import { DEFAULT_LABELS_FILE, inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 
 /** A folder that cannot be dropped at all; the message says why and what to do. */
 export class DropFolderError extends Error {
   override readonly name = 'DropFolderError';
 }
 
-export interface DropFolder {
-  /** The drop's name: the folder's own name. */
-  readonly drop: string;
-  /** Files to send, relative to the folder with `/` separators; train.json not among them. */
-  readonly files: readonly { readonly name: string; readonly path: string; readonly bytes: number }[];
-  readonly trainJsonPath: string;
-  /** train.json, checked; undefined when it does not pass (the run's first step says why, as in AWS). */
-  readonly trainJson: TrainJson | undefined;
+/** A local folder as a drop: what the rules read, and where its files are. */
+export interface DropFolder extends DropSource {
+  /** The folder's absolute path. */
+  readonly root: string;
 }
 
 /** Files uploaded at once. */
 const UPLOAD_CONCURRENCY = 4;
 
 /**
- * Which files a local drop folder holds, and whether it can be dropped at all: the one reader of
- * a folder for `hopper run` (and a `hopper check`).
+ * Lists the folder as the bucket would list its drop, each plain file read once for its etag.
  * @throws DropFolderError naming what is wrong and how to fix it
  */
 export async function readDropFolder(folder: string): Promise<DropFolder> {
@@ -50,44 +44,40 @@ export async function readDropFolder(folder: string): Promise<DropFolder> {
   if (!info.isDirectory()) {
     throw new DropFolderError(`${folder} is a file; give the folder that holds the data and train.json`);
   }
-  const drop = basename(root);
-  const entries = await readdir(root, { recursive: true, withFileTypes: true });
-  const files: { name: string; path: string; bytes: number }[] = [];
+  const files = new Map<string, DropFile>();
+  const nested: string[] = [];
   const links: string[] = [];
-  let trainJsonPath: string | undefined;
-  for (const entry of entries) {
+  const entries = await readdir(root, { recursive: true, withFileTypes: true });
+  for (const entry of entries.sort((a, b) => byKey(join(a.parentPath, a.name), join(b.parentPath, b.name)))) {
     const path = join(entry.parentPath, entry.name);
     const name = relative(root, path).split(sep).join('/');
     if (entry.isSymbolicLink()) links.push(`${quoted(name)} -> ${quoted(await readlink(path))}`);
-    if (!entry.isFile()) continue;
-    if (name === TRAIN_JSON) trainJsonPath = path;
-    else files.push({ name, path, bytes: (await stat(path)).size });
+    else if (entry.isFile() && name.includes('/')) nested.push(name);
+    else if (entry.isFile()) files.set(name, { name, ...(await digestOf(path)) });
   }
   if (links.length > 0) {
     throw new DropFolderError(
       codedMessage(
         'linked_files',
-        `${folder} holds symbolic links: ${listForMessage(links.sort(), String)}. Hopper sends only the files inside the drop folder and follows no link out of it: replace each link by a copy of what it points to, or move it out of the folder`,
+        `${folder} holds symbolic links: ${listForMessage(links, String)}. Hopper sends only the files inside the drop folder and follows no link out of it: replace each link by a copy of what it points to, or move it out of the folder`,
       ),
     );
   }
-  checkDropFiles(folder, trainJsonPath === undefined ? [] : [TRAIN_JSON]);
-  files.sort((a, b) => a.name.localeCompare(b.name));
-  const path = trainJsonPath ?? join(root, TRAIN_JSON);
-  const small = (await stat(path)).size <= MAX_TRAIN_JSON_BYTES;
-  const trainJson = small
-    ? await readFile(path)
-        .then(parseTrainJson)
-        .catch(() => undefined)
-    : undefined;
-  checkDataFileCount(folder, files, trainJson);
-  return { drop, files, trainJsonPath: path, trainJson };
+  checkDropFiles(folder, [...files.keys()]);
+  const openFile = (file: DropFile) => openInside(join(root, file.name));
+  return {
+    root,
+    drop: basename(root),
+    files,
+    nested,
+    trainJson: () => openInside(join(root, TRAIN_JSON)),
+    open: openFile,
+  };
 }
 
 /**
  * What makes a folder no drop at all, whoever sends it (`hopper run`, the console's page):
- * `names` are its files relative to it, with `/` separators. Everything else is the pipeline's
- * rule, checked by the run itself so the error is the one AWS would give.
+ * `names` are its files relative to it, with `/` separators.
  */
 export function checkDropFiles(folder: string, names: readonly string[]): void {
   if (!names.includes(TRAIN_JSON)) {
@@ -97,60 +87,60 @@ export function checkDropFiles(folder: string, names: readonly string[]): void {
   }
 }
 
-/**
- * The service takes at most MAX_FILES files per dataset, so a folder that would send more is
- * refused before anything is uploaded. The count follows the pipeline's default (every plain
- * file but train.json and the labels file); a train.json that lists "files", or does not pass,
- * is left to the run's first step, which checks it as in the cloud.
- */
-function checkDataFileCount(
-  folder: string,
-  files: readonly { readonly name: string }[],
-  trainJson: TrainJson | undefined,
-): void {
-  if (trainJson === undefined || trainJson.files !== undefined) return;
-  const labels = trainJson.labels ?? DEFAULT_LABELS_FILE;
-  const count = files.filter((file) => !file.name.includes('/') && file.name !== labels).length;
-  if (count <= MAX_FILES) return;
-  throw new DropFolderError(
-    `${folder} holds ${String(count)} data files and the service takes at most ${String(MAX_FILES)} per dataset: list the files to send in train.json "files", or split the folder into drops of at most ${String(MAX_FILES)} files`,
-  );
+/** S3 lists keys in the order of their UTF-8 bytes: the rules' messages name files in that order. */
+export function byKey(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+}
+
+/** O_NOFOLLOW: a file made a link since the folder was read is not followed either. */
+async function openInside(path: string): Promise<Readable> {
+  return (await open(path, constants.O_RDONLY | constants.O_NOFOLLOW)).createReadStream();
+}
+
+/** A file's size and the etag S3 gives it put whole: the MD5 of its bytes, in hex. */
+async function digestOf(path: string): Promise<{ bytes: number; etag: string }> {
+  const hash = createHash('md5');
+  let bytes = 0;
+  for await (const chunk of await openInside(path)) {
+    hash.update(chunk as Buffer);
+    bytes += (chunk as Buffer).length;
+  }
+  return { bytes, etag: hash.digest('hex') };
 }
 
 /**
- * Uploads the folder to `bucket` and resolves to train.json's etag, which names the run
- * (lambdas/trigger/start-execution.ts). train.json goes up only once every other file is there.
+ * Uploads the folder's plain files to `bucket` and resolves to train.json's etag, which names
+ * the run (lambdas/trigger/start-execution.ts). train.json goes up only once every other file is
+ * there.
  */
 export async function uploadDropFolder(s3: S3Client, bucket: string, folder: DropFolder): Promise<string> {
-  const queue = [...folder.files];
+  const queue = [...folder.files.values()].filter((file) => file.name !== TRAIN_JSON);
   const worker = async (): Promise<void> => {
     for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
-      await putFile(s3, bucket, inboxKey(folder.drop, file.name), file.path, file.bytes);
+      await putFile(s3, bucket, folder, file);
     }
   };
   await Promise.all(Array.from({ length: UPLOAD_CONCURRENCY }, worker));
-  const trainJsonBytes = (await stat(folder.trainJsonPath)).size;
-  return putFile(s3, bucket, inboxKey(folder.drop, TRAIN_JSON), folder.trainJsonPath, trainJsonBytes);
+  const trainJson = folder.files.get(TRAIN_JSON);
+  if (trainJson === undefined) throw new DropFolderError(`${folder.root} has no ${TRAIN_JSON}`);
+  return putFile(s3, bucket, folder, trainJson);
 }
 
-async function putFile(
-  s3: S3Client,
-  bucket: string,
-  key: string,
-  path: string,
-  bytes: number,
-): Promise<string> {
-  // Opened first: a file that is gone or unreadable rejects here. A stream left to open it
-  // itself would emit the error where no one listens (an uncaught exception) mid-request.
-  // O_NOFOLLOW: a file made a link since the folder was read is not followed either.
-  const file = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+async function putFile(s3: S3Client, bucket: string, folder: DropFolder, file: DropFile): Promise<string> {
+  // Opened first: a file that is gone or unreadable rejects here, not in a stream mid-request.
+  const handle = await open(join(folder.root, file.name), constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
     const answer = await s3.send(
-      new PutObjectCommand({ Bucket: bucket, Key: key, Body: file.createReadStream(), ContentLength: bytes }),
+      new PutObjectCommand({
+        Bucket: bucket,
+        Key: inboxKey(folder.drop, file.name),
+        Body: handle.createReadStream(),
+        ContentLength: file.bytes,
+      }),
     );
-    if (answer.ETag === undefined) throw new Error(`S3 returned no ETag for ${key}`);
+    if (answer.ETag === undefined) throw new Error(`S3 returned no ETag for ${file.name}`);
     return answer.ETag;
   } finally {
-    await file.close();
+    await handle.close();
   }
 }

@@ -1,12 +1,17 @@
 /**
- * Drops from the console's page: the page asks whether its folder can be a drop (the same
- * check as `hopper run`'s, see drop-folder.ts), then sends each file, train.json last, and
- * this puts each into inbox/<drop>/ as an S3 client would.
+ * Drops from the console's page: the page asks whether its folder can be a drop, sending its
+ * files' names and sizes and train.json's bytes, which the run's own rules judge as `hopper
+ * check` does (lambdas/drop/validate.ts's judgeDrop); then it sends each file, train.json last,
+ * and this puts each into inbox/<drop>/ as an S3 client would. The page does not send the other
+ * files' bytes first: the labels file's content is judged by the run when it starts.
  */
 import type { IncomingMessage } from 'node:http';
+import { Readable } from 'node:stream';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { judgeDrop } from '../../lambdas/drop/validate.js';
+import { RunError } from '../../lambdas/run/errors/index.js';
 import { inboxKey } from '../../lambdas/storage/keys.js';
-import { checkDropFiles, DropFolderError as UploadError } from '../cli/drop-folder.js';
+import { byKey, checkDropFiles, DropFolderError as UploadError } from '../cli/drop-folder.js';
 
 /** A drop or file name the console refuses (a 400 with this message), as `hopper run` would. */
 export { UploadError };
@@ -25,16 +30,45 @@ export function checkFileName(name: string): void {
   }
 }
 
-/** Whether the folder `drop` holding `names` can be dropped; throws what is wrong otherwise. */
-export function checkDrop(drop: string, names: readonly string[]): void {
+/** A file of the folder as the page lists it: its name relative to the folder, and its size. */
+export interface PageFile {
+  readonly name: string;
+  readonly bytes: number;
+}
+
+export function isPageFile(value: unknown): value is PageFile {
+  const file = value as Partial<PageFile> | null;
+  return typeof file?.name === 'string' && Number.isSafeInteger(file.bytes);
+}
+
+/**
+ * Whether the folder `drop` holding `files` can be a drop; throws what is wrong otherwise.
+ * @throws UploadError, or RunError with the code and message the run would fail with
+ */
+export async function checkDrop(drop: string, files: readonly PageFile[], trainJson: Buffer): Promise<void> {
   checkDropName(drop);
-  for (const name of names) checkFileName(name);
-  checkDropFiles(drop, names);
+  for (const { name } of files) checkFileName(name);
+  checkDropFiles(
+    drop,
+    files.map((file) => file.name),
+  );
+  const listed = [...files].sort((a, b) => byKey(a.name, b.name));
+  await judgeDrop({
+    drop,
+    // The etag S3 gives a file put whole is 32 hex digits: what the run's state will carry.
+    files: new Map(
+      listed
+        .filter((file) => !file.name.includes('/'))
+        .map(({ name, bytes }) => [name, { name, bytes, etag: '0'.repeat(32) }]),
+    ),
+    nested: listed.filter((file) => file.name.includes('/')).map((file) => file.name),
+    trainJson: () => Promise.resolve(Readable.from([trainJson])),
+  });
 }
 
 /** Whether `error` refuses what the page sent (a 400 with its message), rather than failing. */
 export function isRefusal(error: unknown): boolean {
-  return error instanceof UploadError || error instanceof URIError;
+  return error instanceof UploadError || error instanceof URIError || error instanceof RunError;
 }
 
 /** Streams the request's body to inbox/<drop>/<name>; resolves to the object's ETag. */

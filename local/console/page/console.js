@@ -296,10 +296,16 @@ async function dropFolder(drop, files) {
   message.textContent = `Checking ${drop}…`;
   const runsOfDrop = async () => (await getJson(`/api/runs?drop=${encodeURIComponent(drop)}&limit=200`)).runs;
   try {
+    // Names and sizes, and train.json's bytes: what the server judges by the run's rules.
+    const trainJson = files.find((entry) => entry.name === 'train.json')?.file;
     const check = await fetch('/api/drops/check', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ drop, files: files.map((entry) => entry.name) }),
+      body: JSON.stringify({
+        drop,
+        files: files.map((entry) => ({ name: entry.name, bytes: entry.file.size })),
+        trainJson: await base64Of(trainJson),
+      }),
     });
     const checked = await check.json();
     if (!check.ok) throw new Error(checked.error);
@@ -328,6 +334,18 @@ async function dropFolder(drop, files) {
   } catch (error) {
     showError(error.message);
   }
+}
+
+/** A file's bytes in base64 (none for a file larger than a train.json may be, 1 MiB: refused by its size). */
+async function base64Of(file) {
+  if (file === undefined || file.size > 1024 * 1024) return '';
+  const url = await new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result);
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+  return url.slice(url.indexOf(',') + 1);
 }
 
 function showError(text) {
