@@ -56,10 +56,7 @@ export interface DropSource extends Pick<DropListing, 'files' | 'nested'> {
 }
 
 /** A drop the rules let through: the run's configuration but for `resumeFrom`, and its train.json. */
-export interface JudgedDrop {
-  readonly config: RunConfig;
-  readonly trainJson: TrainJson;
-}
+export type JudgedDrop = Awaited<ReturnType<typeof judgeDrop>>;
 
 /**
  * @param previous the drop's status before this run wrote it: with `"resume": true`, the run to
@@ -71,11 +68,9 @@ export async function validateDrop(
   settle: SettleOptions,
   previous: RunStatus | null,
 ): Promise<RunConfig> {
-  const { files, nested } = await settledListing(s3, run, settle.quietMs, settle.clock);
   const { config, trainJson } = await judgeDrop({
     drop: run.drop,
-    files,
-    nested,
+    ...(await settledListing(s3, run, settle.quietMs, settle.clock)),
     trainJson: () => openTrainJson(s3, run),
     open: (file) => openLabels(s3, run.bucket, run.drop, file),
   });
@@ -87,7 +82,7 @@ export async function validateDrop(
  * Every rule of validate_drop that the drop alone decides.
  * @throws RunError with the code and message the run fails with
  */
-export async function judgeDrop(source: DropSource): Promise<JudgedDrop> {
+export async function judgeDrop(source: DropSource): Promise<{ config: RunConfig; trainJson: TrainJson }> {
   const folder = printable(inboxPrefix(source.drop));
   const trainJson = parseTrainJson(await readTrainJson(source));
 

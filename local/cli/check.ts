@@ -36,37 +36,8 @@ const AT_RUN_START = [
 ];
 const RESUME_AT_RUN_START = `"resume": true: the failed run to resume is found in the drop's status in the bucket (not_resumable)`;
 
-type SentAs = 'data' | 'labels' | 'settings';
-
 /** What `hopper check` says of a drop: its --json, and what its text shows. */
-export interface CheckVerdict {
-  readonly drop: string;
-  /** What would stop the run, as its status would say it; null when the drop would go through. */
-  readonly error: { readonly code: string; readonly message: string } | null;
-  /** Every plain file of the folder: null `sent_as` when not sent (or the drop is refused). */
-  readonly files: readonly {
-    readonly name: string;
-    readonly bytes: number;
-    readonly sent_as: SentAs | null;
-  }[];
-  /** Bytes the run sends the service: the data files and the labels file. */
-  readonly bytes: number;
-  readonly credits: {
-    readonly per_attempt: 1;
-    readonly max_attempts: number;
-    /** One per encoder of train.json "encoders"; "all": as many as the service offers. */
-    readonly trainings: number | 'all';
-    /** null with "all": it depends on the service's encoders. */
-    readonly at_most: number | null;
-  } | null;
-  /** The estimated cost of a run that trains at its first attempt (lambdas/run/status/usage.ts). */
-  readonly aws: {
-    readonly usd: number;
-    readonly usage: ReturnType<typeof typicalRunUsage>;
-    readonly prices: { readonly region: string; readonly as_of: string };
-  } | null;
-  readonly checked_when_the_run_starts: readonly string[];
-}
+export type CheckVerdict = ReturnType<typeof verdictOf>;
 
 export const runCheckCommand = defineCommand(CHECK_SPEC, async (args, io) => {
   const folder = await readDropFolder(args.positionals[0] ?? '').catch((error: unknown) => {
@@ -74,49 +45,51 @@ export const runCheckCommand = defineCommand(CHECK_SPEC, async (args, io) => {
     const coded = parseCodedMessage(error.message);
     throw new CommandError(coded?.code ?? 'not_a_drop', coded?.text ?? error.message);
   });
-  const judged = await judgeDrop(folder).catch((error: unknown) => {
-    if (error instanceof RunError) return error;
-    throw error;
-  });
-  const verdict = verdictOf(folder, judged);
+  const verdict = verdictOf(folder, await judgeDrop(folder).catch(refusal));
   io.stdout.write(args.on('json') ? json(verdict) : describe(verdict));
   return verdict.error === null ? EXIT.succeeded : EXIT.failed;
 });
 
-export function verdictOf(folder: DropFolder, judged: JudgedDrop | RunError): CheckVerdict {
+/** The error the rules refused the drop with (any other is a failure of the command). */
+function refusal(error: unknown): RunError {
+  if (error instanceof RunError) return error;
+  throw error;
+}
+
+/**
+ * Every plain file of the folder, with what the run sends it as (null: not sent, or the drop is
+ * refused), the bytes sent, the credits the drop may spend and the estimated AWS cost of a run
+ * that trains at its first attempt (lambdas/run/status/usage.ts), or what would stop the run.
+ */
+export function verdictOf(folder: DropFolder, judged: JudgedDrop | RunError) {
   const passed = judged instanceof RunError ? undefined : judged;
-  const sentAs = new Map<string, SentAs>([
-    ...(passed?.config.files ?? []).map((file): [string, SentAs] => [file.name, 'data']),
-    ...(passed?.config.labels == null ? [] : [[passed.config.labels.name, 'labels'] as [string, SentAs]]),
-    ...(passed === undefined ? [] : [[TRAIN_JSON, 'settings'] as [string, SentAs]]),
-  ]);
-  const files = [...folder.files.values()].map(({ name, bytes }) => ({
-    name,
-    bytes,
-    sent_as: sentAs.get(name) ?? null,
-  }));
-  const usage = typicalRunUsage(passed?.config.files.length ?? 0);
+  const data = new Set(passed?.config.files.map((file) => file.name));
+  const sentAs = (name: string): 'data' | 'labels' | 'settings' | null => {
+    if (passed === undefined) return null;
+    if (name === TRAIN_JSON) return 'settings';
+    return name === passed.config.labels?.name ? 'labels' : data.has(name) ? 'data' : null;
+  };
+  const files = [...folder.files.values()].map(({ name, bytes }) => ({ name, bytes, sent_as: sentAs(name) }));
+  const sent = files.filter((file) => file.sent_as === 'data' || file.sent_as === 'labels');
+  const usage = typicalRunUsage(data.size);
   const prices = { region: PRICES_REGION, as_of: PRICES_AS_OF };
+  const resume = passed?.trainJson.resume === true ? [RESUME_AT_RUN_START] : [];
   return {
     drop: folder.drop,
     error: judged instanceof RunError ? { code: judged.code, message: judged.detail } : null,
     files,
-    bytes: files.reduce(
-      (sum, file) => sum + (file.sent_as === 'data' || file.sent_as === 'labels' ? file.bytes : 0),
-      0,
-    ),
+    bytes: sent.reduce((sum, file) => sum + file.bytes, 0),
     credits: passed === undefined ? null : creditsOf(passed),
-    aws: passed === undefined ? null : { usd: awsUsdOf(usage).total, usage, prices },
-    checked_when_the_run_starts: [
-      ...AT_RUN_START,
-      ...(passed?.trainJson.resume === true ? [RESUME_AT_RUN_START] : []),
-    ],
+    aws: passed === undefined ? null : { usd: awsUsdOf(usage), usage, prices },
+    checked_when_the_run_starts: [...AT_RUN_START, ...resume],
   };
 }
 
-/** 1 credit per training attempt, up to maxAttempts, for each encoder train.json names. */
-function creditsOf({ config, trainJson }: JudgedDrop): CheckVerdict['credits'] {
-  // train.json "encoders" (a list, or "all" of the service's): one training from the dataset each.
+/**
+ * 1 credit per training attempt, up to maxAttempts, for each encoder of train.json "encoders"
+ * (one training each from the dataset); with "all", as many as the service offers: not known here.
+ */
+function creditsOf({ config, trainJson }: JudgedDrop) {
   const { encoders } = trainJson as { readonly encoders?: readonly string[] | 'all' };
   const trainings = encoders === 'all' ? 'all' : (encoders?.length ?? 1);
   const atMost = trainings === 'all' ? null : trainings * config.maxAttempts;
@@ -133,21 +106,19 @@ function describe(verdict: CheckVerdict): string {
   ];
   if (credits !== null) {
     const each = `1 per attempt, up to maxAttempts ${String(credits.max_attempts)} (a failed attempt's credit comes back)`;
+    const encoders = credits.trainings === 1 ? '' : `, for each of ${String(credits.trainings)} encoders`;
+    const all = `credits: ${each}, for each encoder the service offers ("encoders": "all")`;
     lines.push(
-      credits.at_most === null
-        ? `credits: ${each}, for each encoder the service offers ("encoders": "all")`
-        : `credits: at most ${String(credits.at_most)}: ${each}${credits.trainings === 1 ? '' : `, for each of ${String(credits.trainings)} encoders`}`,
+      credits.at_most === null ? all : `credits: at most ${String(credits.at_most)}: ${each}${encoders}`,
     );
   }
   if (aws !== null) {
-    const { usage } = aws;
+    const { usage, prices } = aws;
     lines.push(
-      `estimated AWS cost: $${aws.usd.toFixed(5)} for a run that trains at its first attempt (${String(usage.lambda_invocations)} Lambda invocations, ${String(usage.lambda_gb_seconds)} GB-seconds, ${String(usage.state_transitions)} state transitions, ${String(usage.s3_requests.put)} S3 PUTs and ${String(usage.s3_requests.get)} GETs, at ${aws.prices.region} list prices of ${aws.prices.as_of})`,
+      `estimated AWS cost: $${aws.usd.total.toFixed(5)} for a run that trains at its first attempt (${String(usage.lambda_invocations)} Lambda invocations, ${String(usage.lambda_gb_seconds)} GB-seconds, ${String(usage.state_transitions)} state transitions, ${String(usage.s3_requests.put)} S3 PUTs and ${String(usage.s3_requests.get)} GETs, at ${prices.region} list prices of ${prices.as_of})`,
     );
   }
-  lines.push(
-    'checked when the run starts:',
-    ...verdict.checked_when_the_run_starts.map((rule) => `  - ${rule}`),
-  );
+  const atStart = verdict.checked_when_the_run_starts.map((rule) => `  - ${rule}`);
+  lines.push('checked when the run starts:', ...atStart);
   return `${lines.join('\n')}\n`;
 }

@@ -12,7 +12,7 @@
  *   GET  /api/download?key=models/...   a model file, as an attachment
  *   GET  /api/service                   the simulated service's datasets, models, credits
  *   GET  /api/events                    server-sent events: `runs` with the ids that changed
- *   POST /api/drops/check               { drop, files: [{ name, bytes }], trainJson: base64 }: whether
+ *   POST /api/drops/check               { drop, files: [{ name, bytes }], trainJson: [bytes] }: whether
  *                                       the folder can be a drop, by the run's rules (uploads.ts)
  *   PUT  /api/drops/<drop>/files?name=  one file of a drop (the page sends train.json last)
  */
@@ -231,11 +231,8 @@ async function checkDropRequest({ context, request }: Call): Promise<Answer> {
   const body = await readJson(request);
   const drop = typeof body.drop === 'string' ? body.drop : '';
   const files = Array.isArray(body.files) ? body.files.filter(isPageFile) : [];
-  await checkDrop(
-    drop,
-    files,
-    Buffer.from(typeof body.trainJson === 'string' ? body.trainJson : '', 'base64'),
-  );
+  const trainJson = Array.isArray(body.trainJson) ? (body.trainJson as number[]) : [];
+  await checkDrop(drop, files, Buffer.from(trainJson));
   return { json: { drop, files: files.length, prefix: `s3://${context.local.bucket}/inbox/${drop}/` } };
 }
 
@@ -291,7 +288,7 @@ async function readJson(request: IncomingMessage): Promise<Record<string, unknow
   let bytes = 0;
   for await (const chunk of request as AsyncIterable<Buffer>) {
     bytes += chunk.length;
-    if (bytes > 4_000_000) throw new UploadError('the list of files is too long (over 4 MB)');
+    if (bytes > 8_000_000) throw new UploadError('the list of files is too long (over 8 MB)');
     chunks.push(chunk);
   }
   try {

@@ -8,10 +8,12 @@
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { listingOf } from '../../lambdas/drop/listing.js';
 import { judgeDrop } from '../../lambdas/drop/validate.js';
 import { RunError } from '../../lambdas/run/errors/index.js';
+import type { DropFile } from '../../lambdas/run/state/index.js';
 import { inboxKey } from '../../lambdas/storage/keys.js';
-import { byKey, checkDropFiles, DropFolderError as UploadError } from '../cli/drop-folder.js';
+import { checkDropFiles, DropFolderError as UploadError } from '../cli/drop-folder.js';
 
 /** A drop or file name the console refuses (a 400 with this message), as `hopper run` would. */
 export { UploadError };
@@ -31,13 +33,8 @@ export function checkFileName(name: string): void {
 }
 
 /** A file of the folder as the page lists it: its name relative to the folder, and its size. */
-export interface PageFile {
-  readonly name: string;
-  readonly bytes: number;
-}
-
-export function isPageFile(value: unknown): value is PageFile {
-  const file = value as Partial<PageFile> | null;
+export function isPageFile(value: unknown): value is Pick<DropFile, 'name' | 'bytes'> {
+  const file = value as Partial<DropFile> | null;
   return typeof file?.name === 'string' && Number.isSafeInteger(file.bytes);
 }
 
@@ -45,25 +42,18 @@ export function isPageFile(value: unknown): value is PageFile {
  * Whether the folder `drop` holding `files` can be a drop; throws what is wrong otherwise.
  * @throws UploadError, or RunError with the code and message the run would fail with
  */
-export async function checkDrop(drop: string, files: readonly PageFile[], trainJson: Buffer): Promise<void> {
+export async function checkDrop(
+  drop: string,
+  files: readonly Pick<DropFile, 'name' | 'bytes'>[],
+  trainJson: Buffer,
+): Promise<void> {
+  const names = files.map((file) => file.name);
   checkDropName(drop);
-  for (const { name } of files) checkFileName(name);
-  checkDropFiles(
-    drop,
-    files.map((file) => file.name),
-  );
-  const listed = [...files].sort((a, b) => byKey(a.name, b.name));
-  await judgeDrop({
-    drop,
-    // The etag S3 gives a file put whole is 32 hex digits: what the run's state will carry.
-    files: new Map(
-      listed
-        .filter((file) => !file.name.includes('/'))
-        .map(({ name, bytes }) => [name, { name, bytes, etag: '0'.repeat(32) }]),
-    ),
-    nested: listed.filter((file) => file.name.includes('/')).map((file) => file.name),
-    trainJson: () => Promise.resolve(Readable.from([trainJson])),
-  });
+  for (const name of names) checkFileName(name);
+  checkDropFiles(drop, names);
+  // The etag S3 gives a file put whole is 32 hex digits: what the run's state will carry of it.
+  const listing = listingOf(files.map(({ name, bytes }) => ({ name, bytes, etag: '0'.repeat(32) })));
+  await judgeDrop({ drop, ...listing, trainJson: () => Promise.resolve(Readable.from([trainJson])) });
 }
 
 /** Whether `error` refuses what the page sent (a 400 with its message), rather than failing. */

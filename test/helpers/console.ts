@@ -58,7 +58,7 @@ export async function dropThroughConsole(
     body: JSON.stringify({
       drop,
       files: Object.entries(files).map(([name, bytes]) => ({ name, bytes: Buffer.byteLength(bytes) })),
-      trainJson: Buffer.from(files[TRAIN_JSON] ?? '').toString('base64'),
+      trainJson: [...Buffer.from(files[TRAIN_JSON] ?? '')],
     }),
   });
   if (!check.ok)

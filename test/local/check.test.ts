@@ -73,7 +73,7 @@ describe('hopper check of a drop that would go through', () => {
       credits: { per_attempt: 1, max_attempts: 2, trainings: 1, at_most: 2 },
       aws: {
         // 26 x $0.000025 + 0.18 x $0.0000133334 + 11 x $0.0000002 + 20 x $0.000005 + 23 x $0.0000004
-        usd: 0.0007638,
+        usd: { step_functions: 0.00065, lambda: 0.0000046, s3: 0.0001092, total: 0.0007638 },
         // A typical run: 11 invocations, 26 transitions, 20 PUTs, 20 GETs, 0.15 GB-s, and per data file a GET and 0.01 GB-s.
         usage: {
           lambda_invocations: 11,

@@ -176,7 +176,8 @@ describe('uploadDropFolder', () => {
     const files: Record<string, Buffer> = {
       'train.json': Buffer.from('{"name":"upload test"}'),
       'empty.csv': Buffer.alloc(0),
-      'big.bin': randomBytes(3 * 1024 * 1024 + 17),
+      // Over 8 MiB: its etag is hashed as it streams, not read whole.
+      'big.bin': randomBytes(9 * 1024 * 1024 + 17),
       'ünïcödé.jsonl': Buffer.from('{"text":"ünïcödé"}\n'),
     };
     for (let index = 0; index < 9; index += 1) files[`part-${String(index)}.csv`] = randomBytes(1000 + index);

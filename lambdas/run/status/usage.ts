@@ -152,26 +152,20 @@ function summaryOf(
   transitions: number,
   trainings: readonly TrainingUsage[],
 ): RunSummary {
-  const usage: AwsUsage = {
-    lambda_invocations: Object.values(steps).reduce((sum, step) => sum + step.invocations, 0),
-    lambda_gb_seconds: round(
-      Object.values(steps).reduce((sum, step) => sum + step.gb_seconds, 0),
-      6,
-    ),
-    state_transitions: transitions,
-    s3_requests: s3,
-  };
-  return {
+  const gbSeconds = Object.values(steps).reduce((sum, step) => sum + step.gb_seconds, 0);
+  const summary = {
     attempts: state.model?.attempts ?? 0,
     credits: trainings.filter((training) => training.status !== 'failed').length,
     gpu_usd: sumOf(trainings.map((training) => training.gpu_usd)),
     jev_usd: sumOf(trainings.map((training) => training.jev_usd)),
     trainings,
     steps,
-    ...usage,
-    aws_usd: awsUsdOf(usage),
-    prices: { region: PRICES_REGION, as_of: PRICES_AS_OF },
+    lambda_invocations: Object.values(steps).reduce((sum, step) => sum + step.invocations, 0),
+    lambda_gb_seconds: round(gbSeconds, 6),
+    state_transitions: transitions,
+    s3_requests: s3,
   };
+  return { ...summary, aws_usd: awsUsdOf(summary), prices: { region: PRICES_REGION, as_of: PRICES_AS_OF } };
 }
 
 /** AWS usage as a run's summary counts it. */
@@ -182,18 +176,13 @@ export type AwsUsage = Pick<
 
 /** What `usage` costs at the list prices of prices.ts: the one place usage is priced. */
 export function awsUsdOf(usage: AwsUsage): RunSummary['aws_usd'] {
-  const stepFunctions = usage.state_transitions * PRICES_USD.stepFunctionsTransition;
+  const { put, get } = usage.s3_requests;
+  const sfn = usage.state_transitions * PRICES_USD.stepFunctionsTransition;
   const lambda =
     usage.lambda_gb_seconds * PRICES_USD.lambdaGbSecondArm +
     usage.lambda_invocations * PRICES_USD.lambdaRequest;
-  const s3 =
-    usage.s3_requests.put * PRICES_USD.s3PutRequest + usage.s3_requests.get * PRICES_USD.s3GetRequest;
-  return {
-    step_functions: usd(stepFunctions),
-    lambda: usd(lambda),
-    s3: usd(s3),
-    total: usd(stepFunctions + lambda + s3),
-  };
+  const s3 = put * PRICES_USD.s3PutRequest + get * PRICES_USD.s3GetRequest;
+  return { step_functions: usd(sfn), lambda: usd(lambda), s3: usd(s3), total: usd(sfn + lambda + s3) };
 }
 
 /**

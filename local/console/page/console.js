@@ -304,7 +304,8 @@ async function dropFolder(drop, files) {
       body: JSON.stringify({
         drop,
         files: files.map((entry) => ({ name: entry.name, bytes: entry.file.size })),
-        trainJson: await base64Of(trainJson),
+        // Its bytes as numbers (a larger file than a train.json may be, 1 MiB, is refused by its size).
+        trainJson: trainJson?.size <= 1024 * 1024 ? [...new Uint8Array(await trainJson.arrayBuffer())] : [],
       }),
     });
     const checked = await check.json();
@@ -334,18 +335,6 @@ async function dropFolder(drop, files) {
   } catch (error) {
     showError(error.message);
   }
-}
-
-/** A file's bytes in base64 (none for a file larger than a train.json may be, 1 MiB: refused by its size). */
-async function base64Of(file) {
-  if (file === undefined || file.size > 1024 * 1024) return '';
-  const url = await new Promise((resolve, reject) => {
-    const reader = new FileReader();
-    reader.onload = () => resolve(reader.result);
-    reader.onerror = () => reject(reader.error);
-    reader.readAsDataURL(file);
-  });
-  return url.slice(url.indexOf(',') + 1);
 }
 
 function showError(text) {
