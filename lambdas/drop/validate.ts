@@ -21,10 +21,9 @@ import type { RunStatus } from '../run/status/index.js';
 import { MAX_DATASET_NAME_LENGTH } from '../service-client/contract.js';
 import type { DropFile, RunConfig, RunInput } from '../run/state/index.js';
 import { DEFAULT_LABELS_FILE, inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
-import { ObjectChangedError, ObjectMissingError, openPinnedObject } from '../storage/streams.js';
 import { fileNameProblem, PLAIN_FILE_NAME_RULE } from './file-names.js';
 import { listForMessage, printable, quoted } from './user-text.js';
-import { checkLabelsFile, openLabels } from './labels-csv.js';
+import { checkLabelsFile, openDropFile, openLabels } from './labels-csv.js';
 import type { DropListing } from './listing.js';
 import { settledListing, type SettleClock } from './settle.js';
 import {
@@ -71,7 +70,14 @@ export async function validateDrop(
   const { config, trainJson } = await judgeDrop({
     drop: run.drop,
     ...(await settledListing(s3, run, settle.quietMs, settle.clock)),
-    trainJson: () => openTrainJson(s3, run),
+    // At the version that started the run (If-Match its etag): a newer copy has its own run,
+    // and this one must not run on the newer settings.
+    trainJson: () =>
+      openDropFile(s3, run, (changed) =>
+        changed
+          ? 'train.json changed after this run started; the newer copy starts its own run'
+          : 'train.json was deleted after this run started; upload it again to start a run',
+      ),
     open: (file) => openLabels(s3, run.bucket, run.drop, file),
   });
   if (trainJson.resume !== true) return config;
@@ -177,24 +183,6 @@ async function readTrainJson(source: DropSource): Promise<Buffer> {
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);
-}
-
-/**
- * train.json at the version that started the run (If-Match its etag): a newer copy has its own
- * run, and this one must not run on the newer settings.
- */
-async function openTrainJson(s3: S3Client, run: RunInput): Promise<Readable> {
-  try {
-    return await openPinnedObject(s3, { bucket: run.bucket, key: run.key, etag: run.etag });
-  } catch (error) {
-    if (!(error instanceof ObjectChangedError || error instanceof ObjectMissingError)) throw error;
-    const changed = error instanceof ObjectChangedError;
-    throw new RunError(
-      'drop_changed',
-      `train.json ${changed ? 'changed' : 'was deleted'} after this run started; ${changed ? 'the newer copy starts its own run' : 'upload it again to start a run'}`,
-      { cause: error },
-    );
-  }
 }
 
 /** train.json's `labels`; else labels.csv when the folder has it and `files` does not claim it. */

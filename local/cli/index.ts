@@ -5,10 +5,9 @@
  *   index.ts            dispatch to a command; --version
  *   command.ts          the flag table (CommandSpec), its parser, --help, exit codes, errors, --json
  *   run.ts, options.ts  hopper run and hopper local's shared options (local.ts: hopper local)
- *   check.ts            hopper check: a drop folder judged by the run's own rules, offline
  *   out-folder.ts       <out>/<drop>/ for hopper run: checked and locked before, the model after
- *   drop-folder.ts      a local drop folder as the run's rules read it, and its upload;
- *                       progress.ts hopper run's progress line
+ *   drop-folder.ts      a local drop folder as the run's rules read it: hopper check, and
+ *                       hopper run's upload; progress.ts hopper run's progress line
  *   left-at-service.ts  what a stopped hopper run left at the training service
  *   service.ts          hopper service: the simulated service's knobs as flags
  *   target.ts           where status, runs, models and retry look: --stack or hopper local
@@ -24,7 +23,7 @@ import { processIo, type Command, type CommandIo } from './command.js';
 // answers without loading local mode, the CDK app and the local S3 server.
 export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   run: async () => (await import('./run.js')).runRunCommand,
-  check: async () => (await import('./check.js')).runCheckCommand,
+  check: async () => (await import('./drop-folder.js')).runCheckCommand,
   local: async () => (await import('./local.js')).runLocalCommand,
   service: async () => (await import('./service.js')).runServiceCommand,
   status: async () => (await import('./status.js')).runStatusCommand,

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunError } from '../../../lambdas/run/errors/index.js';
 import { createRuntime } from '../../../lambdas/run/invocation/index.js';
 import { validateDropStep } from '../../../lambdas/steps/validate-drop.js';
-import { runCheckCommand, type CheckVerdict } from '../../../local/cli/check.js';
+import { runCheckCommand, type CheckVerdict } from '../../../local/cli/drop-folder.js';
 import { ENDPOINTS, startSimulatedService, type SimulatedService } from '../../../local/service/index.js';
 import { runCommandCaptured } from '../../helpers/commands.js';
 import { putDrop, runStateFor, stepEnv, uniqueDrop, usePipelineFixtures } from '../../helpers/pipeline.js';
