@@ -24,14 +24,18 @@ import { listForMessage, quoted } from '../../lambdas/drop/user-text.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { DROP_QUIET_MS } from '../../lambdas/drop/settle.js';
 import { judgeDrop, type DropSource, type JudgedDrop } from '../../lambdas/drop/validate.js';
-import { codedMessage, parseCodedMessage, RunError } from '../../lambdas/run/errors/index.js';
+import { RunError } from '../../lambdas/run/errors/index.js';
 import { awsUsdOf, PRICES_AS_OF, PRICES_REGION, typicalRunUsage } from '../../lambdas/run/status/index.js';
 import { CommandError, defineCommand, EXIT, json, table, type CommandSpec } from './command.js';
 import { formatBytes } from './progress.js';
 
-/** A folder that cannot be dropped at all; the message says why and what to do. */
-export class DropFolderError extends Error {
-  override readonly name = 'DropFolderError';
+/** A folder that cannot be dropped at all: its `code`, and a message saying why and what to do. */
+export class DropFolderError extends CommandError {
+  override readonly name: string = 'DropFolderError';
+
+  constructor(message: string, code: 'not_a_drop' | 'linked_files' = 'not_a_drop') {
+    super(code, message);
+  }
 }
 
 /** A local folder as a drop: what the rules read, and where its files are. */
@@ -68,10 +72,8 @@ export async function readDropFolder(folder: string): Promise<DropFolder> {
   }
   if (links.length > 0) {
     throw new DropFolderError(
-      codedMessage(
-        'linked_files',
-        `${folder} holds symbolic links: ${listForMessage(links.sort(), String)}. Hopper sends only the files inside the drop folder and follows no link out of it: replace each link by a copy of what it points to, or move it out of the folder`,
-      ),
+      `${folder} holds symbolic links: ${listForMessage(links.sort(), String)}. Hopper sends only the files inside the drop folder and follows no link out of it: replace each link by a copy of what it points to, or move it out of the folder`,
+      'linked_files',
     );
   }
   const listing = listingOf(found);
@@ -180,11 +182,7 @@ const RESUME_AT_RUN_START = `"resume": true: the failed run to resume is found i
 export type CheckVerdict = ReturnType<typeof verdictOf>;
 
 export const runCheckCommand = defineCommand(CHECK_SPEC, async (args, io) => {
-  const folder = await readDropFolder(args.positionals[0] ?? '').catch((error: unknown) => {
-    if (!(error instanceof DropFolderError)) throw error;
-    const coded = parseCodedMessage(error.message);
-    throw new CommandError(coded?.code ?? 'not_a_drop', coded?.text ?? error.message);
-  });
+  const folder = await readDropFolder(args.positionals[0] ?? '');
   const verdict = verdictOf(folder, await judgeDrop(folder).catch(refusal));
   io.stdout.write(args.on('json') ? json(verdict) : describe(verdict));
   return verdict.error === null ? EXIT.succeeded : EXIT.failed;

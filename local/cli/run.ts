@@ -7,7 +7,7 @@
  */
 import { join, posix } from 'node:path';
 import { judgeDrop } from '../../lambdas/drop/validate.js';
-import { messageOf, describeFailure, RunError } from '../../lambdas/run/errors/index.js';
+import { codedMessage, describeFailure, messageOf, RunError } from '../../lambdas/run/errors/index.js';
 import { copiedModel, type CopySlot, type RunState } from '../../lambdas/run/state/index.js';
 import { readStatus } from '../../lambdas/run/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
@@ -41,9 +41,8 @@ export const runRunCommand = defineCommand(RUN_SPEC, async (args, io, { env }) =
 });
 
 function refused(error: unknown): never {
-  throw error instanceof DropFolderError || error instanceof RunError
-    ? new CliUsageError(error.message)
-    : error;
+  if (error instanceof DropFolderError) throw new CliUsageError(codedMessage(error.code, error.message));
+  throw error instanceof RunError ? new CliUsageError(error.message) : error;
 }
 
 /** One `hopper run`: the folder, where its model goes, and what it prints to. */

@@ -127,8 +127,10 @@ describe('readDropFolder', () => {
     await symlink(join(elsewhere, 'dir'), join(folder, 'more'));
     await symlink(join(elsewhere, 'gone.csv'), join(folder, 'dangling.csv'));
     await symlink('../reviews.csv', join(folder, 'sub', 'again.csv'));
-    expect((await dropError(folder)).message).toBe(
-      `linked_files: ${folder} holds symbolic links: "dangling.csv" -> "${join(elsewhere, 'gone.csv')}", "extra.csv" -> "${join(elsewhere, 'secret.csv')}", "more" -> "${join(elsewhere, 'dir')}", "sub/again.csv" -> "../reviews.csv". Hopper sends only the files inside the drop folder and follows no link out of it: replace each link by a copy of what it points to, or move it out of the folder`,
+    const error = await dropError(folder);
+    expect(error.code).toBe('linked_files');
+    expect(error.message).toBe(
+      `${folder} holds symbolic links: "dangling.csv" -> "${join(elsewhere, 'gone.csv')}", "extra.csv" -> "${join(elsewhere, 'secret.csv')}", "more" -> "${join(elsewhere, 'dir')}", "sub/again.csv" -> "../reviews.csv". Hopper sends only the files inside the drop folder and follows no link out of it: replace each link by a copy of what it points to, or move it out of the folder`,
     );
   });
 
@@ -136,7 +138,10 @@ describe('readDropFolder', () => {
     const elsewhere = await dropFolder('elsewhere', { 'train.json': '{}' });
     const folder = await dropFolder('linked', { 'reviews.csv': 'text\nok\n' });
     await symlink(join(elsewhere, 'train.json'), join(folder, 'train.json'));
-    expect((await dropError(folder)).message).toMatch(/^linked_files: .* "train\.json" -> /);
+    expect(await dropError(folder)).toMatchObject({
+      code: 'linked_files',
+      message: expect.stringMatching(/ "train\.json" -> /) as string,
+    });
   });
 });
 
