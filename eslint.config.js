@@ -28,7 +28,7 @@ export default tseslint.config(
     languageOptions: { globals: { ...globals.browser, dagre: 'readonly' } },
   },
   {
-    files: ['test/**/*.ts', 'bench/**/*.ts'],
+    files: ['test/**/*.ts', 'testkit/**/*.ts', 'bench/**/*.ts'],
     rules: {
       // Tests assert on shapes they have just checked; non-null assertions keep them readable.
       '@typescript-eslint/no-non-null-assertion': 'off',

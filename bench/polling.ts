@@ -1,6 +1,6 @@
 /**
  * The poll schedule against a fixed 30 s poll, on the simulated clock (the schedule function
- * itself, test/helpers/poll-simulation.ts), for trainings of 2 h, 72 h and 7 days, each over 41
+ * itself, testkit/poll-simulation.ts), for trainings of 2 h, 72 h and 7 days, each over 41
  * durations spread ±1% around it: polls, state transitions, history events, Lambda invocations,
  * detection delay (median, and worst for a finish anywhere in the ±1% window), and what the
  * polling costs at the list prices of lambdas/run/status/prices.ts; without history, and with the
@@ -9,7 +9,7 @@
 import { expectedFinish } from '../lambdas/run/schedule/index.js';
 import { PRICES_AS_OF, PRICES_REGION, PRICES_USD, TRANSITIONS_AFTER } from '../lambdas/run/status/index.js';
 import { TASKS } from '../infra/tasks.js';
-import { median, simulatePolling, type SimulationContext } from '../test/helpers/poll-simulation.js';
+import { median, simulatePolling, type SimulationContext } from '../testkit/poll-simulation.js';
 import type { Benchmark } from './harness/benchmark.js';
 import { figure, type Figure } from './harness/figures.js';
 

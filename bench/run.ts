@@ -7,10 +7,10 @@
  * each benchmark's own (see its module).
  */
 import { writeFile } from 'node:fs/promises';
-import { availableParallelism, cpus } from 'node:os';
+import { availableParallelism, cpus, loadavg } from 'node:os';
 import { BENCHMARKS } from './benchmarks.js';
-import { envInteger } from './harness/benchmark.js';
-import type { Figure } from './harness/figures.js';
+import { envInteger, machineCpu, stealText } from './harness/benchmark.js';
+import { round, type Figure } from './harness/figures.js';
 import { formatTable } from './harness/table.js';
 
 const RESULTS = new URL('./results.json', import.meta.url);
@@ -33,6 +33,10 @@ const context = {
 };
 
 const started = performance.now();
+// The machine's load average (1, 5, 15 minutes) at the start and end, and the CPU its host took
+// (harness/benchmark.ts): was it quiet?
+const loadAtStart = loadavg();
+const machineAtStart = machineCpu();
 const figures: Figure[] = [];
 const failed: { benchmark: string; error: string }[] = [];
 for (const benchmark of chosen) {
@@ -58,6 +62,8 @@ const results = {
   runsPerFigure: runs,
   benchmarks: chosen.map((benchmark) => benchmark.name),
   seconds: Math.round(seconds),
+  loadAverage: { start: loadAtStart.map(round), end: loadavg().map(round) },
+  cpuStolen: stealText(machineAtStart, machineCpu()),
   failed,
   figures,
 };

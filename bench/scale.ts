@@ -4,7 +4,7 @@
  * time within 1.5x of the lower bound the limit sets). The service runs in its own process, a
  * fresh one each round; local mode (its S3, the state machine, the real handlers) is the
  * measured client, in a fresh process each round. The drops, the runs and the counting are
- * test/helpers/scale-run.ts, which the scale test runs too.
+ * testkit/scale-run.ts, which the scale test runs too.
  *
  * 500 drops do not fit in the bench's 10 minutes (at the limit alone they take some 350 s a
  * run, and a figure wants 3), so the default is fewer: the figures carry their drop count in
@@ -19,7 +19,7 @@ import {
   serviceTally,
   type DropsOutcome,
   type ServiceTally,
-} from '../test/helpers/scale-run.js';
+} from '../testkit/scale-run.js';
 import type { EndpointName } from '../local/service/index.js';
 import { envInteger, sideBySide, type Benchmark } from './harness/benchmark.js';
 import { figure, median, round, type Figure } from './harness/figures.js';

@@ -89,7 +89,8 @@ describe('the hopper command lines in README.md and docs/', () => {
   it('would notice a flag or a command the command line lacks', () => {
     expect(problem('models --limit 10 --bogus')).toBe('hopper models takes no --bogus');
     expect(problem('run path/to/drop [--data-dir DIR]')).toBe('hopper run takes no --data-dir');
-    expect(problem('check examples/reviews')).toBe('no command "check"');
+    expect(problem('check examples/reviews --out x')).toBe('hopper check takes no --out');
+    expect(problem('sweep examples/reviews')).toBe('no command "sweep"');
     expect(problem('models [--limit N | --all] [--status S] [--dataset ID]')).toBeUndefined();
     expect(shellCommand('HOPPER_API_KEY=... npx hopper run x --service-url https://h   # a comment')).toBe(
       'run x --service-url https://h',

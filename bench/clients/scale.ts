@@ -5,7 +5,7 @@
  */
 import { startLocalMode } from '../../local/emulator/local-mode.js';
 import { sharedRateLimiter } from '../../lambdas/service-client/rate-limit.js';
-import { dropAllAtOnce, SCALE_LOCAL_MODE } from '../../test/helpers/scale-run.js';
+import { dropAllAtOnce, SCALE_LOCAL_MODE } from '../../testkit/scale-run.js';
 import type { ClientResult, Measure } from '../harness/protocol.js';
 import { numberArg } from './setup.js';
 

@@ -1,14 +1,14 @@
 /**
  * Measured clients of the transfer benchmark (bench/transfers.ts), each run in a fresh process:
- * Hopper's copy_model and upload_files steps, and the plain pipes between the same endpoints
- * they are compared with.
+ * Hopper's copy_model and upload_files steps, and the baselines between the same endpoints they
+ * are compared with: a bare multipart upload of the copy's bytes, and plain pipes.
  */
 import type { Readable } from 'node:stream';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { request } from 'undici';
 import { inboxKey, modelFileKey } from '../../lambdas/storage/keys.js';
 import { objectSize } from '../../lambdas/storage/objects.js';
-import { uploadStream } from '../../lambdas/storage/streams.js';
+import { DEFAULT_PART_BYTES, DEFAULT_QUEUE_SIZE, uploadStream } from '../../lambdas/storage/streams.js';
 import { copiedModel } from '../../lambdas/run/state/index.js';
 import { createCopyModelStep } from '../../lambdas/steps/copy-model.js';
 import { uploadFilesStep } from '../../lambdas/steps/upload-files.js';
@@ -65,6 +65,85 @@ export async function pipeCopy(args: Record<string, unknown>, measure: Measure):
   });
   const stored = await objectSize(connected.runtime.s3, connected.bucket, key);
   if (stored !== model.onnxBytes) throw new Error(`the pipe stored ${String(stored)} bytes`);
+  return { ...measurement, bytes: stored };
+}
+
+/**
+ * The floor for the copy's S3 work: the download link's body cut into parts of copy_model's size
+ * and sent as a bare multipart upload (CreateMultipartUpload, UploadPart with as many parts in
+ * flight as copy_model, CompleteMultipartUpload) with undici alone: no SDK and no signature
+ * (s3rver takes unsigned requests, and checks no payload hash of a signed one either). Each part
+ * is one buffer, reused once its part is sent, as copy_model's are.
+ */
+export async function bareMultipartCopy(
+  args: Record<string, unknown>,
+  measure: Measure,
+): Promise<ClientResult> {
+  const connected = await connect(endpointsOf(args));
+  const state = await trainedModel(connected, String(args.drop));
+  const model = state.model!;
+  const link = await connected.client.getDownloadLink(model.id);
+  const key = modelFileKey(state.run.drop, model.id);
+  const objectUrl = `${endpointsOf(args).s3Endpoint}/${connected.bucket}/${key.split('/').map(encodeURIComponent).join('/')}`;
+  const partBytes = optionalNumber(args, 'partBytes') ?? DEFAULT_PART_BYTES;
+  const queueSize = optionalNumber(args, 'queueSize') ?? DEFAULT_QUEUE_SIZE;
+  const { measurement } = await measure(async () => {
+    const download = await request(link.url);
+    const created = await (await request(`${objectUrl}?uploads`, { method: 'POST' })).body.text();
+    const uploadId = /<UploadId>([^<]+)<\/UploadId>/.exec(created)?.[1];
+    if (uploadId === undefined) throw new Error(`CreateMultipartUpload answered ${created}`);
+    const etags: string[] = [];
+    const free: Buffer[] = [];
+    const inFlight = new Set<Promise<void>>();
+    const send = async (buffer: Buffer, bytes: number): Promise<void> => {
+      if (inFlight.size >= queueSize) await Promise.race(inFlight);
+      const number = etags.push('');
+      const sending: Promise<void> = request(
+        `${objectUrl}?partNumber=${String(number)}&uploadId=${uploadId}`,
+        {
+          method: 'PUT',
+          body: buffer.subarray(0, bytes),
+        },
+      ).then(async (answer) => {
+        await answer.body.dump();
+        if (answer.statusCode !== 200)
+          throw new Error(`UploadPart ${String(number)} answered ${answer.statusCode}`);
+        etags[number - 1] = String(answer.headers.etag);
+        free.push(buffer);
+        inFlight.delete(sending);
+      });
+      inFlight.add(sending);
+    };
+    let part: Buffer = Buffer.allocUnsafeSlow(partBytes);
+    let filled = 0;
+    for await (const data of download.body) {
+      const chunk = data as Buffer;
+      for (let offset = 0; offset < chunk.length;) {
+        const copied = chunk.copy(part, filled, offset);
+        filled += copied;
+        offset += copied;
+        if (filled === partBytes) {
+          await send(part, filled);
+          part = free.pop() ?? Buffer.allocUnsafeSlow(partBytes);
+          filled = 0;
+        }
+      }
+    }
+    if (filled > 0) await send(part, filled);
+    await Promise.all(inFlight);
+    const parts = etags.map(
+      (etag, index) => `<Part><PartNumber>${String(index + 1)}</PartNumber><ETag>${etag}</ETag></Part>`,
+    );
+    const completed = await request(`${objectUrl}?uploadId=${uploadId}`, {
+      method: 'POST',
+      body: `<CompleteMultipartUpload>${parts.join('')}</CompleteMultipartUpload>`,
+    });
+    const answer = await completed.body.text();
+    if (completed.statusCode !== 200 || answer.includes('<Error>'))
+      throw new Error(`CompleteMultipartUpload answered ${answer}`);
+  });
+  const stored = await objectSize(connected.runtime.s3, connected.bucket, key);
+  if (stored !== model.onnxBytes) throw new Error(`the bare multipart upload stored ${String(stored)} bytes`);
   return { ...measurement, bytes: stored };
 }
 

@@ -2,6 +2,8 @@
  * A benchmark entry: a name, and a run that measures its figures side by side with their
  * baselines. Entries are listed in bench/benchmarks.ts; `npm run bench` runs them in order.
  */
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import type { Figure } from './figures.js';
 import type { Measurement } from './protocol.js';
 
@@ -36,18 +38,45 @@ export async function sideBySide<K extends string, R>(
   for (let round = 0; round < rounds; round++) {
     const order = round % 2 === 0 ? names : [...names].reverse();
     for (const name of order) {
+      const machineBefore = machineCpu();
       const result = await variants[name](round);
       results[name].push(result);
       const run = result as Partial<Measurement>;
       if (log !== undefined && run.wallMs !== undefined) {
         log(
           `  ${name} round ${String(round + 1)}: ${(run.wallMs / 1000).toFixed(2)} s, ` +
-            `CPU ${((run.cpuMs ?? 0) / 1000).toFixed(2)} s, RSS +${((run.rssGrowth ?? 0) / MiB).toFixed(0)} MiB`,
+            `CPU ${((run.cpuMs ?? 0) / 1000).toFixed(2)} s, RSS +${((run.rssGrowth ?? 0) / MiB).toFixed(0)} MiB, ` +
+            `load ${loadavg()[0]!.toFixed(1)}, steal ${stealText(machineBefore, machineCpu())}`,
         );
       }
     }
   }
   return results;
+}
+
+/** The machine's CPU time so far (all cores, in ticks) and the part the hypervisor took: Linux only. */
+export interface MachineCpu {
+  readonly total: number;
+  readonly steal: number;
+}
+
+export function machineCpu(): MachineCpu | null {
+  try {
+    // cpu  user nice system idle iowait irq softirq steal guest guest_nice
+    const ticks = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    return { total: ticks.slice(0, 8).reduce((sum, tick) => sum + tick, 0), steal: ticks[7] ?? 0 };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The share of the machine's CPU time the hypervisor took between two readings: a VM whose host
+ * is busy runs slower, and its processes' CPU time counts the stolen time as their own.
+ */
+export function stealText(before: MachineCpu | null, after: MachineCpu | null): string {
+  if (before === null || after === null || after.total === before.total) return 'unknown';
+  return `${(((after.steal - before.steal) / (after.total - before.total)) * 100).toFixed(1)}%`;
 }
 
 export const MiB = 1024 * 1024;

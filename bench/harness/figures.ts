@@ -33,9 +33,11 @@ export interface Figure {
   readonly shortBy: string | null;
   /** (max - min) / median of the value's runs: how much the runs disagree. */
   readonly spread: number;
-  /** Every run's value, then the baseline's, in the order measured. */
+  /** Every run's value, then the baseline's, in the order measured (discarded rounds too). */
   readonly runs: readonly number[];
   readonly baselineRuns: readonly number[];
+  /** Rounds (indexes into runs) left out of value, baseline, ratio and spread: see outlyingRounds. */
+  readonly discarded: readonly number[];
   /** Anything a reader needs to weigh the figure (sizes, settings). */
   readonly note?: string;
 }
@@ -60,17 +62,40 @@ export interface FigureInput {
   readonly runs: readonly number[];
   /** Paired with `runs` by index when given. */
   readonly baselineRuns?: readonly number[];
+  /** Rounds to leave out (outlyingRounds of the baseline), kept in runs and baselineRuns. */
+  readonly discard?: readonly number[];
   readonly goal?: Goal;
   readonly note?: string;
 }
 
-/** A figure from its runs (and its baseline's, paired by index). */
+/**
+ * A baseline run more than this many times slower or faster than the median of the baseline's
+ * runs is an outlier: the machine was busy (or idle) in a way it was not for the others.
+ */
+export const OUTLIER_FACTOR = 1.5;
+
+/**
+ * The rounds whose baseline is an outlier (OUTLIER_FACTOR off the median of `baselineRuns`), to
+ * leave out of a figure rather than report a ratio against them. None when that would leave none.
+ */
+export function outlyingRounds(baselineRuns: readonly number[], factor = OUTLIER_FACTOR): number[] {
+  const middle = median(baselineRuns);
+  const outlying = baselineRuns.flatMap((value, index) =>
+    value > middle * factor || value * factor < middle ? [index] : [],
+  );
+  return outlying.length === baselineRuns.length ? [] : outlying;
+}
+
+/** A figure from its runs (and its baseline's, paired by index), without the rounds in `discard`. */
 export function figure(input: FigureInput): Figure {
-  const value = median(input.runs);
-  const baselineRuns = input.baselineRuns ?? [];
+  const discarded = [...(input.discard ?? [])].sort((a, b) => a - b);
+  const kept = <T>(values: readonly T[]) => values.filter((_, index) => !discarded.includes(index));
+  const runs = kept(input.runs);
+  const value = median(runs);
+  const baselineRuns = kept(input.baselineRuns ?? []);
   const baseline = baselineRuns.length === 0 ? null : median(baselineRuns);
   const ratios = baselineRuns.flatMap((base, index) => {
-    const run = input.runs[index];
+    const run = runs[index];
     return run === undefined || base === 0 ? [] : [run / base];
   });
   const ratio = ratios.length === 0 ? null : median(ratios);
@@ -92,9 +117,10 @@ export function figure(input: FigureInput): Figure {
     goal,
     met,
     shortBy: met === false && goal !== null && compared !== null ? shortfall(goal, compared) : null,
-    spread: spreadOf(input.runs),
+    spread: spreadOf(runs),
     runs: input.runs,
-    baselineRuns,
+    baselineRuns: input.baselineRuns ?? [],
+    discarded,
     ...(input.note === undefined ? {} : { note: input.note }),
   };
 }

@@ -15,6 +15,7 @@ import { RunError } from '../run/errors/index.js';
 import type { DropFile } from '../run/state/index.js';
 import { inboxKey } from '../storage/keys.js';
 import { ObjectChangedError, ObjectMissingError, openPinnedObject } from '../storage/streams.js';
+import type { PinnedObject } from '../storage/streams.js';
 import { checkedUtf8, listForMessage, printable } from './user-text.js';
 
 /** Column positions of the header row; at least one of id and text is present. */
@@ -147,46 +148,55 @@ export function labelColumns(header: readonly string[], fileName: string): Label
 
 /**
  * Reads the whole labels file, so one that is not UTF-8 or not CSV fails the run before the
- * service is called; resolves to its header's columns.
+ * service is called; resolves to its header's columns (undefined when there is no `open` to read
+ * it with: only its size is checked).
  * @throws RunError invalid_labels_file, or drop_changed when the file is not the listed version
  */
 export async function checkLabelsFile(
-  s3: S3Client,
-  bucket: string,
-  drop: string,
   labels: DropFile,
-): Promise<LabelColumns> {
+  open?: (file: DropFile) => Promise<Readable>,
+): Promise<LabelColumns | undefined> {
   if (labels.bytes === 0) {
     throw new RunError(
       'invalid_labels_file',
       `${labels.name} is empty; it needs a header row with ${REQUIRED}, then one row per held-out example`,
     );
   }
+  if (open === undefined) return undefined;
   let columns: LabelColumns | undefined;
-  for await (const record of csvRecords(await openLabels(s3, bucket, drop, labels), labels.name)) {
+  for await (const record of csvRecords(await open(labels), labels.name)) {
     if (columns === undefined && !isBlank(record)) columns = labelColumns(record.cells, labels.name);
   }
   // Only blank lines: nothing to read a header from.
   return columns ?? labelColumns([], labels.name);
 }
 
-/** The labels file at the version validate_drop pinned. */
-export async function openLabels(
+/**
+ * A file of the drop at the version validate_drop pinned (train.json: the one that started the
+ * run).
+ * @param gone the words of drop_changed when it is not that version any more (`changed`: another
+ *   version is there; else it is gone)
+ */
+export async function openDropFile(
   s3: S3Client,
-  bucket: string,
-  drop: string,
-  labels: DropFile,
+  file: PinnedObject,
+  gone: (changed: boolean) => string,
 ): Promise<Readable> {
   try {
-    return await openPinnedObject(s3, { bucket, key: inboxKey(drop, labels.name), etag: labels.etag });
+    return await openPinnedObject(s3, file);
   } catch (error) {
-    if (error instanceof ObjectChangedError || error instanceof ObjectMissingError) {
-      throw new RunError(
-        'drop_changed',
-        `${labels.name} changed or was removed while this run was using it; upload the folder again, train.json last`,
-        { cause: error },
-      );
-    }
-    throw error;
+    if (!(error instanceof ObjectChangedError || error instanceof ObjectMissingError)) throw error;
+    throw new RunError('drop_changed', gone(error instanceof ObjectChangedError), { cause: error });
   }
+}
+
+/** The labels file at the version validate_drop pinned. */
+export function openLabels(s3: S3Client, bucket: string, drop: string, labels: DropFile): Promise<Readable> {
+  const key = inboxKey(drop, labels.name);
+  return openDropFile(
+    s3,
+    { bucket, key, etag: labels.etag },
+    () =>
+      `${labels.name} changed or was removed while this run was using it; upload the folder again, train.json last`,
+  );
 }

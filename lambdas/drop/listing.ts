@@ -14,10 +14,24 @@ export interface DropListing {
   readonly files: ReadonlyMap<string, DropFile>;
   /** Names relative to the folder (`sub/a.csv`) of objects in sub-folders. */
   readonly nested: readonly string[];
-  /** When each object directly in the folder was last written (ms since the epoch; S3 keeps seconds). */
+  /** When each object of the folder, sub-folders included, was last written (ms since the epoch; S3 keeps seconds). */
   readonly modifiedAt: ReadonlyMap<string, number>;
   /** The latest write of any object under the folder, sub-folders included (0 for an empty one). */
   readonly newestModifiedAt: number;
+}
+
+/**
+ * The listing S3 gives of a drop whose objects are `found` (names relative to the folder, with
+ * `/` in sub-folders): in the order of the keys' UTF-8 bytes, as S3 lists them, so that the rules'
+ * messages name files in the same order wherever the drop is judged.
+ */
+export function listingOf(found: readonly DropFile[]): Pick<DropListing, 'files' | 'nested'> {
+  const sorted = [...found].sort((a, b) => Buffer.compare(Buffer.from(a.name), Buffer.from(b.name)));
+  const plain = sorted.filter((file) => !file.name.includes('/'));
+  return {
+    files: new Map(plain.map((file) => [file.name, file])),
+    nested: sorted.filter((file) => file.name.includes('/')).map((file) => file.name),
+  };
 }
 
 /** 1000 keys a page: a million objects is far past any drop (the service takes 1000 files). */
@@ -25,10 +39,8 @@ export const MAX_LIST_PAGES = 1000;
 
 export async function listDrop(s3: S3Client, bucket: string, drop: string): Promise<DropListing> {
   const prefix = inboxPrefix(drop);
-  const files = new Map<string, DropFile>();
+  const found: DropFile[] = [];
   const modifiedAt = new Map<string, number>();
-  const nested: string[] = [];
-  let newestModifiedAt = 0;
   let token: string | undefined;
   for (let page = 0; page < MAX_LIST_PAGES; page++) {
     const answer = await s3.send(
@@ -38,17 +50,12 @@ export async function listDrop(s3: S3Client, bucket: string, drop: string): Prom
       const name = (object.Key ?? '').slice(prefix.length);
       // The zero-byte marker the S3 console creates for the folder itself.
       if (name === '') continue;
-      const modified = object.LastModified?.getTime() ?? 0;
-      newestModifiedAt = Math.max(newestModifiedAt, modified);
-      if (name.includes('/')) {
-        nested.push(name);
-      } else {
-        files.set(name, { name, bytes: object.Size ?? 0, etag: bareEtag(object.ETag ?? '') });
-        modifiedAt.set(name, modified);
-      }
+      found.push({ name, bytes: object.Size ?? 0, etag: bareEtag(object.ETag ?? '') });
+      modifiedAt.set(name, object.LastModified?.getTime() ?? 0);
     }
     if (answer.IsTruncated !== true || answer.NextContinuationToken === undefined) {
-      return { files, nested, modifiedAt, newestModifiedAt };
+      const newestModifiedAt = [...modifiedAt.values()].reduce((newest, at) => Math.max(newest, at), 0);
+      return { ...listingOf(found), modifiedAt, newestModifiedAt };
     }
     token = answer.NextContinuationToken;
   }

@@ -3,11 +3,17 @@
  * (RunConfig), every default of DESIGN.md section 1 applied and every file pinned by size and
  * etag, so later steps send exactly what was checked here.
  *
- * The folder is taken once it has stopped changing (settle.ts). Checks, in order, each failing
- * with a code of its own and a message naming the files: train.json (the version that started the run, valid), no objects in sub-folders, the files
- * train.json names exist, there is data to send, no data file is empty, the labels file (read whole: UTF-8, CSV, its header);
- * with `"resume": true`, the failed run whose dataset to take (lambdas/run/lock/resume.ts).
+ * The rules (judgeDrop) read a drop through a DropSource, so that one code judges it wherever it
+ * is: the bucket (validateDrop: the folder once it has stopped changing, settle.ts, and files
+ * read at their listed version), a local folder (`hopper check` and `hopper run`,
+ * local/cli/drop-folder.ts) or the names and sizes the console's page sends
+ * (local/console/uploads.ts). Checks, in order, each failing with a code of its own and a message
+ * naming the files: train.json (the version that started the run, valid), no objects in
+ * sub-folders, the files train.json names exist, there is data to send, no data file is empty,
+ * the labels file (read whole: UTF-8, CSV, its header). With `"resume": true`, validateDrop then
+ * finds the failed run whose dataset to take in the drop's status (lambdas/run/lock/resume.ts).
  */
+import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { RunError } from '../run/errors/index.js';
 import { resumeTarget } from '../run/lock/index.js';
@@ -15,10 +21,9 @@ import type { RunStatus } from '../run/status/index.js';
 import { MAX_DATASET_NAME_LENGTH } from '../service-client/contract.js';
 import type { DropFile, RunConfig, RunInput } from '../run/state/index.js';
 import { DEFAULT_LABELS_FILE, inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
-import { ObjectChangedError, ObjectMissingError, openPinnedObject } from '../storage/streams.js';
 import { fileNameProblem, PLAIN_FILE_NAME_RULE } from './file-names.js';
 import { listForMessage, printable, quoted } from './user-text.js';
-import { checkLabelsFile } from './labels-csv.js';
+import { checkLabelsFile, openDropFile, openLabels } from './labels-csv.js';
 import type { DropListing } from './listing.js';
 import { settledListing, type SettleClock } from './settle.js';
 import {
@@ -36,6 +41,22 @@ export interface SettleOptions {
   readonly clock: SettleClock;
 }
 
+/** What the rules read a drop through: its listing, and its files' bytes. */
+export interface DropSource extends Pick<DropListing, 'files' | 'nested'> {
+  /** The drop's name: the `<drop>` of inbox/<drop>/. */
+  readonly drop: string;
+  /** train.json's bytes, as the run reads them (in the bucket: the version that started it). */
+  trainJson(): Promise<Readable>;
+  /**
+   * A listed file's bytes at the listed version; absent where only names and sizes are known
+   * (the console's page): the rules that read a file are then left to the run.
+   */
+  readonly open?: (file: DropFile) => Promise<Readable>;
+}
+
+/** A drop the rules let through: the run's configuration but for `resumeFrom`, and its train.json. */
+export type JudgedDrop = Awaited<ReturnType<typeof judgeDrop>>;
+
 /**
  * @param previous the drop's status before this run wrote it: with `"resume": true`, the run to
  *   resume is found there (lambdas/run/lock/resume.ts)
@@ -46,23 +67,44 @@ export async function validateDrop(
   settle: SettleOptions,
   previous: RunStatus | null,
 ): Promise<RunConfig> {
-  const listing = await settledListing(s3, run, settle.quietMs, settle.clock);
-  const folder = printable(inboxPrefix(run.drop));
-  const trainJson = parseTrainJson(await readTrainJson(s3, run, listing));
+  const { config, trainJson } = await judgeDrop({
+    drop: run.drop,
+    ...(await settledListing(s3, run, settle.quietMs, settle.clock)),
+    // At the version that started the run (If-Match its etag): a newer copy has its own run,
+    // and this one must not run on the newer settings.
+    trainJson: () =>
+      openDropFile(s3, run, (changed) =>
+        changed
+          ? 'train.json changed after this run started; the newer copy starts its own run'
+          : 'train.json was deleted after this run started; upload it again to start a run',
+      ),
+    open: (file) => openLabels(s3, run.bucket, run.drop, file),
+  });
+  if (trainJson.resume !== true) return config;
+  return { ...config, resumeFrom: resumeTarget(previous, run.drop, run.runId) };
+}
 
-  if (listing.nested.length > 0) {
+/**
+ * Every rule of validate_drop that the drop alone decides.
+ * @throws RunError with the code and message the run fails with
+ */
+export async function judgeDrop(source: DropSource): Promise<{ config: RunConfig; trainJson: TrainJson }> {
+  const folder = printable(inboxPrefix(source.drop));
+  const trainJson = parseTrainJson(await readTrainJson(source));
+
+  if (source.nested.length > 0) {
     throw new RunError(
       'nested_files',
-      `${folder} has objects in sub-folders: ${listForMessage(listing.nested)}. A drop is one flat folder (plain file names only): move them into ${folder} or delete them, then upload train.json again`,
+      `${folder} has objects in sub-folders: ${listForMessage(source.nested)}. A drop is one flat folder (plain file names only): move them into ${folder} or delete them, then upload train.json again`,
     );
   }
 
-  const labelsName = labelsFileName(trainJson, listing);
-  const dataNames = dataFileNames(trainJson, listing, labelsName);
-  checkPresent(trainJson, listing, folder);
+  const labelsName = labelsFileName(trainJson, source);
+  const dataNames = dataFileNames(trainJson, source, labelsName);
+  checkPresent(trainJson, source, folder);
   checkNames(dataNames, folder);
   if (dataNames.length === 0) {
-    const present = listForMessage([...listing.files.keys()]);
+    const present = listForMessage([...source.files.keys()]);
     throw new RunError(
       'no_data_files',
       `${folder} holds no data files to train on (it has ${present}): put the CSV or JSONL files beside train.json, then upload train.json again`,
@@ -75,7 +117,7 @@ export async function validateDrop(
     );
   }
 
-  const files = dataNames.map((name) => pinned(listing, name));
+  const files = dataNames.map((name) => pinned(source, name));
   const empty = files.filter((file) => file.bytes === 0).map((file) => file.name);
   if (empty.length > 0) {
     throw new RunError(
@@ -84,11 +126,11 @@ export async function validateDrop(
     );
   }
 
-  const labels = labelsName === undefined ? null : pinned(listing, labelsName);
-  if (labels !== null) await checkLabelsFile(s3, run.bucket, run.drop, labels);
+  const labels = labelsName === undefined ? null : pinned(source, labelsName);
+  if (labels !== null) await checkLabelsFile(labels, source.open);
 
   const config: RunConfig = {
-    name: trainJson.name ?? defaultName(run.drop),
+    name: trainJson.name ?? defaultName(source.drop),
     files,
     labels,
     encoder: trainJson.encoder ?? null,
@@ -96,10 +138,9 @@ export async function validateDrop(
     maxAttempts: trainJson.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
     ...(trainJson.encoders === undefined ? {} : { encoders: trainJson.encoders }),
     ...(trainJson.promote === undefined ? {} : { promote: trainJson.promote }),
-    ...(trainJson.resume === true ? { resumeFrom: resumeTarget(previous, run.drop, run.runId) } : {}),
   };
   checkStateSize(config, folder);
-  return config;
+  return { config, trainJson };
 }
 
 /**
@@ -120,30 +161,16 @@ function checkStateSize(config: RunConfig, folder: string): void {
   );
 }
 
-/**
- * train.json's text at the version that started the run (If-Match its etag): a newer copy has
- * its own run, and this one must not run on the newer settings.
- */
-async function readTrainJson(s3: S3Client, run: RunInput, listing: DropListing): Promise<Buffer> {
-  const listed = listing.files.get(TRAIN_JSON);
+/** train.json's text, refused unread when it is far larger than a train.json. */
+async function readTrainJson(source: DropSource): Promise<Buffer> {
+  const listed = source.files.get(TRAIN_JSON);
   if (listed !== undefined && listed.bytes > MAX_TRAIN_JSON_BYTES) {
     throw new RunError(
       'invalid_train_json',
       `train.json is ${String(listed.bytes)} bytes; it is a small JSON object (at most ${String(MAX_TRAIN_JSON_BYTES)} bytes) such as {"name": "reviews"}`,
     );
   }
-  let body;
-  try {
-    body = await openPinnedObject(s3, { bucket: run.bucket, key: run.key, etag: run.etag });
-  } catch (error) {
-    if (!(error instanceof ObjectChangedError || error instanceof ObjectMissingError)) throw error;
-    const changed = error instanceof ObjectChangedError;
-    throw new RunError(
-      'drop_changed',
-      `train.json ${changed ? 'changed' : 'was deleted'} after this run started; ${changed ? 'the newer copy starts its own run' : 'upload it again to start a run'}`,
-      { cause: error },
-    );
-  }
+  const body = await source.trainJson();
   const chunks: Buffer[] = [];
   let bytes = 0;
   for await (const chunk of body as AsyncIterable<Buffer>) {
@@ -161,16 +188,16 @@ async function readTrainJson(s3: S3Client, run: RunInput, listing: DropListing):
 }
 
 /** train.json's `labels`; else labels.csv when the folder has it and `files` does not claim it. */
-function labelsFileName(trainJson: TrainJson, listing: DropListing): string | undefined {
+function labelsFileName(trainJson: TrainJson, source: DropSource): string | undefined {
   if (trainJson.labels !== undefined) return trainJson.labels;
   const claimedAsData = trainJson.files?.includes(DEFAULT_LABELS_FILE) === true;
-  return listing.files.has(DEFAULT_LABELS_FILE) && !claimedAsData ? DEFAULT_LABELS_FILE : undefined;
+  return source.files.has(DEFAULT_LABELS_FILE) && !claimedAsData ? DEFAULT_LABELS_FILE : undefined;
 }
 
 /** train.json's `files`; else every object of the folder but train.json and the labels file. */
-function dataFileNames(trainJson: TrainJson, listing: DropListing, labelsName: string | undefined): string[] {
+function dataFileNames(trainJson: TrainJson, source: DropSource, labelsName: string | undefined): string[] {
   if (trainJson.files !== undefined) return [...trainJson.files];
-  return [...listing.files.keys()].filter((name) => name !== TRAIN_JSON && name !== labelsName);
+  return [...source.files.keys()].filter((name) => name !== TRAIN_JSON && name !== labelsName);
 }
 
 /**
@@ -189,9 +216,9 @@ function checkNames(names: readonly string[], folder: string): void {
 }
 
 /** Every file train.json names (in `files` or `labels`) is in the folder. */
-function checkPresent(trainJson: TrainJson, listing: DropListing, folder: string): void {
-  const missingData = (trainJson.files ?? []).filter((name) => !listing.files.has(name));
-  const missingLabels = trainJson.labels !== undefined && !listing.files.has(trainJson.labels);
+function checkPresent(trainJson: TrainJson, source: DropSource, folder: string): void {
+  const missingData = (trainJson.files ?? []).filter((name) => !source.files.has(name));
+  const missingLabels = trainJson.labels !== undefined && !source.files.has(trainJson.labels);
   if (missingData.length === 0 && !missingLabels) return;
   const problems = [
     ...(missingData.length === 0 ? [] : [`"files" names ${listForMessage(missingData)}`]),
@@ -203,8 +230,8 @@ function checkPresent(trainJson: TrainJson, listing: DropListing, folder: string
   );
 }
 
-function pinned(listing: DropListing, name: string): DropFile {
-  const file = listing.files.get(name);
+function pinned(source: DropSource, name: string): DropFile {
+  const file = source.files.get(name);
   // Callers ask only for names checkPresent or the listing itself vouched for.
   if (file === undefined) throw new RunError('internal_error', `validate_drop lost track of ${name}`);
   return file;

@@ -6,7 +6,8 @@
  *   command.ts          the flag table (CommandSpec), its parser, --help, exit codes, errors, --json
  *   run.ts, options.ts  hopper run and hopper local's shared options (local.ts: hopper local)
  *   out-folder.ts       <out>/<drop>/ for hopper run: checked and locked before, the model after
- *   drop-folder.ts      the folder hopper run drops; progress.ts its progress line
+ *   drop-folder.ts      a local drop folder as the run's rules read it: hopper check, and
+ *                       hopper run's upload; progress.ts hopper run's progress line
  *   left-at-service.ts  what a stopped hopper run left at the training service
  *   service.ts          hopper service: the simulated service's knobs as flags
  *   target.ts           where status, runs, models and retry look: --stack or hopper local
@@ -22,6 +23,7 @@ import { processIo, type Command, type CommandIo } from './command.js';
 // answers without loading local mode, the CDK app and the local S3 server.
 export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   run: async () => (await import('./run.js')).runRunCommand,
+  check: async () => (await import('./drop-folder.js')).runCheckCommand,
   local: async () => (await import('./local.js')).runLocalCommand,
   service: async () => (await import('./service.js')).runServiceCommand,
   status: async () => (await import('./status.js')).runStatusCommand,
@@ -40,6 +42,8 @@ Commands:
   runs <drop>       the drop's runs, newest first, with their outcome
   models            the training service's models, newest first, paged
   retry <drop>      resume a failed run from its dataset, without uploading again
+  check <folder>    judge a drop offline with the run's own rules, before paying: files,
+                    bytes, credits it may spend, estimated cost; exit 0 or 1
 
 status, runs, models and retry talk to a deployed stack (--stack NAME) or to a running
 \`hopper local\` (the settings it prints); --json on each for scripts.

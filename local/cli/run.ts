@@ -6,8 +6,8 @@
  * left at the service (left-at-service.ts).
  */
 import { join, posix } from 'node:path';
-import { defaultName } from '../../lambdas/drop/validate.js';
-import { messageOf, describeFailure } from '../../lambdas/run/errors/index.js';
+import { judgeDrop } from '../../lambdas/drop/validate.js';
+import { codedMessage, describeFailure, messageOf, RunError } from '../../lambdas/run/errors/index.js';
 import { copiedModel, type CopySlot, type RunState } from '../../lambdas/run/state/index.js';
 import { readStatus } from '../../lambdas/run/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
@@ -28,23 +28,30 @@ const LEFTOVERS_TIMEOUT_MS = 20_000;
 
 export const runRunCommand = defineCommand(RUN_SPEC, async (args, io, { env }) => {
   const { folder: path, out: outDir, options } = runOptions(args, env);
-  const folder = await readDropFolder(path).catch((error: unknown) => {
-    throw error instanceof DropFolderError ? new CliUsageError(error.message) : error;
-  });
+  // The run's own rules first, as hopper check applies them: a drop they refuse is not uploaded.
+  const folder = await readDropFolder(path).catch(refused);
+  const { config } = await judgeDrop(folder).catch(refused);
   // Before the run: a model paid for must have somewhere to go.
   const out = await prepareOutFolder(outDir, folder.drop);
   try {
-    return await runInLocalMode({ path, folder, out: out.path, options, io });
+    return await runInLocalMode({ path, folder, datasetName: config.name, out: out.path, options, io });
   } finally {
     await out.release();
   }
 });
+
+function refused(error: unknown): never {
+  if (error instanceof DropFolderError) throw new CliUsageError(codedMessage(error.code, error.message));
+  throw error instanceof RunError ? new CliUsageError(error.message) : error;
+}
 
 /** One `hopper run`: the folder, where its model goes, and what it prints to. */
 interface RunOfFolder {
   /** The folder as the command line gave it. */
   readonly path: string;
   readonly folder: DropFolder;
+  /** The dataset's name at the service: train.json's `name`, else the drop's default. */
+  readonly datasetName: string;
   readonly out: string;
   readonly options: LocalCommandOptions;
   readonly io: CommandIo;
@@ -115,7 +122,7 @@ async function runInLocalMode(run: RunOfFolder): Promise<number> {
  */
 async function dropAndFollow(
   local: LocalMode,
-  { path, folder, options, io }: RunOfFolder,
+  { path, folder, datasetName, options, io }: RunOfFolder,
   watch: Watch,
   triggerFailed: AbortController,
 ): Promise<ExecutionOutcome | 'busy'> {
@@ -136,9 +143,8 @@ async function dropAndFollow(
   // Awaited after the upload; a Ctrl-C during it must not count as an unhandled rejection.
   execution.catch(() => undefined);
   // A simulated service started by this command holds no training of an earlier one.
-  if (local.simulated === undefined && (await trainingUnderWay(local, datasetNameOf(folder), io)))
-    return 'busy';
-  const files = folder.files.length;
+  if (local.simulated === undefined && (await trainingUnderWay(local, datasetName, io))) return 'busy';
+  const files = folder.files.size - 1;
   watch.reporter.line(
     `hopper: dropping ${path} as s3://${local.bucket}/inbox/${folder.drop}/ (${String(files)} ${files === 1 ? 'file' : 'files'}, then ${TRAIN_JSON})`,
   );
@@ -241,7 +247,7 @@ function keepInBucket(
 async function tellLeftovers(
   local: LocalMode,
   latest: RunState | undefined,
-  { path, folder, io }: RunOfFolder,
+  { path, datasetName, io }: RunOfFolder,
   startedAt: number,
 ): Promise<void> {
   const known = latest?.dataset?.id;
@@ -261,7 +267,7 @@ async function tellLeftovers(
     const left = await untilAborted(
       (async () =>
         leftAtService(await local.service(), {
-          datasetName: datasetNameOf(folder),
+          datasetName,
           knownIds: known === undefined ? [] : [known],
           // A minute's leeway for the service's clock.
           since: startedAt - 60_000,
@@ -293,9 +299,4 @@ async function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promis
       signal.removeEventListener('abort', onAbort);
     });
   });
-}
-
-/** The dataset name the run will use: train.json's `name`, else the drop's default. */
-function datasetNameOf(folder: DropFolder): string {
-  return folder.trainJson?.name ?? defaultName(folder.drop);
 }

@@ -12,7 +12,8 @@
  *   GET  /api/download?key=models/...   a model file, as an attachment
  *   GET  /api/service                   the simulated service's datasets, models, credits
  *   GET  /api/events                    server-sent events: `runs` with the ids that changed
- *   POST /api/drops/check               { drop, files }: whether the folder can be a drop
+ *   POST /api/drops/check               { drop, files: [{ name, bytes }], trainJson: [bytes] }: whether
+ *                                       the folder can be a drop, by the run's rules (uploads.ts)
  *   PUT  /api/drops/<drop>/files?name=  one file of a drop (the page sends train.json last)
  */
 import { once } from 'node:events';
@@ -29,7 +30,7 @@ import { loadErrorAdvice, type ErrorAdvice } from './error-advice.js';
 import { RunLog, type ConsoleRunState } from './run-log.js';
 import { RUN_STATES, RunCatalogue, type RunPage } from './runs.js';
 import { ServiceView } from './service-view.js';
-import { checkDrop, isRefusal, putDropFile, UploadError } from './uploads.js';
+import { checkDrop, isPageFile, isRefusal, putDropFile, UploadError } from './uploads.js';
 
 export interface ConsoleOptions {
   /** Port on 127.0.0.1. Default: a free port. */
@@ -229,8 +230,9 @@ async function serviceSnapshot({ context }: Call): Promise<Answer> {
 async function checkDropRequest({ context, request }: Call): Promise<Answer> {
   const body = await readJson(request);
   const drop = typeof body.drop === 'string' ? body.drop : '';
-  const files = Array.isArray(body.files) ? body.files.filter((name) => typeof name === 'string') : [];
-  checkDrop(drop, files);
+  const files = Array.isArray(body.files) ? body.files.filter(isPageFile) : [];
+  const trainJson = Array.isArray(body.trainJson) ? (body.trainJson as number[]) : [];
+  await checkDrop(drop, files, Buffer.from(trainJson));
   return { json: { drop, files: files.length, prefix: `s3://${context.local.bucket}/inbox/${drop}/` } };
 }
 
@@ -280,13 +282,13 @@ async function download({ context, url, response }: Call): Promise<Answer> {
   return undefined;
 }
 
-/** The body as a JSON object (small bodies only: the drop check's list of names). */
+/** The body as a JSON object (small bodies only: the drop check's files and train.json). */
 async function readJson(request: IncomingMessage): Promise<Record<string, unknown>> {
   const chunks: Buffer[] = [];
   let bytes = 0;
   for await (const chunk of request as AsyncIterable<Buffer>) {
     bytes += chunk.length;
-    if (bytes > 1_000_000) throw new UploadError('the list of files is too long (over 1 MB)');
+    if (bytes > 8_000_000) throw new UploadError('the list of files is too long (over 8 MB)');
     chunks.push(chunk);
   }
   try {

@@ -22,12 +22,12 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { access, mkdir, rename, rm } from 'node:fs/promises';
+import type { IncomingMessage } from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { Readable, Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
 import type S3rver from 's3rver';
-import { completedObject, type CompletedPartRef } from './multipart-completion.js';
+import * as multipart from './multipart-upload.js';
 import { listInKeyOrder, type KeyOrderListing, type ListOptions } from './key-order-listing.js';
 
 /** The parts of s3rver's (untyped) FilesystemStore this module uses. */
@@ -46,10 +46,12 @@ interface FilesystemStore {
   putMetadata(bucket: string, key: string, metadata: Record<string, string>, md5: string): Promise<void>;
   getObject(bucket: string, key: string, options?: unknown): Promise<unknown>;
   putObject(object: StoredObject): Promise<{ size: number; md5: string }>;
+  initiateUpload(bucket: string, key: string, uploadId: string, metadata: unknown): Promise<void>;
+  putPart(bucket: string, uploadId: string, partNumber: string, content: IncomingMessage): Promise<unknown>;
   putObjectMultipart(
     bucket: string,
     uploadId: string,
-    parts: readonly CompletedPartRef[],
+    parts: readonly multipart.PartRef[],
   ): Promise<{ size: number; md5: string }>;
 }
 
@@ -114,6 +116,7 @@ class KeyLock {
 
 class ConsistentStore extends BaseStore {
   readonly #locks = new KeyLock();
+  readonly #partSizes: multipart.PartSizes = new Map();
 
   /**
    * @param partialDirectory where objects are written before they are renamed into place: on
@@ -137,57 +140,69 @@ class ConsistentStore extends BaseStore {
     return listInKeyOrder(this, bucket, options);
   }
 
-  /** S3's completion: the multipart ETag from the parts' digests (multipart-completion.ts). */
-  override async putObjectMultipart(
-    bucket: string,
-    uploadId: string,
-    parts: readonly CompletedPartRef[],
-  ): Promise<{ size: number; md5: string }> {
-    const uploadDirectory = join(this.getResourcePath(bucket, undefined, 'uploads'), uploadId);
-    const { key, metadata, content, etag } = await completedObject(uploadDirectory, parts);
-    const result = await this.putObject({ bucket, key, content, metadata }, etag);
+  override async initiateUpload(bucket: string, key: string, uploadId: string, metadata: unknown) {
+    await super.initiateUpload(bucket, key, uploadId, metadata);
+    this.#partSizes.set(this.#uploadDirectory(bucket, uploadId), null);
+  }
+
+  /** The upload's parts in one file, each at its place (multipart-upload.ts). */
+  override async putPart(bucket: string, uploadId: string, partNumber: string, content: IncomingMessage) {
+    const uploadDirectory = this.#uploadDirectory(bucket, uploadId);
+    const number = Number(partNumber);
+    return this.#locks.with(`${uploadDirectory}#${number}`, () =>
+      multipart.writePart(this.#partSizes, uploadDirectory, number, content),
+    );
+  }
+
+  /** S3's completion: the parts' file renamed into place when they fill it in order (multipart-upload.ts). */
+  override async putObjectMultipart(bucket: string, uploadId: string, parts: readonly multipart.PartRef[]) {
+    const uploadDirectory = this.#uploadDirectory(bucket, uploadId);
+    this.#partSizes.delete(uploadDirectory);
+    const { key, metadata, etag, size, ...bytes } = await multipart.completedObject(uploadDirectory, parts);
+    const result =
+      bytes.content === undefined
+        ? await this.#commit({ bucket, key, metadata }, bytes.file, etag).then(() => ({ size, md5: etag }))
+        : await this.putObject({ bucket, key, metadata, content: bytes.content }, etag);
     await rm(uploadDirectory, { recursive: true, force: true });
     return result;
   }
 
   /** `digest`: the ETag when it is known already (a completed multipart upload): no MD5 pass. */
   override async putObject(object: StoredObject, digest?: string): Promise<{ size: number; md5: string }> {
-    const objectPath = this.getResourcePath(object.bucket, object.key, 'object');
-    await mkdir(dirname(objectPath), { recursive: true });
     const partial = join(this.partialDirectory, randomUUID());
     const md5 = digest === undefined ? createHash('md5') : undefined;
-    let size = 0;
     try {
       const source = Buffer.isBuffer(object.content) ? Readable.from([object.content]) : object.content;
-      const measure = new Transform({
-        transform(chunk: Buffer, _encoding, callback) {
-          md5?.update(chunk);
-          size += chunk.length;
-          callback(null, chunk);
-        },
-      });
-      await pipeline(source, measure, createWriteStream(partial));
+      const size = await multipart.writeCounted(source, createWriteStream(partial), md5);
+      const etag = digest ?? md5?.digest('hex') ?? '';
+      await this.#commit(object, partial, etag);
+      return { size, md5: etag };
     } catch (error) {
       await rm(partial, { force: true });
       throw error;
     }
-    const etag = digest ?? md5?.digest('hex') ?? '';
+  }
+
+  /** `file` becomes the object, under the key's lock and if the request's conditions hold. */
+  async #commit(object: Omit<StoredObject, 'content'>, file: string, etag: string): Promise<void> {
+    const objectPath = this.getResourcePath(object.bucket, object.key, 'object');
+    await mkdir(dirname(objectPath), { recursive: true });
     const conditions = requestConditions.getStore();
     await this.#locks.with(`${object.bucket}/${object.key}`, async () => {
       const refusal = await this.#conditionRefusal(object, objectPath, conditions);
-      if (refusal !== null) {
-        await rm(partial, { force: true });
-        throw refusal;
-      }
-      await rename(partial, objectPath);
+      if (refusal !== null) throw refusal;
+      await rename(file, objectPath);
       await this.putMetadata(object.bucket, object.key, object.metadata, etag);
     });
-    return { size, md5: etag };
+  }
+
+  #uploadDirectory(bucket: string, uploadId: string): string {
+    return join(this.getResourcePath(bucket, undefined, 'uploads'), uploadId);
   }
 
   /** The error S3 answers when the request's conditions do not hold for the key now, or null. */
   async #conditionRefusal(
-    object: StoredObject,
+    object: Omit<StoredObject, 'content'>,
     objectPath: string,
     conditions: WriteConditions | undefined,
   ): Promise<Error | null> {

@@ -1,26 +1,34 @@
 /**
  * The console's server against real local mode: drops through its API run end to end, runs and
  * their history, status and model come back, the model downloads byte for byte, and the API key
- * is in no answer.
+ * is in no answer. A folder the run's rules refuse is refused before any file is sent, in the
+ * words of `hopper check`.
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { ReadableStreamReadResult } from 'node:stream/web';
-import { GetObjectCommand } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { putJson } from '../../lambdas/storage/objects.js';
 import { statusKey } from '../../lambdas/storage/keys.js';
 import type { RunStatus } from '../../lambdas/run/status/index.js';
 import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
 import type { RunDetail, RunPage } from '../../local/console/runs.js';
-import { DropFolderError, readDropFolder } from '../../local/cli/drop-folder.js';
+import {
+  DropFolderError,
+  readDropFolder,
+  runCheckCommand,
+  type CheckVerdict,
+} from '../../local/cli/drop-folder.js';
+import { runCommandCaptured } from '../helpers/commands.js';
 import { consoleJson, dropThroughConsole, endedRun, folderFiles, useConsole } from '../helpers/console.js';
 import { startConsole } from '../../local/console/index.js';
 import { startLocalMode } from '../../local/emulator/local-mode.js';
 import { startSimulatedService } from '../../local/service/index.js';
-import { BRISK_SERVICE, RUN_TIMEOUT_MS } from '../helpers/local-mode.js';
-import { withTimeout } from '../helpers/timeout.js';
+import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
+import { RUN_TIMEOUT_MS } from '../helpers/local-mode.js';
+import { withTimeout } from '../../testkit/timeout.js';
 
 const fixture = useConsole();
 /** A key long and distinct enough that finding it in an answer means it leaked. */
@@ -162,6 +170,40 @@ describe('the console API', () => {
       await rm(folder, { recursive: true, force: true });
     }
   });
+
+  it.each([
+    ['a train.json the run refuses', { 'reviews.csv': 'text\nfine\n', 'train.json': '{"maxAttempts": 0}' }],
+    [
+      'a train.json that is not UTF-8',
+      { 'reviews.csv': 'text\nfine\n', 'train.json': Buffer.from([0xff, 0xfe]) },
+    ],
+    ['a file in a sub-folder', { 'reviews.csv': 'text\nfine\n', 'old/a.csv': 'x', 'train.json': '{}' }],
+    ['an empty data file', { 'reviews.csv': '', 'train.json': '{}' }],
+    ['an empty labels file', { 'reviews.csv': 'text\nfine\n', 'labels.csv': '', 'train.json': '{}' }],
+  ])(
+    'refuses %s with the code and message of hopper check, before any file is sent',
+    async (_, files: Record<string, string | Buffer>) => {
+      const { local, console } = await fixture.start();
+      const parent = await mkdtemp(join(tmpdir(), 'hopper-console-'));
+      cleanups.push(() => rm(parent, { recursive: true, force: true }));
+      for (const [name, content] of Object.entries(files)) {
+        await mkdir(dirname(join(parent, 'refused', name)), { recursive: true });
+        await writeFile(join(parent, 'refused', name), content);
+      }
+      const checked = await runCommandCaptured(runCheckCommand, [join(parent, 'refused'), '--json'], {});
+      const { error } = JSON.parse(checked.stdout) as CheckVerdict;
+      expect(checked.code).toBe(1);
+      expect(await dropThroughConsole(console, 'refused', files)).toEqual({
+        ok: false,
+        status: 400,
+        error: `${error?.code ?? ''}: ${error?.message ?? ''}`,
+      });
+      const listed = await local.s3.client.send(
+        new ListObjectsV2Command({ Bucket: local.bucket, Prefix: 'inbox/refused/' }),
+      );
+      expect(listed.KeyCount).toBe(0);
+    },
+  );
 
   it('pages hundreds of runs newest first, filters by state, and counts each state', async () => {
     const { local, console } = await fixture.start();

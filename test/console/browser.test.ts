@@ -20,7 +20,7 @@ import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
 import type { RunDetail } from '../../local/console/runs.js';
 import { BROWSER_WAIT_MS, chooseChromium, launchChromium } from '../helpers/browser.js';
 import { consoleJson, dropThroughConsole, endedRun, folderFiles, useConsole } from '../helpers/console.js';
-import { withTimeout } from '../helpers/timeout.js';
+import { withTimeout } from '../../testkit/timeout.js';
 
 const fixture = useConsole();
 const API_KEY = 'console-browser-key-0b7e41d2';

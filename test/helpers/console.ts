@@ -43,7 +43,10 @@ export async function folderFiles(folder: string): Promise<Record<string, Buffer
   return files;
 }
 
-/** Drops `files` as `drop` through the console's API, as its page does; the check's answer if refused. */
+/**
+ * Drops `files` as `drop` through the console's API, as its page does (its names and sizes and
+ * train.json's bytes to check first); the answer that refused it, if one did.
+ */
 export async function dropThroughConsole(
   console: LocalConsole,
   drop: string,
@@ -52,7 +55,11 @@ export async function dropThroughConsole(
   const check = await fetch(new URL('/api/drops/check', console.url), {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ drop, files: Object.keys(files) }),
+    body: JSON.stringify({
+      drop,
+      files: Object.entries(files).map(([name, bytes]) => ({ name, bytes: Buffer.byteLength(bytes) })),
+      trainJson: [...Buffer.from(files[TRAIN_JSON] ?? '')],
+    }),
   });
   if (!check.ok)
     return { ok: false, status: check.status, error: ((await check.json()) as { error: string }).error };

@@ -9,16 +9,8 @@ import { inboxKey, MODELS_PREFIX, TRAIN_JSON } from '../../lambdas/storage/keys.
 import { startLocalMode, type LocalMode, type LocalModeOptions } from '../../local/emulator/local-mode.js';
 import type { Execution, ExecutionEvent, ExecutionOutcome } from '../../local/emulator/state-machine.js';
 import { putDrop } from './pipeline.js';
-import { withTimeout } from './timeout.js';
-
-/** Phases of a few milliseconds of real time, so a run moves on its own within a test. */
-export const BRISK_SERVICE = {
-  readingMs: 20,
-  structuringMs: 20,
-  queuedMs: 20,
-  trainingMs: 40,
-  modelBytes: 300_000,
-} as const;
+import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
+import { withTimeout } from '../../testkit/timeout.js';
 
 /** How long a test waits for a run to end before it fails (runs take well under a second). */
 export const RUN_TIMEOUT_MS = 20_000;

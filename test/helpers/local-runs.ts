@@ -7,7 +7,8 @@ import { expect } from 'vitest';
 import type { RunStatus } from '../../lambdas/run/status/index.js';
 import type { LocalMode } from '../../local/emulator/local-mode.js';
 import { modelBytesAt } from '../../local/service/index.js';
-import { BRISK_SERVICE, modelObjects, type FinishedRun } from './local-mode.js';
+import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
+import { modelObjects, type FinishedRun } from './local-mode.js';
 
 /** Rows with ids, and a labels file answering every one of them. */
 export const REVIEWS_CSV = [

@@ -7,7 +7,8 @@ import { readFile, readdir } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { modelRecordKey } from '../../lambdas/storage/keys.js';
 import { startSimulatedService, type SimulatedService } from '../../local/service/index.js';
-import { BRISK_SERVICE, dropAndRun, useLocalMode } from '../helpers/local-mode.js';
+import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
+import { dropAndRun, useLocalMode } from '../helpers/local-mode.js';
 import { readText } from '../helpers/pipeline.js';
 
 const fixture = useLocalMode();

@@ -13,16 +13,11 @@ import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { startConsole } from '../../local/console/index.js';
 import type { RunPage } from '../../local/console/runs.js';
 import { startLocalMode, type LocalMode } from '../../local/emulator/local-mode.js';
-import {
-  BRISK_SERVICE,
-  dropAndRun,
-  modelObjects,
-  nextExecution,
-  RUN_TIMEOUT_MS,
-} from '../helpers/local-mode.js';
+import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
+import { dropAndRun, modelObjects, nextExecution, RUN_TIMEOUT_MS } from '../helpers/local-mode.js';
 import { putDrop } from '../helpers/pipeline.js';
 import { folderFiles } from '../helpers/console.js';
-import { withTimeout } from '../helpers/timeout.js';
+import { withTimeout } from '../../testkit/timeout.js';
 
 const REVIEWS = new URL('../../examples/reviews/', import.meta.url).pathname;
 const cleanups: (() => Promise<void>)[] = [];

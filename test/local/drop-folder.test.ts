@@ -1,11 +1,10 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetObjectCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_FILES } from '../../lambdas/drop/train-json.js';
 import { inboxKey } from '../../lambdas/storage/keys.js';
 import { DropFolderError, readDropFolder, uploadDropFolder } from '../../local/cli/drop-folder.js';
 import { startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
@@ -34,6 +33,12 @@ async function dropFolder(drop: string, files: Readonly<Record<string, string | 
   return folder;
 }
 
+async function text(stream: AsyncIterable<Buffer>): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 async function dropError(folder: string): Promise<DropFolderError> {
   const error: unknown = await readDropFolder(folder).then(
     () => null,
@@ -43,46 +48,6 @@ async function dropError(folder: string): Promise<DropFolderError> {
     throw new Error(`expected a DropFolderError, got ${String(error)}`);
   return error;
 }
-
-/** `count` small data files, by name. */
-function dataFiles(count: number): Record<string, string> {
-  return Object.fromEntries(
-    Array.from({ length: count }, (_, index) => [`d${String(index)}.csv`, 'text\nx\n']),
-  );
-}
-
-describe("readDropFolder and the service's limit of MAX_FILES data files", () => {
-  it('refuses more data files than the service takes, naming the count, the limit and what to do', async () => {
-    const folder = await dropFolder('many', { ...dataFiles(MAX_FILES + 1), 'train.json': '{}' });
-    expect((await dropError(folder)).message).toBe(
-      `${folder} holds ${String(MAX_FILES + 1)} data files and the service takes at most ${String(MAX_FILES)} per dataset: list the files to send in train.json "files", or split the folder into drops of at most ${String(MAX_FILES)} files`,
-    );
-  });
-
-  it('does not count the labels file, and leaves a train.json "files" list to the pipeline', async () => {
-    const withLabels = await dropFolder('labelled', {
-      ...dataFiles(MAX_FILES),
-      'labels.csv': 'id,label\n',
-      'train.json': '{}',
-    });
-    expect((await readDropFolder(withLabels)).files).toHaveLength(MAX_FILES + 1);
-    const namedLabels = await dropFolder('named', {
-      ...dataFiles(MAX_FILES),
-      'answers.csv': 'id,label\n',
-      'train.json': '{"labels": "answers.csv"}',
-    });
-    expect((await readDropFolder(namedLabels)).files).toHaveLength(MAX_FILES + 1);
-    const listed = await dropFolder('listed', {
-      ...dataFiles(MAX_FILES + 1),
-      'train.json': '{"files": ["d0.csv"]}',
-    });
-    expect((await readDropFolder(listed)).files).toHaveLength(MAX_FILES + 1);
-    // A train.json the pipeline will refuse is its to report (invalid_train_json), as in the cloud.
-    const broken = await dropFolder('broken', { ...dataFiles(MAX_FILES + 1), 'train.json': '{' });
-    expect(await readDropFolder(broken)).toMatchObject({ trainJson: undefined });
-    expect((await readDropFolder(broken)).files).toHaveLength(MAX_FILES + 1);
-  });
-});
 
 describe('readDropFolder', () => {
   it('refuses a folder that does not exist, naming it', async () => {
@@ -110,31 +75,45 @@ describe('readDropFolder', () => {
     expect((await dropError(folder)).message).toContain('has no train.json');
   });
 
-  it('lists every other file with its size, sub-folders as `/` names, train.json apart', async () => {
+  it('lists the folder as the bucket lists a drop: plain files with their size and the etag of a whole put, sub-folders as `/` names', async () => {
     const folder = await dropFolder('reviews', {
       'train.json': '{"name":"r"}',
       'reviews.csv': 'text\nhello\n',
       'labels.csv': 'id,label\n',
       'more/b.jsonl': '{"text":"x"}\n',
       'more/deeper/a.csv': '',
+      'é.csv': 'text\né\n',
+      'z.csv': '',
     });
+    const md5 = (text: string) => createHash('md5').update(text).digest('hex');
     const read = await readDropFolder(folder);
-    expect(read.drop).toBe('reviews');
-    expect(read.trainJsonPath).toBe(join(folder, 'train.json'));
-    expect(read.trainJson).toEqual({ name: 'r' });
-    expect(read.files).toEqual([
-      { name: 'labels.csv', path: join(folder, 'labels.csv'), bytes: 9 },
-      { name: 'more/b.jsonl', path: join(folder, 'more', 'b.jsonl'), bytes: 13 },
-      { name: 'more/deeper/a.csv', path: join(folder, 'more', 'deeper', 'a.csv'), bytes: 0 },
-      { name: 'reviews.csv', path: join(folder, 'reviews.csv'), bytes: 11 },
+    expect(read).toMatchObject({
+      drop: 'reviews',
+      root: folder,
+      nested: ['more/b.jsonl', 'more/deeper/a.csv'],
+    });
+    // In S3's order: by the names' UTF-8 bytes.
+    expect([...read.files.values()]).toEqual([
+      { name: 'labels.csv', bytes: 9, etag: md5('id,label\n') },
+      { name: 'reviews.csv', bytes: 11, etag: md5('text\nhello\n') },
+      { name: 'train.json', bytes: 12, etag: md5('{"name":"r"}') },
+      { name: 'z.csv', bytes: 0, etag: md5('') },
+      { name: 'é.csv', bytes: 8, etag: md5('text\né\n') },
     ]);
+    expect(await text(await read.trainJson())).toBe('{"name":"r"}');
+    expect(
+      await text(
+        await (read.open?.({ name: 'labels.csv', bytes: 9, etag: '' }) ??
+          Promise.reject(new Error('no open'))),
+      ),
+    ).toBe('id,label\n');
   });
 
   it('names the drop after the folder, however the path is written', async () => {
     const folder = await dropFolder('my-drop', { 'train.json': '{}' });
     expect((await readDropFolder(`${folder}/`)).drop).toBe('my-drop');
     expect((await readDropFolder(join(folder, 'sub', '..'))).drop).toBe('my-drop');
-    expect((await readDropFolder(folder)).files).toEqual([]);
+    expect([...(await readDropFolder(folder)).files.keys()]).toEqual(['train.json']);
   });
 
   it('refuses every symbolic link (to a file, to a folder, dangling, in a sub-folder), naming each and how to fix it', async () => {
@@ -148,8 +127,10 @@ describe('readDropFolder', () => {
     await symlink(join(elsewhere, 'dir'), join(folder, 'more'));
     await symlink(join(elsewhere, 'gone.csv'), join(folder, 'dangling.csv'));
     await symlink('../reviews.csv', join(folder, 'sub', 'again.csv'));
-    expect((await dropError(folder)).message).toBe(
-      `linked_files: ${folder} holds symbolic links: "dangling.csv" -> "${join(elsewhere, 'gone.csv')}", "extra.csv" -> "${join(elsewhere, 'secret.csv')}", "more" -> "${join(elsewhere, 'dir')}", "sub/again.csv" -> "../reviews.csv". Hopper sends only the files inside the drop folder and follows no link out of it: replace each link by a copy of what it points to, or move it out of the folder`,
+    const error = await dropError(folder);
+    expect(error.code).toBe('linked_files');
+    expect(error.message).toBe(
+      `${folder} holds symbolic links: "dangling.csv" -> "${join(elsewhere, 'gone.csv')}", "extra.csv" -> "${join(elsewhere, 'secret.csv')}", "more" -> "${join(elsewhere, 'dir')}", "sub/again.csv" -> "../reviews.csv". Hopper sends only the files inside the drop folder and follows no link out of it: replace each link by a copy of what it points to, or move it out of the folder`,
     );
   });
 
@@ -157,7 +138,10 @@ describe('readDropFolder', () => {
     const elsewhere = await dropFolder('elsewhere', { 'train.json': '{}' });
     const folder = await dropFolder('linked', { 'reviews.csv': 'text\nok\n' });
     await symlink(join(elsewhere, 'train.json'), join(folder, 'train.json'));
-    expect((await dropError(folder)).message).toMatch(/^linked_files: .* "train\.json" -> /);
+    expect(await dropError(folder)).toMatchObject({
+      code: 'linked_files',
+      message: expect.stringMatching(/ "train\.json" -> /) as string,
+    });
   });
 });
 
@@ -191,25 +175,34 @@ describe('uploadDropFolder', () => {
     return Buffer.from((await answer.Body?.transformToByteArray()) ?? []);
   }
 
-  it('puts every file byte for byte, train.json last, and returns its etag', async () => {
+  it('puts every plain file byte for byte, with the etag it was read with, train.json last, and returns its etag', async () => {
     const drop = uniqueDrop('upload');
-    // More files than uploads run at once, of several sizes, in sub-folders too.
+    // More files than uploads run at once, of several sizes.
     const files: Record<string, Buffer> = {
       'train.json': Buffer.from('{"name":"upload test"}'),
       'empty.csv': Buffer.alloc(0),
-      'big.bin': randomBytes(3 * 1024 * 1024 + 17),
-      'sub/nested.jsonl': Buffer.from('{"text":"ünïcödé"}\n'),
+      // Over 8 MiB: its etag is hashed as it streams, not read whole.
+      'big.bin': randomBytes(9 * 1024 * 1024 + 17),
+      'ünïcödé.jsonl': Buffer.from('{"text":"ünïcödé"}\n'),
     };
     for (let index = 0; index < 9; index += 1) files[`part-${String(index)}.csv`] = randomBytes(1000 + index);
-    const folder = await dropFolder(drop, files);
+    // Not a drop's: the run's rules refuse it (nested_files) before hopper run uploads anything.
+    const folder = await dropFolder(drop, { ...files, 'sub/nested.jsonl': 'x' });
 
     let etag = '';
+    const read = await readDropFolder(folder);
     const order = await storedKeys(async () => {
-      etag = await uploadDropFolder(local.client, local.bucket, await readDropFolder(folder));
+      etag = await uploadDropFolder(local.client, local.bucket, read);
     });
 
     const names = Object.keys(files);
     expect(order).toHaveLength(names.length);
+    for (const file of read.files.values()) {
+      const head = await local.client.send(
+        new HeadObjectCommand({ Bucket: local.bucket, Key: inboxKey(drop, file.name) }),
+      );
+      expect(head.ETag).toBe(`"${file.etag}"`);
+    }
     expect(order.at(-1)).toBe(inboxKey(drop, 'train.json'));
     expect([...order].sort()).toEqual(names.map((name) => inboxKey(drop, name)).sort());
     for (const [name, content] of Object.entries(files)) {

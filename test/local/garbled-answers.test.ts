@@ -8,7 +8,7 @@ import { TrainingServiceClient, type Model } from '../../lambdas/service-client/
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { finished, modelObjects, nextExecution, useLocalMode } from '../helpers/local-mode.js';
 import { putDrop } from '../helpers/pipeline.js';
-import { withTimeout } from '../helpers/timeout.js';
+import { withTimeout } from '../../testkit/timeout.js';
 import { expectCopied, expectSucceeded, LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
 
 const fixture = useLocalMode();

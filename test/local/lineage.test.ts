@@ -37,7 +37,7 @@ import {
   type FinishedRun,
 } from '../helpers/local-mode.js';
 import { expectSucceeded, REVIEWS_FILES as DATA } from '../helpers/local-runs.js';
-import { gate, withTimeout } from '../helpers/timeout.js';
+import { gate, withTimeout } from '../../testkit/timeout.js';
 
 const fixture = useLocalMode();
 const metrics = (f1: number) => ({ accuracy: f1 + 0.05, f1 });

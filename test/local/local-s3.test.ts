@@ -1,14 +1,22 @@
-/** The local S3 server: on a port of the user's choice, and listing past 1000 keys. */
+/** The local S3 server: on a port of the user's choice, listing past 1000 keys, multipart uploads. */
+import { createHash } from 'node:crypto';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import {
+  CompleteMultipartUploadCommand,
   CreateBucketCommand,
+  CreateMultipartUploadCommand,
+  GetObjectCommand,
   ListObjectsCommand,
   ListObjectsV2Command,
   paginateListObjectsV2,
   PutObjectCommand,
   S3ServiceException,
+  UploadPartCommand,
 } from '@aws-sdk/client-s3';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
 
@@ -156,5 +164,214 @@ describe('ListObjectsV2 past one page (1000 keys)', () => {
       new ListObjectsCommand({ Bucket: s3.bucket, Prefix: 'many/', Marker: 'many/k01200.csv' }),
     );
     expect(page.Contents?.map((object) => object.Key)).toEqual(['many/k01201.csv', 'many/k01202.csv']);
+  });
+});
+
+describe('multipart uploads (local/s3/multipart-upload.ts)', () => {
+  let s3: LocalS3;
+  beforeAll(async () => {
+    s3 = await startLocalS3();
+  });
+  afterAll(async () => {
+    await s3.close();
+  });
+
+  const md5 = (bytes: Buffer) => createHash('md5').update(bytes).digest();
+  /** `size` bytes that differ from those of any other `seed`. */
+  const bytesOf = (seed: string, size: number) => Buffer.alloc(size, `${seed}:${String(size)};`);
+  type Upload = readonly [part: number, bytes: Buffer];
+
+  /**
+   * One multipart upload: each round's parts sent at once, rounds one after another; then the
+   * parts `listed` completed. Returns what a GET answers and what S3 would store.
+   */
+  async function multipart(key: string, rounds: readonly (readonly Upload[])[], listed: readonly number[]) {
+    const { UploadId } = await s3.client.send(
+      new CreateMultipartUploadCommand({ Bucket: s3.bucket, Key: key }),
+    );
+    const latest = new Map<number, Buffer>();
+    for (const round of rounds) {
+      await Promise.all(
+        round.map(([PartNumber, Body]) =>
+          s3.client.send(new UploadPartCommand({ Bucket: s3.bucket, Key: key, UploadId, PartNumber, Body })),
+        ),
+      );
+      for (const [part, bytes] of round) latest.set(part, bytes);
+    }
+    const parts = listed.map((part) => latest.get(part) ?? Buffer.alloc(0));
+    const completed = await s3.client.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: s3.bucket,
+        Key: key,
+        UploadId,
+        // s3rver does not check the parts' ETags (nor does this store).
+        MultipartUpload: { Parts: listed.map((PartNumber) => ({ PartNumber, ETag: 'e' })) },
+      }),
+    );
+    const answer = await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }));
+    return {
+      stored: Buffer.from((await answer.Body?.transformToByteArray()) ?? []),
+      etag: [completed.ETag, answer.ETag].map((etag) => etag?.replaceAll('"', '')),
+      expected: Buffer.concat(parts),
+      // S3's multipart ETag: the MD5 of the parts' MD5s, and their count.
+      expectedEtag: `${createHash('md5')
+        .update(Buffer.concat(parts.map(md5)))
+        .digest('hex')}-${String(parts.length)}`,
+    };
+  }
+
+  const PART = 64 * 1024;
+
+  it('stores parts of one size and a shorter last one, sent at once in any order, byte for byte', async () => {
+    const parts = [1, 2, 3, 4, 5].map((part) => bytesOf(`p${String(part)}`, part === 5 ? 1000 : PART));
+    const sent: Upload[] = [
+      [3, parts[2]!],
+      [1, parts[0]!],
+      [5, parts[4]!],
+      [2, parts[1]!],
+      [4, parts[3]!],
+    ];
+    const { stored, etag, expected, expectedEtag } = await multipart('mp/in-place', [sent], [1, 2, 3, 4, 5]);
+    expect(stored.equals(expected)).toBe(true);
+    expect(etag).toEqual([expectedEtag, expectedEtag]);
+  });
+
+  it('stores any other layout byte for byte: uneven parts, parts sent again, gaps, parts left out', async () => {
+    const cases: [string, (readonly Upload[])[], number[]][] = [
+      // The short last part first: its length is then the upload's part size, which the others exceed.
+      [
+        'last-first',
+        [
+          [[3, bytesOf('c', 10)]],
+          [
+            [1, bytesOf('a', PART)],
+            [2, bytesOf('b', PART)],
+          ],
+        ],
+        [1, 2, 3],
+      ],
+      // A part longer than the first, and one shorter than the part size before the last.
+      [
+        'uneven',
+        [
+          [[1, bytesOf('a', PART)]],
+          [
+            [2, bytesOf('b', 2 * PART)],
+            [3, bytesOf('c', 99)],
+            [4, bytesOf('d', PART)],
+          ],
+        ],
+        [1, 2, 3, 4],
+      ],
+      // Part 2 sent again, shorter, then part 1 sent again with other bytes of the same length.
+      [
+        'again',
+        [
+          [
+            [1, bytesOf('a', PART)],
+            [2, bytesOf('b', PART)],
+            [3, bytesOf('c', 7)],
+          ],
+          [[2, bytesOf('B', 500)]],
+          [[1, bytesOf('A', PART)]],
+        ],
+        [1, 2, 3],
+      ],
+      // Part numbers with a gap, and a part uploaded but not completed.
+      [
+        'gap',
+        [
+          [
+            [1, bytesOf('a', PART)],
+            [3, bytesOf('c', PART)],
+            [4, bytesOf('d', 5)],
+            [5, bytesOf('e', PART)],
+          ],
+        ],
+        [1, 3, 4],
+      ],
+      // Parts in place, and one past them uploaded but not completed: cut off.
+      [
+        'cut',
+        [
+          [
+            [1, bytesOf('a', PART)],
+            [2, bytesOf('b', PART)],
+            [3, bytesOf('c', PART)],
+          ],
+        ],
+        [1, 2],
+      ],
+      ['one-part', [[[1, bytesOf('a', 3)]]], [1]],
+    ];
+    for (const [name, rounds, listed] of cases) {
+      const { stored, etag, expected, expectedEtag } = await multipart(`mp/${name}`, rounds, listed);
+      expect({ name, bytes: stored.length, same: stored.equals(expected) }).toEqual({
+        name,
+        bytes: expected.length,
+        same: true,
+      });
+      expect(etag).toEqual([expectedEtag, expectedEtag]);
+    }
+  });
+
+  it('completes an upload started before the server restarted, byte for byte', async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'hopper-s3-restart-'));
+    const parts = [bytesOf('a', PART), bytesOf('b', PART), bytesOf('c', 10)];
+    const send = (server: LocalS3, UploadId: string | undefined, PartNumber: number) =>
+      server.client.send(
+        new UploadPartCommand({
+          Bucket: server.bucket,
+          Key: 'mp/restart',
+          UploadId,
+          PartNumber,
+          Body: parts[PartNumber - 1],
+        }),
+      );
+    try {
+      const before = await startLocalS3({ directory });
+      const { UploadId } = await before.client.send(
+        new CreateMultipartUploadCommand({ Bucket: before.bucket, Key: 'mp/restart' }),
+      );
+      await send(before, UploadId, 1);
+      await before.close();
+      const after = await startLocalS3({ directory });
+      try {
+        await send(after, UploadId, 3);
+        await send(after, UploadId, 2);
+        await after.client.send(
+          new CompleteMultipartUploadCommand({
+            Bucket: after.bucket,
+            Key: 'mp/restart',
+            UploadId,
+            MultipartUpload: { Parts: [1, 2, 3].map((PartNumber) => ({ PartNumber, ETag: 'e' })) },
+          }),
+        );
+        const answer = await after.client.send(
+          new GetObjectCommand({ Bucket: after.bucket, Key: 'mp/restart' }),
+        );
+        const stored = Buffer.from((await answer.Body?.transformToByteArray()) ?? []);
+        expect(stored.equals(Buffer.concat(parts))).toBe(true);
+      } finally {
+        await after.close();
+      }
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  });
+
+  it('leaves no upload behind once completed', async () => {
+    await multipart(
+      'mp/tidy',
+      [
+        [
+          [1, bytesOf('a', PART)],
+          [2, bytesOf('b', 10)],
+        ],
+      ],
+      [1, 2],
+    );
+    const uploads = await readdir(join(s3.directory, 'objects', s3.bucket, '._S3rver_uploads'));
+    expect(uploads).toEqual([]);
   });
 });

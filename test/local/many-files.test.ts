@@ -1,7 +1,8 @@
 /**
  * Drops of more files than the service takes in one dataset (MAX_FILES): in local mode the drop
  * is listed whole (the local S3 pages past 1000 keys) and the run fails with the service's limit
- * and what to do, not a storage error; `hopper run` says so before uploading anything.
+ * and what to do, not a storage error; `hopper run` says so, with the run's own rules, before
+ * uploading anything.
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -57,8 +58,9 @@ describe('hopper run of a folder with more data files than the service takes', (
     const result = await hopperWithin(['run', folder], 25_000);
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
+    // The run's own words (ValidateDrop's too_many_files), as hopper check says them.
     expect(result.stderr).toBe(
-      `hopper run: ${folder} holds ${String(MAX_FILES + 1)} data files and the service takes at most ${String(MAX_FILES)} per dataset: list the files to send in train.json "files", or split the folder into drops of at most ${String(MAX_FILES)} files\n`,
+      `hopper run: too_many_files: inbox/many/ holds ${String(MAX_FILES + 1)} data files and the service takes at most ${String(MAX_FILES)} per dataset: list the files to send in train.json "files"\n`,
     );
   });
 });

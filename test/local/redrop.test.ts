@@ -27,7 +27,7 @@ import {
 } from '../helpers/local-mode.js';
 import { expectCopied, expectSucceeded, REVIEWS_FILES as DATA } from '../helpers/local-runs.js';
 import { putDrop } from '../helpers/pipeline.js';
-import { withTimeout } from '../helpers/timeout.js';
+import { withTimeout } from '../../testkit/timeout.js';
 
 const fixture = useLocalMode();
 

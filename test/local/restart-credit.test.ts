@@ -14,10 +14,11 @@ import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { startLocalMode, type LocalMode } from '../../local/emulator/local-mode.js';
 import { runRetryCommand } from '../../local/cli/retry.js';
 import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
-import { BRISK_SERVICE, dropAndRun, finished, modelObjects, nextExecution } from '../helpers/local-mode.js';
+import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
+import { dropAndRun, finished, modelObjects, nextExecution } from '../helpers/local-mode.js';
 import { LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
 import { putDrop } from '../helpers/pipeline.js';
-import { withTimeout } from '../helpers/timeout.js';
+import { withTimeout } from '../../testkit/timeout.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

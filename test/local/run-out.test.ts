@@ -18,7 +18,7 @@ import {
   startHopper,
   type Finished,
 } from '../helpers/hopper-cli.js';
-import { withTimeout } from '../helpers/timeout.js';
+import { withTimeout } from '../../testkit/timeout.js';
 
 const execFileAsync = promisify(execFile);
 const EXAMPLE = fileURLToPath(new URL('../../examples/reviews', import.meta.url));

@@ -12,7 +12,7 @@ import {
   type ExecutionOutcome,
   type LocalStateMachineOptions,
 } from '../../local/emulator/state-machine.js';
-import { withTimeout } from '../helpers/timeout.js';
+import { withTimeout } from '../../testkit/timeout.js';
 
 /** Bound on every wait for an execution: the definitions here run in milliseconds. */
 const WAIT_MS = 5_000;

@@ -17,14 +17,8 @@ import { runRunsCommand } from '../../local/cli/runs.js';
 import { runStatusCommand } from '../../local/cli/status.js';
 import { startLocalMode } from '../../local/emulator/local-mode.js';
 import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
-import {
-  BRISK_SERVICE,
-  dropAndRun,
-  finished,
-  nextExecution,
-  RUN_TIMEOUT_MS,
-  useLocalMode,
-} from '../helpers/local-mode.js';
+import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
+import { dropAndRun, finished, nextExecution, RUN_TIMEOUT_MS, useLocalMode } from '../helpers/local-mode.js';
 import { putDrop } from '../helpers/pipeline.js';
 
 const fixture = useLocalMode();

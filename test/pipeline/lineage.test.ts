@@ -17,7 +17,7 @@ import { currentModelKey, modelFileKey, modelRecordKey } from '../../lambdas/sto
 import { putJson, readJson } from '../../lambdas/storage/objects.js';
 import { localS3Client } from '../../local/s3/local-s3.js';
 import { uniqueDrop, usePipelineFixtures } from '../helpers/pipeline.js';
-import { gate } from '../helpers/timeout.js';
+import { gate } from '../../testkit/timeout.js';
 import { configOf, stateOf } from './service-steps.js';
 
 const fixtures = usePipelineFixtures();

@@ -14,7 +14,7 @@ import {
   pollCeilingSeconds,
 } from '../../lambdas/run/schedule/index.js';
 import type { PollSchedule } from '../../lambdas/run/state/index.js';
-import { median, simulatePolling, worstCaseDelay } from '../helpers/poll-simulation.js';
+import { median, simulatePolling, worstCaseDelay } from '../../testkit/poll-simulation.js';
 
 const NOW = Date.parse('2026-01-01T00:00:00.000Z');
 const inSeconds = (seconds: number): string => new Date(NOW + seconds * 1000).toISOString();

@@ -20,7 +20,7 @@ import {
 } from '../../local/emulator/executions-endpoint.js';
 import { LOCAL_STATE_MACHINE_ARN, LocalStateMachine } from '../../local/emulator/state-machine.js';
 import { CLIENT_SETTINGS } from '../helpers/aws-json-endpoint.js';
-import { withTimeout } from '../helpers/timeout.js';
+import { withTimeout } from '../../testkit/timeout.js';
 
 /** One Task, held open until the test lets it finish. */
 const HOLD: AslDefinition = {

@@ -25,7 +25,8 @@ import { startLocalMode, type LocalMode } from '../../local/emulator/local-mode.
 import type { ExecutionOutcome } from '../../local/emulator/state-machine.js';
 import { modelBytesAt, type FaultRule } from '../../local/service/index.js';
 import { synthesize } from '../infra/helpers.js';
-import { BRISK_SERVICE, dropAndRun, type FinishedRun } from '../helpers/local-mode.js';
+import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
+import { dropAndRun, type FinishedRun } from '../helpers/local-mode.js';
 import { LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
 
 const FULL = process.env.HOPPER_RELIABILITY === 'full';

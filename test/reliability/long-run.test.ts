@@ -19,7 +19,7 @@ import type { ExecutionEvent } from '../../local/emulator/state-machine.js';
 import { fastClock } from '../helpers/fast-clock.js';
 import { dropAndRun, statesEntered, useLocalMode } from '../helpers/local-mode.js';
 import { expectSucceeded } from '../helpers/local-runs.js';
-import { simulatePolling } from '../helpers/poll-simulation.js';
+import { simulatePolling } from '../../testkit/poll-simulation.js';
 
 const FULL = process.env.HOPPER_RELIABILITY === 'full';
 const DAY_SECONDS = 24 * 3600;

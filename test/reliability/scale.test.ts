@@ -9,7 +9,7 @@
  * and the last runs' tail weigh too much (docs/performance.md, Scale).
  */
 import { describe, expect, it } from 'vitest';
-import { runManyDrops } from '../helpers/scale-run.js';
+import { runManyDrops } from '../../testkit/scale-run.js';
 
 const FULL = process.env.HOPPER_RELIABILITY === 'full';
 const DROPS = FULL ? 100 : 20;

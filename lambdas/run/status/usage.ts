@@ -152,29 +152,53 @@ function summaryOf(
   transitions: number,
   trainings: readonly TrainingUsage[],
 ): RunSummary {
-  const invocations = Object.values(steps).reduce((sum, step) => sum + step.invocations, 0);
   const gbSeconds = Object.values(steps).reduce((sum, step) => sum + step.gb_seconds, 0);
-  const stepFunctions = transitions * PRICES_USD.stepFunctionsTransition;
-  const lambda = gbSeconds * PRICES_USD.lambdaGbSecondArm + invocations * PRICES_USD.lambdaRequest;
-  const s3Usd = s3.put * PRICES_USD.s3PutRequest + s3.get * PRICES_USD.s3GetRequest;
-  return {
+  const summary = {
     attempts: state.model?.attempts ?? 0,
     credits: trainings.filter((training) => training.status !== 'failed').length,
     gpu_usd: sumOf(trainings.map((training) => training.gpu_usd)),
     jev_usd: sumOf(trainings.map((training) => training.jev_usd)),
     trainings,
     steps,
-    lambda_invocations: invocations,
+    lambda_invocations: Object.values(steps).reduce((sum, step) => sum + step.invocations, 0),
     lambda_gb_seconds: round(gbSeconds, 6),
     state_transitions: transitions,
     s3_requests: s3,
-    aws_usd: {
-      step_functions: usd(stepFunctions),
-      lambda: usd(lambda),
-      s3: usd(s3Usd),
-      total: usd(stepFunctions + lambda + s3Usd),
-    },
-    prices: { region: PRICES_REGION, as_of: PRICES_AS_OF },
+  };
+  return { ...summary, aws_usd: awsUsdOf(summary), prices: { region: PRICES_REGION, as_of: PRICES_AS_OF } };
+}
+
+/** AWS usage as a run's summary counts it. */
+export type AwsUsage = Pick<
+  RunSummary,
+  'lambda_invocations' | 'lambda_gb_seconds' | 'state_transitions' | 's3_requests'
+>;
+
+/** What `usage` costs at the list prices of prices.ts: the one place usage is priced. */
+export function awsUsdOf(usage: AwsUsage): RunSummary['aws_usd'] {
+  const { put, get } = usage.s3_requests;
+  const sfn = usage.state_transitions * PRICES_USD.stepFunctionsTransition;
+  const lambda =
+    usage.lambda_gb_seconds * PRICES_USD.lambdaGbSecondArm +
+    usage.lambda_invocations * PRICES_USD.lambdaRequest;
+  const s3 = put * PRICES_USD.s3PutRequest + get * PRICES_USD.s3GetRequest;
+  return { step_functions: usd(sfn), lambda: usd(lambda), s3: usd(s3), total: usd(sfn + lambda + s3) };
+}
+
+/**
+ * The AWS usage of a typical run of a drop of `files` data files, for `hopper check`: one that
+ * trains at its first attempt, as this module counted local runs of 1, 100, 500 and 1,000 small
+ * files (docs/spending.md): 11 Lambda invocations, 26 state transitions, 20 S3 PUTs, 20 GETs and
+ * 0.15 GB-seconds, and for each data file one GET and 0.01 GB-seconds (upload_files, 1,024 MB,
+ * reads it from S3 and sends it to the service, 8 at a time). An estimate: slower polls, retries,
+ * labels and large files add to it.
+ */
+export function typicalRunUsage(files: number): AwsUsage {
+  return {
+    lambda_invocations: 11,
+    lambda_gb_seconds: round(0.15 + 0.01 * files, 6),
+    state_transitions: 26,
+    s3_requests: { put: 20, get: 20 + files },
   };
 }
 

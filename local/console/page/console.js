@@ -316,10 +316,17 @@ async function dropFolder(drop, files) {
   message.textContent = `Checking ${drop}…`;
   const runsOfDrop = async () => (await getJson(`/api/runs?drop=${encodeURIComponent(drop)}&limit=200`)).runs;
   try {
+    // Names and sizes, and train.json's bytes: what the server judges by the run's rules.
+    const trainJson = files.find((entry) => entry.name === 'train.json')?.file;
     const check = await fetch('/api/drops/check', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ drop, files: files.map((entry) => entry.name) }),
+      body: JSON.stringify({
+        drop,
+        files: files.map((entry) => ({ name: entry.name, bytes: entry.file.size })),
+        // Its bytes as numbers (a larger file than a train.json may be, 1 MiB, is refused by its size).
+        trainJson: trainJson?.size <= 1024 * 1024 ? [...new Uint8Array(await trainJson.arrayBuffer())] : [],
+      }),
     });
     const checked = await check.json();
     if (!check.ok) throw new Error(checked.error);

@@ -5,8 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalMode } from '../../../local/emulator/local-mode.js';
+import { BRISK_SERVICE } from '../../../testkit/brisk-service.js';
 import {
-  BRISK_SERVICE,
   dropAndRun,
   startBriskLocalMode,
   statesEntered,

@@ -1,6 +1,7 @@
 /**
  * Many drops at once in local mode against the simulated service limited to N API requests per
- * second: what the scale test and the scale benchmark (bench/scale.ts) both run. Each drop is
+ * second: what the scale test (test/reliability/scale.test.ts) and the scale benchmark
+ * (bench/scale.ts) both run. Each drop is
  * one small data file without held-out examples; every run's outcome, the credits, the
  * service's request log and the client's rate limiter are reported.
  *
@@ -9,12 +10,12 @@
  * (dropAllAtOnce, in local mode's process), and what the service counted (serviceTally, wherever
  * the service's counters can be read). runManyDrops puts them together in one process.
  */
-import { ENDPOINTS, type EndpointName, type SimulatedServiceOptions } from '../../local/service/index.js';
-import { startLocalMode, type LocalMode, type LocalModeOptions } from '../../local/emulator/local-mode.js';
-import type { RunStatus } from '../../lambdas/run/status/index.js';
-import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { BRISK_SERVICE, finished } from './local-mode.js';
-import { putDrop } from './pipeline.js';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { ENDPOINTS, type EndpointName, type SimulatedServiceOptions } from '../local/service/index.js';
+import { startLocalMode, type LocalMode, type LocalModeOptions } from '../local/emulator/local-mode.js';
+import { readStatus, type RunStatus } from '../lambdas/run/status/index.js';
+import { inboxKey, TRAIN_JSON } from '../lambdas/storage/keys.js';
+import { BRISK_SERVICE } from './brisk-service.js';
 import { withTimeout } from './timeout.js';
 
 export interface ScaleOptions {
@@ -129,13 +130,20 @@ export async function dropAllAtOnce(
       timeoutMs,
     );
   });
+  const put = (drop: string, name: string, body: string) =>
+    local.s3.client.send(
+      new PutObjectCommand({ Bucket: local.bucket, Key: inboxKey(drop, name), Body: body }),
+    );
+  // train.json last: it starts the run.
   await Promise.all(
-    names.map((drop) =>
-      putDrop(local.s3.client, local.bucket, drop, { 'reviews.csv': CSV, 'train.json': '{}' }),
-    ),
+    names.map(async (drop) => put(drop, 'reviews.csv', CSV).then(() => put(drop, TRAIN_JSON, '{}'))),
   );
   const statuses = await Promise.all(
-    runs.map(async (run) => (await finished(local, await run, [], timeoutMs)).status),
+    runs.map(async (run, index) => {
+      const execution = await run;
+      await withTimeout(execution.done, `run ${execution.name} did not end`, timeoutMs);
+      return readStatus(local.s3.client, local.bucket, names[index]!);
+    }),
   );
   return {
     drops,

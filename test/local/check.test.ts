@@ -1,0 +1,209 @@
+/**
+ * `hopper check <folder>`: a good drop's files, bytes, credits and estimated cost, as text and as
+ * --json; a folder that is no drop; and `hopper run` refusing what check refuses, in the same
+ * words, before local mode starts or anything is sent (test/corpus/bad-input/check.test.ts holds
+ * check's agreement with the run on every case of the corpus).
+ */
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TrainJson } from '../../lambdas/drop/train-json.js';
+import { judgeDrop } from '../../lambdas/drop/validate.js';
+import {
+  readDropFolder,
+  runCheckCommand,
+  verdictOf,
+  type CheckVerdict,
+} from '../../local/cli/drop-folder.js';
+import { runRunCommand } from '../../local/cli/run.js';
+import { ENDPOINTS, startSimulatedService, type SimulatedService } from '../../local/service/index.js';
+import { runCommandCaptured } from '../helpers/commands.js';
+import { hopper, SUBPROCESS_TEST_MS } from '../helpers/hopper-cli.js';
+
+let work = '';
+let service: SimulatedService | undefined;
+beforeAll(async () => {
+  work = await mkdtemp(join(tmpdir(), 'hopper-check-'));
+  service = await startSimulatedService({});
+});
+afterAll(async () => {
+  await service?.close();
+  await rm(work, { recursive: true, force: true });
+});
+
+/** A folder `name` in the test's folder holding `files`. */
+async function folderOf(name: string, files: Readonly<Record<string, string>>): Promise<string> {
+  const folder = join(work, name);
+  for (const [file, content] of Object.entries(files)) {
+    await mkdir(join(folder, file, '..'), { recursive: true });
+    await writeFile(join(folder, file), content);
+  }
+  return folder;
+}
+
+async function checkJson(folder: string): Promise<{ code: number; verdict: CheckVerdict }> {
+  const result = await runCommandCaptured(runCheckCommand, [folder, '--json'], {});
+  expect(result.stderr).toBe('');
+  return { code: result.code, verdict: JSON.parse(result.stdout) as CheckVerdict };
+}
+
+const GOOD = {
+  'a.csv': 'id,text\nr1,good\n',
+  'b.csv': 'id,text\nr2,bad\n',
+  'c.jsonl': '{"id":"r3","text":"fine"}\n',
+  'answers.csv': 'id,label\nr1,positive\n',
+  'notes.txt': 'not sent',
+  'train.json': '{"files": ["a.csv", "b.csv", "c.jsonl"], "labels": "answers.csv", "maxAttempts": 2}',
+};
+
+describe('hopper check of a drop that would go through', () => {
+  it('prints every file with its bytes and what it is sent as, the credits it may spend and the estimated AWS cost; exit 0', async () => {
+    const folder = await folderOf('good', GOOD);
+    const { code, verdict } = await checkJson(folder);
+    expect(code).toBe(0);
+    expect(verdict).toEqual({
+      drop: 'good',
+      error: null,
+      files: [
+        { name: 'a.csv', bytes: 16, sent_as: 'data' },
+        { name: 'answers.csv', bytes: 21, sent_as: 'labels' },
+        { name: 'b.csv', bytes: 15, sent_as: 'data' },
+        { name: 'c.jsonl', bytes: 26, sent_as: 'data' },
+        { name: 'notes.txt', bytes: 8, sent_as: null },
+        { name: 'train.json', bytes: 83, sent_as: 'settings' },
+      ],
+      bytes: 16 + 21 + 15 + 26,
+      credits: { per_attempt: 1, max_attempts: 2, trainings: 1, at_most: 2 },
+      aws: {
+        // 26 x $0.000025 + 0.18 x $0.0000133334 + 11 x $0.0000002 + 20 x $0.000005 + 23 x $0.0000004
+        usd: { step_functions: 0.00065, lambda: 0.0000046, s3: 0.0001092, total: 0.0007638 },
+        // A typical run: 11 invocations, 26 transitions, 20 PUTs, 20 GETs, 0.15 GB-s, and per data file a GET and 0.01 GB-s.
+        usage: {
+          lambda_invocations: 11,
+          lambda_gb_seconds: 0.18,
+          state_transitions: 26,
+          s3_requests: { put: 20, get: 23 },
+        },
+        prices: { region: 'us-east-1', as_of: expect.any(String) as string },
+      },
+      checked_when_the_run_starts: [
+        expect.stringContaining('files_still_arriving') as string,
+        expect.stringContaining('unknown_encoder') as string,
+      ],
+    });
+  });
+
+  it(
+    'says the same as text, from the hopper command',
+    async () => {
+      const folder = await folderOf('good-text', GOOD);
+      const result = await hopper(['check', folder]);
+      expect(result).toMatchObject({ code: 0, stderr: '' });
+      expect(result.stdout).toMatch(/^drop "good-text": would go through\n/);
+      expect(result.stdout).toContain('\nanswers.csv  21     labels\n');
+      expect(result.stdout).toContain('\nnotes.txt    8      -\n');
+      expect(result.stdout).toContain('\nsent: 78 B\n');
+      expect(result.stdout).toContain(
+        "\ncredits: at most 2: 1 per attempt, up to maxAttempts 2 (a failed attempt's credit comes back)\n",
+      );
+      expect(result.stdout).toContain(
+        '\nestimated AWS cost: $0.00076 for a run that trains at its first attempt',
+      );
+      expect(result.stdout).toContain('\nchecked when the run starts:\n  - the folder is taken once');
+    },
+    SUBPROCESS_TEST_MS,
+  );
+
+  it('states "resume": true, which needs the drop\'s status in the bucket, rather than judging it', async () => {
+    const { code, verdict } = await checkJson(
+      await folderOf('resumed', { ...GOOD, 'train.json': '{"resume": true}' }),
+    );
+    expect(code).toBe(0);
+    expect(verdict.checked_when_the_run_starts.at(-1)).toMatch(/^"resume": true: .*\(not_resumable\)$/);
+  });
+
+  it('counts a training per encoder of train.json "encoders", and says "all" depends on the service', async () => {
+    const folder = await readDropFolder(await folderOf('sweep', GOOD));
+    const { config } = await judgeDrop(folder);
+    const sweep = (encoders: unknown) => verdictOf(folder, { config, trainJson: { encoders } as TrainJson });
+    expect(sweep(['enc-a', 'enc-b', 'enc-c']).credits).toEqual({
+      per_attempt: 1,
+      max_attempts: 2,
+      trainings: 3,
+      at_most: 6,
+    });
+    expect(sweep('all').credits).toMatchObject({ trainings: 'all', at_most: null });
+  });
+});
+
+describe('hopper check of a drop that would not go through', () => {
+  it('prints the code and message the run would stop with, and no credits or cost; exit 1', async () => {
+    const folder = await folderOf('empty-data', { ...GOOD, 'b.csv': '' });
+    const { code, verdict } = await checkJson(folder);
+    expect(code).toBe(1);
+    expect(verdict).toMatchObject({
+      error: {
+        code: 'empty_file',
+        message:
+          'data files in inbox/empty-data/ are empty (0 bytes): "b.csv". Upload their content, or leave them out with train.json "files"',
+      },
+      credits: null,
+      aws: null,
+      bytes: 0,
+    });
+    expect(verdict.files.every((file) => file.sent_as === null)).toBe(true);
+    const text = await runCommandCaptured(runCheckCommand, [folder], {});
+    expect(text.code).toBe(1);
+    expect(text.stdout).toMatch(
+      /^drop "empty-data": refused: empty_file: data files in inbox\/empty-data\/ are empty/,
+    );
+  });
+
+  it('refuses a folder that is no drop (no train.json, a link out of it) with a code, exit 1', async () => {
+    const bare = await folderOf('bare', { 'a.csv': 'text\nx\n' });
+    expect(await runCommandCaptured(runCheckCommand, [bare, '--json'], {})).toEqual({
+      code: 1,
+      stdout: `${JSON.stringify({ error: { code: 'not_a_drop', message: `${bare} has no train.json, which starts a run: add one ({} is valid, see docs/drop-format.md)` } }, null, 2)}\n`,
+      stderr: '',
+    });
+    const linked = await folderOf('linked', GOOD);
+    await symlink(join(work, 'bare', 'a.csv'), join(linked, 'more.csv'));
+    const result = await runCommandCaptured(runCheckCommand, [linked], {});
+    expect(result).toMatchObject({ code: 1, stdout: '' });
+    expect(result.stderr).toMatch(/^hopper check: .* holds symbolic links: "more.csv" -> /);
+  });
+});
+
+describe('hopper run refuses what hopper check refuses, before anything is sent', () => {
+  it.each([
+    ['invalid_train_json', { ...GOOD, 'train.json': '{"maxAttempt": 2}' }],
+    ['nested_files', { ...GOOD, 'old/a.csv': 'id,text\nr9,old\n' }],
+    ['missing_file', { ...GOOD, 'train.json': '{"files": ["a.csv", "z.csv"]}' }],
+    ['invalid_labels_file', { ...GOOD, 'answers.csv': 'id,answer\nr1,positive\n' }],
+  ])('%s: the same code and message, exit 2, and no request to the service', async (code, files) => {
+    const folder = await folderOf(`refused-${code}`, files);
+    const { verdict } = await checkJson(folder);
+    expect(verdict.error?.code).toBe(code);
+    const run = await runCommandCaptured(
+      runRunCommand,
+      [
+        folder,
+        '--service-url',
+        service?.apiUrl ?? '',
+        '--api-key',
+        service?.apiKey ?? '',
+        '--out',
+        join(work, 'out'),
+      ],
+      {},
+    );
+    // Refused before local mode started: it prints where its S3 and service are once it has.
+    expect(run).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `hopper run: ${code}: ${verdict.error?.message ?? ''}\n`,
+    });
+    expect(ENDPOINTS.reduce((sum, endpoint) => sum + (service?.requestCount(endpoint) ?? 0), 0)).toBe(0);
+  });
+});
