@@ -26,7 +26,6 @@ export {
   isPastStructure,
   ASSUMED_FILES_RETENTION_MS,
   trainingDurationMs,
-  TRAINABLE_NEXT_ACTIONS,
 } from './contract.js';
 export type {
   Dataset,

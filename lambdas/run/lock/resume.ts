@@ -7,11 +7,8 @@
  * StartTraining adopts a model of the dataset already queued, training or done, so a resumed run
  * never pays twice for a training.
  */
-import {
-  TRAINABLE_NEXT_ACTIONS,
-  type Dataset,
-  type TrainingServiceClient,
-} from '../../service-client/index.js';
+import type { Dataset, TrainingServiceClient } from '../../service-client/index.js';
+import { TRAINABLE_NEXT_ACTIONS } from '../../service-client/contract.js';
 import { NotFoundError } from '../../service-client/errors.js';
 import { RunError } from '../errors/index.js';
 import type { ResumeFrom, RunPhase } from '../state/index.js';
