@@ -5,8 +5,8 @@
  * headers are kept.
  */
 import {
-  ERROR_KIND_BY_CODE,
   errorKindForStatus,
+  errorKindOfCode,
   TRANSIENT_STATUSES,
   type ServiceErrorKind,
 } from './contract.js';
@@ -58,68 +58,31 @@ export abstract class ServiceError extends Error {
   }
 }
 
+/** The class of an error answer of one kind (B9). */
+function answerErrorClass<K extends ServiceErrorKind>(name: string, code: K) {
+  return class extends ServiceError {
+    override readonly name = name;
+    override readonly code = code;
+  };
+}
+
 // Answers of the service (B9).
-export class InvalidRequestError extends ServiceError {
-  override readonly name = 'InvalidRequestError';
-  override readonly code = 'invalid_request';
-}
-export class InvalidLabelError extends ServiceError {
-  override readonly name = 'InvalidLabelError';
-  override readonly code = 'invalid_label';
-}
-export class UnknownEncoderError extends ServiceError {
-  override readonly name = 'UnknownEncoderError';
-  override readonly code = 'unknown_encoder';
-}
+export class InvalidRequestError extends answerErrorClass('InvalidRequestError', 'invalid_request') {}
+export class InvalidLabelError extends answerErrorClass('InvalidLabelError', 'invalid_label') {}
+export class UnknownEncoderError extends answerErrorClass('UnknownEncoderError', 'unknown_encoder') {}
 /** The body's length differs from the declared size (service answer, or caught by the client). */
-export class SizeMismatchError extends ServiceError {
-  override readonly name = 'SizeMismatchError';
-  override readonly code = 'size_mismatch';
-}
-export class UnauthorizedError extends ServiceError {
-  override readonly name = 'UnauthorizedError';
-  override readonly code = 'unauthorized';
-}
-export class NoCreditsError extends ServiceError {
-  override readonly name = 'NoCreditsError';
-  override readonly code = 'no_credits';
-}
-export class UrlExpiredError extends ServiceError {
-  override readonly name = 'UrlExpiredError';
-  override readonly code = 'url_expired';
-}
-export class NotFoundError extends ServiceError {
-  override readonly name = 'NotFoundError';
-  override readonly code = 'not_found';
-}
-export class ConflictError extends ServiceError {
-  override readonly name = 'ConflictError';
-  override readonly code = 'conflict';
-}
-export class NotReadyError extends ServiceError {
-  override readonly name = 'NotReadyError';
-  override readonly code = 'not_ready';
-}
-export class NotUploadedError extends ServiceError {
-  override readonly name = 'NotUploadedError';
-  override readonly code = 'not_uploaded';
-}
-export class FilesExpiredError extends ServiceError {
-  override readonly name = 'FilesExpiredError';
-  override readonly code = 'files_expired';
-}
-export class RateLimitedError extends ServiceError {
-  override readonly name = 'RateLimitedError';
-  override readonly code = 'rate_limited';
-}
-export class ServerError extends ServiceError {
-  override readonly name = 'ServerError';
-  override readonly code = 'server_error';
-}
-export class UnavailableError extends ServiceError {
-  override readonly name = 'UnavailableError';
-  override readonly code = 'unavailable';
-}
+export class SizeMismatchError extends answerErrorClass('SizeMismatchError', 'size_mismatch') {}
+export class UnauthorizedError extends answerErrorClass('UnauthorizedError', 'unauthorized') {}
+export class NoCreditsError extends answerErrorClass('NoCreditsError', 'no_credits') {}
+export class UrlExpiredError extends answerErrorClass('UrlExpiredError', 'url_expired') {}
+export class NotFoundError extends answerErrorClass('NotFoundError', 'not_found') {}
+export class ConflictError extends answerErrorClass('ConflictError', 'conflict') {}
+export class NotReadyError extends answerErrorClass('NotReadyError', 'not_ready') {}
+export class NotUploadedError extends answerErrorClass('NotUploadedError', 'not_uploaded') {}
+export class FilesExpiredError extends answerErrorClass('FilesExpiredError', 'files_expired') {}
+export class RateLimitedError extends answerErrorClass('RateLimitedError', 'rate_limited') {}
+export class ServerError extends answerErrorClass('ServerError', 'server_error') {}
+export class UnavailableError extends answerErrorClass('UnavailableError', 'unavailable') {}
 
 // Failures of the transport: no answer arrived.
 export interface TransportErrorInit extends ServiceErrorInit {
@@ -236,7 +199,7 @@ export interface ErrorAnswer {
  */
 export function errorFromAnswer(answer: ErrorAnswer): ServiceError {
   const kind =
-    (answer.serviceCode !== undefined ? ERROR_KIND_BY_CODE[answer.serviceCode] : undefined) ??
+    (answer.serviceCode !== undefined ? errorKindOfCode(answer.serviceCode) : undefined) ??
     errorKindForStatus(answer.status);
   const code = answer.serviceCode ?? 'no error code';
   const detail = answer.serviceMessage === undefined ? '' : `: ${answer.serviceMessage}`;
