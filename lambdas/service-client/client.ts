@@ -36,7 +36,7 @@ import {
   type StructureAnswer,
   type Suggestions,
 } from './contract.js';
-import { ConflictError, RateLimitedError, UnexpectedResponseError } from './errors.js';
+import { ConflictError, RateLimitedError, unexpectedResponse } from './errors.js';
 import { exchangeJson, makeRedactor, parseBody, type JsonAnswer, type Transport } from './http.js';
 import { CursorList } from './pagination.js';
 import { sharedRateLimiter, type AdaptiveRateLimiter } from './rate-limit.js';
@@ -253,13 +253,9 @@ export class TrainingServiceClient {
         const dataset = await this.getDataset(datasetId);
         const index = dataset.files.findIndex((candidate) => candidate.id === file.id);
         const current = dataset.files[index];
+        const label = endpointLabel(ENDPOINTS.getDataset);
         const unexpected = (fieldPath: string, what: string) =>
-          new UnexpectedResponseError({
-            message: `${endpointLabel(ENDPOINTS.getDataset)}: ${what}`,
-            endpoint: endpointLabel(ENDPOINTS.getDataset),
-            status: 200,
-            fieldPath,
-          });
+          unexpectedResponse(label, 200, fieldPath, `${label}: ${what}`);
         if (current === undefined) throw unexpected('files', `no file with id ${file.id}`);
         if (current.status !== FILE_STATUS.pending) return undefined;
         if (current.upload_url === null)
@@ -335,12 +331,7 @@ export class TrainingServiceClient {
     const chosen = encoders.find((encoder) => encoder.default);
     if (chosen === undefined) {
       const endpoint = endpointLabel(ENDPOINTS.listEncoders);
-      throw new UnexpectedResponseError({
-        message: `${endpoint}: no encoder is marked default`,
-        endpoint,
-        status: 200,
-        fieldPath: 'data',
-      });
+      throw unexpectedResponse(endpoint, 200, 'data', `${endpoint}: no encoder is marked default`);
     }
     return chosen;
   }

@@ -150,6 +150,16 @@ export class UnexpectedResponseError extends ServiceError {
     this.fieldPath = init.fieldPath;
   }
 }
+/** The UnexpectedResponseError of `endpoint`'s answer `status`, about its field at `fieldPath`. */
+export function unexpectedResponse(
+  endpoint: string,
+  status: number,
+  fieldPath: string,
+  message: string,
+): UnexpectedResponseError {
+  return new UnexpectedResponseError({ message, endpoint, status, fieldPath });
+}
+
 /** A record asks for a next_action Hopper does not know: it cannot drive the flow further. */
 export class UnsupportedNextActionError extends ServiceError {
   override readonly name = 'UnsupportedNextActionError';
