@@ -2,6 +2,7 @@
  * Capped exponential backoff with full jitter, Retry-After, and the retry loop. Pure apart
  * from the injected `sleep` and `random`, so tests drive it without waiting.
  */
+import { once } from 'node:events';
 import type { RetryPolicy } from './contract.js';
 import { DeadlineError, RetryLaterError, ServiceError, TransportError } from './errors.js';
 
@@ -144,18 +145,11 @@ export async function pause(
   ms: number,
   signal?: AbortSignal,
 ): Promise<boolean> {
-  if (signal === undefined) {
-    await settings.sleep(ms);
-    return true;
-  }
+  if (signal === undefined) return settings.sleep(ms).then(() => true);
   if (signal.aborted) return false;
-  let onAbort = (): void => undefined;
-  const aborted = new Promise<false>((resolve) => {
-    onAbort = () => {
-      resolve(false);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
+  const stopListening = new AbortController();
+  // Settles when the signal aborts (false), or when the pause is over and stops listening.
+  const aborted = once(signal, 'abort', { signal: stopListening.signal }).catch(() => undefined);
   const slept = settings.sleep(ms, signal).then(
     () => !signal.aborted,
     (error: unknown) => {
@@ -164,9 +158,9 @@ export async function pause(
     },
   );
   try {
-    return await Promise.race([slept, aborted]);
+    return await Promise.race([slept, aborted.then(() => false)]);
   } finally {
-    signal.removeEventListener('abort', onAbort);
+    stopListening.abort();
   }
 }
 
