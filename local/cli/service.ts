@@ -27,6 +27,8 @@ import {
 } from './command.js';
 
 type Knob = Exclude<keyof SimulatedServiceOptions, 'faults' | 'renameNextActions'>;
+/** Every knob's default; manualClockStart has none. */
+const DEFAULTS: Partial<SimulatedServiceOptions> = DEFAULT_OPTIONS;
 
 /**
  * What each knob's flag says in --help, with the placeholder of a value that is not a count N; the
@@ -74,14 +76,14 @@ function knobFlag(knob: Knob): Flag {
   const entry = KNOB_HELP[knob];
   const [value, about] = typeof entry === 'string' ? ['N', entry] : entry;
   const help = `${about} (default: ${showDefault(knob)})`;
-  if (typeof DEFAULT_OPTIONS[knob] === 'boolean') return { help };
+  if (typeof DEFAULTS[knob] === 'boolean') return { help };
   return value === 'N'
     ? { value, range: RANGES[knob] ?? [0, Number.MAX_SAFE_INTEGER], help }
     : { value, help };
 }
 
 function showDefault(knob: Knob): string {
-  const value = DEFAULT_OPTIONS[knob];
+  const value = DEFAULTS[knob];
   if (value === undefined) return 'none';
   if (typeof value === 'boolean') return value ? 'on' : 'off';
   if (!Array.isArray(value)) return String(value);

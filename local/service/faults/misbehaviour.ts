@@ -104,11 +104,6 @@ export function misbehaviourSettingsError(rule: FaultRule): string | undefined {
   if (rule.field !== undefined && !/^[a-z_]{1,64}$/.test(rule.field)) {
     return `field: "${rule.field}" is not a field name`;
   }
-  for (const name of ['bodyBytes', 'byteIntervalMs'] as const) {
-    const value = rule[name];
-    if (value !== undefined && (!Number.isSafeInteger(value) || value < 0))
-      return `${name} must be an integer >= 0`;
-  }
   return undefined;
 }
 
