@@ -145,8 +145,8 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
     const stateMachine = new LocalStateMachine({
       definition: local.definition,
       tasks: await taskHandlers(local, runtime, invocations, options.wrapTask),
-      ...(options.waitMs === undefined ? {} : { waitMs: options.waitMs }),
-      ...(options.retryPauseMs === undefined ? {} : { retryPauseMs: options.retryPauseMs }),
+      waitMs: options.waitMs,
+      retryPauseMs: options.retryPauseMs,
     });
     cleanups.push(() => stateMachine.stopAll());
     const executions = await startExecutionsEndpoint(stateMachine);
@@ -177,10 +177,8 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
 }
 
 function startS3(options: LocalModeOptions): Promise<LocalS3> {
-  return startLocalS3({
-    ...(options.s3Port === undefined ? {} : { port: options.s3Port }),
-    ...(options.dataDir === undefined ? {} : { directory: join(options.dataDir, 's3') }),
-  });
+  const directory = options.dataDir === undefined ? undefined : join(options.dataDir, 's3');
+  return startLocalS3({ port: options.s3Port, directory });
 }
 
 /** The bucket's object-created events, delivered to the trigger as the EventBridge rule does. */
@@ -258,8 +256,8 @@ function handlerRuntime(
       // The same retry budget as in Lambda, which fits the Tasks' timeouts enforced here too.
       clientOptions: options.clientOptions ?? LAMBDA_CLIENT_OPTIONS,
     }),
-    ...(options.dropQuietMs === undefined ? {} : { dropQuietMs: options.dropQuietMs }),
-    ...(options.now === undefined ? {} : { now: options.now }),
+    dropQuietMs: options.dropQuietMs,
+    now: options.now,
     // No tracer and no EMF lines: nothing here may reach an X-Ray daemon, and stdout is the user's.
   });
 }
