@@ -2,6 +2,7 @@
  * A local S3 endpoint on loopback (s3rver), with its bucket made and an S3 client configured
  * the way s3rver needs it. Local mode and the tests use it in place of S3.
  */
+import { once } from 'node:events';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -117,19 +118,15 @@ export function localS3Client(endpoint: string): S3Client {
 /** Throws a clear error when 127.0.0.1:`port` cannot be listened on (in use, not allowed). */
 async function assertPortFree(port: number): Promise<void> {
   const probe = createServer();
-  await new Promise<void>((resolve, reject) => {
-    probe.once('error', (error: NodeJS.ErrnoException) => {
-      const why = error.code === 'EADDRINUSE' ? 'is in use' : `cannot be used (${error.message})`;
-      reject(
-        new Error(
-          `the local S3 port ${String(port)} on 127.0.0.1 ${why}: choose another (--s3-port), or leave it out for a free one`,
-        ),
-      );
-    });
-    probe.listen(port, '127.0.0.1', () => {
-      probe.close(() => {
-        resolve();
-      });
-    });
-  });
+  try {
+    await once(probe.listen(port, '127.0.0.1'), 'listening');
+  } catch (error) {
+    const { code, message } = error as NodeJS.ErrnoException;
+    const why = code === 'EADDRINUSE' ? 'is in use' : `cannot be used (${message})`;
+    throw new Error(
+      `the local S3 port ${String(port)} on 127.0.0.1 ${why}: choose another (--s3-port), or leave it out for a free one`,
+      { cause: error },
+    );
+  }
+  await once(probe.close(), 'close');
 }
