@@ -8,6 +8,7 @@ import { messageOf } from '../../lambdas/run/errors/index.js';
 import {
   DEFAULT_OPTIONS,
   ENDPOINTS,
+  FAULT_COUNTS,
   startSimulatedService,
   validateOptions,
   type Encoder,
@@ -207,15 +208,7 @@ function parseEncoders(text: string): Encoder[] {
   return encoders;
 }
 
-const FAULT_FIELDS = [
-  'count',
-  'rate',
-  'retryAfterSeconds',
-  'stallMs',
-  'cutAfterBytes',
-  'bodyBytes',
-  'byteIntervalMs',
-] as const;
+const FAULT_FIELDS = [...FAULT_COUNTS, 'rate'] as const;
 /** Settings whose value is a word, not a number. */
 const FAULT_WORD_FIELDS = ['form', 'field'] as const;
 

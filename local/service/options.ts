@@ -145,6 +145,16 @@ export type SimulatedServiceOptions = typeof DEFAULT_OPTIONS & {
   manualClockStart?: string;
 };
 
+/** A fault rule's settings that are counts (integers >= 0); `rate` is a probability, `form` and `field` words. */
+export const FAULT_COUNTS = [
+  'count',
+  'retryAfterSeconds',
+  'stallMs',
+  'cutAfterBytes',
+  'bodyBytes',
+  'byteIntervalMs',
+] as const;
+
 const FAULT_KINDS: readonly FaultRule['kind'][] = [...PLAIN_FAULT_KINDS, ...MISBEHAVIOUR_KINDS];
 
 const isCount = (value: unknown): boolean => Number.isSafeInteger(value) && (value as number) >= 0;
@@ -199,15 +209,7 @@ export function validateFaultRule(rule: FaultRule, where: string): void {
   if (!FAULT_KINDS.includes(rule.kind)) {
     throw new Error(`${where}.kind: unknown kind ${rule.kind} (one of ${FAULT_KINDS.join(', ')})`);
   }
-  const counts = [
-    'count',
-    'retryAfterSeconds',
-    'stallMs',
-    'cutAfterBytes',
-    'bodyBytes',
-    'byteIntervalMs',
-  ] as const;
-  for (const field of counts) {
+  for (const field of FAULT_COUNTS) {
     if (rule[field] !== undefined && !isCount(rule[field]))
       throw new Error(`${where}.${field} must be an integer >= 0`);
   }
