@@ -4,7 +4,7 @@
  */
 import { once } from 'node:events';
 import type { RetryPolicy } from './contract.js';
-import { DeadlineError, RetryLaterError, ServiceError, TransportError } from './errors.js';
+import { DeadlineError, RetryLaterError, ServiceError } from './errors.js';
 
 export interface Logger {
   debug(message: string): void;
@@ -94,7 +94,7 @@ export function retryDelayMs(
  * was not done. A 429 and a connection refused before sending prove nothing happened.
  */
 export function mayHaveActed(error: ServiceError): boolean {
-  if (error instanceof TransportError) return error.requestSent;
+  if (error.requestSent !== undefined) return error.requestSent;
   return error.status !== undefined && error.status >= 500;
 }
 
@@ -125,8 +125,7 @@ export function deadlineError(label: string, last?: unknown): DeadlineError {
   return new DeadlineError({
     message: `${label}: the call's deadline passed${why}; not retried within this invocation`,
     endpoint: label,
-    requestSent:
-      last instanceof ServiceError ? (last instanceof TransportError ? last.requestSent : true) : false,
+    requestSent: last instanceof ServiceError ? (last.requestSent ?? true) : false,
     cause: last,
   });
 }
