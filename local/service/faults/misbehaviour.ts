@@ -199,25 +199,14 @@ const PROXY_502_PAGE =
 
 function sendGarbled(res: ServerResponse, reply: Reply, json: string, form: GarbleForm): void {
   // Only html_502 changes an answer that has no body (204).
-  const chosen: GarbleForm = json === '' ? 'html_502' : form;
-  let status = reply.status;
-  let body: string;
-  let type = 'application/json';
-  switch (chosen) {
-    case 'html_502':
-      status = 502;
-      body = PROXY_502_PAGE;
-      type = 'text/html';
-      break;
-    case 'truncated':
-      body = json.slice(0, Math.floor(json.length / 2));
-      break;
-    case 'empty':
-      body = '';
-      break;
-  }
+  const proxyPage = json === '' || form === 'html_502';
+  const cut = form === 'truncated' ? json.slice(0, Math.floor(json.length / 2)) : '';
+  const body = proxyPage ? PROXY_502_PAGE : cut;
   // The proxy's own framing: the headers agree with the mangled body, so only its content is wrong.
-  res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) });
+  res.writeHead(proxyPage ? 502 : reply.status, {
+    'Content-Type': proxyPage ? 'text/html' : 'application/json',
+    'Content-Length': Buffer.byteLength(body),
+  });
   res.end(body);
 }
 
