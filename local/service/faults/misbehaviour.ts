@@ -125,21 +125,17 @@ export function misbehavedReply(reply: Reply, fault: FaultRule | undefined, requ
   if (fault === undefined || !isSuccess(reply) || !isObject(reply.body)) return reply;
   switch (fault.kind) {
     case 'missing_field':
-      return {
-        ...reply,
-        body: eachRecord(reply.body, (record) => {
-          const { [fault.field ?? MISBEHAVIOUR_DEFAULTS.missingField]: _removed, ...rest } = record;
-          return rest;
-        }),
-      };
-    case 'wrong_type':
-      return {
-        ...reply,
-        body: eachRecord(reply.body, (record) => {
-          const field = fault.field ?? MISBEHAVIOUR_DEFAULTS.wrongTypeField;
-          return { ...record, [field]: wrongTypeFor(record[field]) };
-        }),
-      };
+    case 'wrong_type': {
+      const missing = fault.kind === 'missing_field';
+      const { missingField, wrongTypeField } = MISBEHAVIOUR_DEFAULTS;
+      const field = fault.field ?? (missing ? missingField : wrongTypeField);
+      // A field set to undefined is left out of the JSON.
+      const spoil = (record: Record<string, unknown>) => ({
+        ...record,
+        [field]: missing ? undefined : wrongTypeFor(record[field]),
+      });
+      return { ...reply, body: eachRecord(reply.body, spoil) };
+    }
     case 'repeat_cursor':
       return { ...reply, body: { ...reply.body, next: repeatedCursor(request) } };
     case 'no_task':
