@@ -29,18 +29,15 @@ const DEFAULT_PAGE = 100;
 const MAX_PAGE = 1000;
 const MAX_BODY_BYTES = 64 * 1024;
 
-export interface ExecutionsEndpoint {
-  readonly url: string;
-  readonly stateMachineArn: string;
-  close(): Promise<void>;
-}
-
 type Answer = { readonly status: number; readonly body: Record<string, unknown> };
 
 /** When each execution ended, and how: what ListExecutions and DescribeExecution answer from. */
 type Ended = ReadonlyMap<string, { readonly outcome: ExecutionOutcome; readonly at: number }>;
 
-export async function startExecutionsEndpoint(machine: LocalStateMachine): Promise<ExecutionsEndpoint> {
+/** The endpoint, on loopback, answering for `machine`. */
+export async function startExecutionsEndpoint(
+  machine: LocalStateMachine,
+): Promise<{ url: string; stateMachineArn: string; close(): Promise<void> }> {
   const ended = new Map<string, { outcome: ExecutionOutcome; at: number }>();
   machine.on('done', (execution, outcome) => {
     ended.set(execution.name, { outcome, at: Date.now() });
