@@ -36,7 +36,7 @@ import {
   type StructureAnswer,
   type Suggestions,
 } from './contract.js';
-import { ConflictError, RateLimitedError, UnexpectedResponseError } from './errors.js';
+import { ConflictError, RateLimitedError, unexpectedResponse } from './errors.js';
 import { exchangeJson, makeRedactor, parseBody, type JsonAnswer, type Transport } from './http.js';
 import { CursorList } from './pagination.js';
 import { sharedRateLimiter, type AdaptiveRateLimiter } from './rate-limit.js';
@@ -119,10 +119,20 @@ export interface DownloadOptions {
   readonly expectedBytes?: number;
 }
 
-function nonNegative(name: string, value: number | undefined, fallback: number): number {
-  const chosen = value ?? fallback;
-  if (!Number.isFinite(chosen) || chosen < 0) throw new RangeError(`${name} must be a number >= 0`);
-  return chosen;
+type Params = Readonly<Record<string, string>>;
+type CallOptions = { query?: Record<string, string>; body?: unknown; hooks?: RetryHooks };
+
+type Options = TrainingServiceClientOptions;
+type NumberSetting = {
+  [K in keyof Options]-?: Options[K] extends number | undefined ? K : never;
+}[keyof Options];
+
+/** The setting `name`, or `fallback` when it is not given: a RangeError unless a finite number >= 0. */
+function setting(options: Options, name: NumberSetting, fallback: number): number {
+  const value = options[name];
+  if (value === undefined) return fallback;
+  if (!Number.isFinite(value) || value < 0) throw new RangeError(`${name} must be a number >= 0`);
+  return value;
 }
 
 export class TrainingServiceClient {
@@ -153,21 +163,15 @@ export class TrainingServiceClient {
       this.#ownAgent = new Agent({ keepAliveTimeout: 10_000, keepAliveMaxTimeout: 60_000 });
       dispatcher = this.#ownAgent;
     }
-    const timeoutMs = nonNegative('timeoutMs', options.timeoutMs, 30_000);
+    const timeoutMs = setting(options, 'timeoutMs', 30_000);
     if (timeoutMs === 0) throw new RangeError('timeoutMs must be > 0');
-    this.#transport = {
-      dispatcher,
-      timeoutMs,
-      logger,
-      redact: makeRedactor(options.apiKey),
-    };
+    this.#transport = { dispatcher, timeoutMs, logger, redact: makeRedactor(options.apiKey) };
     this.#retry = {
-      maxRetries: Math.floor(nonNegative('maxRetries', options.maxRetries, 5)),
-      backoffBaseMs: nonNegative('backoffBaseMs', options.backoffBaseMs, 250),
-      backoffCapMs: nonNegative('backoffCapMs', options.backoffCapMs, 20_000),
-      maxRetryAfterMs: nonNegative('maxRetryAfterMs', options.maxRetryAfterMs, 60_000),
-      callBudgetMs:
-        options.callBudgetMs === undefined ? Infinity : nonNegative('callBudgetMs', options.callBudgetMs, 0),
+      maxRetries: Math.floor(setting(options, 'maxRetries', 5)),
+      backoffBaseMs: setting(options, 'backoffBaseMs', 250),
+      backoffCapMs: setting(options, 'backoffCapMs', 20_000),
+      maxRetryAfterMs: setting(options, 'maxRetryAfterMs', 60_000),
+      callBudgetMs: setting(options, 'callBudgetMs', Infinity),
       now: Date.now,
       sleep: options.sleep ?? ((ms, signal) => delay(ms, undefined, { signal })),
       random: options.random ?? Math.random,
@@ -176,15 +180,8 @@ export class TrainingServiceClient {
     this.#transfer = {
       transport: this.#transport,
       retry: this.#retry,
-      maxAttempts: Math.max(
-        1,
-        Math.floor(nonNegative('maxTransferAttempts', options.maxTransferAttempts, 5)),
-      ),
-      minBytesPerSecond: nonNegative(
-        'minTransferBytesPerSecond',
-        options.minTransferBytesPerSecond,
-        DEFAULT_MIN_TRANSFER_BYTES_PER_SECOND,
-      ),
+      maxAttempts: Math.max(1, Math.floor(setting(options, 'maxTransferAttempts', 5))),
+      minBytesPerSecond: setting(options, 'minTransferBytesPerSecond', DEFAULT_MIN_TRANSFER_BYTES_PER_SECOND),
       signal: options.signal,
     };
   }
@@ -214,15 +211,9 @@ export class TrainingServiceClient {
    * an orphan dataset that costs nothing and expires on its own.
    */
   async createDataset(input: NewDataset): Promise<Dataset> {
-    const body = {
-      name: input.name,
-      files: input.files.map((file) =>
-        file.content_type === undefined
-          ? { name: file.name, bytes: file.bytes }
-          : { name: file.name, bytes: file.bytes, content_type: file.content_type },
-      ),
-    };
-    return this.#record('createDataset', {}, DatasetSchema, { body });
+    // Only the fields of B2 (JSON leaves out a content_type not given).
+    const files = input.files.map(({ name, bytes, content_type }) => ({ name, bytes, content_type }));
+    return this.#record('createDataset', {}, DatasetSchema, { body: { name: input.name, files } });
   }
 
   /** GET /v1/datasets/{id}; also issues a fresh upload_url for every pending file. */
@@ -253,13 +244,9 @@ export class TrainingServiceClient {
         const dataset = await this.getDataset(datasetId);
         const index = dataset.files.findIndex((candidate) => candidate.id === file.id);
         const current = dataset.files[index];
+        const label = endpointLabel(ENDPOINTS.getDataset);
         const unexpected = (fieldPath: string, what: string) =>
-          new UnexpectedResponseError({
-            message: `${endpointLabel(ENDPOINTS.getDataset)}: ${what}`,
-            endpoint: endpointLabel(ENDPOINTS.getDataset),
-            status: 200,
-            fieldPath,
-          });
+          unexpectedResponse(label, 200, fieldPath, `${label}: ${what}`);
         if (current === undefined) throw unexpected('files', `no file with id ${file.id}`);
         if (current.status !== FILE_STATUS.pending) return undefined;
         if (current.upload_url === null)
@@ -308,14 +295,7 @@ export class TrainingServiceClient {
   /** GET .../labels/next: the next held-out example to label, or null when none is left (204). */
   async nextLabelTask(datasetId: string): Promise<LabelTask | null> {
     const answer = await this.#call('nextLabelTask', { dataset: datasetId });
-    if (answer.status === 204) return null;
-    return parseBody(
-      LabelTaskSchema,
-      answer.body,
-      endpointLabel(ENDPOINTS.nextLabelTask),
-      answer.status,
-      this.#transport.redact,
-    );
+    return answer.status === 204 ? null : this.#parse('nextLabelTask', LabelTaskSchema, answer);
   }
 
   /** POST .../labels/{task}. Idempotent: the same label again is accepted. */
@@ -335,12 +315,7 @@ export class TrainingServiceClient {
     const chosen = encoders.find((encoder) => encoder.default);
     if (chosen === undefined) {
       const endpoint = endpointLabel(ENDPOINTS.listEncoders);
-      throw new UnexpectedResponseError({
-        message: `${endpoint}: no encoder is marked default`,
-        endpoint,
-        status: 200,
-        fieldPath: 'data',
-      });
+      throw unexpectedResponse(endpoint, 200, 'data', `${endpoint}: no encoder is marked default`);
     }
     return chosen;
   }
@@ -395,11 +370,7 @@ export class TrainingServiceClient {
 
   // ---- Plumbing ---------------------------------------------------------------------------------
 
-  async #call(
-    name: EndpointName,
-    params: Readonly<Record<string, string>>,
-    options: { query?: Record<string, string>; body?: unknown; hooks?: RetryHooks } = {},
-  ): Promise<JsonAnswer> {
+  async #call(name: EndpointName, params: Params, options: CallOptions = {}): Promise<JsonAnswer> {
     const endpoint = ENDPOINTS[name];
     const label = endpointLabel(endpoint);
     const search = new URLSearchParams(options.query ?? {}).toString();
@@ -437,18 +408,16 @@ export class TrainingServiceClient {
 
   async #record<T extends z.ZodType>(
     name: EndpointName,
-    params: Readonly<Record<string, string>>,
+    params: Params,
     schema: T,
-    options: { query?: Record<string, string>; body?: unknown; hooks?: RetryHooks } = {},
+    options: CallOptions = {},
   ): Promise<z.output<T>> {
-    const answer = await this.#call(name, params, options);
-    return parseBody(
-      schema,
-      answer.body,
-      endpointLabel(ENDPOINTS[name]),
-      answer.status,
-      this.#transport.redact,
-    );
+    return this.#parse(name, schema, await this.#call(name, params, options));
+  }
+
+  #parse<T extends z.ZodType>(name: EndpointName, schema: T, answer: JsonAnswer): z.output<T> {
+    const label = endpointLabel(ENDPOINTS[name]);
+    return parseBody(schema, answer.body, label, answer.status, this.#transport.redact);
   }
 
   #list<T extends z.ZodType>(

@@ -221,70 +221,52 @@ export const DOWNLOAD_LINK_TTL_MS = 15 * 60 * 1000;
 // ---------------------------------------------------------------------------------------------
 // Errors (B9)
 
-/** The client's stable error kinds for answers of the service; one error class each. */
-export type ServiceErrorKind =
-  | 'invalid_request'
-  | 'invalid_label'
-  | 'unknown_encoder'
-  | 'size_mismatch'
-  | 'unauthorized'
-  | 'no_credits'
-  | 'url_expired'
-  | 'not_found'
-  | 'conflict'
-  | 'not_ready'
-  | 'not_uploaded'
-  | 'files_expired'
-  | 'rate_limited'
-  | 'server_error'
-  | 'unavailable';
+/**
+ * The error codes of B9, each with the status the service answers it with: the client's stable
+ * error kinds (one error class each), and what the simulated service answers.
+ */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  invalid_label: 400,
+  unknown_encoder: 400,
+  size_mismatch: 400,
+  unauthorized: 401,
+  no_credits: 402,
+  url_expired: 403,
+  not_found: 404,
+  conflict: 409,
+  not_ready: 409,
+  not_uploaded: 409,
+  files_expired: 410,
+  rate_limited: 429,
+  server_error: 500,
+  unavailable: 503,
+} as const;
+export type ServiceErrorKind = keyof typeof ERROR_STATUS;
 
 /** Wire code in `{"error": code}` -> kind. Add an alias here if the real service names one differently. */
-export const ERROR_KIND_BY_CODE: Readonly<Record<string, ServiceErrorKind>> = {
-  invalid_request: 'invalid_request',
-  invalid_label: 'invalid_label',
-  unknown_encoder: 'unknown_encoder',
-  size_mismatch: 'size_mismatch',
-  unauthorized: 'unauthorized',
-  no_credits: 'no_credits',
-  url_expired: 'url_expired',
-  not_found: 'not_found',
-  conflict: 'conflict',
-  not_ready: 'not_ready',
-  not_uploaded: 'not_uploaded',
-  files_expired: 'files_expired',
-  rate_limited: 'rate_limited',
-  server_error: 'server_error',
-  unavailable: 'unavailable',
+export function errorKindOfCode(code: string): ServiceErrorKind | undefined {
+  return Object.hasOwn(ERROR_STATUS, code) ? (code as ServiceErrorKind) : undefined;
+}
+
+/**
+ * Statuses whose kind is not the first code B9 answers with them. 403 is only url_expired in B9;
+ * any other 403 is a refusal of the credentials.
+ */
+const KIND_OF_STATUS: Readonly<Record<number, ServiceErrorKind>> = {
+  403: 'unauthorized',
+  502: 'unavailable',
+  504: 'unavailable',
 };
 
 /** The kind of an answer whose code is missing or unknown, from its status alone. */
 export function errorKindForStatus(status: number): ServiceErrorKind | undefined {
-  switch (status) {
-    case 400:
-      return 'invalid_request';
-    case 401:
-    case 403: // 403 is only url_expired in B9; any other 403 is a refusal of the credentials.
-      return 'unauthorized';
-    case 402:
-      return 'no_credits';
-    case 404:
-      return 'not_found';
-    case 409:
-      return 'conflict';
-    case 410:
-      return 'files_expired';
-    case 429:
-      return 'rate_limited';
-    case 502:
-    case 503:
-    case 504:
-      return 'unavailable';
-    default:
-      if (status >= 500 && status <= 599) return 'server_error';
-      if (status >= 400 && status <= 499) return 'invalid_request';
-      return undefined;
-  }
+  const kinds = Object.keys(ERROR_STATUS) as ServiceErrorKind[];
+  const kind = KIND_OF_STATUS[status] ?? kinds.find((candidate) => ERROR_STATUS[candidate] === status);
+  if (kind !== undefined) return kind;
+  if (status >= 500 && status <= 599) return 'server_error';
+  if (status >= 400 && status <= 499) return 'invalid_request';
+  return undefined;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -5,8 +5,8 @@
  * headers are kept.
  */
 import {
-  ERROR_KIND_BY_CODE,
   errorKindForStatus,
+  errorKindOfCode,
   TRANSIENT_STATUSES,
   type ServiceErrorKind,
 } from './contract.js';
@@ -34,6 +34,8 @@ export interface ServiceErrorInit {
   readonly serviceCode?: string | undefined;
   readonly retryable?: boolean;
   readonly retryAfterMs?: number | undefined;
+  /** For a failure of the transport (ServiceError.requestSent). */
+  readonly requestSent?: boolean | undefined;
   readonly cause?: unknown;
 }
 
@@ -47,6 +49,12 @@ export abstract class ServiceError extends Error {
   readonly retryable: boolean;
   /** How long the service asked the client to wait (Retry-After), in ms. */
   readonly retryAfterMs: number | undefined;
+  /**
+   * Set when no usable answer arrived (a TransportErrorInit's error): false only when the failure
+   * proves no byte of the request left (connection refused, DNS failure, connect timeout), and
+   * then even a non-idempotent request may be sent again.
+   */
+  readonly requestSent: boolean | undefined;
 
   constructor(init: ServiceErrorInit) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
@@ -55,131 +63,81 @@ export abstract class ServiceError extends Error {
     this.serviceCode = init.serviceCode;
     this.retryable = init.retryable ?? false;
     this.retryAfterMs = init.retryAfterMs;
-  }
-}
-
-// Answers of the service (B9).
-export class InvalidRequestError extends ServiceError {
-  override readonly name = 'InvalidRequestError';
-  override readonly code = 'invalid_request';
-}
-export class InvalidLabelError extends ServiceError {
-  override readonly name = 'InvalidLabelError';
-  override readonly code = 'invalid_label';
-}
-export class UnknownEncoderError extends ServiceError {
-  override readonly name = 'UnknownEncoderError';
-  override readonly code = 'unknown_encoder';
-}
-/** The body's length differs from the declared size (service answer, or caught by the client). */
-export class SizeMismatchError extends ServiceError {
-  override readonly name = 'SizeMismatchError';
-  override readonly code = 'size_mismatch';
-}
-export class UnauthorizedError extends ServiceError {
-  override readonly name = 'UnauthorizedError';
-  override readonly code = 'unauthorized';
-}
-export class NoCreditsError extends ServiceError {
-  override readonly name = 'NoCreditsError';
-  override readonly code = 'no_credits';
-}
-export class UrlExpiredError extends ServiceError {
-  override readonly name = 'UrlExpiredError';
-  override readonly code = 'url_expired';
-}
-export class NotFoundError extends ServiceError {
-  override readonly name = 'NotFoundError';
-  override readonly code = 'not_found';
-}
-export class ConflictError extends ServiceError {
-  override readonly name = 'ConflictError';
-  override readonly code = 'conflict';
-}
-export class NotReadyError extends ServiceError {
-  override readonly name = 'NotReadyError';
-  override readonly code = 'not_ready';
-}
-export class NotUploadedError extends ServiceError {
-  override readonly name = 'NotUploadedError';
-  override readonly code = 'not_uploaded';
-}
-export class FilesExpiredError extends ServiceError {
-  override readonly name = 'FilesExpiredError';
-  override readonly code = 'files_expired';
-}
-export class RateLimitedError extends ServiceError {
-  override readonly name = 'RateLimitedError';
-  override readonly code = 'rate_limited';
-}
-export class ServerError extends ServiceError {
-  override readonly name = 'ServerError';
-  override readonly code = 'server_error';
-}
-export class UnavailableError extends ServiceError {
-  override readonly name = 'UnavailableError';
-  override readonly code = 'unavailable';
-}
-
-// Failures of the transport: no answer arrived.
-export interface TransportErrorInit extends ServiceErrorInit {
-  /**
-   * False only when the failure proves no byte of the request left (connection refused, DNS
-   * failure, connect timeout): then even a non-idempotent request may be sent again.
-   */
-  readonly requestSent: boolean;
-}
-
-/** No usable answer arrived: the connection failed or the wait ran out. Always retryable. */
-export abstract class TransportError extends ServiceError {
-  readonly requestSent: boolean;
-  constructor(init: TransportErrorInit) {
-    super({ retryable: true, ...init });
     this.requestSent = init.requestSent;
   }
 }
-export class ConnectionError extends TransportError {
-  override readonly name = 'ConnectionError';
-  override readonly code = 'connection_error';
+
+/** What a failure of the transport (no usable answer arrived) is made with. */
+export type TransportErrorInit = ServiceErrorInit & { readonly requestSent: boolean };
+
+/**
+ * The class of one kind of failure, its errors made with `Init` and, unless it says otherwise,
+ * `defaults`.
+ */
+function errorClass<C extends ServiceErrorCode, Init extends ServiceErrorInit = ServiceErrorInit>(
+  name: string,
+  code: C,
+  defaults: Partial<ServiceErrorInit> = {},
+) {
+  return class extends ServiceError {
+    override readonly name = name;
+    override readonly code = code;
+    constructor(init: Init) {
+      super({ ...defaults, ...init });
+    }
+  };
 }
-export class TimeoutError extends TransportError {
-  override readonly name = 'TimeoutError';
-  override readonly code = 'timeout';
+
+// Answers of the service (B9).
+export class InvalidRequestError extends errorClass('InvalidRequestError', 'invalid_request') {}
+export class InvalidLabelError extends errorClass('InvalidLabelError', 'invalid_label') {}
+export class UnknownEncoderError extends errorClass('UnknownEncoderError', 'unknown_encoder') {}
+/** The body's length differs from the declared size (service answer, or caught by the client). */
+export class SizeMismatchError extends errorClass('SizeMismatchError', 'size_mismatch') {}
+export class UnauthorizedError extends errorClass('UnauthorizedError', 'unauthorized') {}
+export class NoCreditsError extends errorClass('NoCreditsError', 'no_credits') {}
+export class UrlExpiredError extends errorClass('UrlExpiredError', 'url_expired') {}
+export class NotFoundError extends errorClass('NotFoundError', 'not_found') {}
+export class ConflictError extends errorClass('ConflictError', 'conflict') {}
+export class NotReadyError extends errorClass('NotReadyError', 'not_ready') {}
+export class NotUploadedError extends errorClass('NotUploadedError', 'not_uploaded') {}
+export class FilesExpiredError extends errorClass('FilesExpiredError', 'files_expired') {}
+export class RateLimitedError extends errorClass('RateLimitedError', 'rate_limited') {}
+export class ServerError extends errorClass('ServerError', 'server_error') {}
+export class UnavailableError extends errorClass('UnavailableError', 'unavailable') {}
+
+/**
+ * The class of a failure of the transport: no usable answer arrived, the connection failed or the
+ * wait ran out. Always retryable.
+ */
+function transportErrorClass<C extends ServiceErrorCode>(name: string, code: C) {
+  return errorClass<C, TransportErrorInit>(name, code, { retryable: true });
 }
+
+export class ConnectionError extends transportErrorClass('ConnectionError', 'connection_error') {}
+export class TimeoutError extends transportErrorClass('TimeoutError', 'timeout') {}
 /**
  * The caller's deadline (the client's `signal`; in Lambda, the invocation's remaining time) came
  * before the call could finish, its retries included. Retryable, but not under the same deadline:
  * the client stops at once, and the caller tries again with fresh time (the state machine's Retry).
  */
-export class DeadlineError extends TransportError {
-  override readonly name = 'DeadlineError';
-  override readonly code = 'deadline_exceeded';
-}
-
+export class DeadlineError extends transportErrorClass('DeadlineError', 'deadline_exceeded') {}
 /**
  * A 2xx answer whose body is not the JSON it should be (cut short, empty): mangled in transit,
  * after the service may have acted (contract.ts, "Answers garbled in transit"). Retryable as a
  * lost connection is: the request was sent, so only a request safe to repeat is sent again.
  */
-export class GarbledAnswerError extends TransportError {
-  override readonly name = 'GarbledAnswerError';
-  override readonly code = 'garbled_answer';
-}
+export class GarbledAnswerError extends transportErrorClass('GarbledAnswerError', 'garbled_answer') {}
 
 /**
  * The service asked to be left alone (Retry-After) for longer than the client waits in a call
  * (`maxRetryAfterMs`): final for this call; a caller that can wait (a poll) may come back after
  * `retryAfterMs`.
  */
-export class RetryLaterError extends ServiceError {
-  override readonly name = 'RetryLaterError';
-  override readonly code = 'retry_later';
-}
+export class RetryLaterError extends errorClass('RetryLaterError', 'retry_later') {}
 
 // The answer arrived but the client cannot use it.
-export class UnexpectedResponseError extends ServiceError {
-  override readonly name = 'UnexpectedResponseError';
-  override readonly code = 'unexpected_response';
+export class UnexpectedResponseError extends errorClass('UnexpectedResponseError', 'unexpected_response') {
   /** Path of the offending field in the body, e.g. `files[0].upload_url`; '' for the body itself. */
   readonly fieldPath: string;
   constructor(init: ServiceErrorInit & { readonly fieldPath: string }) {
@@ -187,10 +145,22 @@ export class UnexpectedResponseError extends ServiceError {
     this.fieldPath = init.fieldPath;
   }
 }
+
+/** The UnexpectedResponseError of `endpoint`'s answer `status`, about its field at `fieldPath`. */
+export function unexpectedResponse(
+  endpoint: string,
+  status: number,
+  fieldPath: string,
+  message: string,
+): UnexpectedResponseError {
+  return new UnexpectedResponseError({ message, endpoint, status, fieldPath });
+}
+
 /** A record asks for a next_action Hopper does not know: it cannot drive the flow further. */
-export class UnsupportedNextActionError extends ServiceError {
-  override readonly name = 'UnsupportedNextActionError';
-  override readonly code = 'unsupported_next_action';
+export class UnsupportedNextActionError extends errorClass(
+  'UnsupportedNextActionError',
+  'unsupported_next_action',
+) {
   readonly nextAction: string;
   constructor(init: Omit<ServiceErrorInit, 'message'> & { readonly nextAction: string }) {
     super({ ...init, message: `unsupported next_action: ${init.nextAction}` });
@@ -198,9 +168,9 @@ export class UnsupportedNextActionError extends ServiceError {
   }
 }
 
-type HttpErrorClass = new (init: ServiceErrorInit) => ServiceError;
+type AnswerErrorClass = new (init: ServiceErrorInit) => ServiceError;
 
-const CLASS_BY_KIND: Readonly<Record<ServiceErrorKind, HttpErrorClass>> = {
+const CLASS_BY_KIND: Readonly<Record<ServiceErrorKind, AnswerErrorClass>> = {
   invalid_request: InvalidRequestError,
   invalid_label: InvalidLabelError,
   unknown_encoder: UnknownEncoderError,
@@ -236,7 +206,7 @@ export interface ErrorAnswer {
  */
 export function errorFromAnswer(answer: ErrorAnswer): ServiceError {
   const kind =
-    (answer.serviceCode !== undefined ? ERROR_KIND_BY_CODE[answer.serviceCode] : undefined) ??
+    (answer.serviceCode !== undefined ? errorKindOfCode(answer.serviceCode) : undefined) ??
     errorKindForStatus(answer.status);
   const code = answer.serviceCode ?? 'no error code';
   const detail = answer.serviceMessage === undefined ? '' : `: ${answer.serviceMessage}`;

@@ -4,7 +4,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import { request } from './undici.js';
+import { request, type RequestOptions } from './undici.js';
 import type * as z from 'zod';
 import { isKnownNextAction, MAX_ANSWER_BYTES, NOT_SENT_ERROR_CODES } from './contract.js';
 import {
@@ -15,7 +15,7 @@ import {
   ServiceError,
   SizeMismatchError,
   TimeoutError,
-  UnexpectedResponseError,
+  unexpectedResponse,
   UnsupportedNextActionError,
 } from './errors.js';
 import { parseRetryAfterMs, type Logger } from './retry.js';
@@ -63,6 +63,7 @@ export interface JsonAnswer {
  * Throws a ServiceError for an error answer or a transport failure.
  */
 export async function exchangeJson(transport: Transport, exchange: JsonExchange): Promise<JsonAnswer> {
+  const { endpoint, body } = exchange;
   const target = describeTarget(exchange.method, exchange.url);
   const deadline = new AbortController();
   const timer = setTimeout(() => {
@@ -70,63 +71,41 @@ export async function exchangeJson(transport: Transport, exchange: JsonExchange)
   }, transport.timeoutMs);
   const signal =
     exchange.signal === undefined ? deadline.signal : AbortSignal.any([deadline.signal, exchange.signal]);
-  const json: Headers = exchange.body === undefined ? {} : { 'content-type': 'application/json' };
+  const json: Headers = body === undefined ? {} : { 'content-type': 'application/json' };
   const headers: Headers = { accept: 'application/json', ...exchange.headers, ...json };
-  const body = exchange.body === undefined ? undefined : JSON.stringify(exchange.body);
-  transport.logger.debug(target);
   // What had arrived when the deadline struck: a body that trickles in is told from no answer.
   const arrived = { status: undefined as number | undefined, bytes: 0 };
   try {
-    const response = await request(exchange.url, {
-      dispatcher: transport.dispatcher,
-      method: exchange.method,
-      headers,
-      body,
-      signal,
-      headersTimeout: transport.timeoutMs,
-      bodyTimeout: transport.timeoutMs,
-    });
+    const text = body === undefined ? undefined : JSON.stringify(body);
+    const response = await send(transport, { ...exchange, headers, body: text, signal }, target);
     arrived.status = response.statusCode;
-    const text = await readAnswer(response, exchange.endpoint, target, arrived);
+    const answer = await readAnswer(response, endpoint, target, arrived);
     transport.logger.debug(`${target} -> ${String(response.statusCode)}`);
-    return answerOf(transport, exchange.endpoint, target, response, text);
+    const status = response.statusCode;
+    if (status < 200 || status > 299) throw statusError(transport, endpoint, target, response, answer);
+    return { status, body: status === 204 ? undefined : parseJson(answer, endpoint, target, status) };
   } catch (error) {
     const tooSlow = deadline.signal.aborted && exchange.signal?.aborted !== true;
     if (tooSlow && arrived.status !== undefined && !(error instanceof ServiceError)) {
-      throw new TimeoutError({
-        message: `${target}: answer ${String(arrived.status)} too slow: ${String(arrived.bytes)} bytes of its body arrived within ${String(transport.timeoutMs)} ms`,
-        endpoint: exchange.endpoint,
-        status: arrived.status,
-        requestSent: true,
-        cause: error,
-      });
+      const message = `${target}: answer ${String(arrived.status)} too slow: ${String(arrived.bytes)} bytes of its body arrived within ${String(transport.timeoutMs)} ms`;
+      throw new TimeoutError({ message, endpoint, status: arrived.status, requestSent: true, cause: error });
     }
-    throw toServiceError(
-      error,
-      exchange.endpoint,
-      target,
-      deadline.signal.aborted,
-      transport,
-      exchange.signal,
-    );
+    throw toServiceError(error, endpoint, target, deadline.signal.aborted, transport, exchange.signal);
   } finally {
     clearTimeout(timer);
   }
 }
 
-/** A whole answer as JSON; an error answer, or a status outside 2xx, as the ServiceError it is. */
-function answerOf(
+/** undici's request of `exchange`, its waits for headers and for data bounded by `timeoutMs`. */
+function send(
   transport: Transport,
-  endpoint: string,
+  exchange: Pick<RequestOptions, 'method' | 'headers' | 'body' | 'signal'> & { readonly url: string },
   target: string,
-  response: Dispatcher.ResponseData,
-  text: string,
-): JsonAnswer {
-  const status = response.statusCode;
-  if (status >= 400) throw answerError(transport, endpoint, target, status, response.headers, text);
-  if (status < 200 || status > 299) throw unexpectedStatus(endpoint, target, status, response.headers);
-  if (status === 204) return { status, body: undefined };
-  return { status, body: parseJson(text, endpoint, target, status) };
+): Promise<Dispatcher.ResponseData> {
+  transport.logger.debug(target);
+  const { url, method, headers, body, signal } = exchange;
+  const timeouts = { headersTimeout: transport.timeoutMs, bodyTimeout: transport.timeoutMs };
+  return request(url, { dispatcher: transport.dispatcher, method, headers, body, signal, ...timeouts });
 }
 
 /**
@@ -139,14 +118,11 @@ async function readAnswer(
   target: string,
   arrived: { bytes: number },
 ): Promise<string> {
+  const status = response.statusCode;
   const tooLarge = () => {
     response.body.destroy();
-    return new UnexpectedResponseError({
-      message: `${target}: answer ${response.statusCode} is larger than ${MAX_ANSWER_BYTES} bytes, the most an answer of the service can hold`,
-      endpoint,
-      status: response.statusCode,
-      fieldPath: '',
-    });
+    const message = `${target}: answer ${status} is larger than ${MAX_ANSWER_BYTES} bytes, the most an answer of the service can hold`;
+    return unexpectedResponse(endpoint, status, '', message);
   };
   const declared = Number(response.headers['content-length']);
   if (Number.isFinite(declared) && declared > MAX_ANSWER_BYTES) throw tooLarge();
@@ -159,25 +135,31 @@ async function readAnswer(
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** A 1xx or 3xx answer: the client follows no redirect (contract.ts, "Redirects"). */
-function unexpectedStatus(
+/** The first value of a header undici may give as several. */
+export function headerOf(headers: Dispatcher.ResponseData['headers'], name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * The error for an answer outside 2xx whose body is `text`: an error answer (answerError), or a
+ * 1xx or 3xx the client does not expect; it follows no redirect (contract.ts, "Redirects").
+ */
+function statusError(
+  transport: Pick<Transport, 'redact'>,
   endpoint: string,
   target: string,
-  status: number,
-  headers: Dispatcher.ResponseData['headers'],
-): UnexpectedResponseError {
-  const location = headers.location;
-  const where = Array.isArray(location) ? location[0] : location;
+  { statusCode: status, headers }: Dispatcher.ResponseData,
+  text: string,
+): ServiceError {
+  if (status >= 400) return answerError(transport, endpoint, target, status, headers, text);
+  const location = headerOf(headers, 'location');
   const redirect =
     status >= 300 && status <= 399
-      ? `: redirected${where === undefined ? '' : ` to ${describeLocation(where, target)}`}, and Hopper follows no redirect; check the service URL`
+      ? `: redirected${location === undefined ? '' : ` to ${describeLocation(location, target)}`}, and Hopper follows no redirect; check the service URL`
       : '';
-  return new UnexpectedResponseError({
-    message: `${target}: unexpected status ${status}${redirect}`,
-    endpoint,
-    status,
-    fieldPath: '',
-  });
+  const message = `${target}: unexpected status ${status}${redirect}`;
+  return unexpectedResponse(endpoint, status, '', message);
 }
 
 /** A redirect's Location without its query string (it could carry a signature). */
@@ -197,12 +179,8 @@ function parseJson(text: string, endpoint: string, target: string, status: numbe
     return JSON.parse(text);
   } catch {
     const what = text.trim() === '' ? 'is empty' : 'is not JSON (cut short or mangled in transit)';
-    throw new GarbledAnswerError({
-      message: `${target}: answer ${status} ${what}`,
-      endpoint,
-      status,
-      requestSent: true,
-    });
+    const message = `${target}: answer ${status} ${what}`;
+    throw new GarbledAnswerError({ message, endpoint, status, requestSent: true });
   }
 }
 
@@ -217,29 +195,22 @@ export function answerError(
   headers: Dispatcher.ResponseData['headers'],
   text: string,
 ): ServiceError {
-  let serviceCode: string | undefined;
-  let serviceMessage: string | undefined;
+  let fields: Record<string, unknown> = {};
   try {
     const parsed: unknown = JSON.parse(text);
-    if (typeof parsed === 'object' && parsed !== null) {
-      const fields = parsed as Record<string, unknown>;
-      if (typeof fields.error === 'string') serviceCode = fields.error;
-      if (typeof fields.message === 'string') serviceMessage = fields.message;
-    }
+    if (typeof parsed === 'object' && parsed !== null) fields = parsed as Record<string, unknown>;
   } catch {
     // Not the B9 shape (a proxy's page, say): the status alone decides the class.
   }
-  if (serviceMessage !== undefined) {
-    serviceMessage = transport.redact(serviceMessage).slice(0, MAX_SERVICE_MESSAGE_CHARS);
-  }
-  const retryAfter = headers['retry-after'];
+  const { error, message } = fields;
   return errorFromAnswer({
     endpoint,
     target,
     status,
-    serviceCode: serviceCode === undefined ? undefined : transport.redact(serviceCode),
-    serviceMessage,
-    retryAfterMs: parseRetryAfterMs(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, Date.now()),
+    serviceCode: typeof error === 'string' ? transport.redact(error) : undefined,
+    serviceMessage:
+      typeof message === 'string' ? transport.redact(message).slice(0, MAX_SERVICE_MESSAGE_CHARS) : undefined,
+    retryAfterMs: parseRetryAfterMs(headerOf(headers, 'retry-after'), Date.now()),
   });
 }
 
@@ -282,45 +253,24 @@ export function toServiceError(
 ): unknown {
   if (error instanceof ServiceError) return error;
   const code = errorCodeOf(error);
-  const detail = transport.redact(error instanceof Error ? error.message : String(error));
+  const failure = { endpoint, cause: error };
   if (deadline?.aborted === true) {
-    return new DeadlineError({
-      message: `${target}: the call's deadline passed before an answer`,
-      endpoint,
-      requestSent: !provesNotSent(error),
-      cause: error,
-    });
+    const message = `${target}: the call's deadline passed before an answer`;
+    return new DeadlineError({ ...failure, message, requestSent: !provesNotSent(error) });
   }
   if (timedOut || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
-    return new TimeoutError({
-      message: `${target}: no answer within ${transport.timeoutMs} ms`,
-      endpoint,
-      requestSent: true,
-      cause: error,
-    });
+    const message = `${target}: no answer within ${transport.timeoutMs} ms`;
+    return new TimeoutError({ ...failure, message, requestSent: true });
   }
   if (code === 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH') {
-    return new SizeMismatchError({
-      message: `${target}: the body's length differs from the declared Content-Length`,
-      endpoint,
-      cause: error,
-    });
+    const message = `${target}: the body's length differs from the declared Content-Length`;
+    return new SizeMismatchError({ ...failure, message });
   }
-  if (provesNotSent(error)) {
-    return new ConnectionError({
-      message: `${target}: could not connect (${detail})`,
-      endpoint,
-      requestSent: false,
-      cause: error,
-    });
-  }
-  if (code !== undefined && isConnectionFailure(code)) {
-    return new ConnectionError({
-      message: `${target}: connection failed (${detail})`,
-      endpoint,
-      requestSent: true,
-      cause: error,
-    });
+  const sent = !provesNotSent(error);
+  if (!sent || (code !== undefined && isConnectionFailure(code))) {
+    const detail = transport.redact(error instanceof Error ? error.message : String(error));
+    const message = `${target}: ${sent ? 'connection failed' : 'could not connect'} (${detail})`;
+    return new ConnectionError({ ...failure, message, requestSent: sent });
   }
   return error;
 }
@@ -343,12 +293,8 @@ export function parseBody<T extends z.ZodType>(
     throw new UnsupportedNextActionError({ endpoint, status, nextAction: redact(value) });
   }
   const fieldPath = formatPath(path);
-  throw new UnexpectedResponseError({
-    message: `${endpoint}: unexpected answer: ${fieldPath === '' ? 'body' : fieldPath}: ${issue?.message ?? 'invalid'}`,
-    endpoint,
-    status,
-    fieldPath,
-  });
+  const message = `${endpoint}: unexpected answer: ${fieldPath === '' ? 'body' : fieldPath}: ${issue?.message ?? 'invalid'}`;
+  throw unexpectedResponse(endpoint, status, fieldPath, message);
 }
 
 /** `files[0].upload_url` */
@@ -390,31 +336,12 @@ export async function exchangeStream(
   exchange: StreamExchange,
 ): Promise<Dispatcher.ResponseData> {
   const target = describeTarget(exchange.method, exchange.url);
-  transport.logger.debug(target);
-  let response: Dispatcher.ResponseData;
   try {
-    response = await request(exchange.url, {
-      dispatcher: transport.dispatcher,
-      method: exchange.method,
-      headers: exchange.headers,
-      body: exchange.body,
-      signal: exchange.signal,
-      headersTimeout: transport.timeoutMs,
-      bodyTimeout: transport.timeoutMs,
-    });
+    const response = await send(transport, exchange, target);
+    transport.logger.debug(`${target} -> ${response.statusCode}`);
+    if (response.statusCode >= 200 && response.statusCode <= 299) return response;
+    throw statusError(transport, exchange.endpoint, target, response, await response.body.text());
   } catch (error) {
     throw toServiceError(error, exchange.endpoint, target, false, transport, exchange.signal);
   }
-  transport.logger.debug(`${target} -> ${response.statusCode}`);
-  if (response.statusCode >= 200 && response.statusCode <= 299) return response;
-  let text: string;
-  try {
-    text = await response.body.text();
-  } catch (error) {
-    throw toServiceError(error, exchange.endpoint, target, false, transport, exchange.signal);
-  }
-  if (response.statusCode >= 400) {
-    throw answerError(transport, exchange.endpoint, target, response.statusCode, response.headers, text);
-  }
-  throw unexpectedStatus(exchange.endpoint, target, response.statusCode, response.headers);
 }

@@ -46,30 +46,5 @@ export type {
   StructureAnswer,
   Suggestions,
 } from './contract.js';
-export {
-  ServiceError,
-  InvalidRequestError,
-  InvalidLabelError,
-  UnknownEncoderError,
-  SizeMismatchError,
-  UnauthorizedError,
-  NoCreditsError,
-  UrlExpiredError,
-  NotFoundError,
-  ConflictError,
-  NotReadyError,
-  NotUploadedError,
-  FilesExpiredError,
-  RateLimitedError,
-  ServerError,
-  UnavailableError,
-  ConnectionError,
-  TimeoutError,
-  DeadlineError,
-  TransportError,
-  GarbledAnswerError,
-  RetryLaterError,
-  UnexpectedResponseError,
-  UnsupportedNextActionError,
-} from './errors.js';
-export type { ServiceErrorCode } from './errors.js';
+// Every error class, and ServiceErrorCode.
+export * from './errors.js';

@@ -3,7 +3,7 @@
  * item, newest first; `list.pages()` walks whole pages. Pages are fetched only as they are read.
  */
 import type { Page } from './contract.js';
-import { UnexpectedResponseError } from './errors.js';
+import { unexpectedResponse } from './errors.js';
 
 export type FetchPage<T> = (cursor: string | undefined) => Promise<Page<T>>;
 
@@ -25,12 +25,8 @@ export class CursorList<T> implements AsyncIterable<T> {
       if (page.next === null) return;
       // A cursor handed out twice would page forever.
       if (seen.has(page.next)) {
-        throw new UnexpectedResponseError({
-          message: `${this.#endpoint}: the service returned a cursor it had returned before`,
-          endpoint: this.#endpoint,
-          status: 200,
-          fieldPath: 'next',
-        });
+        const message = `${this.#endpoint}: the service returned a cursor it had returned before`;
+        throw unexpectedResponse(this.#endpoint, 200, 'next', message);
       }
       seen.add(page.next);
       cursor = page.next;

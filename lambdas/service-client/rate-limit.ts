@@ -145,10 +145,7 @@ const shared = new Map<string, AdaptiveRateLimiter>();
 /** The process's limiter for the service at `baseUrl` (one per origin). */
 export function sharedRateLimiter(baseUrl: string): AdaptiveRateLimiter {
   const origin = new URL(baseUrl).origin;
-  let limiter = shared.get(origin);
-  if (limiter === undefined) {
-    limiter = new AdaptiveRateLimiter();
-    shared.set(origin, limiter);
-  }
+  const limiter = shared.get(origin) ?? new AdaptiveRateLimiter();
+  shared.set(origin, limiter);
   return limiter;
 }

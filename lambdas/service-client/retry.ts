@@ -2,8 +2,9 @@
  * Capped exponential backoff with full jitter, Retry-After, and the retry loop. Pure apart
  * from the injected `sleep` and `random`, so tests drive it without waiting.
  */
+import { once } from 'node:events';
 import type { RetryPolicy } from './contract.js';
-import { DeadlineError, RetryLaterError, ServiceError, TransportError } from './errors.js';
+import { DeadlineError, RetryLaterError, ServiceError } from './errors.js';
 
 export interface Logger {
   debug(message: string): void;
@@ -93,7 +94,7 @@ export function retryDelayMs(
  * was not done. A 429 and a connection refused before sending prove nothing happened.
  */
 export function mayHaveActed(error: ServiceError): boolean {
-  if (error instanceof TransportError) return error.requestSent;
+  if (error.requestSent !== undefined) return error.requestSent;
   return error.status !== undefined && error.status >= 500;
 }
 
@@ -124,8 +125,7 @@ export function deadlineError(label: string, last?: unknown): DeadlineError {
   return new DeadlineError({
     message: `${label}: the call's deadline passed${why}; not retried within this invocation`,
     endpoint: label,
-    requestSent:
-      last instanceof ServiceError ? (last instanceof TransportError ? last.requestSent : true) : false,
+    requestSent: last instanceof ServiceError ? (last.requestSent ?? true) : false,
     cause: last,
   });
 }
@@ -144,18 +144,11 @@ export async function pause(
   ms: number,
   signal?: AbortSignal,
 ): Promise<boolean> {
-  if (signal === undefined) {
-    await settings.sleep(ms);
-    return true;
-  }
+  if (signal === undefined) return settings.sleep(ms).then(() => true);
   if (signal.aborted) return false;
-  let onAbort = (): void => undefined;
-  const aborted = new Promise<false>((resolve) => {
-    onAbort = () => {
-      resolve(false);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
+  const stopListening = new AbortController();
+  // Settles when the signal aborts (false), or when the pause is over and stops listening.
+  const aborted = once(signal, 'abort', { signal: stopListening.signal }).catch(() => undefined);
   const slept = settings.sleep(ms, signal).then(
     () => !signal.aborted,
     (error: unknown) => {
@@ -164,9 +157,9 @@ export async function pause(
     },
   );
   try {
-    return await Promise.race([slept, aborted]);
+    return await Promise.race([slept, aborted.then(() => false)]);
   } finally {
-    signal.removeEventListener('abort', onAbort);
+    stopListening.abort();
   }
 }
 

@@ -19,10 +19,10 @@ import {
   ServiceError,
   SizeMismatchError,
   TimeoutError,
-  UnexpectedResponseError,
+  unexpectedResponse,
   UrlExpiredError,
 } from './errors.js';
-import { describeTarget, exchangeStream, toServiceError, type Transport } from './http.js';
+import { describeTarget, exchangeStream, headerOf, toServiceError, type Transport } from './http.js';
 import { deadlineError, pause, retryDelayMs, type RetrySettings } from './retry.js';
 
 export interface TransferSettings {
@@ -211,7 +211,7 @@ async function* downloadAttempt(
     }
     if (answer.start > progress.received) {
       const message = `${target}: asked for bytes from ${String(progress.received)}, got bytes from ${String(answer.start)}`;
-      throw new UnexpectedResponseError({ message, endpoint, status, fieldPath: 'content-range' });
+      throw unexpectedResponse(endpoint, status, 'content-range', message);
     }
     const total = answer.total;
     progress.total = total;
@@ -225,11 +225,8 @@ async function* downloadAttempt(
       const chunk = dropped === 0 ? data : data.subarray(dropped);
       if (chunk.length === 0) continue;
       if (progress.received + chunk.length > total) {
-        throw new SizeMismatchError({
-          message: `${target}: more than the ${String(total)} bytes announced`,
-          endpoint,
-          status,
-        });
+        const message = `${target}: more than the ${String(total)} bytes announced`;
+        throw new SizeMismatchError({ message, endpoint, status });
       }
       progress.received += chunk.length;
       yield chunk;
@@ -256,25 +253,16 @@ interface RangeAnswer {
 }
 
 /** Where the body starts and the file's size, from a 200 (Content-Length) or 206 (Content-Range). */
-function answerRange(response: Dispatcher.ResponseData, target: string): RangeAnswer {
-  const header = (name: string): string | undefined => {
-    const value = response.headers[name];
-    return Array.isArray(value) ? value[0] : value;
-  };
+function answerRange({ statusCode: status, headers }: Dispatcher.ResponseData, target: string): RangeAnswer {
   const unexpected = (fieldPath: string, what: string) =>
-    new UnexpectedResponseError({
-      message: `${target}: ${what}`,
-      endpoint: FILE_DOWNLOAD_LABEL,
-      status: response.statusCode,
-      fieldPath,
-    });
-  if (response.statusCode === 206) {
-    const match = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(header('content-range') ?? '');
+    unexpectedResponse(FILE_DOWNLOAD_LABEL, status, fieldPath, `${target}: ${what}`);
+  if (status === 206) {
+    const match = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(headerOf(headers, 'content-range') ?? '');
     if (match === null) throw unexpected('content-range', 'a 206 answer without a complete Content-Range');
     return { start: Number(match[1]), total: Number(match[3]) };
   }
-  if (response.statusCode !== 200) throw unexpected('', `unexpected status ${response.statusCode}`);
-  const length = header('content-length');
+  if (status !== 200) throw unexpected('', `unexpected status ${status}`);
+  const length = headerOf(headers, 'content-length');
   if (length === undefined || !/^\d+$/.test(length)) {
     throw unexpected('content-length', 'a 200 answer without Content-Length');
   }
@@ -302,12 +290,8 @@ function speedFloor(
       windowBytes += bytes;
       if (floor <= 0 || performance.now() - windowStart < windowMs) return;
       if (windowBytes < floor) {
-        throw new TooSlowError({
-          message: `${target}: ${String(windowBytes)} bytes arrived in ${String(windowMs)} ms, slower than ${String(settings.minBytesPerSecond)} bytes/s: the download trickles`,
-          endpoint: FILE_DOWNLOAD_LABEL,
-          status,
-          requestSent: true,
-        });
+        const message = `${target}: ${String(windowBytes)} bytes arrived in ${String(windowMs)} ms, slower than ${String(settings.minBytesPerSecond)} bytes/s: the download trickles`;
+        throw new TooSlowError({ message, endpoint: FILE_DOWNLOAD_LABEL, status, requestSent: true });
       }
       windowStart = performance.now();
       windowBytes = 0;

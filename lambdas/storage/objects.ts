@@ -9,6 +9,7 @@ import {
   HeadObjectCommand,
   ListObjectsV2Command,
   PutObjectCommand,
+  type PutObjectCommandInput,
   type _Object,
   type S3Client,
 } from '@aws-sdk/client-s3';
@@ -24,16 +25,28 @@ export async function objectSize(s3: S3Client, bucket: string, key: string): Pro
   }
 }
 
-/** Writes `value` as pretty-printed JSON (small documents only: it is one buffered PUT). */
+/**
+ * The PutObject of `value` as pretty-printed JSON (small documents only: it is one buffered PUT),
+ * under `condition` when given (If-Match, If-None-Match).
+ */
+export function putJsonCommand(
+  bucket: string,
+  key: string,
+  value: unknown,
+  condition?: Pick<PutObjectCommandInput, 'IfMatch' | 'IfNoneMatch'>,
+): PutObjectCommand {
+  const Body = `${JSON.stringify(value, null, 2)}\n`;
+  return new PutObjectCommand({
+    Bucket: bucket,
+    Key: key,
+    Body,
+    ContentType: 'application/json',
+    ...condition,
+  });
+}
+
 export async function putJson(s3: S3Client, bucket: string, key: string, value: unknown): Promise<void> {
-  await s3.send(
-    new PutObjectCommand({
-      Bucket: bucket,
-      Key: key,
-      Body: `${JSON.stringify(value, null, 2)}\n`,
-      ContentType: 'application/json',
-    }),
-  );
+  await s3.send(putJsonCommand(bucket, key, value));
 }
 
 /** Every object whose key begins with `prefix`, page by page (ListObjectsV2). */
@@ -110,15 +123,8 @@ export async function updateJsonConditionally<R extends ReadWithEtag, T>(
     const { write, result } = await update.decide(current);
     if (write === null) return result;
     try {
-      await s3.send(
-        new PutObjectCommand({
-          Bucket: update.bucket,
-          Key: update.key,
-          Body: `${JSON.stringify(write, null, 2)}\n`,
-          ContentType: 'application/json',
-          ...(current === null ? { IfNoneMatch: '*' } : { IfMatch: current.etag }),
-        }),
-      );
+      const condition = current === null ? { IfNoneMatch: '*' } : { IfMatch: current.etag };
+      await s3.send(putJsonCommand(update.bucket, update.key, write, condition));
       return result;
     } catch (error) {
       if (!isLostRace(error, current !== null)) throw error;

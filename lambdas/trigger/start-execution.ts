@@ -24,21 +24,22 @@ import { bareEtag } from '../storage/objects.js';
 export type S3ObjectCreatedEvent = EventBridgeEvent<'Object Created', S3ObjectCreatedNotificationEventDetail>;
 
 /** The part of S3's event the trigger reads (a whole S3ObjectCreatedEvent is one). */
-export interface TriggerEvent {
-  readonly source: string;
-  readonly 'detail-type': string;
+const TriggerEventSchema = z.object({
+  source: z.string(),
+  'detail-type': z.string(),
   /** When S3 created the object (ISO 8601). */
-  readonly time?: string | undefined;
-  readonly detail: {
-    readonly bucket: { readonly name: string };
-    readonly object: {
-      readonly key: string;
-      readonly etag: string;
+  time: z.string().optional(),
+  detail: z.object({
+    bucket: z.object({ name: z.string().min(1) }),
+    object: z.object({
+      key: z.string().min(1),
+      etag: z.string().min(1),
       /** Present on versioned buckets. */
-      readonly 'version-id'?: string | undefined;
-    };
-  };
-}
+      'version-id': z.string().optional(),
+    }),
+  }),
+});
+export type TriggerEvent = z.infer<typeof TriggerEventSchema>;
 
 /** The execution's input. */
 export interface ExecutionInput {
@@ -137,20 +138,6 @@ export function runInputFromEvent(event: TriggerEvent, now: number): RunInput | 
     startedAt: new Date(Number.isNaN(eventTime) ? now : eventTime).toISOString(),
   };
 }
-
-const TriggerEventSchema = z.object({
-  source: z.string(),
-  'detail-type': z.string(),
-  time: z.string().optional(),
-  detail: z.object({
-    bucket: z.object({ name: z.string().min(1) }),
-    object: z.object({
-      key: z.string().min(1),
-      etag: z.string().min(1),
-      'version-id': z.string().optional(),
-    }),
-  }),
-});
 
 export interface TriggerOptions {
   /** Milliseconds since the epoch (the run's startedAt). Default Date.now. */

@@ -21,6 +21,7 @@ import { pipeline } from 'node:stream/promises';
 import { setTimeout } from 'node:timers/promises';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { CopySlot } from '../../lambdas/run/state/index.js';
+import * as z from 'zod';
 import { CliUsageError } from './command.js';
 
 /** The files of a model in <out>/<drop>/, in the order they are written. */
@@ -45,11 +46,8 @@ export interface OutFolder {
 }
 
 /** What a lock file holds: who holds it, and a token no other holder shares. */
-interface LockHolder {
-  readonly pid: number;
-  readonly host: string;
-  readonly token: string;
-}
+const LockHolderSchema = z.object({ pid: z.number(), host: z.string(), token: z.string() });
+type LockHolder = z.infer<typeof LockHolderSchema>;
 
 /** Attempts at taking the lock, each after removing a stale one or waiting for another run to. */
 const LOCK_ATTEMPTS = 50;
@@ -203,14 +201,10 @@ function busy(folder: string, lockPath: string, holder: LockHolder | null): OutF
 
 function parseHolder(text: string): LockHolder | null {
   try {
-    const value = JSON.parse(text) as Partial<LockHolder>;
-    if (typeof value.pid === 'number' && typeof value.host === 'string' && typeof value.token === 'string') {
-      return { pid: value.pid, host: value.host, token: value.token };
-    }
+    return LockHolderSchema.parse(JSON.parse(text));
   } catch {
-    // Not a lock this code wrote, or one being written right now: treated as held.
+    return null; // Not a lock this code wrote, or one being written right now: treated as held.
   }
-  return null;
 }
 
 /** Whether the holder may still be running: a process on another host cannot be checked. */

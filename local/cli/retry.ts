@@ -4,14 +4,14 @@
  * `maxAttempts`), which starts a run through the normal trigger, in a deployed stack and in local
  * mode alike; that run trains the dataset the failed run left ready (lambdas/run/lock/resume.ts).
  */
-import { GetObjectCommand, PutObjectCommand, type PutObjectCommandOutput } from '@aws-sdk/client-s3';
+import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { MAX_ATTEMPTS_LIMIT } from '../../lambdas/drop/train-json.js';
 import { messageOf, RunError } from '../../lambdas/run/errors/index.js';
 import { resumeTarget } from '../../lambdas/run/lock/index.js';
 import type { ResumeFrom } from '../../lambdas/run/state/index.js';
 import { readStatus, type RunStatus } from '../../lambdas/run/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { isNotFound } from '../../lambdas/storage/objects.js';
+import { isNotFound, putJsonCommand } from '../../lambdas/storage/objects.js';
 import { CommandError, EXIT, json, type CommandIo, type CommandSpec } from './command.js';
 import { targetCommand, TARGET_FLAGS, type Target } from './target.js';
 
@@ -60,7 +60,7 @@ export const runRetryCommand = targetCommand(RETRY_SPEC, async (args, target, ou
     }
   }
   const resumed = { ...config, resume: true, ...(maxAttempts === undefined ? {} : { maxAttempts }) };
-  const put = await putTrainJson(target, key, resumed);
+  const put = await target.s3.send(putJsonCommand(target.bucket, key, resumed));
   const result = {
     drop,
     resumes_run: from.runId,
@@ -86,7 +86,7 @@ async function startAgain(
 ): Promise<number> {
   const key = inboxKey(status.drop, TRAIN_JSON);
   const { resume: _resume, ...config } = (await readTrainJson(target, key)).config;
-  const put = await putTrainJson(target, key, config);
+  const put = await target.s3.send(putJsonCommand(target.bucket, key, config));
   const train = `s3://${target.bucket}/${key}`;
   out.stdout.write(
     asJson
@@ -117,18 +117,6 @@ function sameFailure(status: RunStatus, maxAttempts: number | undefined): string
     default:
       return undefined;
   }
-}
-
-/** Uploads `config` as the drop's train.json: the upload starts a run, as any S3 client's would. */
-function putTrainJson(
-  target: Target,
-  key: string,
-  config: Record<string, unknown>,
-): Promise<PutObjectCommandOutput> {
-  const body = `${JSON.stringify(config, null, 2)}\n`;
-  return target.s3.send(
-    new PutObjectCommand({ Bucket: target.bucket, Key: key, Body: body, ContentType: 'application/json' }),
-  );
 }
 
 /** The drop's train.json as an object, and when it was last written. */

@@ -57,13 +57,7 @@ export const runRunsCommand = targetCommand(RUNS_SPEC, async (args, target, out,
       `no state machine to read runs from: eval the export lines \`hopper local\` prints (${HOPPER_STATE_MACHINE_ENV} is not set), or give --stack NAME`,
     );
   }
-  const { runs, searchedAll } = await runsOf(
-    target.stateMachine.client,
-    target.stateMachine.arn,
-    drop,
-    limit,
-    { s3: target.s3, bucket: target.bucket },
-  );
+  const { runs, searchedAll } = await runsOf(target, target.stateMachine, drop, limit);
   if (!searchedAll) {
     out.stderr.write(
       `hopper runs: looked through the newest ${String(MAX_EXECUTION_PAGES * 1000)} executions only; older runs of "${drop}" are in the Step Functions console\n`,
@@ -85,15 +79,14 @@ type Records = { readonly s3: S3Client; readonly bucket: string };
  * The drop's runs, newest first, at most `limit`; `searchedAll` is false when the listing stopped
  * at MAX_EXECUTION_PAGES with fewer runs found and executions left unread.
  */
-export async function runsOf(
-  sfn: SFNClient,
-  stateMachineArn: string,
+async function runsOf(
+  records: Records,
+  { client: sfn, arn: stateMachineArn }: { readonly client: SFNClient; readonly arn: string },
   drop: string,
   limit: number,
-  records?: Records,
 ): Promise<{ runs: RunSummary[]; searchedAll: boolean }> {
   const name = new RegExp(`^${escapeRegExp(executionNameDrop(drop))}-[0-9a-f]{${String(NAME_HASH_HEX)}}$`);
-  const kept = records === undefined ? new Set<string>() : await recordedRuns(records, drop);
+  const kept = await recordedRuns(records, drop);
   const runs: RunSummary[] = [];
   let token: string | undefined;
   for (let page = 0; page < MAX_EXECUTION_PAGES && runs.length < limit; page++) {
@@ -106,8 +99,7 @@ export async function runsOf(
       // Names keep 40 sanitised characters of the drop: the input tells drops apart for sure.
       const execution = await sfn.send(new DescribeExecutionCommand({ executionArn: item.executionArn }));
       if (dropOfInput(execution.input) !== drop) continue;
-      const record =
-        records !== undefined && kept.delete(item.name) ? await runRecord(records, drop, item.name) : null;
+      const record = kept.delete(item.name) ? await runRecord(records, drop, item.name) : null;
       const superseded = record?.state === 'superseded' && execution.status === 'SUCCEEDED';
       runs.push({
         ...fromRecord(record),
@@ -127,7 +119,7 @@ export async function runsOf(
     token = listed.nextToken;
     if (token === undefined) break;
   }
-  if (records !== undefined) runs.push(...(await unlistedRuns(records, drop, kept, runs, stateMachineArn)));
+  runs.push(...(await unlistedRuns(records, drop, kept, runs, stateMachineArn)));
   runs.sort((a, b) => b.started_at.localeCompare(a.started_at));
   return { runs: runs.slice(0, limit), searchedAll: runs.length >= limit || token === undefined };
 }

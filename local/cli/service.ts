@@ -8,6 +8,7 @@ import { messageOf } from '../../lambdas/run/errors/index.js';
 import {
   DEFAULT_OPTIONS,
   ENDPOINTS,
+  FAULT_COUNTS,
   startSimulatedService,
   validateOptions,
   type Encoder,
@@ -26,55 +27,66 @@ import {
   type Parsed,
 } from './command.js';
 
-type Knob = Exclude<
-  keyof SimulatedServiceOptions,
-  'faults' | 'renameNextActions' | 'unreadable' | 'trainingMetrics'
->;
+type Knob = Exclude<keyof SimulatedServiceOptions, 'faults' | 'renameNextActions' | 'trainingMetrics'>;
+/** Every knob's default; manualClockStart has none. */
+const DEFAULTS: Partial<SimulatedServiceOptions> = DEFAULT_OPTIONS;
 
-const COUNT = [0, Number.MAX_SAFE_INTEGER] as const;
+/**
+ * What each knob's flag says in --help, with the placeholder of a value that is not a count N; the
+ * rest follows from the knob's default (a boolean's flag is a switch).
+ */
+const KNOB_HELP: Readonly<Record<Knob, string | readonly [value: string, help: string]>> = {
+  host: ['HOST', 'interface to bind'],
+  port: 'API port (0: a free port)',
+  filePort: 'port of presigned file URLs (0: a free port)',
+  apiKey: ['KEY', "the account's API key"],
+  credits: 'credits of the account',
+  seed: 'seed of the PRNG behind fault rates',
+  maxRequestsPerSecond: 'API requests per second before 429 (0: no limit)',
+  readingMs: 'dataset reading phase',
+  structuringMs: 'dataset structuring phase',
+  queuedMs: 'model queued phase',
+  trainingMs: 'model training phase',
+  failTrainings: 'the next N trainings fail (credit returned)',
+  unreadable: 'every dataset ends reading as unreadable',
+  heldOutCount: 'held-out examples per dataset',
+  labelChoices: ['A,B,C', 'label choices of held-out examples'],
+  encoders: ['ID:NAME[:default],...', 'encoders on offer; exactly one marked :default'],
+  uploadUrlTtlMs: 'lifetime of an upload URL',
+  downloadUrlTtlMs: 'lifetime of a download link',
+  modelBytes: 'size of every model file',
+  datasetTtlMs: 'dataset lifetime from creation',
+  modelFilesTtlMs: 'model files lifetime from the end of training',
+  manualClockStart: ['ISO', 'a manual clock starting at this time, instead of the system clock'],
+};
+const KNOBS = Object.keys(KNOB_HELP) as Knob[];
 const PORT = [0, 65535] as const;
-const ms = (help: string): Flag => ({ value: 'N', range: COUNT, help });
-
-/** A flag for each knob, named after it. */
-const KNOB_FLAGS: Readonly<Record<string, Flag>> = {
-  host: { value: 'HOST', help: 'interface to bind' },
-  port: { value: 'N', range: PORT, help: 'API port (0: a free port)' },
-  'file-port': { value: 'N', range: PORT, help: 'port of presigned file URLs (0: a free port)' },
-  'api-key': { value: 'KEY', help: "the account's API key" },
-  credits: { value: 'N', range: COUNT, help: 'credits of the account' },
-  seed: {
-    value: 'N',
-    range: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
-    help: 'seed of the PRNG behind fault rates',
-  },
-  'max-requests-per-second': ms('API requests per second before 429 (0: no limit)'),
-  'reading-ms': ms('dataset reading phase'),
-  'structuring-ms': ms('dataset structuring phase'),
-  'queued-ms': ms('model queued phase'),
-  'training-ms': ms('model training phase'),
-  'fail-trainings': ms('the next N trainings fail (credit returned)'),
-  'held-out-count': ms('held-out examples per dataset'),
-  'label-choices': { value: 'A,B,C', help: 'label choices of held-out examples' },
-  encoders: { value: 'ID:NAME[:default],...', help: 'encoders on offer; exactly one marked :default' },
-  'upload-url-ttl-ms': ms('lifetime of an upload URL'),
-  'download-url-ttl-ms': ms('lifetime of a download link'),
-  'model-bytes': ms('size of every model file'),
-  'dataset-ttl-ms': ms('dataset lifetime from creation'),
-  'model-files-ttl-ms': ms('model files lifetime from the end of training'),
-  'manual-clock-start': {
-    value: 'ISO',
-    help: 'a manual clock starting at this time, instead of the system clock',
-  },
+/** The counts' range where it is not 0 and up. */
+const RANGES: Partial<Record<Knob, readonly [number, number]>> = {
+  port: PORT,
+  filePort: PORT,
+  seed: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
 };
 
-/** `reading-ms` -> `readingMs` */
-function knobOf(flag: string): Knob {
-  return flag.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase()) as Knob;
+/** `readingMs` -> `reading-ms` */
+function flagOf(knob: string): string {
+  return knob.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
+}
+
+function knobFlag(knob: Knob): Flag {
+  const entry = KNOB_HELP[knob];
+  const [value, about] = typeof entry === 'string' ? ['N', entry] : entry;
+  const help = `${about} (default: ${showDefault(knob)})`;
+  if (typeof DEFAULTS[knob] === 'boolean') return { help };
+  return value === 'N'
+    ? { value, range: RANGES[knob] ?? [0, Number.MAX_SAFE_INTEGER], help }
+    : { value, help };
 }
 
 function showDefault(knob: Knob): string {
-  const value = DEFAULT_OPTIONS[knob];
+  const value = DEFAULTS[knob];
   if (value === undefined) return 'none';
+  if (typeof value === 'boolean') return value ? 'on' : 'off';
   if (!Array.isArray(value)) return String(value);
   return value
     .map((item: string | Encoder) =>
@@ -89,13 +101,7 @@ export const SERVICE_SPEC: CommandSpec = {
   about:
     'Runs the simulated training service on its own until Ctrl-C: the contract of docs/simulated-service.md, in memory, on loopback (also: npm run service -- [options]). Durations are in ms of the service clock.',
   flags: {
-    ...Object.fromEntries(
-      Object.entries(KNOB_FLAGS).map(([flag, spec]) => [
-        flag,
-        { ...spec, help: `${spec.help} (default: ${showDefault(knobOf(flag))})` },
-      ]),
-    ),
-    unreadable: { help: 'every dataset ends reading as unreadable (default: off)' },
+    ...Object.fromEntries(KNOBS.map((knob) => [flagOf(knob), knobFlag(knob)])),
     fault: {
       value: 'ENDPOINT:KIND[:k=v,...]',
       multiple: true,
@@ -157,9 +163,10 @@ export function parseServiceArgs(argv: readonly string[]): Partial<SimulatedServ
 
 function serviceOptions(args: Parsed): Partial<SimulatedServiceOptions> {
   const options: Partial<Record<keyof SimulatedServiceOptions, unknown>> = {};
-  for (const flag of Object.keys(KNOB_FLAGS)) {
-    const value = args.number(flag) ?? args.text(flag);
-    if (value !== undefined) options[knobOf(flag)] = value;
+  for (const knob of KNOBS) {
+    const flag = flagOf(knob);
+    const value = args.number(flag) ?? args.text(flag) ?? (args.on(flag) || undefined);
+    if (value !== undefined) options[knob] = value;
   }
   const choices = args.text('label-choices');
   if (choices !== undefined) options.labelChoices = choices.split(',').map((choice) => choice.trim());
@@ -169,7 +176,6 @@ function serviceOptions(args: Parsed): Partial<SimulatedServiceOptions> {
   if (start !== undefined && Number.isNaN(Date.parse(start))) {
     throw new CliUsageError(`--manual-clock-start: expected an ISO time, got "${start}"`);
   }
-  if (args.on('unreadable')) options.unreadable = true;
   if (args.list('fault').length > 0) options.faults = args.list('fault').map(parseFaultFlag);
   const renames = args.list('rename-next-action');
   if (renames.length > 0) options.renameNextActions = Object.fromEntries(renames.map(parseRenameFlag));
@@ -179,7 +185,7 @@ function serviceOptions(args: Parsed): Partial<SimulatedServiceOptions> {
     // validateOptions names knobs (labelChoices, faults[0] ...): say which flag that is.
     throw new CliUsageError(
       messageOf(error).replace(/^(\w+)(\[\d+\])?/, (whole, knob: string) => {
-        const flag = knob.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
+        const flag = flagOf(knob);
         const named = [flag, flag.replace(/s$/, '')].find((name) => name in SERVICE_SPEC.flags);
         return named === undefined ? whole : `--${named}`;
       }),
@@ -202,15 +208,7 @@ function parseEncoders(text: string): Encoder[] {
   return encoders;
 }
 
-const FAULT_FIELDS = [
-  'count',
-  'rate',
-  'retryAfterSeconds',
-  'stallMs',
-  'cutAfterBytes',
-  'bodyBytes',
-  'byteIntervalMs',
-] as const;
+const FAULT_FIELDS = [...FAULT_COUNTS, 'rate'] as const;
 /** Settings whose value is a word, not a number. */
 const FAULT_WORD_FIELDS = ['form', 'field'] as const;
 

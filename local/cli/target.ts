@@ -136,6 +136,9 @@ function refusedAddress(error: unknown): string | undefined {
   return undefined;
 }
 
+/** There is no Hopper to talk to, for the reason `message` gives. */
+const noTarget = (message: string): CommandError => new CommandError('no_target', message);
+
 export async function resolveTarget(stack: string | undefined, deps: CommandDeps): Promise<Target> {
   return stack === undefined ? localTarget(deps) : await stackTarget(stack, deps);
 }
@@ -143,18 +146,17 @@ export async function resolveTarget(stack: string | undefined, deps: CommandDeps
 function localTarget({ env, aws }: CommandDeps): Target {
   const bucket = nonEmpty(env[HOPPER_BUCKET_ENV]);
   if (bucket === undefined) {
-    throw new CommandError(
-      'no_target',
+    throw noTarget(
       `no Hopper to talk to: give --stack NAME for a deployed stack, or run \`hopper local\` and eval the export lines it prints (${HOPPER_BUCKET_ENV} is not set)`,
     );
   }
-  const credentials =
-    env.AWS_ACCESS_KEY_ID !== undefined && env.AWS_SECRET_ACCESS_KEY !== undefined
-      ? { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY }
-      : undefined;
+  const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey } = env;
   const common = {
     region: nonEmpty(env.AWS_REGION) ?? 'us-east-1',
-    ...(credentials === undefined ? {} : { credentials }),
+    credentials:
+      accessKeyId === undefined || secretAccessKey === undefined
+        ? undefined
+        : { accessKeyId, secretAccessKey },
   };
   const s3Endpoint = nonEmpty(env[S3_ENDPOINT_ENV]);
   // s3rver needs path-style addressing and checksums only when required (local/s3/local-s3.ts).
@@ -170,28 +172,17 @@ function localTarget({ env, aws }: CommandDeps): Target {
         }),
     ...aws?.s3,
   });
-  const sfnEndpoint = nonEmpty(env[SFN_ENDPOINT_ENV]);
   const arn = nonEmpty(env[HOPPER_STATE_MACHINE_ENV]);
-  const sfn =
-    arn === undefined
-      ? null
-      : {
-          client: new SFNClient({
-            ...common,
-            ...(sfnEndpoint === undefined ? {} : { endpoint: sfnEndpoint }),
-            ...aws?.sfn,
-          }),
-          arn,
-        };
+  const sfn = new SFNClient({ ...common, endpoint: nonEmpty(env[SFN_ENDPOINT_ENV]), ...aws?.sfn });
   return {
     label: 'hopper local',
     s3,
     bucket,
-    stateMachine: sfn,
+    stateMachine: arn === undefined ? null : { client: sfn, arn },
     service: () => Promise.resolve().then(() => localService(env)),
     close() {
       s3.destroy();
-      sfn?.client.destroy();
+      sfn.destroy();
     },
   };
 }
@@ -200,18 +191,13 @@ function localTarget({ env, aws }: CommandDeps): Target {
 function localService(env: NodeJS.ProcessEnv): { readonly url: string; readonly apiKey: string } {
   const url = nonEmpty(env[HOPPER_SERVICE_URL_ENV]);
   if (url === undefined) {
-    throw new CommandError(
-      'no_target',
+    throw noTarget(
       `${HOPPER_SERVICE_URL_ENV} is not set: eval the export lines \`hopper local\` prints, or give --stack NAME`,
     );
   }
   const apiKey = nonEmpty(env[API_KEY_ENV]) ?? simulatedKeyFor(url);
-  if (apiKey === undefined) {
-    throw new CommandError(
-      'no_target',
-      `set ${API_KEY_ENV} to the API key of the training service at ${url}`,
-    );
-  }
+  if (apiKey === undefined)
+    throw noTarget(`set ${API_KEY_ENV} to the API key of the training service at ${url}`);
   return { url, apiKey };
 }
 
@@ -221,9 +207,7 @@ function localService(env: NodeJS.ProcessEnv): { readonly url: string; readonly 
  */
 function simulatedKeyFor(url: string): string | undefined {
   const host = new URL(url).hostname;
-  return host === '127.0.0.1' || host === 'localhost' || host === '[::1]'
-    ? SIMULATED_DEFAULTS.apiKey
-    : undefined;
+  return ['127.0.0.1', 'localhost', '[::1]'].includes(host) ? SIMULATED_DEFAULTS.apiKey : undefined;
 }
 
 /** What `hopper local` exports (local.ts), in the order it prints them. */
@@ -250,13 +234,10 @@ async function stackTarget(stack: string, { env, aws }: CommandDeps): Promise<Ta
   const outputs = await stackOutputs(stack, aws);
   const output = (key: string): string => {
     const value = outputs.get(key);
-    if (value === undefined) {
-      throw new CommandError(
-        'no_target',
-        `stack "${stack}" has no output ${key}: is it a Hopper stack, deployed with this version of Hopper?`,
-      );
-    }
-    return value;
+    if (value !== undefined) return value;
+    throw noTarget(
+      `stack "${stack}" has no output ${key}: is it a Hopper stack, deployed with this version of Hopper?`,
+    );
   };
   const bucket = output(STACK_OUTPUTS.bucket);
   const arn = output(STACK_OUTPUTS.stateMachine);
@@ -278,49 +259,57 @@ async function stackTarget(stack: string, { env, aws }: CommandDeps): Promise<Ta
   };
 }
 
-async function stackOutputs(stack: string, aws: AwsOverrides | undefined): Promise<Map<string, string>> {
-  const cloudformation = new CloudFormationClient({ ...aws?.cloudformation });
+/**
+ * `use` of a client made for it, destroyed after; any failure but a CommandError is the
+ * no_target error `failure` describes.
+ */
+async function withClient<C extends { destroy(): void }, T>(
+  client: C,
+  use: (client: C) => Promise<T>,
+  failure: (error: unknown) => string,
+): Promise<T> {
   try {
-    const answer = await cloudformation.send(new DescribeStacksCommand({ StackName: stack }));
-    const found = answer.Stacks?.[0];
-    if (found === undefined) throw new CommandError('no_target', `CloudFormation has no stack "${stack}"`);
-    return new Map(
-      (found.Outputs ?? []).flatMap((output) =>
-        output.OutputKey === undefined || output.OutputValue === undefined
-          ? []
-          : [[output.OutputKey, output.OutputValue] as const],
-      ),
-    );
+    return await use(client);
   } catch (error) {
-    if (error instanceof CommandError) throw error;
-    throw new CommandError(
-      'no_target',
-      `could not read stack "${stack}" from CloudFormation (${messageOf(error)}): check --stack, AWS_REGION and your AWS credentials`,
-    );
+    throw error instanceof CommandError ? error : noTarget(failure(error));
   } finally {
-    cloudformation.destroy();
+    client.destroy();
   }
 }
 
+function stackOutputs(stack: string, aws: AwsOverrides | undefined): Promise<Map<string, string>> {
+  const read = async (cloudformation: CloudFormationClient) => {
+    const answer = await cloudformation.send(new DescribeStacksCommand({ StackName: stack }));
+    const found = answer.Stacks?.[0];
+    if (found === undefined) throw noTarget(`CloudFormation has no stack "${stack}"`);
+    return new Map(
+      (found.Outputs ?? []).flatMap(({ OutputKey: key, OutputValue: value }) =>
+        key === undefined || value === undefined ? [] : [[key, value] as const],
+      ),
+    );
+  };
+  return withClient(
+    new CloudFormationClient({ ...aws?.cloudformation }),
+    read,
+    (error) =>
+      `could not read stack "${stack}" from CloudFormation (${messageOf(error)}): check --stack, AWS_REGION and your AWS credentials`,
+  );
+}
+
 /** The training service's API key, from the stack's secret. */
-async function secretApiKey(secretId: string, aws: AwsOverrides | undefined): Promise<string> {
-  const secrets = new SecretsManagerClient({ ...aws?.secretsmanager });
-  try {
+function secretApiKey(secretId: string, aws: AwsOverrides | undefined): Promise<string> {
+  const read = async (secrets: SecretsManagerClient) => {
     const secret = await secrets.send(new GetSecretValueCommand({ SecretId: secretId }));
     const apiKey = secret.SecretString?.trim() ?? '';
-    if (apiKey === '')
-      throw new CommandError('no_target', `the secret ${secretId} holds no API key: put the key in it`);
+    if (apiKey === '') throw noTarget(`the secret ${secretId} holds no API key: put the key in it`);
     return apiKey;
-  } catch (error) {
-    if (error instanceof CommandError) throw error;
-    // The SDK's message names the secret and the failure, never its value.
-    throw new CommandError(
-      'no_target',
-      `could not read the API key from the secret ${secretId}: ${messageOf(error)}`,
-    );
-  } finally {
-    secrets.destroy();
-  }
+  };
+  // The SDK's message names the secret and the failure, never its value.
+  return withClient(
+    new SecretsManagerClient({ ...aws?.secretsmanager }),
+    read,
+    (error) => `could not read the API key from the secret ${secretId}: ${messageOf(error)}`,
+  );
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

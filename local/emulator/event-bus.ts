@@ -5,22 +5,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import type { EventBridgeEvent } from 'aws-lambda';
 import type { RunEventBus } from '../../lambdas/run/events/index.js';
 import { DEFAULT_EVENT_SOURCE, type RunEvent, type RunEventDetail } from '../../lambdas/run/events/index.js';
 
 /** An event as a rule's target receives it from EventBridge. */
-export interface DeliveredRunEvent {
-  readonly version: '0';
-  /** EventBridge's id: new for every put, unlike `detail.event_id`. */
-  readonly id: string;
-  readonly 'detail-type': RunEvent['detailType'];
-  readonly source: string;
-  readonly account: string;
-  readonly time: string;
-  readonly region: string;
-  readonly resources: readonly string[];
-  readonly detail: RunEventDetail;
-}
+export type DeliveredRunEvent = EventBridgeEvent<RunEvent['detailType'], RunEventDetail>;
 
 export interface LocalEventBusEvents {
   event: [event: DeliveredRunEvent];

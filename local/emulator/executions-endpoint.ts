@@ -6,8 +6,8 @@
  * (AWS_ENDPOINT_URL_SFN, printed by `hopper local`), the same code reads local mode's runs, the
  * trigger's sfnExecutionStarter starts one, and so does `aws stepfunctions start-execution`.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type ServerResponse } from 'node:http';
+import { messageOf } from '../../lambdas/run/errors/index.js';
 import {
   EXECUTION_ALREADY_EXISTS,
   executionArnOf,
@@ -19,6 +19,7 @@ import {
   type ExecutionOutcome,
   type LocalStateMachine,
 } from './state-machine.js';
+import { listen, readSmallBody, stop } from '../service/http/index.js';
 
 const EXECUTION_ARN_PREFIX = executionArnOf(LOCAL_STATE_MACHINE_ARN, '');
 /** What Step Functions allows in an execution name (and its length). */
@@ -28,58 +29,49 @@ const DEFAULT_PAGE = 100;
 const MAX_PAGE = 1000;
 const MAX_BODY_BYTES = 64 * 1024;
 
-export interface ExecutionsEndpoint {
-  readonly url: string;
-  readonly stateMachineArn: string;
-  close(): Promise<void>;
-}
-
 type Answer = { readonly status: number; readonly body: Record<string, unknown> };
 
 /** When each execution ended, and how: what ListExecutions and DescribeExecution answer from. */
 type Ended = ReadonlyMap<string, { readonly outcome: ExecutionOutcome; readonly at: number }>;
 
-export async function startExecutionsEndpoint(machine: LocalStateMachine): Promise<ExecutionsEndpoint> {
+/** The endpoint, on loopback, answering for `machine`. */
+export async function startExecutionsEndpoint(
+  machine: LocalStateMachine,
+): Promise<{ url: string; stateMachineArn: string; close(): Promise<void> }> {
   const ended = new Map<string, { outcome: ExecutionOutcome; at: number }>();
   machine.on('done', (execution, outcome) => {
     ended.set(execution.name, { outcome, at: Date.now() });
   });
 
   const answer = (target: string, body: Record<string, unknown>): Answer => {
-    if (target === 'AWSStepFunctions.StartExecution') return startExecution(machine, body);
-    if (target === 'AWSStepFunctions.ListExecutions') return listExecutions(machine, ended, body);
     if (target === 'AWSStepFunctions.DescribeExecution') return describeExecution(machine, ended, body);
-    return error(
-      'UnknownOperationException',
-      `local mode answers StartExecution, ListExecutions and DescribeExecution, not ${target}`,
-    );
+    const start = target === 'AWSStepFunctions.StartExecution';
+    if (!start && target !== 'AWSStepFunctions.ListExecutions') {
+      return error(
+        'UnknownOperationException',
+        `local mode answers StartExecution, ListExecutions and DescribeExecution, not ${target}`,
+      );
+    }
+    if (body.stateMachineArn !== LOCAL_STATE_MACHINE_ARN) {
+      const message = `State Machine Does Not Exist: '${String(body.stateMachineArn)}'`;
+      return error('StateMachineDoesNotExist', message);
+    }
+    return start ? startExecution(machine, body) : listExecutions(machine, ended, body);
   };
 
   const server = createServer((req, res) => {
-    readBody(req)
-      .then((text) => {
+    readSmallBody(req, MAX_BODY_BYTES)
+      .then((raw) => {
+        const text = raw.toString();
         const body = JSON.parse(text === '' ? '{}' : text) as Record<string, unknown>;
         send(res, answer(String(req.headers['x-amz-target']), body));
       })
       .catch((failure: unknown) => {
-        send(
-          res,
-          error('SerializationException', failure instanceof Error ? failure.message : String(failure)),
-        );
+        send(res, error('SerializationException', messageOf(failure)));
       });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${String((server.address() as AddressInfo).port)}`,
-    stateMachineArn: LOCAL_STATE_MACHINE_ARN,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => {
-          resolve();
-        });
-      }),
-  };
+  const url = await listen(server, '127.0.0.1', 0);
+  return { url, stateMachineArn: LOCAL_STATE_MACHINE_ARN, close: () => stop(server) };
 }
 
 function summary(execution: Execution, ended: Ended): Record<string, unknown> {
@@ -96,12 +88,6 @@ function summary(execution: Execution, ended: Ended): Record<string, unknown> {
 }
 
 function listExecutions(machine: LocalStateMachine, ended: Ended, body: Record<string, unknown>): Answer {
-  if (body.stateMachineArn !== LOCAL_STATE_MACHINE_ARN) {
-    return error(
-      'StateMachineDoesNotExist',
-      `State Machine Does Not Exist: '${String(body.stateMachineArn)}'`,
-    );
-  }
   const size = typeof body.maxResults === 'number' && body.maxResults > 0 ? body.maxResults : DEFAULT_PAGE;
   const start = typeof body.nextToken === 'string' ? Number(body.nextToken) : 0;
   const all = machine
@@ -135,12 +121,6 @@ function describeExecution(machine: LocalStateMachine, ended: Ended, body: Recor
 }
 
 function startExecution(machine: LocalStateMachine, body: Record<string, unknown>): Answer {
-  if (body.stateMachineArn !== LOCAL_STATE_MACHINE_ARN) {
-    return error(
-      'StateMachineDoesNotExist',
-      `State Machine Does Not Exist: '${String(body.stateMachineArn)}'`,
-    );
-  }
   const name = body.name;
   if (typeof name !== 'string' || !EXECUTION_NAME.test(name)) {
     return error('InvalidName', `Invalid Name: '${String(name)}' (1 to 80 of A-Z, a-z, 0-9, - and _)`);
@@ -173,13 +153,4 @@ function error(type: string, message: string): Answer {
 function send(res: ServerResponse, { status, body }: Answer): void {
   res.writeHead(status, { 'content-type': 'application/x-amz-json-1.0' });
   res.end(JSON.stringify(body));
-}
-
-async function readBody(req: IncomingMessage): Promise<string> {
-  let text = '';
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    text += chunk.toString();
-    if (text.length > MAX_BODY_BYTES) throw new Error('request body too large');
-  }
-  return text;
 }

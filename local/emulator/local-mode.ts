@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { LogLevel } from '@aws-lambda-powertools/logger/types';
-import { synthesizeLocalDefinition, type AslDefinition, type LocalDefinition } from './definition.js';
+import { synthesizeLocalDefinition, type LocalDefinition } from './definition.js';
 import { TASKS, type TaskName } from '../../infra/tasks.js';
 import { messageOf } from '../../lambdas/run/errors/index.js';
 import type { TaskHandler } from '../../lambdas/run/invocation/index.js';
@@ -28,7 +28,7 @@ import {
   type SimulatedServiceOptions,
 } from '../service/index.js';
 import { markInterruptedRuns } from './interrupted-runs.js';
-import { startExecutionsEndpoint, type ExecutionsEndpoint } from './executions-endpoint.js';
+import { startExecutionsEndpoint } from './executions-endpoint.js';
 import { LocalEventBus } from './event-bus.js';
 import { asLambda, RunningInvocations } from './lambda-invoke.js';
 import { connectS3Events } from './s3-events.js';
@@ -80,32 +80,8 @@ export interface LocalModeOptions {
   readonly dataDir?: string;
 }
 
-export interface LocalMode {
-  readonly s3: LocalS3;
-  readonly bucket: string;
-  /** The training service's base URL. */
-  readonly serviceUrl: string;
-  /** The simulated service, when local mode started one. */
-  readonly simulated: SimulatedService | undefined;
-  /** A client of the training service, as the steps have it (the key stays inside). */
-  service(): Promise<TrainingServiceClient>;
-  readonly stateMachine: LocalStateMachine;
-  /** The definition the state machine runs (synthesized from the stack). */
-  readonly definition: AslDefinition;
-  /** The drops whose run was still `running` in the data directory, now marked interrupted. */
-  readonly interrupted: readonly string[];
-  /** The state machine's executions over Step Functions' API (for `hopper runs`). */
-  readonly executions: Pick<ExecutionsEndpoint, 'url' | 'stateMachineArn'>;
-  /** Where the runs' Started, Succeeded and Failed events go (in place of EventBridge). */
-  readonly events: LocalEventBus;
-  /**
-   * Hands an event to the trigger, as the EventBridge rule does; s3rver's events arrive here on
-   * their own. Tests call it to deliver one event twice.
-   */
-  deliver(event: unknown): Promise<TriggerResult>;
-  /** Stops every execution, then the S3 server and the simulated service. */
-  close(): Promise<void>;
-}
+/** Local mode running: what startLocalMode returns. */
+export type LocalMode = Awaited<ReturnType<typeof startLocalMode>>;
 
 /** What answers a Task state: its input in, the Task's result out (see lambda-invoke.ts). */
 export type LocalTask = (input: unknown) => Promise<unknown>;
@@ -121,7 +97,7 @@ function localDefinition(): LocalDefinition {
   return synthesized;
 }
 
-export async function startLocalMode(options: LocalModeOptions = {}): Promise<LocalMode> {
+export async function startLocalMode(options: LocalModeOptions = {}) {
   const cleanups: (() => Promise<void>)[] = [];
   const closeAll = async (): Promise<void> => {
     for (const cleanup of cleanups.reverse()) await cleanup();
@@ -145,8 +121,8 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
     const stateMachine = new LocalStateMachine({
       definition: local.definition,
       tasks: await taskHandlers(local, runtime, invocations, options.wrapTask),
-      ...(options.waitMs === undefined ? {} : { waitMs: options.waitMs }),
-      ...(options.retryPauseMs === undefined ? {} : { retryPauseMs: options.retryPauseMs }),
+      waitMs: options.waitMs,
+      retryPauseMs: options.retryPauseMs,
     });
     cleanups.push(() => stateMachine.stopAll());
     const executions = await startExecutionsEndpoint(stateMachine);
@@ -159,15 +135,27 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
     return {
       s3,
       bucket: s3.bucket,
+      /** The training service's base URL. */
       serviceUrl: service.url,
+      /** The simulated service, when local mode started one. */
       simulated,
-      service: () => runtime.service(),
+      /** A client of the training service, as the steps have it (the key stays inside). */
+      service: (): Promise<TrainingServiceClient> => runtime.service(),
       stateMachine,
+      /** The definition the state machine runs (synthesized from the stack). */
       definition: local.definition,
-      interrupted,
+      /** The drops whose run was still `running` in the data directory, now marked interrupted. */
+      interrupted: interrupted as readonly string[],
+      /** The state machine's executions over Step Functions' API (for `hopper runs`). */
       executions: { url: executions.url, stateMachineArn: executions.stateMachineArn },
+      /** Where the runs' Started, Succeeded and Failed events go (in place of EventBridge). */
       events,
+      /**
+       * Hands an event to the trigger, as the EventBridge rule does; s3rver's events arrive here on
+       * their own. Tests call it to deliver one event twice.
+       */
       deliver: trigger,
+      /** Stops every execution, then the S3 server and the simulated service. */
       close: closeAll,
     };
   } catch (error) {
@@ -177,10 +165,8 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
 }
 
 function startS3(options: LocalModeOptions): Promise<LocalS3> {
-  return startLocalS3({
-    ...(options.s3Port === undefined ? {} : { port: options.s3Port }),
-    ...(options.dataDir === undefined ? {} : { directory: join(options.dataDir, 's3') }),
-  });
+  const directory = options.dataDir === undefined ? undefined : join(options.dataDir, 's3');
+  return startLocalS3({ port: options.s3Port, directory });
 }
 
 /** The bucket's object-created events, delivered to the trigger as the EventBridge rule does. */
@@ -258,8 +244,8 @@ function handlerRuntime(
       // The same retry budget as in Lambda, which fits the Tasks' timeouts enforced here too.
       clientOptions: options.clientOptions ?? LAMBDA_CLIENT_OPTIONS,
     }),
-    ...(options.dropQuietMs === undefined ? {} : { dropQuietMs: options.dropQuietMs }),
-    ...(options.now === undefined ? {} : { now: options.now }),
+    dropQuietMs: options.dropQuietMs,
+    now: options.now,
     // No tracer and no EMF lines: nothing here may reach an X-Ray daemon, and stdout is the user's.
   });
 }

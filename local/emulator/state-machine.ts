@@ -91,8 +91,8 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
         : Object.fromEntries(states.filter(([, state]) => state.Type === type).map(([name]) => [name, ms]));
     this.#overrides = {
       taskResourceLocalHandlers: options.tasks as unknown as TaskOverrides,
-      ...withDefined('waitTimeOverrides', named('Wait', options.waitMs)),
-      ...withDefined('retryIntervalOverrides', named('Task', options.retryPauseMs)),
+      waitTimeOverrides: named('Wait', options.waitMs),
+      retryIntervalOverrides: named('Task', options.retryPauseMs),
     };
   }
 
@@ -258,8 +258,4 @@ function failureOf(error: unknown): ExecutionOutcome {
     return { status: 'FAILED', error: inner.name, cause: inner.message };
   }
   return { status: 'FAILED', error: 'States.Runtime', cause: String(inner) };
-}
-
-function withDefined<K extends string, V>(key: K, value: V | undefined): Partial<Record<K, V>> {
-  return value === undefined ? {} : ({ [key]: value } as Record<K, V>);
 }

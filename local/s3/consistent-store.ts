@@ -21,7 +21,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { access, mkdir, rename, rm } from 'node:fs/promises';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -207,7 +207,7 @@ class ConsistentStore extends BaseStore {
     conditions: WriteConditions | undefined,
   ): Promise<Error | null> {
     if (conditions === undefined || (!conditions.ifNoneMatch && conditions.ifMatch === null)) return null;
-    const present = await exists(objectPath);
+    const present = (await stat(objectPath).catch(() => null)) !== null;
     if (conditions.ifNoneMatch && present) return preconditionFailed('If-None-Match');
     if (conditions.ifMatch !== null) {
       if (!present) return new S3Error('NoSuchKey', 'The specified key does not exist.', { Key: object.key });
@@ -223,15 +223,6 @@ function preconditionFailed(condition: string): Error {
   return new S3Error('PreconditionFailed', 'At least one of the pre-conditions you specified did not hold', {
     Condition: condition,
   });
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**

@@ -2,6 +2,7 @@
  * A local S3 endpoint on loopback (s3rver), with its bucket made and an S3 client configured
  * the way s3rver needs it. Local mode and the tests use it in place of S3.
  */
+import { once } from 'node:events';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -28,24 +29,10 @@ export interface LocalS3Options {
   readonly directory?: string;
 }
 
-export interface LocalS3 {
-  /** `http://127.0.0.1:<port>` */
-  readonly endpoint: string;
-  readonly port: number;
-  readonly bucket: string;
-  readonly client: S3Client;
-  /** The s3rver instance, for its 'event' notifications (local triggers). */
-  readonly server: S3rver;
-  /** The folder holding the server's objects (a temporary one, removed by close()). */
-  readonly directory: string;
-  /** The file holding the bytes of the object `key`, as they were uploaded. */
-  objectFile(key: string): string;
-  /** Leaves `directory` on disk at close(), e.g. for a model that could not be saved elsewhere. */
-  keep(): void;
-  close(): Promise<void>;
-}
+/** A local S3 running: what startLocalS3 returns. */
+export type LocalS3 = Awaited<ReturnType<typeof startLocalS3>>;
 
-export async function startLocalS3(options: LocalS3Options = {}): Promise<LocalS3> {
+export async function startLocalS3(options: LocalS3Options = {}) {
   const bucket = options.bucket ?? DEFAULT_LOCAL_BUCKET;
   // s3rver reports a failed listen as an unhandled 'error' event, which ends the process.
   if (options.port !== undefined && options.port !== 0) await assertPortFree(options.port);
@@ -80,17 +67,22 @@ export async function startLocalS3(options: LocalS3Options = {}): Promise<LocalS
   const endpoint = `http://127.0.0.1:${String(address.port)}`;
   const client = localS3Client(endpoint);
   return {
+    /** `http://127.0.0.1:<port>` */
     endpoint,
     port: address.port,
     bucket,
     client,
+    /** The s3rver instance, for its 'event' notifications (local triggers). */
     server,
+    /** The folder holding the server's objects (a temporary one, removed by close()). */
     directory,
-    objectFile: (key) => store.getResourcePath(bucket, key, 'object'),
-    keep() {
+    /** The file holding the bytes of the object `key`, as they were uploaded. */
+    objectFile: (key: string): string => store.getResourcePath(bucket, key, 'object'),
+    /** Leaves `directory` on disk at close(), e.g. for a model that could not be saved elsewhere. */
+    keep(): void {
       kept = true;
     },
-    async close() {
+    async close(): Promise<void> {
       client.destroy();
       await server.close();
       if (!kept) await rm(directory, { recursive: true, force: true });
@@ -117,19 +109,15 @@ export function localS3Client(endpoint: string): S3Client {
 /** Throws a clear error when 127.0.0.1:`port` cannot be listened on (in use, not allowed). */
 async function assertPortFree(port: number): Promise<void> {
   const probe = createServer();
-  await new Promise<void>((resolve, reject) => {
-    probe.once('error', (error: NodeJS.ErrnoException) => {
-      const why = error.code === 'EADDRINUSE' ? 'is in use' : `cannot be used (${error.message})`;
-      reject(
-        new Error(
-          `the local S3 port ${String(port)} on 127.0.0.1 ${why}: choose another (--s3-port), or leave it out for a free one`,
-        ),
-      );
-    });
-    probe.listen(port, '127.0.0.1', () => {
-      probe.close(() => {
-        resolve();
-      });
-    });
-  });
+  try {
+    await once(probe.listen(port, '127.0.0.1'), 'listening');
+  } catch (error) {
+    const { code, message } = error as NodeJS.ErrnoException;
+    const why = code === 'EADDRINUSE' ? 'is in use' : `cannot be used (${message})`;
+    throw new Error(
+      `the local S3 port ${String(port)} on 127.0.0.1 ${why}: choose another (--s3-port), or leave it out for a free one`,
+      { cause: error },
+    );
+  }
+  await once(probe.close(), 'close');
 }

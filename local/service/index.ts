@@ -35,6 +35,6 @@
  *   cli.ts, cli-args.ts   `hopper service`
  */
 export type { SimulatedServiceOptions, FaultRule, EndpointName, Encoder } from './options.js';
-export { DEFAULT_OPTIONS, ENDPOINTS, validateOptions } from './options.js';
+export { DEFAULT_OPTIONS, ENDPOINTS, FAULT_COUNTS, validateOptions } from './options.js';
 export { startSimulatedService, type SimulatedService, type ServicePersistence } from './server.js';
 export { modelBytesAt, MODEL_CHUNK_BYTES } from './domain/index.js';

@@ -73,100 +73,89 @@ export interface FaultRule extends MisbehaviourSettings {
 /** An encoder on offer (B7): the client's record type. */
 export type { Encoder };
 
-export interface SimulatedServiceOptions {
-  /** Interface to bind. Default '127.0.0.1'. */
-  host: string;
-  /** API port; 0 picks a free one. Default 0. */
-  port: number;
-  /** Port of the presigned file URLs (uploads and downloads); 0 picks a free one. Default 0. */
-  filePort: number;
-  /** The one account's API key. Default 'dev-key'. */
-  apiKey: string;
-  /** Credits of the account. Default 10. */
-  credits: number;
-  /** Seed of the PRNG behind fault rates and generated data. Default 1. */
-  seed: number;
-  /** Failure injection rules, checked in order; the first that fires wins. Default []. */
-  faults: FaultRule[];
+const HOUR = 60 * 60_000;
+
+/**
+ * The knobs and their defaults. Durations are milliseconds of the service clock (clock.ts).
+ */
+export const DEFAULT_OPTIONS = {
+  /** Interface to bind. */
+  host: '127.0.0.1',
+  /** API port; 0 picks a free one. */
+  port: 0,
+  /** Port of the presigned file URLs (uploads and downloads); 0 picks a free one. */
+  filePort: 0,
+  /** The one account's API key. */
+  apiKey: 'dev-key',
+  /** Credits of the account. */
+  credits: 10,
+  /** Seed of the PRNG behind fault rates and generated data. */
+  seed: 1,
+  /** Failure injection rules, checked in order; the first that fires wins. */
+  faults: [] as FaultRule[],
   /**
    * API requests per second the account may make (rate-limit.ts): beyond it, 429 rate_limited
    * with Retry-After, before any side effect. Presigned file transfers do not count. 0: no limit.
-   * Default 0.
    */
-  maxRequestsPerSecond: number;
-
-  /** Dataset `reading` phase (after the last file completes). Default 1000. */
-  readingMs: number;
-  /** Dataset `structuring` phase. Default 1000. */
-  structuringMs: number;
-  /** Model `queued` phase. Default 500. */
-  queuedMs: number;
-  /** Model `training` phase. Default 2000. */
-  trainingMs: number;
-
-  /** The next N trainings fail (each returns its credit). Default 0. */
-  failTrainings: number;
-  /** Tests only: the metrics the next trainings report, one entry each, instead of generated ones. */
-  trainingMetrics?: Record<string, number>[];
-  /** Every dataset ends its reading phase as unreadable, whatever its data. Default false. */
-  unreadable: boolean;
-  /** Held-out examples per dataset (capped by the number of rows). Default 5. */
-  heldOutCount: number;
-  /** Label choices offered for held-out examples. Default ['positive', 'negative', 'neutral']. */
-  labelChoices: string[];
-  /** Encoders on offer; exactly one must be default. */
-  encoders: Encoder[];
-
-  /** Lifetime of an upload URL. Default 1 hour. */
-  uploadUrlTtlMs: number;
-  /** Lifetime of a download link (still never past files_expire_at). Default 15 minutes. */
-  downloadUrlTtlMs: number;
-  /** Size of every generated model file. Default 1 MiB. */
-  modelBytes: number;
-  /** Dataset data lifetime from creation (then `expired`). Default 7 days. */
-  datasetTtlMs: number;
-  /** Model files lifetime from the end of training (then `none`). Default 24 hours. */
-  modelFilesTtlMs: number;
-  /**
-   * Report these next_action values under another name, e.g. `{ start_training: 'celebrate' }`:
-   * the service then speaks a value no client knows, to test that a client names it instead of
-   * crashing. Only what records show changes; the service's own rules are untouched. Default {}.
-   */
-  renameNextActions: Record<string, string>;
-  /** Use a manual clock starting at this ISO time instead of following the system clock. Default undefined. */
-  manualClockStart?: string;
-}
-
-const HOUR = 60 * 60_000;
-
-export const DEFAULT_OPTIONS: SimulatedServiceOptions = {
-  host: '127.0.0.1',
-  port: 0,
-  filePort: 0,
-  apiKey: 'dev-key',
-  credits: 10,
-  seed: 1,
-  faults: [],
   maxRequestsPerSecond: 0,
+
+  /** Dataset `reading` phase (after the last file completes). */
   readingMs: 1000,
+  /** Dataset `structuring` phase. */
   structuringMs: 1000,
+  /** Model `queued` phase. */
   queuedMs: 500,
+  /** Model `training` phase. */
   trainingMs: 2000,
+
+  /** The next N trainings fail (each returns its credit). */
   failTrainings: 0,
+  /** Every dataset ends its reading phase as unreadable, whatever its data. */
   unreadable: false,
+  /** Held-out examples per dataset (capped by the number of rows). */
   heldOutCount: 5,
+  /** Label choices offered for held-out examples. */
   labelChoices: ['positive', 'negative', 'neutral'],
+  /** Encoders on offer; exactly one must be default. */
   encoders: [
     { id: 'enc-small', name: 'Small encoder', default: true },
     { id: 'enc-base', name: 'Base encoder', default: false },
-  ],
+  ] as Encoder[],
+
+  /** Lifetime of an upload URL. */
   uploadUrlTtlMs: UPLOAD_URL_TTL_MS,
+  /** Lifetime of a download link (still never past files_expire_at). */
   downloadUrlTtlMs: DOWNLOAD_LINK_TTL_MS,
+  /** Size of every generated model file. */
   modelBytes: 1024 * 1024,
+  /** Dataset data lifetime from creation (then `expired`). */
   datasetTtlMs: 7 * 24 * HOUR,
+  /** Model files lifetime from the end of training (then `none`). */
   modelFilesTtlMs: 24 * HOUR,
-  renameNextActions: {},
+  /**
+   * Report these next_action values under another name, e.g. `{ start_training: 'celebrate' }`:
+   * the service then speaks a value no client knows, to test that a client names it instead of
+   * crashing. Only what records show changes; the service's own rules are untouched.
+   */
+  renameNextActions: {} as Record<string, string>,
 };
+
+export type SimulatedServiceOptions = typeof DEFAULT_OPTIONS & {
+  /** Tests only: the metrics the next trainings report, one entry each, instead of generated ones. */
+  trainingMetrics?: Record<string, number>[];
+  /** Use a manual clock starting at this ISO time instead of following the system clock. */
+  manualClockStart?: string;
+};
+
+/** A fault rule's settings that are counts (integers >= 0); `rate` is a probability, `form` and `field` words. */
+export const FAULT_COUNTS = [
+  'count',
+  'retryAfterSeconds',
+  'stallMs',
+  'cutAfterBytes',
+  'bodyBytes',
+  'byteIntervalMs',
+] as const;
 
 const FAULT_KINDS: readonly FaultRule['kind'][] = [...PLAIN_FAULT_KINDS, ...MISBEHAVIOUR_KINDS];
 
@@ -222,7 +211,7 @@ export function validateFaultRule(rule: FaultRule, where: string): void {
   if (!FAULT_KINDS.includes(rule.kind)) {
     throw new Error(`${where}.kind: unknown kind ${rule.kind} (one of ${FAULT_KINDS.join(', ')})`);
   }
-  for (const field of ['count', 'retryAfterSeconds', 'stallMs', 'cutAfterBytes'] as const) {
+  for (const field of FAULT_COUNTS) {
     if (rule[field] !== undefined && !isCount(rule[field]))
       throw new Error(`${where}.${field} must be an integer >= 0`);
   }

@@ -15,42 +15,8 @@ import {
   type SimulatedServiceOptions,
 } from './options.js';
 
-export interface SimulatedService {
-  /** base_url: origin of the API (every path starts with /v1). */
-  readonly apiUrl: string;
-  /** Origin of the presigned upload and download URLs (another port). */
-  readonly fileUrl: string;
-  /** The account's API key (follows configure({ apiKey })). */
-  readonly apiKey: string;
-  readonly clock: { now(): number; advance(ms: number): void };
-  /** Changes knobs while running (not host, ports or the clock kind). Throws on a bad value. */
-  configure(partial: Partial<SimulatedServiceOptions>): void;
-  /** Credits left now. */
-  credits(): number;
-  /** Requests seen per endpoint, faulted and rate-limited ones included. */
-  requestCount(endpoint: EndpointName): number;
-  /** Fault rules fired so far, of one kind or of all (a garbled answer counts once). */
-  faultCount(kind?: FaultRule['kind']): number;
-  /** Requests answered 429 by the maxRequestsPerSecond limit so far. */
-  rateLimited(): number;
-  /** A done model loses its files: 'refunded' (credit back, status refunded) or 'moved' (hf_repo set). */
-  removeModelFiles(modelId: string, how: 'refunded' | 'moved'): void;
-  /**
-   * A dataset or model is gone, as if deleted by someone or purged after it expired: every
-   * endpoint and presigned URL on it answers 404 not_found from now on. A model's credit stays
-   * spent (or returned, if its training had failed); a dataset's models stay.
-   */
-  deleteRecord(kind: 'dataset' | 'model', id: string): void;
-  /**
-   * File uploads (PUTs to upload URLs) being served now, and the most at once since the start
-   * or the last read with `reset`.
-   */
-  uploadsInFlight(reset?: boolean): { now: number; max: number };
-  /** Size and sha256 (hex) of the last complete upload of a dataset's file, if any. */
-  fileDigest(datasetId: string, fileName: string): { bytes: number; sha256: string } | undefined;
-  /** Stops both servers and drops open connections. */
-  close(): Promise<void>;
-}
+/** A running simulated service: what tests and local mode drive it with (serviceHandle). */
+export type SimulatedService = ReturnType<typeof serviceHandle>;
 
 export interface ServicePersistence {
   /** A file holding the records across restarts (read at start, kept up to date; persistence.ts). */
@@ -103,15 +69,19 @@ function serviceHandle(
   apiUrl: string,
   fileUrl: string,
   close: () => Promise<void>,
-): SimulatedService {
+) {
   return {
+    /** base_url: origin of the API (every path starts with /v1). */
     apiUrl,
+    /** Origin of the presigned upload and download URLs (another port). */
     fileUrl,
-    get apiKey() {
+    /** The account's API key (follows configure({ apiKey })). */
+    get apiKey(): string {
       return state.knobs.apiKey;
     },
     clock: state.clock,
-    configure(changes) {
+    /** Changes knobs while running (not host, ports or the clock kind). Throws on a bad value. */
+    configure(changes: Partial<SimulatedServiceOptions>): void {
       for (const knob of FIXED_KNOBS) {
         if (changes[knob] !== undefined && changes[knob] !== state.knobs[knob]) {
           throw new Error(`${knob} cannot change while the service runs`);
@@ -121,17 +91,33 @@ function serviceHandle(
       state.configure(changes);
       gate.configure(changes, state.knobs);
     },
-    credits: () => state.credits(),
-    requestCount: (endpoint) => gate.requestCount(endpoint),
-    faultCount: (kind) => gate.injector.firedCount(kind),
-    rateLimited: () => gate.rateLimit.limited(),
+    /** Credits left now. */
+    credits: (): number => state.credits(),
+    /** Requests seen per endpoint, faulted and rate-limited ones included. */
+    requestCount: (endpoint: EndpointName): number => gate.requestCount(endpoint),
+    /** Fault rules fired so far, of one kind or of all (a garbled answer counts once). */
+    faultCount: (kind?: FaultRule['kind']): number => gate.injector.firedCount(kind),
+    /** Requests answered 429 by the maxRequestsPerSecond limit so far. */
+    rateLimited: (): number => gate.rateLimit.limited(),
+    /** A done model loses its files: 'refunded' (credit back, status refunded) or 'moved' (hf_repo set). */
     removeModelFiles: state.removeModelFiles.bind(state),
+    /**
+     * A dataset or model is gone, as if deleted by someone or purged after it expired: every
+     * endpoint and presigned URL on it answers 404 not_found from now on. A model's credit stays
+     * spent (or returned, if its training had failed); a dataset's models stay.
+     */
     deleteRecord: state.deleteRecord.bind(state),
-    uploadsInFlight: (reset = false) => uploadsInFlight.read(reset),
-    fileDigest(datasetId, fileName) {
+    /**
+     * File uploads (PUTs to upload URLs) being served now, and the most at once since the start
+     * or the last read with `reset`.
+     */
+    uploadsInFlight: (reset = false): { now: number; max: number } => uploadsInFlight.read(reset),
+    /** Size and sha256 (hex) of the last complete upload of a dataset's file, if any. */
+    fileDigest(datasetId: string, fileName: string): { bytes: number; sha256: string } | undefined {
       const upload = state.datasets.get(datasetId)?.files.find((file) => file.name === fileName)?.upload;
       return upload === undefined ? undefined : { bytes: upload.bytes, sha256: upload.sha256 };
     },
+    /** Stops both servers and drops open connections. */
     close,
   };
 }

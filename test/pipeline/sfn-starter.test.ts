@@ -16,7 +16,6 @@ import {
 import type { AslDefinition } from '../../local/emulator/definition.js';
 import {
   startExecutionsEndpoint,
-  type ExecutionsEndpoint,
 } from '../../local/emulator/executions-endpoint.js';
 import { LOCAL_STATE_MACHINE_ARN, LocalStateMachine } from '../../local/emulator/state-machine.js';
 import { CLIENT_SETTINGS } from '../helpers/aws-json-endpoint.js';
@@ -45,7 +44,7 @@ async function stepFunctions(): Promise<StepFunctions> {
     definition: HOLD,
     tasks: { Hold: () => released.then(() => ({})) },
   });
-  const endpoint: ExecutionsEndpoint = await startExecutionsEndpoint(machine);
+  const endpoint = await startExecutionsEndpoint(machine);
   const client = new SFNClient({ ...CLIENT_SETTINGS, endpoint: endpoint.url, maxAttempts: 1 });
   return {
     machine,

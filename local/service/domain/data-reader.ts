@@ -169,32 +169,26 @@ export class DataFileReader {
     state.line += 1;
     const line = rawLine.trim();
     if (line === '') return;
-    const where = `line ${state.line}`;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      this.fail(`${where}: not valid JSON`);
-      return;
-    }
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-      this.fail(`${where}: not a JSON object`);
-      return;
-    }
-    const row = value as Record<string, unknown>;
-    if (typeof row.text !== 'string') {
-      this.fail(`${where}: "text" must be a string`);
-      return;
-    }
-    let id: string | undefined;
-    if (typeof row.id === 'string') id = row.id;
-    else if (typeof row.id === 'number' && Number.isFinite(row.id)) id = String(row.id);
-    else if (row.id !== undefined) {
-      this.fail(`${where}: "id" must be a string or a number`);
-      return;
-    }
-    this.addRow(id, row.text, where);
+    const row = jsonlRow(line);
+    if (typeof row === 'string') this.fail(`line ${state.line}: ${row}`);
+    else this.addRow(row.id, row.text, `line ${state.line}`);
   }
+}
+
+/** A JSON Lines row's id (a string or a number) and text, or why the line is not a row. */
+function jsonlRow(line: string): { id: string | undefined; text: string } | string {
+  let row: unknown;
+  try {
+    row = JSON.parse(line);
+  } catch {
+    return 'not valid JSON';
+  }
+  if (typeof row !== 'object' || row === null || Array.isArray(row)) return 'not a JSON object';
+  const { text, id } = row as Record<string, unknown>;
+  if (typeof text !== 'string') return '"text" must be a string';
+  if (typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)))
+    return { id: String(id), text };
+  return id === undefined ? { id: undefined, text } : '"id" must be a string or a number';
 }
 
 interface CsvState {

@@ -1,27 +1,8 @@
 /**
  * Error answers of the service (contract B9): every error is `{"error": code, "message": text}`
- * with the status its code implies.
+ * with the status its code implies (ERROR_STATUS, which the client's contract.ts owns).
  */
-export const ERROR_STATUS = {
-  invalid_request: 400,
-  invalid_label: 400,
-  unknown_encoder: 400,
-  size_mismatch: 400,
-  unauthorized: 401,
-  no_credits: 402,
-  url_expired: 403,
-  not_found: 404,
-  conflict: 409,
-  not_ready: 409,
-  not_uploaded: 409,
-  files_expired: 410,
-  rate_limited: 429,
-  server_error: 500,
-  unavailable: 503,
-} as const;
-
-/** The simulated service's wire codes (`{"error": code}`). */
-export type WireErrorCode = keyof typeof ERROR_STATUS;
+import { ERROR_STATUS, type ServiceErrorKind } from '../../../lambdas/service-client/contract.js';
 
 /** Thrown by handlers; the pipeline turns it into the error answer. */
 export class ServiceError extends Error {
@@ -31,7 +12,7 @@ export class ServiceError extends Error {
 
   /** `status` overrides the one the code implies, for answers the contract gives no code of their own. */
   constructor(
-    code: WireErrorCode,
+    code: ServiceErrorKind,
     message: string,
     { headers = {}, status = ERROR_STATUS[code] }: { headers?: Record<string, string>; status?: number } = {},
   ) {

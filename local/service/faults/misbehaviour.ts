@@ -104,11 +104,6 @@ export function misbehaviourSettingsError(rule: FaultRule): string | undefined {
   if (rule.field !== undefined && !/^[a-z_]{1,64}$/.test(rule.field)) {
     return `field: "${rule.field}" is not a field name`;
   }
-  for (const name of ['bodyBytes', 'byteIntervalMs'] as const) {
-    const value = rule[name];
-    if (value !== undefined && (!Number.isSafeInteger(value) || value < 0))
-      return `${name} must be an integer >= 0`;
-  }
   return undefined;
 }
 
@@ -130,21 +125,17 @@ export function misbehavedReply(reply: Reply, fault: FaultRule | undefined, requ
   if (fault === undefined || !isSuccess(reply) || !isObject(reply.body)) return reply;
   switch (fault.kind) {
     case 'missing_field':
-      return {
-        ...reply,
-        body: eachRecord(reply.body, (record) => {
-          const { [fault.field ?? MISBEHAVIOUR_DEFAULTS.missingField]: _removed, ...rest } = record;
-          return rest;
-        }),
-      };
-    case 'wrong_type':
-      return {
-        ...reply,
-        body: eachRecord(reply.body, (record) => {
-          const field = fault.field ?? MISBEHAVIOUR_DEFAULTS.wrongTypeField;
-          return { ...record, [field]: wrongTypeFor(record[field]) };
-        }),
-      };
+    case 'wrong_type': {
+      const missing = fault.kind === 'missing_field';
+      const { missingField, wrongTypeField } = MISBEHAVIOUR_DEFAULTS;
+      const field = fault.field ?? (missing ? missingField : wrongTypeField);
+      // A field set to undefined is left out of the JSON.
+      const spoil = (record: Record<string, unknown>) => ({
+        ...record,
+        [field]: missing ? undefined : wrongTypeFor(record[field]),
+      });
+      return { ...reply, body: eachRecord(reply.body, spoil) };
+    }
     case 'repeat_cursor':
       return { ...reply, body: { ...reply.body, next: repeatedCursor(request) } };
     case 'no_task':
@@ -204,25 +195,14 @@ const PROXY_502_PAGE =
 
 function sendGarbled(res: ServerResponse, reply: Reply, json: string, form: GarbleForm): void {
   // Only html_502 changes an answer that has no body (204).
-  const chosen: GarbleForm = json === '' ? 'html_502' : form;
-  let status = reply.status;
-  let body: string;
-  let type = 'application/json';
-  switch (chosen) {
-    case 'html_502':
-      status = 502;
-      body = PROXY_502_PAGE;
-      type = 'text/html';
-      break;
-    case 'truncated':
-      body = json.slice(0, Math.floor(json.length / 2));
-      break;
-    case 'empty':
-      body = '';
-      break;
-  }
+  const proxyPage = json === '' || form === 'html_502';
+  const cut = form === 'truncated' ? json.slice(0, Math.floor(json.length / 2)) : '';
+  const body = proxyPage ? PROXY_502_PAGE : cut;
   // The proxy's own framing: the headers agree with the mangled body, so only its content is wrong.
-  res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) });
+  res.writeHead(proxyPage ? 502 : reply.status, {
+    'Content-Type': proxyPage ? 'text/html' : 'application/json',
+    'Content-Length': Buffer.byteLength(body),
+  });
   res.end(body);
 }
 

@@ -4,6 +4,7 @@
  * (dropped after processing, delayed, or mangled on the way).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServiceErrorKind } from '../../../lambdas/service-client/contract.js';
 import { mulberry32, ServiceError } from '../domain/index.js';
 import { errorReply, sendReply, type Reply, type Sleep } from '../http/index.js';
 import type { EndpointName, FaultRule, SimulatedServiceOptions } from '../options.js';
@@ -11,23 +12,21 @@ import { FAULT_DEFAULTS, FaultInjector } from './injector.js';
 import { earlyMisbehaviour, isFileEndpoint, sendMisbehaving } from './misbehaviour.js';
 import { RequestRateLimit } from './rate-limit.js';
 
+/** The error answers of the fault kinds that answer instead of processing the request. */
+const FAULT_ANSWERS: Partial<Record<FaultRule['kind'], readonly [ServiceErrorKind, string]>> = {
+  '429': ['rate_limited', 'rate limited (simulated)'],
+  '500': ['server_error', 'internal error (simulated)'],
+  '503': ['unavailable', 'service unavailable (simulated)'],
+  expire: ['url_expired', 'the URL has expired (simulated)'],
+};
+
 /** The answer a fault gives instead of processing the request, if its kind gives one. */
 function faultReply(fault: FaultRule): Reply | undefined {
-  switch (fault.kind) {
-    case '429': {
-      const seconds = fault.retryAfterSeconds ?? FAULT_DEFAULTS.retryAfterSeconds;
-      const headers = { 'Retry-After': String(seconds) };
-      return errorReply(new ServiceError('rate_limited', 'rate limited (simulated)', { headers }));
-    }
-    case '500':
-      return errorReply(new ServiceError('server_error', 'internal error (simulated)'));
-    case '503':
-      return errorReply(new ServiceError('unavailable', 'service unavailable (simulated)'));
-    case 'expire':
-      return errorReply(new ServiceError('url_expired', 'the URL has expired (simulated)'));
-    default:
-      return undefined;
-  }
+  const answer = FAULT_ANSWERS[fault.kind];
+  if (answer === undefined) return undefined;
+  const seconds = fault.retryAfterSeconds ?? FAULT_DEFAULTS.retryAfterSeconds;
+  const headers: Record<string, string> = fault.kind === '429' ? { 'Retry-After': String(seconds) } : {};
+  return errorReply(new ServiceError(...answer, { headers }));
 }
 
 /** What admit decided: the request was answered by a fault, or goes on (with the fault, if any). */

@@ -2,31 +2,24 @@
  * The listening side of the two servers: binding a port, stopping with every connection
  * dropped, and the timers behind delayed answers, which closing ends at once.
  */
+import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Sleep } from './http.js';
 
 /** Listens on `host`:`port` (0: a free port); resolves to the server's origin. */
-export function listen(server: Server, host: string, port: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      const address = server.address() as AddressInfo;
-      const shownHost = address.address.includes(':') ? `[${address.address}]` : address.address;
-      resolve(`http://${shownHost}:${address.port}`);
-    });
-  });
+export async function listen(server: Server, host: string, port: number): Promise<string> {
+  await once(server.listen(port, host), 'listening');
+  const address = server.address() as AddressInfo;
+  const shownHost = address.address.includes(':') ? `[${address.address}]` : address.address;
+  return `http://${shownHost}:${address.port}`;
 }
 
 /** Closes the server and drops its open connections. */
-export function stop(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    server.close(() => {
-      resolve();
-    });
-    server.closeAllConnections();
-  });
+export async function stop(server: Server): Promise<void> {
+  const closed = once(server.close(), 'close');
+  server.closeAllConnections();
+  await closed;
 }
 
 /** Timers behind 'stall' faults; close() ends them so it never waits on a stalled answer. */
