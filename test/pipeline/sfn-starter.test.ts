@@ -14,9 +14,7 @@ import {
   type ExecutionInput,
 } from '../../lambdas/trigger/start-execution.js';
 import type { AslDefinition } from '../../local/emulator/definition.js';
-import {
-  startExecutionsEndpoint,
-} from '../../local/emulator/executions-endpoint.js';
+import { startExecutionsEndpoint } from '../../local/emulator/executions-endpoint.js';
 import { LOCAL_STATE_MACHINE_ARN, LocalStateMachine } from '../../local/emulator/state-machine.js';
 import { CLIENT_SETTINGS } from '../helpers/aws-json-endpoint.js';
 import { withTimeout } from '../../testkit/timeout.js';
