@@ -15,6 +15,7 @@ import { Construct } from 'constructs';
 import { EVENT_DELIVERY_RETRY, deadLetterQueue } from './dead-letter-queue.js';
 import { encryptedTopic } from './encrypted-topic.js';
 import { RUN_EVENT_TYPES } from '../../lambdas/run/events/index.js';
+import { RUN_OUTCOMES } from '../../lambdas/run/state/index.js';
 import { acknowledgeRule } from '../nag.js';
 
 export interface HopperNotificationsProps {
@@ -56,7 +57,7 @@ export class HopperNotifications extends Construct {
       description: 'Hopper: every run that ended, as a summary to the run notification topic',
       eventPattern: {
         source: [props.eventSource],
-        detailType: [RUN_EVENT_TYPES.succeeded, RUN_EVENT_TYPES.failed, RUN_EVENT_TYPES.superseded],
+        detailType: RUN_OUTCOMES.map((outcome) => RUN_EVENT_TYPES[outcome]),
       },
     });
     // EventBridge may publish for this rule only (the topic's policy). The key's grant carries no

@@ -7,29 +7,10 @@
  */
 import * as z from 'zod';
 import { messageOf, RunError } from '../run/errors/index.js';
-import type { Decisions, PromoteRule } from '../run/state/index.js';
+import type { Decisions } from '../run/state/index.js';
 import { isDatasetName, MAX_DATASET_NAME_LENGTH } from '../service-client/contract.js';
 import { isPlainFileName, PLAIN_FILE_NAME_RULE } from './file-names.js';
 import { decodeUtf8, printable, quoted } from './user-text.js';
-
-/** train.json as the user wrote it, checked; fields left out are undefined. */
-export interface TrainJson {
-  readonly name?: string;
-  readonly files?: readonly string[];
-  readonly labels?: string;
-  readonly encoder?: string;
-  readonly decisions?: Decisions;
-  readonly maxAttempts?: number;
-  /**
-   * Resume the drop's latest failed run from its dataset at the service instead of starting over:
-   * no upload, structuring or labelling, straight to training (lambdas/run/lock/resume.ts).
-   */
-  readonly resume?: boolean;
-  /** Several encoders, one model each from the one dataset (a sweep), or every one on offer. */
-  readonly encoders?: readonly string[] | 'all';
-  /** When a new model replaces the drop's current one (lambdas/steps/lineage.ts). */
-  readonly promote?: PromoteRule;
-}
 
 export const DEFAULT_DECISIONS: Decisions = 'service';
 export const DEFAULT_MAX_ATTEMPTS = 3;
@@ -40,18 +21,6 @@ export const MAX_ATTEMPTS_LIMIT = 10;
 export const MAX_ENCODERS = 10;
 /** train.json is a few lines; anything this large is not one (and is not read). */
 export const MAX_TRAIN_JSON_BYTES = 1024 * 1024;
-
-export const TRAIN_JSON_FIELDS = [
-  'name',
-  'files',
-  'labels',
-  'encoder',
-  'decisions',
-  'maxAttempts',
-  'resume',
-  'encoders',
-  'promote',
-] as const;
 
 /**
  * train.json's deepest value is an answer in `decisions` (depth 2). Anything far deeper is not a
@@ -147,6 +116,17 @@ const TrainJsonSchema = z.object({
     )
     .optional(),
 });
+
+/**
+ * train.json as the user wrote it, checked; fields left out are undefined. `resume`: resume the
+ * drop's latest failed run from its dataset at the service instead of starting over (no upload,
+ * structuring or labelling: lambdas/run/lock/resume.ts); `encoders`: several encoders, one model
+ * each from the one dataset (a sweep), or every one on offer; `promote`: when a new model replaces
+ * the drop's current one (lambdas/steps/lineage.ts).
+ */
+export type TrainJson = z.infer<typeof TrainJsonSchema>;
+
+export const TRAIN_JSON_FIELDS = Object.keys(TrainJsonSchema.shape) as readonly (keyof TrainJson)[];
 
 /**
  * Parses and checks train.json: its bytes (which must be UTF-8), or its text.

@@ -26,6 +26,7 @@
  * once even when this step is retried (lambdas/run/events/event-bus.ts).
  */
 import {
+  capitalised,
   isRunErrorCode,
   causeMessage,
   isHopperError,
@@ -124,10 +125,6 @@ function failed(state: RunState, error: RunFailure): ReportSlot {
     outcome: 'failed',
     error: { ...error, message: `${error.message.replace(/\.$/, '')}. ${capitalised(advice)}` },
   };
-}
-
-function capitalised(text: string): string {
-  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 function failureError(state: RunState, failure: CaughtFailure): RunFailure {

@@ -6,16 +6,11 @@
  */
 import { S3ServiceException } from '@aws-sdk/client-s3';
 import {
-  DeadlineError,
-  NoCreditsError,
-  RetryLaterError,
   ServiceError,
-  UnauthorizedError,
-  UnexpectedResponseError,
-  UnknownEncoderError,
   UnsupportedNextActionError,
+  type ServiceErrorCode,
 } from '../../service-client/errors.js';
-import { messageOf, RunError } from './errors.js';
+import { messageOf, RunError, type RunErrorCode } from './errors.js';
 import { noCreditsMessage, unknownEncoderMessage, unsupportedNextActionMessage } from './messages.js';
 
 export function toRunError(error: unknown): RunError {
@@ -31,60 +26,50 @@ export function toRunError(error: unknown): RunError {
   return new RunError('internal_error', `Hopper failed unexpectedly: ${messageOf(error)}`, { cause: error });
 }
 
+/** A service error's run error: its code, its words, and whether the state machine retries it. */
+type Mapped = readonly [code: RunErrorCode, detail: string, retryable?: boolean];
+
+/** The service errors a run says more about than "refused" or "did not answer"; all final but one. */
+const SERVICE_FAILURES: Partial<Record<ServiceErrorCode, (error: ServiceError) => Mapped>> = {
+  unauthorized: (error) => [
+    'unauthorized',
+    `the training service refused the API key (${error.endpoint} answered ${String(error.status ?? 401)}; the key may have been rotated): put a valid key in Hopper's API key secret (or pass --api-key in local mode), then resume the run (hopper retry <drop>)`,
+  ],
+  unexpected_response: (error) => [
+    'unexpected_response',
+    `the training service sent an answer Hopper cannot use, and asking again would not help: ${error.message}. The service is not answering as its interface says; report it to the service, then resume the run (hopper retry <drop>)`,
+  ],
+  retry_later: (error) => [
+    'service_busy',
+    `the training service asked Hopper to stay away longer than a step waits: ${error.message}. Resume the run later (hopper retry <drop>)`,
+  ],
+  no_credits: () => ['no_credits', noCreditsMessage()],
+  unknown_encoder: (error) => [
+    'unknown_encoder',
+    unknownEncoderMessage({ encoder: null, reason: error.message }),
+  ],
+  unsupported_next_action: (error) => [
+    'unsupported_next_action',
+    unsupportedNextActionMessage(
+      error instanceof UnsupportedNextActionError ? error.nextAction : error.message,
+      `the answer to ${error.endpoint}`,
+    ),
+  ],
+  // Retried by the state machine with a fresh invocation's time.
+  deadline_exceeded: (error) => [
+    'step_timeout',
+    `the step ran out of time before the training service answered: ${error.message}`,
+    true,
+  ],
+};
+
 function fromServiceError(error: ServiceError): RunError {
-  if (error instanceof UnauthorizedError) {
-    return new RunError(
-      'unauthorized',
-      `the training service refused the API key (${error.endpoint} answered ${String(error.status ?? 401)}; the key may have been rotated): put a valid key in Hopper's API key secret (or pass --api-key in local mode), then resume the run (hopper retry <drop>)`,
-      { cause: error },
-    );
-  }
-  if (error instanceof UnexpectedResponseError) {
-    return new RunError(
-      'unexpected_response',
-      `the training service sent an answer Hopper cannot use, and asking again would not help: ${error.message}. The service is not answering as its interface says; report it to the service, then resume the run (hopper retry <drop>)`,
-      { cause: error },
-    );
-  }
-  if (error instanceof RetryLaterError) {
-    return new RunError(
-      'service_busy',
-      `the training service asked Hopper to stay away longer than a step waits: ${error.message}. Resume the run later (hopper retry <drop>)`,
-      { cause: error },
-    );
-  }
-  if (error instanceof NoCreditsError) {
-    return new RunError('no_credits', noCreditsMessage(), { cause: error });
-  }
-  if (error instanceof UnknownEncoderError) {
-    return new RunError('unknown_encoder', unknownEncoderMessage({ encoder: null, reason: error.message }), {
-      cause: error,
-    });
-  }
-  if (error instanceof UnsupportedNextActionError) {
-    return new RunError(
-      'unsupported_next_action',
-      unsupportedNextActionMessage(error.nextAction, `the answer to ${error.endpoint}`),
-      { cause: error },
-    );
-  }
-  if (error instanceof DeadlineError) {
-    // Retried by the state machine with a fresh invocation's time.
-    return new RunError(
-      'step_timeout',
-      `the step ran out of time before the training service answered: ${error.message}`,
-      { retryable: true, cause: error },
-    );
-  }
-  if (error.retryable) {
-    return new RunError('service_unavailable', `the training service did not answer: ${error.message}`, {
-      retryable: true,
-      cause: error,
-    });
-  }
-  return new RunError('service_error', `the training service refused a request: ${error.message}`, {
-    cause: error,
-  });
+  const [code, detail, retryable = false] =
+    SERVICE_FAILURES[error.code]?.(error) ??
+    (error.retryable
+      ? ['service_unavailable', `the training service did not answer: ${error.message}`, true]
+      : ['service_error', `the training service refused a request: ${error.message}`]);
+  return new RunError(code, detail, { retryable, cause: error });
 }
 
 function fromS3Error(error: S3ServiceException): RunError {

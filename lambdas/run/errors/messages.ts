@@ -6,6 +6,11 @@
 
 import type { StepName } from '../state/index.js';
 
+/** `text` with its first letter a capital: a message that starts a sentence of another. */
+export function capitalised(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
 const RESUME =
   'resume the run without uploading again (hopper retry <drop>, or upload train.json with "resume": true)';
 

@@ -6,23 +6,31 @@
  * both the same way. Never the API key: nothing here comes from the runtime's secrets.
  */
 import { statusKey } from '../../storage/keys.js';
-import { copiedModel, type ReportSlot, type RunState } from '../state/index.js';
-import { modelLocation, type Promotion } from '../status/index.js';
+import { capitalised } from '../errors/index.js';
+import {
+  copiedModel,
+  RUN_OUTCOMES,
+  type ReportSlot,
+  type RunOutcome,
+  type RunState,
+} from '../state/index.js';
+import { modelLocation, type Promotion, type RunStatus } from '../status/index.js';
 import type { RunPhase } from '../state/index.js';
 
 /** The `source` of Hopper's events unless the stack is told otherwise (`-c eventSource=...`). */
 export const DEFAULT_EVENT_SOURCE = 'hopper';
 
-export const RUN_EVENT_TYPES = {
-  started: 'Hopper Run Started',
-  succeeded: 'Hopper Run Succeeded',
-  failed: 'Hopper Run Failed',
-  /** A newer train.json of the drop took over (docs/pipeline.md, "A drop uploaded again"). */
-  superseded: 'Hopper Run Superseded',
-} as const;
+/** A run event: the run started, or it ended with its report's outcome. */
+export type RunEventKind = 'started' | RunOutcome;
+export type RunEventDetailType = `Hopper Run ${Capitalize<RunEventKind>}`;
 
-export type RunEventKind = keyof typeof RUN_EVENT_TYPES;
-export type RunEventDetailType = (typeof RUN_EVENT_TYPES)[RunEventKind];
+/**
+ * Each kind's detail type: `Hopper Run Started`, `Hopper Run Succeeded`, ... (`Superseded`: a newer
+ * train.json of the drop took over; docs/pipeline.md, "A drop uploaded again").
+ */
+export const RUN_EVENT_TYPES = Object.fromEntries(
+  (['started', ...RUN_OUTCOMES] as const).map((kind) => [kind, `Hopper Run ${capitalised(kind)}`]),
+) as Readonly<Record<RunEventKind, RunEventDetailType>>;
 
 /** Where docs/errors.md is, named in failure summaries (every code and what to do). */
 const ERRORS_DOC = 'docs/errors.md';
@@ -44,7 +52,7 @@ export interface RunEventDetail {
   readonly dataset_id: string | null;
   readonly model_id: string | null;
   /** Where the model is, once copied: s3:// URLs of model.onnx and model.json. */
-  readonly model: { readonly onnx: string; readonly record: string; readonly bytes: number } | null;
+  readonly model: RunStatus['model'];
   /** The service's metrics of the model (succeeded runs), as in model.json. */
   readonly metrics: Readonly<Record<string, unknown>> | null;
   /**

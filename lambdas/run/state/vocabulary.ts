@@ -84,7 +84,8 @@ export const RUN_PHASES = ['running', 'succeeded', 'failed', 'superseded', 'inte
 export type RunPhase = (typeof RUN_PHASES)[number];
 
 /** What a run's report decides: how a run that reached its end ended. */
-export type RunOutcome = Extract<RunPhase, 'succeeded' | 'failed' | 'superseded'>;
+export const RUN_OUTCOMES = ['succeeded', 'failed', 'superseded'] as const satisfies readonly RunPhase[];
+export type RunOutcome = (typeof RUN_OUTCOMES)[number];
 
 /** A run as the lists show it: its phase, or how Step Functions ended an execution without a report. */
 export type ListedRunState = RunPhase | 'timed_out' | 'stopped';

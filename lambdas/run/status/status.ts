@@ -30,27 +30,32 @@ import type { RunPhase, StepName } from '../state/index.js';
 
 export type { RunPhase };
 
+/** What `superseded_runs` keeps of an older run's status (supersededEntry). */
+const SUPERSEDED_FIELDS = [
+  'run_id',
+  'started_at',
+  'state',
+  'hopper_step',
+  'dataset_id',
+  'model_id',
+  'paid_model',
+  'config_fingerprint',
+  'model',
+  'error',
+  'updated_at',
+  'summary',
+] as const;
+type SupersededField = (typeof SUPERSEDED_FIELDS)[number];
+
 /**
  * An older run of the drop, as it last wrote its status after a newer run took the file: where it
- * stopped, or that its training (which held a credit) went on, and what it cost.
+ * stopped, or that its training (which held a credit) went on, and what it cost. `summary` is the
+ * run's own usage summary, which its next invocation carries on from; `credits` what its trainings
+ * hold (a failed training's came back).
  */
-export interface SupersededRun {
-  readonly run_id: string;
-  readonly started_at: string;
-  readonly state: RunPhase;
-  readonly hopper_step: StepName;
-  readonly dataset_id: string | null;
-  readonly model_id: string | null;
-  /** Credits the run's trainings hold (a failed training's came back). */
+export type SupersededRun = Pick<RunStatus, (typeof SUPERSEDED_FIELDS)[number]> & {
   readonly credits: number;
-  readonly paid_model: RunStatus['paid_model'];
-  readonly config_fingerprint: string | null;
-  readonly model: RunStatus['model'];
-  readonly error: RunStatus['error'];
-  readonly updated_at: string;
-  /** The run's own usage summary, which its next invocation carries on from. */
-  readonly summary: RunSummary | null;
-}
+};
 
 export interface RunStatus {
   readonly run_id: string;
@@ -287,21 +292,8 @@ function nextDocument(
 }
 
 function supersededEntry(status: RunStatus): SupersededRun {
-  return {
-    run_id: status.run_id,
-    started_at: status.started_at,
-    state: status.state,
-    hopper_step: status.hopper_step,
-    dataset_id: status.dataset_id,
-    model_id: status.model_id,
-    credits: status.summary?.credits ?? 0,
-    paid_model: status.paid_model,
-    config_fingerprint: status.config_fingerprint,
-    model: status.model,
-    error: status.error,
-    updated_at: status.updated_at,
-    summary: status.summary,
-  };
+  const kept = Object.fromEntries(SUPERSEDED_FIELDS.map((field) => [field, status[field]]));
+  return { ...(kept as Pick<RunStatus, SupersededField>), credits: status.summary?.credits ?? 0 };
 }
 
 /** `entries` with `entry` in place of the run's earlier one, newest run first, capped. */
