@@ -82,9 +82,9 @@ export class HopperMonitoring extends Construct {
         fn.metricThrottles(SUM),
       ),
     );
-    const counting = Object.entries(countingAlarms(props)).map(([name, [description, metric]]) => [
+    const counting = Object.entries(countingAlarms(props)).map(([name, [description, metric, threshold]]) => [
       name,
-      this.notifying(this.anyInPeriod(name, description, metric)),
+      this.notifying(this.anyInPeriod(name, description, metric, threshold)),
     ]);
     this.alarms = {
       ...(Object.fromEntries(counting) as Record<string, Alarm>),
@@ -113,12 +113,12 @@ export class HopperMonitoring extends Construct {
     this.dashboard = this.createDashboard(props, functions);
   }
 
-  /** Fires when the metric is 1 or more in a period; a period without one is OK again. */
-  private anyInPeriod(name: string, description: string, metric: IMetric): Alarm {
+  /** Fires when the metric is `threshold` (1) or more in a period; a period without one is OK again. */
+  private anyInPeriod(name: string, description: string, metric: IMetric, threshold = 1): Alarm {
     return new Alarm(this, name, {
       alarmDescription: description,
       metric,
-      threshold: 1,
+      threshold,
       evaluationPeriods: 1,
       comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       treatMissingData: TreatMissingData.NOT_BREACHING,
@@ -195,10 +195,10 @@ export class HopperMonitoring extends Construct {
 }
 
 /**
- * The alarms that fire when their metric is 1 or more in a period, by name: what the alarm means
- * and what to do (its description, in every notification), and its metric.
+ * The alarms that fire when their metric is 1 (or the threshold given) or more in a period, by
+ * name: what the alarm means and what to do (its description, in every notification), and its metric.
  */
-function countingAlarms(props: HopperMonitoringProps): Record<string, [string, IMetric]> {
+function countingAlarms(props: HopperMonitoringProps): Record<string, [string, IMetric, number?]> {
   const machine = props.stateMachine;
   const notifications = props.runNotifications;
   const untilDrained =
@@ -224,6 +224,13 @@ function countingAlarms(props: HopperMonitoringProps): Record<string, [string, I
       "Step Functions throttled Hopper's runs (the account's state transition quota is used up): the " +
         'runs slow down; find what else runs state machines in the account, or ask AWS for a higher quota.',
       machine.metricThrottled(SUM),
+    ],
+    CreditBudget: [
+      'Trainings took 80% or more of the credit budget (-c creditBudget, creditBudget30Days): once it is used ' +
+        'up, runs stop with credit_budget before spending. hopper status shows the use; raise the budget, or ' +
+        'let it free up. OK again after a period without a credit taken.',
+      hopperMetric(METRIC.creditBudgetUsed, 'budget used (%)', 'Maximum'),
+      80,
     ],
     TriggerDeadLetters: [
       `An S3 event could not start a run: see the messages in the trigger dead-letter queue. ${untilDrained}`,
@@ -253,6 +260,19 @@ function countingAlarms(props: HopperMonitoringProps): Record<string, [string, I
           ],
         }),
   };
+}
+
+/** One of Hopper's own metrics (lambdas/run/invocation/metrics.ts) over the period. */
+function hopperMetric(metricName: string, label: string, statistic = 'Sum'): Metric {
+  const dimensionsMap = { service: SERVICE_NAME };
+  return new Metric({
+    namespace: METRICS_NAMESPACE,
+    dimensionsMap,
+    period: PERIOD,
+    metricName,
+    statistic,
+    label,
+  });
 }
 
 function graph(title: string, width: number, left: IMetric[], right?: IMetric[]): GraphWidget {
@@ -291,9 +311,7 @@ function awsRunWidgets(props: HopperMonitoringProps): GraphWidget[] {
  * values are open (error codes, steps) are graphed with SEARCH, so a new one shows up by itself.
  */
 export function hopperWidgets(): GraphWidget[] {
-  const ofHopper = { namespace: METRICS_NAMESPACE, dimensionsMap: { service: SERVICE_NAME }, period: PERIOD };
-  const hopper = (metricName: string, label: string, statistic = 'Sum'): Metric =>
-    new Metric({ ...ofHopper, metricName, statistic, label });
+  const hopper = hopperMetric;
   const byDimension = (metricName: string, dimension: string, statistic: string) =>
     new MathExpression({
       expression: `SEARCH('{${METRICS_NAMESPACE},service,${dimension}} MetricName="${metricName}"', '${statistic}', ${PERIOD.toSeconds()})`,
@@ -312,7 +330,10 @@ export function hopperWidgets(): GraphWidget[] {
     graph(
       'Credits and estimated AWS cost (USD)',
       8,
-      [hopper(METRIC.creditsSpent, 'credits spent')],
+      [
+        hopper(METRIC.creditsSpent, 'credits spent'),
+        hopper(METRIC.creditBudgetUsed, 'budget used (%)', 'Maximum'),
+      ],
       [hopper(METRIC.runAwsCost, 'AWS cost of finished runs (USD)')],
     ),
     graph('Run duration (ms)', 8, [

@@ -11,6 +11,7 @@
  * the drop has taken over starts none (it stops, `superseded`; a training of its own it finds
  * under way is adopted, since that credit is spent), and a run starts one only while it holds
  * the drop's training claim (training-claim.ts), so one drop never has two trainings at once.
+ * A new training takes a credit from the credit budget first (credit-ledger.ts).
  */
 import {
   filesRetentionMs,
@@ -98,7 +99,10 @@ export const startTrainingStep = defineStep(
         `another run of drop "${state.run.drop}" (run ${held.holder.run_id ?? '?'}) holds the drop's training${held.holder.model_id === null ? '' : ` (model ${held.holder.model_id})`}, and a drop trains one model at a time; once it ends, upload train.json again`,
       );
     }
-    const record = await startTraining(client, dataset, config, models);
+    // A credit from the budget first (lambdas/run/lock/credit-ledger.ts): over budget, credit_budget.
+    const record = await env.runtime.credits.spend(state.run, models.length + 1, () =>
+      startTraining(client, dataset, config, models),
+    );
     await recordTraining(claim, dataset.id, record.id);
     return modelSlot(record, models.length + 1, previous, env.runtime.now(), history);
   },

@@ -1,9 +1,15 @@
 /**
- * Small whole-object operations on the bucket: the size of an object, a JSON document written in
- * one PUT or updated with conditional writes, a delete. Streams (a pinned read, a multipart
+ * Small whole-object operations on the bucket: the size of an object, a JSON document read,
+ * written in one PUT or updated with conditional writes, a delete. Streams (a pinned read, a multipart
  * write) live in streams.ts.
  */
-import { DeleteObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+} from '@aws-sdk/client-s3';
 
 /** An object's size in bytes, or null when there is no such object. */
 export async function objectSize(s3: S3Client, bucket: string, key: string): Promise<number | null> {
@@ -26,6 +32,31 @@ export async function putJson(s3: S3Client, bucket: string, key: string, value: 
       ContentType: 'application/json',
     }),
   );
+}
+
+/**
+ * A JSON object's value (undefined when its body is not JSON) and ETag, or null when there is no
+ * such object.
+ */
+export async function readJson(s3: S3Client, bucket: string, key: string): Promise<JsonRead | null> {
+  try {
+    const answer = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    const text = (await answer.Body?.transformToString()) ?? '';
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      // Not JSON: no value, which each reader takes as it must.
+    }
+    return { value, etag: answer.ETag ?? '' };
+  } catch (error) {
+    if (isNotFound(error)) return null;
+    throw error;
+  }
+}
+
+export interface JsonRead extends ReadWithEtag {
+  readonly value: unknown;
 }
 
 /** A JSON document as read, with the ETag a conditional write over it names. */
@@ -54,7 +85,8 @@ export interface ConditionalUpdate<R extends ReadWithEtag, T> {
 /**
  * Read, decide, write one JSON object so that no other writer's document is overwritten unseen:
  * the write is conditional (`If-Match` the ETag read, `If-None-Match: *` when there was none),
- * and a write that lost to another writer is read and decided again, after a short random pause.
+ * and a write that lost to another writer is read and decided again, after a random pause that
+ * doubles with each loss (full jitter, at most 2 s): many writers at once spread out.
  */
 export async function updateJsonConditionally<R extends ReadWithEtag, T>(
   s3: S3Client,
@@ -78,7 +110,7 @@ export async function updateJsonConditionally<R extends ReadWithEtag, T>(
     } catch (error) {
       if (!isLostRace(error, current !== null)) throw error;
       if (attempt >= update.attempts) throw update.contended(attempt, error);
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(2_000, 10 * 2 ** attempt)));
     }
   }
 }

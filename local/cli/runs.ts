@@ -8,12 +8,12 @@
  * off by a restart of `hopper local --data-dir` (whose executions did not survive it), or one
  * older than Step Functions keeps.
  */
-import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { DescribeExecutionCommand, ListExecutionsCommand, type SFNClient } from '@aws-sdk/client-sfn';
 import { readStatus, statusFromJson, type RunStatus } from '../../lambdas/run/status/index.js';
 import type { ListedRunState } from '../../lambdas/run/state/index.js';
 import { runRecordKey, runRecordsPrefix } from '../../lambdas/storage/keys.js';
-import { isNotFound } from '../../lambdas/storage/objects.js';
+import { readJson } from '../../lambdas/storage/objects.js';
 import { executionArnOf, executionNameDrop, NAME_HASH_HEX } from '../../lambdas/trigger/start-execution.js';
 import { CommandError, EXIT, formatAge, json, limitFlag, table, type CommandSpec } from './command.js';
 import { HOPPER_STATE_MACHINE_ENV, targetCommand, TARGET_FLAGS } from './target.js';
@@ -196,15 +196,8 @@ async function recordedRuns(records: Records, drop: string): Promise<Set<string>
 
 /** What the run's report kept of it (status/.runs/<drop>/<run id>.json), or null without one. */
 async function runRecord(records: Records, drop: string, runId: string): Promise<RunStatus | null> {
-  try {
-    const answer = await records.s3.send(
-      new GetObjectCommand({ Bucket: records.bucket, Key: runRecordKey(drop, runId) }),
-    );
-    return statusFromJson(JSON.parse((await answer.Body?.transformToString()) ?? ''));
-  } catch (error) {
-    if (isNotFound(error) || error instanceof SyntaxError) return null;
-    throw error;
-  }
+  const read = await readJson(records.s3, records.bucket, runRecordKey(drop, runId));
+  return statusFromJson(read?.value);
 }
 
 /** Step Functions' execution statuses as run outcomes; an execution in no other is running. */

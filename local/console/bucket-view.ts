@@ -8,7 +8,7 @@ import type { Readable } from 'node:stream';
 import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
 import { readStatus, statusFiles, type RunStatus } from '../../lambdas/run/status/index.js';
 import { MODELS_PREFIX, modelRecordKey } from '../../lambdas/storage/keys.js';
-import { isNotFound } from '../../lambdas/storage/objects.js';
+import { isNotFound, readJson } from '../../lambdas/storage/objects.js';
 
 export class BucketView {
   readonly #s3: S3Client;
@@ -43,14 +43,8 @@ export class BucketView {
 
   /** models/<drop>/<model id>/model.json, or null when there is none. */
   async modelRecord(drop: string, modelId: string): Promise<ModelDocument | null> {
-    const answer = await this.#get(modelRecordKey(drop, modelId));
-    try {
-      return answer === null
-        ? null
-        : (JSON.parse((await answer.Body?.transformToString()) ?? '') as ModelDocument);
-    } catch {
-      return null;
-    }
+    const read = await readJson(this.#s3, this.#bucket, modelRecordKey(drop, modelId));
+    return (read?.value ?? null) as ModelDocument | null;
   }
 
   /** A model file's bytes as a stream, with its size; null when there is no such object. */

@@ -17,9 +17,9 @@
  * lose it silently (a crash after the mark); putting first and marking after would send it again
  * on every retry of a step that failed after the put.
  */
-import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { eventMarkerKey } from '../../storage/keys.js';
-import { isNotFound, isPreconditionFailed } from '../../storage/objects.js';
+import { isPreconditionFailed, readJson } from '../../storage/objects.js';
 import { RunError, messageOf } from '../errors/index.js';
 import type { RunEvent, RunEventKind } from './events.js';
 
@@ -100,17 +100,10 @@ async function waitWhilePending(context: PublishContext, key: string): Promise<M
 }
 
 async function readMarker(context: PublishContext, key: string): Promise<MarkerState | null> {
-  try {
-    const answer = await context.s3.send(new GetObjectCommand({ Bucket: context.bucket, Key: key }));
-    const parsed: unknown = JSON.parse((await answer.Body?.transformToString()) ?? '');
-    const state = (parsed as { state?: unknown } | null)?.state;
-    // A marker that is not one of ours is treated as a claim: the event may have gone out.
-    return state === 'sent' ? 'sent' : 'pending';
-  } catch (error) {
-    if (isNotFound(error)) return null;
-    if (error instanceof SyntaxError) return 'pending';
-    throw error;
-  }
+  const read = await readJson(context.s3, context.bucket, key);
+  if (read === null) return null;
+  // A marker that is not one of ours is treated as a claim: the event may have gone out.
+  return (read.value as { state?: unknown } | null | undefined)?.state === 'sent' ? 'sent' : 'pending';
 }
 
 /** Writes the marker; with `onlyIfAbsent`, false when one exists already (412). */

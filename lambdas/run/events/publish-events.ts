@@ -3,8 +3,7 @@
  * (Succeeded or Failed), and makes sure Started went out first, so a run whose validate_drop
  * never got as far as the bus (a crash, a timeout, the bus down) still has both.
  */
-import { GetObjectCommand } from '@aws-sdk/client-s3';
-import { isNotFound } from '../../storage/objects.js';
+import { readJson } from '../../storage/objects.js';
 import { publishOnce, type PublishContext, type PublishResult } from './event-bus.js';
 import { messageOf } from '../errors/index.js';
 import { runEndedEvent, runStartedEvent } from './events.js';
@@ -60,17 +59,9 @@ export async function announceRunEnd(
 async function modelMetrics(state: RunState, env: StepEnv): Promise<Record<string, unknown> | null> {
   const copy = copiedModel(state.copy);
   if (copy === undefined) return null;
-  try {
-    const answer = await env.runtime.s3.send(
-      new GetObjectCommand({ Bucket: state.run.bucket, Key: copy.recordKey }),
-    );
-    const record: unknown = JSON.parse((await answer.Body?.transformToString()) ?? '');
-    const metrics = (record as { model?: { metrics?: unknown } } | null)?.model?.metrics;
-    return typeof metrics === 'object' && metrics !== null && !Array.isArray(metrics)
-      ? (metrics as Record<string, unknown>)
-      : null;
-  } catch (error) {
-    if (isNotFound(error) || error instanceof SyntaxError) return null;
-    throw error;
-  }
+  const record = await readJson(env.runtime.s3, state.run.bucket, copy.recordKey);
+  const metrics = (record?.value as { model?: { metrics?: unknown } } | null | undefined)?.model?.metrics;
+  return typeof metrics === 'object' && metrics !== null && !Array.isArray(metrics)
+    ? (metrics as Record<string, unknown>)
+    : null;
 }

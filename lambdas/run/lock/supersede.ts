@@ -47,11 +47,6 @@ export function holdsCredit(state: RunState, failure?: RunErrorCode): boolean {
   return paidModelOf(state, failure) !== null;
 }
 
-/** True while the run's latest training is queued or training at the service. */
-export function trainingInFlight(state: RunState): boolean {
-  return holdsCredit(state) && state.model?.nextAction === 'wait';
-}
-
 /** The error that stops a superseded run that holds no credit, at the step it was about to take. */
 export function supersededError(state: RunState, newer: NewerRun, stage: string): RunError {
   const { dataset, model } = state;

@@ -12,11 +12,11 @@
  * so a run about to start its training is never overtaken, and a run that stopped before it
  * (superseded, failed) frees the drop by then at the latest (it also releases the claim itself).
  */
-import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { NotFoundError } from '../../service-client/errors.js';
 import type { Model, TrainingServiceClient } from '../../service-client/index.js';
 import { trainingClaimKey } from '../../storage/keys.js';
-import { isNotFound, updateJsonConditionally } from '../../storage/objects.js';
+import { readJson, updateJsonConditionally } from '../../storage/objects.js';
 import { retryable } from '../errors/index.js';
 import type { RunInput } from '../state/index.js';
 
@@ -188,27 +188,19 @@ async function readClaim(
   bucket: string,
   key: string,
 ): Promise<{ readonly claim: TrainingClaim; readonly etag: string } | null> {
-  try {
-    const answer = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-    const text = (await answer.Body?.transformToString()) ?? '';
-    let parsed: Partial<TrainingClaim> = {};
-    try {
-      parsed = JSON.parse(text) as Partial<TrainingClaim>;
-    } catch {
-      // Not a claim: treated as a released one, which the next write replaces.
-    }
-    return {
-      claim: {
-        run_id: typeof parsed.run_id === 'string' ? parsed.run_id : null,
-        started_at: typeof parsed.started_at === 'string' ? parsed.started_at : null,
-        dataset_id: typeof parsed.dataset_id === 'string' ? parsed.dataset_id : null,
-        model_id: typeof parsed.model_id === 'string' ? parsed.model_id : null,
-        claimed_at: typeof parsed.claimed_at === 'string' ? parsed.claimed_at : new Date(0).toISOString(),
-      },
-      etag: answer.ETag ?? '',
-    };
-  } catch (error) {
-    if (isNotFound(error)) return null;
-    throw error;
-  }
+  const read = await readJson(s3, bucket, key);
+  if (read === null) return null;
+  // Not a claim: treated as a released one, which the next write replaces.
+  const parsed = (read.value ?? {}) as Partial<TrainingClaim>;
+  const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+  return {
+    claim: {
+      run_id: text(parsed.run_id),
+      started_at: text(parsed.started_at),
+      dataset_id: text(parsed.dataset_id),
+      model_id: text(parsed.model_id),
+      claimed_at: text(parsed.claimed_at) ?? new Date(0).toISOString(),
+    },
+    etag: read.etag,
+  };
 }

@@ -61,13 +61,6 @@ export type StateFor<N extends StepName> = RunState & {
 
 export const STEP_NAMES = Object.keys(STEPS) as StepName[];
 
-/** The step that runs as Task `task`. */
-export function stepOfTask(task: TaskName): StepName {
-  const name = STEP_NAMES.find((candidate) => STEPS[candidate].task === task);
-  if (name === undefined) throw new RangeError(`no step runs as Task ${task}`);
-  return name;
-}
-
 /**
  * The Pass states that end a run on a next_action it cannot go on from, and the code each puts
  * at `$.stop`. Every code is a run error code; the report words each (lambdas/steps/report.ts).
@@ -96,7 +89,3 @@ export type RunOutcome = Extract<RunPhase, 'succeeded' | 'failed' | 'superseded'
 /** A run as the lists show it: its phase, or how Step Functions ended an execution without a report. */
 export type ListedRunState = RunPhase | 'timed_out' | 'stopped';
 export type StopCode = (typeof STOPS)[StopName];
-
-export function isStopCode(value: string): value is StopCode {
-  return (Object.values(STOPS) as string[]).includes(value);
-}

@@ -7,9 +7,9 @@
  * the run's (running, succeeded, failed, interrupted), `hopper_step` is Hopper's step that wrote
  * the file (validate_drop ... report), `step` and `next_action` are the service's.
  */
-import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { STATUS_PREFIX, statusKey } from '../../storage/keys.js';
-import { isNotFound, updateJsonConditionally } from '../../storage/objects.js';
+import { readJson, updateJsonConditionally } from '../../storage/objects.js';
 import type { NextAction } from '../../service-client/contract.js';
 import { retryable } from '../errors/index.js';
 import { paidModelOf } from '../lock/index.js';
@@ -333,23 +333,8 @@ export async function readStatusObject(
   bucket: string,
   drop: string,
 ): Promise<StatusObject | null> {
-  try {
-    const answer = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: statusKey(drop) }));
-    const text = (await answer.Body?.transformToString()) ?? '';
-    return { status: parseStatus(text), etag: answer.ETag ?? '' };
-  } catch (error) {
-    if (isNotFound(error)) return null;
-    throw error;
-  }
-}
-
-/** A status file's text as a RunStatus; null when it is not JSON or not a status document. */
-function parseStatus(text: string): RunStatus | null {
-  try {
-    return statusFromJson(JSON.parse(text));
-  } catch {
-    return null;
-  }
+  const read = await readJson(s3, bucket, statusKey(drop));
+  return read === null ? null : { status: statusFromJson(read.value), etag: read.etag };
 }
 
 /** The run's entry in the drop's `superseded_runs`, or null when the file does not list it. */
