@@ -5,6 +5,7 @@
  * its baseline), put its measured clients under bench/clients/ (run them with runClient, servers
  * with startServer: bench/harness/processes.ts), and list it here.
  */
+import { budget } from './budget.js';
 import { coldStart } from './cold-start.js';
 import type { Benchmark } from './harness/benchmark.js';
 import { labels } from './labels.js';
@@ -13,4 +14,12 @@ import { polling } from './polling.js';
 import { scale } from './scale.js';
 import { transfers } from './transfers.js';
 
-export const BENCHMARKS: readonly Benchmark[] = [transfers, manyFiles, labels, coldStart, polling, scale];
+export const BENCHMARKS: readonly Benchmark[] = [
+  transfers,
+  manyFiles,
+  labels,
+  coldStart,
+  polling,
+  scale,
+  budget,
+];

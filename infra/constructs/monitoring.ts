@@ -229,7 +229,8 @@ function countingAlarms(props: HopperMonitoringProps): Record<string, [string, I
       'Trainings took 80% or more of the credit budget (-c creditBudget, creditBudget30Days): once it is used ' +
         'up, runs stop with credit_budget before spending. hopper status shows the use; raise the budget, or ' +
         'let it free up. OK again after a period without a credit taken.',
-      hopperMetric(METRIC.creditBudgetUsed, 'budget used (%)', 'Maximum'),
+      // Without a label: an alarm on a labelled metric is a metric math alarm.
+      hopper(METRIC.creditBudgetUsed, undefined, 'Maximum'),
       80,
     ],
     TriggerDeadLetters: [
@@ -263,16 +264,9 @@ function countingAlarms(props: HopperMonitoringProps): Record<string, [string, I
 }
 
 /** One of Hopper's own metrics (lambdas/run/invocation/metrics.ts) over the period. */
-function hopperMetric(metricName: string, label: string, statistic = 'Sum'): Metric {
-  const dimensionsMap = { service: SERVICE_NAME };
-  return new Metric({
-    namespace: METRICS_NAMESPACE,
-    dimensionsMap,
-    period: PERIOD,
-    metricName,
-    statistic,
-    label,
-  });
+const OF_HOPPER = { namespace: METRICS_NAMESPACE, dimensionsMap: { service: SERVICE_NAME }, period: PERIOD };
+function hopper(metricName: string, label?: string, statistic = 'Sum'): Metric {
+  return new Metric({ ...OF_HOPPER, metricName, statistic, label });
 }
 
 function graph(title: string, width: number, left: IMetric[], right?: IMetric[]): GraphWidget {
@@ -311,7 +305,6 @@ function awsRunWidgets(props: HopperMonitoringProps): GraphWidget[] {
  * values are open (error codes, steps) are graphed with SEARCH, so a new one shows up by itself.
  */
 export function hopperWidgets(): GraphWidget[] {
-  const hopper = hopperMetric;
   const byDimension = (metricName: string, dimension: string, statistic: string) =>
     new MathExpression({
       expression: `SEARCH('{${METRICS_NAMESPACE},service,${dimension}} MetricName="${metricName}"', '${statistic}', ${PERIOD.toSeconds()})`,
