@@ -22,15 +22,20 @@ export async function objectSize(s3: S3Client, bucket: string, key: string): Pro
   }
 }
 
-/** Writes `value` as pretty-printed JSON (small documents only: it is one buffered PUT). */
-export async function putJson(s3: S3Client, bucket: string, key: string, value: unknown): Promise<void> {
+/**
+ * Writes `value` as pretty-printed JSON (small documents only: it is one buffered PUT), under the
+ * conditions given (`IfNoneMatch: '*'`, `IfMatch: <etag>`).
+ */
+export async function putJson(
+  s3: S3Client,
+  bucket: string,
+  key: string,
+  value: unknown,
+  condition: { readonly IfMatch?: string; readonly IfNoneMatch?: string } = {},
+): Promise<void> {
+  const Body = `${JSON.stringify(value, null, 2)}\n`;
   await s3.send(
-    new PutObjectCommand({
-      Bucket: bucket,
-      Key: key,
-      Body: `${JSON.stringify(value, null, 2)}\n`,
-      ContentType: 'application/json',
-    }),
+    new PutObjectCommand({ Bucket: bucket, Key: key, Body, ContentType: 'application/json', ...condition }),
   );
 }
 
@@ -97,15 +102,8 @@ export async function updateJsonConditionally<R extends ReadWithEtag, T>(
     const { write, result } = await update.decide(current);
     if (write === null) return result;
     try {
-      await s3.send(
-        new PutObjectCommand({
-          Bucket: update.bucket,
-          Key: update.key,
-          Body: `${JSON.stringify(write, null, 2)}\n`,
-          ContentType: 'application/json',
-          ...(current === null ? { IfNoneMatch: '*' } : { IfMatch: current.etag }),
-        }),
-      );
+      const condition = current === null ? { IfNoneMatch: '*' } : { IfMatch: current.etag };
+      await putJson(s3, update.bucket, update.key, write, condition);
       return result;
     } catch (error) {
       if (!isLostRace(error, current !== null)) throw error;

@@ -24,8 +24,3 @@ export function requireEnv(env: NodeJS.ProcessEnv, name: string): string {
   if (value === undefined) throw new Error(`environment variable ${name} is not set`);
   return value;
 }
-
-export function numberFrom(env: NodeJS.ProcessEnv, name: string): number | undefined {
-  const value = optionalEnv(env, name);
-  return value === undefined ? undefined : Number(value);
-}

@@ -14,7 +14,7 @@ import { DROP_QUIET_MS } from '../../drop/settle.js';
 import type { RequestOptions, TrainingServiceClient } from '../../service-client/index.js';
 import type { RunEventBus } from '../events/index.js';
 import { creditsOf, type CreditBudget, type Credits } from '../lock/index.js';
-import { ENV, numberFrom } from './environment.js';
+import { ENV } from './environment.js';
 import { SERVICE_NAME } from './metric-names.js';
 import { emitCreditBudgetUse } from './metrics.js';
 import { countS3Requests } from './s3-requests.js';
@@ -163,8 +163,8 @@ export function runtimeFromEnvironment(
       emitMetrics: true,
       // The budget the stack gives the functions that take credits (infra/constructs/pipeline.ts).
       creditBudget: {
-        perDay: numberFrom(env, ENV.creditBudget),
-        per30Days: numberFrom(env, ENV.creditBudget30Days),
+        perDay: Number(env[ENV.creditBudget]) || undefined,
+        per30Days: Number(env[ENV.creditBudget30Days]) || undefined,
       },
       ...(connections.service === undefined ? {} : { service: connections.service(env, tracer) }),
       ...(connections.events === undefined ? {} : { events: connections.events(env) }),
