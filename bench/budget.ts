@@ -8,7 +8,7 @@
  */
 import { envInteger, sideBySide, type Benchmark } from './harness/benchmark.js';
 import { figure } from './harness/figures.js';
-import { runClient, startServer } from './harness/processes.js';
+import { runClient, startServers } from './harness/processes.js';
 
 const MODULE = 'clients/budget.ts';
 
@@ -17,36 +17,17 @@ export const budget: Benchmark = {
   title: "start_training with the credit budget's claim vs without a budget",
   async run(context) {
     const count = envInteger('BENCH_BUDGET_STARTS', 20);
-    const s3 = await startServer('s3');
-    const service = await startServer('service', {
-      heldOutCount: 0,
-      readingMs: 0,
-      structuringMs: 0,
-      credits: 1_000_000,
-    });
-    const endpoints = {
-      s3Endpoint: s3.info.endpoint,
-      bucket: s3.info.bucket,
-      apiUrl: service.info.apiUrl,
-      apiKey: service.info.apiKey,
-    };
+    const servers = await startServers({ heldOutCount: 0, readingMs: 0, structuringMs: 0, credits: 1e6 });
+    const { endpoints } = servers;
     try {
       context.log(
         `budget: ${String(context.runs)} rounds of ${String(count)} start_training, with and without a budget`,
       );
+      const call = (round: number, budget: boolean) =>
+        runClient({ module: MODULE, export: 'startTrainings', args: { ...endpoints, count, round, budget } });
       const started = await sideBySide(
         context.runs,
-        Object.fromEntries(
-          (['budget', 'none'] as const).map((variant) => [
-            variant,
-            (round: number) =>
-              runClient({
-                module: MODULE,
-                export: 'startTrainings',
-                args: { ...endpoints, count, round, budget: variant === 'budget' },
-              }),
-          ]),
-        ) as Record<'budget' | 'none', (round: number) => ReturnType<typeof runClient>>,
+        { budget: (round) => call(round, true), none: (round) => call(round, false) },
         context.log,
       );
       return [
@@ -67,7 +48,7 @@ export const budget: Benchmark = {
         }),
       ];
     } finally {
-      await Promise.all([s3.close(), service.close()]);
+      await servers.close();
     }
   },
 };
