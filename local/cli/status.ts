@@ -64,12 +64,12 @@ export function statusTable(statuses: readonly RunStatus[], now: number): string
   );
 }
 
-/** The credit budget's use, one line per window, from its ledger (none before a credit was taken). */
-function budgetLines(uses: readonly WindowUse[] | null): string {
-  return (uses ?? [])
+/** The credit budget's use, a line per window, from its ledger (none before a credit was taken). */
+function budgetLines(uses: readonly WindowUse[]): string {
+  return uses
     .map(({ window, limit, used, freesAt }) => {
-      const frees = used < limit ? '' : `; used up until ${freesAt}`;
-      return `credit budget: ${String(used)} of ${String(limit)} credits taken in the last ${window} (${String(Math.round((100 * used) / limit))}%)${frees}\n`;
+      const share = `${String(Math.round((100 * used) / limit))}%${used < limit ? '' : `; used up until ${freesAt}`}`;
+      return `credit budget: ${String(used)} of ${String(limit)} credits taken in the last ${window} (${share})\n`;
     })
     .join('');
 }

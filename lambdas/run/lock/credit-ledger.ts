@@ -26,16 +26,10 @@ import { creditBudgetMessage, retryable, RunError } from '../errors/index.js';
 import type { RunInput } from '../state/index.js';
 
 /** Credits trainings may take in any 24 hours, and in any 30 days; either may be left out. */
-export interface CreditBudget {
-  readonly perDay?: number | undefined;
-  readonly per30Days?: number | undefined;
-}
+export type CreditBudget = Readonly<{ perDay?: number | undefined; per30Days?: number | undefined }>;
 
 /** status/.credits/ledger.json: a credit per training attempt, and the budget last checked against. */
-interface Ledger {
-  readonly budget: CreditBudget;
-  readonly credits: readonly CreditEntry[];
-}
+type Ledger = Readonly<{ budget: CreditBudget; credits: readonly CreditEntry[] }>;
 type CreditEntry = Readonly<{ run: string; attempt: number; drop: string; at: string }>;
 
 const DAY_MS = 86_400_000;
@@ -131,10 +125,9 @@ function windowUse(ledger: Ledger, now: number) {
   });
 }
 
-/** The budget's use as the ledger last recorded it, or null when no credit was ever taken. */
-export async function readCreditUse(s3: S3Client, bucket: string, now: number): Promise<WindowUse[] | null> {
-  const ledger = await readLedger(s3, bucket);
-  return ledger === null ? null : windowUse(ledger, now);
+/** The budget's use as the ledger last recorded it: none when no credit was ever taken. */
+export async function readCreditUse(s3: S3Client, bucket: string, now: number): Promise<WindowUse[]> {
+  return windowUse((await readLedger(s3, bucket)) ?? { budget: {}, credits: [] }, now);
 }
 
 async function readLedger(s3: S3Client, bucket: string): Promise<(Ledger & { etag: string }) | null> {
