@@ -59,6 +59,11 @@ const MAXIMUM = { period: PERIOD, statistic: 'Maximum' } as const;
 /** The AWS service that publishes alarm state changes to the topic. */
 const CLOUDWATCH = 'cloudwatch.amazonaws.com';
 
+const CREDIT_BUDGET =
+  'Trainings took 80% or more of the credit budget (-c creditBudget, creditBudget30Days): once it is used ' +
+  'up, runs stop with credit_budget before spending. hopper status shows the use; raise the budget, or ' +
+  'let it free up. OK again after a period without a credit taken.';
+
 export class HopperMonitoring extends Construct {
   /** Every alarm below notifies this topic when it fires and when it recovers. */
   readonly topic: Topic;
@@ -82,9 +87,9 @@ export class HopperMonitoring extends Construct {
         fn.metricThrottles(SUM),
       ),
     );
-    const counting = Object.entries(countingAlarms(props)).map(([name, [description, metric, threshold]]) => [
+    const counting = Object.entries(countingAlarms(props)).map(([name, [description, metric]]) => [
       name,
-      this.notifying(this.anyInPeriod(name, description, metric, threshold)),
+      this.notifying(this.anyInPeriod(name, description, metric)),
     ]);
     this.alarms = {
       ...(Object.fromEntries(counting) as Record<string, Alarm>),
@@ -99,6 +104,15 @@ export class HopperMonitoring extends Construct {
           comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
           treatMissingData: TreatMissingData.NOT_BREACHING,
         }),
+      ),
+      // The share in use a credit taken left; a label would make it a metric math alarm.
+      CreditBudget: this.notifying(
+        this.anyInPeriod(
+          'CreditBudget',
+          CREDIT_BUDGET,
+          hopper(METRIC.creditBudgetUsed, undefined, 'Maximum'),
+          80,
+        ),
       ),
       LambdaThrottles: this.notifying(
         new CompositeAlarm(this, 'LambdaThrottles', {
@@ -195,10 +209,10 @@ export class HopperMonitoring extends Construct {
 }
 
 /**
- * The alarms that fire when their metric is 1 (or the threshold given) or more in a period, by
- * name: what the alarm means and what to do (its description, in every notification), and its metric.
+ * The alarms that fire when their metric is 1 or more in a period, by name: what the alarm means
+ * and what to do (its description, in every notification), and its metric.
  */
-function countingAlarms(props: HopperMonitoringProps): Record<string, [string, IMetric, number?]> {
+function countingAlarms(props: HopperMonitoringProps): Record<string, [string, IMetric]> {
   const machine = props.stateMachine;
   const notifications = props.runNotifications;
   const untilDrained =
@@ -224,14 +238,6 @@ function countingAlarms(props: HopperMonitoringProps): Record<string, [string, I
       "Step Functions throttled Hopper's runs (the account's state transition quota is used up): the " +
         'runs slow down; find what else runs state machines in the account, or ask AWS for a higher quota.',
       machine.metricThrottled(SUM),
-    ],
-    CreditBudget: [
-      'Trainings took 80% or more of the credit budget (-c creditBudget, creditBudget30Days): once it is used ' +
-        'up, runs stop with credit_budget before spending. hopper status shows the use; raise the budget, or ' +
-        'let it free up. OK again after a period without a credit taken.',
-      // Without a label: an alarm on a labelled metric is a metric math alarm.
-      hopper(METRIC.creditBudgetUsed, undefined, 'Maximum'),
-      80,
     ],
     TriggerDeadLetters: [
       `An S3 event could not start a run: see the messages in the trigger dead-letter queue. ${untilDrained}`,

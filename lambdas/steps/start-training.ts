@@ -99,7 +99,6 @@ export const startTrainingStep = defineStep(
         `another run of drop "${state.run.drop}" (run ${held.holder.run_id ?? '?'}) holds the drop's training${held.holder.model_id === null ? '' : ` (model ${held.holder.model_id})`}, and a drop trains one model at a time; once it ends, upload train.json again`,
       );
     }
-    // A credit from the budget first (lambdas/run/lock/credit-ledger.ts): over budget, credit_budget.
     const record = await env.runtime.credits.spend(state.run, models.length + 1, () =>
       startTraining(client, dataset, config, models),
     );
