@@ -6,6 +6,7 @@
  * with startServer: bench/harness/processes.ts), and list it here.
  */
 import { check } from './check.js';
+import { budget } from './budget.js';
 import { coldStart } from './cold-start.js';
 import type { Benchmark } from './harness/benchmark.js';
 import { labels } from './labels.js';
@@ -22,4 +23,5 @@ export const BENCHMARKS: readonly Benchmark[] = [
   polling,
   scale,
   check,
+  budget,
 ];

@@ -8,7 +8,7 @@
  */
 import { envInteger, sideBySide, type Benchmark } from './harness/benchmark.js';
 import { figure } from './harness/figures.js';
-import { runClient, startServer } from './harness/processes.js';
+import { runClient, startServers } from './harness/processes.js';
 
 const MODULE = 'clients/labels.ts';
 
@@ -18,19 +18,13 @@ export const labels: Benchmark = {
   async run(context) {
     const count = envInteger('BENCH_LABELS', 10_000);
     const matchCount = envInteger('BENCH_LABELS_MATCH', 100_000);
-    const s3 = await startServer('s3');
-    const service = await startServer('service', {
+    const servers = await startServers({
       heldOutCount: count,
       readingMs: 0,
       structuringMs: 0,
       credits: 10,
     });
-    const endpoints = {
-      s3Endpoint: s3.info.endpoint,
-      bucket: s3.info.bucket,
-      apiUrl: service.info.apiUrl,
-      apiKey: service.info.apiKey,
-    };
+    const { endpoints } = servers;
     try {
       context.log(
         `labels: ${String(context.runs)} rounds of ${String(count)} examples, step vs bare round trips`,
@@ -87,7 +81,7 @@ export const labels: Benchmark = {
         }),
       ];
     } finally {
-      await Promise.all([s3.close(), service.close()]);
+      await servers.close();
     }
   },
 };

@@ -9,7 +9,7 @@ import { availableParallelism } from 'node:os';
 import { UPLOAD_CONCURRENCY } from '../lambdas/steps/upload-files.js';
 import { envInteger, MiB, sideBySide, type Benchmark } from './harness/benchmark.js';
 import { figure, type Figure } from './harness/figures.js';
-import { runClient, startServer } from './harness/processes.js';
+import { runClient, startServers } from './harness/processes.js';
 import type { ClientResult } from './harness/protocol.js';
 
 const MODULE = 'clients/many-files.ts';
@@ -23,14 +23,8 @@ export const manyFiles: Benchmark = {
   async run(context) {
     const smallCount = envInteger('BENCH_SMALL_FILES', 1000);
     const largeBytes = envInteger('BENCH_LARGE_FILE_MIB', 100) * MiB;
-    const s3 = await startServer('s3');
-    const service = await startServer('service', { heldOutCount: 0, readingMs: 0, credits: 10 });
-    const endpoints = {
-      s3Endpoint: s3.info.endpoint,
-      bucket: s3.info.bucket,
-      apiUrl: service.info.apiUrl,
-      apiKey: service.info.apiKey,
-    };
+    const servers = await startServers({ heldOutCount: 0, readingMs: 0, credits: 10 });
+    const { endpoints, s3, service } = servers;
     const call = (name: string, args: Record<string, unknown>) =>
       runClient({ module: MODULE, export: name, args: { ...endpoints, ...args } });
     try {
@@ -123,7 +117,7 @@ export const manyFiles: Benchmark = {
       }
       return figures;
     } finally {
-      await Promise.all([s3.close(), service.close()]);
+      await servers.close();
     }
   },
 };

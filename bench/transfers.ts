@@ -17,7 +17,7 @@
  */
 import { envInteger, GiB, MiB, sideBySide, type Benchmark, type BenchContext } from './harness/benchmark.js';
 import { figure, outlyingRounds, type Figure } from './harness/figures.js';
-import { runClient, startServer } from './harness/processes.js';
+import { runClient, startServers } from './harness/processes.js';
 import type { ClientResult } from './harness/protocol.js';
 
 const MODULE = 'clients/transfers.ts';
@@ -131,8 +131,7 @@ export const transfers: Benchmark = {
     'model copy (service -> S3) vs a bare multipart upload and a plain pipe; data upload (S3 -> service) vs a plain pipe',
   async run(context: BenchContext) {
     const size = sizes();
-    const s3 = await startServer('s3');
-    const service = await startServer('service', {
+    const servers = await startServers({
       heldOutCount: 0,
       readingMs: 0,
       structuringMs: 0,
@@ -141,12 +140,7 @@ export const transfers: Benchmark = {
       credits: 100_000,
       modelBytes: size.large,
     });
-    const endpoints = {
-      s3Endpoint: s3.info.endpoint,
-      bucket: s3.info.bucket,
-      apiUrl: service.info.apiUrl,
-      apiKey: service.info.apiKey,
-    };
+    const { endpoints, service, s3 } = servers;
     let drops = 0;
     const call = (name: string, extra: Record<string, unknown> = {}) =>
       runClient({
@@ -214,7 +208,7 @@ export const transfers: Benchmark = {
         ...pathFigures('upload', { ...upload, hopperSmall: uploadSmall.hopper }, size, 0.95, 'plain pipe'),
       ];
     } finally {
-      await Promise.all([s3.close(), service.close()]);
+      await servers.close();
     }
   },
 };

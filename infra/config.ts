@@ -39,6 +39,20 @@ function textSetting(rule: (value: string) => string | undefined = () => undefin
   );
 }
 
+/** An optional whole number >= 1 of `unit`: `-c key=7` arrives as a string, cdk.json may hold a number. */
+function wholeNumberSetting(unit: string) {
+  return z.unknown().transform((value, ctx): number | undefined => {
+    if (isBlank(value)) return undefined;
+    const number = typeof value === 'number' ? value : typeof value === 'string' ? Number(value) : Number.NaN;
+    if (Number.isInteger(number) && number >= 1) return number;
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be a whole number of ${unit} >= 1, got ${JSON.stringify(value)}`,
+    });
+    return z.NEVER;
+  });
+}
+
 const Settings = z.object({
   serviceUrl: textSetting(serviceUrlProblem),
   apiKeySecretName: textSetting(),
@@ -59,17 +73,9 @@ const Settings = z.object({
       ? `"${value}" is not a log level; use one of ${LOG_LEVELS.join(', ')}`
       : undefined,
   ),
-  inboxRetentionDays: z.unknown().transform((value, ctx): number | undefined => {
-    if (isBlank(value)) return undefined;
-    // `-c inboxRetentionDays=7` arrives as a string, cdk.json may hold a number.
-    const days = typeof value === 'number' ? value : typeof value === 'string' ? Number(value) : Number.NaN;
-    if (Number.isInteger(days) && days >= 1) return days;
-    ctx.addIssue({
-      code: 'custom',
-      message: `must be a whole number of days >= 1, got ${JSON.stringify(value)}`,
-    });
-    return z.NEVER;
-  }),
+  inboxRetentionDays: wholeNumberSetting('days'),
+  creditBudget: wholeNumberSetting('credits'),
+  creditBudget30Days: wholeNumberSetting('credits'),
 });
 
 const ContextSchema = Settings.superRefine((settings, ctx) => {

@@ -54,6 +54,10 @@ export interface HopperStackProps extends StackProps {
   readonly inboxRetentionDays?: number;
   /** The level of every function's logs (POWERTOOLS_LOG_LEVEL). @default 'INFO' */
   readonly logLevel?: HopperLogLevel;
+  /** Credits the trainings may take in any 24 hours (docs/spending.md). @default - no budget */
+  readonly creditBudget?: number;
+  /** Credits the trainings may take in any 30 days. @default - no budget */
+  readonly creditBudget30Days?: number;
 }
 
 /** A URL CloudFormation accepts as ServiceUrl: https, no white space. */
@@ -89,6 +93,7 @@ export class HopperStack extends Stack {
       serviceUrl,
       eventSource: props.eventSource,
       logLevel: props.logLevel,
+      creditBudget: { perDay: props.creditBudget, per30Days: props.creditBudget30Days },
     });
     this.notifications = new HopperNotifications(this, 'Notifications', {
       eventSource: this.pipeline.eventSource,

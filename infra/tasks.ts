@@ -43,6 +43,8 @@ export interface TaskAccess {
    * lambdas/run/events/events.ts). @default false
    */
   readonly events?: boolean;
+  /** Takes or gives back credits of the credit budget (its ledger is under status/). @default false */
+  readonly credits?: boolean;
 }
 
 /** A Task's Lambda, as the stack builds it. */
@@ -84,9 +86,10 @@ function callsService(
     bucket = STATUS,
     timeoutSeconds = SERVICE_CALLS,
     memoryMb = 256,
+    credits = false,
   }: Partial<TaskSettings & TaskAccess> = {},
 ): TaskSettings {
-  return { description, timeoutSeconds, memoryMb, access: { bucket, apiKey: true } };
+  return { description, timeoutSeconds, memoryMb, access: { bucket, apiKey: true, credits } };
 }
 
 const TASK_SETTINGS: Readonly<Record<TaskName, TaskSettings>> = {
@@ -110,8 +113,10 @@ const TASK_SETTINGS: Readonly<Record<TaskName, TaskSettings>> = {
     timeoutSeconds: LONG,
     memoryMb: 512,
   }),
-  StartTraining: callsService('starts a training, or adopts one already running for the dataset'),
-  PollModel: callsService("reads the model's state and schedules the next poll"),
+  StartTraining: callsService('starts a training, or adopts one already running for the dataset', {
+    credits: true,
+  }),
+  PollModel: callsService("reads the model's state and schedules the next poll", { credits: true }),
   CopyModel: callsService('streams the trained model into models/ and writes model.json', {
     bucket: { models: 'multipart', ...STATUS },
     timeoutSeconds: LONG,

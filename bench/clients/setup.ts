@@ -7,9 +7,10 @@ import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { createRuntime, type Runtime, trainingService } from '../../lambdas/run/invocation/index.js';
 import type { StepEnv } from '../../lambdas/run/invocation/index.js';
+import type { CreditBudget } from '../../lambdas/run/lock/index.js';
 import { datasetSlot, modelSlot, trainingPlan } from '../../lambdas/run/state/index.js';
 import type { RunState } from '../../lambdas/run/state/index.js';
-import type { TrainingServiceClient } from '../../lambdas/service-client/index.js';
+import type { Dataset, TrainingServiceClient } from '../../lambdas/service-client/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { localS3Client } from '../../local/s3/local-s3.js';
 
@@ -41,8 +42,9 @@ export interface Connected {
   readonly bucket: string;
 }
 
-export async function connect(endpoints: Endpoints): Promise<Connected> {
+export async function connect(endpoints: Endpoints, creditBudget?: CreditBudget): Promise<Connected> {
   const runtime = createRuntime({
+    creditBudget,
     s3: localS3Client(endpoints.s3Endpoint),
     service: trainingService({
       serviceUrl: endpoints.apiUrl,
@@ -62,23 +64,33 @@ function runInput(bucket: string, drop: string): RunState['run'] {
   return { runId: drop, bucket, drop, key: inboxKey(drop, TRAIN_JSON), etag: 'e', startedAt: '' };
 }
 
-/** A model trained to `download` (the service's modelBytes decide its size), and the state copy_model starts from. */
-export async function trainedModel(connected: Connected, drop: string): Promise<RunState> {
+/**
+ * A dataset of one small file, structured, and the run of `drop` it belongs to: ready to train
+ * once the service has read and structured it (no time at all for the benchmarks' services).
+ */
+export async function structuredDataset(
+  connected: Connected,
+  drop: string,
+): Promise<{ run: RunState['run']; dataset: Dataset }> {
   const { client, bucket } = connected;
   const dataset = await client.createDataset({ name: drop, files: [{ name: 'd.jsonl', bytes: 13 }] });
   await client.uploadFile(dataset.id, dataset.files[0]!, () =>
     Readable.from([Buffer.from('{"text":"a"}\n')]),
   );
   await client.structure(dataset.id);
+  return { run: runInput(bucket, drop), dataset };
+}
+
+/** A model trained to `download` (the service's modelBytes decide its size), and the state copy_model starts from. */
+export async function trainedModel(connected: Connected, drop: string): Promise<RunState> {
+  const { client } = connected;
+  const { run, dataset } = await structuredDataset(connected, drop);
   const started = await client.startTraining(dataset.id, (await client.defaultEncoder()).id);
   // The benchmark's service trains in no time; a few reads at most.
   for (let attempt = 0; attempt < 50; attempt++) {
     const model = await client.getModel(started.id);
     if (model.next_action === 'download') {
-      return {
-        run: runInput(bucket, drop),
-        model: modelSlot(model, trainingPlan(1, 3), undefined, Date.now()),
-      };
+      return { run, model: modelSlot(model, trainingPlan(1, 3), undefined, Date.now()) };
     }
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

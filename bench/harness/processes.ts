@@ -6,6 +6,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { Endpoints } from '../clients/setup.js';
 import type { ClientCall, ClientResult, ServerInfo, ServerKind, ServerRequest } from './protocol.js';
 
 const CHILD = fileURLToPath(new URL('./child.ts', import.meta.url));
@@ -87,6 +88,32 @@ export async function startServer<K extends ServerKind>(
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
       await exited;
+    },
+  };
+}
+
+/** The local S3 and the simulated service (with `serviceOptions`), and where a client finds them. */
+export interface Servers {
+  readonly s3: ServerProcess<'s3'>;
+  readonly service: ServerProcess<'service'>;
+  readonly endpoints: Endpoints;
+  close(): Promise<void>;
+}
+
+export async function startServers(serviceOptions: Record<string, unknown>): Promise<Servers> {
+  const s3 = await startServer('s3');
+  const service = await startServer('service', serviceOptions);
+  return {
+    s3,
+    service,
+    endpoints: {
+      s3Endpoint: s3.info.endpoint,
+      bucket: s3.info.bucket,
+      apiUrl: service.info.apiUrl,
+      apiKey: service.info.apiKey,
+    },
+    close: async () => {
+      await Promise.all([s3.close(), service.close()]);
     },
   };
 }

@@ -59,6 +59,11 @@ const MAXIMUM = { period: PERIOD, statistic: 'Maximum' } as const;
 /** The AWS service that publishes alarm state changes to the topic. */
 const CLOUDWATCH = 'cloudwatch.amazonaws.com';
 
+const CREDIT_BUDGET =
+  'Trainings took 80% or more of the credit budget (-c creditBudget, creditBudget30Days): once it is used ' +
+  'up, runs stop with credit_budget before spending. hopper status shows the use; raise the budget, or ' +
+  'let it free up. OK again after a period without a credit taken.';
+
 export class HopperMonitoring extends Construct {
   /** Every alarm below notifies this topic when it fires and when it recovers. */
   readonly topic: Topic;
@@ -100,6 +105,15 @@ export class HopperMonitoring extends Construct {
           treatMissingData: TreatMissingData.NOT_BREACHING,
         }),
       ),
+      // The share in use a credit taken left; a label would make it a metric math alarm.
+      CreditBudget: this.notifying(
+        this.anyInPeriod(
+          'CreditBudget',
+          CREDIT_BUDGET,
+          hopper(METRIC.creditBudgetUsed, undefined, 'Maximum'),
+          80,
+        ),
+      ),
       LambdaThrottles: this.notifying(
         new CompositeAlarm(this, 'LambdaThrottles', {
           alarmDescription:
@@ -113,12 +127,12 @@ export class HopperMonitoring extends Construct {
     this.dashboard = this.createDashboard(props, functions);
   }
 
-  /** Fires when the metric is 1 or more in a period; a period without one is OK again. */
-  private anyInPeriod(name: string, description: string, metric: IMetric): Alarm {
+  /** Fires when the metric is `threshold` (1) or more in a period; a period without one is OK again. */
+  private anyInPeriod(name: string, description: string, metric: IMetric, threshold = 1): Alarm {
     return new Alarm(this, name, {
       alarmDescription: description,
       metric,
-      threshold: 1,
+      threshold,
       evaluationPeriods: 1,
       comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       treatMissingData: TreatMissingData.NOT_BREACHING,
@@ -255,6 +269,12 @@ function countingAlarms(props: HopperMonitoringProps): Record<string, [string, I
   };
 }
 
+/** One of Hopper's own metrics (lambdas/run/invocation/metrics.ts) over the period. */
+const OF_HOPPER = { namespace: METRICS_NAMESPACE, dimensionsMap: { service: SERVICE_NAME }, period: PERIOD };
+function hopper(metricName: string, label?: string, statistic = 'Sum'): Metric {
+  return new Metric({ ...OF_HOPPER, metricName, statistic, label });
+}
+
 function graph(title: string, width: number, left: IMetric[], right?: IMetric[]): GraphWidget {
   return new GraphWidget({ title, width, left, right });
 }
@@ -291,9 +311,6 @@ function awsRunWidgets(props: HopperMonitoringProps): GraphWidget[] {
  * values are open (error codes, steps) are graphed with SEARCH, so a new one shows up by itself.
  */
 export function hopperWidgets(): GraphWidget[] {
-  const ofHopper = { namespace: METRICS_NAMESPACE, dimensionsMap: { service: SERVICE_NAME }, period: PERIOD };
-  const hopper = (metricName: string, label: string, statistic = 'Sum'): Metric =>
-    new Metric({ ...ofHopper, metricName, statistic, label });
   const byDimension = (metricName: string, dimension: string, statistic: string) =>
     new MathExpression({
       expression: `SEARCH('{${METRICS_NAMESPACE},service,${dimension}} MetricName="${metricName}"', '${statistic}', ${PERIOD.toSeconds()})`,
@@ -312,7 +329,10 @@ export function hopperWidgets(): GraphWidget[] {
     graph(
       'Credits and estimated AWS cost (USD)',
       8,
-      [hopper(METRIC.creditsSpent, 'credits spent')],
+      [
+        hopper(METRIC.creditsSpent, 'credits spent'),
+        hopper(METRIC.creditBudgetUsed, 'budget used (%)', 'Maximum'),
+      ],
       [hopper(METRIC.runAwsCost, 'AWS cost of finished runs (USD)')],
     ),
     graph('Run duration (ms)', 8, [

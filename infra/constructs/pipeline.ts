@@ -17,6 +17,7 @@ import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from 'aws-cd
 import { Construct } from 'constructs';
 import { DEFAULT_EVENT_SOURCE } from '../../lambdas/run/events/index.js';
 import { ENV } from '../../lambdas/run/invocation/index.js';
+import type { CreditBudget } from '../../lambdas/run/lock/index.js';
 import { TRAIN_JSON_KEY_WILDCARD } from '../../lambdas/storage/keys.js';
 import type { HopperLogLevel } from '../config.js';
 import { executionLogGroupName } from '../names.js';
@@ -52,6 +53,8 @@ export interface HopperPipelineProps {
   readonly logRetention?: RetentionDays;
   /** The level of every function's logs (POWERTOOLS_LOG_LEVEL). @default 'INFO' */
   readonly logLevel?: HopperLogLevel;
+  /** The credit budget of the Tasks that take and give back credits. @default - none */
+  readonly creditBudget?: CreditBudget;
 }
 
 export class HopperPipeline extends Construct {
@@ -95,17 +98,25 @@ export class HopperPipeline extends Construct {
   private createTasks(
     props: HopperPipelineProps,
   ): [Record<TaskName, NodejsFunction>, Record<TaskName, IVersion>] {
-    // Each function is told what its access lets it use: the service and its key, the event source.
+    // Each function is told what its access lets it use: the service and its key, the event
+    // source, the credit budget.
     const service = {
       [ENV.serviceUrl]: props.serviceUrl,
       [ENV.apiKeySecret]: props.apiKeySecretId ?? props.apiKeySecret.secretArn,
     };
+    const budget = Object.fromEntries(
+      Object.entries({
+        [ENV.creditBudget]: props.creditBudget?.perDay,
+        [ENV.creditBudget30Days]: props.creditBudget?.per30Days,
+      }).flatMap(([name, credits]) => (credits === undefined ? [] : [[name, String(credits)] as const])),
+    );
     const functions = {} as Record<TaskName, NodejsFunction>;
     const versions = {} as Record<TaskName, IVersion>;
     for (const spec of TASKS) {
       const environment = {
         ...(spec.access.apiKey ? service : {}),
         ...(spec.access.events === true ? { [ENV.eventSource]: this.eventSource } : {}),
+        ...(spec.access.credits === true ? budget : {}),
       };
       const task = new HopperFunction(this, spec.name, { ...spec, ...this.functionSettings, environment });
       grantTaskAccess(task.role, spec.access, { ...props, eventSource: this.eventSource });

@@ -144,7 +144,7 @@ function copyModel(options: CopyModelOptions): StepRun<'copy_model'> {
     const client = await env.runtime.service();
     const model = await client.getModel(state.model.id);
     const slot = { modelKey: modelFileKey(drop, model.id), recordKey: modelRecordKey(drop, model.id) };
-    const writeRecord = (): Promise<void> =>
+    const writeRecord = (): Promise<unknown> =>
       putJson(
         s3,
         bucket,

@@ -13,13 +13,16 @@
 import { defineStep } from '../run/invocation/index.js';
 import { waitForFiles } from '../run/schedule/index.js';
 import { RetryLaterError, ServiceError } from '../service-client/index.js';
-import { modelSlot } from '../run/state/index.js';
+import { modelSlot, trainingOrdinal } from '../run/state/index.js';
 import type { ModelSlot } from '../run/state/index.js';
 
-export const pollModelStep = defineStep('poll_model', async ({ model }, env) => {
+export const pollModelStep = defineStep('poll_model', async (state, env) => {
+  const { model } = state;
   const client = await env.runtime.service();
   try {
     const record = await client.getModel(model.id);
+    // The service gave a failed training's credit back to the account: the budget gets it too.
+    if (record.status === 'failed') await env.runtime.credits.giveBack(state.run, trainingOrdinal(model));
     return modelSlot(record, model, model, env.runtime.now());
   } catch (error) {
     const waiting = waitThroughFailure(model, error, env.runtime.now());

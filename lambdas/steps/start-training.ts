@@ -15,6 +15,7 @@
  * A sweep (train.json `encoders`) trains its encoders one after another from the one dataset
  * (lambdas/run/state/sweep.ts): each invocation trains the sweep's current encoder, and counts
  * and adopts that encoder's models only, so a resumed sweep adopts what each encoder trained.
+ * A new training takes a credit from the credit budget first (credit-ledger.ts).
  */
 import {
   filesRetentionMs,
@@ -40,7 +41,7 @@ import {
 import { defineStep } from '../run/invocation/index.js';
 import { supersededError, claimTraining, recordTraining, type ClaimContext } from '../run/lock/index.js';
 import { expectedFinish } from '../run/schedule/index.js';
-import { attemptsLeft, modelSlot, sweepOnwards, trainingPlan } from '../run/state/index.js';
+import { attemptsLeft, modelSlot, sweepOnwards, trainingOrdinal, trainingPlan } from '../run/state/index.js';
 import type { AccountHistory, RunConfig, RunState, SweepSlot } from '../run/state/index.js';
 
 const UNDER_WAY_STATUSES: readonly string[] = ['queued', 'training', 'done'];
@@ -91,9 +92,12 @@ export const startTrainingStep = defineStep(
         `another run of drop "${state.run.drop}" (run ${held.holder.run_id ?? '?'}) holds the drop's training${held.holder.model_id === null ? '' : ` (model ${held.holder.model_id})`}, and a drop trains one model at a time; once it ends, upload train.json again`,
       );
     }
-    const record = await startTraining(client, dataset, encoder, models);
+    const trained = plan(models.length + 1);
+    const record = await env.runtime.credits.spend(state.run, trainingOrdinal(trained), () =>
+      startTraining(client, dataset, encoder, models),
+    );
     await recordTraining(claim, dataset.id, record.id);
-    return modelSlot(record, plan(models.length + 1), previous, env.runtime.now(), history);
+    return modelSlot(record, trained, previous, env.runtime.now(), history);
   },
   { decidesWhenSuperseded: true },
 );

@@ -8,6 +8,7 @@
  *   status/.events/<run id>/<kind>             marks a run event put (lambdas/run/events/event-bus.ts)
  *   status/.training/<drop>.json               which run of the drop may hold a credit (training-claim.ts)
  *   status/.runs/<drop>/<run id>.json          each run's final status: the drop's runs history
+ *   status/.credits/ledger.json                the credits taken from the budget (credit-ledger.ts)
  */
 export const INBOX_PREFIX = 'inbox/';
 export const STATUS_PREFIX = 'status/';
@@ -42,6 +43,9 @@ export function eventMarkerKey(runId: string, kind: string): string {
 export function trainingClaimKey(drop: string): string {
   return `${STATUS_PREFIX}.training/${drop}.json`;
 }
+
+/** The credit budget's ledger: one for the bucket (lambdas/run/lock/credit-ledger.ts). */
+export const CREDIT_LEDGER_KEY = `${STATUS_PREFIX}.credits/ledger.json`;
 
 /** Where the run's final status is kept, beside the other runs of its drop. */
 export function runRecordKey(drop: string, runId: string): string {

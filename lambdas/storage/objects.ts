@@ -1,7 +1,7 @@
 /**
  * Small whole-object operations on the bucket: the size of an object, the objects under a prefix,
- * a JSON document read, written in one PUT or updated with conditional writes, a delete. Streams (a pinned read, a multipart
- * write) live in streams.ts.
+ * a JSON document read, written in one PUT or updated with conditional writes, a delete. Streams
+ * (a pinned read, a multipart write) live in streams.ts.
  */
 import {
   DeleteObjectCommand,
@@ -9,7 +9,7 @@ import {
   HeadObjectCommand,
   ListObjectsV2Command,
   PutObjectCommand,
-  type PutObjectCommandInput,
+  type PutObjectCommandOutput,
   type _Object,
   type S3Client,
 } from '@aws-sdk/client-s3';
@@ -26,27 +26,20 @@ export async function objectSize(s3: S3Client, bucket: string, key: string): Pro
 }
 
 /**
- * The PutObject of `value` as pretty-printed JSON (small documents only: it is one buffered PUT),
- * under `condition` when given (If-Match, If-None-Match).
+ * Writes `value` as pretty-printed JSON (small documents only: it is one buffered PUT), under the
+ * conditions given (`IfNoneMatch: '*'`, `IfMatch: <etag>`).
  */
-export function putJsonCommand(
+export function putJson(
+  s3: S3Client,
   bucket: string,
   key: string,
   value: unknown,
-  condition?: Pick<PutObjectCommandInput, 'IfMatch' | 'IfNoneMatch'>,
-): PutObjectCommand {
+  condition: { readonly IfMatch?: string; readonly IfNoneMatch?: string } = {},
+): Promise<PutObjectCommandOutput> {
   const Body = `${JSON.stringify(value, null, 2)}\n`;
-  return new PutObjectCommand({
-    Bucket: bucket,
-    Key: key,
-    Body,
-    ContentType: 'application/json',
-    ...condition,
-  });
-}
-
-export async function putJson(s3: S3Client, bucket: string, key: string, value: unknown): Promise<void> {
-  await s3.send(putJsonCommand(bucket, key, value));
+  return s3.send(
+    new PutObjectCommand({ Bucket: bucket, Key: key, Body, ContentType: 'application/json', ...condition }),
+  );
 }
 
 /** Every object whose key begins with `prefix`, page by page (ListObjectsV2). */
@@ -62,14 +55,10 @@ export async function* objectsUnder(s3: S3Client, bucket: string, prefix: string
 }
 
 /**
- * A small JSON object as read, with its ETag, or null when there is no such object; a body that
- * is not JSON reads as undefined (a caller treats it as no document of its kind).
+ * A JSON object's value (undefined when its body is not JSON) and ETag, or null when there is no
+ * such object.
  */
-export async function readJson(
-  s3: S3Client,
-  bucket: string,
-  key: string,
-): Promise<{ readonly value: unknown; readonly etag: string } | null> {
+export async function readJson(s3: S3Client, bucket: string, key: string): Promise<JsonRead | null> {
   try {
     const answer = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
     const text = (await answer.Body?.transformToString()) ?? '';
@@ -77,13 +66,17 @@ export async function readJson(
     try {
       value = JSON.parse(text);
     } catch {
-      value = undefined;
+      // Not JSON: no value, which each reader takes as it must.
     }
     return { value, etag: answer.ETag ?? '' };
   } catch (error) {
     if (isNotFound(error)) return null;
     throw error;
   }
+}
+
+export interface JsonRead extends ReadWithEtag {
+  readonly value: unknown;
 }
 
 /** A JSON document as read, with the ETag a conditional write over it names. */
@@ -112,7 +105,8 @@ export interface ConditionalUpdate<R extends ReadWithEtag, T> {
 /**
  * Read, decide, write one JSON object so that no other writer's document is overwritten unseen:
  * the write is conditional (`If-Match` the ETag read, `If-None-Match: *` when there was none),
- * and a write that lost to another writer is read and decided again, after a short random pause.
+ * and a write that lost to another writer is read and decided again, after a random pause that
+ * doubles with each loss (full jitter, at most 2 s): many writers at once spread out.
  */
 export async function updateJsonConditionally<R extends ReadWithEtag, T>(
   s3: S3Client,
@@ -124,12 +118,12 @@ export async function updateJsonConditionally<R extends ReadWithEtag, T>(
     if (write === null) return result;
     try {
       const condition = current === null ? { IfNoneMatch: '*' } : { IfMatch: current.etag };
-      await s3.send(putJsonCommand(update.bucket, update.key, write, condition));
+      await putJson(s3, update.bucket, update.key, write, condition);
       return result;
     } catch (error) {
       if (!isLostRace(error, current !== null)) throw error;
       if (attempt >= update.attempts) throw update.contended(attempt, error);
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(2_000, 10 * 2 ** attempt)));
     }
   }
 }

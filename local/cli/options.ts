@@ -23,6 +23,11 @@ const LOCAL_MODE_FLAGS: Flags = {
     range: [0, 3_600_000],
     help: 'sleep N ms in every Wait state instead of the polled seconds, and take a drop after N ms without a write instead of 5 s (demos, tests)',
   },
+  'credit-budget': {
+    value: 'N',
+    range: [1, 1_000_000],
+    help: 'let trainings take at most N credits in any 24 hours; a run over it stops with credit_budget (-c creditBudget=N at deploy)',
+  },
   verbose: { help: "print the handlers' own logs (JSON lines)" },
 };
 
@@ -144,6 +149,7 @@ function commonOptions(args: Parsed, env: NodeJS.ProcessEnv): LocalCommandOption
   }
   const s3Port = args.number('s3-port');
   const waitMs = args.number('wait-ms');
+  const perDay = args.number('credit-budget');
   const verbose = args.on('verbose');
   return {
     verbose,
@@ -151,6 +157,7 @@ function commonOptions(args: Parsed, env: NodeJS.ProcessEnv): LocalCommandOption
       ...(service === undefined ? {} : { service }),
       ...(s3Port === undefined ? {} : { s3Port }),
       ...(waitMs === undefined ? {} : { waitMs, dropQuietMs: waitMs }),
+      ...(perDay === undefined ? {} : { creditBudget: { perDay } }),
       logLevel: verbose ? 'INFO' : 'SILENT',
     },
   };

@@ -11,7 +11,7 @@ import { resumeTarget } from '../../lambdas/run/lock/index.js';
 import type { ResumeFrom } from '../../lambdas/run/state/index.js';
 import { readStatus, type RunStatus } from '../../lambdas/run/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { isNotFound, putJsonCommand } from '../../lambdas/storage/objects.js';
+import { isNotFound, putJson } from '../../lambdas/storage/objects.js';
 import { CommandError, EXIT, json, type CommandIo, type CommandSpec } from './command.js';
 import { targetCommand, TARGET_FLAGS, type Target } from './target.js';
 
@@ -60,7 +60,7 @@ export const runRetryCommand = targetCommand(RETRY_SPEC, async (args, target, ou
     }
   }
   const resumed = { ...config, resume: true, ...(maxAttempts === undefined ? {} : { maxAttempts }) };
-  const put = await target.s3.send(putJsonCommand(target.bucket, key, resumed));
+  const put = await putJson(target.s3, target.bucket, key, resumed);
   const result = {
     drop,
     resumes_run: from.runId,
@@ -86,7 +86,7 @@ async function startAgain(
 ): Promise<number> {
   const key = inboxKey(status.drop, TRAIN_JSON);
   const { resume: _resume, ...config } = (await readTrainJson(target, key)).config;
-  const put = await target.s3.send(putJsonCommand(target.bucket, key, config));
+  const put = await putJson(target.s3, target.bucket, key, config);
   const train = `s3://${target.bucket}/${key}`;
   out.stdout.write(
     asJson

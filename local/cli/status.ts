@@ -3,6 +3,7 @@
  * step, next_action, age, error code), newest first.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
+import { readCreditUse, type WindowUse } from '../../lambdas/run/lock/index.js';
 import { readStatus, statusFiles, type RunStatus } from '../../lambdas/run/status/index.js';
 import { CommandError, EXIT, formatAge, json, table, type CommandSpec } from './command.js';
 import { targetCommand, TARGET_FLAGS } from './target.js';
@@ -11,7 +12,7 @@ export const STATUS_SPEC: CommandSpec = {
   name: 'status',
   usage: '[drop] [options]',
   about:
-    "Shows the latest run of one drop (status/<drop>.json), or a table of every drop: its state, the service's step and next_action, how long since the status changed, and the error code of a failed run. Newest first.",
+    "Shows the latest run of one drop (status/<drop>.json), or a table of every drop: its state, the service's step and next_action, how long since the status changed, and the error code of a failed run, newest first, and the credit budget's use.",
   flags: TARGET_FLAGS,
   positionals: { min: 0, max: 1, what: 'drop', hint: 'hopper status reviews' },
   exits: { 0: true, 1: true, 2: true },
@@ -35,6 +36,7 @@ export const runStatusCommand = targetCommand(STATUS_SPEC, async (args, target, 
   if (asJson) out.stdout.write(json(statuses));
   else if (statuses.length === 0) out.stdout.write(`no drops yet in s3://${target.bucket}/\n`);
   else out.stdout.write(statusTable(statuses, now()));
+  if (!asJson) out.stdout.write(budgetLines(await readCreditUse(target.s3, target.bucket, now())));
   return EXIT.succeeded;
 });
 
@@ -60,6 +62,16 @@ export function statusTable(statuses: readonly RunStatus[], now: number): string
       status.error?.code ?? '',
     ]),
   );
+}
+
+/** The credit budget's use, a line per window, from its ledger (none before a credit was taken). */
+function budgetLines(uses: readonly WindowUse[]): string {
+  return uses
+    .map(({ window, limit, used, freesAt }) => {
+      const share = `${String(Math.round((100 * used) / limit))}%${used < limit ? '' : `; used up until ${freesAt}`}`;
+      return `credit budget: ${String(used)} of ${String(limit)} credits taken in the last ${window} (${share})\n`;
+    })
+    .join('');
 }
 
 export function describeStatus(status: RunStatus, now: number): string {

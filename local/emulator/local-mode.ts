@@ -18,6 +18,7 @@ import {
   trainingService,
   type TrainingServiceOptions,
 } from '../../lambdas/run/invocation/index.js';
+import type { CreditBudget } from '../../lambdas/run/lock/index.js';
 import type { StepName } from '../../lambdas/run/state/index.js';
 import type { TrainingServiceClient } from '../../lambdas/service-client/index.js';
 import { createTriggerHandler, type TriggerResult } from '../../lambdas/trigger/start-execution.js';
@@ -78,6 +79,8 @@ export interface LocalModeOptions {
    * folder removed on close, and a fresh service. Runs found still `running` are marked interrupted.
    */
   readonly dataDir?: string;
+  /** The credit budget (`--credit-budget`), as `-c creditBudget` sets it at deploy. Default: none. */
+  readonly creditBudget?: CreditBudget;
 }
 
 /** Local mode running: what startLocalMode returns. */
@@ -246,6 +249,7 @@ function handlerRuntime(
     }),
     dropQuietMs: options.dropQuietMs,
     now: options.now,
+    creditBudget: options.creditBudget,
     // No tracer and no EMF lines: nothing here may reach an X-Ray daemon, and stdout is the user's.
   });
 }

@@ -38,6 +38,29 @@ export function startBriskLocalMode(options: LocalModeOptions = {}): Promise<Loc
   });
 }
 
+/**
+ * Local mode kept in `dataDir`, as startBriskLocalMode starts it, for tests that stop it and start
+ * it again on the same data directory: `cleanups` closes it unless the test did.
+ */
+export async function startKeptLocalMode(
+  dataDir: string,
+  cleanups: (() => Promise<void>)[],
+  options: LocalModeOptions = {},
+): Promise<LocalMode> {
+  const local = await startBriskLocalMode({ ...options, dataDir });
+  let closed = false;
+  cleanups.push(async () => {
+    if (!closed) await local.close();
+  });
+  return {
+    ...local,
+    async close() {
+      closed = true;
+      await local.close();
+    },
+  };
+}
+
 export function useLocalMode(): LocalModeFixture {
   const started: LocalMode[] = [];
   afterEach(async () => {

@@ -23,6 +23,7 @@ import {
   type TrainingServiceOptions,
 } from '../../lambdas/run/invocation/index.js';
 import type { InvocationContext, StepEnv } from '../../lambdas/run/invocation/index.js';
+import type { CreditBudget } from '../../lambdas/run/lock/index.js';
 import type { RunState } from '../../lambdas/run/state/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { QUICK } from '../client/helpers.js';
@@ -45,6 +46,7 @@ export interface PipelineFixtures {
       now?: () => number;
       events?: RunEventBus;
       clientOptions?: TrainingServiceOptions['clientOptions'];
+      creditBudget?: CreditBudget;
     },
   ): Runtime;
 }
@@ -91,6 +93,7 @@ export function usePipelineFixtures(): PipelineFixtures {
         now: overrides.now ?? (() => service.clock.now()),
         dropQuietMs: 0,
         events: overrides.events ?? new LocalEventBus(),
+        creditBudget: overrides.creditBudget,
       });
       runtimes.push(runtime);
       return runtime;

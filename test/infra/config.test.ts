@@ -34,6 +34,8 @@ describe('CDK context', () => {
       bucketName: '',
       logLevel: 'debug',
       inboxRetentionDays: '7',
+      creditBudget: '20',
+      creditBudget30Days: 400,
       notificationEmail: null,
     });
     expect(stackName).toBe(DEFAULT_STACK_NAME);
@@ -42,6 +44,8 @@ describe('CDK context', () => {
       bucketName: undefined,
       logLevel: 'DEBUG',
       inboxRetentionDays: 7,
+      creditBudget: 20,
+      creditBudget30Days: 400,
       notificationEmail: undefined,
     });
   });
@@ -53,11 +57,12 @@ describe('CDK context', () => {
         bucketName: 'Bad_Bucket',
         logLevel: 'LOUD',
         inboxRetentionDays: 'a week',
+        creditBudget: '0',
         notificationEmail: 42,
         stackName: '9lives',
       }),
     );
-    expect(message).toMatch(/^6 context settings are wrong/);
+    expect(message).toMatch(/^7 context settings are wrong/);
     expect(message.split('\n').slice(1)).toEqual([
       '  - context serviceUrl: "http://train.example.com" must be an https:// URL',
       '  - context bucketName: "Bad_Bucket" is not a valid S3 bucket name',
@@ -65,6 +70,7 @@ describe('CDK context', () => {
       '  - context stackName: "9lives" is not a valid CloudFormation stack name',
       '  - context logLevel: "LOUD" is not a log level; use one of TRACE, DEBUG, INFO, WARN, ERROR, CRITICAL, SILENT',
       '  - context inboxRetentionDays: must be a whole number of days >= 1, got "a week"',
+      '  - context creditBudget: must be a whole number of credits >= 1, got "0"',
     ]);
   });
 

@@ -517,10 +517,11 @@ describe('monitoring', () => {
     ([id]) => id,
   );
 
-  it('alarms on failed, timed-out, aborted, throttled and slow runs, dead letters, failed notifications, trigger errors and throttles', () => {
+  it('alarms on failed, timed-out, aborted, throttled and slow runs, dead letters, failed notifications, trigger errors, throttles and the credit budget', () => {
     expect(notifying.map(([, alarm]) => alarm.Properties.MetricName ?? 'composite').sort()).toEqual([
       'ApproximateNumberOfMessagesVisible', // the trigger's dead letters
       'ApproximateNumberOfMessagesVisible', // the run notifications' dead letters
+      'CreditBudgetUsed',
       'Errors',
       'ExecutionThrottled',
       'ExecutionTime',
@@ -532,7 +533,8 @@ describe('monitoring', () => {
     ]);
     for (const [id, alarm] of notifying) {
       const metric = alarm.Properties.MetricName;
-      if (metric === undefined || metric === 'ExecutionTime') continue; // the composite; the slow-run test
+      // The composite; the slow-run and credit budget tests.
+      if (metric === undefined || metric === 'ExecutionTime' || metric === 'CreditBudgetUsed') continue;
       expect(alarm.Properties, id).toMatchObject({
         Threshold: 1,
         ComparisonOperator: 'GreaterThanOrEqualToThreshold',
@@ -541,8 +543,31 @@ describe('monitoring', () => {
     }
   });
 
+  it('alarms when trainings took 80% of the credit budget, as the last credit taken left it', () => {
+    const [budget] = notifying.filter(([, alarm]) => alarm.Properties.MetricName === 'CreditBudgetUsed');
+    expect(budget?.[1].Properties).toMatchObject({
+      Namespace: 'Hopper',
+      Dimensions: [{ Name: 'service', Value: 'hopper' }],
+      Statistic: 'Maximum',
+      Threshold: 80,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      TreatMissingData: 'notBreaching',
+    });
+  });
+
+  it('tells the functions that take and give back credits the budget from context, and no other', () => {
+    const { template } = synthesize({ creditBudget: '20', creditBudget30Days: 400 });
+    for (const name of TASK_NAMES) {
+      const { resource } = functionNamed(template, name);
+      const variables = (resource.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+      const budget = { HOPPER_CREDIT_BUDGET: '20', HOPPER_CREDIT_BUDGET_30_DAYS: '400' };
+      if (name === 'StartTraining' || name === 'PollModel') expect(variables, name).toMatchObject(budget);
+      else expect(variables, name).not.toHaveProperty('HOPPER_CREDIT_BUDGET');
+    }
+  });
+
   it('notifies the topic when an alarm fires and when it recovers, for every alarm but the throttle inputs', () => {
-    expect(notifying.length).toBe(10);
+    expect(notifying.length).toBe(11);
     for (const [id, alarm] of notifying) {
       expect(alarm.Properties.AlarmActions, id).toEqual([{ Ref: topicId }]);
       expect(alarm.Properties.OKActions, id).toEqual([{ Ref: topicId }]);

@@ -14,7 +14,13 @@ import { startConsole } from '../../local/console/index.js';
 import type { RunPage } from '../../local/console/runs.js';
 import { startLocalMode, type LocalMode } from '../../local/emulator/local-mode.js';
 import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
-import { dropAndRun, modelObjects, nextExecution, RUN_TIMEOUT_MS } from '../helpers/local-mode.js';
+import {
+  dropAndRun,
+  modelObjects,
+  nextExecution,
+  RUN_TIMEOUT_MS,
+  startKeptLocalMode,
+} from '../helpers/local-mode.js';
 import { putDrop } from '../helpers/pipeline.js';
 import { folderFiles } from '../helpers/console.js';
 import { withTimeout } from '../../testkit/timeout.js';
@@ -25,24 +31,8 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function startKept(dataDir: string, trainingMs: number = BRISK_SERVICE.trainingMs): Promise<LocalMode> {
-  const local = await startLocalMode({
-    dataDir,
-    waitMs: 10,
-    retryPauseMs: 0,
-    simulated: { ...BRISK_SERVICE, trainingMs },
-  });
-  let closed = false;
-  cleanups.push(async () => {
-    if (!closed) await local.close();
-  });
-  return {
-    ...local,
-    async close() {
-      closed = true;
-      await local.close();
-    },
-  };
+function startKept(dataDir: string): Promise<LocalMode> {
+  return startKeptLocalMode(dataDir, cleanups);
 }
 
 /** Two local modes, one after the other, each with a run: about 25 s on a quiet 2-core machine. */

@@ -229,6 +229,16 @@ describe.each(PARSERS)('the options common to both commands ($command)', ({ comm
     });
   });
 
+  describe('--credit-budget', () => {
+    it('sets the credits trainings may take in any 24 hours; there is no budget without it', () => {
+      expect(options(['--credit-budget', '20']).mode.creditBudget).toEqual({ perDay: 20 });
+      expect('creditBudget' in options([]).mode).toBe(false);
+      expect(usageError(() => parseAny(['--credit-budget=0'])).message).toBe(
+        '--credit-budget: expected an integer 1..1000000, got "0"',
+      );
+    });
+  });
+
   describe('--verbose', () => {
     it("sets the handlers' log level to INFO; it is SILENT without", () => {
       expect(options(['--verbose'])).toMatchObject({ verbose: true, mode: { logLevel: 'INFO' } });

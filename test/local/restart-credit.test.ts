@@ -11,11 +11,17 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readStatus } from '../../lambdas/run/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { startLocalMode, type LocalMode } from '../../local/emulator/local-mode.js';
+import type { LocalMode } from '../../local/emulator/local-mode.js';
 import { runRetryCommand } from '../../local/cli/retry.js';
 import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
 import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
-import { dropAndRun, finished, modelObjects, nextExecution } from '../helpers/local-mode.js';
+import {
+  dropAndRun,
+  finished,
+  modelObjects,
+  nextExecution,
+  startKeptLocalMode,
+} from '../helpers/local-mode.js';
 import { LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
 import { putDrop } from '../helpers/pipeline.js';
 import { withTimeout } from '../../testkit/timeout.js';
@@ -28,25 +34,11 @@ afterEach(async () => {
 const FILES = { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, [TRAIN_JSON]: '{}' };
 const LONG_TRAINING_MS = 600_000;
 
-async function start(dataDir: string, options: { dropQuietMs?: number } = {}): Promise<LocalMode> {
-  const local = await startLocalMode({
-    dataDir,
-    waitMs: 10,
-    retryPauseMs: 0,
-    dropQuietMs: options.dropQuietMs ?? 0,
-    simulated: { ...BRISK_SERVICE, trainingMs: LONG_TRAINING_MS, credits: 10 },
+function start(dataDir: string, options: { dropQuietMs?: number } = {}): Promise<LocalMode> {
+  return startKeptLocalMode(dataDir, cleanups, {
+    ...options,
+    simulated: { trainingMs: LONG_TRAINING_MS, credits: 10 },
   });
-  let closed = false;
-  cleanups.push(async () => {
-    if (!closed) await local.close();
-  });
-  return {
-    ...local,
-    async close() {
-      closed = true;
-      await local.close();
-    },
-  };
 }
 
 /** A data directory whose last local mode stopped while drop `slow` trained: its model id. */

@@ -15,6 +15,7 @@ import {
   type Step,
   METRIC,
   METRICS_NAMESPACE,
+  SERVICE_NAME,
   createRuntime,
   runtimeFromEnvironment,
   type Runtime,
@@ -22,7 +23,11 @@ import {
   trainingServiceFromEnvironment,
   tracedClient,
 } from '../../lambdas/run/invocation/index.js';
+import type { CreditBudget } from '../../lambdas/run/lock/index.js';
 import type { DatasetSlot, RunState } from '../../lambdas/run/state/index.js';
+import type { Model } from '../../lambdas/service-client/index.js';
+import { CREDIT_LEDGER_KEY } from '../../lambdas/storage/keys.js';
+import { deleteObject } from '../../lambdas/storage/objects.js';
 import { reportStep } from '../../lambdas/steps/report.js';
 import { invocationContext, usePipelineFixtures } from '../helpers/pipeline.js';
 import { configOf, datasetSlotOf, stateOf } from './service-steps.js';
@@ -83,12 +88,15 @@ function metricsIn(lines: readonly EmfLine[]): { name: string; value: unknown; d
   );
 }
 
-function runtimeWith(options: { emitMetrics?: boolean; logger?: Logger } = {}): Runtime {
+function runtimeWith(
+  options: { emitMetrics?: boolean; logger?: Logger; creditBudget?: CreditBudget } = {},
+): Runtime {
   return createRuntime({
     s3: fixtures.s3().client,
     logger: options.logger ?? new Logger({ logLevel: 'SILENT' }),
     emitMetrics: options.emitMetrics ?? true,
     events: new LocalEventBus(),
+    creditBudget: options.creditBudget,
   });
 }
 
@@ -170,6 +178,18 @@ describe('metrics (EMF lines on stdout, namespace Hopper)', () => {
     );
     expect(labelled.find((metric) => metric.name === METRIC.labelsAnswered)).toMatchObject({ value: 7 });
     expect(labelled.some((metric) => metric.name === METRIC.bytesUploaded)).toBe(false);
+  });
+
+  it("a credit taken from the budget: the budget's share in use", async () => {
+    const runtime = runtimeWith({ creditBudget: { perDay: 4 } });
+    const { bucket, client } = fixtures.s3();
+    await deleteObject(client, bucket, CREDIT_LEDGER_KEY);
+    const { run } = stateOf(bucket);
+    const start = () => Promise.resolve({ id: 'm-1', status: 'queued' } as Model);
+    const metrics = metricsIn(emfLines(await stdoutOf(() => runtime.credits.spend(run, 1, start))));
+    expect(metrics).toEqual([
+      { name: METRIC.creditBudgetUsed, value: 25, dimensions: [`service=${SERVICE_NAME}`] },
+    ]);
   });
 
   it('a succeeded report: runs succeeded, credits spent, run duration, estimated cost', async () => {

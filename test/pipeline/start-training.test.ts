@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { toRunError, RunError } from '../../lambdas/run/errors/index.js';
 import { datasetSlot } from '../../lambdas/run/state/index.js';
 import type { ModelSlot, RunConfig, RunState } from '../../lambdas/run/state/index.js';
+import { pollModelStep } from '../../lambdas/steps/poll-model.js';
 import { startTrainingStep } from '../../lambdas/steps/start-training.js';
+import { CREDIT_LEDGER_KEY } from '../../lambdas/storage/keys.js';
+import { deleteObject } from '../../lambdas/storage/objects.js';
 import type { SimulatedServiceOptions } from '../../local/service/index.js';
 import { HOUR, MINUTE, rejectionOf, trainableDataset } from '../client/helpers.js';
 import { stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
@@ -25,6 +28,41 @@ async function readyDataset(options: Partial<SimulatedServiceOptions> = {}, conf
 }
 
 describe('start_training', () => {
+  it('takes a credit from the credit budget first: over it, the run stops with credit_budget before asking the service; a failed training gives its credit back', async () => {
+    const { bucket, client: s3 } = fixtures.s3();
+    await deleteObject(s3, bucket, CREDIT_LEDGER_KEY);
+    const service = await fixtures.service({ queuedMs: MINUTE, failTrainings: 1 });
+    const runtime = fixtures.runtime(service, { creditBudget: { perDay: 1 } });
+    const client = await runtime.service();
+    const [first, second] = await Promise.all(
+      ['first', 'second'].map(async (name) => {
+        const dataset = await trainableDataset(client, name);
+        return stateOf(bucket, {
+          config: configOf(),
+          dataset: datasetSlot(dataset, undefined, service.clock.now()),
+        });
+      }),
+    );
+    const start = (state: RunState) => startTrainingStep.run(state, stepEnv(runtime));
+    const takenAt = service.clock.now();
+    const trained = await start(first!);
+    expect(trained).toMatchObject({ status: 'queued', attempts: 1 });
+
+    const over = toRunError(await rejectionOf(start(second!)));
+    expect(over).toMatchObject({ code: 'credit_budget', retryable: false });
+    expect(over.message).toContain(`frees a credit at ${new Date(takenAt + 24 * HOUR).toISOString()}`);
+    expect(service.requestCount('startTraining')).toBe(1);
+    expect(service.credits()).toBe(9);
+
+    // The first training fails: the service gives its credit back, and so does the budget.
+    service.clock.advance(2 * MINUTE);
+    const failed = await pollModelStep.run({ ...first!, model: trained }, stepEnv(runtime));
+    expect(failed).toMatchObject({ status: 'failed', nextAction: 'retry' });
+    expect(service.credits()).toBe(10);
+    expect(await start(second!)).toMatchObject({ status: 'queued', attempts: 1 });
+    expect(service.credits()).toBe(9);
+  });
+
   it("starts a training with the service's default encoder, for one credit", async () => {
     const { service, client, dataset, run } = await readyDataset({ queuedMs: MINUTE });
     const slot = await run();

@@ -59,6 +59,8 @@ export const RUN_ERROR_CODES = [
   'storage_error',
   'events_unavailable',
   'internal_error',
+  // The deploy's credit budget is used up (lambdas/run/lock/credit-ledger.ts)
+  'credit_budget',
   // A newer train.json of the same drop took over (not a failure: the run gave way)
   'superseded',
   'training_in_progress',

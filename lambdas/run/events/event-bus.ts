@@ -17,9 +17,9 @@
  * lose it silently (a crash after the mark); putting first and marking after would send it again
  * on every retry of a step that failed after the put.
  */
-import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { eventMarkerKey } from '../../storage/keys.js';
-import { isPreconditionFailed, readJson } from '../../storage/objects.js';
+import { isLostRace, putJson, readJson } from '../../storage/objects.js';
 import { RunError, messageOf } from '../errors/index.js';
 import type { RunEvent, RunEventKind } from './events.js';
 
@@ -114,24 +114,12 @@ async function writeMarker(
   onlyIfAbsent: boolean,
 ): Promise<boolean> {
   try {
-    await context.s3.send(
-      new PutObjectCommand({
-        Bucket: context.bucket,
-        Key: key,
-        Body: `${JSON.stringify(marker)}\n`,
-        ContentType: 'application/json',
-        ...(onlyIfAbsent ? { IfNoneMatch: '*' } : {}),
-      }),
-    );
+    await putJson(context.s3, context.bucket, key, marker, onlyIfAbsent ? { IfNoneMatch: '*' } : {});
     return true;
   } catch (error) {
-    // 412: the key exists. S3 answers 409 ConditionalRequestConflict to a conditional write that
-    // races another write of the key: either way, someone else has claimed it.
-    if (onlyIfAbsent && (isPreconditionFailed(error) || isConflict(error))) return false;
+    // 412: the key exists; 409 ConditionalRequestConflict: a write of the key raced this one.
+    // Either way, someone else has claimed it.
+    if (onlyIfAbsent && isLostRace(error, false)) return false;
     throw error;
   }
-}
-
-function isConflict(error: unknown): boolean {
-  return error instanceof Error && error.name === 'ConditionalRequestConflict';
 }

@@ -9,6 +9,9 @@ export const ENV = {
   stateMachineArn: 'HOPPER_STATE_MACHINE_ARN',
   /** The `source` of Hopper's run events (default DEFAULT_EVENT_SOURCE, lambdas/run/events/events.ts). */
   eventSource: 'HOPPER_EVENT_SOURCE',
+  /** The credit budget: credits in any 24 hours, and in any 30 days (lambdas/run/lock/credit-ledger.ts). */
+  creditBudget: 'HOPPER_CREDIT_BUDGET',
+  creditBudget30Days: 'HOPPER_CREDIT_BUDGET_30_DAYS',
 } as const;
 
 export function optionalEnv(env: NodeJS.ProcessEnv, name: string): string | undefined {

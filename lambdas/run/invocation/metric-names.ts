@@ -21,6 +21,8 @@ export const METRIC = {
   runsFailed: 'RunsFailed',
   /** Credits a finished run's trainings hold (Count). */
   creditsSpent: 'CreditsSpent',
+  /** The credit budget's share in use after a credit was taken, its fullest window (Percent). */
+  creditBudgetUsed: 'CreditBudgetUsed',
   /** From the run's start to its report (Milliseconds). */
   runDuration: 'RunDuration',
   /** The estimated AWS cost of a finished run, in US dollars (None). */

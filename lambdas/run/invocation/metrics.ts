@@ -76,3 +76,10 @@ function emitOutcome(metrics: Metrics, report: ReportSlot, outcome: InvocationOu
   }
   metrics.addMetric(METRIC.runAwsCost, MetricUnit.NoUnit, outcome.summary.aws_usd.total);
 }
+
+/** The credit budget's share in use, once a training took a credit (lambdas/run/lock/credit-ledger.ts). */
+export function emitCreditBudgetUse(sharePercent: number): void {
+  const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: SERVICE_NAME });
+  metrics.addMetric(METRIC.creditBudgetUsed, MetricUnit.Percent, sharePercent);
+  metrics.publishStoredMetrics();
+}

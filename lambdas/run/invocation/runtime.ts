@@ -13,7 +13,10 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { DROP_QUIET_MS } from '../../drop/settle.js';
 import type { RequestOptions, TrainingServiceClient } from '../../service-client/index.js';
 import type { RunEventBus } from '../events/index.js';
+import { creditsOf, type CreditBudget, type Credits } from '../lock/index.js';
+import { ENV } from './environment.js';
 import { SERVICE_NAME } from './metric-names.js';
+import { emitCreditBudgetUse } from './metrics.js';
 import { countS3Requests } from './s3-requests.js';
 
 export interface Runtime {
@@ -32,6 +35,8 @@ export interface Runtime {
   readonly dropQuietMs: number;
   /** Where the run's Started, Succeeded and Failed events go (lambdas/run/events/event-bus.ts). */
   readonly events: RunEventBus;
+  /** The credit budget: takes and gives back the credits of trainings (lambdas/run/lock/credit-ledger.ts). */
+  readonly credits: Credits;
   /** X-Ray tracing (Lambda); undefined where nothing may reach an X-Ray daemon (local mode). */
   readonly tracer?: Tracer;
   /** Whether steps print CloudWatch embedded-metric lines on stdout (Lambda: yes; local mode: no). */
@@ -66,6 +71,8 @@ export interface RuntimeOptions {
   readonly tracer?: Tracer;
   /** Default false: EMF lines only where CloudWatch Logs reads them. */
   readonly emitMetrics?: boolean;
+  /** Default: none (trainings take no credit from a budget). */
+  readonly creditBudget?: CreditBudget;
 }
 
 const invocationLoggers = new AsyncLocalStorage<Logger>();
@@ -90,14 +97,18 @@ export function createRuntime(options: RuntimeOptions): Runtime {
   // Every step's S3 requests are counted for the run's summary (lambdas/run/status/usage.ts).
   countS3Requests(options.s3);
   const warm = new Set<string>();
+  const now = options.now ?? Date.now;
+  // A credit taken puts the budget's share in use as a metric, where metrics are emitted.
+  const taken = options.emitMetrics === true ? emitCreditBudgetUse : undefined;
   return {
     s3: options.s3,
     logger,
-    now: options.now ?? Date.now,
+    now,
     dropQuietMs: options.dropQuietMs ?? DROP_QUIET_MS,
     events: options.events ?? NO_EVENT_BUS,
     tracer,
     emitMetrics: options.emitMetrics ?? false,
+    credits: creditsOf(options.s3, options.creditBudget ?? {}, now, taken),
     coldStart(functionName) {
       // As Powertools counts it: a provisioned-concurrency container starts before it is needed.
       if (process.env.AWS_LAMBDA_INITIALIZATION_TYPE === 'provisioned-concurrency') return false;
@@ -150,6 +161,11 @@ export function runtimeFromEnvironment(
       s3: tracer.captureAWSv3Client(new S3Client({})),
       tracer,
       emitMetrics: true,
+      // The budget the stack gives the functions that take credits (infra/constructs/pipeline.ts).
+      creditBudget: {
+        perDay: Number(env[ENV.creditBudget]) || undefined,
+        per30Days: Number(env[ENV.creditBudget30Days]) || undefined,
+      },
       ...(connections.service === undefined ? {} : { service: connections.service(env, tracer) }),
       ...(connections.events === undefined ? {} : { events: connections.events(env) }),
     });

@@ -52,18 +52,11 @@ export interface ClaimContext {
  * training holds it; then answers who holds it.
  */
 export async function claimTraining(context: ClaimContext, datasetId: string): Promise<ClaimResult> {
-  const { run, now } = context;
-  const mine = (model: string | null): TrainingClaim => ({
-    run_id: run.runId,
-    started_at: run.startedAt,
-    dataset_id: datasetId,
-    model_id: model,
-    claimed_at: new Date(now).toISOString(),
-  });
+  const mine = (model: string | null) => claimOf(context, { dataset: datasetId, model });
   return await conditionally<ClaimResult>(context, async (current) => {
     if (current === null) return { write: mine(null), result: { held: true } };
     const claim = current.claim;
-    if (claim.run_id === run.runId) return { write: mine(claim.model_id), result: { held: true } };
+    if (claim.run_id === context.run.runId) return { write: mine(claim.model_id), result: { held: true } };
     if (claim.run_id !== null && (await isBusy(claim, context))) {
       return { write: null, result: { held: false, holder: claim } };
     }
@@ -80,19 +73,11 @@ export async function recordTraining(
   await conditionally(context, (current) => {
     const claim = current?.claim;
     // Someone took over a claim this run let go stale: theirs stands (it will see this model).
-    if (claim !== undefined && claim.run_id !== null && claim.run_id !== context.run.runId) {
-      return Promise.resolve({ write: null, result: undefined });
-    }
-    return Promise.resolve({
-      write: {
-        run_id: context.run.runId,
-        started_at: context.run.startedAt,
-        dataset_id: datasetId,
-        model_id: modelId,
-        claimed_at: new Date(context.now).toISOString(),
-      },
+    const taken = claim !== undefined && claim.run_id !== null && claim.run_id !== context.run.runId;
+    return {
+      write: taken ? null : claimOf(context, { dataset: datasetId, model: modelId }),
       result: undefined,
-    });
+    };
   });
 }
 
@@ -106,20 +91,24 @@ export async function releaseTraining(
   keepsPaidModel: boolean,
 ): Promise<void> {
   if (keepsPaidModel) return;
-  await conditionally({ ...context, service: never }, (current) => {
-    if (current?.claim.run_id !== context.run.runId)
-      return Promise.resolve({ write: null, result: undefined });
-    return Promise.resolve({
-      write: {
-        run_id: null,
-        started_at: null,
-        dataset_id: null,
-        model_id: null,
-        claimed_at: new Date(context.now).toISOString(),
-      },
-      result: undefined,
-    });
-  });
+  await conditionally({ ...context, service: never }, (current) => ({
+    write: current?.claim.run_id === context.run.runId ? claimOf(context, null) : null,
+    result: undefined,
+  }));
+}
+
+/** The claim `context.run` holds of a dataset (and its training, once started); released: `held` null. */
+function claimOf(
+  { run, now }: Pick<ClaimContext, 'run' | 'now'>,
+  held: { readonly dataset: string; readonly model: string | null } | null,
+): TrainingClaim {
+  return {
+    run_id: held && run.runId,
+    started_at: held && run.startedAt,
+    dataset_id: held?.dataset ?? null,
+    model_id: held?.model ?? null,
+    claimed_at: new Date(now).toISOString(),
+  };
 }
 
 function never(): Promise<TrainingServiceClient> {
@@ -165,7 +154,9 @@ interface Decision<T> {
 /** Reads the claim, decides, writes conditionally; decides again when another run wrote first. */
 async function conditionally<T>(
   context: ClaimContext,
-  decide: (current: { readonly claim: TrainingClaim; readonly etag: string } | null) => Promise<Decision<T>>,
+  decide: (
+    current: { readonly claim: TrainingClaim; readonly etag: string } | null,
+  ) => Decision<T> | Promise<Decision<T>>,
 ): Promise<T> {
   const key = trainingClaimKey(context.run.drop);
   return await updateJsonConditionally(context.s3, {
@@ -190,17 +181,16 @@ async function readClaim(
 ): Promise<{ readonly claim: TrainingClaim; readonly etag: string } | null> {
   const read = await readJson(s3, bucket, key);
   if (read === null) return null;
-  // Anything but a claim reads as a released one, which the next write replaces.
-  const parsed = (
-    typeof read.value === 'object' && read.value !== null ? read.value : {}
-  ) as Partial<TrainingClaim>;
+  // Not a claim: treated as a released one, which the next write replaces.
+  const parsed = (read.value ?? {}) as Partial<TrainingClaim>;
+  const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
   return {
     claim: {
-      run_id: typeof parsed.run_id === 'string' ? parsed.run_id : null,
-      started_at: typeof parsed.started_at === 'string' ? parsed.started_at : null,
-      dataset_id: typeof parsed.dataset_id === 'string' ? parsed.dataset_id : null,
-      model_id: typeof parsed.model_id === 'string' ? parsed.model_id : null,
-      claimed_at: typeof parsed.claimed_at === 'string' ? parsed.claimed_at : new Date(0).toISOString(),
+      run_id: text(parsed.run_id),
+      started_at: text(parsed.started_at),
+      dataset_id: text(parsed.dataset_id),
+      model_id: text(parsed.model_id),
+      claimed_at: text(parsed.claimed_at) ?? new Date(0).toISOString(),
     },
     etag: read.etag,
   };

@@ -26,6 +26,14 @@ export function trainingPlan(attempts: number, maxAttempts: number, sweep?: Swee
 }
 
 /**
+ * Which of the run's trainings `plan` is, counting from 1 across a sweep's encoders: the credit
+ * budget's key for its credit (lambdas/run/lock/credit-ledger.ts).
+ */
+export function trainingOrdinal(plan: TrainingPlan): number {
+  return (plan.sweep?.outcomes ?? []).reduce((sum, outcome) => sum + outcome.attempts, plan.attempts);
+}
+
+/**
  * The sweep start_training goes on with: the model slot's, with its encoder's outcome added when
  * the run moves on from it to the next (its model copied, or no attempt left).
  */

@@ -1,0 +1,126 @@
+/**
+ * The credit budget end to end in local mode (`hopper local --credit-budget N --data-dir DIR`): 50
+ * drops at once against a budget of 20 spend exactly 20 credits, and the 30 runs over budget stop
+ * with credit_budget having spent nothing; `hopper status` shows the budget used up. Local mode
+ * restarted on the same data directory with a budget of 50 (raising it, as a redeploy with
+ * `-c creditBudget=50` would), `hopper retry` trains all 30 from their datasets: one credit each,
+ * no new dataset, no upload.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RunStatus } from '../../lambdas/run/status/index.js';
+import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { runRetryCommand } from '../../local/cli/retry.js';
+import { runStatusCommand } from '../../local/cli/status.js';
+import type { LocalMode } from '../../local/emulator/local-mode.js';
+import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
+import { finished, startKeptLocalMode } from '../helpers/local-mode.js';
+import { putDrop } from '../helpers/pipeline.js';
+import { withTimeout } from '../../testkit/timeout.js';
+
+const DROPS = 50;
+const BUDGET = 20;
+const RAISED = 50;
+const CREDITS = 100;
+const CSV = ['id,text', 'r1,The lamp is bright.', 'r2,The strap broke on day one.'].join('\n');
+/** A bound, not a goal: both halves took 25 to 40 s on the shared 2-core machine. */
+const TEST_MS = 240_000;
+const RUN_MS = 120_000;
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function start(dataDir: string, perDay: number): Promise<LocalMode> {
+  return startKeptLocalMode(dataDir, cleanups, {
+    creditBudget: { perDay },
+    simulated: { heldOutCount: 0, credits: CREDITS },
+  });
+}
+
+/** Starts `upload` and waits for the run of each drop's train.json it starts to end. */
+async function runsOf(local: LocalMode, drops: readonly string[], upload: () => Promise<unknown>) {
+  const runs = drops.map((drop) =>
+    withTimeout(
+      local.stateMachine.nextStarted((started) => started.input.run.key === inboxKey(drop, TRAIN_JSON)),
+      `no run started for ${drop}`,
+      RUN_MS,
+    ),
+  );
+  await upload();
+  return await Promise.all(
+    runs.map(async (run) => (await finished(local, await run, [], RUN_MS)).status as RunStatus),
+  );
+}
+
+describe('the credit budget in local mode', { timeout: TEST_MS }, () => {
+  it(`${String(DROPS)} drops at once against a budget of ${String(BUDGET)}: ${String(BUDGET)} credits spent, the rest stopped before spending and resumed by hopper retry once the budget is raised`, async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'hopper-budget-'));
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const drops = Array.from({ length: DROPS }, (_, n) => `budget-${String(n).padStart(2, '0')}`);
+    const began = performance.now();
+
+    const first = await start(dataDir, BUDGET);
+    const statuses = await runsOf(first, drops, () =>
+      Promise.all(
+        drops.map((drop) =>
+          putDrop(first.s3.client, first.bucket, drop, { 'reviews.csv': CSV, [TRAIN_JSON]: '{}' }),
+        ),
+      ),
+    );
+    const stopped = statuses.filter((status) => status.state !== 'succeeded');
+    expect(statuses.filter((status) => status.state === 'succeeded')).toHaveLength(BUDGET);
+    expect(stopped).toHaveLength(DROPS - BUDGET);
+    for (const status of stopped) {
+      expect(status).toMatchObject({ state: 'failed', next_action: 'start_training', paid_model: null });
+      expect(status.error?.code).toBe('credit_budget');
+      expect(status.error?.message).toContain(`hopper retry ${status.drop} resumes the run`);
+      expect(status.summary?.credits).toBe(0);
+      expect(status.dataset_id).not.toBeNull();
+    }
+    // Exactly the budget spent at the service, and no start of a training it refused.
+    expect(first.simulated?.credits()).toBe(CREDITS - BUDGET);
+    expect(first.simulated?.requestCount('startTraining')).toBe(BUDGET);
+    const used = await runCommandCaptured(runStatusCommand, [], settingsOf(first));
+    expect(used.stdout).toMatch(
+      new RegExp(
+        `^credit budget: ${String(BUDGET)} of ${String(BUDGET)} credits taken in the last 24 h \\(100%\\); used up until \\S+Z$`,
+        'm',
+      ),
+    );
+    await first.close();
+    const firstMs = performance.now() - began;
+
+    // The budget raised: hopper retry resumes each stopped run from its dataset.
+    const second = await start(dataDir, RAISED);
+    const env = settingsOf(second);
+    const resumed = await runsOf(
+      second,
+      stopped.map((status) => status.drop),
+      () =>
+        Promise.all(
+          stopped.map(async (status) => {
+            expect(await runCommandCaptured(runRetryCommand, [status.drop], env)).toMatchObject({ code: 0 });
+          }),
+        ),
+    );
+    for (const [index, status] of resumed.entries()) {
+      expect(status).toMatchObject({ state: 'succeeded', dataset_id: stopped[index]?.dataset_id });
+      expect(status.summary?.credits).toBe(1);
+    }
+    expect(second.simulated?.credits()).toBe(CREDITS - BUDGET - stopped.length);
+    expect(second.simulated?.requestCount('createDataset')).toBe(0);
+    expect(second.simulated?.requestCount('fileUpload')).toBe(0);
+    const after = await runCommandCaptured(runStatusCommand, [], env);
+    expect(after.stdout).toContain(
+      `credit budget: ${String(DROPS)} of ${String(RAISED)} credits taken in the last 24 h (100%)`,
+    );
+    console.log(
+      `credit budget: ${String(DROPS)} drops over a budget of ${String(BUDGET)} in ${(firstMs / 1000).toFixed(1)} s, ` +
+        `${String(stopped.length)} retried after raising it in ${((performance.now() - began - firstMs) / 1000).toFixed(1)} s`,
+    );
+  });
+});
