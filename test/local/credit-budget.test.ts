@@ -87,7 +87,7 @@ describe('the credit budget in local mode', { timeout: TEST_MS }, () => {
     const used = await runCommandCaptured(runStatusCommand, [], settingsOf(first));
     expect(used.stdout).toMatch(
       new RegExp(
-        `^credit budget: ${String(BUDGET)} of ${String(BUDGET)} credits taken in the last 24 h \\(100%\\); used up until \\S+Z$`,
+        `^credit budget: ${String(BUDGET)} of ${String(BUDGET)} credits taken in the last 24 h \\(100%; used up until \\S+Z\\)$`,
         'm',
       ),
     );
@@ -116,7 +116,7 @@ describe('the credit budget in local mode', { timeout: TEST_MS }, () => {
     expect(second.simulated?.requestCount('fileUpload')).toBe(0);
     const after = await runCommandCaptured(runStatusCommand, [], env);
     expect(after.stdout).toContain(
-      `credit budget: ${String(DROPS)} of ${String(RAISED)} credits taken in the last 24 h (100%)`,
+      `credit budget: ${String(DROPS)} of ${String(RAISED)} credits taken in the last 24 h (100%; used up until `,
     );
     console.log(
       `credit budget: ${String(DROPS)} drops over a budget of ${String(BUDGET)} in ${(firstMs / 1000).toFixed(1)} s, ` +
