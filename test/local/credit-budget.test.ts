@@ -4,7 +4,8 @@
  * with credit_budget having spent nothing; `hopper status` shows the budget used up. Local mode
  * restarted on the same data directory with a budget of 50 (raising it, as a redeploy with
  * `-c creditBudget=50` would), `hopper retry` trains all 30 from their datasets: one credit each,
- * no new dataset, no upload.
+ * no new dataset, no upload. A sweep over budget trains the encoders within it and stops before the
+ * rest; hopper retry after raising the budget adopts those and trains the rest.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -14,9 +15,9 @@ import type { RunStatus } from '../../lambdas/run/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { runRetryCommand } from '../../local/cli/retry.js';
 import { runStatusCommand } from '../../local/cli/status.js';
-import type { LocalMode } from '../../local/emulator/local-mode.js';
+import type { LocalMode, LocalModeOptions } from '../../local/emulator/local-mode.js';
 import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
-import { finished, startKeptLocalMode } from '../helpers/local-mode.js';
+import { dropAndRun, finished, nextExecution, startKeptLocalMode } from '../helpers/local-mode.js';
 import { putDrop } from '../helpers/pipeline.js';
 import { withTimeout } from '../../testkit/timeout.js';
 
@@ -34,10 +35,14 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-function start(dataDir: string, perDay: number): Promise<LocalMode> {
+function start(
+  dataDir: string,
+  perDay: number,
+  simulated: LocalModeOptions['simulated'] = {},
+): Promise<LocalMode> {
   return startKeptLocalMode(dataDir, cleanups, {
     creditBudget: { perDay },
-    simulated: { heldOutCount: 0, credits: CREDITS },
+    simulated: { heldOutCount: 0, credits: CREDITS, ...simulated },
   });
 }
 
@@ -121,6 +126,44 @@ describe('the credit budget in local mode', { timeout: TEST_MS }, () => {
     console.log(
       `credit budget: ${String(DROPS)} drops over a budget of ${String(BUDGET)} in ${(firstMs / 1000).toFixed(1)} s, ` +
         `${String(stopped.length)} retried after raising it in ${((performance.now() - began - firstMs) / 1000).toFixed(1)} s`,
+    );
+  });
+
+  it('a sweep over budget: the encoders within it trained, the rest stopped; hopper retry goes on with them once the budget is raised', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'hopper-budget-sweep-'));
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const encoders = ['enc-a', 'enc-b', 'enc-c'].map((id, n) => ({ id, name: id, default: n === 0 }));
+    const files = {
+      'reviews.csv': CSV,
+      [TRAIN_JSON]: JSON.stringify({ encoders: encoders.map((encoder) => encoder.id) }),
+    };
+
+    const first = await start(dataDir, 2, { encoders });
+    const stopped = (await dropAndRun(first, 'sweep', files, RUN_MS)).status;
+    expect(stopped).toMatchObject({ state: 'failed', error: { code: 'credit_budget' } });
+    expect(stopped?.encoders?.map((one) => [one.encoder, one.outcome])).toEqual([
+      ['enc-a', 'copied'],
+      ['enc-b', 'copied'],
+      ['enc-c', 'pending'],
+    ]);
+    expect(first.simulated?.requestCount('startTraining')).toBe(2);
+    await first.close();
+
+    const second = await start(dataDir, 3, { encoders });
+    const resumed = nextExecution(second, inboxKey('sweep', TRAIN_JSON), RUN_MS);
+    expect(await runCommandCaptured(runRetryCommand, ['sweep'], settingsOf(second))).toMatchObject({
+      code: 0,
+    });
+    const done = (await finished(second, await resumed.execution, resumed.events, RUN_MS)).status;
+    expect(done).toMatchObject({ state: 'succeeded', error: null });
+    expect(done?.encoders?.map((one) => one.outcome)).toEqual(['copied', 'copied', 'copied']);
+    expect(done?.encoders?.slice(0, 2)).toEqual(stopped?.encoders?.slice(0, 2));
+    // Only enc-c trained: enc-a's and enc-b's models were adopted.
+    expect(second.simulated?.requestCount('startTraining')).toBe(1);
+    expect(second.simulated?.credits()).toBe(CREDITS - 3);
+    const status = await runCommandCaptured(runStatusCommand, [], settingsOf(second));
+    expect(status.stdout).toContain(
+      'credit budget: 3 of 3 credits taken in the last 24 h (100%; used up until ',
     );
   });
 });
