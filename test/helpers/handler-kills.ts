@@ -199,8 +199,10 @@ export class HandlerKills {
     const endpoint = `${method} ${endpointOf(options.path)}`;
     return dispatch(
       options,
-      new WatchingHandler(handler, (status) =>
-        this.#afterEffect(invocation, { kind: 'service', method, endpoint, status }),
+      new WatchingHandler(
+        handler,
+        (status) => this.#afterEffect(invocation, { kind: 'service', method, endpoint, status }),
+        (fail) => void this.#hold().catch(fail),
       ),
     );
   }
@@ -265,6 +267,8 @@ class WatchingHandler implements Dispatcher.DispatchHandler {
   constructor(
     private readonly inner: Dispatcher.DispatchHandler,
     private readonly kills: (status: number) => boolean,
+    /** Holds the frozen answer until close(), which fails it with the error given to `fail`. */
+    private readonly hold: (fail: (error: Error) => void) => void,
   ) {}
 
   onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
@@ -292,6 +296,8 @@ class WatchingHandler implements Dispatcher.DispatchHandler {
     if (this.#frozen) return;
     if (this.kills(this.#status)) {
       this.#frozen = true;
+      // Failed on close(), so the abandoned handler settles and local mode closes at once.
+      this.hold((error) => this.inner.onResponseError?.(controller, error));
       return;
     }
     this.inner.onResponseEnd?.(controller, trailers);
