@@ -75,7 +75,8 @@ type Middleware = (context: RequestContext, next: () => Promise<void>) => Promis
 
 const require = createRequire(import.meta.url);
 const BaseStore = require('s3rver/lib/stores/filesystem.js') as FilesystemStoreClass;
-const S3Error = require('s3rver/lib/models/error.js') as S3ErrorClass;
+/** s3rver's S3 error: thrown in a request, it is answered as S3 answers that error. */
+export const S3Error = require('s3rver/lib/models/error.js') as S3ErrorClass;
 
 /** The conditions of the request being served, for the store (which sees no headers). */
 interface WriteConditions {
