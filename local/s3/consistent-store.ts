@@ -17,6 +17,10 @@
  * 404 NoSuchKey when there is no object: the status file, lambdas/run/status/status.ts). Here each
  * condition is checked under the key's lock, just before the rename, so of two conditional PUTs
  * made against the same state of a key exactly one succeeds.
+ *
+ * s3rver refuses AbortMultipartUpload (405 MethodNotAllowed), so an upload a failed copy gave up
+ * kept its parts on disk: here it is answered as S3 does, 204 with the parts removed, 404
+ * NoSuchUpload for an upload the store does not hold.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash, randomUUID } from 'node:crypto';
@@ -59,16 +63,20 @@ type FilesystemStoreClass = new (rootDirectory: string) => FilesystemStore;
 
 type S3ErrorClass = new (code: string, message: string, detail?: Record<string, string>) => Error;
 
-/** The part of s3rver's (Koa) request context the condition middleware reads. */
+/** The part of s3rver's (Koa) request context the middleware here use. */
 interface RequestContext {
   readonly method: string;
+  readonly path: string;
+  readonly query: Readonly<Record<string, string | string[] | undefined>>;
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  status: number;
 }
 type Middleware = (context: RequestContext, next: () => Promise<void>) => Promise<void>;
 
 const require = createRequire(import.meta.url);
 const BaseStore = require('s3rver/lib/stores/filesystem.js') as FilesystemStoreClass;
-const S3Error = require('s3rver/lib/models/error.js') as S3ErrorClass;
+/** s3rver's S3 error: thrown in a request, it is answered as S3 answers that error. */
+export const S3Error = require('s3rver/lib/models/error.js') as S3ErrorClass;
 
 /** The conditions of the request being served, for the store (which sees no headers). */
 interface WriteConditions {
@@ -154,6 +162,17 @@ class ConsistentStore extends BaseStore {
     );
   }
 
+  /** AbortMultipartUpload: the upload's parts removed, or NoSuchUpload when there is no such upload. */
+  async abortUpload(bucket: string, uploadId: string): Promise<void> {
+    const uploadDirectory = this.#uploadDirectory(bucket, uploadId);
+    // s3rver's ids are hex: anything else (a path) names no upload.
+    if (!/^[\da-f]+$/.test(uploadId) || (await stat(uploadDirectory).catch(() => null)) === null)
+      throw new S3Error('NoSuchUpload', 'The specified upload does not exist.', { UploadId: uploadId });
+    this.#partSizes.delete(uploadDirectory);
+    // Retried: a part still arriving may add a file while the folder is removed.
+    await rm(uploadDirectory, { recursive: true, force: true, maxRetries: 3 });
+  }
+
   /** S3's completion: the parts' file renamed into place when they fill it in order (multipart-upload.ts). */
   override async putObjectMultipart(bucket: string, uploadId: string, parts: readonly multipart.PartRef[]) {
     const uploadDirectory = this.#uploadDirectory(bucket, uploadId);
@@ -219,6 +238,16 @@ class ConsistentStore extends BaseStore {
   }
 }
 
+/** AbortMultipartUpload (`DELETE /<bucket>/<key>?uploadId=`), which s3rver refuses as MethodNotAllowed. */
+const abortMiddleware =
+  (store: ConsistentStore): Middleware =>
+  async (context, next) => {
+    const { uploadId } = context.query;
+    if (context.method !== 'DELETE' || typeof uploadId !== 'string') return next();
+    await store.abortUpload(decodeURIComponent(context.path.split('/')[1] ?? ''), uploadId);
+    context.status = 204;
+  };
+
 function preconditionFailed(condition: string): Error {
   return new S3Error('PreconditionFailed', 'At least one of the pre-conditions you specified did not hold', {
     Condition: condition,
@@ -226,8 +255,9 @@ function preconditionFailed(condition: string): Error {
 }
 
 /**
- * Gives `server`, whose store is in `directory`, the consistent store and the conditional
- * PutObject headers (`If-None-Match: *`, `If-Match`) (call before it serves anything). `partialDirectory` must exist, outside
+ * Gives `server`, whose store is in `directory`, the consistent store, the conditional
+ * PutObject headers (`If-None-Match: *`, `If-Match`) and AbortMultipartUpload (call before it
+ * serves anything). `partialDirectory` must exist, outside
  * `directory` on the same filesystem.
  */
 export function useConsistentStore(
@@ -245,5 +275,7 @@ export function useConsistentStore(
   internals.context.store = store;
   // First, so the conditions are known for the whole request (Koa composes this list on listen).
   internals.middleware.unshift(conditionsMiddleware);
+  // Just before s3rver's routes, the last: after its logging, error answers and bucket-in-host.
+  internals.middleware.splice(-1, 0, abortMiddleware(store));
   return store;
 }

@@ -12,6 +12,7 @@
  * controller through its module's exports, so replacing the export is enough.
  */
 import { createRequire } from 'node:module';
+import { S3Error } from './consistent-store.js';
 import type { KeyOrderListing } from './key-order-listing.js';
 
 /** What the wrapper touches of s3rver's Koa context (untyped in s3rver). */
@@ -23,20 +24,15 @@ interface ListContext {
 }
 
 interface ObjectStore {
-  listObjects(bucket: string, options: unknown): Promise<ListedObjects>;
+  listObjects(bucket: string, options: unknown): Promise<KeyOrderListing>;
 }
-
-type ListedObjects = KeyOrderListing;
 
 interface BucketControllers {
   getBucket(ctx: ListContext): Promise<void>;
 }
 
-type S3ErrorClass = new (code: string, message: string, detail?: Record<string, string>) => Error;
-
 const require = createRequire(import.meta.url);
 const controllers = require('s3rver/lib/controllers/bucket.js') as BucketControllers;
-const S3Error = require('s3rver/lib/models/error.js') as S3ErrorClass;
 
 /** Marks tokens of ours: anything else is refused as S3 refuses a foreign token. */
 const TOKEN_PREFIX = 'hopper-local-1.';

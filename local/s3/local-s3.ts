@@ -45,6 +45,10 @@ export async function startLocalS3(options: LocalS3Options = {}) {
       : resolve(options.directory);
   const objects = join(directory, 'objects');
   const partial = join(directory, 'partial');
+  // What an earlier process on this directory left unfinished (it was killed mid-write) is no
+  // one's now, no client of it living: its objects half-written go, and its multipart uploads
+  // below, as the bucket's lifecycle rule aborts them on AWS.
+  await rm(partial, { recursive: true, force: true });
   await Promise.all([mkdir(objects, { recursive: true }), mkdir(partial, { recursive: true })]);
   const server = new S3rver({
     address: '127.0.0.1',
@@ -57,6 +61,7 @@ export async function startLocalS3(options: LocalS3Options = {}) {
   useWorkingContinuationTokens();
   // s3rver's own store breaks a read racing a write of the same key (consistent-store.ts).
   const store = useConsistentStore(server, objects, partial);
+  await rm(store.getResourcePath(bucket, undefined, 'uploads'), { recursive: true, force: true });
   let address: AddressInfo;
   try {
     address = await server.run();

@@ -6,8 +6,8 @@
  * object's file and hashing the whole object: completing a 1 GiB upload cost as much as receiving
  * it (docs/performance.md). Here the parts go into one file, each at its place: part n at
  * (n - 1) x the upload's part size, the length of the first part to arrive (clients send parts of
- * one size and a shorter last one; an upload started before the server restarted has none). A completion of parts 1..n, each starting where the one before
- * ends, is that file cut to the object's length, renamed into place by the store. A part that
+ * one size and a shorter last one). A completion of parts 1..n, each starting where the one
+ * before ends, is that file cut to the object's length, renamed into place by the store. A part that
  * does not fit its place (longer than the part size, or of unknown length) goes to a file of its
  * own, and a completion of any other layout copies the parts' bytes into the object as s3rver does.
  * The ETag is S3's multipart ETag, the MD5 of the parts' MD5s with `-<part count>`, from the

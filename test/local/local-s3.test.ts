@@ -1,16 +1,19 @@
 /** The local S3 server: on a port of the user's choice, listing past 1000 keys, multipart uploads. */
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import {
+  AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
   CreateBucketCommand,
   CreateMultipartUploadCommand,
   GetObjectCommand,
   ListObjectsCommand,
   ListObjectsV2Command,
+  NoSuchKey,
+  NoSuchUpload,
   paginateListObjectsV2,
   PutObjectCommand,
   S3ServiceException,
@@ -315,43 +318,71 @@ describe('multipart uploads (local/s3/multipart-upload.ts)', () => {
     }
   });
 
-  it('completes an upload started before the server restarted, byte for byte', async () => {
-    const directory = await mkdtemp(join(tmpdir(), 'hopper-s3-restart-'));
-    const parts = [bytesOf('a', PART), bytesOf('b', PART), bytesOf('c', 10)];
-    const send = (server: LocalS3, UploadId: string | undefined, PartNumber: number) =>
-      server.client.send(
-        new UploadPartCommand({
-          Bucket: server.bucket,
-          Key: 'mp/restart',
-          UploadId,
-          PartNumber,
-          Body: parts[PartNumber - 1],
-        }),
+  /** The ids of the unfinished uploads in the bucket of `server`, from its folder. */
+  const uploadsOn = (server: LocalS3) =>
+    readdir(join(server.directory, 'objects', server.bucket, '._S3rver_uploads')).catch(() => []);
+  /** What AbortMultipartUpload of `UploadId` answers: its status, or the S3 error. */
+  const abort = (server: LocalS3, Key: string, UploadId: string | undefined) =>
+    server.client.send(new AbortMultipartUploadCommand({ Bucket: server.bucket, Key, UploadId })).then(
+      (answer) => answer.$metadata.httpStatusCode,
+      (error: unknown) => error,
+    );
+
+  it('aborts an upload as S3 does: 204 and its parts gone; an upload it does not hold is NoSuchUpload', async () => {
+    const Key = 'mp/aborted';
+    const { UploadId } = await s3.client.send(new CreateMultipartUploadCommand({ Bucket: s3.bucket, Key }));
+    for (const PartNumber of [1, 2])
+      await s3.client.send(
+        new UploadPartCommand({ Bucket: s3.bucket, Key, UploadId, PartNumber, Body: bytesOf('a', PART) }),
       );
+    expect(await uploadsOn(s3)).toContain(UploadId);
+
+    expect(await abort(s3, Key, UploadId)).toBe(204);
+
+    expect(await uploadsOn(s3)).not.toContain(UploadId);
+    const read = s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key }));
+    await expect(read).rejects.toThrow(NoSuchKey);
+    // Aborted already, never made, or a path rather than an id: 404 NoSuchUpload, nothing removed.
+    const kept = await s3.client.send(new CreateMultipartUploadCommand({ Bucket: s3.bucket, Key }));
+    for (const unknown of [UploadId, 'f'.repeat(32), `../${kept.UploadId ?? ''}`]) {
+      const refusal = await abort(s3, Key, unknown);
+      expect(refusal).toBeInstanceOf(NoSuchUpload);
+      expect((refusal as NoSuchUpload).$metadata.httpStatusCode).toBe(404);
+    }
+    expect(await uploadsOn(s3)).toContain(kept.UploadId);
+    expect(await abort(s3, Key, kept.UploadId)).toBe(204);
+  });
+
+  it('starting on a directory clears the uploads an earlier process left unfinished, and only those', async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'hopper-s3-restart-'));
     try {
+      // A process killed mid-copy: an upload with a part stored, never completed nor aborted, and
+      // an object half-written (local-s3.ts writes objects in `partial` first).
       const before = await startLocalS3({ directory });
       const { UploadId } = await before.client.send(
-        new CreateMultipartUploadCommand({ Bucket: before.bucket, Key: 'mp/restart' }),
+        new CreateMultipartUploadCommand({ Bucket: before.bucket, Key: 'mp/left' }),
       );
-      await send(before, UploadId, 1);
+      await before.client.send(
+        new UploadPartCommand({
+          Bucket: before.bucket,
+          Key: 'mp/left',
+          UploadId,
+          PartNumber: 1,
+          Body: bytesOf('a', PART),
+        }),
+      );
+      await before.client.send(new PutObjectCommand({ Bucket: before.bucket, Key: 'kept', Body: 'kept' }));
+      await writeFile(join(directory, 'partial', 'half-written'), 'half');
       await before.close();
+      expect(await uploadsOn(before)).toEqual([UploadId]);
+
       const after = await startLocalS3({ directory });
       try {
-        await send(after, UploadId, 3);
-        await send(after, UploadId, 2);
-        await after.client.send(
-          new CompleteMultipartUploadCommand({
-            Bucket: after.bucket,
-            Key: 'mp/restart',
-            UploadId,
-            MultipartUpload: { Parts: [1, 2, 3].map((PartNumber) => ({ PartNumber, ETag: 'e' })) },
-          }),
-        );
-        const answer = await after.client.send(
-          new GetObjectCommand({ Bucket: after.bucket, Key: 'mp/restart' }),
-        );
-        const stored = Buffer.from((await answer.Body?.transformToByteArray()) ?? []);
-        expect(stored.equals(Buffer.concat(parts))).toBe(true);
+        expect(await uploadsOn(after)).toEqual([]);
+        expect(await readdir(join(directory, 'partial'))).toEqual([]);
+        expect(await abort(after, 'mp/left', UploadId)).toBeInstanceOf(NoSuchUpload);
+        const kept = await after.client.send(new GetObjectCommand({ Bucket: after.bucket, Key: 'kept' }));
+        expect(await kept.Body?.transformToString()).toBe('kept');
       } finally {
         await after.close();
       }

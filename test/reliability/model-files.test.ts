@@ -5,6 +5,8 @@
  * moved model is named where it is usable and nothing is to be paid again; the expired one says
  * its credit is spent and how to train again, never that it could still be adopted.
  */
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { dropAndRun, useLocalMode } from '../helpers/local-mode.js';
@@ -50,27 +52,8 @@ describe('model files gone before the copy', { timeout: 60_000 }, () => {
   });
 
   it('files expiring while the copy runs: one message, the credit spent, how to train again', async () => {
-    let expireFiles = (): void => undefined;
-    const local = await fixture.start({
-      simulated: {
-        modelBytes: 12 * MiB,
-        credits: 5,
-        // The first download is cut halfway; the files expire before the copy resumes it.
-        faults: [{ endpoint: 'fileDownload', kind: 'cut', count: 1, cutAfterBytes: 6 * MiB + 1 }],
-      },
-      clientOptions: {
-        sleep: () => {
-          expireFiles();
-          return Promise.resolve();
-        },
-      },
-    });
-    const service = local.simulated;
-    if (service === undefined) throw new Error('local mode runs the simulated service here');
-    expireFiles = () => {
-      if (service.requestCount('fileDownload') > 0) service.clock.advance(25 * HOUR);
-      expireFiles = () => undefined;
-    };
+    // The first download is cut halfway; the files expire before the copy resumes it.
+    const { local, service } = await startExpiringMidCopy(12 * MiB, 6 * MiB + 1);
 
     const run = await dropAndRun(local, 'expiring', FILES);
 
@@ -83,4 +66,44 @@ describe('model files gone before the copy', { timeout: 60_000 }, () => {
     expect(status.paid_model).toBeNull();
     expect(service.requestCount('fileDownload')).toBeGreaterThan(0);
   });
+
+  it('a copy that fails after its multipart upload began leaves no parts on disk and no model', async () => {
+    // Cut after two 8 MiB parts (the copy's part size) were read: the upload has begun.
+    const { local } = await startExpiringMidCopy(20 * MiB, 16 * MiB + 1);
+
+    const run = await dropAndRun(local, 'cut-mid-upload', FILES);
+
+    // No model object (expectFailed), and the upload aborted: none of its parts left in the bucket.
+    await expectFailed(local, run, 'model_files_gone');
+    const uploads = join(local.s3.directory, 'objects', local.bucket, '._S3rver_uploads');
+    expect(await readdir(uploads)).toEqual([]);
+  });
 });
+
+/**
+ * Local mode whose model of `modelBytes` is cut after `cutAfterBytes` in its first download, and
+ * whose files expire before the copy can resume it.
+ */
+async function startExpiringMidCopy(modelBytes: number, cutAfterBytes: number) {
+  let expireFiles = (): void => undefined;
+  const local = await fixture.start({
+    simulated: {
+      modelBytes,
+      credits: 5,
+      faults: [{ endpoint: 'fileDownload', kind: 'cut', count: 1, cutAfterBytes }],
+    },
+    clientOptions: {
+      sleep: () => {
+        expireFiles();
+        return Promise.resolve();
+      },
+    },
+  });
+  const service = local.simulated;
+  if (service === undefined) throw new Error('local mode runs the simulated service here');
+  expireFiles = () => {
+    if (service.requestCount('fileDownload') > 0) service.clock.advance(25 * HOUR);
+    expireFiles = () => undefined;
+  };
+  return { local, service };
+}
