@@ -13,7 +13,7 @@
  * with itself, and a model.json keeps the lineage it was first given.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
-import { retryable } from '../run/errors/index.js';
+import { contendedWrite } from '../run/errors/index.js';
 import type { Promotion } from '../run/status/index.js';
 import { copiedModelIds, encoderOutcomes, type PromoteRule, type RunState } from '../run/state/index.js';
 import { currentModelKey, modelRecordKey } from '../storage/keys.js';
@@ -56,9 +56,6 @@ export interface Decision {
   /** The drop's current model the candidate was compared with (its own previous one, if it is it). */
   readonly previous: ModelSummary | null;
 }
-
-/** Conditional writes of current.json tried before the report's step is retried. */
-const CURRENT_WRITE_ATTEMPTS = 8;
 
 /**
  * Promotes the run's best copied model and writes the lineage into the run's model.json files;
@@ -116,7 +113,6 @@ async function writeCurrent(
   return await updateJsonConditionally(s3, {
     bucket,
     key,
-    attempts: CURRENT_WRITE_ATTEMPTS,
     read: async () => {
       const found = await readJson(s3, bucket, key);
       const current =
@@ -137,12 +133,7 @@ async function writeCurrent(
       const moves = decision.promoted && found?.current?.model_id !== candidate.model_id;
       return { write: moves ? current : null, result: decision };
     },
-    contended: (attempts, error) =>
-      retryable(
-        'storage_error',
-        `${key} changed under ${String(attempts)} writes in a row (runs of the drop promoting at once); the step is retried`,
-        error,
-      ),
+    contended: contendedWrite(key, ' (runs of the drop promoting at once)'),
   });
 }
 

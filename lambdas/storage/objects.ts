@@ -93,8 +93,8 @@ export interface JsonUpdate<T> {
 export interface ConditionalUpdate<R extends ReadWithEtag, T> {
   readonly bucket: string;
   readonly key: string;
-  /** Writes tried before giving up (each lost one means another writer came in between). */
-  readonly attempts: number;
+  /** Writes tried before giving up (each lost one means another writer came in between). Default 8. */
+  readonly attempts?: number;
   /** The object as it is now, or null when there is none. */
   readonly read: () => Promise<R | null>;
   readonly decide: (current: R | null) => JsonUpdate<T> | Promise<JsonUpdate<T>>;
@@ -122,7 +122,7 @@ export async function updateJsonConditionally<R extends ReadWithEtag, T>(
       return result;
     } catch (error) {
       if (!isLostRace(error, current !== null)) throw error;
-      if (attempt >= update.attempts) throw update.contended(attempt, error);
+      if (attempt >= (update.attempts ?? 8)) throw update.contended(attempt, error);
       await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(2_000, 10 * 2 ** attempt)));
     }
   }

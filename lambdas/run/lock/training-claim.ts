@@ -17,7 +17,7 @@ import { NotFoundError } from '../../service-client/errors.js';
 import type { Model, TrainingServiceClient } from '../../service-client/index.js';
 import { trainingClaimKey } from '../../storage/keys.js';
 import { readJson, updateJsonConditionally } from '../../storage/objects.js';
-import { retryable } from '../errors/index.js';
+import { contendedWrite } from '../errors/index.js';
 import type { RunInput } from '../state/index.js';
 
 export interface TrainingClaim {
@@ -33,8 +33,6 @@ export interface TrainingClaim {
 
 /** How long a claim without a training stays held (one start_training invocation and more). */
 export const CLAIM_FRESH_MS = 10 * 60_000;
-/** Conditional writes tried before giving up (each lost one means another run wrote the claim). */
-const CLAIM_ATTEMPTS = 8;
 /** A model in these holds its credit until it ends. */
 const IN_FLIGHT: readonly string[] = ['queued', 'training'];
 
@@ -162,15 +160,9 @@ async function conditionally<T>(
   return await updateJsonConditionally(context.s3, {
     bucket: context.run.bucket,
     key,
-    attempts: CLAIM_ATTEMPTS,
     read: () => readClaim(context.s3, context.run.bucket, key),
     decide,
-    contended: (attempts, error) =>
-      retryable(
-        'storage_error',
-        `the training claim of drop ${context.run.drop} (${key}) changed under ${String(attempts)} writes in a row; the step is retried`,
-        error,
-      ),
+    contended: contendedWrite(`the training claim of drop ${context.run.drop} (${key})`),
   });
 }
 
