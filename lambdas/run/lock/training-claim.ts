@@ -14,7 +14,7 @@
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { NotFoundError } from '../../service-client/errors.js';
-import type { Model, TrainingServiceClient } from '../../service-client/index.js';
+import type { TrainingServiceClient } from '../../service-client/index.js';
 import { trainingClaimKey } from '../../storage/keys.js';
 import { readJson, updateJsonConditionally } from '../../storage/objects.js';
 import { contendedWrite } from '../errors/index.js';
@@ -89,7 +89,7 @@ export async function releaseTraining(
   keepsPaidModel: boolean,
 ): Promise<void> {
   if (keepsPaidModel) return;
-  await conditionally({ ...context, service: never }, (current) => ({
+  await conditionally(context, (current) => ({
     write: current?.claim.run_id === context.run.runId ? claimOf(context, null) : null,
     result: undefined,
   }));
@@ -109,19 +109,17 @@ function claimOf(
   };
 }
 
-function never(): Promise<TrainingServiceClient> {
-  return Promise.reject(new Error('releasing a claim calls no service'));
-}
-
 /** True while the holder's training (or the one it is about to start) holds the credit. */
 async function isBusy(claim: TrainingClaim, context: ClaimContext): Promise<boolean> {
-  if (claim.model_id !== null) return await isInFlight(context, claim.model_id);
-  if (context.now - Date.parse(claim.claimed_at) < CLAIM_FRESH_MS) return true;
-  // Stale without a model id: the holder may still have started one whose answer it lost.
-  if (claim.dataset_id === null) return false;
-  const client = await context.service();
+  const { model_id: modelId, dataset_id: datasetId } = claim;
+  if (modelId === null && context.now - Date.parse(claim.claimed_at) < CLAIM_FRESH_MS) return true;
   try {
-    const dataset = await client.getDataset(claim.dataset_id);
+    if (modelId !== null)
+      return IN_FLIGHT.includes((await (await context.service()).getModel(modelId)).status);
+    // Stale without a model id: the holder may still have started one whose answer it lost.
+    if (datasetId === null) return false;
+    const client = await context.service();
+    const dataset = await client.getDataset(datasetId);
     for await (const model of client.modelsOfDataset(dataset.id, { datasetCreatedAt: dataset.created_at })) {
       if (IN_FLIGHT.includes(model.status)) return true;
     }
@@ -132,17 +130,6 @@ async function isBusy(claim: TrainingClaim, context: ClaimContext): Promise<bool
   }
 }
 
-async function isInFlight(context: ClaimContext, modelId: string): Promise<boolean> {
-  let model: Model;
-  try {
-    model = await (await context.service()).getModel(modelId);
-  } catch (error) {
-    if (error instanceof NotFoundError) return false;
-    throw error;
-  }
-  return IN_FLIGHT.includes(model.status);
-}
-
 interface Decision<T> {
   /** The claim to write over what was read, or null to write nothing. */
   readonly write: TrainingClaim | null;
@@ -151,7 +138,7 @@ interface Decision<T> {
 
 /** Reads the claim, decides, writes conditionally; decides again when another run wrote first. */
 async function conditionally<T>(
-  context: ClaimContext,
+  context: Pick<ClaimContext, 's3' | 'run'>,
   decide: (
     current: { readonly claim: TrainingClaim; readonly etag: string } | null,
   ) => Decision<T> | Promise<Decision<T>>,
