@@ -21,7 +21,7 @@ import {
   type Runtime,
 } from './runtime.js';
 import { withNeededSlots, STEPS, type SlotOf, type StateFor, type StepName } from '../state/index.js';
-import type { DatasetSlot, RunState, SlotName } from '../state/index.js';
+import { RunInputSchema, type DatasetSlot, type RunState, type SlotName } from '../state/index.js';
 import {
   isNewerRun,
   readStatus,
@@ -386,20 +386,7 @@ function memoryOf(context: InvocationContext): number {
   return Number.isFinite(value) && value > 0 ? value : 0;
 }
 
-const RunInputSchema = z.object({
-  runId: z.string().min(1),
-  bucket: z.string().min(1),
-  drop: z.string().min(1),
-  key: z.string().min(1),
-  etag: z.string(),
-  startedAt: z.string().min(1),
-  executionArn: z.string().min(1).optional(),
-});
-
-/**
- * The state is what earlier steps wrote, so only its origin is checked; a state without a
- * valid `run` means the definition or the trigger is broken, not the user's drop.
- */
+/** The state is what earlier steps wrote, so only its origin is checked (RunInputSchema). */
 function parseState(event: unknown): RunState {
   const run = RunInputSchema.safeParse((event as { run?: unknown } | null)?.run);
   if (!run.success) {
