@@ -164,13 +164,10 @@ function statusError(
 
 /** A redirect's Location without its query string (it could carry a signature). */
 function describeLocation(location: string, target: string): string {
-  try {
-    const base = target.slice(target.indexOf(' ') + 1);
-    const url = new URL(location, base);
-    return `${url.origin}${url.pathname}`;
-  } catch {
-    return 'an address that is not a URL';
-  }
+  const base = target.slice(target.indexOf(' ') + 1);
+  if (!URL.canParse(location, base)) return 'an address that is not a URL';
+  const url = new URL(location, base);
+  return `${url.origin}${url.pathname}`;
 }
 
 /** A 2xx body that is not JSON was mangled on the way (truncated, empty, a proxy's page). */

@@ -100,13 +100,10 @@ export function creditsOf(
     async spend(run, attempt, start) {
       const share = await take(run, attempt);
       taken?.(share);
-      let model: Model;
-      try {
-        model = await start();
-      } catch (error) {
+      const model = await start().catch(async (error: unknown) => {
         if (error instanceof RunError && REFUSED.includes(error.code)) await giveBack(run, attempt);
         throw error;
-      }
+      });
       if (model.status === 'failed') await giveBack(run, attempt);
       return model;
     },
