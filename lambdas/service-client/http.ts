@@ -192,14 +192,13 @@ export function answerError(
   headers: Dispatcher.ResponseData['headers'],
   text: string,
 ): ServiceError {
-  let fields: Record<string, unknown> = {};
+  let parsed: unknown;
   try {
-    const parsed: unknown = JSON.parse(text);
-    if (typeof parsed === 'object' && parsed !== null) fields = parsed as Record<string, unknown>;
+    parsed = JSON.parse(text);
   } catch {
     // Not the B9 shape (a proxy's page, say): the status alone decides the class.
   }
-  const { error, message } = fields;
+  const { error, message } = (parsed ?? {}) as { error?: unknown; message?: unknown };
   return errorFromAnswer({
     endpoint,
     target,

@@ -144,13 +144,8 @@ function copyModel(options: CopyModelOptions): StepRun<'copy_model'> {
     const client = await env.runtime.service();
     const model = await client.getModel(state.model.id);
     const slot = { modelKey: modelFileKey(drop, model.id), recordKey: modelRecordKey(drop, model.id) };
-    const writeRecord = (): Promise<unknown> =>
-      putJson(
-        s3,
-        bucket,
-        slot.recordKey,
-        modelDocument(state, model, env.runtime.now(), env.summary?.(state)),
-      );
+    const record = () => modelDocument(state, model, env.runtime.now(), env.summary?.(state));
+    const writeRecord = () => putJson(s3, bucket, slot.recordKey, record());
     const bytes = model.onnx_bytes;
     if (bytes !== null && (await objectSize(s3, bucket, slot.modelKey)) === bytes) {
       // An earlier attempt copied model.onnx (a multipart upload appears whole or not at all,
@@ -233,9 +228,7 @@ function filesGone(model: Model, drop: string, waited: CopyWaitSlot | undefined,
     drop,
     goneAt: model.files_deleted_at ?? model.files_expire_at,
     movedTo: model.hf_repo,
-    ...(waited === undefined
-      ? {}
-      : { failedCopies: { since: waited.failingSince, lastError: waited.reason } }),
+    failedCopies: waited && { since: waited.failingSince, lastError: waited.reason },
   });
   return new RunError('model_files_gone', message, { cause });
 }

@@ -64,16 +64,14 @@ export function parseCause(
   cause: unknown,
 ): { readonly message: string; readonly fromLambda: boolean } | undefined {
   if (typeof cause !== 'string' || cause.trim() === '') return undefined;
+  let parsed: unknown;
   try {
-    const parsed: unknown = JSON.parse(cause);
-    if (typeof parsed === 'object' && parsed !== null && 'errorMessage' in parsed) {
-      const message = parsed.errorMessage;
-      if (typeof message === 'string') return { message, fromLambda: true };
-    }
+    parsed = JSON.parse(cause);
   } catch {
     // Not JSON: the Cause is the message itself.
   }
-  return { message: cause, fromLambda: false };
+  const message = (parsed as { errorMessage?: unknown } | null | undefined)?.errorMessage;
+  return typeof message === 'string' ? { message, fromLambda: true } : { message: cause, fromLambda: false };
 }
 
 /** Longest message taken from a Cause: enough for any Hopper message, not for a dumped object. */

@@ -108,16 +108,16 @@ export function defineStep<N extends StepName>(
   return { name, ...options, run: async (state, env) => run(withNeededSlots(name, state), env) };
 }
 
-export type TaskHandler<N extends StepName> = ((
+type Invoke<N extends StepName> = (
   event: unknown,
   context: InvocationContext,
-) => Promise<SlotValue<SlotOf<N>>>) & {
+) => Promise<SlotValue<SlotOf<N>>>;
+
+export type TaskHandler<N extends StepName> = Invoke<N> & {
   /** The step it runs: the Task registry (infra/tasks.ts) binds it by this name. */
   readonly step: N;
   /** The same handler over another runtime (local mode, tests). */
-  withRuntime(
-    runtime: Runtime,
-  ): (event: unknown, context: InvocationContext) => Promise<SlotValue<SlotOf<N>>>;
+  withRuntime(runtime: Runtime): Invoke<N>;
 };
 
 /**
