@@ -88,17 +88,11 @@ export async function promoteRunModels(s3: S3Client, state: RunState, now: numbe
   );
   const previous = written[records.indexOf(best)]?.previous ?? null;
   const { promoted, reason } = decision;
-  const differences = previous?.differences ?? null;
-  return {
-    promotion: {
-      model_id: best.model.id,
-      promoted,
-      reason,
-      previous_model_id: previous?.model_id ?? null,
-      differences,
-    },
-    records: written,
+  const compared = {
+    previous_model_id: previous?.model_id ?? null,
+    differences: previous?.differences ?? null,
   };
+  return { promotion: { model_id: best.model.id, promoted, reason, ...compared }, records: written };
 }
 
 /** Moves current.json to `candidate` when it wins (conditionally: decided again on a lost race). */
@@ -148,11 +142,8 @@ export function decide(candidate: ModelSummary, current: CurrentModel | null, ru
   if (rule === undefined)
     return verdict(true, 'train.json has no "promote": every new model becomes current');
   const { metric, min_delta: minDelta } = rule;
-  const [mine, theirs, other] = [
-    candidate.metrics[metric],
-    current.metrics[metric],
-    `model ${current.model_id}`,
-  ];
+  const [mine, theirs] = [candidate.metrics[metric], current.metrics[metric]];
+  const other = `model ${current.model_id}`;
   if (typeof mine !== 'number')
     return verdict(false, `it reports no "${metric}" (promote.metric), so ${other} stays current`);
   if (typeof theirs !== 'number') return verdict(true, `the current ${other} reports no "${metric}" to beat`);

@@ -154,14 +154,7 @@ function stopError(state: RunState, code: StopCode): RunFailure {
         message: `the service could not read the data${dataset === undefined ? '' : ` of dataset ${dataset.id}`}: ${dataset?.error ?? 'it gave no reason'}. Fix the file and drop the folder again, train.json last`,
       };
     case 'dataset_expired':
-      return {
-        code,
-        message: datasetExpiredMessage({
-          id: dataset?.id,
-          expiresAt: dataset?.expiresAt,
-          step: dataset?.step,
-        }),
-      };
+      return { code, message: datasetExpiredMessage(dataset ?? { id: undefined, expiresAt: undefined }) };
     case 'training_failed':
       return (
         sweepFailure(state) ?? {
@@ -212,18 +205,12 @@ function sweepFailure(state: RunState): RunFailure | undefined {
   const encodersThat = (outcome: string) => outcomes.filter((one) => one.outcome === outcome);
   const failed = encodersThat('failed');
   if (failed.length === 0) return undefined;
-  const [drop, maxAttempts, error] = [
-    state.run.drop,
-    state.config?.maxAttempts,
-    failed.at(-1)?.error ?? null,
-  ];
-  const trained = encodersThat('copied').map((one) => one.encoder);
   const message = sweepFailedMessage({
-    drop,
-    maxAttempts,
+    drop: state.run.drop,
+    maxAttempts: state.config?.maxAttempts,
     failed: failed.map((one) => one.encoder),
-    trained,
-    error,
+    trained: encodersThat('copied').map((one) => one.encoder),
+    error: failed.at(-1)?.error ?? null,
   });
   return { code: 'training_failed', message };
 }
