@@ -178,15 +178,10 @@ function stopError(state: RunState, code: StopCode): RunFailure {
         }),
       };
     case 'unsupported_next_action': {
-      const record =
-        model !== undefined ? { kind: 'model', slot: model } : { kind: 'dataset', slot: dataset };
-      return {
-        code,
-        message: unsupportedNextActionMessage(
-          record.slot?.nextAction ?? '(none)',
-          `the ${record.kind} ${record.slot?.id ?? '(unknown)'} at step ${String(record.slot?.step ?? '?')}`,
-        ),
-      };
+      const [kind, slot] =
+        model !== undefined ? (['model', model] as const) : (['dataset', dataset] as const);
+      const where = `the ${kind} ${slot?.id ?? '(unknown)'} at step ${String(slot?.step ?? '?')}`;
+      return { code, message: unsupportedNextActionMessage(slot?.nextAction ?? '(none)', where) };
     }
     default: {
       // Every StopCode has its case above: the compiler says so here when one is added.
