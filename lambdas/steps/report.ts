@@ -155,28 +155,17 @@ function stopError(state: RunState, code: StopCode): RunFailure {
       };
     case 'dataset_expired':
       return { code, message: datasetExpiredMessage(dataset ?? { id: undefined, expiresAt: undefined }) };
-    case 'training_failed':
+    case 'training_failed': {
+      const tried = { attempts: model?.attempts ?? 0, maxAttempts: config?.maxAttempts, modelId: model?.id };
       return (
-        sweepFailure(state) ?? {
-          code,
-          message: trainingFailedMessage({
-            attempts: model?.attempts ?? 0,
-            maxAttempts: config?.maxAttempts,
-            modelId: model?.id,
-            error: model?.error,
-          }),
-        }
+        sweepFailure(state) ?? { code, message: trainingFailedMessage({ ...tried, error: model?.error }) }
       );
-    case 'model_files_gone':
-      return {
-        code,
-        message: modelFilesGoneMessage({
-          id: model?.id,
-          drop: state.run.drop,
-          goneAt: model?.filesDeletedAt ?? model?.filesExpireAt,
-          movedTo: model?.hfRepo,
-        }),
-      };
+    }
+    case 'model_files_gone': {
+      const goneAt = model?.filesDeletedAt ?? model?.filesExpireAt;
+      const gone = { id: model?.id, drop: state.run.drop, goneAt, movedTo: model?.hfRepo };
+      return { code, message: modelFilesGoneMessage(gone) };
+    }
     case 'unsupported_next_action': {
       const [kind, slot] =
         model !== undefined ? (['model', model] as const) : (['dataset', dataset] as const);
