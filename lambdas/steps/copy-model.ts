@@ -108,18 +108,15 @@ function waitToCopy(
     retryAfterMs: error instanceof RetryLaterError ? error.retryAfterMs : undefined,
   });
   if (waiting === undefined) {
-    const since = previous?.failingSince ?? new Date(now).toISOString();
-    const until = previous?.filesDeadline ?? model.filesExpireAt;
-    throw new RunError(
-      'model_files_gone',
-      modelFilesGoneMessage({
-        id: model.id,
-        drop: state.run.drop,
-        goneAt: until,
-        failedCopies: { since, lastError: reason },
-      }),
-      { cause: error },
-    );
+    const failedCopies = { since: previous?.failingSince ?? new Date(now).toISOString(), lastError: reason };
+    const gone = {
+      id: model.id,
+      drop: state.run.drop,
+      goneAt: previous?.filesDeadline ?? model.filesExpireAt,
+    };
+    throw new RunError('model_files_gone', modelFilesGoneMessage({ ...gone, failedCopies }), {
+      cause: error,
+    });
   }
   env.runtime.logger.warn('copy failed; copying again while the files can still be at the service', {
     model_id: model.id,
@@ -128,12 +125,7 @@ function waitToCopy(
     wait_seconds: waiting.schedule.waitSeconds,
     reason,
   });
-  return {
-    ...waiting.schedule,
-    failingSince: waiting.failingSince,
-    filesDeadline: waiting.deadline,
-    reason,
-  };
+  return { ...waiting.schedule, failingSince: waiting.failingSince, filesDeadline: waiting.deadline, reason };
 }
 
 /** One copy: the whole download, then model.json; what the step does before any failure. */
