@@ -196,20 +196,12 @@ export class HopperMonitoring extends Construct {
  * An alarm on one metric: what it means and what to do (its description, in every notification),
  * its metric, and when it fires (at 1 or more in a period unless it says otherwise).
  */
-type AlarmSpec = readonly [
-  description: string,
-  metric: IMetric,
-  threshold?: number,
-  comparison?: ComparisonOperator,
-];
+type AlarmSpec = readonly [description: string, metric: IMetric, threshold?: number, at?: ComparisonOperator];
 const AT_LEAST = ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD;
 
 /** The alarms on one metric each, by name. */
 function metricAlarms(props: HopperMonitoringProps): Record<string, AlarmSpec> {
   const machine = props.stateMachine;
-  const notifications = props.runNotifications;
-  const untilDrained =
-    'The alarm stays in ALARM until the queue is empty (delete the messages once handled).';
   return {
     ExecutionsFailed: [
       'A Hopper run failed. status/<drop>.json says why and what to do, unless the report step ' +
@@ -233,32 +225,14 @@ function metricAlarms(props: HopperMonitoringProps): Record<string, AlarmSpec> {
       machine.metricThrottled(SUM),
     ],
     TriggerDeadLetters: [
-      `An S3 event could not start a run: see the messages in the trigger dead-letter queue. ${untilDrained}`,
+      `An S3 event could not start a run: see the messages in the trigger dead-letter queue. ${UNTIL_DRAINED}`,
       props.deadLetterQueue.metricApproximateNumberOfMessagesVisible(MAXIMUM),
     ],
     TriggerErrors: [
       'The trigger Lambda failed: a dropped train.json may not have started a run (see its logs).',
       props.trigger.metricErrors(SUM),
     ],
-    ...(notifications === undefined
-      ? {}
-      : {
-          RunNotificationsFailed: [
-            "A run notification failed for good (the rule's FailedInvocations): check the topic's and its " +
-              "key's policies. The run itself is not affected: its status file and event say how it ended.",
-            new Metric({
-              namespace: 'AWS/Events',
-              metricName: 'FailedInvocations',
-              dimensionsMap: { RuleName: notifications.rule.ruleName },
-              ...SUM,
-            }),
-          ],
-          RunNotificationDeadLetters: [
-            'A run notification could not be delivered after a day of retries: see the messages in the ' +
-              `run notification dead-letter queue (their attributes say why). ${untilDrained}`,
-            notifications.deadLetterQueue.metricApproximateNumberOfMessagesVisible(MAXIMUM),
-          ],
-        }),
+    ...(props.runNotifications === undefined ? {} : notificationAlarms(props.runNotifications)),
     SlowRuns: [
       `A Hopper run ended after more than ${hoursAndMinutes(SLOW_RUN_SECONDS)}, much longer than it should: ` +
         'see which step it spent its time in (the Step Functions console).',
@@ -268,6 +242,31 @@ function metricAlarms(props: HopperMonitoringProps): Record<string, AlarmSpec> {
     ],
     // The share in use a credit taken left; a label would make it a metric math alarm.
     CreditBudget: [CREDIT_BUDGET, hopper(METRIC.creditBudgetUsed, undefined, 'Maximum'), 80],
+  };
+}
+
+const UNTIL_DRAINED = 'The alarm stays in ALARM until the queue is empty (delete the messages once handled).';
+
+/** The run notifications' alarms: a notification that failed for good, or could not be delivered. */
+function notificationAlarms(
+  notifications: NonNullable<HopperMonitoringProps['runNotifications']>,
+): Record<string, AlarmSpec> {
+  return {
+    RunNotificationsFailed: [
+      "A run notification failed for good (the rule's FailedInvocations): check the topic's and its " +
+        "key's policies. The run itself is not affected: its status file and event say how it ended.",
+      new Metric({
+        namespace: 'AWS/Events',
+        metricName: 'FailedInvocations',
+        dimensionsMap: { RuleName: notifications.rule.ruleName },
+        ...SUM,
+      }),
+    ],
+    RunNotificationDeadLetters: [
+      'A run notification could not be delivered after a day of retries: see the messages in the ' +
+        `run notification dead-letter queue (their attributes say why). ${UNTIL_DRAINED}`,
+      notifications.deadLetterQueue.metricApproximateNumberOfMessagesVisible(MAXIMUM),
+    ],
   };
 }
 
