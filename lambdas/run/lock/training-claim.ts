@@ -136,12 +136,13 @@ interface Decision<T> {
   readonly result: T;
 }
 
+/** The claim as read, with its ETag; null when there is none. */
+type ClaimRead = { readonly claim: TrainingClaim; readonly etag: string } | null;
+
 /** Reads the claim, decides, writes conditionally; decides again when another run wrote first. */
 async function conditionally<T>(
   context: Pick<ClaimContext, 's3' | 'run'>,
-  decide: (
-    current: { readonly claim: TrainingClaim; readonly etag: string } | null,
-  ) => Decision<T> | Promise<Decision<T>>,
+  decide: (current: ClaimRead) => Decision<T> | Promise<Decision<T>>,
 ): Promise<T> {
   const key = trainingClaimKey(context.run.drop);
   return await updateJsonConditionally(context.s3, {
@@ -153,11 +154,7 @@ async function conditionally<T>(
   });
 }
 
-async function readClaim(
-  s3: S3Client,
-  bucket: string,
-  key: string,
-): Promise<{ readonly claim: TrainingClaim; readonly etag: string } | null> {
+async function readClaim(s3: S3Client, bucket: string, key: string): Promise<ClaimRead> {
   const read = await readJson(s3, bucket, key);
   if (read === null) return null;
   // Not a claim: treated as a released one, which the next write replaces.
