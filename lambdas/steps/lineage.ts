@@ -109,10 +109,9 @@ async function writeCurrent(
     key,
     read: async () => {
       const found = await readJson(s3, bucket, key);
-      const current =
-        (found?.value as Partial<CurrentModel> | null | undefined)?.model_id === undefined
-          ? null
-          : (found?.value as CurrentModel);
+      // A file without a model_id is no current model: the write replaces it.
+      const value = found?.value as Partial<CurrentModel> | null | undefined;
+      const current = value?.model_id === undefined ? null : (value as CurrentModel);
       return found === null ? null : { current, etag: found.etag };
     },
     decide: (found) => {
