@@ -44,9 +44,7 @@ export function codedMessage(code: string, text: string): string {
 
 /** The code and text of a `<code>: <text>` message, or null when it is not one. */
 export function parseCodedMessage(message: string): { readonly code: string; readonly text: string } | null {
-  const match = /^([a-z][a-z0-9_]*): (.+)$/s.exec(message);
-  const code = match?.[1];
-  const text = match?.[2];
+  const [, code, text] = /^([a-z][a-z0-9_]*): (.+)$/s.exec(message) ?? [];
   return code === undefined || text === undefined ? null : { code, text };
 }
 
