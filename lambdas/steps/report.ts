@@ -98,22 +98,15 @@ export function reportOf(state: RunState, supersededBy: NewerRun | null = null):
   const copy = copiedModel(state.copy);
   if (copy !== undefined && supersededBy !== null) {
     const location = modelLocation(state.run, copy);
-    return {
-      outcome: 'superseded',
-      error: {
-        code: 'superseded',
-        message: `a newer train.json of drop "${state.run.drop}" (run ${supersededBy.runId}, uploaded ${supersededBy.startedAt}) took over while this run's training (model ${state.model?.id ?? '?'}) held a credit, so this run finished it rather than waste it: its model is kept under its own model id at ${location?.onnx ?? '(unknown)'}, and it cost 1 credit. status/${state.run.drop}.json follows the newer run`,
-      },
-    };
+    const message = `a newer train.json of drop "${state.run.drop}" (run ${supersededBy.runId}, uploaded ${supersededBy.startedAt}) took over while this run's training (model ${state.model?.id ?? '?'}) held a credit, so this run finished it rather than waste it: its model is kept under its own model id at ${location?.onnx ?? '(unknown)'}, and it cost 1 credit. status/${state.run.drop}.json follows the newer run`;
+    return { outcome: 'superseded', error: { code: 'superseded', message } };
   }
   if (copy !== undefined) {
     const sweepFailed = sweepFailure(state);
     return sweepFailed === undefined ? { outcome: 'succeeded', error: null } : failed(state, sweepFailed);
   }
-  return failed(state, {
-    code: 'internal_error',
-    message: `run ${state.run.runId} reached its report without a model and without an error: a bug in Hopper's state machine; drop train.json again and report the run id`,
-  });
+  const message = `run ${state.run.runId} reached its report without a model and without an error: a bug in Hopper's state machine; drop train.json again and report the run id`;
+  return failed(state, { code: 'internal_error', message });
 }
 
 /** A failed outcome; while the run holds a paid model, its message says how to adopt it. */
@@ -131,17 +124,13 @@ function failureError(state: RunState, failure: CaughtFailure): RunFailure {
   const name = typeof failure.Error === 'string' && failure.Error !== '' ? failure.Error : 'unknown error';
   const text = causeMessage(failure.Cause);
   if (isTimeoutError(name)) {
-    return {
-      code: 'step_timeout',
-      message: `a step ran past its time limit (${name}) while ${whereTheRunWas(state)}; the service or S3 may have been slow: drop train.json again to start over`,
-    };
+    const message = `a step ran past its time limit (${name}) while ${whereTheRunWas(state)}; the service or S3 may have been slow: drop train.json again to start over`;
+    return { code: 'step_timeout', message };
   }
   const coded = isHopperError(name) && text !== undefined ? parseCodedMessage(text) : null;
   if (coded !== null && isRunErrorCode(coded.code)) return { code: coded.code, message: coded.text };
-  return {
-    code: 'internal_error',
-    message: `Hopper failed unexpectedly (${name}${text === undefined ? '' : `: ${text}`}) while ${whereTheRunWas(state)}; look up run ${state.run.runId} in the logs, then drop train.json again`,
-  };
+  const message = `Hopper failed unexpectedly (${name}${text === undefined ? '' : `: ${text}`}) while ${whereTheRunWas(state)}; look up run ${state.run.runId} in the logs, then drop train.json again`;
+  return { code: 'internal_error', message };
 }
 
 /** The error of a run a stop ended: its code, worded from the state. */
@@ -175,10 +164,8 @@ function stopError(state: RunState, code: StopCode): RunFailure {
     default: {
       // Every StopCode has its case above: the compiler says so here when one is added.
       const unknown: never = code;
-      return {
-        code: 'internal_error',
-        message: `the run stopped with the unknown code "${String(unknown)}": a bug in Hopper's state machine; drop train.json again and report run ${state.run.runId}`,
-      };
+      const message = `the run stopped with the unknown code "${String(unknown)}": a bug in Hopper's state machine; drop train.json again and report run ${state.run.runId}`;
+      return { code: 'internal_error', message };
     }
   }
 }
