@@ -140,12 +140,8 @@ function eventSourceProblem(value: string): string | undefined {
 }
 
 function serviceUrlProblem(value: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return `"${value}" is not a URL`;
-  }
+  if (!URL.canParse(value)) return `"${value}" is not a URL`;
+  const url = new URL(value);
   // The API key travels in the Authorization header: never over plain http.
   if (url.protocol !== 'https:') return `"${value}" must be an https:// URL`;
   if (/\/v1\/?$/.test(url.pathname)) return `give the base URL without /v1 (Hopper adds it), not "${value}"`;

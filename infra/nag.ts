@@ -39,9 +39,7 @@ export function flattenReference(value: unknown): string {
     }
     if ('Fn::Sub' in node) return flattenReference(node['Fn::Sub']);
     const getAtt = node['Fn::GetAtt'];
-    if (Array.isArray(getAtt)) {
-      return `<${flattenReference(getAtt[0])}.${flattenReference(getAtt[1])}>`;
-    }
+    if (Array.isArray(getAtt)) return `<${flattenReference(getAtt[0])}.${flattenReference(getAtt[1])}>`;
     if ('Fn::ImportValue' in node) return flattenReference(node['Fn::ImportValue']);
     if ('Ref' in node) return `<${flattenReference(node.Ref)}>`;
   }

@@ -71,10 +71,7 @@ export class HopperStack extends Stack {
   readonly notifications: HopperNotifications;
 
   constructor(scope: Construct, id: string, props: HopperStackProps = {}) {
-    super(scope, id, {
-      description: 'Hopper: drop a folder into S3, get a trained model back',
-      ...props,
-    });
+    super(scope, id, { description: 'Hopper: drop a folder into S3, get a trained model back', ...props });
     // Settings that conflict (a new bucket's options with an existing bucket) are refused by
     // the constructs themselves (HopperStorage), whoever builds them.
     this.storage = new HopperStorage(this, 'Storage', {

@@ -72,6 +72,7 @@ export class HopperFunction extends Construct {
 
   constructor(scope: Construct, id: string, props: HopperFunctionProps) {
     super(scope, id);
+    const description = `Hopper ${id}: ${props.description}`;
     this.logGroup = new LogGroup(this, 'Logs', {
       retention: props.logRetention ?? RetentionDays.THREE_MONTHS,
     });
@@ -79,7 +80,7 @@ export class HopperFunction extends Construct {
     // managed policy (logs on every log group); this one may write to its own log group only.
     this.role = new Role(this, 'Role', {
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
-      description: `Hopper ${id}: ${props.description}`,
+      description,
     });
     this.logGroup.grantWrite(this.role);
     this.function = new NodejsFunction(this, 'Function', {
@@ -90,7 +91,7 @@ export class HopperFunction extends Construct {
       runtime: NODE_RUNTIME,
       architecture: Architecture.ARM_64,
       tracing: Tracing.ACTIVE,
-      description: `Hopper ${id}: ${props.description}`,
+      description,
       timeout: Duration.seconds(props.timeoutSeconds),
       memorySize: props.memoryMb,
       role: this.role,

@@ -81,39 +81,17 @@ export class HopperMonitoring extends Construct {
     this.topic = this.createTopic(props.notificationEmail);
     const functions = { ...props.taskFunctions, Trigger: props.trigger };
     this.throttleAlarms = Object.entries(functions).map(([name, fn]) =>
-      this.anyInPeriod(
-        `Throttles${name}`,
+      this.anyInPeriod(`Throttles${name}`, [
         `Lambda throttled Hopper's ${name} function (an input of the LambdaThrottles alarm).`,
         fn.metricThrottles(SUM),
-      ),
+      ]),
     );
-    const counting = Object.entries(countingAlarms(props)).map(([name, [description, metric]]) => [
+    const single = Object.entries(metricAlarms(props)).map(([name, spec]) => [
       name,
-      this.notifying(this.anyInPeriod(name, description, metric)),
+      this.notifying(this.anyInPeriod(name, spec)),
     ]);
     this.alarms = {
-      ...(Object.fromEntries(counting) as Record<string, Alarm>),
-      SlowRuns: this.notifying(
-        new Alarm(this, 'SlowRuns', {
-          alarmDescription:
-            `A Hopper run ended after more than ${hoursAndMinutes(SLOW_RUN_SECONDS)}, much longer than it should: ` +
-            'see which step it spent its time in (the Step Functions console).',
-          metric: props.stateMachine.metricTime(MAXIMUM),
-          threshold: SLOW_RUN_SECONDS * 1000,
-          evaluationPeriods: 1,
-          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-          treatMissingData: TreatMissingData.NOT_BREACHING,
-        }),
-      ),
-      // The share in use a credit taken left; a label would make it a metric math alarm.
-      CreditBudget: this.notifying(
-        this.anyInPeriod(
-          'CreditBudget',
-          CREDIT_BUDGET,
-          hopper(METRIC.creditBudgetUsed, undefined, 'Maximum'),
-          80,
-        ),
-      ),
+      ...(Object.fromEntries(single) as Record<string, Alarm>),
       LambdaThrottles: this.notifying(
         new CompositeAlarm(this, 'LambdaThrottles', {
           alarmDescription:
@@ -127,14 +105,20 @@ export class HopperMonitoring extends Construct {
     this.dashboard = this.createDashboard(props, functions);
   }
 
-  /** Fires when the metric is `threshold` (1) or more in a period; a period without one is OK again. */
-  private anyInPeriod(name: string, description: string, metric: IMetric, threshold = 1): Alarm {
+  /**
+   * Fires when the metric is `threshold` (1) or more in a period (`comparison`); a period without
+   * one is OK again.
+   */
+  private anyInPeriod(
+    name: string,
+    [description, metric, threshold = 1, comparison = AT_LEAST]: AlarmSpec,
+  ): Alarm {
     return new Alarm(this, name, {
       alarmDescription: description,
       metric,
       threshold,
       evaluationPeriods: 1,
-      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      comparisonOperator: comparison,
       treatMissingData: TreatMissingData.NOT_BREACHING,
     });
   }
@@ -209,14 +193,15 @@ export class HopperMonitoring extends Construct {
 }
 
 /**
- * The alarms that fire when their metric is 1 or more in a period, by name: what the alarm means
- * and what to do (its description, in every notification), and its metric.
+ * An alarm on one metric: what it means and what to do (its description, in every notification),
+ * its metric, and when it fires (at 1 or more in a period unless it says otherwise).
  */
-function countingAlarms(props: HopperMonitoringProps): Record<string, [string, IMetric]> {
+type AlarmSpec = readonly [description: string, metric: IMetric, threshold?: number, at?: ComparisonOperator];
+const AT_LEAST = ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD;
+
+/** The alarms on one metric each, by name. */
+function metricAlarms(props: HopperMonitoringProps): Record<string, AlarmSpec> {
   const machine = props.stateMachine;
-  const notifications = props.runNotifications;
-  const untilDrained =
-    'The alarm stays in ALARM until the queue is empty (delete the messages once handled).';
   return {
     ExecutionsFailed: [
       'A Hopper run failed. status/<drop>.json says why and what to do, unless the report step ' +
@@ -240,32 +225,48 @@ function countingAlarms(props: HopperMonitoringProps): Record<string, [string, I
       machine.metricThrottled(SUM),
     ],
     TriggerDeadLetters: [
-      `An S3 event could not start a run: see the messages in the trigger dead-letter queue. ${untilDrained}`,
+      `An S3 event could not start a run: see the messages in the trigger dead-letter queue. ${UNTIL_DRAINED}`,
       props.deadLetterQueue.metricApproximateNumberOfMessagesVisible(MAXIMUM),
     ],
     TriggerErrors: [
       'The trigger Lambda failed: a dropped train.json may not have started a run (see its logs).',
       props.trigger.metricErrors(SUM),
     ],
-    ...(notifications === undefined
-      ? {}
-      : {
-          RunNotificationsFailed: [
-            "A run notification failed for good (the rule's FailedInvocations): check the topic's and its " +
-              "key's policies. The run itself is not affected: its status file and event say how it ended.",
-            new Metric({
-              namespace: 'AWS/Events',
-              metricName: 'FailedInvocations',
-              dimensionsMap: { RuleName: notifications.rule.ruleName },
-              ...SUM,
-            }),
-          ],
-          RunNotificationDeadLetters: [
-            'A run notification could not be delivered after a day of retries: see the messages in the ' +
-              `run notification dead-letter queue (their attributes say why). ${untilDrained}`,
-            notifications.deadLetterQueue.metricApproximateNumberOfMessagesVisible(MAXIMUM),
-          ],
-        }),
+    ...(props.runNotifications === undefined ? {} : notificationAlarms(props.runNotifications)),
+    SlowRuns: [
+      `A Hopper run ended after more than ${hoursAndMinutes(SLOW_RUN_SECONDS)}, much longer than it should: ` +
+        'see which step it spent its time in (the Step Functions console).',
+      machine.metricTime(MAXIMUM),
+      SLOW_RUN_SECONDS * 1000,
+      ComparisonOperator.GREATER_THAN_THRESHOLD,
+    ],
+    // The share in use a credit taken left; a label would make it a metric math alarm.
+    CreditBudget: [CREDIT_BUDGET, hopper(METRIC.creditBudgetUsed, undefined, 'Maximum'), 80],
+  };
+}
+
+const UNTIL_DRAINED = 'The alarm stays in ALARM until the queue is empty (delete the messages once handled).';
+
+/** The run notifications' alarms: a notification that failed for good, or could not be delivered. */
+function notificationAlarms(
+  notifications: NonNullable<HopperMonitoringProps['runNotifications']>,
+): Record<string, AlarmSpec> {
+  return {
+    RunNotificationsFailed: [
+      "A run notification failed for good (the rule's FailedInvocations): check the topic's and its " +
+        "key's policies. The run itself is not affected: its status file and event say how it ended.",
+      new Metric({
+        namespace: 'AWS/Events',
+        metricName: 'FailedInvocations',
+        dimensionsMap: { RuleName: notifications.rule.ruleName },
+        ...SUM,
+      }),
+    ],
+    RunNotificationDeadLetters: [
+      'A run notification could not be delivered after a day of retries: see the messages in the ' +
+        `run notification dead-letter queue (their attributes say why). ${UNTIL_DRAINED}`,
+      notifications.deadLetterQueue.metricApproximateNumberOfMessagesVisible(MAXIMUM),
+    ],
   };
 }
 

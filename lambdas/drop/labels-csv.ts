@@ -182,12 +182,10 @@ export async function openDropFile(
   file: PinnedObject,
   gone: (changed: boolean) => string,
 ): Promise<Readable> {
-  try {
-    return await openPinnedObject(s3, file);
-  } catch (error) {
+  return openPinnedObject(s3, file).catch((error: unknown) => {
     if (!(error instanceof ObjectChangedError || error instanceof ObjectMissingError)) throw error;
     throw new RunError('drop_changed', gone(error instanceof ObjectChangedError), { cause: error });
-  }
+  });
 }
 
 /** The labels file at the version validate_drop pinned. */

@@ -164,13 +164,10 @@ function statusError(
 
 /** A redirect's Location without its query string (it could carry a signature). */
 function describeLocation(location: string, target: string): string {
-  try {
-    const base = target.slice(target.indexOf(' ') + 1);
-    const url = new URL(location, base);
-    return `${url.origin}${url.pathname}`;
-  } catch {
-    return 'an address that is not a URL';
-  }
+  const base = target.slice(target.indexOf(' ') + 1);
+  if (!URL.canParse(location, base)) return 'an address that is not a URL';
+  const url = new URL(location, base);
+  return `${url.origin}${url.pathname}`;
 }
 
 /** A 2xx body that is not JSON was mangled on the way (truncated, empty, a proxy's page). */
@@ -195,14 +192,13 @@ export function answerError(
   headers: Dispatcher.ResponseData['headers'],
   text: string,
 ): ServiceError {
-  let fields: Record<string, unknown> = {};
+  let parsed: unknown;
   try {
-    const parsed: unknown = JSON.parse(text);
-    if (typeof parsed === 'object' && parsed !== null) fields = parsed as Record<string, unknown>;
+    parsed = JSON.parse(text);
   } catch {
     // Not the B9 shape (a proxy's page, say): the status alone decides the class.
   }
-  const { error, message } = fields;
+  const { error, message } = (parsed ?? {}) as { error?: unknown; message?: unknown };
   return errorFromAnswer({
     endpoint,
     target,

@@ -108,18 +108,15 @@ function waitToCopy(
     retryAfterMs: error instanceof RetryLaterError ? error.retryAfterMs : undefined,
   });
   if (waiting === undefined) {
-    const since = previous?.failingSince ?? new Date(now).toISOString();
-    const until = previous?.filesDeadline ?? model.filesExpireAt;
-    throw new RunError(
-      'model_files_gone',
-      modelFilesGoneMessage({
-        id: model.id,
-        drop: state.run.drop,
-        goneAt: until,
-        failedCopies: { since, lastError: reason },
-      }),
-      { cause: error },
-    );
+    const failedCopies = { since: previous?.failingSince ?? new Date(now).toISOString(), lastError: reason };
+    const gone = {
+      id: model.id,
+      drop: state.run.drop,
+      goneAt: previous?.filesDeadline ?? model.filesExpireAt,
+    };
+    throw new RunError('model_files_gone', modelFilesGoneMessage({ ...gone, failedCopies }), {
+      cause: error,
+    });
   }
   env.runtime.logger.warn('copy failed; copying again while the files can still be at the service', {
     model_id: model.id,
@@ -128,12 +125,7 @@ function waitToCopy(
     wait_seconds: waiting.schedule.waitSeconds,
     reason,
   });
-  return {
-    ...waiting.schedule,
-    failingSince: waiting.failingSince,
-    filesDeadline: waiting.deadline,
-    reason,
-  };
+  return { ...waiting.schedule, failingSince: waiting.failingSince, filesDeadline: waiting.deadline, reason };
 }
 
 /** One copy: the whole download, then model.json; what the step does before any failure. */
@@ -144,13 +136,8 @@ function copyModel(options: CopyModelOptions): StepRun<'copy_model'> {
     const client = await env.runtime.service();
     const model = await client.getModel(state.model.id);
     const slot = { modelKey: modelFileKey(drop, model.id), recordKey: modelRecordKey(drop, model.id) };
-    const writeRecord = (): Promise<unknown> =>
-      putJson(
-        s3,
-        bucket,
-        slot.recordKey,
-        modelDocument(state, model, env.runtime.now(), env.summary?.(state)),
-      );
+    const record = () => modelDocument(state, model, env.runtime.now(), env.summary?.(state));
+    const writeRecord = () => putJson(s3, bucket, slot.recordKey, record());
     const bytes = model.onnx_bytes;
     if (bytes !== null && (await objectSize(s3, bucket, slot.modelKey)) === bytes) {
       // An earlier attempt copied model.onnx (a multipart upload appears whole or not at all,
@@ -233,9 +220,7 @@ function filesGone(model: Model, drop: string, waited: CopyWaitSlot | undefined,
     drop,
     goneAt: model.files_deleted_at ?? model.files_expire_at,
     movedTo: model.hf_repo,
-    ...(waited === undefined
-      ? {}
-      : { failedCopies: { since: waited.failingSince, lastError: waited.reason } }),
+    failedCopies: waited && { since: waited.failingSince, lastError: waited.reason },
   });
   return new RunError('model_files_gone', message, { cause });
 }

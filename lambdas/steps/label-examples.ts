@@ -107,7 +107,7 @@ async function labelBatch(
       );
     }
     const match = index.match(task.example);
-    checkChoice(index.fileName, task, match);
+    if (!task.choices.includes(match.label)) throw invalidLabel(index.fileName, task, match);
     let remaining: number;
     try {
       ({ remaining } = await client.submitLabel(datasetId, task.task, match.label));
@@ -137,8 +137,7 @@ async function expiredInstead(
     error instanceof ConflictError || error instanceof NotFoundError || error instanceof FilesExpiredError;
   if (!refused) return undefined;
   const record = await client.getDataset(previous.id);
-  if (record.next_action === 'expired') return record;
-  return undefined;
+  return record.next_action === 'expired' ? record : undefined;
 }
 
 /** @throws RunError labels_required when the service holds out an example and the drop has no labels */
@@ -151,11 +150,7 @@ async function requireNoneHeldOut(client: TrainingServiceClient, datasetId: stri
   );
 }
 
-/** @throws RunError invalid_label when the rows' label is not one of the task's choices */
-function checkChoice(fileName: string, task: LabelTask, match: LabelMatch): void {
-  if (!task.choices.includes(match.label)) throw invalidLabel(fileName, task, match);
-}
-
+/** invalid_label: the rows' label is not one of the task's choices, or the service refused it. */
 function invalidLabel(fileName: string, task: LabelTask, match: LabelMatch, cause?: unknown): RunError {
   const rows = rowList(match.rows);
   const gives =

@@ -13,7 +13,7 @@
  * with itself, and a model.json keeps the lineage it was first given.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
-import { retryable } from '../run/errors/index.js';
+import { contendedWrite } from '../run/errors/index.js';
 import type { Promotion } from '../run/status/index.js';
 import { copiedModelIds, encoderOutcomes, type PromoteRule, type RunState } from '../run/state/index.js';
 import { currentModelKey, modelRecordKey } from '../storage/keys.js';
@@ -57,9 +57,6 @@ export interface Decision {
   readonly previous: ModelSummary | null;
 }
 
-/** Conditional writes of current.json tried before the report's step is retried. */
-const CURRENT_WRITE_ATTEMPTS = 8;
-
 /**
  * Promotes the run's best copied model and writes the lineage into the run's model.json files;
  * null when the run copied no model.
@@ -91,17 +88,11 @@ export async function promoteRunModels(s3: S3Client, state: RunState, now: numbe
   );
   const previous = written[records.indexOf(best)]?.previous ?? null;
   const { promoted, reason } = decision;
-  const differences = previous?.differences ?? null;
-  return {
-    promotion: {
-      model_id: best.model.id,
-      promoted,
-      reason,
-      previous_model_id: previous?.model_id ?? null,
-      differences,
-    },
-    records: written,
+  const compared = {
+    previous_model_id: previous?.model_id ?? null,
+    differences: previous?.differences ?? null,
   };
+  return { promotion: { model_id: best.model.id, promoted, reason, ...compared }, records: written };
 }
 
 /** Moves current.json to `candidate` when it wins (conditionally: decided again on a lost race). */
@@ -116,13 +107,11 @@ async function writeCurrent(
   return await updateJsonConditionally(s3, {
     bucket,
     key,
-    attempts: CURRENT_WRITE_ATTEMPTS,
     read: async () => {
       const found = await readJson(s3, bucket, key);
-      const current =
-        (found?.value as Partial<CurrentModel> | null | undefined)?.model_id === undefined
-          ? null
-          : (found?.value as CurrentModel);
+      // A file without a model_id is no current model: the write replaces it.
+      const value = found?.value as Partial<CurrentModel> | null | undefined;
+      const current = value?.model_id === undefined ? null : (value as CurrentModel);
       return found === null ? null : { current, etag: found.etag };
     },
     decide: (found) => {
@@ -137,12 +126,7 @@ async function writeCurrent(
       const moves = decision.promoted && found?.current?.model_id !== candidate.model_id;
       return { write: moves ? current : null, result: decision };
     },
-    contended: (attempts, error) =>
-      retryable(
-        'storage_error',
-        `${key} changed under ${String(attempts)} writes in a row (runs of the drop promoting at once); the step is retried`,
-        error,
-      ),
+    contended: contendedWrite(key, ' (runs of the drop promoting at once)'),
   });
 }
 
@@ -157,11 +141,8 @@ export function decide(candidate: ModelSummary, current: CurrentModel | null, ru
   if (rule === undefined)
     return verdict(true, 'train.json has no "promote": every new model becomes current');
   const { metric, min_delta: minDelta } = rule;
-  const [mine, theirs, other] = [
-    candidate.metrics[metric],
-    current.metrics[metric],
-    `model ${current.model_id}`,
-  ];
+  const [mine, theirs] = [candidate.metrics[metric], current.metrics[metric]];
+  const other = `model ${current.model_id}`;
   if (typeof mine !== 'number')
     return verdict(false, `it reports no "${metric}" (promote.metric), so ${other} stays current`);
   if (typeof theirs !== 'number') return verdict(true, `the current ${other} reports no "${metric}" to beat`);

@@ -98,22 +98,15 @@ export function reportOf(state: RunState, supersededBy: NewerRun | null = null):
   const copy = copiedModel(state.copy);
   if (copy !== undefined && supersededBy !== null) {
     const location = modelLocation(state.run, copy);
-    return {
-      outcome: 'superseded',
-      error: {
-        code: 'superseded',
-        message: `a newer train.json of drop "${state.run.drop}" (run ${supersededBy.runId}, uploaded ${supersededBy.startedAt}) took over while this run's training (model ${state.model?.id ?? '?'}) held a credit, so this run finished it rather than waste it: its model is kept under its own model id at ${location?.onnx ?? '(unknown)'}, and it cost 1 credit. status/${state.run.drop}.json follows the newer run`,
-      },
-    };
+    const message = `a newer train.json of drop "${state.run.drop}" (run ${supersededBy.runId}, uploaded ${supersededBy.startedAt}) took over while this run's training (model ${state.model?.id ?? '?'}) held a credit, so this run finished it rather than waste it: its model is kept under its own model id at ${location?.onnx ?? '(unknown)'}, and it cost 1 credit. status/${state.run.drop}.json follows the newer run`;
+    return { outcome: 'superseded', error: { code: 'superseded', message } };
   }
   if (copy !== undefined) {
     const sweepFailed = sweepFailure(state);
     return sweepFailed === undefined ? { outcome: 'succeeded', error: null } : failed(state, sweepFailed);
   }
-  return failed(state, {
-    code: 'internal_error',
-    message: `run ${state.run.runId} reached its report without a model and without an error: a bug in Hopper's state machine; drop train.json again and report the run id`,
-  });
+  const message = `run ${state.run.runId} reached its report without a model and without an error: a bug in Hopper's state machine; drop train.json again and report the run id`;
+  return failed(state, { code: 'internal_error', message });
 }
 
 /** A failed outcome; while the run holds a paid model, its message says how to adopt it. */
@@ -131,17 +124,13 @@ function failureError(state: RunState, failure: CaughtFailure): RunFailure {
   const name = typeof failure.Error === 'string' && failure.Error !== '' ? failure.Error : 'unknown error';
   const text = causeMessage(failure.Cause);
   if (isTimeoutError(name)) {
-    return {
-      code: 'step_timeout',
-      message: `a step ran past its time limit (${name}) while ${whereTheRunWas(state)}; the service or S3 may have been slow: drop train.json again to start over`,
-    };
+    const message = `a step ran past its time limit (${name}) while ${whereTheRunWas(state)}; the service or S3 may have been slow: drop train.json again to start over`;
+    return { code: 'step_timeout', message };
   }
   const coded = isHopperError(name) && text !== undefined ? parseCodedMessage(text) : null;
   if (coded !== null && isRunErrorCode(coded.code)) return { code: coded.code, message: coded.text };
-  return {
-    code: 'internal_error',
-    message: `Hopper failed unexpectedly (${name}${text === undefined ? '' : `: ${text}`}) while ${whereTheRunWas(state)}; look up run ${state.run.runId} in the logs, then drop train.json again`,
-  };
+  const message = `Hopper failed unexpectedly (${name}${text === undefined ? '' : `: ${text}`}) while ${whereTheRunWas(state)}; look up run ${state.run.runId} in the logs, then drop train.json again`;
+  return { code: 'internal_error', message };
 }
 
 /** The error of a run a stop ended: its code, worded from the state. */
@@ -154,54 +143,29 @@ function stopError(state: RunState, code: StopCode): RunFailure {
         message: `the service could not read the data${dataset === undefined ? '' : ` of dataset ${dataset.id}`}: ${dataset?.error ?? 'it gave no reason'}. Fix the file and drop the folder again, train.json last`,
       };
     case 'dataset_expired':
-      return {
-        code,
-        message: datasetExpiredMessage({
-          id: dataset?.id,
-          expiresAt: dataset?.expiresAt,
-          step: dataset?.step,
-        }),
-      };
-    case 'training_failed':
+      return { code, message: datasetExpiredMessage(dataset ?? { id: undefined, expiresAt: undefined }) };
+    case 'training_failed': {
+      const tried = { attempts: model?.attempts ?? 0, maxAttempts: config?.maxAttempts, modelId: model?.id };
       return (
-        sweepFailure(state) ?? {
-          code,
-          message: trainingFailedMessage({
-            attempts: model?.attempts ?? 0,
-            maxAttempts: config?.maxAttempts,
-            modelId: model?.id,
-            error: model?.error,
-          }),
-        }
+        sweepFailure(state) ?? { code, message: trainingFailedMessage({ ...tried, error: model?.error }) }
       );
-    case 'model_files_gone':
-      return {
-        code,
-        message: modelFilesGoneMessage({
-          id: model?.id,
-          drop: state.run.drop,
-          goneAt: model?.filesDeletedAt ?? model?.filesExpireAt,
-          movedTo: model?.hfRepo,
-        }),
-      };
+    }
+    case 'model_files_gone': {
+      const goneAt = model?.filesDeletedAt ?? model?.filesExpireAt;
+      const gone = { id: model?.id, drop: state.run.drop, goneAt, movedTo: model?.hfRepo };
+      return { code, message: modelFilesGoneMessage(gone) };
+    }
     case 'unsupported_next_action': {
-      const record =
-        model !== undefined ? { kind: 'model', slot: model } : { kind: 'dataset', slot: dataset };
-      return {
-        code,
-        message: unsupportedNextActionMessage(
-          record.slot?.nextAction ?? '(none)',
-          `the ${record.kind} ${record.slot?.id ?? '(unknown)'} at step ${String(record.slot?.step ?? '?')}`,
-        ),
-      };
+      const [kind, slot] =
+        model !== undefined ? (['model', model] as const) : (['dataset', dataset] as const);
+      const where = `the ${kind} ${slot?.id ?? '(unknown)'} at step ${String(slot?.step ?? '?')}`;
+      return { code, message: unsupportedNextActionMessage(slot?.nextAction ?? '(none)', where) };
     }
     default: {
       // Every StopCode has its case above: the compiler says so here when one is added.
       const unknown: never = code;
-      return {
-        code: 'internal_error',
-        message: `the run stopped with the unknown code "${String(unknown)}": a bug in Hopper's state machine; drop train.json again and report run ${state.run.runId}`,
-      };
+      const message = `the run stopped with the unknown code "${String(unknown)}": a bug in Hopper's state machine; drop train.json again and report run ${state.run.runId}`;
+      return { code: 'internal_error', message };
     }
   }
 }
@@ -212,18 +176,12 @@ function sweepFailure(state: RunState): RunFailure | undefined {
   const encodersThat = (outcome: string) => outcomes.filter((one) => one.outcome === outcome);
   const failed = encodersThat('failed');
   if (failed.length === 0) return undefined;
-  const [drop, maxAttempts, error] = [
-    state.run.drop,
-    state.config?.maxAttempts,
-    failed.at(-1)?.error ?? null,
-  ];
-  const trained = encodersThat('copied').map((one) => one.encoder);
   const message = sweepFailedMessage({
-    drop,
-    maxAttempts,
+    drop: state.run.drop,
+    maxAttempts: state.config?.maxAttempts,
     failed: failed.map((one) => one.encoder),
-    trained,
-    error,
+    trained: encodersThat('copied').map((one) => one.encoder),
+    error: failed.at(-1)?.error ?? null,
   });
   return { code: 'training_failed', message };
 }

@@ -111,21 +111,12 @@ function refuseToTrain(dataset: Dataset, models: readonly Model[], config: RunCo
   if (newest !== undefined && !attemptsLeft(models.length, config.maxAttempts)) {
     // The Choice counts attempts too; this guards the case it cannot see (a training started
     // by a lost call that failed before this retry), counting what the service holds.
-    throw new RunError(
-      'training_failed',
-      trainingFailedMessage({
-        attempts: models.length,
-        maxAttempts: config.maxAttempts,
-        modelId: newest.id,
-        error: newest.error,
-      }),
-    );
+    const tried = { attempts: models.length, maxAttempts: config.maxAttempts, modelId: newest.id };
+    throw new RunError('training_failed', trainingFailedMessage({ ...tried, error: newest.error }));
   }
   if (dataset.next_action === 'expired') {
-    throw new RunError(
-      'dataset_expired',
-      datasetExpiredMessage({ id: dataset.id, expiresAt: dataset.expires_at, step: dataset.step }),
-    );
+    const expired = { id: dataset.id, expiresAt: dataset.expires_at, step: dataset.step };
+    throw new RunError('dataset_expired', datasetExpiredMessage(expired));
   }
 }
 

@@ -22,15 +22,8 @@ export const validateDropStep = defineStep('validate_drop', async (state, env) =
   await announceRun(state, env);
   const previous = await readStatus(s3, run.bucket, run.drop);
   await writeStatus(s3, run.bucket, statusOf(state, { hopperStep: 'validate_drop' }, env.runtime.now()));
-  const config = await validateDrop(
-    s3,
-    run,
-    {
-      quietMs: env.runtime.dropQuietMs,
-      clock: { now: () => env.runtime.now(), remainingMs: () => env.remainingMs() },
-    },
-    previous,
-  );
+  const clock = { now: () => env.runtime.now(), remainingMs: () => env.remainingMs() };
+  const config = await validateDrop(s3, run, { quietMs: env.runtime.dropQuietMs, clock }, previous);
   if (config.resumeFrom !== undefined) return config;
   const adopt = paidRunToAdopt(previous, run.runId, configFingerprint(config));
   if (adopt === undefined) return config;

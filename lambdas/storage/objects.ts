@@ -16,13 +16,8 @@ import {
 
 /** An object's size in bytes, or null when there is no such object. */
 export async function objectSize(s3: S3Client, bucket: string, key: string): Promise<number | null> {
-  try {
-    const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
-    return head.ContentLength ?? null;
-  } catch (error) {
-    if (isNotFound(error)) return null;
-    throw error;
-  }
+  const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key })).catch(nullIfNotFound);
+  return head === null ? null : (head.ContentLength ?? null);
 }
 
 /**
@@ -59,20 +54,16 @@ export async function* objectsUnder(s3: S3Client, bucket: string, prefix: string
  * such object.
  */
 export async function readJson(s3: S3Client, bucket: string, key: string): Promise<JsonRead | null> {
+  const answer = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key })).catch(nullIfNotFound);
+  if (answer === null) return null;
+  const text = (await answer.Body?.transformToString()) ?? '';
+  let value: unknown;
   try {
-    const answer = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-    const text = (await answer.Body?.transformToString()) ?? '';
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      // Not JSON: no value, which each reader takes as it must.
-    }
-    return { value, etag: answer.ETag ?? '' };
-  } catch (error) {
-    if (isNotFound(error)) return null;
-    throw error;
+    value = JSON.parse(text);
+  } catch {
+    // Not JSON: no value, which each reader takes as it must.
   }
+  return { value, etag: answer.ETag ?? '' };
 }
 
 export interface JsonRead extends ReadWithEtag {
@@ -93,8 +84,8 @@ export interface JsonUpdate<T> {
 export interface ConditionalUpdate<R extends ReadWithEtag, T> {
   readonly bucket: string;
   readonly key: string;
-  /** Writes tried before giving up (each lost one means another writer came in between). */
-  readonly attempts: number;
+  /** Writes tried before giving up (each lost one means another writer came in between). Default 8. */
+  readonly attempts?: number;
   /** The object as it is now, or null when there is none. */
   readonly read: () => Promise<R | null>;
   readonly decide: (current: R | null) => JsonUpdate<T> | Promise<JsonUpdate<T>>;
@@ -122,7 +113,7 @@ export async function updateJsonConditionally<R extends ReadWithEtag, T>(
       return result;
     } catch (error) {
       if (!isLostRace(error, current !== null)) throw error;
-      if (attempt >= update.attempts) throw update.contended(attempt, error);
+      if (attempt >= (update.attempts ?? 8)) throw update.contended(attempt, error);
       await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(2_000, 10 * 2 ** attempt)));
     }
   }
@@ -146,6 +137,12 @@ export async function deleteObject(s3: S3Client, bucket: string, key: string): P
 /** An etag without its quotes (S3 sends `"abc"`, events and states carry `abc`). */
 export function bareEtag(etag: string): string {
   return etag.replaceAll('"', '');
+}
+
+/** A request's failure as null when it is S3's "no such object" (isNotFound); any other is thrown. */
+function nullIfNotFound(error: unknown): null {
+  if (isNotFound(error)) return null;
+  throw error;
 }
 
 /** S3's "no such object": NoSuchKey from GET, a bare 404 (NotFound) from HEAD. */

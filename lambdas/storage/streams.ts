@@ -45,20 +45,15 @@ export class ObjectMissingError extends Error {
  */
 export async function openPinnedObject(s3: S3Client, object: PinnedObject): Promise<Readable> {
   const expected = bareEtag(object.etag);
-  let answer;
-  try {
-    answer = await s3.send(
-      new GetObjectCommand({ Bucket: object.bucket, Key: object.key, IfMatch: `"${expected}"` }),
-    );
-  } catch (error) {
-    if (isPreconditionFailed(error)) throw new ObjectChangedError(object.key, error);
-    if (isNotFound(error)) throw new ObjectMissingError(object.key, error);
-    throw error;
-  }
+  const answer = await s3
+    .send(new GetObjectCommand({ Bucket: object.bucket, Key: object.key, IfMatch: `"${expected}"` }))
+    .catch((error: unknown) => {
+      if (isPreconditionFailed(error)) throw new ObjectChangedError(object.key, error);
+      if (isNotFound(error)) throw new ObjectMissingError(object.key, error);
+      throw error;
+    });
   const body = answer.Body;
-  if (!(body instanceof Readable)) {
-    throw new Error(`GetObject ${object.key}: the answer has no body stream`);
-  }
+  if (!(body instanceof Readable)) throw new Error(`GetObject ${object.key}: the answer has no body stream`);
   if (answer.ETag !== undefined && bareEtag(answer.ETag) !== expected) {
     body.destroy();
     throw new ObjectChangedError(object.key);

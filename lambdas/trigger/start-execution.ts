@@ -16,7 +16,7 @@ import { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import type { EventBridgeEvent, S3ObjectCreatedNotificationEventDetail } from 'aws-lambda';
 import * as z from 'zod';
 import { RunError } from '../run/errors/index.js';
-import { ENV } from '../run/invocation/index.js';
+import { ENV, requireEnv } from '../run/invocation/index.js';
 import type { RunInput } from '../run/state/index.js';
 import { dropOfTrainJsonKey } from '../storage/keys.js';
 import { bareEtag } from '../storage/objects.js';
@@ -249,13 +249,7 @@ export function sfnStarterFromEnvironment(
   let starter: ExecutionStarter | undefined;
   return {
     async start(name, input) {
-      if (starter === undefined) {
-        const arn = env[ENV.stateMachineArn];
-        if (arn === undefined || arn === '') {
-          throw new Error(`environment variable ${ENV.stateMachineArn} is not set`);
-        }
-        starter = sfnExecutionStarter(arn, sfn);
-      }
+      starter ??= sfnExecutionStarter(requireEnv(env, ENV.stateMachineArn), sfn);
       return await starter.start(name, input);
     },
   };

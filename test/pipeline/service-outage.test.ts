@@ -14,8 +14,6 @@ import { RETRYABLE_ERROR } from '../../lambdas/run/errors/index.js';
 import {
   DEADLINE_MARGIN_MS,
   LAMBDA_CLIENT_OPTIONS,
-  RETRY_BOUND,
-  retryBound,
   LAMBDA_DEATH_RETRY,
   TRANSIENT_RETRY,
   type RetrierSettings,
@@ -26,6 +24,52 @@ import { expectFailed, LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.j
 
 /** What docs/pipeline.md and docs/errors.md promise: a hung service fails a run within 5 minutes. */
 const PROMISED_BOUND_SECONDS = 5 * 60;
+
+/** What the client and state machine settings allow one service call against a failing service. */
+interface RetryBound {
+  /** Invocations of the Task: the first, and the state machine's retries of Hopper.Retryable. */
+  readonly invocations: number;
+  /** Requests of the call within one invocation: the first attempt and the client's retries. */
+  readonly requestsPerInvocation: number;
+  /** Requests of the call in all: the most a failing service sees of it. */
+  readonly requests: number;
+  /** The longest one invocation spends on the call, seconds. */
+  readonly invocationSeconds: number;
+  /** From the call's first request until the run gives up on it, seconds (pauses at their longest). */
+  readonly seconds: number;
+}
+
+/** The longest pauses of `retrier` before each of its retries, seconds. */
+function retryPausesSeconds(retrier: RetrierSettings): number[] {
+  return Array.from({ length: retrier.maxAttempts }, (_, index) =>
+    Math.min(retrier.intervalSeconds * retrier.backoffRate ** index, retrier.maxDelaySeconds ?? Infinity),
+  );
+}
+
+/**
+ * The bound of one logical service call: a failing service makes the client give up within
+ * `callBudgetMs + timeoutMs` after at most `maxRetries + 1` requests, the step throws
+ * Hopper.Retryable, and the state machine invokes the Task again `transient.maxAttempts` times.
+ */
+function retryBound(
+  client: Pick<typeof LAMBDA_CLIENT_OPTIONS, 'maxRetries' | 'callBudgetMs' | 'timeoutMs'>,
+  transient: RetrierSettings,
+): RetryBound {
+  const invocations = 1 + transient.maxAttempts;
+  const requestsPerInvocation = client.maxRetries + 1;
+  const invocationSeconds = (client.callBudgetMs + client.timeoutMs) / 1000;
+  const pauses = retryPausesSeconds(transient).reduce((sum, pause) => sum + pause, 0);
+  return {
+    invocations,
+    requestsPerInvocation,
+    requests: invocations * requestsPerInvocation,
+    invocationSeconds,
+    seconds: invocations * invocationSeconds + pauses,
+  };
+}
+
+/** The bound of Hopper's own settings (its figures are in docs/pipeline.md, checked by a test). */
+const RETRY_BOUND: RetryBound = retryBound(LAMBDA_CLIENT_OPTIONS, TRANSIENT_RETRY);
 
 interface RetrierJson {
   readonly ErrorEquals: readonly string[];

@@ -96,6 +96,19 @@ export function retryable(code: RunErrorCode, detail: string, cause?: unknown): 
   return new RunError(code, detail, { retryable: true, cause });
 }
 
+/**
+ * The error of a conditional write (updateJsonConditionally) that lost to other writers of `what`
+ * every time it tried: transient, the step is retried.
+ */
+export function contendedWrite(what: string, why = ''): (attempts: number, cause: unknown) => RunError {
+  return (attempts, cause) =>
+    retryable(
+      'storage_error',
+      `${what} changed under ${String(attempts)} writes in a row${why}; the step is retried`,
+      cause,
+    );
+}
+
 /** An error's message, or the thrown value as text when it is not an Error. */
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

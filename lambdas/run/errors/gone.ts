@@ -52,35 +52,17 @@ export async function goneRecordError(
     if (!(await recordGone(error, GET_MODEL, async () => (await service()).getModel(model.id)))) {
       return undefined;
     }
-    return new RunError(
-      'model_gone',
-      modelGoneMessage({
-        id: model.id,
-        status: model.status,
-        endpoint: error.endpoint,
-        step,
-        drop: state.run.drop,
-      }),
-      { cause: error },
-    );
+    const gone = { id: model.id, status: model.status, endpoint: error.endpoint, step, drop: state.run.drop };
+    return new RunError('model_gone', modelGoneMessage(gone), { cause: error });
   }
   if (record === 'dataset' && dataset !== undefined) {
     if (!(await recordGone(error, GET_DATASET, async () => (await service()).getDataset(dataset.id)))) {
       return undefined;
     }
     const expired = Date.parse(dataset.expiresAt) <= now;
-    return new RunError(
-      expired ? 'dataset_expired' : 'dataset_gone',
-      datasetGoneMessage({
-        id: dataset.id,
-        expiresAt: dataset.expiresAt,
-        expired,
-        endpoint: error.endpoint,
-        step,
-        trainingStarted: model !== undefined,
-      }),
-      { cause: error },
-    );
+    const gone = { id: dataset.id, expiresAt: dataset.expiresAt, expired, endpoint: error.endpoint, step };
+    const message = datasetGoneMessage({ ...gone, trainingStarted: model !== undefined });
+    return new RunError(expired ? 'dataset_expired' : 'dataset_gone', message, { cause: error });
   }
   return undefined;
 }

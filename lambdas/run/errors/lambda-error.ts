@@ -44,9 +44,7 @@ export function codedMessage(code: string, text: string): string {
 
 /** The code and text of a `<code>: <text>` message, or null when it is not one. */
 export function parseCodedMessage(message: string): { readonly code: string; readonly text: string } | null {
-  const match = /^([a-z][a-z0-9_]*): (.+)$/s.exec(message);
-  const code = match?.[1];
-  const text = match?.[2];
+  const [, code, text] = /^([a-z][a-z0-9_]*): (.+)$/s.exec(message) ?? [];
   return code === undefined || text === undefined ? null : { code, text };
 }
 
@@ -64,16 +62,14 @@ export function parseCause(
   cause: unknown,
 ): { readonly message: string; readonly fromLambda: boolean } | undefined {
   if (typeof cause !== 'string' || cause.trim() === '') return undefined;
+  let parsed: unknown;
   try {
-    const parsed: unknown = JSON.parse(cause);
-    if (typeof parsed === 'object' && parsed !== null && 'errorMessage' in parsed) {
-      const message = parsed.errorMessage;
-      if (typeof message === 'string') return { message, fromLambda: true };
-    }
+    parsed = JSON.parse(cause);
   } catch {
     // Not JSON: the Cause is the message itself.
   }
-  return { message: cause, fromLambda: false };
+  const message = (parsed as { errorMessage?: unknown } | null | undefined)?.errorMessage;
+  return typeof message === 'string' ? { message, fromLambda: true } : { message: cause, fromLambda: false };
 }
 
 /** Longest message taken from a Cause: enough for any Hopper message, not for a dumped object. */

@@ -90,13 +90,8 @@ export interface RunEnd {
 
 export function runStartedEvent(state: RunState): RunEvent {
   const base = baseDetail(state, 'started');
-  return {
-    detailType: RUN_EVENT_TYPES.started,
-    detail: {
-      ...base,
-      summary: `Hopper run ${base.run_id} started for drop "${base.drop}" (s3://${base.bucket}/${base.train_json}).`,
-    },
-  };
+  const summary = `Hopper run ${base.run_id} started for drop "${base.drop}" (s3://${base.bucket}/${base.train_json}).`;
+  return { detailType: RUN_EVENT_TYPES.started, detail: { ...base, summary } };
 }
 
 export function runEndedEvent(state: RunState, end: RunEnd): RunEvent {

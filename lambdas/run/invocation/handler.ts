@@ -21,7 +21,7 @@ import {
   type Runtime,
 } from './runtime.js';
 import { withNeededSlots, STEPS, type SlotOf, type StateFor, type StepName } from '../state/index.js';
-import type { DatasetSlot, RunState, SlotName } from '../state/index.js';
+import { RunInputSchema, type DatasetSlot, type RunState, type SlotName } from '../state/index.js';
 import {
   isNewerRun,
   readStatus,
@@ -108,16 +108,16 @@ export function defineStep<N extends StepName>(
   return { name, ...options, run: async (state, env) => run(withNeededSlots(name, state), env) };
 }
 
-export type TaskHandler<N extends StepName> = ((
+type Invoke<N extends StepName> = (
   event: unknown,
   context: InvocationContext,
-) => Promise<SlotValue<SlotOf<N>>>) & {
+) => Promise<SlotValue<SlotOf<N>>>;
+
+export type TaskHandler<N extends StepName> = Invoke<N> & {
   /** The step it runs: the Task registry (infra/tasks.ts) binds it by this name. */
   readonly step: N;
   /** The same handler over another runtime (local mode, tests). */
-  withRuntime(
-    runtime: Runtime,
-  ): (event: unknown, context: InvocationContext) => Promise<SlotValue<SlotOf<N>>>;
+  withRuntime(runtime: Runtime): Invoke<N>;
 };
 
 /**
@@ -386,20 +386,7 @@ function memoryOf(context: InvocationContext): number {
   return Number.isFinite(value) && value > 0 ? value : 0;
 }
 
-const RunInputSchema = z.object({
-  runId: z.string().min(1),
-  bucket: z.string().min(1),
-  drop: z.string().min(1),
-  key: z.string().min(1),
-  etag: z.string(),
-  startedAt: z.string().min(1),
-  executionArn: z.string().min(1).optional(),
-});
-
-/**
- * The state is what earlier steps wrote, so only its origin is checked; a state without a
- * valid `run` means the definition or the trigger is broken, not the user's drop.
- */
+/** The state is what earlier steps wrote, so only its origin is checked (RunInputSchema). */
 function parseState(event: unknown): RunState {
   const run = RunInputSchema.safeParse((event as { run?: unknown } | null)?.run);
   if (!run.success) {

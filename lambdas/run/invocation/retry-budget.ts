@@ -3,8 +3,9 @@
  * layers that retry it: the service client within an invocation (LAMBDA_CLIENT_OPTIONS) and the
  * state machine across invocations (the Retry of every Task: TRANSIENT_RETRY, LAMBDA_DEATH_RETRY).
  * The numbers live here alone: the Lambda runtime and the definition (infra/state-machine.ts)
- * read them, retryBound derives what they allow together, docs/pipeline.md states it, and
- * test/pipeline/service-outage.test.ts checks the bound against the synthesized definition.
+ * read them, docs/pipeline.md states what they allow together, and
+ * test/pipeline/service-outage.test.ts derives that bound and checks it against the synthesized
+ * definition.
  *
  * A third limit caps both: each invocation's deadline (DEADLINE_MARGIN_MS before Lambda would
  * cut it off, lambdas/run/invocation/handler.ts), which every service call gets as its AbortSignal, so no
@@ -56,49 +57,3 @@ export const LAMBDA_DEATH_RETRY: RetrierSettings = { intervalSeconds: 2, backoff
  * the failure and return it, before Lambda would cut the invocation off.
  */
 export const DEADLINE_MARGIN_MS = 10_000;
-
-/** What the client and state machine settings allow one service call against a failing service. */
-export interface RetryBound {
-  /** Invocations of the Task: the first, and the state machine's retries of Hopper.Retryable. */
-  readonly invocations: number;
-  /** Requests of the call within one invocation: the first attempt and the client's retries. */
-  readonly requestsPerInvocation: number;
-  /** Requests of the call in all: the most a failing service sees of it. */
-  readonly requests: number;
-  /** The longest one invocation spends on the call, seconds. */
-  readonly invocationSeconds: number;
-  /** From the call's first request until the run gives up on it, seconds (pauses at their longest). */
-  readonly seconds: number;
-}
-
-/** The longest pauses of `retrier` before each of its retries, seconds. */
-export function retryPausesSeconds(retrier: RetrierSettings): number[] {
-  return Array.from({ length: retrier.maxAttempts }, (_, index) =>
-    Math.min(retrier.intervalSeconds * retrier.backoffRate ** index, retrier.maxDelaySeconds ?? Infinity),
-  );
-}
-
-/**
- * The bound of one logical service call: a failing service makes the client give up within
- * `callBudgetMs + timeoutMs` after at most `maxRetries + 1` requests, the step throws
- * Hopper.Retryable, and the state machine invokes the Task again `transient.maxAttempts` times.
- */
-export function retryBound(
-  client: Pick<typeof LAMBDA_CLIENT_OPTIONS, 'maxRetries' | 'callBudgetMs' | 'timeoutMs'>,
-  transient: RetrierSettings,
-): RetryBound {
-  const invocations = 1 + transient.maxAttempts;
-  const requestsPerInvocation = client.maxRetries + 1;
-  const invocationSeconds = (client.callBudgetMs + client.timeoutMs) / 1000;
-  const pauses = retryPausesSeconds(transient).reduce((sum, pause) => sum + pause, 0);
-  return {
-    invocations,
-    requestsPerInvocation,
-    requests: invocations * requestsPerInvocation,
-    invocationSeconds,
-    seconds: invocations * invocationSeconds + pauses,
-  };
-}
-
-/** The bound of Hopper's own settings (its figures are in docs/pipeline.md, checked by a test). */
-export const RETRY_BOUND: RetryBound = retryBound(LAMBDA_CLIENT_OPTIONS, TRANSIENT_RETRY);

@@ -4,7 +4,4 @@
  * the item, the status write and returning need time too), nor after BATCH_MS. The state machine
  * then sends the run back for another batch.
  */
-export const TIME_BOX = {
-  marginMs: 60_000,
-  batchMs: 10 * 60_000,
-} as const;
+export const TIME_BOX = { marginMs: 60_000, batchMs: 10 * 60_000 } as const;

@@ -22,7 +22,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { Model } from '../../service-client/index.js';
 import { CREDIT_LEDGER_KEY } from '../../storage/keys.js';
 import { readJson, updateJsonConditionally } from '../../storage/objects.js';
-import { creditBudgetMessage, retryable, RunError } from '../errors/index.js';
+import { contendedWrite, creditBudgetMessage, RunError } from '../errors/index.js';
 import type { RunInput } from '../state/index.js';
 
 /** Credits trainings may take in any 24 hours, and in any 30 days; either may be left out. */
@@ -100,13 +100,10 @@ export function creditsOf(
     async spend(run, attempt, start) {
       const share = await take(run, attempt);
       taken?.(share);
-      let model: Model;
-      try {
-        model = await start();
-      } catch (error) {
+      const model = await start().catch(async (error: unknown) => {
         if (error instanceof RunError && REFUSED.includes(error.code)) await giveBack(run, attempt);
         throw error;
-      }
+      });
       if (model.status === 'failed') await giveBack(run, attempt);
       return model;
     },
@@ -147,11 +144,6 @@ async function updateLedger<T>(
     attempts: LEDGER_ATTEMPTS,
     read: () => readLedger(s3, bucket),
     decide: (current) => decide(current ?? { budget: {}, credits: [] }),
-    contended: (attempts, error) =>
-      retryable(
-        'storage_error',
-        `the credit ledger (${CREDIT_LEDGER_KEY}) changed under ${String(attempts)} writes in a row; the step is retried`,
-        error,
-      ),
+    contended: contendedWrite(`the credit ledger (${CREDIT_LEDGER_KEY})`),
   });
 }

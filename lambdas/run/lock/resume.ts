@@ -106,16 +106,13 @@ export async function resumableDataset(
   from: ResumeFrom,
   now: number,
 ): Promise<Dataset> {
-  let dataset: Dataset;
-  try {
-    dataset = await client.getDataset(from.datasetId);
-  } catch (error) {
+  const dataset = await client.getDataset(from.datasetId).catch((error: unknown) => {
     if (!(error instanceof NotFoundError)) throw error;
     throw notResumable(
       `dataset ${from.datasetId} of run ${from.runId} is no longer at the training service: ${START_OVER}`,
       error,
     );
-  }
+  });
   if (dataset.next_action === 'expired' || Date.parse(dataset.expires_at) <= now) {
     throw notResumable(
       `dataset ${dataset.id} of run ${from.runId} expired at the training service at ${dataset.expires_at}: ${START_OVER}`,
@@ -134,5 +131,5 @@ function codeOf(code: string | undefined): string {
 }
 
 function notResumable(detail: string, cause?: unknown): RunError {
-  return new RunError('not_resumable', detail, cause === undefined ? {} : { cause });
+  return new RunError('not_resumable', detail, { cause });
 }

@@ -9,6 +9,7 @@
  * Which run is newer: status/<drop>.json always belongs to the newest run that has written it
  * (status.ts writes it conditionally), so a run learns it is superseded when it reads the file.
  */
+import { TRAINABLE_NEXT_ACTIONS } from '../../service-client/contract.js';
 import { RunError, type RunErrorCode } from '../errors/index.js';
 import { nextPoll } from '../schedule/index.js';
 import { modelCopied, type DatasetSlot, type ModelSlot, type RunState } from '../state/index.js';
@@ -73,7 +74,7 @@ export async function gateTraining(
   previous: DatasetSlot | undefined,
   context: ClaimContext,
 ): Promise<DatasetSlot> {
-  if (slot.nextAction !== 'start_training' && slot.nextAction !== 'retry') return slot;
+  if (!TRAINABLE_NEXT_ACTIONS.includes(slot.nextAction)) return slot;
   const claim = await claimTraining(context, slot.id);
   if (claim.held) {
     const { waitingFor: _done, ...ready } = slot;

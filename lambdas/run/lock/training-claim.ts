@@ -14,10 +14,10 @@
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { NotFoundError } from '../../service-client/errors.js';
-import type { Model, TrainingServiceClient } from '../../service-client/index.js';
+import type { TrainingServiceClient } from '../../service-client/index.js';
 import { trainingClaimKey } from '../../storage/keys.js';
 import { readJson, updateJsonConditionally } from '../../storage/objects.js';
-import { retryable } from '../errors/index.js';
+import { contendedWrite } from '../errors/index.js';
 import type { RunInput } from '../state/index.js';
 
 export interface TrainingClaim {
@@ -33,8 +33,6 @@ export interface TrainingClaim {
 
 /** How long a claim without a training stays held (one start_training invocation and more). */
 export const CLAIM_FRESH_MS = 10 * 60_000;
-/** Conditional writes tried before giving up (each lost one means another run wrote the claim). */
-const CLAIM_ATTEMPTS = 8;
 /** A model in these holds its credit until it ends. */
 const IN_FLIGHT: readonly string[] = ['queued', 'training'];
 
@@ -91,7 +89,7 @@ export async function releaseTraining(
   keepsPaidModel: boolean,
 ): Promise<void> {
   if (keepsPaidModel) return;
-  await conditionally({ ...context, service: never }, (current) => ({
+  await conditionally(context, (current) => ({
     write: current?.claim.run_id === context.run.runId ? claimOf(context, null) : null,
     result: undefined,
   }));
@@ -111,19 +109,17 @@ function claimOf(
   };
 }
 
-function never(): Promise<TrainingServiceClient> {
-  return Promise.reject(new Error('releasing a claim calls no service'));
-}
-
 /** True while the holder's training (or the one it is about to start) holds the credit. */
 async function isBusy(claim: TrainingClaim, context: ClaimContext): Promise<boolean> {
-  if (claim.model_id !== null) return await isInFlight(context, claim.model_id);
-  if (context.now - Date.parse(claim.claimed_at) < CLAIM_FRESH_MS) return true;
-  // Stale without a model id: the holder may still have started one whose answer it lost.
-  if (claim.dataset_id === null) return false;
-  const client = await context.service();
+  const { model_id: modelId, dataset_id: datasetId } = claim;
+  if (modelId === null && context.now - Date.parse(claim.claimed_at) < CLAIM_FRESH_MS) return true;
   try {
-    const dataset = await client.getDataset(claim.dataset_id);
+    if (modelId !== null)
+      return IN_FLIGHT.includes((await (await context.service()).getModel(modelId)).status);
+    // Stale without a model id: the holder may still have started one whose answer it lost.
+    if (datasetId === null) return false;
+    const client = await context.service();
+    const dataset = await client.getDataset(datasetId);
     for await (const model of client.modelsOfDataset(dataset.id, { datasetCreatedAt: dataset.created_at })) {
       if (IN_FLIGHT.includes(model.status)) return true;
     }
@@ -134,51 +130,31 @@ async function isBusy(claim: TrainingClaim, context: ClaimContext): Promise<bool
   }
 }
 
-async function isInFlight(context: ClaimContext, modelId: string): Promise<boolean> {
-  let model: Model;
-  try {
-    model = await (await context.service()).getModel(modelId);
-  } catch (error) {
-    if (error instanceof NotFoundError) return false;
-    throw error;
-  }
-  return IN_FLIGHT.includes(model.status);
-}
-
 interface Decision<T> {
   /** The claim to write over what was read, or null to write nothing. */
   readonly write: TrainingClaim | null;
   readonly result: T;
 }
 
+/** The claim as read, with its ETag; null when there is none. */
+type ClaimRead = { readonly claim: TrainingClaim; readonly etag: string } | null;
+
 /** Reads the claim, decides, writes conditionally; decides again when another run wrote first. */
 async function conditionally<T>(
-  context: ClaimContext,
-  decide: (
-    current: { readonly claim: TrainingClaim; readonly etag: string } | null,
-  ) => Decision<T> | Promise<Decision<T>>,
+  context: Pick<ClaimContext, 's3' | 'run'>,
+  decide: (current: ClaimRead) => Decision<T> | Promise<Decision<T>>,
 ): Promise<T> {
   const key = trainingClaimKey(context.run.drop);
   return await updateJsonConditionally(context.s3, {
     bucket: context.run.bucket,
     key,
-    attempts: CLAIM_ATTEMPTS,
     read: () => readClaim(context.s3, context.run.bucket, key),
     decide,
-    contended: (attempts, error) =>
-      retryable(
-        'storage_error',
-        `the training claim of drop ${context.run.drop} (${key}) changed under ${String(attempts)} writes in a row; the step is retried`,
-        error,
-      ),
+    contended: contendedWrite(`the training claim of drop ${context.run.drop} (${key})`),
   });
 }
 
-async function readClaim(
-  s3: S3Client,
-  bucket: string,
-  key: string,
-): Promise<{ readonly claim: TrainingClaim; readonly etag: string } | null> {
+async function readClaim(s3: S3Client, bucket: string, key: string): Promise<ClaimRead> {
   const read = await readJson(s3, bucket, key);
   if (read === null) return null;
   // Not a claim: treated as a released one, which the next write replaces.

@@ -109,12 +109,10 @@ export interface AccountHistory {
 
 /** What the previous model slot carried; nothing before the run's first model. */
 function historyOf(previous: ModelSlot | DatasetSlot | undefined): AccountHistory {
-  if (previous === undefined || !isModelSlot(previous)) {
-    return { filesRetentionSeconds: null, expectedFinish: null };
-  }
+  const model = previous !== undefined && isModelSlot(previous) ? previous : undefined;
   return {
-    filesRetentionSeconds: previous.filesRetentionSeconds,
-    expectedFinish: previous.expectedFinish,
+    filesRetentionSeconds: model?.filesRetentionSeconds ?? null,
+    expectedFinish: model?.expectedFinish ?? null,
   };
 }
 

@@ -5,6 +5,7 @@
  * (Step Functions caps a state at 256 KiB) and free of secrets: the console shows all of it.
  */
 import { createHash } from 'node:crypto';
+import * as z from 'zod';
 import type { NextAction } from '../../service-client/index.js';
 import { modelFileKey } from '../../storage/keys.js';
 import type { RunErrorCode } from '../errors/index.js';
@@ -12,25 +13,31 @@ import type { RunOutcome, SlotName, StopCode } from './vocabulary.js';
 
 export type { SlotName };
 import type { ExpectedFinish } from '../schedule/index.js';
+import type { TrainJson } from '../../drop/train-json.js';
 
-/** Where a run comes from: the execution input the trigger builds from the S3 event. */
-export interface RunInput {
+/**
+ * Where a run comes from: the execution input the trigger builds from the S3 event. Every Task
+ * checks it (the handler wrapper): a state without a valid `run` means the definition or the
+ * trigger is broken, not the user's drop.
+ */
+export const RunInputSchema = z.object({
   /** The execution name: unique per bucket, key and etag of train.json. */
-  readonly runId: string;
-  readonly bucket: string;
+  runId: z.string().min(1),
+  bucket: z.string().min(1),
   /** The drop folder's name: the `<drop>` of `inbox/<drop>/train.json`. */
-  readonly drop: string;
+  drop: z.string().min(1),
   /** The train.json object that started the run, and its etag (no quotes). */
-  readonly key: string;
-  readonly etag: string;
-  readonly startedAt: string;
+  key: z.string().min(1),
+  etag: z.string(),
+  startedAt: z.string().min(1),
   /**
    * The execution's ARN, which the Task Lambdas cannot look up (the state machine's ARN in their
    * environment would be a circular dependency): the starter adds it (lambdas/trigger/start-execution.ts).
    * Absent for an execution started by other means.
    */
-  readonly executionArn?: string;
-}
+  executionArn: z.string().min(1).optional(),
+});
+export type RunInput = Readonly<z.infer<typeof RunInputSchema>>;
 
 /** How to treat the service's structuring questions (train.json `decisions`). */
 export type Decisions = 'service' | 'suggested' | Readonly<Record<string, string>>;
@@ -74,10 +81,7 @@ export function configFingerprint(config: RunConfig): string {
 }
 
 /** train.json `promote`: the new model must beat the current one by `min_delta` on `metric`. */
-export interface PromoteRule {
-  readonly metric: string;
-  readonly min_delta: number;
-}
+export type PromoteRule = Readonly<NonNullable<TrainJson['promote']>>;
 
 /** The failed run a resuming run takes its dataset from (its status file named it). */
 export interface ResumeFrom {

@@ -11,7 +11,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { runRecordsPrefix, STATUS_PREFIX, statusKey } from '../../storage/keys.js';
 import { objectsUnder, readJson, updateJsonConditionally } from '../../storage/objects.js';
 import type { NextAction } from '../../service-client/contract.js';
-import { retryable } from '../errors/index.js';
+import { contendedWrite } from '../errors/index.js';
 import { paidModelOf } from '../lock/index.js';
 import {
   configFingerprint,
@@ -212,9 +212,6 @@ export function modelLocation(run: RunInput, slot: CopySlot | CopyWaitSlot | und
 /** How writeStatus placed a status: as the file's own, or as an entry of a newer run's file. */
 export type StatusWrite = 'written' | 'superseded';
 
-/** Conditional writes tried before a status write gives up (each lost one means another writer). */
-export const STATUS_WRITE_ATTEMPTS = 8;
-
 /**
  * Writes `status` to status/<drop>.json, so that the newest run of the drop always stays on top
  * (its `run_id` is the file's): every write is conditional (`If-Match` the ETag read, or
@@ -234,7 +231,6 @@ export async function writeStatus(
   return await updateJsonConditionally(s3, {
     bucket,
     key: statusKey(status.drop),
-    attempts: STATUS_WRITE_ATTEMPTS,
     read: async () => {
       const read = first;
       first = undefined;
@@ -244,12 +240,7 @@ export async function writeStatus(
       const { document, outcome } = nextDocument(current?.status ?? null, status);
       return { write: document, result: outcome };
     },
-    contended: (attempts, error) =>
-      retryable(
-        'storage_error',
-        `status/${status.drop}.json changed under ${String(attempts)} writes in a row (other runs of the drop writing it); the step is retried`,
-        error,
-      ),
+    contended: contendedWrite(`status/${status.drop}.json`, ' (other runs of the drop writing it)'),
   });
 }
 
