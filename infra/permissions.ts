@@ -6,9 +6,8 @@
  */
 import { Stack } from 'aws-cdk-lib';
 import { PolicyStatement, type IRole } from 'aws-cdk-lib/aws-iam';
-import type { IBucket } from 'aws-cdk-lib/aws-s3';
-import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { INBOX_PREFIX, MODELS_PREFIX, STATUS_PREFIX } from '../lambdas/storage/keys.js';
+import type { HopperPipelineProps } from './constructs/pipeline.js';
 import { acknowledgeWildcardResource } from './nag.js';
 import type { AreaAccess, BucketArea, TaskAccess } from './tasks.js';
 
@@ -19,43 +18,18 @@ export const AREA_PREFIX: Readonly<Record<BucketArea, string>> = {
 };
 
 /** The object actions of each access level. */
-export function objectActions(level: AreaAccess): string[] {
-  if (level === 'read') return ['s3:GetObject'];
-  if (level === 'multipart') {
-    // copy_model: multipart upload (CreateMultipartUpload, UploadPart and Complete are all
-    // s3:PutObject), abort on failure, HEAD to check the size, delete a copy of the wrong size.
-    return ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload', 's3:DeleteObject'];
-  }
-  return ['s3:GetObject', 's3:PutObject'];
-}
+const OBJECT_ACTIONS: Readonly<Record<AreaAccess, readonly string[]>> = {
+  read: ['s3:GetObject'],
+  readWrite: ['s3:GetObject', 's3:PutObject'],
+  // copy_model: multipart upload (CreateMultipartUpload, UploadPart and Complete are all
+  // s3:PutObject), abort on failure, HEAD to check the size, delete a copy of the wrong size.
+  multipart: ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload', 's3:DeleteObject'],
+};
 
-/** The statements of `access.bucket` on `bucket`. */
-export function bucketStatements(bucket: IBucket, access: TaskAccess): PolicyStatement[] {
-  const areas = Object.entries(access.bucket) as [BucketArea, AreaAccess][];
-  if (areas.length === 0) return [];
-  const objects = areas.map(
-    ([area, level]) =>
-      new PolicyStatement({
-        actions: objectActions(level),
-        resources: [bucket.arnForObjects(`${AREA_PREFIX[area]}*`)],
-      }),
-  );
-  // S3 answers a GET or HEAD of a missing key with 404 NoSuchKey (which the handlers rely on:
-  // no status yet, no model.json yet) only to a caller allowed to list the bucket, and 403
-  // otherwise. Whether a ListBucket grant limited by s3:prefix counts for that is not
-  // documented, so the grant is the whole bucket: key names only, never object contents.
-  const list = new PolicyStatement({ actions: ['s3:ListBucket'], resources: [bucket.bucketArn] });
-  return [...objects, list];
-}
-
-export interface TaskResources {
-  readonly bucket: IBucket;
-  readonly apiKeySecret: ISecret;
-  /** The customer managed key of the secret, if it has one. */
-  readonly apiKeySecretKmsKeyArn?: string;
-  /** The `source` of the run events a Task with `events` may put, and no other. */
+/** What the grants are on; `eventSource`: the only `source` of the run events a Task may put. */
+export type TaskResources = Pick<HopperPipelineProps, 'bucket' | 'apiKeySecret' | 'apiKeySecretKmsKeyArn'> & {
   readonly eventSource: string;
-}
+};
 
 /**
  * PutEvents on the account's default bus in the stack's region, for events of `source` only
@@ -76,13 +50,27 @@ export function putRunEventsStatement(scope: IRole, source: string): PolicyState
  * (and so every key under the prefix) are chosen by users at run time.
  */
 export function grantTaskAccess(role: IRole, access: TaskAccess, resources: TaskResources): void {
-  for (const statement of bucketStatements(resources.bucket, access)) role.addToPrincipalPolicy(statement);
-  for (const area of Object.keys(access.bucket) as BucketArea[]) {
+  const { bucket } = resources;
+  const areas = Object.entries(access.bucket) as [BucketArea, AreaAccess][];
+  for (const [area, level] of areas) {
+    const objects = bucket.arnForObjects(`${AREA_PREFIX[area]}*`);
+    role.addToPrincipalPolicy(
+      new PolicyStatement({ actions: [...OBJECT_ACTIONS[level]], resources: [objects] }),
+    );
     acknowledgeWildcardResource(
       role,
-      resources.bucket.arnForObjects(`${AREA_PREFIX[area]}*`),
+      objects,
       `Objects under ${AREA_PREFIX[area]} are named after drop folders that users choose at run time; ` +
         `the grant is limited to that prefix and to the actions this step needs.`,
+    );
+  }
+  // S3 answers a GET or HEAD of a missing key with 404 NoSuchKey (which the handlers rely on:
+  // no status yet, no model.json yet) only to a caller allowed to list the bucket, and 403
+  // otherwise. Whether a ListBucket grant limited by s3:prefix counts for that is not
+  // documented, so the grant is the whole bucket: key names only, never object contents.
+  if (areas.length > 0) {
+    role.addToPrincipalPolicy(
+      new PolicyStatement({ actions: ['s3:ListBucket'], resources: [bucket.bucketArn] }),
     );
   }
   if (access.apiKey) resources.apiKeySecret.grantRead(role);
