@@ -31,7 +31,6 @@ import {
   writeStatus,
   type StatusObject,
   addInvocation,
-  isRunSummary,
   type RunSummary,
 } from '../status/index.js';
 import {
@@ -200,11 +199,10 @@ async function findRun<N extends StepName>(
   const found = await readStatusObject(partial.runtime.s3, run.bucket, run.drop);
   const status = found?.status ?? null;
   const own = status?.run_id === run.runId ? status : supersededEntryOf(status, run.runId);
-  const summary = own?.summary;
   return {
     ...partial,
     found,
-    previous: isRunSummary(summary) ? summary : null,
+    previous: own?.summary ?? null,
     newer: status !== null && isNewerRun(status, run) ? newerRunOf(status) : null,
   };
 }

@@ -45,7 +45,7 @@ export interface RunSummary {
   readonly gpu_usd: number | null;
   readonly jev_usd: number | null;
   readonly trainings: readonly TrainingUsage[];
-  /** By Hopper's step name (`upload_files`, ...; StepName; a file written by another version may hold others). */
+  /** By Hopper's step name (`upload_files`, ...; StepName). */
   readonly steps: Readonly<Record<string, StepUsage>>;
   readonly lambda_invocations: number;
   readonly lambda_gb_seconds: number;
@@ -220,18 +220,4 @@ function usd(value: number): number {
 function round(value: number, digits: number): number {
   const factor = 10 ** digits;
   return Math.round(value * factor) / factor;
-}
-
-/** Whether a summary read back from a status file has the shape this module writes. */
-export function isRunSummary(value: unknown): value is RunSummary {
-  if (typeof value !== 'object' || value === null) return false;
-  const summary = value as Partial<Record<keyof RunSummary, unknown>>;
-  return (
-    typeof summary.steps === 'object' &&
-    summary.steps !== null &&
-    typeof summary.state_transitions === 'number' &&
-    typeof summary.s3_requests === 'object' &&
-    summary.s3_requests !== null &&
-    Array.isArray(summary.trainings)
-  );
 }
