@@ -4,7 +4,7 @@
  */
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { inboxKey } from '../../lambdas/storage/keys.js';
-import { uploadStream } from '../../lambdas/storage/streams.js';
+import { uploadStream } from '../../lambdas/storage/multipart.js';
 import { uploadFilesStepWith } from '../../lambdas/steps/upload-files.js';
 import type { ClientResult, Measure } from '../harness/protocol.js';
 import { connect, datasetForDrop, endpointsOf, jsonlSource, numberArg, stepEnv } from './setup.js';

@@ -27,7 +27,7 @@ import type { EncoderOutcome } from '../run/state/index.js';
 import type { RunSummary } from '../run/status/index.js';
 import { modelFileKey, modelRecordKey } from '../storage/keys.js';
 import { deleteObject, objectSize, putJson } from '../storage/objects.js';
-import { uploadStream, type StreamUploadOptions } from '../storage/streams.js';
+import { uploadStream, type StreamUploadOptions } from '../storage/multipart.js';
 import type { PreviousModel } from './lineage.js';
 
 const ONNX_CONTENT_TYPE = 'application/octet-stream';

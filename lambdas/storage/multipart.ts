@@ -29,17 +29,27 @@ import {
 } from '@aws-sdk/client-s3';
 import type { BuildMiddleware } from '@smithy/types';
 
-export interface MultipartTarget {
-  readonly bucket: string;
-  readonly key: string;
-  readonly contentType?: string | undefined;
+/** S3's floor for every part but the last. */
+export const MIN_PART_BYTES = 5 * 1024 * 1024;
+/** S3's ceiling on the parts of one upload. */
+export const MAX_PARTS = 10_000;
+export const DEFAULT_PART_BYTES = 8 * 1024 * 1024;
+export const DEFAULT_QUEUE_SIZE = 2;
+
+export interface StreamUploadOptions {
+  /** Bytes per part (at least MIN_PART_BYTES); raised to fit `expectedBytes` in MAX_PARTS parts. */
+  readonly partBytes?: number;
+  /** Parts in flight at once, while the next one fills. Memory is about (queueSize + 1) x partBytes. */
+  readonly queueSize?: number;
+  /** The body's size when known: only to choose the part size. */
+  readonly expectedBytes?: number;
+  readonly contentType?: string;
 }
 
-export interface MultipartSettings {
-  /** Bytes of every part but the last (S3: at least 5 MiB). */
-  readonly partBytes: number;
-  /** Parts being sent at once while the next one fills. */
-  readonly queueSize: number;
+/** The part size for an upload: the configured one, or larger when the object needs it. */
+function partBytesFor(expectedBytes: number | undefined, partBytes = DEFAULT_PART_BYTES): number {
+  const fitting = expectedBytes === undefined ? 0 : Math.ceil(expectedBytes / MAX_PARTS);
+  return Math.max(MIN_PART_BYTES, partBytes, fitting);
 }
 
 /** A part's bytes: a view of one of the pool's buffers, handed back when the part is sent. */
@@ -125,23 +135,46 @@ function unsignedPayload<C extends PutObjectCommand | UploadPartCommand>(command
 
 /**
  * Writes `body` to the object in parts (one PutObject when it fits in one). Returns once S3
- * holds the whole object.
+ * holds the whole object; on failure nothing is left behind (see above).
  */
-export async function writeMultipart(
+export async function uploadStream(
   s3: S3Client,
-  target: MultipartTarget,
+  bucket: string,
+  key: string,
   body: Readable,
-  settings: MultipartSettings,
+  options: StreamUploadOptions = {},
 ): Promise<void> {
-  const pool = new BufferPool(settings.partBytes, settings.queueSize + 1);
+  // The body's own failure is the one to report (a download that failed), not what it caused.
+  let bodyError: unknown;
+  body.on('error', (error) => {
+    bodyError ??= error;
+  });
+  const workers = options.queueSize ?? DEFAULT_QUEUE_SIZE;
+  const pool = new BufferPool(partBytesFor(options.expectedBytes, options.partBytes), workers + 1);
   const parts = partsOf(body, pool);
-  const first = await parts.next();
-  if (first.done === true) throw new Error('writeMultipart: no part'); // partsOf always yields one
-  const object = { Bucket: target.bucket, Key: target.key, ContentType: target.contentType };
-  if (first.value.last) {
-    await s3.send(unsignedPayload(new PutObjectCommand({ ...object, Body: first.value.data })));
-    return;
+  const object = { Bucket: bucket, Key: key, ContentType: options.contentType };
+  try {
+    const first = await parts.next();
+    if (first.done === true) throw new Error('uploadStream: no part'); // partsOf always yields one
+    if (first.value.last) {
+      await s3.send(unsignedPayload(new PutObjectCommand({ ...object, Body: first.value.data })));
+    } else {
+      await uploadParts(s3, object, first.value, parts, { pool, body, workers });
+    }
+  } catch (error) {
+    body.destroy();
+    throw bodyError ?? error;
   }
+}
+
+/** The multipart upload of a body of more than one part, aborted if any part fails. */
+async function uploadParts(
+  s3: S3Client,
+  object: { readonly Bucket: string; readonly Key: string; readonly ContentType: string | undefined },
+  first: FilledPart,
+  parts: AsyncGenerator<FilledPart, void>,
+  run: SendRun,
+): Promise<void> {
   // Where the SDK adds checksums (WHEN_SUPPORTED, its default), the upload is declared with
   // CRC32 and each part's checksum goes into the completion, as S3 requires.
   const checksum = (await s3.config.requestChecksumCalculation()) === 'WHEN_SUPPORTED' ? 'CRC32' : undefined;
@@ -150,11 +183,7 @@ export async function writeMultipart(
   if (upload.UploadId === undefined)
     throw new Error(`CreateMultipartUpload of ${upload.Key} answered no UploadId`);
   try {
-    const sent = await sendParts(s3, { ...upload, ChecksumAlgorithm: checksum }, first.value, parts, {
-      pool,
-      body,
-      workers: settings.queueSize,
-    });
+    const sent = await sendParts(s3, { ...upload, ChecksumAlgorithm: checksum }, first, parts, run);
     sent.sort((a, b) => (a.PartNumber ?? 0) - (b.PartNumber ?? 0));
     await s3.send(new CompleteMultipartUploadCommand({ ...upload, MultipartUpload: { Parts: sent } }));
   } catch (error) {
@@ -163,6 +192,12 @@ export async function writeMultipart(
     await s3.send(new AbortMultipartUploadCommand(upload)).catch(() => undefined);
     throw error;
   }
+}
+
+interface SendRun {
+  readonly pool: BufferPool;
+  readonly body: Readable;
+  readonly workers: number;
 }
 
 type UploadPart = Pick<UploadPartCommandInput, 'Bucket' | 'Key' | 'UploadId' | 'ChecksumAlgorithm'>;
@@ -177,7 +212,7 @@ async function sendParts(
   upload: UploadPart,
   first: FilledPart,
   parts: AsyncGenerator<FilledPart, void>,
-  run: { readonly pool: BufferPool; readonly body: Readable; readonly workers: number },
+  run: SendRun,
 ): Promise<CompletedPart[]> {
   const cancel = new AbortController();
   const completed: CompletedPart[] = [];

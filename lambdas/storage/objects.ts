@@ -1,7 +1,7 @@
 /**
  * Small whole-object operations on the bucket: the size of an object, the objects under a prefix,
  * a JSON document read, written in one PUT or updated with conditional writes, a delete. Streams
- * (a pinned read, a multipart write) live in streams.ts.
+ * (a pinned read, a multipart write) live in streams.ts and multipart.ts.
  */
 import {
   DeleteObjectCommand,
