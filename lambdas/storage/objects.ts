@@ -66,22 +66,19 @@ export async function readJson(s3: S3Client, bucket: string, key: string): Promi
   return { value, etag: answer.ETag ?? '' };
 }
 
-export interface JsonRead extends ReadWithEtag {
-  readonly value: unknown;
-}
-
 /** A JSON document as read, with the ETag a conditional write over it names. */
-export interface ReadWithEtag {
+export interface JsonRead {
+  readonly value: unknown;
   readonly etag: string;
 }
 
 /** What `decide` makes of what it read: a document to write over it (or null, none), and a result. */
-export interface JsonUpdate<T> {
-  readonly write: unknown;
+export interface JsonUpdate<T, W = unknown> {
+  readonly write: W | null;
   readonly result: T;
 }
 
-export interface ConditionalUpdate<R extends ReadWithEtag, T> {
+export interface ConditionalUpdate<R extends Pick<JsonRead, 'etag'>, T> {
   readonly bucket: string;
   readonly key: string;
   /** Writes tried before giving up (each lost one means another writer came in between). Default 8. */
@@ -99,7 +96,7 @@ export interface ConditionalUpdate<R extends ReadWithEtag, T> {
  * and a write that lost to another writer is read and decided again, after a random pause that
  * doubles with each loss (full jitter, at most 2 s): many writers at once spread out.
  */
-export async function updateJsonConditionally<R extends ReadWithEtag, T>(
+export async function updateJsonConditionally<R extends Pick<JsonRead, 'etag'>, T>(
   s3: S3Client,
   update: ConditionalUpdate<R, T>,
 ): Promise<T> {

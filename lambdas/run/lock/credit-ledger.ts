@@ -21,7 +21,7 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { Model } from '../../service-client/index.js';
 import { CREDIT_LEDGER_KEY } from '../../storage/keys.js';
-import { readJson, updateJsonConditionally } from '../../storage/objects.js';
+import { readJson, updateJsonConditionally, type JsonUpdate } from '../../storage/objects.js';
 import { contendedWrite, creditBudgetMessage, RunError } from '../errors/index.js';
 import type { RunInput } from '../state/index.js';
 
@@ -136,7 +136,7 @@ async function readLedger(s3: S3Client, bucket: string): Promise<(Ledger & { eta
 async function updateLedger<T>(
   s3: S3Client,
   bucket: string,
-  decide: (ledger: Ledger) => { readonly write: Ledger | null; readonly result: T },
+  decide: (ledger: Ledger) => JsonUpdate<T, Ledger>,
 ): Promise<T> {
   return await updateJsonConditionally(s3, {
     bucket,

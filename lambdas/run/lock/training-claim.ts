@@ -16,7 +16,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { NotFoundError } from '../../service-client/errors.js';
 import type { TrainingServiceClient } from '../../service-client/index.js';
 import { trainingClaimKey } from '../../storage/keys.js';
-import { readJson, updateJsonConditionally } from '../../storage/objects.js';
+import { readJson, updateJsonConditionally, type JsonUpdate } from '../../storage/objects.js';
 import { contendedWrite } from '../errors/index.js';
 import type { RunInput } from '../state/index.js';
 
@@ -130,19 +130,13 @@ async function isBusy(claim: TrainingClaim, context: ClaimContext): Promise<bool
   }
 }
 
-interface Decision<T> {
-  /** The claim to write over what was read, or null to write nothing. */
-  readonly write: TrainingClaim | null;
-  readonly result: T;
-}
-
 /** The claim as read, with its ETag; null when there is none. */
 type ClaimRead = { readonly claim: TrainingClaim; readonly etag: string } | null;
 
 /** Reads the claim, decides, writes conditionally; decides again when another run wrote first. */
 async function conditionally<T>(
   context: Pick<ClaimContext, 's3' | 'run'>,
-  decide: (current: ClaimRead) => Decision<T> | Promise<Decision<T>>,
+  decide: (current: ClaimRead) => JsonUpdate<T, TrainingClaim> | Promise<JsonUpdate<T, TrainingClaim>>,
 ): Promise<T> {
   const key = trainingClaimKey(context.run.drop);
   return await updateJsonConditionally(context.s3, {
