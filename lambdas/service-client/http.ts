@@ -40,15 +40,15 @@ export function describeTarget(method: string, url: string): string {
   return `${method} ${parsed.origin}${parsed.pathname}`;
 }
 
-export interface JsonExchange {
-  readonly method: 'GET' | 'POST';
+/** One request: to the API (JSON, serialized from `body`) or to a presigned URL (a stream). */
+interface Exchange<Method extends string, Body> {
+  readonly method: Method;
   readonly url: string;
   /** Stable endpoint name, for errors and logs. */
   readonly endpoint: string;
   readonly headers: Headers;
-  /** Serialized as JSON when present. */
-  readonly body?: unknown;
-  /** The call's deadline: aborts the exchange with a DeadlineError. */
+  readonly body?: Body;
+  /** The call's deadline: aborts the exchange (a stream's body included) with a DeadlineError. */
   readonly signal?: AbortSignal | undefined;
 }
 
@@ -62,7 +62,10 @@ export interface JsonAnswer {
  * One request to the API, whole answer read, within `timeoutMs` from start to last byte.
  * Throws a ServiceError for an error answer or a transport failure.
  */
-export async function exchangeJson(transport: Transport, exchange: JsonExchange): Promise<JsonAnswer> {
+export async function exchangeJson(
+  transport: Transport,
+  exchange: Exchange<'GET' | 'POST', unknown>,
+): Promise<JsonAnswer> {
   const { endpoint, body } = exchange;
   const target = describeTarget(exchange.method, exchange.url);
   const deadline = new AbortController();
@@ -312,16 +315,6 @@ function valueAt(body: unknown, path: readonly PropertyKey[]): unknown {
   return value;
 }
 
-export interface StreamExchange {
-  readonly method: 'GET' | 'PUT';
-  readonly url: string;
-  readonly endpoint: string;
-  readonly headers: Headers;
-  readonly body?: Readable;
-  /** The call's deadline: aborts the exchange, body included, with a DeadlineError. */
-  readonly signal?: AbortSignal | undefined;
-}
-
 /**
  * A request to a presigned URL (never with the Authorization header). Streams have no overall
  * deadline (a large file takes its time): `timeoutMs` bounds each wait for headers or data.
@@ -329,7 +322,7 @@ export interface StreamExchange {
  */
 export async function exchangeStream(
   transport: Transport,
-  exchange: StreamExchange,
+  exchange: Exchange<'GET' | 'PUT', Readable>,
 ): Promise<Dispatcher.ResponseData> {
   const target = describeTarget(exchange.method, exchange.url);
   try {
