@@ -57,21 +57,18 @@ export type ServiceConnector = (use: {
   readonly tracer: Tracer | undefined;
 }) => (options?: RequestOptions) => Promise<TrainingServiceClient>;
 
-export interface RuntimeOptions {
-  readonly s3: S3Client;
-  /** The training service. Default: none (service() rejects). */
+/**
+ * What createRuntime builds a runtime from: the S3 client, and any of the rest of Runtime. Left
+ * out: no training service (service() rejects), a bus that refuses every event (the steps then
+ * fail), no tracing, no EMF lines (they belong only where CloudWatch Logs reads them), no credit
+ * budget, and DROP_QUIET_MS (0 where the caller uploads train.json last itself: hopper run).
+ */
+export interface RuntimeOptions
+  extends
+    Pick<Runtime, 's3'>,
+    Partial<Pick<Runtime, 'logger' | 'dropQuietMs' | 'events' | 'tracer' | 'emitMetrics'>> {
   readonly service?: ServiceConnector;
-  readonly logger?: Logger;
   readonly now?: () => number;
-  /** Default DROP_QUIET_MS; 0 where the caller uploads train.json last itself (hopper run). */
-  readonly dropQuietMs?: number;
-  /** Where run events go. Default: a bus that refuses every event (the steps then fail). */
-  readonly events?: RunEventBus;
-  /** Traces S3 and service calls. Default: none (no tracing). */
-  readonly tracer?: Tracer;
-  /** Default false: EMF lines only where CloudWatch Logs reads them. */
-  readonly emitMetrics?: boolean;
-  /** Default: none (trainings take no credit from a budget). */
   readonly creditBudget?: CreditBudget;
 }
 
