@@ -53,30 +53,69 @@ function wholeNumberSetting(unit: string) {
   });
 }
 
+/** Each setting, as context gives it and as HopperStack takes it (docs/deploy.md lists them). */
 const Settings = z.object({
+  /**
+   * The training service's base URL (https, without /v1).
+   * @default - a CloudFormation parameter `ServiceUrl` without a default: pass it to `cdk deploy`
+   * as `--parameters ServiceUrl=https://...` (the CLI does not prompt; later deploys reuse it)
+   */
   serviceUrl: textSetting(serviceUrlProblem),
+  /**
+   * The name of an existing Secrets Manager secret whose plain-text value is the API key.
+   * @default - a new secret `<stack name>/training-service-api-key-<creation id>` (output
+   * `ApiKeySecretName`; infra/names.ts) holding a random placeholder: put the key in it after
+   * the first deploy
+   */
   apiKeySecretName: textSetting(),
+  /**
+   * The ARN of the customer managed KMS key that encrypts that existing secret: the functions that
+   * read the secret may decrypt with it, through Secrets Manager. @default - the AWS managed key
+   */
   apiKeySecretKmsKeyArn: textSetting(kmsKeyArnProblem),
+  /**
+   * The name of an existing bucket to use; its EventBridge notifications are turned on.
+   * @default - a new bucket (output `BucketName`)
+   */
   bucketName: textSetting((value) =>
     /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(value) ? undefined : `"${value}" is not a valid S3 bucket name`,
   ),
+  /** An e-mail address that receives the alarms. @default - no subscription */
   notificationEmail: textSetting(emailProblem),
+  /**
+   * An e-mail address that receives a summary of every run that ended (the run notification
+   * topic, apart from the alarms). @default - no subscription
+   */
   runNotificationEmail: textSetting(emailProblem),
+  /**
+   * The `source` of Hopper's run events on the default EventBridge bus.
+   * @default DEFAULT_EVENT_SOURCE (`hopper`)
+   */
   eventSource: textSetting(eventSourceProblem),
+  /** The stack's name (context only). @default DEFAULT_STACK_NAME */
   stackName: textSetting((value) =>
     /^[A-Za-z][A-Za-z0-9-]{0,127}$/.test(value)
       ? undefined
       : `"${value}" is not a valid CloudFormation stack name`,
   ),
+  /** The level of every function's logs (POWERTOOLS_LOG_LEVEL). @default 'INFO' */
   logLevel: textSetting((value) =>
     logLevelOf(value) === undefined
       ? `"${value}" is not a log level; use one of ${LOG_LEVELS.join(', ')}`
       : undefined,
   ),
+  /** Days an object under inbox/ is kept; new bucket only. @default 30 */
   inboxRetentionDays: wholeNumberSetting('days'),
+  /** Credits the trainings may take in any 24 hours (docs/spending.md). @default - no budget */
   creditBudget: wholeNumberSetting('credits'),
+  /** Credits the trainings may take in any 30 days. @default - no budget */
   creditBudget30Days: wholeNumberSetting('credits'),
 });
+
+/** The settings HopperStack takes (HopperStackProps): all but the stack's name, the log level checked. */
+export type HopperSettings = Readonly<Partial<Omit<z.output<typeof Settings>, 'stackName' | 'logLevel'>>> & {
+  readonly logLevel?: HopperLogLevel;
+};
 
 const ContextSchema = Settings.superRefine((settings, ctx) => {
   // A secret the stack creates is encrypted with the AWS managed key, which needs no grant.

@@ -6,7 +6,7 @@
 import { CfnOutput, CfnParameter, Stack, type StackProps } from 'aws-cdk-lib';
 import { Secret, type ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
-import type { HopperLogLevel } from './config.js';
+import type { HopperSettings } from './config.js';
 import { HopperMonitoring } from './constructs/monitoring.js';
 import { HopperNotifications } from './constructs/notifications.js';
 import { HopperPipeline } from './constructs/pipeline.js';
@@ -14,51 +14,8 @@ import { HopperStorage } from './constructs/storage.js';
 import { apiKeySecretName as newApiKeySecretName } from './names.js';
 import { acknowledgeRule } from './nag.js';
 
-export interface HopperStackProps extends StackProps {
-  /**
-   * The training service's base URL (https, without /v1).
-   * @default - a CloudFormation parameter `ServiceUrl` without a default: pass it to `cdk deploy`
-   * as `--parameters ServiceUrl=https://...` (the CLI does not prompt; later deploys reuse it)
-   */
-  readonly serviceUrl?: string;
-  /**
-   * The name of an existing Secrets Manager secret whose plain-text value is the API key.
-   * @default - a new secret `<stack name>/training-service-api-key-<creation id>` (output
-   * `ApiKeySecretName`; infra/names.ts) holding a random placeholder: put the key in it after
-   * the first deploy
-   */
-  readonly apiKeySecretName?: string;
-  /**
-   * The ARN of the customer managed KMS key that encrypts that existing secret: the functions that
-   * read the secret may decrypt with it, through Secrets Manager. @default - the AWS managed key
-   */
-  readonly apiKeySecretKmsKeyArn?: string;
-  /**
-   * The name of an existing bucket to use; its EventBridge notifications are turned on.
-   * @default - a new bucket (output `BucketName`)
-   */
-  readonly bucketName?: string;
-  /** An e-mail address that receives the alarms. @default - no subscription */
-  readonly notificationEmail?: string;
-  /**
-   * The `source` of Hopper's run events on the default EventBridge bus.
-   * @default DEFAULT_EVENT_SOURCE (`hopper`)
-   */
-  readonly eventSource?: string;
-  /**
-   * An e-mail address that receives a summary of every run that ended (the run notification
-   * topic, apart from the alarms). @default - no subscription
-   */
-  readonly runNotificationEmail?: string;
-  /** Days an object under inbox/ is kept; new bucket only. @default 30 */
-  readonly inboxRetentionDays?: number;
-  /** The level of every function's logs (POWERTOOLS_LOG_LEVEL). @default 'INFO' */
-  readonly logLevel?: HopperLogLevel;
-  /** Credits the trainings may take in any 24 hours (docs/spending.md). @default - no budget */
-  readonly creditBudget?: number;
-  /** Credits the trainings may take in any 30 days. @default - no budget */
-  readonly creditBudget30Days?: number;
-}
+/** The settings of one deployment (infra/config.ts, where each is described) and the stack's own. */
+export interface HopperStackProps extends StackProps, HopperSettings {}
 
 /** A URL CloudFormation accepts as ServiceUrl: https, no white space. */
 export const SERVICE_URL_PATTERN = '^https://[^\\s]+$';
