@@ -12,9 +12,9 @@ import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { fileURLToPath } from 'node:url';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lambdas/run/invocation/index.js';
-import type { HopperLogLevel } from '../config.js';
 import { acknowledgeWildcardResource } from '../nag.js';
-import { handlerPath } from '../tasks.js';
+import { handlerPath, type TaskSpec } from '../tasks.js';
+import type { HopperPipelineProps } from './pipeline.js';
 
 /** The newest Node.js runtime aws-cdk-lib offers (cdk-nag's AwsSolutions-L1 checks this). */
 export const NODE_RUNTIME = Runtime.NODEJS_24_X;
@@ -47,18 +47,13 @@ export const BUNDLING: BundlingOptions = {
   sourceMap: false,
 };
 
-export interface HopperFunctionProps {
-  /** The entry file in lambdas/handlers/ (infra/tasks.ts); it exports `handler`. */
-  readonly handlerFile: string;
-  readonly description: string;
-  readonly timeoutSeconds: number;
-  readonly memoryMb: number;
+/** A function's entry file and Lambda settings (infra/tasks.ts), and its logs' (the pipeline's). */
+export interface HopperFunctionProps
+  extends
+    Pick<TaskSpec, 'handlerFile' | 'description' | 'timeoutSeconds' | 'memoryMb'>,
+    Pick<HopperPipelineProps, 'logRetention' | 'logLevel'> {
   /** Environment variables. @default - none */
   readonly environment?: Readonly<Record<string, string>>;
-  /** How long the function's logs are kept. @default RetentionDays.THREE_MONTHS */
-  readonly logRetention?: RetentionDays;
-  /** The level of its logs (POWERTOOLS_LOG_LEVEL). @default 'INFO' */
-  readonly logLevel?: HopperLogLevel;
   /** Where Lambda sends asynchronous invocations that failed every attempt. @default - none */
   readonly deadLetterQueue?: IQueue;
   /** Lambda's own retries of a failed asynchronous invocation (0-2). @default - Lambda's default, 2 */
