@@ -13,14 +13,12 @@ import { TRAINABLE_NEXT_ACTIONS } from '../../service-client/contract.js';
 import { RunError, type RunErrorCode } from '../errors/index.js';
 import { nextPoll } from '../schedule/index.js';
 import { modelCopied, type DatasetSlot, type ModelSlot, type RunState } from '../state/index.js';
+import type { RunInput } from '../state/index.js';
 import type { RunStatus } from '../status/index.js';
 import { claimTraining, type ClaimContext } from './training-claim.js';
 
 /** The run that took the drop over, as its status file names it. */
-export interface NewerRun {
-  readonly runId: string;
-  readonly startedAt: string;
-}
+export type NewerRun = Pick<RunInput, 'runId' | 'startedAt'>;
 
 export function newerRunOf(status: Pick<RunStatus, 'run_id' | 'started_at'>): NewerRun {
   return { runId: status.run_id, startedAt: status.started_at };

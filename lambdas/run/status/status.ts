@@ -247,7 +247,7 @@ export async function writeStatus(
 /** True when `current`, a status of another run, belongs to a run newer than `runId`'s. */
 export function isNewerRun(
   current: Pick<RunStatus, 'run_id' | 'started_at'>,
-  run: { readonly runId: string; readonly startedAt: string },
+  run: Pick<RunInput, 'runId' | 'startedAt'>,
 ): boolean {
   if (current.run_id === run.runId) return false;
   // The train.json that arrived later wins; the run id breaks a tie, the same way everywhere.
