@@ -15,7 +15,7 @@ import {
 import { RunError } from '../run/errors/index.js';
 import { defineStep, type Step, type StepEnv, TIME_BOX } from '../run/invocation/index.js';
 import { datasetSlot } from '../run/state/index.js';
-import type { DropFile, RunInput } from '../run/state/index.js';
+import type { DropFile, StateFor } from '../run/state/index.js';
 import { inboxKey } from '../storage/keys.js';
 import { ObjectChangedError, ObjectMissingError, openPinnedObject } from '../storage/streams.js';
 
@@ -79,7 +79,7 @@ function latest(a: Dataset, b: Dataset): Dataset {
 /** The step with another concurrency (the benchmark's one-after-another baseline, tests). */
 export function uploadFilesStepWith(concurrency = UPLOAD_CONCURRENCY): Step<'upload_files'> {
   return defineStep('upload_files', async (state, env) => {
-    const { config, dataset: previous } = state;
+    const previous = state.dataset;
     const client = await env.runtime.service();
     let record = await client.getDataset(previous.id);
     // Anything else (files all sent, the dataset expired) is for the state machine to route.
@@ -107,13 +107,7 @@ export function uploadFilesStepWith(concurrency = UPLOAD_CONCURRENCY): Step<'upl
         next++;
         const started = performance.now();
         try {
-          const answered = await uploadOne(
-            env,
-            state.run,
-            previous.id,
-            file,
-            pinnedFile(config.files, file.name),
-          );
+          const answered = await uploadOne(env, state, file);
           rate.record(file.bytes, performance.now() - started);
           record = latest(record, answered);
         } catch (error) {
@@ -129,21 +123,16 @@ export function uploadFilesStepWith(concurrency = UPLOAD_CONCURRENCY): Step<'upl
 
 export const uploadFilesStep = uploadFilesStepWith();
 
-/** Streams one file to the service and completes it; the record complete answered. */
-async function uploadOne(
-  env: StepEnv,
-  run: RunInput,
-  datasetId: string,
-  file: DatasetFile,
-  pinned: DropFile,
-): Promise<Dataset> {
-  const { bucket, drop } = run;
+/** Streams one file to the service, at its validated version, and completes it; the record complete answered. */
+async function uploadOne(env: StepEnv, state: StateFor<'upload_files'>, file: DatasetFile): Promise<Dataset> {
+  const { bucket, drop } = state.run;
   const key = inboxKey(drop, file.name);
+  const pinned = pinnedFile(state.config.files, file.name);
   const client = await env.runtime.service();
   const started = Date.now();
   try {
     // A fresh S3 stream per attempt: the client sends a failed transfer again whole.
-    const record = await client.uploadFile(datasetId, file, () =>
+    const record = await client.uploadFile(state.dataset.id, file, () =>
       openPinnedObject(env.runtime.s3, { bucket, key, etag: pinned.etag }),
     );
     env.runtime.logger.info('uploaded', { file: file.name, bytes: file.bytes, ms: Date.now() - started });
