@@ -99,7 +99,7 @@ export interface PollContext {
   readonly expected?: ExpectedFinish | null;
 }
 
-/** The schedule while not waiting: no sleep, the run's counts carried on. */
+/** The schedule while not waiting: no sleep, the run's counts carried on (nextPoll adds a wait to it). */
 export function noWait(
   previous?: Pick<PollSchedule, 'totalPolls' | 'totalWaitSeconds' | 'totalBatches'>,
 ): PollSchedule {
@@ -109,13 +109,9 @@ export function noWait(
     waitedSeconds: 0,
     totalPolls: previous?.totalPolls ?? 0,
     totalWaitSeconds: previous?.totalWaitSeconds ?? 0,
-    ...carriedBatches(previous),
+    // The run's batch rounds: absent until its first, so most runs' slots stay as they were.
+    ...(previous?.totalBatches === undefined ? {} : { totalBatches: previous.totalBatches }),
   };
-}
-
-/** The run's batch rounds carried on: absent until its first, so most runs' slots stay as they were. */
-function carriedBatches(previous?: Pick<PollSchedule, 'totalBatches'>): Pick<PollSchedule, 'totalBatches'> {
-  return previous?.totalBatches === undefined ? {} : { totalBatches: previous.totalBatches };
 }
 
 /**
@@ -188,20 +184,20 @@ export function nextPoll(
     const beforeMargin = secondsLeft - marginSeconds;
     seconds = Math.min(seconds, Math.max(1, beforeMargin >= 1 ? beforeMargin : Math.floor(secondsLeft / 2)));
   }
-  const totalWaitSeconds = ((previous as Partial<PollSchedule> | undefined)?.totalWaitSeconds ?? 0) + seconds;
+  const totalWaitSeconds = (previous?.totalWaitSeconds ?? 0) + seconds;
   if (totalWaitSeconds > MAX_WAIT_SECONDS_PER_RUN) {
     throw new RunError(
       'wait_limit',
       `the training service kept Hopper waiting for ${String(totalPolls - 1)} polls over ${String(Math.round((totalWaitSeconds - seconds) / 3600))} h; a run waits at most ${String(MAX_WAIT_SECONDS_PER_RUN / 86400)} days. Check the dataset or model at the service, then drop train.json again`,
     );
   }
-  const schedule: PollSchedule = {
+  const schedule = {
+    ...noWait(previous),
     waitSeconds: seconds,
     polls,
     waitedSeconds,
     totalPolls,
     totalWaitSeconds,
-    ...carriedBatches(previous),
   };
   checkRounds(schedule, 'waiting on the service');
   return schedule;
