@@ -49,9 +49,8 @@ export class AdaptiveRateLimiter {
   #lastIncreaseAt = 0;
   /** Start times of the requests of the last second: the rate the service refused, at a 429. */
   readonly #recent: number[] = [];
-  #throttled = 0;
-  #delayed = 0;
-  #delayedMs = 0;
+  /** The counts of RateLimiterStats. */
+  readonly #counts = { throttled: 0, delayed: 0, delayedMs: 0 };
 
   constructor(settings: RateLimiterSettings = {}) {
     this.#now = settings.now ?? (() => performance.now());
@@ -78,15 +77,15 @@ export class AdaptiveRateLimiter {
     });
     const waited = this.#now() - asked;
     if (waited > 0) {
-      this.#delayed += 1;
-      this.#delayedMs += waited;
+      this.#counts.delayed += 1;
+      this.#counts.delayedMs += waited;
     }
   }
 
   /** The service answered 429: slow down to half the rate it refused (once per burst of 429s). */
   throttled(): void {
     const now = this.#now();
-    this.#throttled += 1;
+    this.#counts.throttled += 1;
     if (now - this.#lastDecreaseAt < DECREASE_EVERY_MS) return;
     const observed = this.#recent.filter((start) => start >= now - OBSERVE_MS).length * (1000 / OBSERVE_MS);
     this.#perSecond = Math.max(this.#min, Math.min(this.#perSecond, observed) * DECREASE_FACTOR);
@@ -95,12 +94,7 @@ export class AdaptiveRateLimiter {
   }
 
   stats(): RateLimiterStats {
-    return {
-      perSecond: this.#perSecond,
-      throttled: this.#throttled,
-      delayed: this.#delayed,
-      delayedMs: this.#delayedMs,
-    };
+    return { perSecond: this.#perSecond, ...this.#counts };
   }
 
   /** Lets the waiting requests go one at a time, each when the current rate allows. */
