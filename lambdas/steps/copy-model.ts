@@ -24,7 +24,7 @@ import { waitForFiles } from '../run/schedule/index.js';
 import { defineStep, type Step, type StepEnv, type StepRun } from '../run/invocation/index.js';
 import { copyWaitOf, type CopySlot, type CopyWaitSlot, type RunState } from '../run/state/index.js';
 import type { EncoderOutcome } from '../run/state/index.js';
-import type { RunSummary } from '../run/status/index.js';
+import type { Promotion, RunSummary } from '../run/status/index.js';
 import { modelFileKey, modelRecordKey } from '../storage/keys.js';
 import { deleteObject, objectSize, putJson } from '../storage/objects.js';
 import { uploadStream, type StreamUploadOptions } from '../storage/multipart.js';
@@ -61,7 +61,7 @@ export interface ModelDocument {
   readonly summary: RunSummary | null;
   /** Written by the run's report (lineage.ts): the drop's model this one was compared with. */
   readonly previous?: PreviousModel | null;
-  readonly promotion?: { readonly promoted: boolean; readonly reason: string };
+  readonly promotion?: Pick<Promotion, 'promoted' | 'reason'>;
   /** In a sweep: every encoder's outcome. */
   readonly encoders?: readonly EncoderOutcome[];
 }

@@ -50,12 +50,11 @@ export interface Lineage {
   readonly records: readonly ModelDocument[];
 }
 
-export interface Decision {
-  readonly promoted: boolean;
-  readonly reason: string;
-  /** The drop's current model the candidate was compared with (its own previous one, if it is it). */
-  readonly previous: ModelSummary | null;
-}
+/**
+ * Whether to promote, and why; `previous`: the drop's current model the candidate was compared
+ * with (its own previous one, if it is it).
+ */
+export type Decision = Pick<Promotion, 'promoted' | 'reason'> & { readonly previous: ModelSummary | null };
 
 /**
  * Promotes the run's best copied model and writes the lineage into the run's model.json files;
