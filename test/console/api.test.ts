@@ -62,6 +62,8 @@ function leakyStatus(): RunStatus {
     model: null,
     paid_model: null,
     config_fingerprint: null,
+    waiting_for: null,
+    copy_put_off: null,
   };
 }
 
@@ -230,6 +232,8 @@ describe('the console API', () => {
       model: null,
       paid_model: null,
       config_fingerprint: null,
+      waiting_for: null,
+      copy_put_off: null,
     }));
     for (const status of statuses)
       await putJson(local.s3.client, local.bucket, statusKey(status.drop), status);

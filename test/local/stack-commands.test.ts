@@ -189,6 +189,8 @@ function failedStatus(drop: string, datasetId: string | null): RunStatus {
     model: null,
     paid_model: null,
     config_fingerprint: null,
+    waiting_for: null,
+    copy_put_off: null,
   };
 }
 

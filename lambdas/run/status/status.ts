@@ -91,20 +91,20 @@ export interface RunStatus {
   readonly config_fingerprint: string | null;
   /**
    * What the run has used and cost so far (lambdas/run/status/usage.ts), including the invocation that
-   * wrote this status; null in a status written before Hopper kept one.
+   * wrote this status; null until a step has recorded one.
    */
   readonly summary: RunSummary | null;
   /**
    * While the dataset is ready to train but another run of the drop holds the drop's training
-   * (one credit at a time): that run and its model. Absent in a status written before.
+   * (one credit at a time): that run and its model.
    */
-  readonly waiting_for?: { readonly run_id: string; readonly model_id: string | null } | null;
+  readonly waiting_for: { readonly run_id: string; readonly model_id: string | null } | null;
   /**
    * While the copy of a paid model is put off (it failed for a reason that may pass): since when
    * copies fail, why the last one did, when the next is tried and the time the model's files
-   * could be gone by. Absent in a status written before.
+   * could be gone by.
    */
-  readonly copy_put_off?: {
+  readonly copy_put_off: {
     readonly failing_since: string;
     readonly reason: string;
     readonly next_try_at: string;
@@ -113,7 +113,7 @@ export interface RunStatus {
   /**
    * Older runs of the drop, newest first (at most MAX_SUPERSEDED_RUNS): the run this one took the
    * file from, and older ones still going or holding a paid model when a newer train.json took
-   * over. Absent in a status written before Hopper kept them.
+   * over. Absent only until the status is merged with the drop's file (mergeStatus).
    */
   readonly superseded_runs?: readonly SupersededRun[];
   /** In a sweep (train.json `encoders`): every encoder's outcome so far. */
