@@ -1,8 +1,6 @@
 /**
- * The local console as the commands use it: started when chosen, and a wait for Ctrl-C for
- * `hopper run --console`, which keeps it up after the run.
+ * The local console as the commands use it: started when chosen.
  */
-import { once } from 'node:events';
 import type { LocalMode, LocalModeOptions } from '../emulator/local-mode.js';
 import type { ConsoleChoice } from '../cli/options.js';
 import { startConsole, type LocalConsole } from './server.js';
@@ -21,9 +19,4 @@ export async function consoleFor(
     ...(mode.dataDir === undefined ? {} : { dataDir: mode.dataDir }),
     ...(mode.service === undefined ? {} : { apiKey: mode.service.apiKey }),
   });
-}
-
-/** Resolves when `signal` aborts (at once if it has). */
-export async function untilStopped(signal: AbortSignal): Promise<void> {
-  if (!signal.aborted) await once(signal, 'abort');
 }
