@@ -420,12 +420,16 @@ function refreshSoon() {
   }, 100);
 }
 
-function start() {
-  // Each table's header row, from the column names its markup lists in data-head.
+/** Each table's header row, from the column names its markup lists in data-head. */
+function headTables() {
   for (const table of document.querySelectorAll('table[data-head]')) {
     const names = table.dataset.head.split('|');
     table.createTHead().append(el('tr', {}, ...names.map((name) => el('th', {}, name))));
   }
+}
+
+function start() {
+  headTables();
   const { overview } = initial;
   $('#overview').textContent =
     `bucket s3://${overview.bucket} at ${overview.s3Endpoint} · training service ${overview.serviceUrl}` +

@@ -13,7 +13,7 @@ import {
   type Model,
 } from '../domain/index.js';
 import { answer, beforeAnswer, FAULT_DEFAULTS, trickle } from '../faults/index.js';
-import { asServiceError, drainOrClose, errorReply } from '../http/index.js';
+import { asServiceError, errorReply, writeChunks } from '../http/index.js';
 import { checkPresigned, type FileRequest } from './presigned.js';
 
 /** Bytes [start, end) of the file. */
@@ -83,27 +83,20 @@ export async function handleDownload(request: FileRequest): Promise<void> {
   res.writeHead(range === undefined ? 200 : 206, headers);
   if (fault?.kind === 'cut') {
     const cutAt = Math.min(end, start + (fault.cutAfterBytes ?? FAULT_DEFAULTS.cutAfterBytes));
-    await streamModel(res, model.id, start, cutAt);
+    await writeChunks(res, modelChunks(model.id, start, cutAt));
     await cutConnection(res);
     return;
   }
-  if (fault?.kind === 'trickle') {
+  if (fault?.kind === 'trickle')
     await trickle(res, end - start, (index) => modelBytesAt(model.id, start + index, 1), fault, sleep);
-    return;
-  }
-  await streamModel(res, model.id, start, end);
+  else await writeChunks(res, modelChunks(model.id, start, end));
   res.end();
 }
 
-/** Writes the bytes [start, end) in chunks, waiting for 'drain' whenever write() says the buffer is full. */
-async function streamModel(res: ServerResponse, modelId: string, start: number, end: number): Promise<void> {
-  let position = start;
-  while (position < end && !res.destroyed) {
-    const length = Math.min(MODEL_CHUNK_BYTES, end - position);
-    const flowing = res.write(modelBytesAt(modelId, position, length));
-    position += length;
-    if (!flowing) await drainOrClose(res);
-  }
+/** The bytes [start, end) of the model's file in chunks, each made only when it is written. */
+function* modelChunks(modelId: string, start: number, end: number): Generator<Buffer> {
+  for (let position = start; position < end; position += MODEL_CHUNK_BYTES)
+    yield modelBytesAt(modelId, position, Math.min(MODEL_CHUNK_BYTES, end - position));
 }
 
 /** Lets what was written reach the kernel, then drops the connection mid-body. */
