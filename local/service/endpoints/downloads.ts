@@ -61,7 +61,7 @@ function checkDownload(request: FileRequest): { model: Model; range: ByteRange |
 
 export async function handleDownload(request: FileRequest): Promise<void> {
   const { req, res, fault, sleep } = request;
-  let checked: { model: Model; range: ByteRange | undefined };
+  let checked: ReturnType<typeof checkDownload>;
   try {
     checked = checkDownload(request);
   } catch (error) {

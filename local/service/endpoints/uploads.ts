@@ -10,21 +10,13 @@ import {
   invalidRequest,
   notFound,
   ServiceError,
-  type Dataset,
-  type DatasetFile,
 } from '../domain/index.js';
 import { answer } from '../faults/index.js';
 import { asServiceError, errorReply, type Reply } from '../http/index.js';
 import { answerEarly, checkPresigned, type FileRequest } from './presigned.js';
 
-interface UploadTarget {
-  dataset: Dataset;
-  file: DatasetFile;
-  declared: number;
-}
-
 /** Everything that can be refused before reading the body. */
-function checkUpload(request: FileRequest): UploadTarget {
+function checkUpload(request: FileRequest) {
   const { state, req, params } = request;
   const now = state.now();
   checkPresigned(request, now);
@@ -50,7 +42,7 @@ function checkUpload(request: FileRequest): UploadTarget {
 
 export async function handleUpload(request: FileRequest): Promise<void> {
   const { req, res, fault, sleep } = request;
-  let target: UploadTarget;
+  let target: ReturnType<typeof checkUpload>;
   try {
     target = checkUpload(request);
   } catch (error) {
