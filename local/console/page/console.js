@@ -420,11 +420,12 @@ function refreshSoon() {
   }, 100);
 }
 
-/** Each table's header row, from the column names its markup lists in data-head. */
+/** Each table's header row, from the column names its markup lists in data-head, and its body. */
 function headTables() {
   for (const table of document.querySelectorAll('table[data-head]')) {
     const names = table.dataset.head.split('|');
     table.createTHead().append(el('tr', {}, ...names.map((name) => el('th', {}, name))));
+    table.createTBody();
   }
 }
 

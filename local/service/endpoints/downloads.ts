@@ -13,8 +13,8 @@ import {
   type Model,
 } from '../domain/index.js';
 import { answer, beforeAnswer, FAULT_DEFAULTS, trickle } from '../faults/index.js';
-import { asServiceError, errorReply, writeChunks } from '../http/index.js';
-import { checkPresigned, type FileRequest } from './presigned.js';
+import { writeChunks } from '../http/index.js';
+import { checkedOrRefused, checkPresigned, type FileRequest } from './presigned.js';
 
 /** Bytes [start, end) of the file. */
 interface ByteRange {
@@ -61,13 +61,12 @@ function checkDownload(request: FileRequest): { model: Model; range: ByteRange |
 
 export async function handleDownload(request: FileRequest): Promise<void> {
   const { req, res, fault, sleep } = request;
-  let checked: ReturnType<typeof checkDownload>;
-  try {
-    checked = checkDownload(request);
-  } catch (error) {
-    await answer(req, res, errorReply(asServiceError(error)), fault, sleep);
-    return;
-  }
+  const checked = await checkedOrRefused(
+    res,
+    () => checkDownload(request),
+    (_, reply) => answer(req, res, reply, fault, sleep),
+  );
+  if (checked === undefined) return;
   if (!(await beforeAnswer(req, fault, sleep)) || res.destroyed) return;
 
   const { model, range } = checked;
