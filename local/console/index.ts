@@ -14,9 +14,5 @@ export async function consoleFor(
   mode: Pick<LocalModeOptions, 'dataDir' | 'service'>,
 ): Promise<LocalConsole | undefined> {
   if (choice?.enabled !== true) return undefined;
-  return startConsole(local, {
-    ...(choice.port === undefined ? {} : { port: choice.port }),
-    ...(mode.dataDir === undefined ? {} : { dataDir: mode.dataDir }),
-    ...(mode.service === undefined ? {} : { apiKey: mode.service.apiKey }),
-  });
+  return startConsole(local, { port: choice.port, dataDir: mode.dataDir, apiKey: mode.service?.apiKey });
 }
