@@ -5,6 +5,7 @@
  * `hopper <command>: <message>` on stderr, or, when --json is on the command line, the object
  * `{"error": {"code", "message"}}` on stdout; the exit code is the same either way.
  */
+import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { messageOf } from '../../lambdas/run/errors/index.js';
@@ -79,8 +80,9 @@ export function processIo(): CommandIo {
   return { stdout: process.stdout, stderr: process.stderr };
 }
 
-/** Aborts on the first SIGINT or SIGTERM. */
-export function interruptSignal(): AbortSignal {
+/** What stops a command: its io's signal, else the first SIGINT or SIGTERM. */
+export function stopSignal({ signal }: CommandIo): AbortSignal {
+  if (signal !== undefined) return signal;
   const controller = new AbortController();
   const onSignal = (signal: NodeJS.Signals): void => {
     controller.abort(new Error(`stopped by ${signal}`));
@@ -88,6 +90,11 @@ export function interruptSignal(): AbortSignal {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   return controller.signal;
+}
+
+/** Resolves when `signal` aborts (at once if it has). */
+export async function untilStopped(signal: AbortSignal): Promise<void> {
+  if (!signal.aborted) await once(signal, 'abort');
 }
 
 /** A failure a command reports as is, with a stable code for --json: what is wrong and what to do. */

@@ -52,11 +52,6 @@ export async function leftAtService(
   return { datasets, models };
 }
 
-/** Credits the models hold: one per training that has not failed. */
-export function creditsHeld(models: readonly Model[]): number {
-  return models.filter((model) => HOLDS_CREDIT.includes(model.status)).length;
-}
-
 /**
  * The lines `hopper run` prints when stopped: what is left at `serviceUrl`, and how to resume or
  * clean up.
@@ -81,7 +76,8 @@ export function describeLeftovers(left: Leftovers, serviceUrl: string, folder: s
       lines.push(`    model ${model.id} (${model.status}): ${credit}${files}`);
     }
   }
-  const credits = creditsHeld(left.models);
+  // One per training that has not failed.
+  const credits = left.models.filter((model) => HOLDS_CREDIT.includes(model.status)).length;
   const underWay = left.models.filter((model) => UNDER_WAY.includes(model.status));
   lines.push(`  credits held: ${String(credits)}`);
   if (underWay.length > 0) {

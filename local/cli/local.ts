@@ -4,12 +4,12 @@
  * all of it can be eval'd), then serves until Ctrl-C, showing each run's progress on stderr.
  */
 import { describeFailure, messageOf } from '../../lambdas/run/errors/index.js';
-import { consoleFor, untilStopped, type LocalConsole } from '../console/index.js';
+import { consoleFor, type LocalConsole } from '../console/index.js';
 import { formatRunEvent } from '../emulator/event-bus.js';
 import { startLocalMode, type LocalMode } from '../emulator/local-mode.js';
 import type { ExecutionOutcome } from '../emulator/state-machine.js';
 import { LOCAL_S3_CREDENTIALS, LOCAL_S3_REGION } from '../s3/local-s3.js';
-import { CommandError, defineCommand, EXIT, interruptSignal, type CommandIo } from './command.js';
+import { CommandError, defineCommand, EXIT, stopSignal, untilStopped, type CommandIo } from './command.js';
 import { LOCAL_SPEC, localModeOptions } from './options.js';
 import { formatProgress, progressOf } from './progress.js';
 import {
@@ -48,7 +48,7 @@ export function exportLines(
 
 export const runLocalCommand = defineCommand(LOCAL_SPEC, async (args, io, { env }) => {
   const options = localModeOptions(args, env, true);
-  const stop = io.signal ?? interruptSignal();
+  const stop = stopSignal(io);
   let local: LocalMode;
   try {
     local = await startLocalMode(options.mode);

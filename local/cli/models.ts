@@ -115,18 +115,22 @@ async function* modelList(
   }
 }
 
-export function modelsTable(models: readonly Model[]): string {
+/** The listing's columns: each header and the model's field under it. */
+const MODEL_COLUMNS = {
+  MODEL: 'id',
+  NAME: 'name',
+  STATUS: 'status',
+  STEP: 'step',
+  NEXT_ACTION: 'next_action',
+  DATASET: 'dataset_id',
+  CREATED: 'created_at',
+} as const satisfies Record<string, keyof Model>;
+
+function modelsTable(models: readonly Model[]): string {
+  const fields = Object.values(MODEL_COLUMNS);
   return table(
-    ['MODEL', 'NAME', 'STATUS', 'STEP', 'NEXT_ACTION', 'DATASET', 'CREATED'],
-    models.map((model) => [
-      model.id,
-      model.name,
-      model.status,
-      String(model.step),
-      model.next_action,
-      model.dataset_id,
-      model.created_at,
-    ]),
+    Object.keys(MODEL_COLUMNS),
+    models.map((model) => fields.map((field) => String(model[field]))),
   );
 }
 

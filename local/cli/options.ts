@@ -115,21 +115,6 @@ export function localModeOptions(
   env: NodeJS.ProcessEnv,
   consoleByDefault: boolean,
 ): LocalCommandOptions {
-  const options = commonOptions(args, env);
-  const port = args.number('console-port');
-  if (args.on('no-console') && port !== undefined) {
-    throw new CliUsageError('--no-console and --console-port contradict each other: give one of them');
-  }
-  const enabled = !args.on('no-console') && (consoleByDefault || args.on('console') || port !== undefined);
-  const dataDir = args.text('data-dir');
-  return {
-    ...options,
-    console: { enabled, ...(port === undefined ? {} : { port }) },
-    mode: { ...options.mode, ...(dataDir === undefined ? {} : { dataDir }) },
-  };
-}
-
-function commonOptions(args: Parsed, env: NodeJS.ProcessEnv): LocalCommandOptions {
   const serviceUrl = args.text('service-url');
   const keyFlag = args.text('api-key');
   const apiKey = keyFlag ?? (env[API_KEY_ENV]?.trim() || undefined);
@@ -147,17 +132,25 @@ function commonOptions(args: Parsed, env: NodeJS.ProcessEnv): LocalCommandOption
   } else if (keyFlag !== undefined) {
     throw new CliUsageError('--api-key is for --service-url; the simulated service needs no key from you');
   }
+  const port = args.number('console-port');
+  if (args.on('no-console') && port !== undefined) {
+    throw new CliUsageError('--no-console and --console-port contradict each other: give one of them');
+  }
+  const enabled = !args.on('no-console') && (consoleByDefault || args.on('console') || port !== undefined);
   const s3Port = args.number('s3-port');
   const waitMs = args.number('wait-ms');
   const perDay = args.number('credit-budget');
+  const dataDir = args.text('data-dir');
   const verbose = args.on('verbose');
   return {
     verbose,
+    console: { enabled, ...(port === undefined ? {} : { port }) },
     mode: {
       ...(service === undefined ? {} : { service }),
       ...(s3Port === undefined ? {} : { s3Port }),
       ...(waitMs === undefined ? {} : { waitMs, dropQuietMs: waitMs }),
       ...(perDay === undefined ? {} : { creditBudget: { perDay } }),
+      ...(dataDir === undefined ? {} : { dataDir }),
       logLevel: verbose ? 'INFO' : 'SILENT',
     },
   };

@@ -20,6 +20,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout } from 'node:timers/promises';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { messageOf } from '../../lambdas/run/errors/index.js';
 import type { CopySlot } from '../../lambdas/run/state/index.js';
 import * as z from 'zod';
 import { CliUsageError } from './command.js';
@@ -126,7 +127,6 @@ async function firstFileOnTheWay(path: string): Promise<string | undefined> {
 
 /** A file system error as a person reads it: "permission denied", "no space left on device". */
 function describeFsError(error: unknown): string {
-  const failure = error as NodeJS.ErrnoException;
   const reasons: Record<string, string> = {
     EACCES: 'permission denied',
     EPERM: 'permission denied',
@@ -136,9 +136,7 @@ function describeFsError(error: unknown): string {
     ENOTDIR: 'a file is in the way',
     EEXIST: 'a file is in the way',
   };
-  const reason = failure.code === undefined ? undefined : reasons[failure.code];
-  if (reason !== undefined) return reason;
-  return error instanceof Error ? error.message : String(error);
+  return reasons[(error as NodeJS.ErrnoException).code ?? ''] ?? messageOf(error);
 }
 
 /** Removes `path` and its parents up to `created` while they are empty. */

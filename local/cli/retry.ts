@@ -60,14 +60,12 @@ export const runRetryCommand = targetCommand(RETRY_SPEC, async (args, target, ou
     }
   }
   const resumed = { ...config, resume: true, ...(maxAttempts === undefined ? {} : { maxAttempts }) };
-  const put = await putJson(target.s3, target.bucket, key, resumed);
   const result = {
     drop,
     resumes_run: from.runId,
     error_code: from.errorCode,
     dataset_id: from.datasetId,
-    train_json: `s3://${target.bucket}/${key}`,
-    etag: put.ETag?.replace(/"/g, '') ?? null,
+    ...(await putTrainJson(target, key, resumed)),
   };
   out.stdout.write(
     args.on('json')
@@ -86,17 +84,11 @@ async function startAgain(
 ): Promise<number> {
   const key = inboxKey(status.drop, TRAIN_JSON);
   const { resume: _resume, ...config } = (await readTrainJson(target, key)).config;
-  const put = await putJson(target.s3, target.bucket, key, config);
-  const train = `s3://${target.bucket}/${key}`;
+  const put = await putTrainJson(target, key, config);
   out.stdout.write(
     asJson
-      ? json({
-          drop: status.drop,
-          restarts_run: status.run_id,
-          train_json: train,
-          etag: put.ETag?.replace(/"/g, '') ?? null,
-        })
-      : `hopper retry: run ${status.run_id} of "${status.drop}" was interrupted before it had a dataset at the service: starting it again from the drop's files (uploaded ${train}). Follow it with: hopper status ${status.drop}\n`,
+      ? json({ drop: status.drop, restarts_run: status.run_id, ...put })
+      : `hopper retry: run ${status.run_id} of "${status.drop}" was interrupted before it had a dataset at the service: starting it again from the drop's files (uploaded ${put.train_json}). Follow it with: hopper status ${status.drop}\n`,
   );
   return EXIT.succeeded;
 }
@@ -117,6 +109,12 @@ function sameFailure(status: RunStatus, maxAttempts: number | undefined): string
     default:
       return undefined;
   }
+}
+
+/** Writes the drop's train.json: where it went and its etag, as the output shows them. */
+async function putTrainJson(target: Target, key: string, config: Record<string, unknown>) {
+  const put = await putJson(target.s3, target.bucket, key, config);
+  return { train_json: `s3://${target.bucket}/${key}`, etag: put.ETag?.replace(/"/g, '') ?? null };
 }
 
 /** The drop's train.json as an object, and when it was last written. */

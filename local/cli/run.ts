@@ -14,7 +14,7 @@ import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import type { LocalConsole } from '../console/index.js';
 import type { LocalMode } from '../emulator/local-mode.js';
 import type { ExecutionOutcome } from '../emulator/state-machine.js';
-import { CliUsageError, defineCommand, EXIT, interruptSignal, type CommandIo } from './command.js';
+import { CliUsageError, defineCommand, EXIT, stopSignal, untilStopped, type CommandIo } from './command.js';
 import { DropFolderError, readDropFolder, uploadDropFolder, type DropFolder } from './drop-folder.js';
 import { RUN_SPEC, runOptions, type LocalCommandOptions } from './options.js';
 import { copyModelOut, MODEL_FILES, prepareOutFolder } from './out-folder.js';
@@ -68,9 +68,9 @@ interface Watch {
 async function runInLocalMode(run: RunOfFolder): Promise<number> {
   const { io, options } = run;
   const startedAt = Date.now();
-  const watch: Watch = { stop: io.signal ?? interruptSignal(), reporter: reporterFor(io.stdout, startedAt) };
+  const watch: Watch = { stop: stopSignal(io), reporter: reporterFor(io.stdout, startedAt) };
   // Loaded only now: a refused command line or folder answers without loading local mode.
-  const [{ startLocalMode }, { consoleFor, untilStopped }] = await Promise.all([
+  const [{ startLocalMode }, { consoleFor }] = await Promise.all([
     import('../emulator/local-mode.js'),
     import('../console/index.js'),
   ]);

@@ -85,7 +85,8 @@ async function runsOf(
   drop: string,
   limit: number,
 ): Promise<{ runs: RunSummary[]; searchedAll: boolean }> {
-  const name = new RegExp(`^${escapeRegExp(executionNameDrop(drop))}-[0-9a-f]{${String(NAME_HASH_HEX)}}$`);
+  // executionNameDrop leaves only [A-Za-z0-9_-], none of them special in a pattern.
+  const name = new RegExp(`^${executionNameDrop(drop)}-[0-9a-f]{${String(NAME_HASH_HEX)}}$`);
   const kept = await recordedRuns(records, drop);
   const runs: RunSummary[] = [];
   let token: string | undefined;
@@ -207,8 +208,4 @@ function dropOfInput(input: string | undefined): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&');
 }

@@ -20,11 +20,12 @@ import {
   CommandError,
   defineCommand,
   EXIT,
-  interruptSignal,
+  stopSignal,
   parseCommand,
   type CommandSpec,
   type Flag,
   type Parsed,
+  untilStopped,
 } from './command.js';
 
 type Knob = Exclude<keyof SimulatedServiceOptions, 'faults' | 'renameNextActions' | 'trainingMetrics'>;
@@ -134,7 +135,7 @@ export const SERVICE_SPEC: CommandSpec = {
 /** Resolves to the exit code once the service has stopped (or could not start). */
 export const runServiceCommand = defineCommand(SERVICE_SPEC, async (args, io) => {
   const options = serviceOptions(args);
-  const stop = io.signal ?? interruptSignal();
+  const stop = stopSignal(io);
   let service: Awaited<ReturnType<typeof startSimulatedService>>;
   try {
     service = await startSimulatedService(options);
@@ -142,11 +143,7 @@ export const runServiceCommand = defineCommand(SERVICE_SPEC, async (args, io) =>
     throw new CommandError('failed', `the service could not start: ${messageOf(error)}`);
   }
   io.stdout.write(`API URL:  ${service.apiUrl}\nFile URL: ${service.fileUrl}\nAPI key:  ${service.apiKey}\n`);
-  if (!stop.aborted) {
-    await new Promise((resolve) => {
-      stop.addEventListener('abort', resolve, { once: true });
-    });
-  }
+  await untilStopped(stop);
   try {
     await service.close();
   } catch (error) {

@@ -81,12 +81,11 @@ export interface Target {
   readonly stateMachine: { readonly client: SFNClient; readonly arn: string } | null;
   /** The training service's URL and API key (the key is read only when asked for). */
   service(): Promise<{ readonly url: string; readonly apiKey: string }>;
-  close(): void;
 }
 
 /**
  * A command that talks to a Hopper: it finds the target (--stack or the environment), runs
- * `body`, and closes the target's clients.
+ * `body`, and destroys the target's clients.
  */
 export function targetCommand(
   spec: CommandSpec,
@@ -99,7 +98,8 @@ export function targetCommand(
     } catch (error) {
       throw explained(error, args.text('stack') === undefined);
     } finally {
-      target.close();
+      target.s3.destroy();
+      target.stateMachine?.client.destroy();
     }
   });
 }
@@ -173,17 +173,14 @@ function localTarget({ env, aws }: CommandDeps): Target {
     ...aws?.s3,
   });
   const arn = nonEmpty(env[HOPPER_STATE_MACHINE_ENV]);
-  const sfn = new SFNClient({ ...common, endpoint: nonEmpty(env[SFN_ENDPOINT_ENV]), ...aws?.sfn });
+  const endpoint = nonEmpty(env[SFN_ENDPOINT_ENV]);
   return {
     label: 'hopper local',
     s3,
     bucket,
-    stateMachine: arn === undefined ? null : { client: sfn, arn },
+    stateMachine:
+      arn === undefined ? null : { client: new SFNClient({ ...common, endpoint, ...aws?.sfn }), arn },
     service: () => Promise.resolve().then(() => localService(env)),
-    close() {
-      s3.destroy();
-      sfn.destroy();
-    },
   };
 }
 
@@ -241,21 +238,15 @@ async function stackTarget(stack: string, { env, aws }: CommandDeps): Promise<Ta
   };
   const bucket = output(STACK_OUTPUTS.bucket);
   const arn = output(STACK_OUTPUTS.stateMachine);
-  const s3 = new S3Client({ ...aws?.s3 });
-  const sfn = new SFNClient({ ...aws?.sfn });
   return {
     label: `stack ${stack}`,
-    s3,
+    s3: new S3Client({ ...aws?.s3 }),
     bucket,
-    stateMachine: { client: sfn, arn },
+    stateMachine: { client: new SFNClient({ ...aws?.sfn }), arn },
     service: async () => ({
       url: output(STACK_OUTPUTS.serviceUrl),
       apiKey: await secretApiKey(output(STACK_OUTPUTS.apiKeySecret), aws),
     }),
-    close() {
-      s3.destroy();
-      sfn.destroy();
-    },
   };
 }
 

@@ -3,7 +3,7 @@
  * request, re-read only when its ETag changed, so a list of hundreds of drops costs one
  * listing), the ended runs' records, model records, and model files streamed for download.
  */
-import { GetObjectCommand, type GetObjectCommandOutput, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
 import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
 import {
@@ -71,15 +71,11 @@ export class BucketView {
   /** A model file's bytes as a stream, with its size; null when there is no such object. */
   async modelFile(key: string): Promise<{ body: Readable; bytes: number } | null> {
     if (!key.startsWith(MODELS_PREFIX) || key.split('/').includes('..')) return null;
-    const answer = await this.#get(key);
-    return answer?.Body === undefined
-      ? null
-      : { body: answer.Body as Readable, bytes: answer.ContentLength ?? 0 };
-  }
-
-  async #get(key: string): Promise<GetObjectCommandOutput | null> {
     try {
-      return await this.#s3.send(new GetObjectCommand({ Bucket: this.#bucket, Key: key }));
+      const { Body: body, ContentLength: bytes = 0 } = await this.#s3.send(
+        new GetObjectCommand({ Bucket: this.#bucket, Key: key }),
+      );
+      return body === undefined ? null : { body: body as Readable, bytes };
     } catch (error) {
       if (isNotFound(error)) return null;
       throw error;

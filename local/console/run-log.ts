@@ -4,7 +4,7 @@
  * its listeners which run changed, so the page can refresh just that.
  */
 import { EventEmitter } from 'node:events';
-import type { RunState } from '../../lambdas/run/state/index.js';
+import type { RunPhase, RunState } from '../../lambdas/run/state/index.js';
 import { describeFailure, parseCodedMessage } from '../../lambdas/run/errors/index.js';
 import type {
   Execution,
@@ -14,7 +14,7 @@ import type {
 } from '../emulator/state-machine.js';
 
 /** A run's state as the console shows it: the status file's words, plus `stopped` (Ctrl-C). */
-export type ConsoleRunState = 'running' | 'succeeded' | 'failed' | 'interrupted' | 'stopped' | 'superseded';
+export type ConsoleRunState = RunPhase | 'stopped';
 
 export interface LoggedRun {
   readonly execution: Execution;

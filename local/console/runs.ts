@@ -9,6 +9,7 @@ import type { ExecutionEvent } from '../emulator/state-machine.js';
 import type { BucketView } from './bucket-view.js';
 import { summarize, type ConsoleRunState, type RunLog, type RunSummary } from './run-log.js';
 
+/** The states in the order the page's filter lists them. */
 export const RUN_STATES: readonly ConsoleRunState[] = [
   'running',
   'succeeded',

@@ -16,7 +16,6 @@
  *                                       the folder can be a drop, by the run's rules (uploads.ts)
  *   PUT  /api/drops/<drop>/files?name=  one file of a drop (the page sends train.json last)
  */
-import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
@@ -25,6 +24,7 @@ import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { messageOf } from '../../lambdas/run/errors/index.js';
 import type { LocalMode } from '../emulator/local-mode.js';
+import { listen as listenOn, stop } from '../service/http/index.js';
 import { BucketView } from './bucket-view.js';
 import { loadErrorAdvice, type ErrorAdvice } from './error-advice.js';
 import { RunLog, type ConsoleRunState } from './run-log.js';
@@ -92,10 +92,7 @@ export async function startConsole(local: LocalMode, options: ConsoleOptions = {
     async close() {
       streams.close();
       log.close();
-      const closed = once(server, 'close');
-      server.close();
-      server.closeAllConnections();
-      await closed;
+      await stop(server);
       await service?.close();
     },
   };
@@ -360,20 +357,18 @@ class EventStreams {
   }
 }
 
-function listen(server: Server, port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.once('error', (error: NodeJS.ErrnoException) => {
-      const why = error.code === 'EADDRINUSE' ? 'is in use' : `cannot be used (${error.message})`;
-      reject(
-        new Error(
-          `the console's port ${String(port)} on 127.0.0.1 ${why}: choose another (--console-port), or leave it out for a free one`,
-        ),
-      );
-    });
-    server.listen(port, '127.0.0.1', () => {
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
+async function listen(server: Server, port: number): Promise<number> {
+  try {
+    await listenOn(server, '127.0.0.1', port);
+  } catch (error) {
+    const inUse = (error as NodeJS.ErrnoException).code === 'EADDRINUSE';
+    const why = inUse ? 'is in use' : `cannot be used (${messageOf(error)})`;
+    throw new Error(
+      `the console's port ${String(port)} on 127.0.0.1 ${why}: choose another (--console-port), or leave it out for a free one`,
+      { cause: error },
+    );
+  }
+  return (server.address() as AddressInfo).port;
 }
 
 /** dagre's browser bundle (a global `dagre`), from the installed package. */

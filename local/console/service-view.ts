@@ -3,21 +3,14 @@
  * with their step and next_action, and the credits left. Read through the service's own API
  * with Hopper's client (the key stays in this process; only the fields below leave it).
  */
-import { TrainingServiceClient } from '../../lambdas/service-client/index.js';
+import { TrainingServiceClient, type Dataset, type Model } from '../../lambdas/service-client/index.js';
 import type { SimulatedService } from '../service/index.js';
 
-export interface ServiceRecord {
-  readonly id: string;
-  readonly name: string;
-  readonly status: string;
-  readonly step: number;
-  readonly next_action: string;
-  readonly created_at: string;
-  /** Models only: the dataset it was trained on. */
-  readonly dataset_id?: string;
-  readonly onnx_bytes?: number | null;
-  readonly error: string | null;
-}
+/** The fields of a dataset or model the page is sent, in this order; a model's dataset and size follow. */
+const SHOWN_FIELDS = ['id', 'name', 'status', 'step', 'next_action', 'created_at', 'error'] as const;
+
+export type ServiceRecord = Pick<Dataset | Model, (typeof SHOWN_FIELDS)[number]> &
+  Partial<Pick<Model, 'dataset_id' | 'onnx_bytes'>>;
 
 export interface ServiceSnapshot {
   readonly url: string;
@@ -48,15 +41,8 @@ export class ServiceView {
       firstPage(this.#client.listDatasets({ limit: SHOWN }).pages()),
       firstPage(this.#client.listModels({ limit: SHOWN }).pages()),
     ]);
-    const common = (record: (typeof datasets)[number] | (typeof models)[number]): ServiceRecord => ({
-      id: record.id,
-      name: record.name,
-      status: record.status,
-      step: record.step,
-      next_action: record.next_action,
-      created_at: record.created_at,
-      error: record.error,
-    });
+    const common = (record: Dataset | Model): ServiceRecord =>
+      Object.fromEntries(SHOWN_FIELDS.map((field) => [field, record[field]])) as ServiceRecord;
     return {
       url: this.#simulated.apiUrl,
       credits: this.#simulated.credits(),

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { InvocationContext } from '../../lambdas/run/invocation/index.js';
 import { LAMBDA_TIMEOUT_ERROR, lambdaCause } from '../../lambdas/run/errors/index.js';
+import { withResolvers } from './with-resolvers.js';
 
 export { LAMBDA_TIMEOUT_ERROR };
 
@@ -46,23 +47,17 @@ export function asLambda(
       awsRequestId: randomUUID(),
       ...(fn === undefined ? {} : { functionName: fn.functionName, memoryLimitInMB: String(fn.memoryMb) }),
     };
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        reject(
-          new LambdaInvocationError(
-            LAMBDA_TIMEOUT_ERROR,
-            `Task timed out after ${timeoutSeconds.toFixed(2)} seconds`,
-          ),
-        );
-      }, timeoutSeconds * 1000);
-    });
+    const timedOut = withResolvers<never>();
+    const timer = setTimeout(() => {
+      const message = `Task timed out after ${timeoutSeconds.toFixed(2)} seconds`;
+      timedOut.reject(new LambdaInvocationError(LAMBDA_TIMEOUT_ERROR, message));
+    }, timeoutSeconds * 1000);
     // Through a promise even if the handler throws at once, so the timer is always cleared.
     const running = Promise.resolve().then(() => handler(event, context));
     // An abandoned handler may still fail later; that is no longer anyone's error.
     running.catch(() => undefined);
     try {
-      return await Promise.race([running, timedOut]);
+      return await Promise.race([running, timedOut.promise]);
     } catch (error) {
       if (error instanceof LambdaInvocationError) throw error;
       const { name, message } = error instanceof Error ? error : new Error(String(error));
@@ -96,15 +91,15 @@ export class RunningInvocations {
 
   /** Waits until every tracked invocation has settled, or `withinMs` has passed. */
   async settled(withinMs: number): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const givenUp = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, withinMs);
-    });
+    const givenUp = withResolvers<'given up'>();
+    const timer = setTimeout(() => {
+      givenUp.resolve('given up');
+    }, withinMs);
     try {
       while (this.#running.size > 0) {
         const before = [...this.#running];
         const all = Promise.allSettled(before).then(() => 'settled' as const);
-        if ((await Promise.race([all, givenUp.then(() => 'given up' as const)])) === 'given up') return;
+        if ((await Promise.race([all, givenUp.promise])) === 'given up') return;
       }
     } finally {
       clearTimeout(timer);

@@ -235,7 +235,7 @@ async function taskHandlers(
 function handlerRuntime(
   options: LocalModeOptions,
   parts: Pick<Parameters<typeof createRuntime>[0], 'events' | 's3' | 'logger'> & {
-    readonly service: { readonly url: string; readonly apiKey: string };
+    readonly service: NonNullable<LocalModeOptions['service']>;
   },
 ): ReturnType<typeof createRuntime> {
   const { service, ...rest } = parts;

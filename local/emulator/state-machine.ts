@@ -9,7 +9,8 @@
  * and re-emitted as `event`, which is how progress is shown; `whenDone` waits for an execution
  * that may not have started yet.
  */
-import './with-resolvers.js';
+// First: it polyfills Promise.withResolvers, which aws-local-stepfunctions needs on Node 20.
+import { withResolvers } from './with-resolvers.js';
 import { EventEmitter } from 'node:events';
 import { StateMachine, type RunOptions, type StateMachineDefinition } from 'aws-local-stepfunctions';
 import type { AslDefinition } from './definition.js';
@@ -126,10 +127,7 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
       overrides: this.#overrides,
       context: { Execution: { Name: name, Id: arn } },
     });
-    let resolve: (outcome: ExecutionOutcome) => void = () => undefined;
-    const done = new Promise<ExecutionOutcome>((settle) => {
-      resolve = settle;
-    });
+    const { promise: done, resolve } = withResolvers<ExecutionOutcome>();
     const history = { events: 0 };
     const execution: Execution = {
       name,

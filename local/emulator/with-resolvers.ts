@@ -1,7 +1,7 @@
 /**
  * Promise.withResolvers for Node 20: aws-local-stepfunctions (which declares Node >= 22) calls
  * it, and Node 20 lacks it. Import this module before aws-local-stepfunctions; on Node 22+ it
- * does nothing.
+ * does nothing. Its withResolvers serves local mode's own code on either.
  */
 
 interface Resolvers<T> {
@@ -12,7 +12,7 @@ interface Resolvers<T> {
 
 const promiseConstructor = Promise as unknown as { withResolvers?: <T>() => Resolvers<T> };
 
-promiseConstructor.withResolvers ??= function withResolvers<T>(): Resolvers<T> {
+export function withResolvers<T>(): Resolvers<T> {
   let resolve!: Resolvers<T>['resolve'];
   let reject!: Resolvers<T>['reject'];
   const promise = new Promise<T>((onResolve, onReject) => {
@@ -20,6 +20,6 @@ promiseConstructor.withResolvers ??= function withResolvers<T>(): Resolvers<T> {
     reject = onReject;
   });
   return { promise, resolve, reject };
-};
+}
 
-export {};
+promiseConstructor.withResolvers ??= withResolvers;

@@ -37,4 +37,4 @@
 export type { SimulatedServiceOptions, FaultRule, EndpointName, Encoder } from './options.js';
 export { DEFAULT_OPTIONS, ENDPOINTS, FAULT_COUNTS, validateOptions } from './options.js';
 export { startSimulatedService, type SimulatedService, type ServicePersistence } from './server.js';
-export { modelBytesAt, MODEL_CHUNK_BYTES } from './domain/index.js';
+export { modelBytesAt } from './domain/index.js';

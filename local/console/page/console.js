@@ -131,11 +131,6 @@ async function showService(service) {
   section.hidden = service === null;
   if (service === null) return;
   $('#service-summary').textContent = `${service.url} — credits left: ${service.credits}`;
-  const head = el(
-    'tr',
-    {},
-    ...['ID', 'Name', 'Status', 'Step', 'next_action'].map((name) => el('th', {}, name)),
-  );
   for (const kind of ['datasets', 'models']) {
     const rows = service[kind].map((record) =>
       el(
@@ -146,7 +141,7 @@ async function showService(service) {
         ),
       ),
     );
-    $(`#service-${kind}`).replaceChildren(el('thead', {}, head.cloneNode(true)), el('tbody', {}, ...rows));
+    $(`#service-${kind} tbody`).replaceChildren(...rows);
   }
 }
 
@@ -425,7 +420,17 @@ function refreshSoon() {
   }, 100);
 }
 
+/** Each table's header row, from the column names its markup lists in data-head, and its body. */
+function headTables() {
+  for (const table of document.querySelectorAll('table[data-head]')) {
+    const names = table.dataset.head.split('|');
+    table.createTHead().append(el('tr', {}, ...names.map((name) => el('th', {}, name))));
+    table.createTBody();
+  }
+}
+
 function start() {
+  headTables();
   const { overview } = initial;
   $('#overview').textContent =
     `bucket s3://${overview.bucket} at ${overview.s3Endpoint} · training service ${overview.serviceUrl}` +

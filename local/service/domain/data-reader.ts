@@ -47,7 +47,6 @@ export class DataFileReader {
   private readonly sample: SampleRow[] = [];
   private readonly explicitIds = new Set<string>();
   private error: string | undefined;
-  private readonly format: Format;
   private readonly csv: CsvState | undefined;
   private readonly jsonl: JsonlState | undefined;
 
@@ -55,10 +54,10 @@ export class DataFileReader {
     private readonly fileName: string,
     private readonly keepRows: number,
   ) {
-    this.format = formatOf(fileName);
-    if (this.format === undefined) this.error = 'unsupported file type (expected .csv, .jsonl or .ndjson)';
-    if (this.format === 'csv') this.csv = this.startCsv();
-    if (this.format === 'jsonl') this.jsonl = { decoder: new StringDecoder('utf8'), pending: '', line: 0 };
+    const format = formatOf(fileName);
+    if (format === undefined) this.error = 'unsupported file type (expected .csv, .jsonl or .ndjson)';
+    if (format === 'csv') this.csv = this.startCsv();
+    if (format === 'jsonl') this.jsonl = { decoder: new StringDecoder('utf8'), pending: '', line: 0 };
   }
 
   async write(chunk: Buffer): Promise<void> {

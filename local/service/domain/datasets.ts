@@ -110,8 +110,7 @@ function liveState(dataset: Dataset, at: number): DatasetState {
   }
   updatedAt = structuring.startedAt;
   if (at < structuring.endsAt) return state('structuring', 2, 'wait');
-  updatedAt = structuring.endsAt;
-  updatedAt = Math.max(updatedAt, lastLabeledAt(dataset.tasks));
+  updatedAt = Math.max(structuring.endsAt, lastLabeledAt(dataset.tasks));
   if (openTaskCount(dataset.tasks) > 0) return state('labeling', 3, 'label_examples');
   return state('ready', 3, 'start_training');
 }
@@ -170,12 +169,10 @@ export function renderDataset(dataset: Dataset, now: number, link: UploadLinker)
     expires_at: iso(dataset.expiresAt),
     error: state.error,
     files: dataset.files.map((file) => {
-      if (file.completedAt !== undefined) {
-        return { id: file.id, name: file.name, bytes: file.bytes, status: FILE_STATUS.uploaded };
-      }
+      const base = { id: file.id, name: file.name, bytes: file.bytes };
+      if (file.completedAt !== undefined) return { ...base, status: FILE_STATUS.uploaded };
       const { url, expiresAt } = link(file);
-      const base = { id: file.id, name: file.name, bytes: file.bytes, status: FILE_STATUS.pending };
-      return { ...base, upload_url: url, upload_expires_at: iso(expiresAt) };
+      return { ...base, status: FILE_STATUS.pending, upload_url: url, upload_expires_at: iso(expiresAt) };
     }),
   };
   if (state.nextAction === 'pick_decisions') record.questions = QUESTIONS;

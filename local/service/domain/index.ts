@@ -8,8 +8,8 @@
  * rule changes what a client sees, never what the service holds. Of options.ts it reads only
  * the knobs' type; the knobs reach it validated.
  */
-export { createClock, type ServiceClock } from './clock.js';
-export { DataFileReader, type FileReadResult } from './data-reader.js';
+export type { ServiceClock } from './clock.js';
+export { DataFileReader } from './data-reader.js';
 export {
   datasetState,
   QUESTIONS,
@@ -17,7 +17,6 @@ export {
   renderDataset,
   type Dataset,
   type DatasetFile,
-  type UploadLinker,
 } from './datasets.js';
 export { conflict, invalidRequest, notFound, ServiceError } from './errors.js';
 export { findTask, firstOpenTask, labelTask, openTaskCount } from './held-out.js';
@@ -25,5 +24,5 @@ export { maskText } from './masking.js';
 export { modelBytesAt, MODEL_CHUNK_BYTES } from './model-bytes.js';
 export { assertFilesServable, modelState, renderModel, type Model } from './models.js';
 export { persistState, parseRecords, serializeRecords } from './persistence.js';
-export { hashString, mulberry32, type Random } from './random.js';
+export { mulberry32, type Random } from './random.js';
 export { ServiceState, type ServiceRecords } from './state.js';

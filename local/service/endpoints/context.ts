@@ -2,7 +2,6 @@
  * What a handler receives (the running service's parts, and the request), and the lookups every
  * handler starts with.
  */
-import type { IncomingMessage } from 'node:http';
 import {
   notFound,
   renderDataset,
@@ -13,7 +12,9 @@ import {
 } from '../domain/index.js';
 import type { RequestGate } from '../faults/index.js';
 import type { InFlightGauge, Signer, Sleep } from '../http/index.js';
+import type { EndpointName } from '../options.js';
 import { uploadPath } from './presigned.js';
+import type { Admitted } from './serve.js';
 
 /** The parts of a running service the servers work on (server.ts puts them together). */
 export interface ServiceParts {
@@ -25,16 +26,9 @@ export interface ServiceParts {
   readonly sleep: Sleep;
 }
 
-export interface RequestContext {
-  state: ServiceState;
-  signer: Signer;
-  req: IncomingMessage;
-  url: URL;
-  /** Named path segments ('{dataset}' -> params.dataset). */
-  params: Record<string, string>;
-  /** Service time when the request arrived; one value for the whole request. */
-  now: number;
-}
+/** An API request as its handler gets it; `now`: service time when it arrived, one value for the whole request. */
+export type RequestContext = Pick<ServiceParts, 'state' | 'signer'> &
+  Pick<Admitted<EndpointName>, 'req' | 'url' | 'params'> & { readonly now: number };
 
 export function param(ctx: RequestContext, name: string): string {
   const value = ctx.params[name];

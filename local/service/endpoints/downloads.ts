@@ -13,8 +13,8 @@ import {
   type Model,
 } from '../domain/index.js';
 import { answer, beforeAnswer, FAULT_DEFAULTS, trickle } from '../faults/index.js';
-import { asServiceError, drainOrClose, errorReply } from '../http/index.js';
-import { checkPresigned, type FileRequest } from './presigned.js';
+import { writeChunks } from '../http/index.js';
+import { checkedOrRefused, checkPresigned, type FileRequest } from './presigned.js';
 
 /** Bytes [start, end) of the file. */
 interface ByteRange {
@@ -61,13 +61,12 @@ function checkDownload(request: FileRequest): { model: Model; range: ByteRange |
 
 export async function handleDownload(request: FileRequest): Promise<void> {
   const { req, res, fault, sleep } = request;
-  let checked: { model: Model; range: ByteRange | undefined };
-  try {
-    checked = checkDownload(request);
-  } catch (error) {
-    await answer(req, res, errorReply(asServiceError(error)), fault, sleep);
-    return;
-  }
+  const checked = await checkedOrRefused(
+    res,
+    () => checkDownload(request),
+    (_, reply) => answer(req, res, reply, fault, sleep),
+  );
+  if (checked === undefined) return;
   if (!(await beforeAnswer(req, fault, sleep)) || res.destroyed) return;
 
   const { model, range } = checked;
@@ -83,27 +82,20 @@ export async function handleDownload(request: FileRequest): Promise<void> {
   res.writeHead(range === undefined ? 200 : 206, headers);
   if (fault?.kind === 'cut') {
     const cutAt = Math.min(end, start + (fault.cutAfterBytes ?? FAULT_DEFAULTS.cutAfterBytes));
-    await streamModel(res, model.id, start, cutAt);
+    await writeChunks(res, modelChunks(model.id, start, cutAt));
     await cutConnection(res);
     return;
   }
-  if (fault?.kind === 'trickle') {
+  if (fault?.kind === 'trickle')
     await trickle(res, end - start, (index) => modelBytesAt(model.id, start + index, 1), fault, sleep);
-    return;
-  }
-  await streamModel(res, model.id, start, end);
+  else await writeChunks(res, modelChunks(model.id, start, end));
   res.end();
 }
 
-/** Writes the bytes [start, end) in chunks, waiting for 'drain' whenever write() says the buffer is full. */
-async function streamModel(res: ServerResponse, modelId: string, start: number, end: number): Promise<void> {
-  let position = start;
-  while (position < end && !res.destroyed) {
-    const length = Math.min(MODEL_CHUNK_BYTES, end - position);
-    const flowing = res.write(modelBytesAt(modelId, position, length));
-    position += length;
-    if (!flowing) await drainOrClose(res);
-  }
+/** The bytes [start, end) of the model's file in chunks, each made only when it is written. */
+function* modelChunks(modelId: string, start: number, end: number): Generator<Buffer> {
+  for (let position = start; position < end; position += MODEL_CHUNK_BYTES)
+    yield modelBytesAt(modelId, position, Math.min(MODEL_CHUNK_BYTES, end - position));
 }
 
 /** Lets what was written reach the kernel, then drops the connection mid-body. */

@@ -4,7 +4,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { invalidRequest, ServiceError } from '../domain/index.js';
-import { sendReply, type Reply } from '../http/index.js';
+import { asServiceError, errorReply, sendReply, type Reply } from '../http/index.js';
 import type { ServiceParts } from './context.js';
 import type { Admitted } from './serve.js';
 
@@ -25,6 +25,20 @@ export function checkPresigned({ signer, req, url }: FileRequest, now: number): 
   const expires = signer.presignedExpiry(url);
   if (expires === undefined) throw new ServiceError('url_expired', 'the URL signature is not valid');
   if (now >= expires) throw new ServiceError('url_expired', 'the URL has expired');
+}
+
+/** What `check` finds before the body, or undefined once `refuse` has answered what it threw on `res`. */
+export async function checkedOrRefused<T>(
+  res: ServerResponse,
+  check: () => T,
+  refuse: (res: ServerResponse, reply: Reply) => void | Promise<void>,
+): Promise<T | undefined> {
+  try {
+    return check();
+  } catch (error) {
+    await refuse(res, errorReply(asServiceError(error)));
+    return undefined;
+  }
 }
 
 /**

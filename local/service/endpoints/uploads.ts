@@ -10,21 +10,13 @@ import {
   invalidRequest,
   notFound,
   ServiceError,
-  type Dataset,
-  type DatasetFile,
 } from '../domain/index.js';
 import { answer } from '../faults/index.js';
-import { asServiceError, errorReply, type Reply } from '../http/index.js';
-import { answerEarly, checkPresigned, type FileRequest } from './presigned.js';
-
-interface UploadTarget {
-  dataset: Dataset;
-  file: DatasetFile;
-  declared: number;
-}
+import { errorReply, type Reply } from '../http/index.js';
+import { answerEarly, checkedOrRefused, checkPresigned, type FileRequest } from './presigned.js';
 
 /** Everything that can be refused before reading the body. */
-function checkUpload(request: FileRequest): UploadTarget {
+function checkUpload(request: FileRequest) {
   const { state, req, params } = request;
   const now = state.now();
   checkPresigned(request, now);
@@ -50,13 +42,8 @@ function checkUpload(request: FileRequest): UploadTarget {
 
 export async function handleUpload(request: FileRequest): Promise<void> {
   const { req, res, fault, sleep } = request;
-  let target: UploadTarget;
-  try {
-    target = checkUpload(request);
-  } catch (error) {
-    answerEarly(res, errorReply(asServiceError(error)));
-    return;
-  }
+  const target = await checkedOrRefused(res, () => checkUpload(request), answerEarly);
+  if (target === undefined) return;
 
   const { dataset, file, declared } = target;
   const reader = new DataFileReader(file.name, dataset.heldOutCount);

@@ -22,7 +22,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Random } from '../domain/index.js';
-import { drainOrClose, encodeCursor, type ListName, type Reply, type Signer } from '../http/index.js';
+import { encodeCursor, writeChunks, type ListName, type Reply, type Signer } from '../http/index.js';
 import type { EndpointName, FaultRule } from '../options.js';
 
 export const MISBEHAVIOUR_KINDS = [
@@ -170,12 +170,13 @@ export async function sendMisbehaving(
     'Content-Type': 'application/json',
     'Content-Length': size,
   });
-  if (fault.kind === 'huge_body') await writeChunked(res, body, size);
+  if (fault.kind === 'huge_body') await writeChunks(res, padded(body, size));
   else await trickle(res, body.length, (index) => body.subarray(index, index + 1), fault, sleep);
+  res.end();
   return true;
 }
 
-/** Writes `length` bytes one at a time (`byteAt(index)`), a 'trickle' rule's interval apart, then ends. */
+/** Writes `length` bytes one at a time (`byteAt(index)`), a 'trickle' rule's interval apart. */
 export async function trickle(
   res: ServerResponse,
   length: number,
@@ -187,7 +188,6 @@ export async function trickle(
     res.write(byteAt(index));
     await sleep(fault.byteIntervalMs ?? MISBEHAVIOUR_DEFAULTS.byteIntervalMs);
   }
-  res.end();
 }
 
 const PROXY_502_PAGE =
@@ -206,20 +206,13 @@ function sendGarbled(res: ServerResponse, reply: Reply, json: string, form: Garb
   res.end(body);
 }
 
-/** Writes `head` and then spaces up to `size` bytes, waiting for 'drain' as the client reads. */
-async function writeChunked(res: ServerResponse, head: Buffer, size: number): Promise<void> {
+/** `head`, then spaces up to `size` bytes, in chunks of 64 KiB. */
+function* padded(head: Buffer, size: number): Generator<Buffer> {
   const CHUNK = 64 * 1024;
   const padding = Buffer.alloc(CHUNK, 0x20);
-  let written = 0;
-  let flowing = res.write(head);
-  written += head.length;
-  while (written < size && !res.destroyed) {
-    if (!flowing) await drainOrClose(res);
-    const length = Math.min(CHUNK, size - written);
-    flowing = res.write(padding.subarray(0, length));
-    written += length;
-  }
-  res.end();
+  yield head;
+  for (let written = head.length; written < size; written += CHUNK)
+    yield padding.subarray(0, Math.min(CHUNK, size - written));
 }
 
 function isSuccess(reply: Reply): boolean {

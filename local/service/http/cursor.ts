@@ -6,20 +6,17 @@ import { z } from 'zod';
 import { invalidRequest } from '../domain/index.js';
 import type { Signer } from './signing.js';
 
-export type ListName = 'datasets' | 'models';
-
-/** What a cursor is bound to: the list and its filters (null when the filter is absent). */
-export interface ListFilters {
-  status: string | null;
-  usable: boolean | null;
-}
-
 const payloadSchema = z.strictObject({
   list: z.enum(['datasets', 'models']),
   status: z.string().nullable(),
   usable: z.boolean().nullable(),
   after: z.number().int().nonnegative(),
 });
+type Payload = z.infer<typeof payloadSchema>;
+
+export type ListName = Payload['list'];
+/** What a cursor is bound to besides its list: its filters (null when the filter is absent). */
+export type ListFilters = Pick<Payload, 'status' | 'usable'>;
 
 export function encodeCursor(signer: Signer, list: ListName, filters: ListFilters, afterSeq: number): string {
   return signer.seal(
@@ -31,7 +28,7 @@ export function encodeCursor(signer: Signer, list: ListName, filters: ListFilter
 export function decodeCursor(signer: Signer, token: string, list: ListName, filters: ListFilters): number {
   const payload = signer.unseal(token);
   if (payload === undefined) throw invalidRequest('cursor was not issued by this service');
-  let parsed: z.infer<typeof payloadSchema>;
+  let parsed: Payload;
   try {
     parsed = payloadSchema.parse(JSON.parse(payload));
   } catch {

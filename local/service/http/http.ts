@@ -42,8 +42,16 @@ export function sendReply(res: ServerResponse, reply: Reply): void {
   res.end(text);
 }
 
+/** Writes `chunks` in turn, waiting for 'drain' whenever write() says the buffer is full; stops once the client is gone. */
+export async function writeChunks(res: ServerResponse, chunks: Iterable<Buffer>): Promise<void> {
+  for (const chunk of chunks) {
+    if (res.destroyed) return;
+    if (!res.write(chunk)) await drainOrClose(res);
+  }
+}
+
 /** Resolves when the response can take more data ('drain') or is gone ('close'). */
-export function drainOrClose(res: ServerResponse): Promise<void> {
+function drainOrClose(res: ServerResponse): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
       res.off('drain', done);

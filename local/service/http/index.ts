@@ -8,7 +8,6 @@
 export { decodeCursor, encodeCursor, type ListFilters, type ListName } from './cursor.js';
 export {
   asServiceError,
-  drainOrClose,
   errorReply,
   guarded,
   matchPath,
@@ -18,6 +17,7 @@ export {
   requestUrl,
   sendReply,
   validate,
+  writeChunks,
   type Reply,
   type Sleep,
 } from './http.js';
