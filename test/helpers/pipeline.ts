@@ -101,11 +101,6 @@ export function usePipelineFixtures(): PipelineFixtures {
   };
 }
 
-/** A drop name no other test of the file uses. */
-export function uniqueDrop(prefix = 'drop'): string {
-  return `${prefix}-${randomUUID().slice(0, 8)}`;
-}
-
 /** Puts the files of a drop into inbox/<drop>/, train.json last when given. */
 export async function putDrop(
   s3: S3Client,

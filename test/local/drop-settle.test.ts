@@ -7,7 +7,8 @@ import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { finished, modelObjects, nextExecution, useLocalMode } from '../helpers/local-mode.js';
-import { expectCopied, expectSucceeded, LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
+import { expectCopied, expectSucceeded } from '../helpers/local-runs.js';
+import { LABELS_BY_ID, REVIEWS_CSV } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
 

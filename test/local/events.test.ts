@@ -14,13 +14,10 @@ import type { LocalMode } from '../../local/emulator/local-mode.js';
 import { LambdaInvocationError } from '../../local/emulator/lambda-invoke.js';
 import { LOCAL_STATE_MACHINE_ARN } from '../../local/emulator/state-machine.js';
 import { dropAndRun, type FinishedRun, useLocalMode } from '../helpers/local-mode.js';
-import { expectFailed, expectSucceeded, LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
+import { expectFailed, expectSucceeded } from '../helpers/local-runs.js';
+import { REVIEWS_CSV, reviewsDrop } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
-
-function reviewsDrop(trainJson = '{}'): Record<string, string> {
-  return { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, 'train.json': trainJson };
-}
 
 /** The events of one run, by detail type; fails unless each type appears at most once. */
 function eventsOf(local: LocalMode, run: FinishedRun): DeliveredRunEvent[] {

@@ -18,19 +18,10 @@ import {
   useLocalMode,
   type FinishedRun,
 } from '../helpers/local-mode.js';
-import {
-  expectCopied,
-  expectFailed,
-  expectSucceeded,
-  LABELS_BY_ID,
-  REVIEWS_CSV,
-} from '../helpers/local-runs.js';
+import { expectCopied, expectFailed, expectSucceeded } from '../helpers/local-runs.js';
+import { REVIEWS_CSV, reviewsDrop } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
-
-function reviewsDrop(): Record<string, string> {
-  return { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, 'train.json': '{}' };
-}
 
 describe('an upload URL that expires mid-upload', () => {
   it.each<[string, FaultRule[]]>([

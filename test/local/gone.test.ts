@@ -17,20 +17,11 @@ import {
   useLocalMode,
   type FinishedRun,
 } from '../helpers/local-mode.js';
-import {
-  expectCopied,
-  expectFailed,
-  expectSucceeded,
-  LABELS_BY_ID,
-  REVIEWS_CSV,
-} from '../helpers/local-runs.js';
+import { expectCopied, expectFailed, expectSucceeded } from '../helpers/local-runs.js';
+import { reviewsDrop } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
 const CREDITS = 10;
-
-function reviewsDrop(): Record<string, string> {
-  return { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, 'train.json': '{}' };
-}
 
 function simulatedOf(local: LocalMode): SimulatedService {
   if (local.simulated === undefined) throw new Error('local mode started no simulated service');

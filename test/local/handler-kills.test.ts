@@ -21,13 +21,8 @@ import type { LocalMode } from '../../local/emulator/local-mode.js';
 import { startLocalS3 } from '../../local/s3/local-s3.js';
 import { modelBytesAt } from '../../local/service/index.js';
 import { dropAndRun, modelObjects, statesEntered, useLocalMode } from '../helpers/local-mode.js';
-import {
-  expectCopied,
-  expectSucceeded,
-  LABELS_BY_ID,
-  REVIEWS_CSV,
-  type ModelJson,
-} from '../helpers/local-runs.js';
+import { expectCopied, expectSucceeded, type ModelJson } from '../helpers/local-runs.js';
+import { reviewsDrop } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
 const opened: HandlerKills[] = [];
@@ -46,7 +41,7 @@ async function startWithKills(
   return { local, kills };
 }
 
-const DROP = { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, 'train.json': '{}' };
+const DROP = reviewsDrop();
 
 const service = (endpoint: string, status: number) => (effect: SideEffect) =>
   effect.kind === 'service' && effect.endpoint === endpoint && effect.status === status;

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulatedService, type SimulatedService } from '../../local/service/index.js';
 import { hopper, startHopper } from '../helpers/hopper-cli.js';
-import { LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
+import { LABELS_BY_ID, REVIEWS_CSV } from '../helpers/fixtures.js';
 
 let work: string;
 let service: SimulatedService;

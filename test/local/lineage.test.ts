@@ -36,8 +36,9 @@ import {
   useLocalMode,
   type FinishedRun,
 } from '../helpers/local-mode.js';
-import { expectSucceeded, REVIEWS_FILES as DATA } from '../helpers/local-runs.js';
+import { expectSucceeded } from '../helpers/local-runs.js';
 import { gate, withTimeout } from '../../testkit/timeout.js';
+import { REVIEWS_FILES as DATA } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
 const metrics = (f1: number) => ({ accuracy: f1 + 0.05, f1 });

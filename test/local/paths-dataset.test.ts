@@ -15,14 +15,8 @@ import {
   useLocalMode,
   type FinishedRun,
 } from '../helpers/local-mode.js';
-import {
-  expectCopied,
-  expectFailed,
-  expectSucceeded,
-  LABELS_BY_ID,
-  REVIEWS_CSV,
-  type ModelJson,
-} from '../helpers/local-runs.js';
+import { expectCopied, expectFailed, expectSucceeded, type ModelJson } from '../helpers/local-runs.js';
+import { REVIEWS_CSV, reviewsDrop } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
 
@@ -44,11 +38,7 @@ async function expectTrained(local: LocalMode, run: FinishedRun): Promise<ModelJ
 describe('structuring decisions', () => {
   it('"{}" structures without questions (no suggest) and trains: model.onnx and model.json in S3, one credit', async () => {
     const local = await fixture.start();
-    const run = await dropAndRun(local, 'plain', {
-      'reviews.csv': REVIEWS_CSV,
-      'labels.csv': LABELS_BY_ID,
-      'train.json': '{}',
-    });
+    const run = await dropAndRun(local, 'plain', reviewsDrop());
 
     await expectTrained(local, run);
     const route = statesEntered(run.events);
@@ -61,11 +51,7 @@ describe('structuring decisions', () => {
 
   it('"suggested" asks for suggestions and structures with exactly the suggested answers', async () => {
     const local = await fixture.start();
-    const run = await dropAndRun(local, 'suggested', {
-      'reviews.csv': REVIEWS_CSV,
-      'labels.csv': LABELS_BY_ID,
-      'train.json': '{"decisions": "suggested"}',
-    });
+    const run = await dropAndRun(local, 'suggested', reviewsDrop('{"decisions": "suggested"}'));
 
     const record = await expectTrained(local, run);
     expect(statesEntered(run.events)).toEqual(expect.arrayContaining(['Structure', 'PickDecisions']));
@@ -77,11 +63,7 @@ describe('structuring decisions', () => {
 
   it('an explicit answer overrides the suggestion and reaches the service; the other question keeps its suggestion', async () => {
     const local = await fixture.start();
-    const run = await dropAndRun(local, 'explicit', {
-      'reviews.csv': REVIEWS_CSV,
-      'labels.csv': LABELS_BY_ID,
-      'train.json': '{"decisions": {"language": "multi"}}',
-    });
+    const run = await dropAndRun(local, 'explicit', reviewsDrop('{"decisions": {"language": "multi"}}'));
 
     const record = await expectTrained(local, run);
     expect(statesEntered(run.events)).toContain('PickDecisions');
@@ -91,11 +73,11 @@ describe('structuring decisions', () => {
 
   it('an answer outside the choices and an unknown question fail with invalid_decision naming both, nothing structured or trained', async () => {
     const local = await fixture.start();
-    const run = await dropAndRun(local, 'bad-decision', {
-      'reviews.csv': REVIEWS_CSV,
-      'labels.csv': LABELS_BY_ID,
-      'train.json': '{"decisions": {"language": "klingon", "colour": "red"}}',
-    });
+    const run = await dropAndRun(
+      local,
+      'bad-decision',
+      reviewsDrop('{"decisions": {"language": "klingon", "colour": "red"}}'),
+    );
 
     const status = await expectFailed(local, run, 'invalid_decision');
     expect(status).toMatchObject({ step: 2, next_action: 'pick_decisions', attempts: 0 });
@@ -115,11 +97,7 @@ describe('structuring decisions', () => {
 describe('held-out examples', () => {
   it('labels by id answer every held-out example (labelled = heldOutCount) and the run trains', async () => {
     const local = await fixture.start({ simulated: { heldOutCount: 3 } });
-    const run = await dropAndRun(local, 'labels-by-id', {
-      'reviews.csv': REVIEWS_CSV,
-      'labels.csv': LABELS_BY_ID,
-      'train.json': '{}',
-    });
+    const run = await dropAndRun(local, 'labels-by-id', reviewsDrop());
 
     const record = await expectTrained(local, run);
     expect(run.status?.labelled).toBe(3);
@@ -173,11 +151,7 @@ describe('held-out examples', () => {
 describe('datasets the run cannot go on with', () => {
   it('unreadable data (start_over) fails with dataset_unreadable and the service reason; no training, no credit', async () => {
     const local = await fixture.start({ simulated: { unreadable: true } });
-    const run = await dropAndRun(local, 'unreadable', {
-      'reviews.csv': REVIEWS_CSV,
-      'labels.csv': LABELS_BY_ID,
-      'train.json': '{}',
-    });
+    const run = await dropAndRun(local, 'unreadable', reviewsDrop());
 
     const status = await expectFailed(local, run, 'dataset_unreadable');
     expect(status).toMatchObject({ step: 1, next_action: 'start_over', attempts: 0, model_id: null });
@@ -202,11 +176,7 @@ describe('datasets the run cannot go on with', () => {
         local.simulated?.clock.advance(hour);
       }
     });
-    const run = await dropAndRun(local, 'expired', {
-      'reviews.csv': REVIEWS_CSV,
-      'labels.csv': LABELS_BY_ID,
-      'train.json': '{}',
-    });
+    const run = await dropAndRun(local, 'expired', reviewsDrop());
 
     const status = await expectFailed(local, run, 'dataset_expired');
     expect(status).toMatchObject({ step: 1, next_action: 'expired', attempts: 0 });

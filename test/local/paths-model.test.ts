@@ -20,20 +20,10 @@ import {
   statesEntered,
   useLocalMode,
 } from '../helpers/local-mode.js';
-import {
-  expectCopied,
-  expectFailed,
-  expectSucceeded,
-  LABELS_BY_ID,
-  REVIEWS_CSV,
-} from '../helpers/local-runs.js';
+import { expectCopied, expectFailed, expectSucceeded } from '../helpers/local-runs.js';
+import { reviewsDrop } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
-
-/** A drop that trains when nothing goes wrong; `trainJson` is its train.json. */
-function reviewsDrop(trainJson = '{}'): Record<string, string> {
-  return { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, 'train.json': trainJson };
-}
 
 /** The model id in a state's input ($.model.id). */
 function modelIdIn(input: unknown): string {

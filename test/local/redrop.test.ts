@@ -25,9 +25,10 @@ import {
   useLocalMode,
   type FinishedRun,
 } from '../helpers/local-mode.js';
-import { expectCopied, expectSucceeded, REVIEWS_FILES as DATA } from '../helpers/local-runs.js';
+import { expectCopied, expectSucceeded } from '../helpers/local-runs.js';
 import { putDrop } from '../helpers/pipeline.js';
 import { withTimeout } from '../../testkit/timeout.js';
+import { REVIEWS_FILES as DATA } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
 

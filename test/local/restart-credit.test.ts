@@ -22,16 +22,16 @@ import {
   nextExecution,
   startKeptLocalMode,
 } from '../helpers/local-mode.js';
-import { LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
 import { putDrop } from '../helpers/pipeline.js';
 import { withTimeout } from '../../testkit/timeout.js';
+import { reviewsDrop } from '../helpers/fixtures.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-const FILES = { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, [TRAIN_JSON]: '{}' };
+const FILES = reviewsDrop();
 const LONG_TRAINING_MS = 600_000;
 
 function start(dataDir: string, options: { dropQuietMs?: number } = {}): Promise<LocalMode> {
@@ -145,7 +145,7 @@ describe('a run interrupted while its paid model trains', { timeout: 90_000 }, (
     const second = await start(dataDir);
     second.simulated?.clock.advance(LONG_TRAINING_MS);
     second.simulated?.configure({ trainingMs: BRISK_SERVICE.trainingMs });
-    const changed = await dropAndRun(second, 'slow', { ...FILES, [TRAIN_JSON]: '{"maxAttempts": 2}' });
+    const changed = await dropAndRun(second, 'slow', reviewsDrop('{"maxAttempts": 2}'));
     expect(changed.outcome.status).toBe('SUCCEEDED');
     const trained = changed.status?.model_id ?? '';
     expect(trained).not.toBe(paid);

@@ -21,14 +21,8 @@ import { modelFileKey, modelPrefix, modelRecordKey } from '../../lambdas/storage
 import { copyModelStep, createCopyModelStep, type ModelDocument } from '../../lambdas/steps/copy-model.js';
 import { modelBytesAt, type SimulatedService } from '../../local/service/index.js';
 import { HOUR } from '../client/helpers.js';
-import {
-  putDrop,
-  readText,
-  runStateFor,
-  stepEnv,
-  uniqueDrop,
-  usePipelineFixtures,
-} from '../helpers/pipeline.js';
+import { putDrop, readText, runStateFor, stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
+import { uniqueDrop } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 const MiB = 1024 * 1024;

@@ -4,7 +4,7 @@ import { createDatasetStep } from '../../lambdas/steps/create-dataset.js';
 import { DEFAULT_OPTIONS } from '../../local/service/index.js';
 import { CLOCK_START, rejectionOf } from '../client/helpers.js';
 import { stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
-import { configOf, stateOf } from './service-steps.js';
+import { configOf, stateOf } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 

@@ -22,7 +22,7 @@ import { startTrainingStep } from '../../lambdas/steps/start-training.js';
 import { statusKey, trainingClaimKey } from '../../lambdas/storage/keys.js';
 import { rejectionOf, trainableDataset } from '../client/helpers.js';
 import { invocationContext, readText, usePipelineFixtures } from '../helpers/pipeline.js';
-import { configOf, stateOf } from './service-steps.js';
+import { configOf, stateOf } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 const API_KEY = 'sk-test-0123456789-SECRET';

@@ -30,7 +30,7 @@ import { CREDIT_LEDGER_KEY } from '../../lambdas/storage/keys.js';
 import { deleteObject } from '../../lambdas/storage/objects.js';
 import { reportStep } from '../../lambdas/steps/report.js';
 import { invocationContext, usePipelineFixtures } from '../helpers/pipeline.js';
-import { configOf, datasetSlotOf, stateOf } from './service-steps.js';
+import { configOf, datasetSlotOf, modelSlotOf, stateOf } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 
@@ -199,23 +199,15 @@ describe('metrics (EMF lines on stdout, namespace Hopper)', () => {
         config: configOf(),
         dataset: datasetOf({ nextAction: 'start_training' }),
       }),
-      model: {
-        ...datasetOf(),
+      model: modelSlotOf({
         id: 'm-1',
         step: 5,
         status: 'done',
         nextAction: 'download',
-        version: 1,
-        encoder: 'enc',
-        attempts: 1,
-        retryLeft: true,
-        filesExpireAt: null,
-        filesRetentionSeconds: null,
-        expectedFinish: null,
         onnxBytes: 10,
         gpuUsd: 0.5,
         jevUsd: 0.05,
-      },
+      }),
       copy: { modelKey: 'models/x/m-1/model.onnx', recordKey: 'models/x/m-1/model.json', bytes: 10 },
     };
     const metrics = metricsIn(

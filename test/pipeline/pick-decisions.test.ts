@@ -4,9 +4,9 @@ import { datasetSlot } from '../../lambdas/run/state/index.js';
 import type { Decisions } from '../../lambdas/run/state/index.js';
 import { answersFor, pickDecisionsStep } from '../../lambdas/steps/pick-decisions.js';
 import type { SimulatedServiceOptions } from '../../local/service/index.js';
-import { HOUR, MINUTE, rejectionOf, uploadedDataset } from '../client/helpers.js';
+import { HOUR, labelAll, MINUTE, rejectionOf, uploadedDataset } from '../client/helpers.js';
 import { stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
-import { configOf, labelAll, stateOf } from './service-steps.js';
+import { configOf, stateOf } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 

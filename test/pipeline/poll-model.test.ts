@@ -8,7 +8,7 @@ import { startTrainingStep } from '../../lambdas/steps/start-training.js';
 import { DEFAULT_OPTIONS, type SimulatedServiceOptions } from '../../local/service/index.js';
 import { HOUR, MINUTE, rejectionOf, trainableDataset } from '../client/helpers.js';
 import { stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
-import { configOf, stateOf } from './service-steps.js';
+import { configOf, stateOf } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 

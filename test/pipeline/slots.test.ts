@@ -3,6 +3,7 @@ import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/schedule/index.js';
 import { datasetSlot, modelSlot, trainingPlan } from '../../lambdas/run/state/index.js';
 import type { DatasetSlot, ModelSlot } from '../../lambdas/run/state/index.js';
 import type { Dataset, Model } from '../../lambdas/service-client/index.js';
+import { datasetSlotOf, modelSlotOf } from '../helpers/fixtures.js';
 
 const NOW = Date.parse('2026-01-01T00:00:00.000Z');
 const inSeconds = (seconds: number): string => new Date(NOW + seconds * 1000).toISOString();
@@ -82,20 +83,7 @@ describe('datasetSlot', () => {
       ],
     });
     const slot = datasetSlot(record, undefined, NOW);
-    expect(slot).toEqual({
-      id: 'd1',
-      step: 1,
-      status: 'uploading',
-      nextAction: 'upload_files',
-      expiresAt: record.expires_at,
-      error: null,
-      labelled: 0,
-      waitSeconds: 0,
-      polls: 0,
-      waitedSeconds: 0,
-      totalPolls: 0,
-      totalWaitSeconds: 0,
-    });
+    expect(slot).toEqual(datasetSlotOf({ expiresAt: record.expires_at }));
   });
 
   it('carries the labelled count, or takes a new one', () => {
@@ -182,26 +170,15 @@ describe('modelSlot', () => {
 
   it('a new model starts its backoff afresh and carries the run-wide poll count of the dataset', () => {
     const slot = modelSlot(modelRecord(), trainingPlan(1, 3), waitingDataset, NOW);
-    expect(slot).toEqual({
-      id: 'm1',
-      step: 4,
-      status: 'queued',
-      nextAction: 'wait',
-      version: 1,
-      encoder: 'enc-small',
-      attempts: 1,
-      retryLeft: true,
-      filesExpireAt: null,
-      filesRetentionSeconds: null,
-      expectedFinish: null,
-      onnxBytes: null,
-      error: null,
-      waitSeconds: 2,
-      polls: 0,
-      waitedSeconds: 0,
-      totalPolls: waitingDataset.totalPolls + 1,
-      totalWaitSeconds: waitingDataset.totalWaitSeconds + 2,
-    });
+    expect(slot).toEqual(
+      modelSlotOf({
+        waitSeconds: 2,
+        polls: 0,
+        waitedSeconds: 0,
+        totalPolls: waitingDataset.totalPolls + 1,
+        totalWaitSeconds: waitingDataset.totalWaitSeconds + 2,
+      }),
+    );
   });
 
   it('the same model backs off on; a retry (another model) starts afresh, counting on', () => {

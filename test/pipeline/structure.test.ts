@@ -7,7 +7,7 @@ import { orWhereItIsNow, structureStep } from '../../lambdas/steps/structure.js'
 import type { SimulatedServiceOptions } from '../../local/service/index.js';
 import { HOUR, MINUTE, rejectionOf, uploadedDataset } from '../client/helpers.js';
 import { stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
-import { configOf, stateOf } from './service-steps.js';
+import { configOf, stateOf } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 

@@ -17,7 +17,8 @@ import {
 } from '../../lambdas/steps/upload-files.js';
 import type { SimulatedService } from '../../local/service/index.js';
 import { HOUR } from '../client/helpers.js';
-import { putDrop, runStateFor, stepEnv, uniqueDrop, usePipelineFixtures } from '../helpers/pipeline.js';
+import { putDrop, runStateFor, stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
+import { uniqueDrop } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 const MiB = 1024 * 1024;

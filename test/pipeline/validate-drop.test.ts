@@ -14,9 +14,9 @@ import {
   readText,
   runStateFor,
   stepEnv,
-  uniqueDrop,
   usePipelineFixtures,
 } from '../helpers/pipeline.js';
+import { uniqueDrop } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 

@@ -17,8 +17,9 @@ import { validateDropStep } from '../../../lambdas/steps/validate-drop.js';
 import { runCheckCommand, type CheckVerdict } from '../../../local/cli/drop-folder.js';
 import { ENDPOINTS, startSimulatedService, type SimulatedService } from '../../../local/service/index.js';
 import { runCommandCaptured } from '../../helpers/commands.js';
-import { putDrop, runStateFor, stepEnv, uniqueDrop, usePipelineFixtures } from '../../helpers/pipeline.js';
+import { putDrop, runStateFor, stepEnv, usePipelineFixtures } from '../../helpers/pipeline.js';
 import { CASES } from './cases.js';
+import { uniqueDrop } from '../../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 let work = '';

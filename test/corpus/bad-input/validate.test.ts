@@ -7,8 +7,9 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { RunError } from '../../../lambdas/run/errors/index.js';
 import { createRuntime } from '../../../lambdas/run/invocation/index.js';
 import { validateDropStep } from '../../../lambdas/steps/validate-drop.js';
-import { putDrop, runStateFor, stepEnv, uniqueDrop, usePipelineFixtures } from '../../helpers/pipeline.js';
+import { putDrop, runStateFor, stepEnv, usePipelineFixtures } from '../../helpers/pipeline.js';
 import { CASES } from './cases.js';
+import { uniqueDrop } from '../../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 
