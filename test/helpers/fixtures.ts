@@ -4,6 +4,9 @@
  * test names the fields it is about and leaves the rest to one place.
  */
 import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { noWait } from '../../lambdas/run/schedule/index.js';
 import type { DatasetSlot, ModelSlot, RunConfig, RunState } from '../../lambdas/run/state/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
@@ -46,6 +49,17 @@ export const REVIEWS_FILES = { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_
 
 /** A data file and no labels file (add train.json): for a service holding out no examples. */
 export const UNLABELLED_FILES = { 'reviews.csv': 'id,text\nr1,good\nr2,bad\nr3,fine\n' } as const;
+
+/** The folder of the bundled example drop (examples/reviews). */
+export const EXAMPLE_FOLDER = fileURLToPath(new URL('../../examples/reviews/', import.meta.url));
+
+/** The bundled example drop: its files by name, as text, with `overrides`. */
+export function exampleDrop(overrides: Record<string, string> = {}): Record<string, string> {
+  const files: Record<string, string> = {};
+  for (const name of readdirSync(EXAMPLE_FOLDER))
+    files[name] = readFileSync(join(EXAMPLE_FOLDER, name), 'utf8');
+  return { ...files, ...overrides };
+}
 
 /** A drop that trains when nothing goes wrong; `trainJson` is its train.json. */
 export function reviewsDrop(trainJson = '{}'): Record<string, string> {

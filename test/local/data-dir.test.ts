@@ -23,9 +23,9 @@ import {
 } from '../helpers/local-mode.js';
 import { putDrop } from '../helpers/pipeline.js';
 import { folderFiles } from '../helpers/console.js';
+import { EXAMPLE_FOLDER } from '../helpers/fixtures.js';
 import { withTimeout } from '../../testkit/timeout.js';
 
-const REVIEWS = new URL('../../examples/reviews/', import.meta.url).pathname;
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -42,7 +42,7 @@ describe('hopper local --data-dir', { timeout: RESTART_TEST_MS }, () => {
   it('keeps drops, status files, models and the simulated service across a restart, and marks a run cut off by the stop interrupted', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'hopper-data-'));
     cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
-    const files = await folderFiles(REVIEWS);
+    const files = await folderFiles(EXAMPLE_FOLDER);
 
     // First start: one run succeeds; another is still training when local mode stops.
     const first = await startKept(dataDir);

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { parse } from 'csv-parse/sync';
@@ -21,13 +20,11 @@ import {
   stepEnv,
   usePipelineFixtures,
 } from '../helpers/pipeline.js';
-import { uniqueDrop } from '../helpers/fixtures.js';
+import { exampleDrop, uniqueDrop } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 
-const EXAMPLE = new URL('../../examples/reviews/', import.meta.url);
-const REVIEWS = readFileSync(new URL('reviews.csv', EXAMPLE), 'utf8');
-const LABELS = readFileSync(new URL('labels.csv', EXAMPLE), 'utf8');
+const { 'reviews.csv': REVIEWS = '', 'labels.csv': LABELS = '' } = exampleDrop();
 const REVIEW_ROWS = parse<{ id: string; text: string }>(REVIEWS, { columns: true });
 const LABEL_OF_ID = new Map(
   parse<{ id: string; label: string }>(LABELS, { columns: true }).map((row) => [row.id, row.label]),
@@ -91,15 +88,6 @@ async function atLabelling(
     service,
     recorded,
     state: { ...run, config, dataset: datasetSlot(record, undefined, runtime.now()) },
-  };
-}
-
-function exampleDrop(overrides: Record<string, string> = {}): Record<string, string> {
-  return {
-    'reviews.csv': REVIEWS,
-    'labels.csv': LABELS,
-    'train.json': readFileSync(new URL('train.json', EXAMPLE), 'utf8'),
-    ...overrides,
   };
 }
 

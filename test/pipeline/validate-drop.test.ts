@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { HeadObjectCommand, PutObjectCommand, DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, it } from 'vitest';
@@ -16,11 +15,10 @@ import {
   stepEnv,
   usePipelineFixtures,
 } from '../helpers/pipeline.js';
-import { uniqueDrop } from '../helpers/fixtures.js';
+import { exampleDrop, uniqueDrop } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 
-const EXAMPLE = new URL('../../examples/reviews/', import.meta.url);
 const REVIEWS_CSV = 'id,text\nr-1,Great value.\nr-2,Broke after a week.\n';
 
 /** validate_drop talks to S3 only: a runtime whose service is never called. */
@@ -65,9 +63,7 @@ async function etagOf(drop: string, name: string): Promise<string> {
 
 describe('validate_drop', () => {
   it('turns the bundled example drop into the run configuration, every file pinned', async () => {
-    const files = Object.fromEntries(
-      ['reviews.csv', 'labels.csv', 'train.json'].map((name) => [name, readFileSync(new URL(name, EXAMPLE))]),
-    );
+    const files = exampleDrop();
     const state = await dropped(files);
     const config = await validate(state);
     expect(config).toEqual({
@@ -75,13 +71,13 @@ describe('validate_drop', () => {
       files: [
         {
           name: 'reviews.csv',
-          bytes: files['reviews.csv']!.length,
+          bytes: Buffer.byteLength(files['reviews.csv']!),
           etag: await etagOf(state.run.drop, 'reviews.csv'),
         },
       ],
       labels: {
         name: 'labels.csv',
-        bytes: files['labels.csv']!.length,
+        bytes: Buffer.byteLength(files['labels.csv']!),
         etag: await etagOf(state.run.drop, 'labels.csv'),
       },
       encoder: null,
