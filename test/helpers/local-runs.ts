@@ -55,6 +55,21 @@ export function expectSucceeded(status: RunStatus | null, runId: string): string
 }
 
 /**
+ * The run succeeded and saved its model: status.json says so, and models/<drop>/ holds that
+ * model's two files and nothing else, copied whole (expectCopied). The model id and model.json.
+ */
+export async function expectSaved(
+  local: LocalMode,
+  run: FinishedRun,
+): Promise<{ readonly modelId: string; readonly record: ModelJson }> {
+  expect(run.outcome.status).toBe('SUCCEEDED');
+  const modelId = expectSucceeded(run.status, run.execution.name);
+  const objects = await modelObjects(local, run.execution.input.run.drop);
+  expect([...objects.keys()].sort()).toEqual([`${modelId}/model.json`, `${modelId}/model.onnx`]);
+  return { modelId, record: expectCopied(objects, modelId, run.execution.name) };
+}
+
+/**
  * The run failed with `code`: the FAILED outcome carries the code as its error and the status
  * message as its cause, status.json says failed, and no model object exists under models/<drop>/.
  */

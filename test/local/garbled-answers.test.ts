@@ -6,10 +6,10 @@
 import { describe, expect, it } from 'vitest';
 import { TrainingServiceClient, type Model } from '../../lambdas/service-client/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { finished, modelObjects, nextExecution, useLocalMode } from '../helpers/local-mode.js';
+import { finished, nextExecution, useLocalMode } from '../helpers/local-mode.js';
 import { putDrop } from '../helpers/pipeline.js';
 import { withTimeout } from '../../testkit/timeout.js';
-import { expectCopied, expectSucceeded } from '../helpers/local-runs.js';
+import { expectSaved } from '../helpers/local-runs.js';
 import { reviewsDrop } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
@@ -59,9 +59,8 @@ describe('answers garbled in transit after the service acted', () => {
       expect(models).toHaveLength(RUNS);
       expect(new Set(models.map((model) => model.dataset_id)).size).toBe(RUNS);
       for (const run of runs) {
-        const modelId = expectSucceeded(run.status, run.execution.name);
+        const { modelId } = await expectSaved(local, run);
         expect(models.map((model) => model.id)).toContain(modelId);
-        expectCopied(await modelObjects(local, run.execution.input.run.drop), modelId, run.execution.name);
       }
       expect(service.credits()).toBe(CREDITS - RUNS);
     },

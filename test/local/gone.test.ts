@@ -10,14 +10,8 @@ import { describe, expect, it } from 'vitest';
 import type { TaskName } from '../../infra/tasks.js';
 import type { LocalMode, LocalTask } from '../../local/emulator/local-mode.js';
 import type { SimulatedService } from '../../local/service/index.js';
-import {
-  dropAndRun,
-  modelObjects,
-  statesEntered,
-  useLocalMode,
-  type FinishedRun,
-} from '../helpers/local-mode.js';
-import { expectCopied, expectFailed, expectSucceeded } from '../helpers/local-runs.js';
+import { dropAndRun, type FinishedRun, statesEntered, useLocalMode } from '../helpers/local-mode.js';
+import { expectFailed, expectSaved } from '../helpers/local-runs.js';
 import { reviewsDrop } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
@@ -106,8 +100,7 @@ describe('a dataset gone at the service mid-run', () => {
     const run = await dropAndRun(local, 'dataset-gone-training', reviewsDrop());
 
     expect(deleted()).toBeDefined();
-    const modelId = expectSucceeded(run.status, run.execution.name);
-    expectCopied(await modelObjects(local, 'dataset-gone-training'), modelId, run.execution.name);
+    await expectSaved(local, run);
     expect(service.requestCount('startTraining')).toBe(1);
     expect(service.credits()).toBe(CREDITS - 1);
   });

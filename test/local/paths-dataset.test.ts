@@ -8,14 +8,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { LocalMode } from '../../local/emulator/local-mode.js';
-import {
-  dropAndRun,
-  modelObjects,
-  statesEntered,
-  useLocalMode,
-  type FinishedRun,
-} from '../helpers/local-mode.js';
-import { expectCopied, expectFailed, expectSucceeded, type ModelJson } from '../helpers/local-runs.js';
+import { dropAndRun, type FinishedRun, statesEntered, useLocalMode } from '../helpers/local-mode.js';
+import { expectFailed, expectSaved, type ModelJson } from '../helpers/local-runs.js';
 import { REVIEWS_CSV, reviewsDrop } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
@@ -25,12 +19,8 @@ const SUGGESTED = { dedupe: 'yes', language: 'en' };
 
 /** The run succeeded with its first training and nothing is lost; one credit spent. */
 async function expectTrained(local: LocalMode, run: FinishedRun): Promise<ModelJson> {
-  expect(run.outcome.status).toBe('SUCCEEDED');
-  const modelId = expectSucceeded(run.status, run.execution.name);
+  const { record } = await expectSaved(local, run);
   expect(run.status?.attempts).toBe(1);
-  const objects = await modelObjects(local, run.execution.input.run.drop);
-  expect([...objects.keys()].sort()).toEqual([`${modelId}/model.json`, `${modelId}/model.onnx`]);
-  const record = expectCopied(objects, modelId, run.execution.name);
   expect(local.simulated?.credits()).toBe(9);
   return record;
 }
