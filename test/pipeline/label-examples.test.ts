@@ -4,7 +4,6 @@ import { parse } from 'csv-parse/sync';
 import { describe, expect, it, vi } from 'vitest';
 import { handler } from '../../lambdas/handlers/label-examples.handler.js';
 import type { StepEnv, Runtime } from '../../lambdas/run/invocation/index.js';
-import { RunError } from '../../lambdas/run/errors/index.js';
 import { datasetSlot } from '../../lambdas/run/state/index.js';
 import type { DatasetSlot, RunState } from '../../lambdas/run/state/index.js';
 import type { LabelTask } from '../../lambdas/service-client/index.js';
@@ -16,6 +15,7 @@ import {
   invocationContext,
   putDrop,
   readText,
+  runErrorOf,
   runStateFor,
   stepEnv,
   usePipelineFixtures,
@@ -89,16 +89,6 @@ async function atLabelling(
     recorded,
     state: { ...run, config, dataset: datasetSlot(record, undefined, runtime.now()) },
   };
-}
-
-async function refusal(promise: Promise<unknown>): Promise<RunError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof RunError) return error;
-    throw error;
-  }
-  throw new Error('the step succeeded');
 }
 
 /** An env whose invocation has plenty of time for `roomyChecks` checks, then less than a minute. */
@@ -178,7 +168,7 @@ describe('label_examples', () => {
       { heldOutCount: 4, labelChoices: ['good', 'bad'] },
     );
     expect(state.config?.labels).toBeNull();
-    const error = await refusal(labelExamplesStep.run(state, stepEnv(runtime)));
+    const error = await runErrorOf(labelExamplesStep.run(state, stepEnv(runtime)));
     expect(error.code).toBe('labels_required');
     expect(error.detail).toBe(
       'the service holds out 4 examples for labelling; add labels.csv with a label column and an id or text ' +
@@ -205,7 +195,7 @@ describe('label_examples', () => {
     const { runtime, state, service } = await atLabelling(exampleDrop({ 'labels.csv': labels }), {
       heldOutCount: 5,
     });
-    const error = await refusal(labelExamplesStep.run(state, stepEnv(runtime)));
+    const error = await runErrorOf(labelExamplesStep.run(state, stepEnv(runtime)));
     expect(error.code).toBe('label_missing');
     expect(error.detail).toBe(
       'no row of labels.csv matches held-out example "r-0003" (text: "The desk lamp arrived early and the quality ' +
@@ -219,7 +209,7 @@ describe('label_examples', () => {
     const { runtime, state, service } = await atLabelling(exampleDrop({ 'labels.csv': labels }), {
       heldOutCount: 5,
     });
-    const error = await refusal(labelExamplesStep.run(state, stepEnv(runtime)));
+    const error = await runErrorOf(labelExamplesStep.run(state, stepEnv(runtime)));
     expect(error.code).toBe('invalid_label');
     expect(error.detail).toBe(
       'row 3 of labels.csv gives label "Neutral" for held-out example "r-0002" (text: "It is a phone case. Does the ' +
@@ -232,7 +222,7 @@ describe('label_examples', () => {
   it('label_ambiguous names the rows that disagree', async () => {
     const labels = `${LABELS.trimEnd()}\nr-0001,positive\n`;
     const { runtime, state } = await atLabelling(exampleDrop({ 'labels.csv': labels }), { heldOutCount: 5 });
-    const error = await refusal(labelExamplesStep.run(state, stepEnv(runtime)));
+    const error = await runErrorOf(labelExamplesStep.run(state, stepEnv(runtime)));
     expect(error.code).toBe('label_ambiguous');
     expect(error.detail).toContain('(row 2 says "neutral"; row 302 says "positive")');
   });
@@ -247,7 +237,7 @@ describe('label_examples', () => {
         Body: 'id,label\n',
       }),
     );
-    const error = await refusal(labelExamplesStep.run(state, stepEnv(runtime)));
+    const error = await runErrorOf(labelExamplesStep.run(state, stepEnv(runtime)));
     expect(error.code).toBe('drop_changed');
     expect(error.detail).toContain('labels.csv changed or was removed while this run was using it');
   });

@@ -11,6 +11,7 @@ import {
   invocationContext,
   putDrop,
   readText,
+  runErrorOf,
   runStateFor,
   stepEnv,
   usePipelineFixtures,
@@ -42,17 +43,7 @@ function validate(state: RunState): Promise<RunConfig> {
 }
 
 function refusal(state: RunState): Promise<RunError> {
-  return refusalOf(validate(state));
-}
-
-async function refusalOf(validating: Promise<unknown>): Promise<RunError> {
-  try {
-    await validating;
-  } catch (error) {
-    if (error instanceof RunError) return error;
-    throw error;
-  }
-  throw new Error('the drop was accepted');
+  return runErrorOf(validate(state));
 }
 
 async function etagOf(drop: string, name: string): Promise<string> {
@@ -400,7 +391,7 @@ describe('validate_drop while files are still arriving', () => {
     const state = await dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }, drop);
     // 12 s left in the invocation: 10 s are kept to report, so it gives up after about 2 s.
     const writing = { done: false };
-    const validating = refusalOf(validateDropStep.run(state, stepEnv(settlingRuntime(800), 12_000))).finally(
+    const validating = runErrorOf(validateDropStep.run(state, stepEnv(settlingRuntime(800), 12_000))).finally(
       () => (writing.done = true),
     );
     // A writer that keeps going until then (bounded: at most 20 files, 250 ms apart).
