@@ -25,6 +25,7 @@ import {
 import type { InvocationContext, StepEnv } from '../../lambdas/run/invocation/index.js';
 import type { CreditBudget } from '../../lambdas/run/lock/index.js';
 import { RunError } from '../../lambdas/run/errors/index.js';
+import { uniqueDrop } from './fixtures.js';
 import type { RunState } from '../../lambdas/run/state/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { QUICK, rejectionOf } from '../client/helpers.js';
@@ -50,6 +51,10 @@ export interface PipelineFixtures {
       creditBudget?: CreditBudget;
     },
   ): Runtime;
+  /** A runtime on the local S3 server alone, for the steps that call no service (validate_drop). */
+  s3Runtime(): Runtime;
+  /** Puts `files` into inbox/<drop>/ (train.json last); the state the drop's run starts with. */
+  dropped(files: Readonly<Record<string, string | Buffer>>, drop?: string): Promise<RunState>;
 }
 
 export function usePipelineFixtures(): PipelineFixtures {
@@ -98,6 +103,14 @@ export function usePipelineFixtures(): PipelineFixtures {
       });
       runtimes.push(runtime);
       return runtime;
+    },
+    s3Runtime() {
+      return createRuntime({ s3: s3().client, logger: new Logger({ logLevel: 'SILENT' }), dropQuietMs: 0 });
+    },
+    async dropped(files, drop = uniqueDrop()) {
+      const { client, bucket } = s3();
+      await putDrop(client, bucket, drop, files);
+      return runStateFor(client, bucket, drop);
     },
   };
 }

@@ -13,10 +13,8 @@ import { validateDropStep } from '../../lambdas/steps/validate-drop.js';
 import type { SimulatedServiceOptions } from '../../local/service/index.js';
 import {
   invocationContext,
-  putDrop,
   readText,
   runErrorOf,
-  runStateFor,
   stepEnv,
   usePipelineFixtures,
 } from '../helpers/pipeline.js';
@@ -54,10 +52,7 @@ async function atLabelling(
 ): Promise<Prepared> {
   const service = await fixtures.service(options);
   const runtime = fixtures.runtime(service);
-  const { client: s3, bucket } = fixtures.s3();
-  const drop = uniqueDrop('label');
-  await putDrop(s3, bucket, drop, files);
-  const run = await runStateFor(s3, bucket, drop);
+  const run = await fixtures.dropped(files, uniqueDrop('label'));
   const config = await validateDropStep.run(run, stepEnv(runtime));
 
   const client = await runtime.service();

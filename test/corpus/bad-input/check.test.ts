@@ -9,15 +9,13 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunError } from '../../../lambdas/run/errors/index.js';
-import { createRuntime } from '../../../lambdas/run/invocation/index.js';
 import { validateDropStep } from '../../../lambdas/steps/validate-drop.js';
 import { runCheckCommand, type CheckVerdict } from '../../../local/cli/drop-folder.js';
 import { ENDPOINTS, startSimulatedService, type SimulatedService } from '../../../local/service/index.js';
 import { runCommandCaptured } from '../../helpers/commands.js';
-import { putDrop, runStateFor, stepEnv, usePipelineFixtures } from '../../helpers/pipeline.js';
+import { stepEnv, usePipelineFixtures } from '../../helpers/pipeline.js';
 import { CASES } from './cases.js';
 import { uniqueDrop } from '../../helpers/fixtures.js';
 
@@ -37,11 +35,9 @@ afterAll(async () => {
 
 /** What ValidateDrop makes of the drop in the bucket: passed, or its code and message. */
 async function runsVerdict(drop: string, files: Readonly<Record<string, string | Buffer>>) {
-  const { client, bucket } = fixtures.s3();
-  await putDrop(client, bucket, drop, files);
-  const runtime = createRuntime({ s3: client, logger: new Logger({ logLevel: 'SILENT' }), dropQuietMs: 0 });
+  const state = await fixtures.dropped(files, drop);
   try {
-    await validateDropStep.run(await runStateFor(client, bucket, drop), stepEnv(runtime));
+    await validateDropStep.run(state, stepEnv(fixtures.s3Runtime()));
     return null;
   } catch (error) {
     if (!(error instanceof RunError)) throw error;
