@@ -5,13 +5,14 @@
  * credits held) and what to do; run again while the stopped run's training goes on, it refuses
  * rather than spend a second credit.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulatedService, type SimulatedService } from '../../local/service/index.js';
-import { hopper, startHopper } from '../helpers/hopper-cli.js';
-import { LABELS_BY_ID, REVIEWS_CSV } from '../helpers/fixtures.js';
+import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
+import { hopper, startHopper, writeDrop } from '../helpers/hopper-cli.js';
+import { reviewsDrop } from '../helpers/fixtures.js';
 
 let work: string;
 let service: SimulatedService;
@@ -19,9 +20,7 @@ beforeEach(async () => {
   work = await mkdtemp(join(tmpdir(), 'hopper-interrupt-'));
   // A training far longer than the test: it is still under way when the command is stopped.
   service = await startSimulatedService({
-    readingMs: 20,
-    structuringMs: 20,
-    queuedMs: 20,
+    ...BRISK_SERVICE,
     trainingMs: 3_600_000,
     modelBytes: 1000,
     credits: 10,
@@ -32,14 +31,8 @@ afterEach(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-async function dropFolder(name: string): Promise<string> {
-  const folder = join(work, name);
-  const { mkdir } = await import('node:fs/promises');
-  await mkdir(folder);
-  await writeFile(join(folder, 'reviews.csv'), REVIEWS_CSV);
-  await writeFile(join(folder, 'labels.csv'), LABELS_BY_ID);
-  await writeFile(join(folder, 'train.json'), '{}');
-  return folder;
+function dropFolder(name: string): Promise<string> {
+  return writeDrop(work, name, reviewsDrop());
 }
 
 /** Resolves once `count()` reaches `target` (bounded). */

@@ -13,6 +13,7 @@ import { modelFileKey } from '../../lambdas/storage/keys.js';
 import { objectSize } from '../../lambdas/storage/objects.js';
 import { localS3Client } from '../../local/s3/local-s3.js';
 import { startSimulatedService, type SimulatedService } from '../../local/service/index.js';
+import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
 import { hopper, startHopper, type RunningHopper } from '../helpers/hopper-cli.js';
 import { putDrop } from '../helpers/pipeline.js';
 import { reviewsDrop } from '../helpers/fixtures.js';
@@ -24,9 +25,7 @@ beforeEach(async () => {
   work = await mkdtemp(join(tmpdir(), 'hopper-restart-advice-'));
   // Long enough to kill local mode while it trains, short enough to wait out after the restart.
   service = await startSimulatedService({
-    readingMs: 20,
-    structuringMs: 20,
-    queuedMs: 20,
+    ...BRISK_SERVICE,
     trainingMs: 6_000,
     modelBytes: 4096,
     credits: 10,
