@@ -25,8 +25,9 @@ import {
 import type { InvocationContext, StepEnv } from '../../lambdas/run/invocation/index.js';
 import type { CreditBudget } from '../../lambdas/run/lock/index.js';
 import { RunError } from '../../lambdas/run/errors/index.js';
-import { uniqueDrop } from './fixtures.js';
-import type { RunState } from '../../lambdas/run/state/index.js';
+import { configOf, stateOf, uniqueDrop } from './fixtures.js';
+import { datasetSlot, type RunConfig, type RunState } from '../../lambdas/run/state/index.js';
+import type { Dataset } from '../../lambdas/service-client/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { QUICK, rejectionOf } from '../client/helpers.js';
 
@@ -51,6 +52,11 @@ export interface PipelineFixtures {
       creditBudget?: CreditBudget;
     },
   ): Runtime;
+  /**
+   * The state of a run of a fresh drop in the local bucket, with `config` and its dataset slot
+   * made from `dataset` as `service` answered it now.
+   */
+  withDataset(service: SimulatedService, dataset: Dataset, config?: RunConfig): RunState;
   /** A runtime on the local S3 server alone, for the steps that call no service (validate_drop). */
   s3Runtime(): Runtime;
   /** Puts `files` into inbox/<drop>/ (train.json last); the state the drop's run starts with. */
@@ -103,6 +109,9 @@ export function usePipelineFixtures(): PipelineFixtures {
       });
       runtimes.push(runtime);
       return runtime;
+    },
+    withDataset(service, dataset, config = configOf()) {
+      return stateOf(s3().bucket, { config, dataset: datasetSlot(dataset, undefined, service.clock.now()) });
     },
     s3Runtime() {
       return createRuntime({ s3: s3().client, logger: new Logger({ logLevel: 'SILENT' }), dropQuietMs: 0 });

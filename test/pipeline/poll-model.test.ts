@@ -70,10 +70,7 @@ describe('poll_model', () => {
     service.clock.advance(trainingMs);
 
     const dataset = await trainableDataset(client);
-    const state = stateOf(fixtures.s3().bucket, {
-      config: configOf(),
-      dataset: datasetSlot(dataset, undefined, service.clock.now()),
-    });
+    const state = fixtures.withDataset(service, dataset);
     let slot = await startTrainingStep.run(state, stepEnv(runtime));
     const finishesAt = service.clock.now() + trainingMs;
     const waits: number[] = [];

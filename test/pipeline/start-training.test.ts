@@ -37,10 +37,7 @@ describe('start_training', () => {
     const [first, second] = await Promise.all(
       ['first', 'second'].map(async (name) => {
         const dataset = await trainableDataset(client, name);
-        return stateOf(bucket, {
-          config: configOf(),
-          dataset: datasetSlot(dataset, undefined, service.clock.now()),
-        });
+        return fixtures.withDataset(service, dataset);
       }),
     );
     const start = (state: RunState) => startTrainingStep.run(state, stepEnv(runtime));
@@ -231,10 +228,7 @@ describe('start_training', () => {
     // A dataset created later: the newest model is already older, so one page settles it.
     service.clock.advance(1000);
     const later = await trainableDataset(client, 'later');
-    const laterState = stateOf(fixtures.s3().bucket, {
-      config: configOf(),
-      dataset: datasetSlot(later, undefined, service.clock.now()),
-    });
+    const laterState = fixtures.withDataset(service, later);
     const before = service.requestCount('listModels');
     const slot = await startTrainingStep.run(laterState, stepEnv(fixtures.runtime(service)));
     expect(slot).toMatchObject({ version: 1, attempts: 1 });

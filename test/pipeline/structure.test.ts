@@ -17,10 +17,7 @@ async function readDataset(decisions: Decisions, options: Partial<SimulatedServi
   const runtime = fixtures.runtime(service);
   const client = await runtime.service();
   const dataset = await uploadedDataset(client);
-  const state = stateOf(fixtures.s3().bucket, {
-    config: configOf({ decisions }),
-    dataset: datasetSlot(dataset, undefined, service.clock.now()),
-  });
+  const state = fixtures.withDataset(service, dataset, configOf({ decisions }));
   return { service, runtime, client, dataset, state, run: () => structureStep.run(state, stepEnv(runtime)) };
 }
 
