@@ -24,12 +24,11 @@ import {
 } from '../../lambdas/run/invocation/index.js';
 import type { InvocationContext, StepEnv } from '../../lambdas/run/invocation/index.js';
 import type { CreditBudget } from '../../lambdas/run/lock/index.js';
-import { RunError } from '../../lambdas/run/errors/index.js';
 import { configOf, stateOf, uniqueDrop } from './fixtures.js';
 import { datasetSlot, type RunConfig, type RunState } from '../../lambdas/run/state/index.js';
 import type { Dataset } from '../../lambdas/service-client/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { QUICK, rejectionOf } from '../client/helpers.js';
+import { QUICK } from '../client/helpers.js';
 
 export { QUICK };
 
@@ -153,13 +152,6 @@ export async function runStateFor(s3: S3Client, bucket: string, drop: string): P
       startedAt: new Date().toISOString(),
     },
   };
-}
-
-/** The RunError `promise` rejects with; fails the test if it resolves, rethrows any other error. */
-export async function runErrorOf(promise: Promise<unknown>): Promise<RunError> {
-  const error = await rejectionOf(promise);
-  if (error instanceof RunError) return error;
-  throw error;
 }
 
 /** A Lambda-like invocation context with `remainingMs` left (default: a full 15 minutes). */

@@ -21,15 +21,9 @@ import { modelFileKey, modelPrefix, modelRecordKey } from '../../lambdas/storage
 import { copyModelStep, createCopyModelStep, type ModelDocument } from '../../lambdas/steps/copy-model.js';
 import { modelBytesAt, type SimulatedService } from '../../local/service/index.js';
 import { HOUR } from '../client/helpers.js';
-import {
-  putDrop,
-  readText,
-  runErrorOf,
-  runStateFor,
-  stepEnv,
-  usePipelineFixtures,
-} from '../helpers/pipeline.js';
+import { putDrop, readText, runStateFor, stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
 import { uniqueDrop } from '../helpers/fixtures.js';
+import { runErrorOf } from '../helpers/run-errors.js';
 
 const fixtures = usePipelineFixtures();
 const MiB = 1024 * 1024;

@@ -11,14 +11,9 @@ import { inboxKey, statusKey } from '../../lambdas/storage/keys.js';
 import { labelExamplesStep, labelExamplesStepWith } from '../../lambdas/steps/label-examples.js';
 import { validateDropStep } from '../../lambdas/steps/validate-drop.js';
 import type { SimulatedServiceOptions } from '../../local/service/index.js';
-import {
-  invocationContext,
-  readText,
-  runErrorOf,
-  stepEnv,
-  usePipelineFixtures,
-} from '../helpers/pipeline.js';
+import { invocationContext, readText, stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
 import { exampleDrop, uniqueDrop } from '../helpers/fixtures.js';
+import { runErrorOf } from '../helpers/run-errors.js';
 
 const fixtures = usePipelineFixtures();
 

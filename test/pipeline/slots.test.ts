@@ -4,6 +4,7 @@ import { datasetSlot, modelSlot, trainingPlan } from '../../lambdas/run/state/in
 import type { DatasetSlot, ModelSlot } from '../../lambdas/run/state/index.js';
 import type { Dataset, Model } from '../../lambdas/service-client/index.js';
 import { datasetSlotOf, modelSlotOf } from '../helpers/fixtures.js';
+import { runErrorThrownBy } from '../helpers/run-errors.js';
 
 const NOW = Date.parse('2026-01-01T00:00:00.000Z');
 const inSeconds = (seconds: number): string => new Date(NOW + seconds * 1000).toISOString();
@@ -130,17 +131,19 @@ describe('datasetSlot', () => {
     const near = datasetSlot(datasetRecord({ next_action: 'label_examples', step: 3 }), undefined, NOW);
     const last = { ...near, totalPolls: 300, totalBatches: MAX_LOOP_ROUNDS_PER_RUN - 300 };
     const record = datasetRecord({ next_action: 'label_examples', step: 3 });
-    const caught = thrown(() => datasetSlot(record, last, NOW, 1234));
+    const caught = runErrorThrownBy(() => datasetSlot(record, last, NOW, 1234));
     expect(caught).toMatchObject({ code: 'history_limit', retryable: false, name: 'Hopper.Failed' });
-    expect((caught as Error).message).toContain(
+    expect(caught.message).toContain(
       `went round its loops ${String(MAX_LOOP_ROUNDS_PER_RUN + 1)} times while labelling (1234 labels so far)`,
     );
-    expect((caught as Error).message).toContain('25,000 events');
+    expect(caught.message).toContain('25,000 events');
     // The same run moving on instead is fine; a poll after the bound is not.
     expect(datasetSlot(datasetRecord({ next_action: 'start_training', step: 3 }), last, NOW)).toMatchObject({
       totalBatches: MAX_LOOP_ROUNDS_PER_RUN - 300,
     });
-    expect(thrown(() => datasetSlot(datasetRecord(), last, NOW))).toMatchObject({ code: 'history_limit' });
+    expect(runErrorThrownBy(() => datasetSlot(datasetRecord(), last, NOW))).toMatchObject({
+      code: 'history_limit',
+    });
   });
 
   it('carries the error of an unreadable dataset', () => {
@@ -237,12 +240,3 @@ describe('modelSlot', () => {
     expect(slot).toMatchObject({ nextAction: 'retry', error: 'out of memory', waitSeconds: 0 });
   });
 });
-
-function thrown(action: () => unknown): unknown {
-  try {
-    action();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('nothing was thrown');
-}

@@ -16,8 +16,9 @@ import {
 } from '../../lambdas/steps/upload-files.js';
 import type { SimulatedService } from '../../local/service/index.js';
 import { HOUR } from '../client/helpers.js';
-import { putDrop, runErrorOf, runStateFor, stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
+import { putDrop, runStateFor, stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
 import { uniqueDrop } from '../helpers/fixtures.js';
+import { runErrorOf } from '../helpers/run-errors.js';
 
 const fixtures = usePipelineFixtures();
 const MiB = 1024 * 1024;

@@ -11,12 +11,12 @@ import {
   invocationContext,
   putDrop,
   readText,
-  runErrorOf,
   runStateFor,
   stepEnv,
   usePipelineFixtures,
 } from '../helpers/pipeline.js';
 import { exampleDrop, uniqueDrop } from '../helpers/fixtures.js';
+import { runErrorOf } from '../helpers/run-errors.js';
 
 const fixtures = usePipelineFixtures();
 
