@@ -27,7 +27,7 @@ import {
 } from '../helpers/local-mode.js';
 import { expectCopied, expectSucceeded } from '../helpers/local-runs.js';
 import { putDrop } from '../helpers/pipeline.js';
-import { withTimeout } from '../../testkit/timeout.js';
+import { gate, withTimeout } from '../../testkit/timeout.js';
 import { REVIEWS_FILES as DATA } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
@@ -41,14 +41,8 @@ function holdAt(task: TaskName): {
 } {
   let heldRun: string | undefined;
   let held = false;
-  let release: () => void = () => undefined;
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  let reach: () => void = () => undefined;
-  const reached = new Promise<void>((resolve) => {
-    reach = resolve;
-  });
+  const released = gate();
+  const reached = gate();
   return {
     wrapTask: (name, lambda) =>
       name !== task
@@ -56,16 +50,18 @@ function holdAt(task: TaskName): {
         : async (input) => {
             if (!held && (input as RunState).run.runId === heldRun) {
               held = true;
-              reach();
-              await released;
+              reached.open();
+              await released.opened;
             }
             return lambda(input);
           },
-    reached,
+    reached: reached.opened,
     hold(runId) {
       heldRun = runId;
     },
-    release,
+    release() {
+      released.open();
+    },
   };
 }
 

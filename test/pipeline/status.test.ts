@@ -8,6 +8,7 @@ import { describeStatus } from '../../local/cli/status.js';
 import { localS3Client } from '../../local/s3/local-s3.js';
 import { readText, usePipelineFixtures } from '../helpers/pipeline.js';
 import { datasetSlotOf, stateOf, uniqueDrop } from '../helpers/fixtures.js';
+import { gate } from '../../testkit/timeout.js';
 
 const fixtures = usePipelineFixtures();
 
@@ -180,21 +181,15 @@ describe('status/<drop>.json', () => {
     const newer = runOf(drop, 'run-new', '2026-01-02T00:00:00.000Z');
     await writeStatus(client, bucket, statusOf(older, { hopperStep: 'create_dataset' }, Date.now()));
     const slow = localS3Client(endpoint);
-    let releasePut: () => void = () => undefined;
-    const putHeld = new Promise<void>((resolve) => {
-      releasePut = resolve;
-    });
-    let reachedPut: () => void = () => undefined;
-    const olderAtPut = new Promise<void>((resolve) => {
-      reachedPut = resolve;
-    });
+    const putHeld = gate();
+    const olderAtPut = gate();
     let held = false;
     slow.middlewareStack.add(
       (next, context) => async (args) => {
         if (context.commandName === 'PutObjectCommand' && !held) {
           held = true;
-          reachedPut();
-          await putHeld;
+          olderAtPut.open();
+          await putHeld.opened;
         }
         return next(args);
       },
@@ -206,11 +201,11 @@ describe('status/<drop>.json', () => {
         bucket,
         statusOf(older, { hopperStep: 'upload_files' }, Date.now()),
       );
-      await olderAtPut;
+      await olderAtPut.opened;
       expect(
         await writeStatus(client, bucket, statusOf(newer, { hopperStep: 'validate_drop' }, Date.now())),
       ).toBe('written');
-      releasePut();
+      putHeld.open();
       expect(await olderWrite).toBe('superseded');
       const status = await readStatus(client, bucket, drop);
       expect(status).toMatchObject({ run_id: 'run-new', hopper_step: 'validate_drop' });
