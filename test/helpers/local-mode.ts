@@ -128,6 +128,25 @@ export async function finished(
   return { execution, outcome, status, events };
 }
 
+/** Resolves once run `runId` enters state `state` (bounded). */
+export function stateReached(
+  local: LocalMode,
+  runId: string,
+  state: string,
+  timeoutMs = RUN_TIMEOUT_MS,
+): Promise<void> {
+  const reached = new Promise<void>((resolve) => {
+    const onEvent = (execution: { name: string }, event: ExecutionEvent): void => {
+      if (execution.name === runId && event.type === 'StateEntered' && event.state.name === state) {
+        local.stateMachine.off('event', onEvent);
+        resolve();
+      }
+    };
+    local.stateMachine.on('event', onEvent);
+  });
+  return withTimeout(reached, `run ${runId} did not reach ${state}`, timeoutMs);
+}
+
 /** The names of the states an execution entered, in order: the route the run took. */
 export function statesEntered(events: readonly ExecutionEvent[]): string[] {
   return events.flatMap((event) => (event.type === 'StateEntered' ? [event.state.name] : []));

@@ -18,13 +18,12 @@ import {
   dropAndRun,
   modelObjects,
   nextExecution,
-  RUN_TIMEOUT_MS,
   startKeptLocalMode,
+  stateReached,
 } from '../helpers/local-mode.js';
 import { putDrop } from '../helpers/pipeline.js';
 import { folderFiles } from '../helpers/console.js';
 import { EXAMPLE_FOLDER } from '../helpers/fixtures.js';
-import { withTimeout } from '../../testkit/timeout.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -53,26 +52,7 @@ describe('hopper local --data-dir', { timeout: RESTART_TEST_MS }, () => {
     const slow = nextExecution(first, inboxKey('slow', TRAIN_JSON));
     await putDrop(first.s3.client, first.bucket, 'slow', files);
     const slowRun = await slow.execution;
-    await withTimeout(
-      new Promise<void>((resolve) => {
-        const onEvent = (
-          execution: { name: string },
-          event: { type: string; state?: { name: string } },
-        ): void => {
-          if (
-            execution.name === slowRun.name &&
-            event.type === 'StateEntered' &&
-            event.state?.name === 'WaitForModel'
-          ) {
-            first.stateMachine.off('event', onEvent);
-            resolve();
-          }
-        };
-        first.stateMachine.on('event', onEvent);
-      }),
-      'the slow run did not reach WaitForModel',
-      RUN_TIMEOUT_MS,
-    );
+    await stateReached(first, slowRun.name, 'WaitForModel');
     expect((await readStatus(first.s3.client, first.bucket, 'slow'))?.state).toBe('running');
     const creditsLeft = first.simulated?.credits();
     await first.close();

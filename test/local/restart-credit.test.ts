@@ -21,9 +21,9 @@ import {
   modelObjects,
   nextExecution,
   startKeptLocalMode,
+  stateReached,
 } from '../helpers/local-mode.js';
 import { putDrop } from '../helpers/pipeline.js';
-import { withTimeout } from '../../testkit/timeout.js';
 import { reviewsDrop } from '../helpers/fixtures.js';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -47,23 +47,7 @@ async function interruptedWhileTraining(dataDir: string): Promise<string> {
   const started = nextExecution(first, inboxKey('slow', TRAIN_JSON));
   await putDrop(first.s3.client, first.bucket, 'slow', FILES);
   const execution = await started.execution;
-  await withTimeout(
-    new Promise<void>((resolve) => {
-      const onEvent = (run: { name: string }, event: { type: string; state?: { name: string } }): void => {
-        if (
-          run.name === execution.name &&
-          event.type === 'StateEntered' &&
-          event.state?.name === 'WaitForModel'
-        ) {
-          first.stateMachine.off('event', onEvent);
-          resolve();
-        }
-      };
-      first.stateMachine.on('event', onEvent);
-    }),
-    'the run did not reach WaitForModel',
-    30_000,
-  );
+  await stateReached(first, execution.name, 'WaitForModel', 30_000);
   const status = await readStatus(first.s3.client, first.bucket, 'slow');
   await first.close();
   expect(status?.model_id).toEqual(expect.any(String));
