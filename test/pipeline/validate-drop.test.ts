@@ -30,6 +30,19 @@ function refusal(state: RunState): Promise<RunError> {
   return runErrorOf(validate(state));
 }
 
+/** What validate_drop makes of `files` put as `drop`. */
+async function validated(
+  files: Readonly<Record<string, string | Buffer>>,
+  drop?: string,
+): Promise<RunConfig> {
+  return validate(await fixtures.dropped(files, drop));
+}
+
+/** The RunError validate_drop refuses `files` put as `drop` with. */
+async function refusalOf(files: Readonly<Record<string, string | Buffer>>, drop?: string): Promise<RunError> {
+  return refusal(await fixtures.dropped(files, drop));
+}
+
 async function etagOf(drop: string, name: string): Promise<string> {
   const { client, bucket } = fixtures.s3();
   const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: inboxKey(drop, name) }));
@@ -76,35 +89,29 @@ describe('validate_drop', () => {
   });
 
   it('has no labels file when the folder has no labels.csv, or when "files" claims it as data', async () => {
-    expect(
-      (await validate(await fixtures.dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }))).labels,
-    ).toBeNull();
-    const claimed = await validate(
-      await fixtures.dropped({
-        'a.csv': REVIEWS_CSV,
-        'labels.csv': 'id,text\nx,y\n',
-        'train.json': '{"files": ["a.csv", "labels.csv"]}',
-      }),
-    );
+    expect((await validated({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' })).labels).toBeNull();
+    const claimed = await validated({
+      'a.csv': REVIEWS_CSV,
+      'labels.csv': 'id,text\nx,y\n',
+      'train.json': '{"files": ["a.csv", "labels.csv"]}',
+    });
     expect(claimed.labels).toBeNull();
     expect(claimed.files.map((file) => file.name)).toEqual(['a.csv', 'labels.csv']);
   });
 
   it('takes "labels" and the other settings from train.json', async () => {
-    const config = await validate(
-      await fixtures.dropped({
-        'a.csv': REVIEWS_CSV,
-        'answers.csv': 'text,label\nGreat value.,positive\n',
-        'labels.csv': 'id,text\nr-9,more data\n',
-        'train.json': JSON.stringify({
-          name: 'my reviews',
-          labels: 'answers.csv',
-          encoder: 'enc-base',
-          decisions: { dedupe: 'no' },
-          maxAttempts: 1,
-        }),
+    const config = await validated({
+      'a.csv': REVIEWS_CSV,
+      'answers.csv': 'text,label\nGreat value.,positive\n',
+      'labels.csv': 'id,text\nr-9,more data\n',
+      'train.json': JSON.stringify({
+        name: 'my reviews',
+        labels: 'answers.csv',
+        encoder: 'enc-base',
+        decisions: { dedupe: 'no' },
+        maxAttempts: 1,
       }),
-    );
+    });
     expect(config.labels?.name).toBe('answers.csv');
     // Not the labels file any more: labels.csv is data like any other object.
     expect(config.files.map((file) => file.name)).toEqual(['a.csv', 'labels.csv']);
@@ -119,7 +126,7 @@ describe('validate_drop', () => {
   it('cuts a long folder name to the 200 characters the service takes', async () => {
     // Long, yet short enough for a file name of the local S3 (the status file is named after it).
     const drop = `${'n'.repeat(205)}-${uniqueDrop()}`;
-    const config = await validate(await fixtures.dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }, drop));
+    const config = await validated({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }, drop);
     expect(config.name).toBe(drop.slice(0, 200));
   });
 
@@ -175,14 +182,12 @@ describe('validate_drop', () => {
 
   it('names the files train.json lists that the folder does not have', async () => {
     const drop = uniqueDrop('missing');
-    const error = await refusal(
-      await fixtures.dropped(
-        {
-          'a.csv': REVIEWS_CSV,
-          'train.json': '{"files": ["a.csv", "b.csv", "C.csv"], "labels": "answers.csv"}',
-        },
-        drop,
-      ),
+    const error = await refusalOf(
+      {
+        'a.csv': REVIEWS_CSV,
+        'train.json': '{"files": ["a.csv", "b.csv", "C.csv"], "labels": "answers.csv"}',
+      },
+      drop,
     );
     expect(error.code).toBe('missing_file');
     expect(error.detail).toBe(
@@ -193,8 +198,9 @@ describe('validate_drop', () => {
 
   it('names data files the service would refuse by name', async () => {
     const drop = uniqueDrop('badname');
-    const error = await refusal(
-      await fixtures.dropped({ 'a.csv': REVIEWS_CSV, 'b\\c.csv': REVIEWS_CSV, 'train.json': '{}' }, drop),
+    const error = await refusalOf(
+      { 'a.csv': REVIEWS_CSV, 'b\\c.csv': REVIEWS_CSV, 'train.json': '{}' },
+      drop,
     );
     expect(error.code).toBe('invalid_file_name');
     expect(error.detail).toContain('"b\\\\c.csv"');
@@ -203,17 +209,15 @@ describe('validate_drop', () => {
 
   it('names data files with a tab, a newline or ".." in their names, and says what is wrong with each', async () => {
     const drop = uniqueDrop('ctrlname');
-    const error = await refusal(
-      await fixtures.dropped(
-        {
-          'a.csv': REVIEWS_CSV,
-          'tab\tname.csv': REVIEWS_CSV,
-          'new\nline.csv': REVIEWS_CSV,
-          'two..dots.csv': REVIEWS_CSV,
-          'train.json': '{}',
-        },
-        drop,
-      ),
+    const error = await refusalOf(
+      {
+        'a.csv': REVIEWS_CSV,
+        'tab\tname.csv': REVIEWS_CSV,
+        'new\nline.csv': REVIEWS_CSV,
+        'two..dots.csv': REVIEWS_CSV,
+        'train.json': '{}',
+      },
+      drop,
     );
     expect(error.code).toBe('invalid_file_name');
     expect(error.detail).toContain('"tab\\tname.csv" (it has a control character');
@@ -224,8 +228,9 @@ describe('validate_drop', () => {
 
   it('names empty data files', async () => {
     const drop = uniqueDrop('empty');
-    const error = await refusal(
-      await fixtures.dropped({ 'a.csv': REVIEWS_CSV, 'b.csv': '', 'c.jsonl': '', 'train.json': '{}' }, drop),
+    const error = await refusalOf(
+      { 'a.csv': REVIEWS_CSV, 'b.csv': '', 'c.jsonl': '', 'train.json': '{}' },
+      drop,
     );
     expect(error.code).toBe('empty_file');
     expect(error.detail).toBe(
@@ -237,7 +242,7 @@ describe('validate_drop', () => {
     const drop = uniqueDrop('nested');
     const { client, bucket } = fixtures.s3();
     await client.send(new PutObjectCommand({ Bucket: bucket, Key: `inbox/${drop}/`, Body: '' }));
-    const flat = await validate(await fixtures.dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }, drop));
+    const flat = await validated({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }, drop);
     expect(flat.files.map((file) => file.name)).toEqual(['a.csv']);
 
     await putDrop(client, bucket, drop, { 'more/b.csv': REVIEWS_CSV, 'more/deeper/c.csv': REVIEWS_CSV });
@@ -269,7 +274,7 @@ describe('validate_drop', () => {
           ),
       );
     }
-    const error = await refusal(await fixtures.dropped({ 'train.json': '{}' }, drop));
+    const error = await refusalOf({ 'train.json': '{}' }, drop);
     expect(error.code).toBe('too_many_files');
     expect(error.detail).toMatch(
       new RegExp(
@@ -280,9 +285,7 @@ describe('validate_drop', () => {
 
   it('needs at least one data file', async () => {
     const drop = uniqueDrop('nodata');
-    const error = await refusal(
-      await fixtures.dropped({ 'labels.csv': 'id,label\n', 'train.json': '{}' }, drop),
-    );
+    const error = await refusalOf({ 'labels.csv': 'id,label\n', 'train.json': '{}' }, drop);
     expect(error.code).toBe('no_data_files');
     expect(error.detail).toBe(
       `inbox/${drop}/ holds no data files to train on (it has "labels.csv", "train.json"): put the CSV or JSONL files beside train.json, then upload train.json again`,
@@ -290,42 +293,38 @@ describe('validate_drop', () => {
   });
 
   it('checks the labels file header: label, and id or text', async () => {
-    const noLabel = await refusal(
-      await fixtures.dropped({ 'a.csv': REVIEWS_CSV, 'labels.csv': 'id,text\nr-1,x\n', 'train.json': '{}' }),
-    );
+    const noLabel = await refusalOf({
+      'a.csv': REVIEWS_CSV,
+      'labels.csv': 'id,text\nr-1,x\n',
+      'train.json': '{}',
+    });
     expect(noLabel.code).toBe('invalid_labels_file');
     expect(noLabel.detail).toBe(
       'labels.csv: the header row has "id", "text"; it needs a "label" column and an "id" or a "text" column (missing "label"). Example header: id,label',
     );
 
-    const noKey = await refusal(
-      await fixtures.dropped({
-        'a.csv': REVIEWS_CSV,
-        'answers.csv': 'label,comment\n',
-        'train.json': '{"labels": "answers.csv"}',
-      }),
-    );
+    const noKey = await refusalOf({
+      'a.csv': REVIEWS_CSV,
+      'answers.csv': 'label,comment\n',
+      'train.json': '{"labels": "answers.csv"}',
+    });
     expect(noKey.detail).toBe(
       'answers.csv: the header row has "label", "comment"; it needs a "label" column and an "id" or a "text" column (missing "id" or "text"). Example header: id,label',
     );
 
-    const empty = await refusal(
-      await fixtures.dropped({ 'a.csv': REVIEWS_CSV, 'labels.csv': '', 'train.json': '{}' }),
-    );
+    const empty = await refusalOf({ 'a.csv': REVIEWS_CSV, 'labels.csv': '', 'train.json': '{}' });
     expect(empty.code).toBe('invalid_labels_file');
     expect(empty.detail).toBe(
       'labels.csv is empty; it needs a header row with a "label" column and an "id" or a "text" column, then one row per held-out example',
     );
 
-    const blank = await refusal(
-      await fixtures.dropped({ 'a.csv': REVIEWS_CSV, 'labels.csv': '\n\n', 'train.json': '{}' }),
-    );
+    const blank = await refusalOf({ 'a.csv': REVIEWS_CSV, 'labels.csv': '\n\n', 'train.json': '{}' });
     expect(blank.detail).toContain('labels.csv: the header row has no columns');
   });
 
   it('escapes control characters of the drop name it echoes', async () => {
     const drop = uniqueDrop('bell\u0007del\u007f');
-    const error = await refusal(await fixtures.dropped({ 'train.json': '{}' }, drop));
+    const error = await refusalOf({ 'train.json': '{}' }, drop);
     expect(error.code).toBe('no_data_files');
     expect(error.detail).toContain(
       `inbox/${drop.replace('\u0007', '\\u0007').replace('\u007f', '\\u007f')}/`,
@@ -336,14 +335,10 @@ describe('validate_drop', () => {
 
   it('reads the whole labels file: a BOM and CRLF are fine, a broken row far below the header is not', async () => {
     const rows = `\uFEFFtext,label\r\n"Great value.",positive\r\n${'x,y\r\n'.repeat(50_000)}`;
-    const config = await validate(
-      await fixtures.dropped({ 'a.csv': REVIEWS_CSV, 'labels.csv': rows, 'train.json': '{}' }),
-    );
+    const config = await validated({ 'a.csv': REVIEWS_CSV, 'labels.csv': rows, 'train.json': '{}' });
     expect(config.labels).toMatchObject({ name: 'labels.csv', bytes: Buffer.byteLength(rows) });
     const broken = `${rows}"never closed,negative\r\nx,y\r\n`;
-    const error = await refusal(
-      await fixtures.dropped({ 'a.csv': REVIEWS_CSV, 'labels.csv': broken, 'train.json': '{}' }),
-    );
+    const error = await refusalOf({ 'a.csv': REVIEWS_CSV, 'labels.csv': broken, 'train.json': '{}' });
     expect(error.message).toMatch(
       /^invalid_labels_file: labels\.csv is not valid CSV: a quote opened in the row starting on line 50003 is never closed/,
     );
