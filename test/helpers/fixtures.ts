@@ -5,7 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { noWait } from '../../lambdas/run/schedule/index.js';
 import type { DatasetSlot, ModelSlot, RunConfig, RunState } from '../../lambdas/run/state/index.js';
@@ -59,6 +60,20 @@ export function exampleDrop(overrides: Record<string, string> = {}): Record<stri
   for (const name of readdirSync(EXAMPLE_FOLDER))
     files[name] = readFileSync(join(EXAMPLE_FOLDER, name), 'utf8');
   return { ...files, ...overrides };
+}
+
+/** Folder `name` in `parent` holding `files` (names may have folders: `more/b.csv`). */
+export async function writeDropFolder(
+  parent: string,
+  name: string,
+  files: Readonly<Record<string, string | Buffer>>,
+): Promise<string> {
+  const folder = join(parent, name);
+  for (const [file, content] of Object.entries(files)) {
+    await mkdir(dirname(join(folder, file)), { recursive: true });
+    await writeFile(join(folder, file), content);
+  }
+  return folder;
 }
 
 /** A drop that trains when nothing goes wrong; `trainJson` is its train.json. */

@@ -4,28 +4,15 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { writeDropFolder } from './fixtures.js';
 
 const BIN = fileURLToPath(new URL('../../bin/hopper.mjs', import.meta.url));
 
-/** A drop folder `name` in `parent` holding `files`. */
-export async function writeDrop(
-  parent: string,
-  name: string,
-  files: Readonly<Record<string, string>>,
-): Promise<string> {
-  const folder = join(parent, name);
-  await mkdir(folder);
-  for (const [file, content] of Object.entries(files)) await writeFile(join(folder, file), content);
-  return folder;
-}
-
 /** A drop folder `name` in `parent`: one small CSV and train.json `{}`. */
 export function smallDrop(parent: string, name: string): Promise<string> {
-  return writeDrop(parent, name, { 'reviews.csv': 'id,text\nr1,good\nr2,bad\n', [TRAIN_JSON]: '{}' });
+  return writeDropFolder(parent, name, { 'reviews.csv': 'id,text\nr1,good\nr2,bad\n', [TRAIN_JSON]: '{}' });
 }
 
 /**

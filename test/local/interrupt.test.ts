@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulatedService, type SimulatedService } from '../../local/service/index.js';
 import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
-import { hopper, startHopper, writeDrop } from '../helpers/hopper-cli.js';
-import { reviewsDrop } from '../helpers/fixtures.js';
+import { hopper, startHopper } from '../helpers/hopper-cli.js';
+import { reviewsDrop, writeDropFolder } from '../helpers/fixtures.js';
 
 let work: string;
 let service: SimulatedService;
@@ -32,7 +32,7 @@ afterEach(async () => {
 });
 
 function dropFolder(name: string): Promise<string> {
-  return writeDrop(work, name, reviewsDrop());
+  return writeDropFolder(work, name, reviewsDrop());
 }
 
 /** Resolves once `count()` reaches `target` (bounded). */

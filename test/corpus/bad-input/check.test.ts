@@ -6,9 +6,9 @@
  * run decides once it starts. A simulated service runs all along, its address in the command's
  * environment as `hopper local` would give it: check sends it nothing.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunError } from '../../../lambdas/run/errors/index.js';
 import { validateDropStep } from '../../../lambdas/steps/validate-drop.js';
@@ -17,7 +17,7 @@ import { ENDPOINTS, startSimulatedService, type SimulatedService } from '../../.
 import { runCommandCaptured } from '../../helpers/commands.js';
 import { stepEnv, usePipelineFixtures } from '../../helpers/pipeline.js';
 import { CASES } from './cases.js';
-import { uniqueDrop } from '../../helpers/fixtures.js';
+import { uniqueDrop, writeDropFolder } from '../../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 let work = '';
@@ -47,11 +47,7 @@ async function runsVerdict(drop: string, files: Readonly<Record<string, string |
 
 /** `hopper check --json` of the same files in a local folder named after the drop. */
 async function checksVerdict(drop: string, files: Readonly<Record<string, string | Buffer>>) {
-  const folder = join(work, drop);
-  for (const [name, content] of Object.entries(files)) {
-    await mkdir(dirname(join(folder, name)), { recursive: true });
-    await writeFile(join(folder, name), content);
-  }
+  const folder = await writeDropFolder(work, drop, files);
   const env = { HOPPER_SERVICE_URL: service?.apiUrl, HOPPER_API_KEY: service?.apiKey };
   const result = await runCommandCaptured(runCheckCommand, [folder, '--json'], env);
   expect(result.stderr).toBe('');
