@@ -8,9 +8,15 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { TaskName } from '../../infra/tasks.js';
-import type { LocalMode, LocalTask } from '../../local/emulator/local-mode.js';
+import type { LocalMode } from '../../local/emulator/local-mode.js';
 import type { SimulatedService } from '../../local/service/index.js';
-import { dropAndRun, type FinishedRun, statesEntered, useLocalMode } from '../helpers/local-mode.js';
+import {
+  dropAndRun,
+  type FinishedRun,
+  statesEntered,
+  useLocalMode,
+  wrapOnly,
+} from '../helpers/local-mode.js';
 import { expectFailed, expectSaved } from '../helpers/local-runs.js';
 import { reviewsDrop } from '../helpers/fixtures.js';
 
@@ -41,16 +47,13 @@ async function startDeletingBefore(
   let deletedId: string | undefined;
   const local = await fixture.start({
     ...simulated,
-    wrapTask: (name: TaskName, run: LocalTask): LocalTask =>
-      name !== task
-        ? run
-        : async (input) => {
-            if (deletedId === undefined) {
-              deletedId = idIn(input, kind);
-              simulatedOf(local).deleteRecord(kind, deletedId);
-            }
-            return run(input);
-          },
+    wrapTask: wrapOnly(task, (run) => async (input) => {
+      if (deletedId === undefined) {
+        deletedId = idIn(input, kind);
+        simulatedOf(local).deleteRecord(kind, deletedId);
+      }
+      return run(input);
+    }),
   });
   return { local, deleted: () => deletedId };
 }

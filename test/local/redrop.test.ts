@@ -18,12 +18,13 @@ import type { TaskName } from '../../infra/tasks.js';
 import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
 import {
   finished,
+  type FinishedRun,
   modelObjects,
   nextExecution,
   RUN_TIMEOUT_MS,
   statesEntered,
   useLocalMode,
-  type FinishedRun,
+  wrapOnly,
 } from '../helpers/local-mode.js';
 import { expectCopied, expectSucceeded } from '../helpers/local-runs.js';
 import { putDrop } from '../helpers/pipeline.js';
@@ -44,17 +45,14 @@ function holdAt(task: TaskName): {
   const released = gate();
   const reached = gate();
   return {
-    wrapTask: (name, lambda) =>
-      name !== task
-        ? lambda
-        : async (input) => {
-            if (!held && (input as RunState).run.runId === heldRun) {
-              held = true;
-              reached.open();
-              await released.opened;
-            }
-            return lambda(input);
-          },
+    wrapTask: wrapOnly(task, (lambda) => async (input) => {
+      if (!held && (input as RunState).run.runId === heldRun) {
+        held = true;
+        reached.open();
+        await released.opened;
+      }
+      return lambda(input);
+    }),
     reached: reached.opened,
     hold(runId) {
       heldRun = runId;

@@ -5,10 +5,7 @@
  * other settings trains anew while the status keeps naming the paid model, which `hopper retry`
  * then adopts: never stranded at the service.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readStatus } from '../../lambdas/run/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import type { LocalMode } from '../../local/emulator/local-mode.js';
@@ -20,22 +17,19 @@ import {
   finished,
   modelObjects,
   nextExecution,
-  startKeptLocalMode,
+  useKeptLocalMode,
   stateReached,
 } from '../helpers/local-mode.js';
 import { putDrop } from '../helpers/pipeline.js';
 import { reviewsDrop } from '../helpers/fixtures.js';
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const kept = useKeptLocalMode();
 
 const FILES = reviewsDrop();
 const LONG_TRAINING_MS = 600_000;
 
 function start(dataDir: string, options: { dropQuietMs?: number } = {}): Promise<LocalMode> {
-  return startKeptLocalMode(dataDir, cleanups, {
+  return kept.start(dataDir, {
     ...options,
     simulated: { trainingMs: LONG_TRAINING_MS, credits: 10 },
   });
@@ -75,8 +69,7 @@ async function serviceRecords(
 
 describe('a run interrupted while its paid model trains', { timeout: 90_000 }, () => {
   it('advises hopper retry everywhere, and the same train.json again adopts the paid model: one credit, one dataset', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'hopper-restart-'));
-    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const dataDir = await kept.dataDir();
     const paid = await interruptedWhileTraining(dataDir);
 
     const second = await start(dataDir);
@@ -97,8 +90,7 @@ describe('a run interrupted while its paid model trains', { timeout: 90_000 }, (
   });
 
   it("a run interrupted before it had a dataset: hopper retry starts it again from the drop's files", async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'hopper-restart-'));
-    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const dataDir = await kept.dataDir();
     // The folder settles for 3 s: local mode stops while the run waits in ValidateDrop.
     const first = await start(dataDir, { dropQuietMs: 3_000 });
     const started = nextExecution(first, inboxKey('early', TRAIN_JSON));
@@ -122,8 +114,7 @@ describe('a run interrupted while its paid model trains', { timeout: 90_000 }, (
   });
 
   it('other settings train anew; the paid model stays named in the status, and hopper retry then adopts it: two credits, both models kept', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'hopper-restart-'));
-    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const dataDir = await kept.dataDir();
     const paid = await interruptedWhileTraining(dataDir);
 
     const second = await start(dataDir);
