@@ -17,6 +17,7 @@ import {
   type LocalTask,
 } from '../../local/emulator/local-mode.js';
 import type { Execution, ExecutionEvent, ExecutionOutcome } from '../../local/emulator/state-machine.js';
+import type { SimulatedService } from '../../local/service/index.js';
 import { putDrop } from './pipeline.js';
 import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
 import { withTimeout } from '../../testkit/timeout.js';
@@ -153,6 +154,25 @@ export async function finished(
   const outcome = await withTimeout(execution.done, `run ${execution.name} did not end`, timeoutMs);
   const status = await readStatus(local.s3.client, local.bucket, execution.input.run.drop);
   return { execution, outcome, status, events };
+}
+
+/** The simulated service local mode started (fails the test if it started none). */
+export function simulatedOf(local: LocalMode): SimulatedService {
+  if (local.simulated === undefined) throw new Error('local mode started no simulated service');
+  return local.simulated;
+}
+
+/** The simulated service's answer to GET `path` of its API (with its key), as JSON. */
+export async function serviceGet<T>(service: SimulatedService, path: string): Promise<T> {
+  const answer = await fetch(`${service.apiUrl}${path}`, {
+    headers: { authorization: `Bearer ${service.apiKey}` },
+  });
+  return (await answer.json()) as T;
+}
+
+/** The simulated service's models or datasets, newest first (its first page of 100). */
+export async function serviceList<T>(service: SimulatedService, what: 'models' | 'datasets'): Promise<T[]> {
+  return (await serviceGet<{ data: T[] }>(service, `/v1/${what}?limit=100`)).data;
 }
 
 /** A LocalModeOptions.wrapTask wrapping Task `task` with `wrap`, the other Tasks as they are. */

@@ -11,7 +11,14 @@ import { LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/invocation/index.js';
 import type { LocalMode } from '../../local/emulator/local-mode.js';
 import type { FaultRule } from '../../local/service/index.js';
 import { fastClock, type FastClock } from '../helpers/fast-clock.js';
-import { dropAndRun, type FinishedRun, statesEntered, useLocalMode } from '../helpers/local-mode.js';
+import {
+  dropAndRun,
+  type FinishedRun,
+  serviceGet,
+  simulatedOf,
+  statesEntered,
+  useLocalMode,
+} from '../helpers/local-mode.js';
 import { expectFailed, expectSaved } from '../helpers/local-runs.js';
 import { REVIEWS_CSV, reviewsDrop } from '../helpers/fixtures.js';
 
@@ -115,12 +122,8 @@ describe('a dataset that expires while labelling', () => {
 });
 
 /** The model's record, straight from the simulated service. */
-async function serviceModel(local: LocalMode, id: string): Promise<{ files_expire_at: string | null }> {
-  const service = local.simulated!;
-  const answer = await fetch(`${service.apiUrl}/v1/models/${id}`, {
-    headers: { authorization: `Bearer ${service.apiKey}` },
-  });
-  return (await answer.json()) as { files_expire_at: string | null };
+function serviceModel(local: LocalMode, id: string): Promise<{ files_expire_at: string | null }> {
+  return serviceGet(simulatedOf(local), `/v1/models/${id}`);
 }
 
 /** Local mode on the fast clock: every Wait moves the service's clock by its seconds. */

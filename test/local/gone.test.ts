@@ -9,10 +9,10 @@
 import { describe, expect, it } from 'vitest';
 import type { TaskName } from '../../infra/tasks.js';
 import type { LocalMode } from '../../local/emulator/local-mode.js';
-import type { SimulatedService } from '../../local/service/index.js';
 import {
   dropAndRun,
   type FinishedRun,
+  simulatedOf,
   statesEntered,
   useLocalMode,
   wrapOnly,
@@ -22,11 +22,6 @@ import { reviewsDrop } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
 const CREDITS = 10;
-
-function simulatedOf(local: LocalMode): SimulatedService {
-  if (local.simulated === undefined) throw new Error('local mode started no simulated service');
-  return local.simulated;
-}
 
 /** The id at `$.dataset.id` or `$.model.id` of a Task's input. */
 function idIn(input: unknown, kind: 'dataset' | 'model'): string {

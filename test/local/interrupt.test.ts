@@ -13,6 +13,7 @@ import { startSimulatedService, type SimulatedService } from '../../local/servic
 import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
 import { hopper, startHopper } from '../helpers/hopper-cli.js';
 import { reviewsDrop, writeDropFolder } from '../helpers/fixtures.js';
+import { serviceList } from '../helpers/local-mode.js';
 
 let work: string;
 let service: SimulatedService;
@@ -44,13 +45,6 @@ async function until(count: () => number, target: number, what: string): Promise
   }
 }
 
-async function models(): Promise<{ id: string; dataset_id: string; status: string }[]> {
-  const answer = await fetch(`${service.apiUrl}/v1/models?limit=100`, {
-    headers: { authorization: `Bearer ${service.apiKey}` },
-  });
-  return ((await answer.json()) as { data: { id: string; dataset_id: string; status: string }[] }).data;
-}
-
 function args(folder: string): string[] {
   return ['run', folder, '--service-url', service.apiUrl, '--out', join(work, 'out'), '--wait-ms', '20'];
 }
@@ -61,7 +55,7 @@ describe('hopper run stopped mid-run, against a service of its own', () => {
     const env = { HOPPER_API_KEY: service.apiKey };
     const first = startHopper(args(folder), env);
     await until(() => service.requestCount('startTraining'), 1, 'a training start');
-    const [model] = await models();
+    const [model] = await serviceList<{ id: string; dataset_id: string; status: string }>(service, 'models');
     if (model === undefined) throw new Error('no model at the service');
     const stopped = await first.stop('SIGINT');
 

@@ -17,8 +17,10 @@ import {
   finished,
   modelObjects,
   nextExecution,
-  useKeptLocalMode,
+  serviceList,
+  simulatedOf,
   stateReached,
+  useKeptLocalMode,
 } from '../helpers/local-mode.js';
 import { putDrop } from '../helpers/pipeline.js';
 import { reviewsDrop } from '../helpers/fixtures.js';
@@ -52,14 +54,9 @@ async function interruptedWhileTraining(dataDir: string): Promise<string> {
 async function serviceRecords(
   local: LocalMode,
 ): Promise<{ datasets: number; models: string[]; creditsSpent: number }> {
-  const simulated = local.simulated;
-  if (simulated === undefined) throw new Error('local mode runs the simulated service here');
-  const list = async (what: string): Promise<string[]> => {
-    const answer = await fetch(`${simulated.apiUrl}/v1/${what}?limit=100`, {
-      headers: { authorization: `Bearer ${simulated.apiKey}` },
-    });
-    return ((await answer.json()) as { data: { id: string }[] }).data.map((record) => record.id);
-  };
+  const simulated = simulatedOf(local);
+  const list = async (what: 'models' | 'datasets'): Promise<string[]> =>
+    (await serviceList<{ id: string }>(simulated, what)).map((record) => record.id);
   return {
     datasets: (await list('datasets')).length,
     models: await list('models'),
