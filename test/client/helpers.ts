@@ -19,6 +19,7 @@ import {
   type TrainingServiceClientOptions,
 } from '../../lambdas/service-client/index.js';
 import { csv, SAMPLE_TEXTS } from '../helpers/fixtures.js';
+import { listenOnLoopback } from '../helpers/loopback.js';
 
 export const CLOCK_START = '2026-01-01T00:00:00.000Z';
 export const MINUTE = 60_000;
@@ -92,18 +93,9 @@ export function useFixtures(): Fixtures {
       return Object.assign(client, { slept });
     },
     async stub(handler) {
-      const server = createServer(handler);
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      stubs.push(
-        () =>
-          new Promise<void>((resolve) => {
-            server.closeAllConnections();
-            server.close(() => {
-              resolve();
-            });
-          }),
-      );
-      return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const { url, close } = await listenOnLoopback(createServer(handler));
+      stubs.push(close);
+      return url;
     },
   };
 }
