@@ -25,6 +25,7 @@ export function csv(texts: readonly string[]): string {
   );
 }
 
+/** Six short reviews, two with personal data in them (a phone number, an email address). */
 export const SAMPLE_TEXTS = [
   'Great product, works as described',
   'Terrible support, call me at +1 415-555-0100',
@@ -34,6 +35,7 @@ export const SAMPLE_TEXTS = [
   'Broken on arrival',
 ];
 
+/** SAMPLE_TEXTS as the CSV the service reads (configOf's reviews.csv is its size). */
 export const SAMPLE_CSV = csv(SAMPLE_TEXTS);
 
 /** Rows with ids, and a labels file answering every one of them. */
@@ -57,8 +59,9 @@ export const EXAMPLE_FOLDER = fileURLToPath(new URL('../../examples/reviews/', i
 /** The bundled example drop: its files by name, as text, with `overrides`. */
 export function exampleDrop(overrides: Record<string, string> = {}): Record<string, string> {
   const files: Record<string, string> = {};
-  for (const name of readdirSync(EXAMPLE_FOLDER))
+  for (const name of readdirSync(EXAMPLE_FOLDER)) {
     files[name] = readFileSync(join(EXAMPLE_FOLDER, name), 'utf8');
+  }
   return { ...files, ...overrides };
 }
 
