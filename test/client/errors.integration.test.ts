@@ -27,16 +27,15 @@ import {
   UrlExpiredError,
 } from '../../lambdas/service-client/index.js';
 import {
-  csv,
   HOUR,
   refusingUrl,
   rejectionOf,
-  SAMPLE_TEXTS,
   streamError,
   trainableDataset,
   uploadedDataset,
   useFixtures,
 } from './helpers.js';
+import { csv, SAMPLE_TEXTS } from '../helpers/fixtures.js';
 
 const fixtures = useFixtures();
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';

@@ -5,7 +5,8 @@
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { modelBytesAt } from '../../local/service/index.js';
-import { CLOCK_START, csv, MINUTE, SAMPLE_TEXTS, uploadedDataset, useFixtures } from './helpers.js';
+import { CLOCK_START, MINUTE, uploadedDataset, useFixtures } from './helpers.js';
+import { csv, SAMPLE_TEXTS } from '../helpers/fixtures.js';
 
 const fixtures = useFixtures();
 

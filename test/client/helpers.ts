@@ -18,6 +18,8 @@ import {
   type Dataset,
   type TrainingServiceClientOptions,
 } from '../../lambdas/service-client/index.js';
+import { csv, SAMPLE_TEXTS } from '../helpers/fixtures.js';
+import { listenOnLoopback } from '../helpers/loopback.js';
 
 export const CLOCK_START = '2026-01-01T00:00:00.000Z';
 export const MINUTE = 60_000;
@@ -91,18 +93,9 @@ export function useFixtures(): Fixtures {
       return Object.assign(client, { slept });
     },
     async stub(handler) {
-      const server = createServer(handler);
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      stubs.push(
-        () =>
-          new Promise<void>((resolve) => {
-            server.closeAllConnections();
-            server.close(() => {
-              resolve();
-            });
-          }),
-      );
-      return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const { url, close } = await listenOnLoopback(createServer(handler));
+      stubs.push(close);
+      return url;
     },
   };
 }
@@ -142,23 +135,6 @@ export async function streamError(stream: Readable): Promise<unknown> {
   throw new Error('expected the stream to fail');
 }
 
-/** A CSV the service reads: header `id,text`, one row per text. */
-export function csv(texts: readonly string[]): string {
-  return (
-    ['id,text', ...texts.map((text, index) => `r${index + 1},"${text.replaceAll('"', '""')}"`)].join('\n') +
-    '\n'
-  );
-}
-
-export const SAMPLE_TEXTS = [
-  'Great product, works as described',
-  'Terrible support, call me at +1 415-555-0100',
-  'Arrived late but fine',
-  'Write to jane@example.com for the refund',
-  'Would buy again',
-  'Broken on arrival',
-];
-
 /** Creates a dataset of `files` and uploads and completes each. */
 export async function uploadedDataset(
   client: TrainingServiceClient,
@@ -184,10 +160,15 @@ export async function uploadedDataset(
 export async function trainableDataset(client: TrainingServiceClient, name = 'reviews'): Promise<Dataset> {
   const uploaded = await uploadedDataset(client, undefined, name);
   await client.structure(uploaded.id);
+  return labelAll(client, uploaded.id);
+}
+
+/** Answers every held-out example with its first choice; the dataset ends at start_training. */
+export async function labelAll(client: TrainingServiceClient, datasetId: string): Promise<Dataset> {
   for (let i = 0; i < 100; i++) {
-    const task = await client.nextLabelTask(uploaded.id);
-    if (task === null) return client.getDataset(uploaded.id);
-    await client.submitLabel(uploaded.id, task.task, task.choices[0]!);
+    const task = await client.nextLabelTask(datasetId);
+    if (task === null) return client.getDataset(datasetId);
+    await client.submitLabel(datasetId, task.task, task.choices[0]!);
   }
   throw new Error('labelling did not end');
 }

@@ -12,15 +12,8 @@ import {
   type TrainingServiceClient,
 } from '../../lambdas/service-client/index.js';
 import type { SimulatedService } from '../../local/service/index.js';
-import {
-  csv,
-  HOUR,
-  rejectionOf,
-  SAMPLE_TEXTS,
-  trainableDataset,
-  uploadedDataset,
-  useFixtures,
-} from './helpers.js';
+import { HOUR, rejectionOf, trainableDataset, uploadedDataset, useFixtures } from './helpers.js';
+import { csv, SAMPLE_TEXTS } from '../helpers/fixtures.js';
 
 const fixtures = useFixtures();
 

@@ -15,7 +15,8 @@ import {
   UnexpectedResponseError,
   type TrainingServiceClientOptions,
 } from '../../lambdas/service-client/index.js';
-import { csv, HOUR, MINUTE, rejectionOf, streamError, trainableDataset, useFixtures } from './helpers.js';
+import { HOUR, MINUTE, rejectionOf, streamError, trainableDataset, useFixtures } from './helpers.js';
+import { csv } from '../helpers/fixtures.js';
 
 const fixtures = useFixtures();
 

@@ -8,7 +8,7 @@ import {
   type HeldOutExample,
   type LabelIndex,
 } from '../../lambdas/drop/labels.js';
-import { RunError } from '../../lambdas/run/errors/index.js';
+import { runErrorOf, runErrorThrownBy } from '../helpers/run-errors.js';
 
 /** The index of a labels file with this content, streamed in small chunks like a network body. */
 function indexOf(csv: string, fileName = 'labels.csv', chunkBytes = 7): Promise<LabelIndex> {
@@ -24,26 +24,6 @@ function indexOfBytes(bytes: Buffer, chunkBytes: number, fileName = 'labels.csv'
 
 function labelOf(index: LabelIndex, example: HeldOutExample): string {
   return index.match(example).label;
-}
-
-function refusal(action: () => unknown): RunError {
-  try {
-    action();
-  } catch (error) {
-    if (error instanceof RunError) return error;
-    throw error;
-  }
-  throw new Error('no RunError was thrown');
-}
-
-async function refusalOf(action: () => Promise<unknown>): Promise<RunError> {
-  try {
-    await action();
-  } catch (error) {
-    if (error instanceof RunError) return error;
-    throw error;
-  }
-  throw new Error('no RunError was thrown');
 }
 
 describe('whitespace normalisation', () => {
@@ -101,8 +81,8 @@ describe('the labels file', () => {
     const index = await indexOf('id,label\nr-1,positive\nR-2,negative\n r-3,neutral\n');
     expect(labelOf(index, { id: 'r-1', text: 'whatever' })).toBe('positive');
     expect(labelOf(index, { id: 'R-2', text: '' })).toBe('negative');
-    expect(refusal(() => index.match({ id: 'r-2', text: 'x' })).code).toBe('label_missing');
-    expect(refusal(() => index.match({ id: 'r-3', text: 'x' })).code).toBe('label_missing');
+    expect(runErrorThrownBy(() => index.match({ id: 'r-2', text: 'x' })).code).toBe('label_missing');
+    expect(runErrorThrownBy(() => index.match({ id: 'r-3', text: 'x' })).code).toBe('label_missing');
     expect(labelOf(index, { id: ' r-3', text: 'x' })).toBe('neutral');
   });
 
@@ -112,7 +92,9 @@ describe('the labels file', () => {
     );
     expect(labelOf(index, { id: 'a#1', text: 'Great value, really' })).toBe('positive');
     expect(labelOf(index, { id: 'a#2', text: '\tLoud  and\ncheap. ' })).toBe('negative');
-    expect(refusal(() => index.match({ id: 'a#3', text: 'loud and cheap.' })).code).toBe('label_missing');
+    expect(runErrorThrownBy(() => index.match({ id: 'a#3', text: 'loud and cheap.' })).code).toBe(
+      'label_missing',
+    );
   });
 
   it('lets [EMAIL], [PHONE] and any [UPPER_CASE] placeholder stand for what the service masked', async () => {
@@ -135,19 +117,22 @@ describe('the labels file', () => {
     expect(labelOf(index, { id: 'c', text: 'Card [CREDIT_CARD_9] was charged twice' })).toBe('negative');
     // Lower case is not a placeholder: it is text, and the user's copy does not have it.
     expect(
-      refusal(() => index.match({ id: 'l', text: 'Contact me at [email] if you need photos.' })).code,
+      runErrorThrownBy(() => index.match({ id: 'l', text: 'Contact me at [email] if you need photos.' }))
+        .code,
     ).toBe('label_missing');
   });
 
   it('names the example, its text and how to fix it when no row matches', async () => {
     const both = await indexOf('id,text,label\nr-1,hello,positive\n');
-    expect(refusal(() => both.match({ id: 'reviews.csv#7', text: 'Call me at [PHONE]' })).detail).toBe(
+    expect(
+      runErrorThrownBy(() => both.match({ id: 'reviews.csv#7', text: 'Call me at [PHONE]' })).detail,
+    ).toBe(
       'no row of labels.csv matches held-out example "reviews.csv#7" (text: "Call me at [PHONE]"): add a row ' +
         'whose id is "reviews.csv#7" or whose text is the example\'s text (your original; [EMAIL], [PHONE] and ' +
         'other [UPPER_CASE] placeholders stand for what the service masked) with its label',
     );
     const byId = await indexOf('id,label\nr-1,positive\n', 'answers.csv');
-    expect(refusal(() => byId.match({ id: 'r-2', text: 't' })).detail).toBe(
+    expect(runErrorThrownBy(() => byId.match({ id: 'r-2', text: 't' })).detail).toBe(
       'no row of answers.csv matches held-out example "r-2" (text: "t"): add a row whose id is "r-2" with its label',
     );
   });
@@ -167,7 +152,7 @@ describe('the labels file', () => {
     expect(agreeing.label).toBe('negative');
     expect(agreeing.rows.map((row) => row.row)).toEqual([2, 4]);
 
-    const ambiguous = refusal(() => index.match({ id: 'x#2', text: 'Arrived early.' }));
+    const ambiguous = runErrorThrownBy(() => index.match({ id: 'x#2', text: 'Arrived early.' }));
     expect(ambiguous.code).toBe('label_ambiguous');
     expect(ambiguous.detail).toBe(
       'labels.csv: rows that match held-out example "x#2" (text: "Arrived early.") give different labels ' +
@@ -175,7 +160,9 @@ describe('the labels file', () => {
     );
 
     // Through a placeholder: rows 5 and 6 match "Arrived [X]", and disagree.
-    expect(refusal(() => index.match({ id: 'x#3', text: 'Arrived [X]' })).code).toBe('label_ambiguous');
+    expect(runErrorThrownBy(() => index.match({ id: 'x#3', text: 'Arrived [X]' })).code).toBe(
+      'label_ambiguous',
+    );
     // A row that holds the placeholder itself matches too.
     expect(labelOf(index, { id: 'x#4', text: 'Mail [EMAIL] now' })).toBe('neutral');
   });
@@ -187,7 +174,7 @@ describe('the labels file', () => {
     expect(labelOf(index, { id: 'r-1', text: 'Same words.' })).toBe('positive');
     expect(labelOf(index, { id: 'r-2', text: 'Same words.' })).toBe('negative');
     expect(labelOf(index, { id: 'data.csv#3', text: 'Other.' })).toBe('neutral');
-    expect(refusal(() => index.match({ id: 'data.csv#9', text: 'Same words.' })).code).toBe(
+    expect(runErrorThrownBy(() => index.match({ id: 'data.csv#9', text: 'Same words.' })).code).toBe(
       'label_ambiguous',
     );
   });
@@ -212,7 +199,7 @@ describe('the labels file', () => {
   });
 
   it('refuses a file that is not CSV, naming the line and the cause', async () => {
-    const unclosed = await refusalOf(() => indexOf('id,label\nr-1,positive\nr-2,"negative\nr-3,neutral\n'));
+    const unclosed = await runErrorOf(indexOf('id,label\nr-1,positive\nr-2,"negative\nr-3,neutral\n'));
     expect(unclosed.code).toBe('invalid_labels_file');
     expect(unclosed.detail).toBe(
       'labels.csv is not valid CSV: a quote opened in the row starting on line 3 is never closed. Close it (a quote inside a quoted cell is written twice: "") and upload the drop again',
@@ -220,19 +207,17 @@ describe('the labels file', () => {
     // A quote left open in a large file runs into the record size limit far below it: the
     // message still names the line the row started on.
     const far = `id,label\nr-1,"positive\n${'r-2,negative\n'.repeat(100_000)}`;
-    expect((await refusalOf(() => indexOf(far, 'labels.csv', 64 * 1024))).detail).toMatch(
+    expect((await runErrorOf(indexOf(far, 'labels.csv', 64 * 1024))).detail).toMatch(
       /^labels\.csv is not valid CSV: a quote opened in the row starting on line 2 is never closed\. /,
     );
     // A row over 1 MiB on its own line: csv-parse's words, which name it.
-    const long = await refusalOf(() =>
-      indexOf(`id,label\nr-1,${'x'.repeat(1100 * 1024)}\n`, 'l.csv', 64 * 1024),
-    );
+    const long = await runErrorOf(indexOf(`id,label\nr-1,${'x'.repeat(1100 * 1024)}\n`, 'l.csv', 64 * 1024));
     expect(long.detail).toMatch(/^l\.csv is not valid CSV: Max Record Size: .* at line 2\. Fix the file /);
     // A quote in the middle of an unquoted cell (csv-parse's code for it has no CSV_ prefix).
-    const inside = await refusalOf(() => indexOf('id,label\nr-1,positive\nr"2,negative\n'));
+    const inside = await runErrorOf(indexOf('id,label\nr-1,positive\nr"2,negative\n'));
     expect(inside.code).toBe('invalid_labels_file');
     expect(inside.detail).toContain('line 3');
-    const after = await refusalOf(() => indexOf('id,label\n"r-1"x,positive\n'));
+    const after = await runErrorOf(indexOf('id,label\n"r-1"x,positive\n'));
     expect(after.detail).toContain('line 2');
     expect(after.detail).not.toContain('never closed');
   });
@@ -274,7 +259,7 @@ describe('the labels file', () => {
       Buffer.from(',\n'),
     ]);
     for (const chunkBytes of [1, 2, 3, 7, 64]) {
-      const error = await refusalOf(() => indexOfBytes(bytes, chunkBytes));
+      const error = await runErrorOf(indexOfBytes(bytes, chunkBytes));
       expect(error.code).toBe('invalid_labels_file');
       expect(error.detail).toBe(
         'labels.csv is not UTF-8 text: the byte at offset 29 (0xe9) does not start a valid UTF-8 character. Save the file as UTF-8 and upload it again',
@@ -282,28 +267,30 @@ describe('the labels file', () => {
     }
     // A character cut off at the end of the file.
     const cut = Buffer.from('id,label\nr1,😀').subarray(0, -1);
-    expect((await refusalOf(() => indexOfBytes(cut, 5))).detail).toContain('offset 12 (0xf0)');
+    expect((await runErrorOf(indexOfBytes(cut, 5))).detail).toContain('offset 12 (0xf0)');
     // Characters split across chunks, and a U+FFFD the file really holds, are fine.
     const fine = await indexOfBytes(Buffer.from('id,label\nr1,😀 é \uFFFD\n'), 1);
     expect(fine.match({ id: 'r1', text: '' }).label).toBe('😀 é \uFFFD');
   });
 
   it('refuses a header without label, or without id and text', async () => {
-    expect(refusal(() => labelColumns(['id', 'text'], 'labels.csv')).detail).toBe(
+    expect(runErrorThrownBy(() => labelColumns(['id', 'text'], 'labels.csv')).detail).toBe(
       'labels.csv: the header row has "id", "text"; it needs a "label" column and an "id" or a "text" column ' +
         '(missing "label"). Example header: id,label',
     );
-    expect(refusal(() => labelColumns(['label', 'Text'], 'labels.csv')).detail).toContain(
+    expect(runErrorThrownBy(() => labelColumns(['label', 'Text'], 'labels.csv')).detail).toContain(
       'has "label", "Text"; it needs a "label" column and an "id" or a "text" column (missing "id" or "text")',
     );
-    expect(refusal(() => labelColumns(['name'], 'l.csv')).detail).toContain(
+    expect(runErrorThrownBy(() => labelColumns(['name'], 'l.csv')).detail).toContain(
       '(missing "label" and "id" or "text")',
     );
-    expect(refusal(() => labelColumns([], 'l.csv')).detail).toContain('the header row has no columns');
-    expect(refusal(() => labelColumns(['id', 'label', 'label'], 'l.csv')).detail).toBe(
+    expect(runErrorThrownBy(() => labelColumns([], 'l.csv')).detail).toContain(
+      'the header row has no columns',
+    );
+    expect(runErrorThrownBy(() => labelColumns(['id', 'label', 'label'], 'l.csv')).detail).toBe(
       'l.csv: the header row names "label" 2 times (it has "id", "label", "label"); keep one "label" column',
     );
-    const empty = await refusalOf(() => indexOf(''));
+    const empty = await runErrorOf(indexOf(''));
     expect(empty.code).toBe('invalid_labels_file');
   });
 

@@ -4,7 +4,7 @@
  * `answer` returns and records what came. The real SDK client talks to it over HTTP.
  */
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback } from './loopback.js';
 
 export interface AwsJsonRequest {
   /** The X-Amz-Target header: `<Service>.<Operation>`. */
@@ -49,16 +49,5 @@ export async function startAwsJsonEndpoint(
       res.end(JSON.stringify(body));
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${String((server.address() as AddressInfo).port)}`,
-    requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => {
-          resolve();
-        });
-      }),
-  };
+  return { ...(await listenOnLoopback(server)), requests };
 }

@@ -4,7 +4,7 @@
  * it over HTTP, as `hopper <command> --stack NAME` does to CloudFormation.
  */
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback } from './loopback.js';
 
 export interface CloudFormationEndpoint {
   readonly url: string;
@@ -53,18 +53,7 @@ export async function startCloudFormationEndpoint(
       );
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${String((server.address() as AddressInfo).port)}`,
-    actions,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => {
-          resolve();
-        });
-      }),
-  };
+  return { ...(await listenOnLoopback(server)), actions };
 }
 
 function escape(text: string): string {

@@ -4,20 +4,15 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { writeDropFolder } from './fixtures.js';
 
 const BIN = fileURLToPath(new URL('../../bin/hopper.mjs', import.meta.url));
 
 /** A drop folder `name` in `parent`: one small CSV and train.json `{}`. */
-export async function smallDrop(parent: string, name: string): Promise<string> {
-  const folder = join(parent, name);
-  await mkdir(folder);
-  await writeFile(join(folder, 'reviews.csv'), 'id,text\nr1,good\nr2,bad\n');
-  await writeFile(join(folder, TRAIN_JSON), '{}');
-  return folder;
+export function smallDrop(parent: string, name: string): Promise<string> {
+  return writeDropFolder(parent, name, { 'reviews.csv': 'id,text\nr1,good\nr2,bad\n', [TRAIN_JSON]: '{}' });
 }
 
 /**

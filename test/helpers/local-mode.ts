@@ -2,12 +2,22 @@
  * Local mode for end-to-end tests: startLocalMode with Wait states and retry pauses cut short,
  * closed after each test, and drops that run to their end within a bounded time.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { afterEach } from 'vitest';
 import { readStatus, type RunStatus } from '../../lambdas/run/status/index.js';
 import { inboxKey, MODELS_PREFIX, TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { startLocalMode, type LocalMode, type LocalModeOptions } from '../../local/emulator/local-mode.js';
+import type { TaskName } from '../../infra/tasks.js';
+import {
+  startLocalMode,
+  type LocalMode,
+  type LocalModeOptions,
+  type LocalTask,
+} from '../../local/emulator/local-mode.js';
 import type { Execution, ExecutionEvent, ExecutionOutcome } from '../../local/emulator/state-machine.js';
+import type { SimulatedService } from '../../local/service/index.js';
 import { putDrop } from './pipeline.js';
 import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
 import { withTimeout } from '../../testkit/timeout.js';
@@ -38,25 +48,43 @@ export function startBriskLocalMode(options: LocalModeOptions = {}): Promise<Loc
   });
 }
 
-/**
- * Local mode kept in `dataDir`, as startBriskLocalMode starts it, for tests that stop it and start
- * it again on the same data directory: `cleanups` closes it unless the test did.
- */
-export async function startKeptLocalMode(
-  dataDir: string,
-  cleanups: (() => Promise<void>)[],
-  options: LocalModeOptions = {},
-): Promise<LocalMode> {
-  const local = await startBriskLocalMode({ ...options, dataDir });
-  let closed = false;
-  cleanups.push(async () => {
-    if (!closed) await local.close();
+/** For tests that stop local mode and start it again on the same data directory. */
+export interface KeptLocalModeFixture {
+  /** A fresh data directory, removed after the test. */
+  dataDir(): Promise<string>;
+  /** Local mode kept in `dataDir`, as startBriskLocalMode starts it; closed after the test unless the test did. */
+  start(dataDir: string, options?: LocalModeOptions): Promise<LocalMode>;
+  /** Runs `cleanup` after the test, before what was registered earlier. */
+  defer(cleanup: () => Promise<void>): void;
+}
+
+export function useKeptLocalMode(): KeptLocalModeFixture {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
   return {
-    ...local,
-    async close() {
-      closed = true;
-      await local.close();
+    async dataDir() {
+      const dataDir = await mkdtemp(join(tmpdir(), 'hopper-data-'));
+      cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+      return dataDir;
+    },
+    async start(dataDir, options = {}) {
+      const local = await startBriskLocalMode({ ...options, dataDir });
+      let closed = false;
+      cleanups.push(async () => {
+        if (!closed) await local.close();
+      });
+      return {
+        ...local,
+        async close() {
+          closed = true;
+          await local.close();
+        },
+      };
+    },
+    defer(cleanup) {
+      cleanups.push(cleanup);
     },
   };
 }
@@ -126,6 +154,52 @@ export async function finished(
   const outcome = await withTimeout(execution.done, `run ${execution.name} did not end`, timeoutMs);
   const status = await readStatus(local.s3.client, local.bucket, execution.input.run.drop);
   return { execution, outcome, status, events };
+}
+
+/** The simulated service local mode started (fails the test if it started none). */
+export function simulatedOf(local: LocalMode): SimulatedService {
+  if (local.simulated === undefined) throw new Error('local mode started no simulated service');
+  return local.simulated;
+}
+
+/** The simulated service's answer to GET `path` of its API (with its key), as JSON. */
+export async function serviceGet<T>(service: SimulatedService, path: string): Promise<T> {
+  const answer = await fetch(`${service.apiUrl}${path}`, {
+    headers: { authorization: `Bearer ${service.apiKey}` },
+  });
+  return (await answer.json()) as T;
+}
+
+/** The simulated service's models or datasets, newest first (its first page of 100). */
+export async function serviceList<T>(service: SimulatedService, what: 'models' | 'datasets'): Promise<T[]> {
+  return (await serviceGet<{ data: T[] }>(service, `/v1/${what}?limit=100`)).data;
+}
+
+/** A LocalModeOptions.wrapTask wrapping Task `task` with `wrap`, the other Tasks as they are. */
+export function wrapOnly(
+  task: TaskName,
+  wrap: (lambda: LocalTask) => LocalTask,
+): NonNullable<LocalModeOptions['wrapTask']> {
+  return (name, lambda) => (name === task ? wrap(lambda) : lambda);
+}
+
+/** Resolves once run `runId` enters state `state` (bounded). */
+export function stateReached(
+  local: LocalMode,
+  runId: string,
+  state: string,
+  timeoutMs = RUN_TIMEOUT_MS,
+): Promise<void> {
+  const reached = new Promise<void>((resolve) => {
+    const onEvent = (execution: { name: string }, event: ExecutionEvent): void => {
+      if (execution.name === runId && event.type === 'StateEntered' && event.state.name === state) {
+        local.stateMachine.off('event', onEvent);
+        resolve();
+      }
+    };
+    local.stateMachine.on('event', onEvent);
+  });
+  return withTimeout(reached, `run ${runId} did not reach ${state}`, timeoutMs);
 }
 
 /** The names of the states an execution entered, in order: the route the run took. */

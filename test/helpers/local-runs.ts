@@ -10,18 +10,6 @@ import { modelBytesAt } from '../../local/service/index.js';
 import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
 import { modelObjects, type FinishedRun } from './local-mode.js';
 
-/** Rows with ids, and a labels file answering every one of them. */
-export const REVIEWS_CSV = [
-  'id,text',
-  'r1,The desk lamp arrived early and the quality is excellent.',
-  'r2,The rain jacket is loud and the handle came loose.',
-  'r3,It is a phone case. Does the job.',
-  'r4,The yoga mat matches the description.',
-].join('\n');
-export const LABELS_BY_ID = ['id,label', 'r1,positive', 'r2,negative', 'r3,neutral', 'r4,neutral'].join('\n');
-/** The drop's data files: the reviews and their labels (add train.json). */
-export const REVIEWS_FILES = { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID } as const;
-
 /** model.json as far as the tests read it. */
 export interface ModelJson {
   readonly model: {
@@ -64,6 +52,21 @@ export function expectSucceeded(status: RunStatus | null, runId: string): string
   });
   expect(status?.model?.bytes).toBe(BRISK_SERVICE.modelBytes);
   return status?.model_id ?? '';
+}
+
+/**
+ * The run succeeded and saved its model: status.json says so, and models/<drop>/ holds that
+ * model's two files and nothing else, copied whole (expectCopied). The model id and model.json.
+ */
+export async function expectSaved(
+  local: LocalMode,
+  run: FinishedRun,
+): Promise<{ readonly modelId: string; readonly record: ModelJson }> {
+  expect(run.outcome.status).toBe('SUCCEEDED');
+  const modelId = expectSucceeded(run.status, run.execution.name);
+  const objects = await modelObjects(local, run.execution.input.run.drop);
+  expect([...objects.keys()].sort()).toEqual([`${modelId}/model.json`, `${modelId}/model.onnx`]);
+  return { modelId, record: expectCopied(objects, modelId, run.execution.name) };
 }
 
 /**

@@ -24,7 +24,9 @@ import {
 } from '../../lambdas/run/invocation/index.js';
 import type { InvocationContext, StepEnv } from '../../lambdas/run/invocation/index.js';
 import type { CreditBudget } from '../../lambdas/run/lock/index.js';
-import type { RunState } from '../../lambdas/run/state/index.js';
+import { configOf, stateOf, uniqueDrop } from './fixtures.js';
+import { datasetSlot, type RunConfig, type RunState } from '../../lambdas/run/state/index.js';
+import type { Dataset } from '../../lambdas/service-client/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { QUICK } from '../client/helpers.js';
 
@@ -49,6 +51,15 @@ export interface PipelineFixtures {
       creditBudget?: CreditBudget;
     },
   ): Runtime;
+  /**
+   * The state of a run of a fresh drop in the local bucket, with `config` and its dataset slot
+   * made from `dataset` as `service` answered it now.
+   */
+  withDataset(service: SimulatedService, dataset: Dataset, config?: RunConfig): RunState;
+  /** A runtime on the local S3 server alone, for the steps that call no service (validate_drop). */
+  s3Runtime(): Runtime;
+  /** Puts `files` into inbox/<drop>/ (train.json last); the state the drop's run starts with. */
+  dropped(files: Readonly<Record<string, string | Buffer>>, drop?: string): Promise<RunState>;
 }
 
 export function usePipelineFixtures(): PipelineFixtures {
@@ -98,12 +109,18 @@ export function usePipelineFixtures(): PipelineFixtures {
       runtimes.push(runtime);
       return runtime;
     },
+    withDataset(service, dataset, config = configOf()) {
+      return stateOf(s3().bucket, { config, dataset: datasetSlot(dataset, undefined, service.clock.now()) });
+    },
+    s3Runtime() {
+      return createRuntime({ s3: s3().client, logger: new Logger({ logLevel: 'SILENT' }), dropQuietMs: 0 });
+    },
+    async dropped(files, drop = uniqueDrop()) {
+      const { client, bucket } = s3();
+      await putDrop(client, bucket, drop, files);
+      return runStateFor(client, bucket, drop);
+    },
   };
-}
-
-/** A drop name no other test of the file uses. */
-export function uniqueDrop(prefix = 'drop'): string {
-  return `${prefix}-${randomUUID().slice(0, 8)}`;
 }
 
 /** Puts the files of a drop into inbox/<drop>/, train.json last when given. */

@@ -73,6 +73,18 @@ export function roleStatements(template: Template, fn: CfnResource): Statement[]
     .flatMap((policy) => (policy.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
 }
 
+/** The statements of `fn`'s role that grant an action of `service` (`logs`, `kms`, ...). */
+export function statementsFor(template: Template, fn: CfnResource, service: string): Statement[] {
+  return roleStatements(template, fn).filter((statement) =>
+    actionsOf(statement).some((action) => action.startsWith(`${service}:`)),
+  );
+}
+
+/** The resources of `type` in the template, with their logical ids. */
+export function resourcesOfType(template: Template, type: string): [string, CfnResource][] {
+  return Object.entries(template.findResources(type) as Record<string, CfnResource>);
+}
+
 /** The key pattern of an object ARN in the bucket (`inbox/*`), or null for any other resource. */
 export function objectPattern(resource: unknown, bucketArn: unknown): string | null {
   const flat = flattenReference(resource);

@@ -11,7 +11,8 @@ import {
   actionsOf,
   functionNamed,
   resourcesOf,
-  roleStatements,
+  resourcesOfType,
+  statementsFor,
   synthesize,
   type CfnResource,
   type Statement,
@@ -38,14 +39,8 @@ const DEFAULT_BUS = {
   ],
 };
 
-function resourcesOfType(template: typeof defaults.template, type: string): [string, CfnResource][] {
-  return Object.entries(template.findResources(type) as Record<string, CfnResource>);
-}
-
 function putEvents(template: typeof defaults.template, name: string): Statement[] {
-  return roleStatements(template, functionNamed(template, name).resource).filter((statement) =>
-    actionsOf(statement).some((action) => action.startsWith('events:')),
-  );
+  return statementsFor(template, functionNamed(template, name).resource, 'events');
 }
 
 function runTopic(template: typeof defaults.template): [string, CfnResource] {
@@ -59,10 +54,8 @@ describe('run events', () => {
     const functions = resourcesOfType(defaults.template, 'AWS::Lambda::Function');
     const putting: string[] = [];
     for (const [, fn] of functions) {
-      const statements = roleStatements(defaults.template, fn).filter((statement) =>
-        actionsOf(statement).some((action) => action.startsWith('events:')),
-      );
-      if (statements.length > 0) putting.push(String(fn.Properties.Description).split(':')[0]!);
+      if (statementsFor(defaults.template, fn, 'events').length > 0)
+        putting.push(String(fn.Properties.Description).split(':')[0]!);
     }
     expect(putting.sort()).toEqual(['Hopper Report', 'Hopper ValidateDrop']);
     for (const name of ['ValidateDrop', 'Report']) {

@@ -19,6 +19,8 @@ import {
   objectPattern,
   resourcesOf,
   roleStatements,
+  resourcesOfType,
+  statementsFor,
   synthesize,
   type CfnResource,
   type Statement,
@@ -90,10 +92,6 @@ function evaluated(value: unknown): string {
     account: '123456789012',
   };
   return evaluate(value, deployment, defaults.template.toJSON() as TemplateJson);
-}
-
-function resourcesOfType(template: typeof defaults.template, type: string): [string, CfnResource][] {
-  return Object.entries(template.findResources(type) as Record<string, CfnResource>);
 }
 
 function hopperBucketId(): string {
@@ -298,9 +296,7 @@ describe('the Lambda functions', () => {
       const logGroupId = (resource.Properties.LoggingConfig as { LogGroup: { Ref: string } }).LogGroup.Ref;
       const logGroup = defaults.template.findResources('AWS::Logs::LogGroup')[logGroupId] as CfnResource;
       expect(logGroup.Properties.RetentionInDays).toBe(90);
-      const logWrites = roleStatements(defaults.template, resource).filter((statement) =>
-        actionsOf(statement).some((action) => action.startsWith('logs:')),
-      );
+      const logWrites = statementsFor(defaults.template, resource, 'logs');
       expect(logWrites.flatMap(resourcesOf)).toEqual([{ 'Fn::GetAtt': [logGroupId, 'Arn'] }]);
     },
   );
@@ -364,10 +360,8 @@ describe('the Lambda functions', () => {
   it('lets only the service-calling Tasks read exactly the one secret', () => {
     const [secretId] = resourcesOfType(defaults.template, 'AWS::SecretsManager::Secret').map(([id]) => id);
     for (const name of TASK_NAMES) {
-      const statements = roleStatements(defaults.template, functionNamed(defaults.template, name).resource);
-      const secretReads = statements.filter((statement) =>
-        actionsOf(statement).some((action) => action.startsWith('secretsmanager:')),
-      );
+      const { resource } = functionNamed(defaults.template, name);
+      const secretReads = statementsFor(defaults.template, resource, 'secretsmanager');
       expect(secretReads.flatMap(resourcesOf)).toEqual(EXPECTED[name].secret ? [{ Ref: secretId }] : []);
     }
   });
@@ -414,9 +408,7 @@ describe('a secret encrypted with its own KMS key (-c apiKeySecretKmsKeyArn)', (
   const keyArn = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
   const withKey = synthesize({ ...EXISTING_RESOURCES, apiKeySecretKmsKeyArn: keyArn });
   const kmsStatements = (hopper: typeof defaults, name: string) =>
-    roleStatements(hopper.template, functionNamed(hopper.template, name).resource).filter((statement) =>
-      actionsOf(statement).some((action) => action.startsWith('kms:')),
-    );
+    statementsFor(hopper.template, functionNamed(hopper.template, name).resource, 'kms');
 
   it('lets exactly the functions that read the secret decrypt with the key, through Secrets Manager only', () => {
     for (const name of TASK_NAMES) {

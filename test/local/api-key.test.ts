@@ -3,13 +3,13 @@
  * `--api-key` give it): never in a state's input or output, an execution's error, the status
  * file or model.json, whether the service takes the key or refuses it.
  */
-import { readFile, readdir } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { modelRecordKey } from '../../lambdas/storage/keys.js';
 import { startSimulatedService, type SimulatedService } from '../../local/service/index.js';
 import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
 import { dropAndRun, useLocalMode } from '../helpers/local-mode.js';
 import { readText } from '../helpers/pipeline.js';
+import { exampleDrop } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
 const KEY = 'sk-hopper-7Qx2-SECRET';
@@ -18,18 +18,11 @@ afterEach(async () => {
   await service?.close();
 });
 
-async function exampleDrop(): Promise<Record<string, Buffer>> {
-  const folder = new URL('../../examples/reviews/', import.meta.url);
-  const files: Record<string, Buffer> = {};
-  for (const name of await readdir(folder)) files[name] = await readFile(new URL(name, folder));
-  return files;
-}
-
 describe('the API key in local mode', () => {
   it("is in no state's input or output, no error, no status file and no model.json", async () => {
     service = await startSimulatedService({ ...BRISK_SERVICE, apiKey: KEY });
     const good = await fixture.start({ service: { url: service.apiUrl, apiKey: KEY } });
-    const success = await dropAndRun(good, 'key-good', await exampleDrop());
+    const success = await dropAndRun(good, 'key-good', exampleDrop());
     expect(success.outcome.status).toBe('SUCCEEDED');
 
     const refusedMode = await fixture.start({ service: { url: service.apiUrl, apiKey: `${KEY}-WRONG` } });

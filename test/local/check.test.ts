@@ -4,7 +4,7 @@
  * words, before local mode starts or anything is sent (test/corpus/bad-input/check.test.ts holds
  * check's agreement with the run on every case of the corpus).
  */
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +20,7 @@ import { runRunCommand } from '../../local/cli/run.js';
 import { ENDPOINTS, startSimulatedService, type SimulatedService } from '../../local/service/index.js';
 import { runCommandCaptured } from '../helpers/commands.js';
 import { hopper, SUBPROCESS_TEST_MS } from '../helpers/hopper-cli.js';
+import { writeDropFolder } from '../helpers/fixtures.js';
 
 let work = '';
 let service: SimulatedService | undefined;
@@ -33,13 +34,8 @@ afterAll(async () => {
 });
 
 /** A folder `name` in the test's folder holding `files`. */
-async function folderOf(name: string, files: Readonly<Record<string, string>>): Promise<string> {
-  const folder = join(work, name);
-  for (const [file, content] of Object.entries(files)) {
-    await mkdir(join(folder, file, '..'), { recursive: true });
-    await writeFile(join(folder, file), content);
-  }
-  return folder;
+function folderOf(name: string, files: Readonly<Record<string, string>>): Promise<string> {
+  return writeDropFolder(work, name, files);
 }
 
 async function checkJson(folder: string): Promise<{ code: number; verdict: CheckVerdict }> {

@@ -6,14 +6,12 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulatedService, type SimulatedService, modelBytesAt } from '../../local/service/index.js';
 import { inboxKey, MODELS_PREFIX, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { hopper, hopperWithin, smallDrop, startHopper, SUBPROCESS_TEST_MS } from '../helpers/hopper-cli.js';
-
-const EXAMPLE = fileURLToPath(new URL('../../examples/reviews', import.meta.url));
+import { EXAMPLE_FOLDER } from '../helpers/fixtures.js';
 
 /** A quick simulated service whose account has no credits: a run gets as far as training. */
 async function brokeService(apiKey: string): Promise<SimulatedService> {
@@ -31,7 +29,7 @@ afterEach(async () => {
 describe('hopper run', () => {
   it('trains the bundled example and leaves model.onnx and model.json in <out>/<drop>/, exit 0', async () => {
     const out = join(work, 'out');
-    const result = await hopper(['run', EXAMPLE, '--out', out, '--wait-ms', '20']);
+    const result = await hopper(['run', EXAMPLE_FOLDER, '--out', out, '--wait-ms', '20']);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     // Not a terminal: one plain line per state, with the service's step and next_action.
@@ -161,7 +159,7 @@ describe('hopper local', { timeout: SUBPROCESS_TEST_MS }, () => {
           new PutObjectCommand({
             Bucket: bucket,
             Key: inboxKey('cli-drop', name),
-            Body: await readFile(join(EXAMPLE, name)),
+            Body: await readFile(join(EXAMPLE_FOLDER, name)),
           }),
         );
       }
@@ -237,7 +235,15 @@ describe('hopper local', { timeout: SUBPROCESS_TEST_MS }, () => {
 
 describe('hopper run --console', { timeout: SUBPROCESS_TEST_MS }, () => {
   it("keeps the console up after the run until Ctrl-C, then exits with the run's code", async () => {
-    const run = startHopper(['run', EXAMPLE, '--out', join(work, 'out'), '--wait-ms', '20', '--console']);
+    const run = startHopper([
+      'run',
+      EXAMPLE_FOLDER,
+      '--out',
+      join(work, 'out'),
+      '--wait-ms',
+      '20',
+      '--console',
+    ]);
     try {
       await run.waitFor('the console stays up at', 60_000, 'stderr');
       const url = /hopper: console at (http:\/\/127\.0\.0\.1:\d+\/)/.exec(run.stdout())?.[1];

@@ -7,17 +7,14 @@
  * no new dataset, no upload. A sweep over budget trains the encoders within it and stops before the
  * rest; hopper retry after raising the budget adopts those and trains the rest.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RunStatus } from '../../lambdas/run/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { runRetryCommand } from '../../local/cli/retry.js';
 import { runStatusCommand } from '../../local/cli/status.js';
 import type { LocalMode, LocalModeOptions } from '../../local/emulator/local-mode.js';
 import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
-import { dropAndRun, finished, nextExecution, startKeptLocalMode } from '../helpers/local-mode.js';
+import { dropAndRun, finished, nextExecution, useKeptLocalMode } from '../helpers/local-mode.js';
 import { putDrop } from '../helpers/pipeline.js';
 import { withTimeout } from '../../testkit/timeout.js';
 
@@ -30,17 +27,14 @@ const CSV = ['id,text', 'r1,The lamp is bright.', 'r2,The strap broke on day one
 const TEST_MS = 240_000;
 const RUN_MS = 120_000;
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const kept = useKeptLocalMode();
 
 function start(
   dataDir: string,
   perDay: number,
   simulated: LocalModeOptions['simulated'] = {},
 ): Promise<LocalMode> {
-  return startKeptLocalMode(dataDir, cleanups, {
+  return kept.start(dataDir, {
     creditBudget: { perDay },
     simulated: { heldOutCount: 0, credits: CREDITS, ...simulated },
   });
@@ -63,8 +57,7 @@ async function runsOf(local: LocalMode, drops: readonly string[], upload: () => 
 
 describe('the credit budget in local mode', { timeout: TEST_MS }, () => {
   it(`${String(DROPS)} drops at once against a budget of ${String(BUDGET)}: ${String(BUDGET)} credits spent, the rest stopped before spending and resumed by hopper retry once the budget is raised`, async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'hopper-budget-'));
-    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const dataDir = await kept.dataDir();
     const drops = Array.from({ length: DROPS }, (_, n) => `budget-${String(n).padStart(2, '0')}`);
     const began = performance.now();
 
@@ -130,8 +123,7 @@ describe('the credit budget in local mode', { timeout: TEST_MS }, () => {
   });
 
   it('a sweep over budget: the encoders within it trained, the rest stopped; hopper retry goes on with them once the budget is raised', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'hopper-budget-sweep-'));
-    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const dataDir = await kept.dataDir();
     const encoders = ['enc-a', 'enc-b', 'enc-c'].map((id, n) => ({ id, name: id, default: n === 0 }));
     const files = {
       'reviews.csv': CSV,

@@ -3,49 +3,37 @@
  * earlier drops, status files, models, the service's records and credits; a run cut off by the stop is marked `interrupted` with how to start it over;
  * and the same train.json dropped again after the restart is a new run, not a duplicate.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readStatus } from '../../lambdas/run/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { startConsole } from '../../local/console/index.js';
 import type { RunPage } from '../../local/console/runs.js';
-import { startLocalMode, type LocalMode } from '../../local/emulator/local-mode.js';
+import { startLocalMode } from '../../local/emulator/local-mode.js';
 import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
 import {
   dropAndRun,
   modelObjects,
   nextExecution,
-  RUN_TIMEOUT_MS,
-  startKeptLocalMode,
+  useKeptLocalMode,
+  stateReached,
 } from '../helpers/local-mode.js';
 import { putDrop } from '../helpers/pipeline.js';
 import { folderFiles } from '../helpers/console.js';
-import { withTimeout } from '../../testkit/timeout.js';
+import { EXAMPLE_FOLDER } from '../helpers/fixtures.js';
 
-const REVIEWS = new URL('../../examples/reviews/', import.meta.url).pathname;
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-function startKept(dataDir: string): Promise<LocalMode> {
-  return startKeptLocalMode(dataDir, cleanups);
-}
+const kept = useKeptLocalMode();
 
 /** Two local modes, one after the other, each with a run: about 25 s on a quiet 2-core machine. */
 const RESTART_TEST_MS = 90_000;
 
 describe('hopper local --data-dir', { timeout: RESTART_TEST_MS }, () => {
   it('keeps drops, status files, models and the simulated service across a restart, and marks a run cut off by the stop interrupted', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'hopper-data-'));
-    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
-    const files = await folderFiles(REVIEWS);
+    const dataDir = await kept.dataDir();
+    const files = await folderFiles(EXAMPLE_FOLDER);
 
     // First start: one run succeeds; another is still training when local mode stops.
-    const first = await startKept(dataDir);
+    const first = await kept.start(dataDir);
     const done = await dropAndRun(first, 'reviews', files);
     expect(done.outcome.status).toBe('SUCCEEDED');
     const models = await modelObjects(first, 'reviews');
@@ -53,32 +41,13 @@ describe('hopper local --data-dir', { timeout: RESTART_TEST_MS }, () => {
     const slow = nextExecution(first, inboxKey('slow', TRAIN_JSON));
     await putDrop(first.s3.client, first.bucket, 'slow', files);
     const slowRun = await slow.execution;
-    await withTimeout(
-      new Promise<void>((resolve) => {
-        const onEvent = (
-          execution: { name: string },
-          event: { type: string; state?: { name: string } },
-        ): void => {
-          if (
-            execution.name === slowRun.name &&
-            event.type === 'StateEntered' &&
-            event.state?.name === 'WaitForModel'
-          ) {
-            first.stateMachine.off('event', onEvent);
-            resolve();
-          }
-        };
-        first.stateMachine.on('event', onEvent);
-      }),
-      'the slow run did not reach WaitForModel',
-      RUN_TIMEOUT_MS,
-    );
+    await stateReached(first, slowRun.name, 'WaitForModel');
     expect((await readStatus(first.s3.client, first.bucket, 'slow'))?.state).toBe('running');
     const creditsLeft = first.simulated?.credits();
     await first.close();
 
     // Second start on the same folder.
-    const second = await startKept(dataDir);
+    const second = await kept.start(dataDir);
     expect(second.interrupted).toEqual(['slow']);
     const interrupted = await readStatus(second.s3.client, second.bucket, 'slow');
     expect(interrupted).toMatchObject({ run_id: slowRun.name, state: 'interrupted' });
@@ -91,7 +60,7 @@ describe('hopper local --data-dir', { timeout: RESTART_TEST_MS }, () => {
     // The simulated service's records and credits came back too.
     expect(second.simulated?.credits()).toBe(creditsLeft);
     const console = await startConsole(second, { dataDir });
-    cleanups.push(() => console.close());
+    kept.defer(() => console.close());
     const service = (await (await fetch(new URL('/api/service', console.url))).json()) as {
       datasets: { id: string }[];
       models: { id: string; next_action: string }[];
@@ -133,7 +102,7 @@ describe('hopper local --data-dir', { timeout: RESTART_TEST_MS }, () => {
     await putDrop(local.s3.client, local.bucket, 'gone', { 'reviews.csv': 'text\nfine\n' });
     await local.close();
     const again = await startLocalMode({ waitMs: 10, retryPauseMs: 0, simulated: BRISK_SERVICE });
-    cleanups.push(() => again.close());
+    kept.defer(() => again.close());
     const listed = await again.s3.client.send(
       new ListObjectsV2Command({ Bucket: again.bucket, Prefix: inboxKey('gone', '') }),
     );

@@ -23,6 +23,7 @@ import {
   type RunInput,
 } from '../../lambdas/run/state/index.js';
 import type { NextAction } from '../../lambdas/service-client/index.js';
+import { datasetSlotOf, modelSlotOf } from '../helpers/fixtures.js';
 
 const { definition, handlers } = synthesizeLocalDefinition();
 const states = definition.States;
@@ -191,43 +192,24 @@ const CONFIG: RunConfig = {
 
 /** `nextAction` may be a value the types exclude: the definition must route it too. */
 function dataset(nextAction: string): DatasetSlot {
-  return {
+  return datasetSlotOf({
     id: 'ds_1',
-    step: 1,
     status: 'status',
     nextAction: nextAction as NextAction,
-    expiresAt: '2025-01-02T00:00:00.000Z',
-    error: null,
-    labelled: 0,
     waitSeconds: nextAction === 'wait' ? 30 : 0,
-    polls: 0,
-    waitedSeconds: 0,
-    totalPolls: 0,
-    totalWaitSeconds: 0,
-  };
+  });
 }
 
 function model(nextAction: string, attempts = 1): ModelSlot {
-  return {
+  return modelSlotOf({
     id: 'm_1',
-    step: 4,
     status: 'status',
     nextAction: nextAction as NextAction,
     version: attempts,
-    encoder: 'enc',
     attempts,
     retryLeft: attemptsLeft(attempts, CONFIG.maxAttempts),
-    filesExpireAt: null,
-    filesRetentionSeconds: null,
-    expectedFinish: null,
-    onnxBytes: null,
-    error: null,
     waitSeconds: nextAction === 'wait' ? 30 : 0,
-    polls: 0,
-    waitedSeconds: 0,
-    totalPolls: 0,
-    totalWaitSeconds: 0,
-  };
+  });
 }
 
 /** What each Task returns (or throws), call by call; Report decides from the state it is given. */

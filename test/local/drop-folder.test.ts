@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { inboxKey } from '../../lambdas/storage/keys.js';
 import { DropFolderError, readDropFolder, uploadDropFolder } from '../../local/cli/drop-folder.js';
 import { startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
-import { uniqueDrop } from '../helpers/pipeline.js';
+import { uniqueDrop } from '../helpers/fixtures.js';
 
 const temps: string[] = [];
 afterEach(async () => {

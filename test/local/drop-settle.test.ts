@@ -6,8 +6,9 @@
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { finished, modelObjects, nextExecution, useLocalMode } from '../helpers/local-mode.js';
-import { expectCopied, expectSucceeded, LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
+import { finished, nextExecution, useLocalMode } from '../helpers/local-mode.js';
+import { expectSaved } from '../helpers/local-runs.js';
+import { LABELS_BY_ID, REVIEWS_CSV } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
 
@@ -33,10 +34,8 @@ describe('train.json before the data files', () => {
     const run = await finished(local, await started.execution, started.events);
 
     expect(run.status?.error ?? null).toBeNull();
-    expect(run.outcome.status).toBe('SUCCEEDED');
-    const modelId = expectSucceeded(run.status, run.execution.name);
+    const { record } = await expectSaved(local, run);
     expect(run.status).toMatchObject({ files: ['more.csv', 'reviews.csv'], labels: 'labels.csv' });
-    const record = expectCopied(await modelObjects(local, drop), modelId, run.execution.name);
     expect(record.run).toMatchObject({ files: ['more.csv', 'reviews.csv'], labels: 'labels.csv' });
     expect(local.simulated?.requestCount('createDataset')).toBe(1);
   });

@@ -13,14 +13,11 @@ import type { DeliveredRunEvent } from '../../local/emulator/event-bus.js';
 import type { LocalMode } from '../../local/emulator/local-mode.js';
 import { LambdaInvocationError } from '../../local/emulator/lambda-invoke.js';
 import { LOCAL_STATE_MACHINE_ARN } from '../../local/emulator/state-machine.js';
-import { dropAndRun, type FinishedRun, useLocalMode } from '../helpers/local-mode.js';
-import { expectFailed, expectSucceeded, LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
+import { dropAndRun, type FinishedRun, useLocalMode, wrapOnly } from '../helpers/local-mode.js';
+import { expectFailed, expectSucceeded } from '../helpers/local-runs.js';
+import { REVIEWS_CSV, reviewsDrop } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
-
-function reviewsDrop(trainJson = '{}'): Record<string, string> {
-  return { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, 'train.json': trainJson };
-}
 
 /** The events of one run, by detail type; fails unless each type appears at most once. */
 function eventsOf(local: LocalMode, run: FinishedRun): DeliveredRunEvent[] {
@@ -122,17 +119,13 @@ describe('run events through local mode', () => {
   it('a report retried after it put its event (the invocation’s answer lost) puts it once', async () => {
     let reports = 0;
     const local = await fixture.start({
-      wrapTask: (name, task) =>
-        name !== 'Report'
-          ? task
-          : async (input) => {
-              const result = await task(input);
-              reports++;
-              // Lambda ran the handler to its end, then failed to hand back its answer.
-              if (reports === 1)
-                throw new LambdaInvocationError('Lambda.ServiceException', 'the answer was lost');
-              return result;
-            },
+      wrapTask: wrapOnly('Report', (task) => async (input) => {
+        const result = await task(input);
+        reports++;
+        // Lambda ran the handler to its end, then failed to hand back its answer.
+        if (reports === 1) throw new LambdaInvocationError('Lambda.ServiceException', 'the answer was lost');
+        return result;
+      }),
     });
     const run = await dropAndRun(local, 'events-retried', reviewsDrop());
     expectSucceeded(run.status, run.execution.name);

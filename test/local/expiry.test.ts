@@ -13,24 +13,16 @@ import type { FaultRule } from '../../local/service/index.js';
 import { fastClock, type FastClock } from '../helpers/fast-clock.js';
 import {
   dropAndRun,
-  modelObjects,
+  type FinishedRun,
+  serviceGet,
+  simulatedOf,
   statesEntered,
   useLocalMode,
-  type FinishedRun,
 } from '../helpers/local-mode.js';
-import {
-  expectCopied,
-  expectFailed,
-  expectSucceeded,
-  LABELS_BY_ID,
-  REVIEWS_CSV,
-} from '../helpers/local-runs.js';
+import { expectFailed, expectSaved } from '../helpers/local-runs.js';
+import { REVIEWS_CSV, reviewsDrop } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
-
-function reviewsDrop(): Record<string, string> {
-  return { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, 'train.json': '{}' };
-}
 
 describe('an upload URL that expires mid-upload', () => {
   it.each<[string, FaultRule[]]>([
@@ -50,9 +42,7 @@ describe('an upload URL that expires mid-upload', () => {
       const run = await dropAndRun(local, 'upload-expiry', reviewsDrop());
 
       expect(service.faultCount('expire')).toBe(1);
-      expect(run.outcome.status).toBe('SUCCEEDED');
-      const modelId = expectSucceeded(run.status, run.execution.name);
-      expectCopied(await modelObjects(local, 'upload-expiry'), modelId, run.execution.name);
+      await expectSaved(local, run);
       // The file went whole to a fresh URL: the service read every row (4 ids, all labelled).
       expect(service.fileDigest(run.status?.dataset_id ?? '', 'reviews.csv')?.bytes).toBe(
         Buffer.byteLength(REVIEWS_CSV),
@@ -80,9 +70,7 @@ describe('a download link that expires mid-copy', () => {
 
     expect(service.faultCount('cut')).toBe(1);
     expect(service.faultCount('expire')).toBe(1);
-    expect(run.outcome.status).toBe('SUCCEEDED');
-    const modelId = expectSucceeded(run.status, run.execution.name);
-    expectCopied(await modelObjects(local, 'download-expiry'), modelId, run.execution.name);
+    await expectSaved(local, run);
     // Cut, refused as expired, resumed from the fresh link: three GETs, two links.
     expect(service.requestCount('fileDownload')).toBe(3);
     expect(service.requestCount('getDownloadLink')).toBe(2);
@@ -134,12 +122,8 @@ describe('a dataset that expires while labelling', () => {
 });
 
 /** The model's record, straight from the simulated service. */
-async function serviceModel(local: LocalMode, id: string): Promise<{ files_expire_at: string | null }> {
-  const service = local.simulated!;
-  const answer = await fetch(`${service.apiUrl}/v1/models/${id}`, {
-    headers: { authorization: `Bearer ${service.apiKey}` },
-  });
-  return (await answer.json()) as { files_expire_at: string | null };
+function serviceModel(local: LocalMode, id: string): Promise<{ files_expire_at: string | null }> {
+  return serviceGet(simulatedOf(local), `/v1/models/${id}`);
 }
 
 /** Local mode on the fast clock: every Wait moves the service's clock by its seconds. */
@@ -182,10 +166,8 @@ describe('a paid model whose copy keeps failing (files_expire_at approaching)', 
     const run = await dropAndRun(local, 'copy-recovers', reviewsDrop());
 
     expect(run.status?.error ?? null).toBeNull();
-    expect(run.outcome.status).toBe('SUCCEEDED');
     expect(service.faultCount('503')).toBe(40);
-    const modelId = expectSucceeded(run.status, run.execution.name);
-    expectCopied(await modelObjects(local, 'copy-recovers'), modelId, run.execution.name);
+    const { modelId } = await expectSaved(local, run);
     expect(statesEntered(run.events)).toContain('WaitToCopy');
     // The run's summary counts each copy put off with its ModelCopied and WaitToCopy.
     expect(run.status?.summary?.state_transitions).toBe(statesEntered(run.events).length);

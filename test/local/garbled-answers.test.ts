@@ -6,10 +6,11 @@
 import { describe, expect, it } from 'vitest';
 import { TrainingServiceClient, type Model } from '../../lambdas/service-client/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { finished, modelObjects, nextExecution, useLocalMode } from '../helpers/local-mode.js';
+import { finished, nextExecution, useLocalMode } from '../helpers/local-mode.js';
 import { putDrop } from '../helpers/pipeline.js';
 import { withTimeout } from '../../testkit/timeout.js';
-import { expectCopied, expectSucceeded, LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
+import { expectSaved } from '../helpers/local-runs.js';
+import { reviewsDrop } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
 
@@ -28,15 +29,7 @@ describe('answers garbled in transit after the service acted', () => {
       if (service === undefined) throw new Error('local mode started no simulated service');
       const drops = Array.from({ length: RUNS }, (_, index) => `garbled-${index + 1}`);
       const started = drops.map((drop) => nextExecution(local, inboxKey(drop, TRAIN_JSON)));
-      await Promise.all(
-        drops.map((drop) =>
-          putDrop(local.s3.client, local.bucket, drop, {
-            'reviews.csv': REVIEWS_CSV,
-            'labels.csv': LABELS_BY_ID,
-            'train.json': '{}',
-          }),
-        ),
-      );
+      await Promise.all(drops.map((drop) => putDrop(local.s3.client, local.bucket, drop, reviewsDrop())));
       // Bounded: each run ends within RUN_BOUND_MS (a run takes a few seconds; the machine may be busy).
       const runs = await Promise.all(
         started.map(async ({ execution, events }) => {
@@ -66,9 +59,8 @@ describe('answers garbled in transit after the service acted', () => {
       expect(models).toHaveLength(RUNS);
       expect(new Set(models.map((model) => model.dataset_id)).size).toBe(RUNS);
       for (const run of runs) {
-        const modelId = expectSucceeded(run.status, run.execution.name);
+        const { modelId } = await expectSaved(local, run);
         expect(models.map((model) => model.id)).toContain(modelId);
-        expectCopied(await modelObjects(local, run.execution.input.run.drop), modelId, run.execution.name);
       }
       expect(service.credits()).toBe(CREDITS - RUNS);
     },

@@ -8,34 +8,20 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { TaskName } from '../../infra/tasks.js';
-import type { LocalMode, LocalTask } from '../../local/emulator/local-mode.js';
-import type { SimulatedService } from '../../local/service/index.js';
+import type { LocalMode } from '../../local/emulator/local-mode.js';
 import {
   dropAndRun,
-  modelObjects,
+  type FinishedRun,
+  simulatedOf,
   statesEntered,
   useLocalMode,
-  type FinishedRun,
+  wrapOnly,
 } from '../helpers/local-mode.js';
-import {
-  expectCopied,
-  expectFailed,
-  expectSucceeded,
-  LABELS_BY_ID,
-  REVIEWS_CSV,
-} from '../helpers/local-runs.js';
+import { expectFailed, expectSaved } from '../helpers/local-runs.js';
+import { reviewsDrop } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
 const CREDITS = 10;
-
-function reviewsDrop(): Record<string, string> {
-  return { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, 'train.json': '{}' };
-}
-
-function simulatedOf(local: LocalMode): SimulatedService {
-  if (local.simulated === undefined) throw new Error('local mode started no simulated service');
-  return local.simulated;
-}
 
 /** The id at `$.dataset.id` or `$.model.id` of a Task's input. */
 function idIn(input: unknown, kind: 'dataset' | 'model'): string {
@@ -56,16 +42,13 @@ async function startDeletingBefore(
   let deletedId: string | undefined;
   const local = await fixture.start({
     ...simulated,
-    wrapTask: (name: TaskName, run: LocalTask): LocalTask =>
-      name !== task
-        ? run
-        : async (input) => {
-            if (deletedId === undefined) {
-              deletedId = idIn(input, kind);
-              simulatedOf(local).deleteRecord(kind, deletedId);
-            }
-            return run(input);
-          },
+    wrapTask: wrapOnly(task, (run) => async (input) => {
+      if (deletedId === undefined) {
+        deletedId = idIn(input, kind);
+        simulatedOf(local).deleteRecord(kind, deletedId);
+      }
+      return run(input);
+    }),
   });
   return { local, deleted: () => deletedId };
 }
@@ -115,8 +98,7 @@ describe('a dataset gone at the service mid-run', () => {
     const run = await dropAndRun(local, 'dataset-gone-training', reviewsDrop());
 
     expect(deleted()).toBeDefined();
-    const modelId = expectSucceeded(run.status, run.execution.name);
-    expectCopied(await modelObjects(local, 'dataset-gone-training'), modelId, run.execution.name);
+    await expectSaved(local, run);
     expect(service.requestCount('startTraining')).toBe(1);
     expect(service.credits()).toBe(CREDITS - 1);
   });

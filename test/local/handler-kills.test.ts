@@ -21,13 +21,8 @@ import type { LocalMode } from '../../local/emulator/local-mode.js';
 import { startLocalS3 } from '../../local/s3/local-s3.js';
 import { modelBytesAt } from '../../local/service/index.js';
 import { dropAndRun, modelObjects, statesEntered, useLocalMode } from '../helpers/local-mode.js';
-import {
-  expectCopied,
-  expectSucceeded,
-  LABELS_BY_ID,
-  REVIEWS_CSV,
-  type ModelJson,
-} from '../helpers/local-runs.js';
+import { expectSaved } from '../helpers/local-runs.js';
+import { reviewsDrop } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
 const opened: HandlerKills[] = [];
@@ -46,7 +41,7 @@ async function startWithKills(
   return { local, kills };
 }
 
-const DROP = { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, 'train.json': '{}' };
+const DROP = reviewsDrop();
 
 const service = (endpoint: string, status: number) => (effect: SideEffect) =>
   effect.kind === 'service' && effect.endpoint === endpoint && effect.status === status;
@@ -97,14 +92,10 @@ describe('a handler killed after its side effect: the retried step finishes the 
     expect(statesEntered(run.events)).not.toContain('RunFailed');
 
     // The run finished: one dataset, one credit, one model copied whole, every example labelled once.
-    expect(run.outcome.status).toBe('SUCCEEDED');
-    const modelId = expectSucceeded(run.status, run.execution.name);
+    const { record } = await expectSaved(local, run);
     expect(local.simulated?.requestCount('createDataset')).toBe(1);
     expect(local.simulated?.requestCount('startTraining')).toBe(1);
     expect(local.simulated?.credits()).toBe(9);
-    const objects = await modelObjects(local, 'killed');
-    expect([...objects.keys()].sort()).toEqual([`${modelId}/model.json`, `${modelId}/model.onnx`]);
-    const record: ModelJson = expectCopied(objects, modelId, run.execution.name);
     // Every held-out example was answered once (a second, different answer would have been a 409).
     expect(local.simulated?.requestCount('submitLabel')).toBe(4);
     // A kill while labelling loses the killed invocation's count (see docs/reliability.md).

@@ -5,13 +5,15 @@
  * credits held) and what to do; run again while the stopped run's training goes on, it refuses
  * rather than spend a second credit.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulatedService, type SimulatedService } from '../../local/service/index.js';
+import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
 import { hopper, startHopper } from '../helpers/hopper-cli.js';
-import { LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
+import { reviewsDrop, writeDropFolder } from '../helpers/fixtures.js';
+import { serviceList } from '../helpers/local-mode.js';
 
 let work: string;
 let service: SimulatedService;
@@ -19,9 +21,7 @@ beforeEach(async () => {
   work = await mkdtemp(join(tmpdir(), 'hopper-interrupt-'));
   // A training far longer than the test: it is still under way when the command is stopped.
   service = await startSimulatedService({
-    readingMs: 20,
-    structuringMs: 20,
-    queuedMs: 20,
+    ...BRISK_SERVICE,
     trainingMs: 3_600_000,
     modelBytes: 1000,
     credits: 10,
@@ -32,14 +32,8 @@ afterEach(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-async function dropFolder(name: string): Promise<string> {
-  const folder = join(work, name);
-  const { mkdir } = await import('node:fs/promises');
-  await mkdir(folder);
-  await writeFile(join(folder, 'reviews.csv'), REVIEWS_CSV);
-  await writeFile(join(folder, 'labels.csv'), LABELS_BY_ID);
-  await writeFile(join(folder, 'train.json'), '{}');
-  return folder;
+function dropFolder(name: string): Promise<string> {
+  return writeDropFolder(work, name, reviewsDrop());
 }
 
 /** Resolves once `count()` reaches `target` (bounded). */
@@ -49,13 +43,6 @@ async function until(count: () => number, target: number, what: string): Promise
     if (Date.now() > deadline) throw new Error(`${what} did not happen in time`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-}
-
-async function models(): Promise<{ id: string; dataset_id: string; status: string }[]> {
-  const answer = await fetch(`${service.apiUrl}/v1/models?limit=100`, {
-    headers: { authorization: `Bearer ${service.apiKey}` },
-  });
-  return ((await answer.json()) as { data: { id: string; dataset_id: string; status: string }[] }).data;
 }
 
 function args(folder: string): string[] {
@@ -68,7 +55,7 @@ describe('hopper run stopped mid-run, against a service of its own', () => {
     const env = { HOPPER_API_KEY: service.apiKey };
     const first = startHopper(args(folder), env);
     await until(() => service.requestCount('startTraining'), 1, 'a training start');
-    const [model] = await models();
+    const [model] = await serviceList<{ id: string; dataset_id: string; status: string }>(service, 'models');
     if (model === undefined) throw new Error('no model at the service');
     const stopped = await first.stop('SIGINT');
 

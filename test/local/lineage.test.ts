@@ -20,24 +20,25 @@ import type { RunState } from '../../lambdas/run/state/index.js';
 import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
 import type { CurrentModel } from '../../lambdas/steps/lineage.js';
 import { currentModelKey, inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import type { LocalMode, LocalTask } from '../../local/emulator/local-mode.js';
+import type { LocalMode } from '../../local/emulator/local-mode.js';
 import { runModelsCommand, type DropModel } from '../../local/cli/models.js';
 import { runRetryCommand } from '../../local/cli/retry.js';
-import type { TaskName } from '../../infra/tasks.js';
 import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
 import { putDrop } from '../helpers/pipeline.js';
 import {
   dropAndRun,
   finished,
+  type FinishedRun,
   modelObjects,
   nextExecution,
   RUN_TIMEOUT_MS,
   statesEntered,
   useLocalMode,
-  type FinishedRun,
+  wrapOnly,
 } from '../helpers/local-mode.js';
-import { expectSucceeded, REVIEWS_FILES as DATA } from '../helpers/local-runs.js';
+import { expectSucceeded } from '../helpers/local-runs.js';
 import { gate, withTimeout } from '../../testkit/timeout.js';
+import { REVIEWS_FILES as DATA } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
 const metrics = (f1: number) => ({ accuracy: f1 + 0.05, f1 });
@@ -146,14 +147,11 @@ describe('two runs of one drop racing to promote', () => {
     // Each Report waits until both runs have reached theirs, then both go at once.
     let arrived = 0;
     const together = gate();
-    const wrapTask = (name: TaskName, lambda: LocalTask): LocalTask =>
-      name !== 'Report'
-        ? lambda
-        : async (input) => {
-            if ((input as RunState).copy !== undefined && ++arrived === 2) together.open();
-            await withTimeout(together.opened, 'the other run did not reach its report', RUN_TIMEOUT_MS);
-            return lambda(input);
-          };
+    const wrapTask = wrapOnly('Report', (lambda) => async (input) => {
+      if ((input as RunState).copy !== undefined && ++arrived === 2) together.open();
+      await withTimeout(together.opened, 'the other run did not reach its report', RUN_TIMEOUT_MS);
+      return lambda(input);
+    });
     // The first (older) run's model is the better one; the second run's report must not undo it.
     const local = await fixture.start({
       wrapTask,
@@ -207,17 +205,14 @@ describe('two runs of one drop racing to promote', () => {
 describe('a sweep: three encoders from one upload', () => {
   it('one encoder failing: the others are copied and the best promoted; hopper retry trains it, adopting the others', async () => {
     let failNext = true;
-    const wrapTask = (name: TaskName, lambda: LocalTask): LocalTask =>
-      name !== 'StartTraining'
-        ? lambda
-        : (input) => {
-            // On to enc-b: its one attempt fails (the service gives its credit back).
-            if (failNext && (input as RunState).model?.nextEncoder === 'enc-b') {
-              failNext = false;
-              local.simulated?.configure({ failTrainings: 1 });
-            }
-            return lambda(input);
-          };
+    const wrapTask = wrapOnly('StartTraining', (lambda) => (input) => {
+      // On to enc-b: its one attempt fails (the service gives its credit back).
+      if (failNext && (input as RunState).model?.nextEncoder === 'enc-b') {
+        failNext = false;
+        local.simulated?.configure({ failTrainings: 1 });
+      }
+      return lambda(input);
+    });
     const local = await fixture.start({
       wrapTask,
       simulated: {

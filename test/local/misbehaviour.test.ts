@@ -6,40 +6,24 @@
  * and nothing half-written under models/<drop>/.
  */
 import { describe, expect, it } from 'vitest';
-import type { LocalMode } from '../../local/emulator/local-mode.js';
-import type { SimulatedService } from '../../local/service/index.js';
 import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/schedule/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import {
   dropAndRun,
   finished,
+  type FinishedRun,
   nextExecution,
+  serviceList,
+  simulatedOf,
   statesEntered,
   useLocalMode,
-  type FinishedRun,
 } from '../helpers/local-mode.js';
-import { expectFailed, expectSucceeded, LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
+import { expectFailed, expectSucceeded } from '../helpers/local-runs.js';
 import { putDrop } from '../helpers/pipeline.js';
+import { reviewsDrop } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
 const CREDITS = 5;
-
-function reviewsDrop(): Record<string, string> {
-  return { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, 'train.json': '{}' };
-}
-
-function simulatedOf(local: LocalMode): SimulatedService {
-  if (local.simulated === undefined) throw new Error('local mode started no simulated service');
-  return local.simulated;
-}
-
-/** Every model the service holds, straight from its API (with the key it has now). */
-async function serviceModels(service: SimulatedService): Promise<{ id: string; status: string }[]> {
-  const answer = await fetch(`${service.apiUrl}/v1/models?limit=100`, {
-    headers: { authorization: `Bearer ${service.apiKey}` },
-  });
-  return ((await answer.json()) as { data: { id: string; status: string }[] }).data;
-}
 
 /** The states the run failed in: each Task that ended in a Catch to Report. */
 function failedStates(run: FinishedRun): string[] {
@@ -73,7 +57,7 @@ describe('a misbehaving service, end to end in local mode', () => {
     expect(status.error?.message).toContain('the key may have been rotated');
     expect(status.error?.message).toContain('hopper retry rotated');
     // The training was paid and goes on at the service: the status names it and its credit.
-    const [model] = await serviceModels(service);
+    const [model] = await serviceList<{ id: string; status: string }>(service, 'models');
     expect(status.model_id).toBe(model?.id);
     expect(status.summary?.credits).toBe(1);
     expect(status.error?.message).toContain(
@@ -103,7 +87,7 @@ describe('a misbehaving service, end to end in local mode', () => {
     // expectFailed: nothing at all under models/<drop>/ (no model.onnx, no model.json).
     const status = await expectFailed(local, run, 'model_size_mismatch');
     expect(failedStates(run)).toEqual(['CopyModel']);
-    const [model] = await serviceModels(service);
+    const [model] = await serviceList<{ id: string; status: string }>(service, 'models');
     expect(status.error?.message).toContain(`model ${model?.id ?? '?'}`);
     expect(status.error?.message).toContain(`Its model ${model?.id ?? '?'} was paid for (1 credit)`);
     expect(status.error?.message).toMatch(/the file has \d+ bytes, \d+ were expected/);

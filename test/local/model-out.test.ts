@@ -10,7 +10,7 @@ import type { CopySlot } from '../../lambdas/run/state/index.js';
 import { modelFileKey, modelRecordKey } from '../../lambdas/storage/keys.js';
 import { copyModelOut } from '../../local/cli/out-folder.js';
 import { localS3Client, startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
-import { uniqueDrop } from '../helpers/pipeline.js';
+import { uniqueDrop } from '../helpers/fixtures.js';
 
 let local: LocalS3;
 beforeAll(async () => {

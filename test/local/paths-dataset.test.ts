@@ -8,21 +8,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { LocalMode } from '../../local/emulator/local-mode.js';
-import {
-  dropAndRun,
-  modelObjects,
-  statesEntered,
-  useLocalMode,
-  type FinishedRun,
-} from '../helpers/local-mode.js';
-import {
-  expectCopied,
-  expectFailed,
-  expectSucceeded,
-  LABELS_BY_ID,
-  REVIEWS_CSV,
-  type ModelJson,
-} from '../helpers/local-runs.js';
+import { dropAndRun, type FinishedRun, statesEntered, useLocalMode } from '../helpers/local-mode.js';
+import { expectFailed, expectSaved, type ModelJson } from '../helpers/local-runs.js';
+import { REVIEWS_CSV, reviewsDrop } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
 
@@ -31,12 +19,8 @@ const SUGGESTED = { dedupe: 'yes', language: 'en' };
 
 /** The run succeeded with its first training and nothing is lost; one credit spent. */
 async function expectTrained(local: LocalMode, run: FinishedRun): Promise<ModelJson> {
-  expect(run.outcome.status).toBe('SUCCEEDED');
-  const modelId = expectSucceeded(run.status, run.execution.name);
+  const { record } = await expectSaved(local, run);
   expect(run.status?.attempts).toBe(1);
-  const objects = await modelObjects(local, run.execution.input.run.drop);
-  expect([...objects.keys()].sort()).toEqual([`${modelId}/model.json`, `${modelId}/model.onnx`]);
-  const record = expectCopied(objects, modelId, run.execution.name);
   expect(local.simulated?.credits()).toBe(9);
   return record;
 }
@@ -44,11 +28,7 @@ async function expectTrained(local: LocalMode, run: FinishedRun): Promise<ModelJ
 describe('structuring decisions', () => {
   it('"{}" structures without questions (no suggest) and trains: model.onnx and model.json in S3, one credit', async () => {
     const local = await fixture.start();
-    const run = await dropAndRun(local, 'plain', {
-      'reviews.csv': REVIEWS_CSV,
-      'labels.csv': LABELS_BY_ID,
-      'train.json': '{}',
-    });
+    const run = await dropAndRun(local, 'plain', reviewsDrop());
 
     await expectTrained(local, run);
     const route = statesEntered(run.events);
@@ -61,11 +41,7 @@ describe('structuring decisions', () => {
 
   it('"suggested" asks for suggestions and structures with exactly the suggested answers', async () => {
     const local = await fixture.start();
-    const run = await dropAndRun(local, 'suggested', {
-      'reviews.csv': REVIEWS_CSV,
-      'labels.csv': LABELS_BY_ID,
-      'train.json': '{"decisions": "suggested"}',
-    });
+    const run = await dropAndRun(local, 'suggested', reviewsDrop('{"decisions": "suggested"}'));
 
     const record = await expectTrained(local, run);
     expect(statesEntered(run.events)).toEqual(expect.arrayContaining(['Structure', 'PickDecisions']));
@@ -77,11 +53,7 @@ describe('structuring decisions', () => {
 
   it('an explicit answer overrides the suggestion and reaches the service; the other question keeps its suggestion', async () => {
     const local = await fixture.start();
-    const run = await dropAndRun(local, 'explicit', {
-      'reviews.csv': REVIEWS_CSV,
-      'labels.csv': LABELS_BY_ID,
-      'train.json': '{"decisions": {"language": "multi"}}',
-    });
+    const run = await dropAndRun(local, 'explicit', reviewsDrop('{"decisions": {"language": "multi"}}'));
 
     const record = await expectTrained(local, run);
     expect(statesEntered(run.events)).toContain('PickDecisions');
@@ -91,11 +63,11 @@ describe('structuring decisions', () => {
 
   it('an answer outside the choices and an unknown question fail with invalid_decision naming both, nothing structured or trained', async () => {
     const local = await fixture.start();
-    const run = await dropAndRun(local, 'bad-decision', {
-      'reviews.csv': REVIEWS_CSV,
-      'labels.csv': LABELS_BY_ID,
-      'train.json': '{"decisions": {"language": "klingon", "colour": "red"}}',
-    });
+    const run = await dropAndRun(
+      local,
+      'bad-decision',
+      reviewsDrop('{"decisions": {"language": "klingon", "colour": "red"}}'),
+    );
 
     const status = await expectFailed(local, run, 'invalid_decision');
     expect(status).toMatchObject({ step: 2, next_action: 'pick_decisions', attempts: 0 });
@@ -115,11 +87,7 @@ describe('structuring decisions', () => {
 describe('held-out examples', () => {
   it('labels by id answer every held-out example (labelled = heldOutCount) and the run trains', async () => {
     const local = await fixture.start({ simulated: { heldOutCount: 3 } });
-    const run = await dropAndRun(local, 'labels-by-id', {
-      'reviews.csv': REVIEWS_CSV,
-      'labels.csv': LABELS_BY_ID,
-      'train.json': '{}',
-    });
+    const run = await dropAndRun(local, 'labels-by-id', reviewsDrop());
 
     const record = await expectTrained(local, run);
     expect(run.status?.labelled).toBe(3);
@@ -173,11 +141,7 @@ describe('held-out examples', () => {
 describe('datasets the run cannot go on with', () => {
   it('unreadable data (start_over) fails with dataset_unreadable and the service reason; no training, no credit', async () => {
     const local = await fixture.start({ simulated: { unreadable: true } });
-    const run = await dropAndRun(local, 'unreadable', {
-      'reviews.csv': REVIEWS_CSV,
-      'labels.csv': LABELS_BY_ID,
-      'train.json': '{}',
-    });
+    const run = await dropAndRun(local, 'unreadable', reviewsDrop());
 
     const status = await expectFailed(local, run, 'dataset_unreadable');
     expect(status).toMatchObject({ step: 1, next_action: 'start_over', attempts: 0, model_id: null });
@@ -202,11 +166,7 @@ describe('datasets the run cannot go on with', () => {
         local.simulated?.clock.advance(hour);
       }
     });
-    const run = await dropAndRun(local, 'expired', {
-      'reviews.csv': REVIEWS_CSV,
-      'labels.csv': LABELS_BY_ID,
-      'train.json': '{}',
-    });
+    const run = await dropAndRun(local, 'expired', reviewsDrop());
 
     const status = await expectFailed(local, run, 'dataset_expired');
     expect(status).toMatchObject({ step: 1, next_action: 'expired', attempts: 0 });

@@ -20,20 +20,10 @@ import {
   statesEntered,
   useLocalMode,
 } from '../helpers/local-mode.js';
-import {
-  expectCopied,
-  expectFailed,
-  expectSucceeded,
-  LABELS_BY_ID,
-  REVIEWS_CSV,
-} from '../helpers/local-runs.js';
+import { expectCopied, expectFailed, expectSaved, expectSucceeded } from '../helpers/local-runs.js';
+import { reviewsDrop } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
-
-/** A drop that trains when nothing goes wrong; `trainJson` is its train.json. */
-function reviewsDrop(trainJson = '{}'): Record<string, string> {
-  return { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, 'train.json': trainJson };
-}
 
 /** The model id in a state's input ($.model.id). */
 function modelIdIn(input: unknown): string {
@@ -195,10 +185,7 @@ describe('trigger events', () => {
     const { executionArn } = execution.input.run;
     expect({ ...runInputFromEvent(again, 0), executionArn }).toEqual(execution.input.run);
     expect(await local.deliver(again)).toEqual(second);
-    const modelId = expectSucceeded(run.status, execution.name);
-    const objects = await modelObjects(local, 'twice');
-    expect([...objects.keys()].sort()).toEqual([`${modelId}/model.json`, `${modelId}/model.onnx`]);
-    expectCopied(objects, modelId, execution.name);
+    await expectSaved(local, run);
     expect(local.stateMachine.executions()).toEqual([execution]);
     expect(local.simulated?.requestCount('createDataset')).toBe(1);
     expect(local.simulated?.requestCount('startTraining')).toBe(1);

@@ -5,23 +5,20 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { LocalMode } from '../../local/emulator/local-mode.js';
-import { dropAndRun, useLocalMode } from '../helpers/local-mode.js';
-import { expectSucceeded, LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
+import { dropAndRun, serviceGet, simulatedOf, useLocalMode } from '../helpers/local-mode.js';
+import { expectSucceeded } from '../helpers/local-runs.js';
 import { fastClock } from '../helpers/fast-clock.js';
+import { reviewsDrop } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
 const TWO_HOURS_MS = 2 * 3600_000;
 
 /** The model record, straight from the simulated service. */
-async function serviceModel(local: LocalMode, id: string) {
-  const answer = await fetch(`${local.serviceUrl}/v1/models/${id}`, {
-    headers: { authorization: `Bearer ${local.simulated!.apiKey}` },
-  });
-  return (await answer.json()) as { created_at: string; steps: { finished_at: string } };
-}
-
-function reviewsDrop(): Record<string, string> {
-  return { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, 'train.json': '{}' };
+function serviceModel(local: LocalMode, id: string) {
+  return serviceGet<{ created_at: string; steps: { finished_at: string } }>(
+    simulatedOf(local),
+    `/v1/models/${id}`,
+  );
 }
 
 describe('polling a 2-hour training in local mode (fast clock)', () => {

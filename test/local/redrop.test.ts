@@ -18,16 +18,18 @@ import type { TaskName } from '../../infra/tasks.js';
 import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
 import {
   finished,
+  type FinishedRun,
   modelObjects,
   nextExecution,
   RUN_TIMEOUT_MS,
   statesEntered,
   useLocalMode,
-  type FinishedRun,
+  wrapOnly,
 } from '../helpers/local-mode.js';
-import { expectCopied, expectSucceeded, REVIEWS_FILES as DATA } from '../helpers/local-runs.js';
+import { expectCopied, expectSucceeded } from '../helpers/local-runs.js';
 import { putDrop } from '../helpers/pipeline.js';
-import { withTimeout } from '../../testkit/timeout.js';
+import { gate, withTimeout } from '../../testkit/timeout.js';
+import { REVIEWS_FILES as DATA } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
 
@@ -40,31 +42,24 @@ function holdAt(task: TaskName): {
 } {
   let heldRun: string | undefined;
   let held = false;
-  let release: () => void = () => undefined;
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  let reach: () => void = () => undefined;
-  const reached = new Promise<void>((resolve) => {
-    reach = resolve;
-  });
+  const released = gate();
+  const reached = gate();
   return {
-    wrapTask: (name, lambda) =>
-      name !== task
-        ? lambda
-        : async (input) => {
-            if (!held && (input as RunState).run.runId === heldRun) {
-              held = true;
-              reach();
-              await released;
-            }
-            return lambda(input);
-          },
-    reached,
+    wrapTask: wrapOnly(task, (lambda) => async (input) => {
+      if (!held && (input as RunState).run.runId === heldRun) {
+        held = true;
+        reached.open();
+        await released.opened;
+      }
+      return lambda(input);
+    }),
+    reached: reached.opened,
     hold(runId) {
       heldRun = runId;
     },
-    release,
+    release() {
+      released.open();
+    },
   };
 }
 

@@ -5,10 +5,7 @@
  * other settings trains anew while the status keeps naming the paid model, which `hopper retry`
  * then adopts: never stranded at the service.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readStatus } from '../../lambdas/run/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import type { LocalMode } from '../../local/emulator/local-mode.js';
@@ -20,22 +17,21 @@ import {
   finished,
   modelObjects,
   nextExecution,
-  startKeptLocalMode,
+  serviceList,
+  simulatedOf,
+  stateReached,
+  useKeptLocalMode,
 } from '../helpers/local-mode.js';
-import { LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
 import { putDrop } from '../helpers/pipeline.js';
-import { withTimeout } from '../../testkit/timeout.js';
+import { reviewsDrop } from '../helpers/fixtures.js';
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const kept = useKeptLocalMode();
 
-const FILES = { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, [TRAIN_JSON]: '{}' };
+const FILES = reviewsDrop();
 const LONG_TRAINING_MS = 600_000;
 
 function start(dataDir: string, options: { dropQuietMs?: number } = {}): Promise<LocalMode> {
-  return startKeptLocalMode(dataDir, cleanups, {
+  return kept.start(dataDir, {
     ...options,
     simulated: { trainingMs: LONG_TRAINING_MS, credits: 10 },
   });
@@ -47,23 +43,7 @@ async function interruptedWhileTraining(dataDir: string): Promise<string> {
   const started = nextExecution(first, inboxKey('slow', TRAIN_JSON));
   await putDrop(first.s3.client, first.bucket, 'slow', FILES);
   const execution = await started.execution;
-  await withTimeout(
-    new Promise<void>((resolve) => {
-      const onEvent = (run: { name: string }, event: { type: string; state?: { name: string } }): void => {
-        if (
-          run.name === execution.name &&
-          event.type === 'StateEntered' &&
-          event.state?.name === 'WaitForModel'
-        ) {
-          first.stateMachine.off('event', onEvent);
-          resolve();
-        }
-      };
-      first.stateMachine.on('event', onEvent);
-    }),
-    'the run did not reach WaitForModel',
-    30_000,
-  );
+  await stateReached(first, execution.name, 'WaitForModel', 30_000);
   const status = await readStatus(first.s3.client, first.bucket, 'slow');
   await first.close();
   expect(status?.model_id).toEqual(expect.any(String));
@@ -74,14 +54,9 @@ async function interruptedWhileTraining(dataDir: string): Promise<string> {
 async function serviceRecords(
   local: LocalMode,
 ): Promise<{ datasets: number; models: string[]; creditsSpent: number }> {
-  const simulated = local.simulated;
-  if (simulated === undefined) throw new Error('local mode runs the simulated service here');
-  const list = async (what: string): Promise<string[]> => {
-    const answer = await fetch(`${simulated.apiUrl}/v1/${what}?limit=100`, {
-      headers: { authorization: `Bearer ${simulated.apiKey}` },
-    });
-    return ((await answer.json()) as { data: { id: string }[] }).data.map((record) => record.id);
-  };
+  const simulated = simulatedOf(local);
+  const list = async (what: 'models' | 'datasets'): Promise<string[]> =>
+    (await serviceList<{ id: string }>(simulated, what)).map((record) => record.id);
   return {
     datasets: (await list('datasets')).length,
     models: await list('models'),
@@ -91,8 +66,7 @@ async function serviceRecords(
 
 describe('a run interrupted while its paid model trains', { timeout: 90_000 }, () => {
   it('advises hopper retry everywhere, and the same train.json again adopts the paid model: one credit, one dataset', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'hopper-restart-'));
-    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const dataDir = await kept.dataDir();
     const paid = await interruptedWhileTraining(dataDir);
 
     const second = await start(dataDir);
@@ -113,8 +87,7 @@ describe('a run interrupted while its paid model trains', { timeout: 90_000 }, (
   });
 
   it("a run interrupted before it had a dataset: hopper retry starts it again from the drop's files", async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'hopper-restart-'));
-    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const dataDir = await kept.dataDir();
     // The folder settles for 3 s: local mode stops while the run waits in ValidateDrop.
     const first = await start(dataDir, { dropQuietMs: 3_000 });
     const started = nextExecution(first, inboxKey('early', TRAIN_JSON));
@@ -138,14 +111,13 @@ describe('a run interrupted while its paid model trains', { timeout: 90_000 }, (
   });
 
   it('other settings train anew; the paid model stays named in the status, and hopper retry then adopts it: two credits, both models kept', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'hopper-restart-'));
-    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const dataDir = await kept.dataDir();
     const paid = await interruptedWhileTraining(dataDir);
 
     const second = await start(dataDir);
     second.simulated?.clock.advance(LONG_TRAINING_MS);
     second.simulated?.configure({ trainingMs: BRISK_SERVICE.trainingMs });
-    const changed = await dropAndRun(second, 'slow', { ...FILES, [TRAIN_JSON]: '{"maxAttempts": 2}' });
+    const changed = await dropAndRun(second, 'slow', reviewsDrop('{"maxAttempts": 2}'));
     expect(changed.outcome.status).toBe('SUCCEEDED');
     const trained = changed.status?.model_id ?? '';
     expect(trained).not.toBe(paid);

@@ -7,7 +7,6 @@ import { execFile } from 'node:child_process';
 import { chmod, cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { modelBytesAt } from '../../local/service/index.js';
@@ -19,9 +18,9 @@ import {
   type Finished,
 } from '../helpers/hopper-cli.js';
 import { withTimeout } from '../../testkit/timeout.js';
+import { EXAMPLE_FOLDER } from '../helpers/fixtures.js';
 
 const execFileAsync = promisify(execFile);
-const EXAMPLE = fileURLToPath(new URL('../../examples/reviews', import.meta.url));
 
 let work: string;
 const cleanups: (() => Promise<void>)[] = [];
@@ -102,7 +101,7 @@ describe('hopper run --out, checked before the run starts', () => {
 describe('hopper run when the model cannot be saved after the run', () => {
   it('prints the model id and where the model is kept, keeps it there, and exits 3', async () => {
     const drop = join(work, 'reviews');
-    await cp(EXAMPLE, drop, { recursive: true });
+    await cp(EXAMPLE_FOLDER, drop, { recursive: true });
     // A space in the path: the printed cp lines must still work in a shell.
     const out = join(work, 'my out');
     const running = startHopper(['run', drop, '--out', out, '--wait-ms', '20']);
@@ -153,7 +152,7 @@ describe('hopper run when the model cannot be saved after the run', () => {
 describe('two hopper run into one --out at once', () => {
   it('runs one and refuses the other up front; model.onnx and model.json are of one model', async () => {
     const drop = join(work, 'reviews');
-    await cp(EXAMPLE, drop, { recursive: true });
+    await cp(EXAMPLE_FOLDER, drop, { recursive: true });
     const out = join(work, 'out');
     const runs = [0, 1].map(() => startHopper(['run', drop, '--out', out, '--wait-ms', '20']));
     let results: Finished[];

@@ -11,7 +11,7 @@ import { bareEtag } from '../../lambdas/storage/objects.js';
 import type { S3ObjectCreatedEvent } from '../../lambdas/trigger/start-execution.js';
 import { startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
 import { connectS3Events, ruleMatches, type S3EventSource } from '../../local/emulator/s3-events.js';
-import { uniqueDrop } from '../helpers/pipeline.js';
+import { uniqueDrop } from '../helpers/fixtures.js';
 
 /** Bound on every wait for a delivery. */
 const WAIT_MS = 5_000;

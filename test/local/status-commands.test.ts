@@ -19,10 +19,10 @@ import { startLocalMode } from '../../local/emulator/local-mode.js';
 import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
 import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
 import { dropAndRun, finished, nextExecution, RUN_TIMEOUT_MS, useLocalMode } from '../helpers/local-mode.js';
+import { UNLABELLED_FILES } from '../helpers/fixtures.js';
 import { putDrop } from '../helpers/pipeline.js';
 
 const fixture = useLocalMode();
-const DATA = { 'reviews.csv': 'id,text\nr1,good\nr2,bad\nr3,fine\n' };
 
 const run = runCommandCaptured;
 
@@ -43,7 +43,7 @@ describe('the commands against hopper local', () => {
     const env = settingsOf(local);
     expect(Object.values(env).join('\n')).not.toContain(service.apiKey);
 
-    const failed = await dropAndRun(local, 'reviews', { ...DATA, [TRAIN_JSON]: '{}' });
+    const failed = await dropAndRun(local, 'reviews', { ...UNLABELLED_FILES, [TRAIN_JSON]: '{}' });
     expect(failed.status?.error?.code).toBe('no_credits');
 
     const table = await run(runStatusCommand, [], env);
@@ -113,8 +113,8 @@ describe('the commands against hopper local', () => {
     const service = local.simulated;
     if (service === undefined) throw new Error('local mode started no simulated service');
     const env = settingsOf(local);
-    const first = await dropAndRun(local, 'one', { ...DATA, [TRAIN_JSON]: '{}' });
-    const second = await dropAndRun(local, 'two', { ...DATA, [TRAIN_JSON]: '{}' });
+    const first = await dropAndRun(local, 'one', { ...UNLABELLED_FILES, [TRAIN_JSON]: '{}' });
+    const second = await dropAndRun(local, 'two', { ...UNLABELLED_FILES, [TRAIN_JSON]: '{}' });
     expect([first.outcome.status, second.outcome.status]).toEqual(['SUCCEEDED', 'SUCCEEDED']);
 
     const before = service.requestCount('listModels');
@@ -157,7 +157,7 @@ describe('the commands against hopper local', () => {
         'hopper runs: hopper local has no run of "nope": drop a folder into inbox/nope/, train.json last\n',
     });
 
-    const done = await dropAndRun(local, 'done', { ...DATA, [TRAIN_JSON]: '{}' });
+    const done = await dropAndRun(local, 'done', { ...UNLABELLED_FILES, [TRAIN_JSON]: '{}' });
     expect(done.outcome.status).toBe('SUCCEEDED');
     const retry = await run(runRetryCommand, ['done'], env);
     expect(retry.code).toBe(1);
@@ -170,7 +170,7 @@ describe('the commands against hopper local', () => {
     expect(missing.code).toBe(2);
 
     // Two models exist; a status the service does not know is refused, not read as "none".
-    await dropAndRun(local, 'other', { ...DATA, [TRAIN_JSON]: '{}' });
+    await dropAndRun(local, 'other', { ...UNLABELLED_FILES, [TRAIN_JSON]: '{}' });
     expect(JSON.parse((await run(runModelsCommand, ['--json'], env)).stdout)).toHaveLength(2);
     expect(await run(runModelsCommand, ['--status', 'bogus'], env)).toEqual({
       code: 2,
@@ -183,7 +183,10 @@ describe('the commands against hopper local', () => {
   it('hopper retry refuses a retry that would fail the same way, and says what to change', async () => {
     const local = await fixture.start({ simulated: { heldOutCount: 0, failTrainings: 1 } });
     const env = settingsOf(local);
-    const encoder = await dropAndRun(local, 'encoder', { ...DATA, [TRAIN_JSON]: '{"encoder": "nope"}' });
+    const encoder = await dropAndRun(local, 'encoder', {
+      ...UNLABELLED_FILES,
+      [TRAIN_JSON]: '{"encoder": "nope"}',
+    });
     expect(encoder.status?.error?.code).toBe('unknown_encoder');
     const refused = await run(runRetryCommand, ['encoder'], env);
     expect(refused).toMatchObject({ code: 1, stdout: '' });
@@ -191,7 +194,10 @@ describe('the commands against hopper local', () => {
       `hopper retry: run ${encoder.execution.name} of "encoder" failed with unknown_encoder, and s3://${local.bucket}/inbox/encoder/${TRAIN_JSON} is unchanged since, so a retry would fail the same way: fix "encoder" in ${TRAIN_JSON} (or remove it, for the service's default) and upload it with "resume": true, which resumes the run`,
     );
 
-    const failing = await dropAndRun(local, 'attempts', { ...DATA, [TRAIN_JSON]: '{"maxAttempts": 1}' });
+    const failing = await dropAndRun(local, 'attempts', {
+      ...UNLABELLED_FILES,
+      [TRAIN_JSON]: '{"maxAttempts": 1}',
+    });
     expect(failing.status?.error?.code).toBe('training_failed');
     const same = await run(runRetryCommand, ['attempts', '--json'], env);
     expect(same.code).toBe(1);
@@ -268,12 +274,12 @@ describe('hopper runs after a restart of hopper local --data-dir', () => {
       const first = await start();
       let done, cut;
       try {
-        done = await dropAndRun(first, 'reviews', { ...DATA, [TRAIN_JSON]: '{}' });
+        done = await dropAndRun(first, 'reviews', { ...UNLABELLED_FILES, [TRAIN_JSON]: '{}' });
         expect(done.outcome.status).toBe('SUCCEEDED');
         // The same drop again, with a training that outlasts this local mode.
         first.simulated?.configure({ trainingMs: 600_000 });
         const next = nextExecution(first, inboxKey('reviews', TRAIN_JSON));
-        await putDrop(first.s3.client, first.bucket, 'reviews', { ...DATA, [TRAIN_JSON]: '{}' });
+        await putDrop(first.s3.client, first.bucket, 'reviews', { ...UNLABELLED_FILES, [TRAIN_JSON]: '{}' });
         cut = await next.execution;
         const deadline = Date.now() + RUN_TIMEOUT_MS;
         while ((await readStatus(first.s3.client, first.bucket, 'reviews'))?.run_id !== cut.name) {

@@ -16,13 +16,10 @@ import {
   useLocalMode,
   type FinishedRun,
 } from '../helpers/local-mode.js';
-import { expectFailed, expectSucceeded, LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
+import { expectFailed, expectSucceeded } from '../helpers/local-runs.js';
+import { reviewsDrop } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
-
-function reviewsDrop(trainJson = '{}'): Record<string, string> {
-  return { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, 'train.json': trainJson };
-}
 
 /** The step name a Task state's handler reports (`PickDecisions` -> `pick_decisions`). */
 function stepOf(taskName: string): string {

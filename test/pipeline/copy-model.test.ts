@@ -21,14 +21,9 @@ import { modelFileKey, modelPrefix, modelRecordKey } from '../../lambdas/storage
 import { copyModelStep, createCopyModelStep, type ModelDocument } from '../../lambdas/steps/copy-model.js';
 import { modelBytesAt, type SimulatedService } from '../../local/service/index.js';
 import { HOUR } from '../client/helpers.js';
-import {
-  putDrop,
-  readText,
-  runStateFor,
-  stepEnv,
-  uniqueDrop,
-  usePipelineFixtures,
-} from '../helpers/pipeline.js';
+import { putDrop, readText, runStateFor, stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
+import { uniqueDrop } from '../helpers/fixtures.js';
+import { runErrorOf } from '../helpers/run-errors.js';
 
 const fixtures = usePipelineFixtures();
 const MiB = 1024 * 1024;
@@ -96,15 +91,6 @@ async function keysUnder(prefix: string): Promise<string[]> {
   const { client, bucket } = fixtures.s3();
   const list = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix }));
   return (list.Contents ?? []).map((object) => object.Key ?? '');
-}
-
-async function failure(promise: Promise<unknown>): Promise<RunError> {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  if (!(error instanceof RunError)) throw new Error(`expected a RunError, got ${String(error)}`);
-  return error;
 }
 
 /** s3rver is an EventEmitter ('event': S3 notifications), which its type declarations leave out. */
@@ -261,7 +247,7 @@ describe('copy_model', () => {
     const { service, model, runtime, state } = await trained();
     removeFiles(service, model);
 
-    const error = await failure(copyModelStep.run(state, stepEnv(runtime)));
+    const error = await runErrorOf(copyModelStep.run(state, stepEnv(runtime)));
 
     expect(error.code).toBe('model_files_gone');
     const gone = await (await runtime.service()).getModel(model.id);
@@ -302,7 +288,7 @@ describe('copy_model', () => {
 
     // The copy fails once more, past the deadline: the run gives up on it.
     service.configure({ faults: [{ endpoint: 'getDownloadLink', kind: '503', count: 100 }] });
-    const pastDeadline = await failure(
+    const pastDeadline = await runErrorOf(
       copyModelStep.run(
         { ...state, model: { ...state.model!, filesExpireAt: deadline }, copy: putOff },
         stepEnv(runtime),
@@ -314,7 +300,7 @@ describe('copy_model', () => {
     // The service says the files are gone on the next try: the same words.
     service.configure({ faults: [] });
     service.removeModelFiles(model.id, 'refunded');
-    const gone = await failure(copyModelStep.run({ ...state, copy: putOff }, stepEnv(runtime)));
+    const gone = await runErrorOf(copyModelStep.run({ ...state, copy: putOff }, stepEnv(runtime)));
     expectOneWording(gone);
     expect(gone.detail).toContain(`the last with: ${putOff.reason}; `);
   });
@@ -350,7 +336,7 @@ describe('copy_model', () => {
       });
 
       const { result: error, commands } = await recordingCommands(() =>
-        failure(createCopyModelStep({ partBytes: 5 * MiB }).run(state, stepEnv(runtime))),
+        runErrorOf(createCopyModelStep({ partBytes: 5 * MiB }).run(state, stepEnv(runtime))),
       );
 
       expect(error.code).toBe('model_files_gone');

@@ -4,7 +4,7 @@ import { createDatasetStep } from '../../lambdas/steps/create-dataset.js';
 import { DEFAULT_OPTIONS } from '../../local/service/index.js';
 import { CLOCK_START, rejectionOf } from '../client/helpers.js';
 import { stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
-import { configOf, stateOf } from './service-steps.js';
+import { configOf, datasetSlotOf, stateOf } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 
@@ -22,20 +22,13 @@ describe('create_dataset', () => {
 
     const slot = await createDatasetStep.run(stateOf(fixtures.s3().bucket, { config }), stepEnv(runtime));
 
-    expect(slot).toEqual({
-      id: expect.any(String) as string,
-      step: 1,
-      status: 'uploading',
-      nextAction: 'upload_files',
-      expiresAt: new Date(Date.parse(CLOCK_START) + DEFAULT_OPTIONS.datasetTtlMs).toISOString(),
-      error: null,
-      labelled: 0,
-      waitSeconds: 0,
-      polls: 0,
-      waitedSeconds: 0,
-      totalPolls: 0,
-      totalWaitSeconds: 0,
-    });
+    // At upload_files, step 1, not waiting, expiring after the service's dataset TTL.
+    expect(slot).toEqual(
+      datasetSlotOf({
+        id: expect.any(String) as string,
+        expiresAt: new Date(Date.parse(CLOCK_START) + DEFAULT_OPTIONS.datasetTtlMs).toISOString(),
+      }),
+    );
     const record = await (await runtime.service()).getDataset(slot.id);
     expect(record.name).toBe('my reviews');
     expect(record.files.map(({ name, bytes, status }) => ({ name, bytes, status }))).toEqual([

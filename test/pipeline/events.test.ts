@@ -33,8 +33,8 @@ import { reportStep } from '../../lambdas/steps/report.js';
 import { eventMarkerKey } from '../../lambdas/storage/keys.js';
 import { LocalEventBus } from '../../local/emulator/event-bus.js';
 import { CLIENT_SETTINGS, startAwsJsonEndpoint, type AwsJsonEndpoint } from '../helpers/aws-json-endpoint.js';
-import { invocationContext, stepEnv, uniqueDrop, usePipelineFixtures } from '../helpers/pipeline.js';
-import { configOf, stateOf } from './service-steps.js';
+import { invocationContext, stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
+import { configOf, modelSlotOf, stateOf, uniqueDrop } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 
@@ -58,27 +58,16 @@ const DATASET: DatasetSlot = {
 };
 
 function model(overrides: Partial<ModelSlot> = {}): ModelSlot {
-  return {
+  return modelSlotOf({
     id: 'model-1',
     step: 3,
     status: 'done',
     nextAction: 'download',
-    version: 1,
-    encoder: 'enc-small',
     attempts: 2,
-    retryLeft: true,
-    filesExpireAt: null,
-    filesRetentionSeconds: null,
-    expectedFinish: null,
     onnxBytes: 1024,
-    error: null,
-    waitSeconds: 0,
-    polls: 0,
-    waitedSeconds: 0,
     totalPolls: 9,
-    totalWaitSeconds: 0,
     ...overrides,
-  };
+  });
 }
 
 function copyOf(drop: string): CopySlot {
@@ -91,8 +80,11 @@ function copyOf(drop: string): CopySlot {
 
 /** A run's state in `bucket` with the execution's ARN, as Hopper's starters give it. */
 function runState(bucket: string, slots: Omit<RunState, 'run'>, drop = uniqueDrop()): RunState {
-  const state = stateOf(bucket, { config: configOf(), ...slots }, drop);
-  return { ...state, run: { ...state.run, startedAt: STARTED_AT, executionArn: ARN } };
+  return stateOf(
+    bucket,
+    { config: configOf(), ...slots },
+    { drop, startedAt: STARTED_AT, executionArn: ARN },
+  );
 }
 
 describe('run events: what they carry', () => {

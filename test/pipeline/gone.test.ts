@@ -9,7 +9,7 @@ import { datasetSlot, modelSlot, trainingPlan } from '../../lambdas/run/state/in
 import { NotFoundError, ServerError } from '../../lambdas/service-client/index.js';
 import { HOUR, rejectionOf, trainableDataset, uploadedDataset } from '../client/helpers.js';
 import { usePipelineFixtures } from '../helpers/pipeline.js';
-import { stateOf } from './service-steps.js';
+import { stateOf } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 

@@ -22,7 +22,7 @@ import { startTrainingStep } from '../../lambdas/steps/start-training.js';
 import { statusKey, trainingClaimKey } from '../../lambdas/storage/keys.js';
 import { rejectionOf, trainableDataset } from '../client/helpers.js';
 import { invocationContext, readText, usePipelineFixtures } from '../helpers/pipeline.js';
-import { configOf, stateOf } from './service-steps.js';
+import { configOf, stateOf } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 const API_KEY = 'sk-test-0123456789-SECRET';
@@ -92,10 +92,7 @@ describe('the handler wrapper: errors', () => {
     const dataset = await (
       await runtime.service()
     ).createDataset({ name: 'r', files: [{ name: 'a.csv', bytes: 1 }] });
-    const state = stateOf(fixtures.s3().bucket, {
-      config: configOf(),
-      dataset: datasetSlot(dataset, undefined, service.clock.now()),
-    });
+    const state = fixtures.withDataset(service, dataset);
     const error = await rejectionOf(invoke(pollDatasetStep, runtime, state));
     expect(error).toBeInstanceOf(RunError);
     expect(error).toMatchObject({ name: 'Hopper.Retryable', code: 'service_unavailable', retryable: true });
@@ -163,10 +160,7 @@ describe('the handler wrapper: the invocation deadline', () => {
     const dataset = await (
       await runtime.service()
     ).createDataset({ name: 'r', files: [{ name: 'a.csv', bytes: 1 }] });
-    const state = stateOf(fixtures.s3().bucket, {
-      config: configOf(),
-      dataset: datasetSlot(dataset, undefined, service.clock.now()),
-    });
+    const state = fixtures.withDataset(service, dataset);
     const context = invocationContext(DEADLINE_MARGIN_MS + 500);
 
     const error = await rejectionOf(stepHandler(pollDatasetStep).withRuntime(runtime)(state, context));
@@ -188,10 +182,7 @@ describe('the handler wrapper: the invocation deadline', () => {
     const runtime = fixtures.runtime(service, { clientOptions: LAMBDA_CLIENT_OPTIONS });
     const { client, bucket } = fixtures.s3();
     const ready = await trainableDataset(await runtime.service());
-    const state = stateOf(bucket, {
-      config: configOf(),
-      dataset: datasetSlot(ready, undefined, service.clock.now()),
-    });
+    const state = fixtures.withDataset(service, ready);
     // Another run of the drop holds the claim with its training: the gate asks the service
     // whether that model is still under way (getModel), which stalls.
     const holder: TrainingClaim = {

@@ -1,11 +1,9 @@
-import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it, vi } from 'vitest';
 import { handler } from '../../lambdas/handlers/label-examples.handler.js';
 import type { StepEnv, Runtime } from '../../lambdas/run/invocation/index.js';
-import { RunError } from '../../lambdas/run/errors/index.js';
 import { datasetSlot } from '../../lambdas/run/state/index.js';
 import type { DatasetSlot, RunState } from '../../lambdas/run/state/index.js';
 import type { LabelTask } from '../../lambdas/service-client/index.js';
@@ -13,21 +11,13 @@ import { inboxKey, statusKey } from '../../lambdas/storage/keys.js';
 import { labelExamplesStep, labelExamplesStepWith } from '../../lambdas/steps/label-examples.js';
 import { validateDropStep } from '../../lambdas/steps/validate-drop.js';
 import type { SimulatedServiceOptions } from '../../local/service/index.js';
-import {
-  invocationContext,
-  putDrop,
-  readText,
-  runStateFor,
-  stepEnv,
-  uniqueDrop,
-  usePipelineFixtures,
-} from '../helpers/pipeline.js';
+import { invocationContext, readText, stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
+import { exampleDrop, uniqueDrop } from '../helpers/fixtures.js';
+import { runErrorOf } from '../helpers/run-errors.js';
 
 const fixtures = usePipelineFixtures();
 
-const EXAMPLE = new URL('../../examples/reviews/', import.meta.url);
-const REVIEWS = readFileSync(new URL('reviews.csv', EXAMPLE), 'utf8');
-const LABELS = readFileSync(new URL('labels.csv', EXAMPLE), 'utf8');
+const { 'reviews.csv': REVIEWS = '', 'labels.csv': LABELS = '' } = exampleDrop();
 const REVIEW_ROWS = parse<{ id: string; text: string }>(REVIEWS, { columns: true });
 const LABEL_OF_ID = new Map(
   parse<{ id: string; label: string }>(LABELS, { columns: true }).map((row) => [row.id, row.label]),
@@ -57,10 +47,7 @@ async function atLabelling(
 ): Promise<Prepared> {
   const service = await fixtures.service(options);
   const runtime = fixtures.runtime(service);
-  const { client: s3, bucket } = fixtures.s3();
-  const drop = uniqueDrop('label');
-  await putDrop(s3, bucket, drop, files);
-  const run = await runStateFor(s3, bucket, drop);
+  const run = await fixtures.dropped(files, uniqueDrop('label'));
   const config = await validateDropStep.run(run, stepEnv(runtime));
 
   const client = await runtime.service();
@@ -92,25 +79,6 @@ async function atLabelling(
     recorded,
     state: { ...run, config, dataset: datasetSlot(record, undefined, runtime.now()) },
   };
-}
-
-function exampleDrop(overrides: Record<string, string> = {}): Record<string, string> {
-  return {
-    'reviews.csv': REVIEWS,
-    'labels.csv': LABELS,
-    'train.json': readFileSync(new URL('train.json', EXAMPLE), 'utf8'),
-    ...overrides,
-  };
-}
-
-async function refusal(promise: Promise<unknown>): Promise<RunError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof RunError) return error;
-    throw error;
-  }
-  throw new Error('the step succeeded');
 }
 
 /** An env whose invocation has plenty of time for `roomyChecks` checks, then less than a minute. */
@@ -190,7 +158,7 @@ describe('label_examples', () => {
       { heldOutCount: 4, labelChoices: ['good', 'bad'] },
     );
     expect(state.config?.labels).toBeNull();
-    const error = await refusal(labelExamplesStep.run(state, stepEnv(runtime)));
+    const error = await runErrorOf(labelExamplesStep.run(state, stepEnv(runtime)));
     expect(error.code).toBe('labels_required');
     expect(error.detail).toBe(
       'the service holds out 4 examples for labelling; add labels.csv with a label column and an id or text ' +
@@ -217,7 +185,7 @@ describe('label_examples', () => {
     const { runtime, state, service } = await atLabelling(exampleDrop({ 'labels.csv': labels }), {
       heldOutCount: 5,
     });
-    const error = await refusal(labelExamplesStep.run(state, stepEnv(runtime)));
+    const error = await runErrorOf(labelExamplesStep.run(state, stepEnv(runtime)));
     expect(error.code).toBe('label_missing');
     expect(error.detail).toBe(
       'no row of labels.csv matches held-out example "r-0003" (text: "The desk lamp arrived early and the quality ' +
@@ -231,7 +199,7 @@ describe('label_examples', () => {
     const { runtime, state, service } = await atLabelling(exampleDrop({ 'labels.csv': labels }), {
       heldOutCount: 5,
     });
-    const error = await refusal(labelExamplesStep.run(state, stepEnv(runtime)));
+    const error = await runErrorOf(labelExamplesStep.run(state, stepEnv(runtime)));
     expect(error.code).toBe('invalid_label');
     expect(error.detail).toBe(
       'row 3 of labels.csv gives label "Neutral" for held-out example "r-0002" (text: "It is a phone case. Does the ' +
@@ -244,7 +212,7 @@ describe('label_examples', () => {
   it('label_ambiguous names the rows that disagree', async () => {
     const labels = `${LABELS.trimEnd()}\nr-0001,positive\n`;
     const { runtime, state } = await atLabelling(exampleDrop({ 'labels.csv': labels }), { heldOutCount: 5 });
-    const error = await refusal(labelExamplesStep.run(state, stepEnv(runtime)));
+    const error = await runErrorOf(labelExamplesStep.run(state, stepEnv(runtime)));
     expect(error.code).toBe('label_ambiguous');
     expect(error.detail).toContain('(row 2 says "neutral"; row 302 says "positive")');
   });
@@ -259,7 +227,7 @@ describe('label_examples', () => {
         Body: 'id,label\n',
       }),
     );
-    const error = await refusal(labelExamplesStep.run(state, stepEnv(runtime)));
+    const error = await runErrorOf(labelExamplesStep.run(state, stepEnv(runtime)));
     expect(error.code).toBe('drop_changed');
     expect(error.detail).toContain('labels.csv changed or was removed while this run was using it');
   });

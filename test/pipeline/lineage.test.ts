@@ -16,9 +16,9 @@ import {
 import { currentModelKey, modelFileKey, modelRecordKey } from '../../lambdas/storage/keys.js';
 import { putJson, readJson } from '../../lambdas/storage/objects.js';
 import { localS3Client } from '../../local/s3/local-s3.js';
-import { uniqueDrop, usePipelineFixtures } from '../helpers/pipeline.js';
+import { usePipelineFixtures } from '../helpers/pipeline.js';
 import { gate } from '../../testkit/timeout.js';
-import { configOf, stateOf } from './service-steps.js';
+import { uniqueDrop, configOf, stateOf } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 
@@ -65,15 +65,14 @@ describe('decide: whether a new model replaces the current one', () => {
 
 describe('promoteRunModels: current.json written conditionally', () => {
   async function copiedRun(bucket: string, drop: string, id: string, f1: number): Promise<RunState> {
-    const state = stateOf(bucket, { config: configOf({ promote: F1 }) }, drop);
-    const run = { ...state.run, runId: `run-${id}` };
+    const state = stateOf(bucket, { config: configOf({ promote: F1 }) }, { drop, runId: `run-${id}` });
     const record = {
-      model: { id, encoder: 'enc-small', created_at: run.startedAt, metrics: { f1 } },
-      run: { run_id: run.runId },
+      model: { id, encoder: 'enc-small', created_at: state.run.startedAt, metrics: { f1 } },
+      run: { run_id: state.run.runId },
     };
     await putJson(fixtures.s3().client, bucket, modelRecordKey(drop, id), record);
     const copy = { modelKey: modelFileKey(drop, id), recordKey: modelRecordKey(drop, id), bytes: 1 };
-    return { ...state, run, model: { id, encoder: 'enc-small' } as ModelSlot, copy };
+    return { ...state, model: { id, encoder: 'enc-small' } as ModelSlot, copy };
   }
 
   it('the run that read first and writes last decides again on what the other wrote: no update is lost', async () => {

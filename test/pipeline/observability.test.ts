@@ -30,7 +30,8 @@ import { CREDIT_LEDGER_KEY } from '../../lambdas/storage/keys.js';
 import { deleteObject } from '../../lambdas/storage/objects.js';
 import { reportStep } from '../../lambdas/steps/report.js';
 import { invocationContext, usePipelineFixtures } from '../helpers/pipeline.js';
-import { configOf, datasetSlotOf, stateOf } from './service-steps.js';
+import { configOf, datasetSlotOf, modelSlotOf, stateOf } from '../helpers/fixtures.js';
+import { gate } from '../../testkit/timeout.js';
 
 const fixtures = usePipelineFixtures();
 
@@ -199,23 +200,15 @@ describe('metrics (EMF lines on stdout, namespace Hopper)', () => {
         config: configOf(),
         dataset: datasetOf({ nextAction: 'start_training' }),
       }),
-      model: {
-        ...datasetOf(),
+      model: modelSlotOf({
         id: 'm-1',
         step: 5,
         status: 'done',
         nextAction: 'download',
-        version: 1,
-        encoder: 'enc',
-        attempts: 1,
-        retryLeft: true,
-        filesExpireAt: null,
-        filesRetentionSeconds: null,
-        expectedFinish: null,
         onnxBytes: 10,
         gpuUsd: 0.5,
         jevUsd: 0.05,
-      },
+      }),
       copy: { modelKey: 'models/x/m-1/model.onnx', recordKey: 'models/x/m-1/model.json', bytes: 10 },
     };
     const metrics = metricsIn(
@@ -281,17 +274,14 @@ describe('log keys', () => {
   it('two overlapping invocations each log their own run, request id and ids; the shared logger keeps none', async () => {
     const logger = new Logger({ serviceName: 'hopper', logLevel: 'INFO' });
     const runtime = runtimeWith({ emitMetrics: false, logger });
-    let release: () => void = () => undefined;
-    const barrier = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const barrier = gate();
     let entered = 0;
     const overlapping: Step<'poll_dataset'> = {
       name: 'poll_dataset',
       async run(state, env) {
         entered += 1;
-        if (entered === 2) release();
-        await barrier;
+        if (entered === 2) barrier.open();
+        await barrier.opened;
         env.runtime.logger.info('inside', { dataset: state.dataset?.id });
         return datasetOf({ id: state.dataset?.id ?? 'none' });
       },

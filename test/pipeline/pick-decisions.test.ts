@@ -1,12 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { RunError } from '../../lambdas/run/errors/index.js';
-import { datasetSlot } from '../../lambdas/run/state/index.js';
 import type { Decisions } from '../../lambdas/run/state/index.js';
 import { answersFor, pickDecisionsStep } from '../../lambdas/steps/pick-decisions.js';
 import type { SimulatedServiceOptions } from '../../local/service/index.js';
-import { HOUR, MINUTE, rejectionOf, uploadedDataset } from '../client/helpers.js';
+import { HOUR, labelAll, MINUTE, rejectionOf, uploadedDataset } from '../client/helpers.js';
 import { stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
-import { configOf, labelAll, stateOf } from './service-steps.js';
+import { configOf } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 
@@ -18,10 +17,7 @@ async function suggestedDataset(decisions: Decisions, options: Partial<Simulated
   const uploaded = await uploadedDataset(client);
   await client.suggest(uploaded.id);
   const dataset = await client.getDataset(uploaded.id);
-  const state = stateOf(fixtures.s3().bucket, {
-    config: configOf({ decisions }),
-    dataset: datasetSlot(dataset, undefined, service.clock.now()),
-  });
+  const state = fixtures.withDataset(service, dataset, configOf({ decisions }));
   return { service, client, dataset, run: () => pickDecisionsStep.run(state, stepEnv(runtime)) };
 }
 

@@ -8,7 +8,7 @@ import { pollDatasetStep } from '../../lambdas/steps/poll-dataset.js';
 import type { SimulatedService, SimulatedServiceOptions } from '../../local/service/index.js';
 import { HOUR, MINUTE, rejectionOf, trainableDataset, uploadedDataset } from '../client/helpers.js';
 import { stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
-import { configOf, stateOf } from './service-steps.js';
+import { configOf, stateOf } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 const DAY = 24 * HOUR;

@@ -8,7 +8,7 @@ import { startTrainingStep } from '../../lambdas/steps/start-training.js';
 import { DEFAULT_OPTIONS, type SimulatedServiceOptions } from '../../local/service/index.js';
 import { HOUR, MINUTE, rejectionOf, trainableDataset } from '../client/helpers.js';
 import { stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
-import { configOf, stateOf } from './service-steps.js';
+import { configOf, stateOf } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 
@@ -70,10 +70,7 @@ describe('poll_model', () => {
     service.clock.advance(trainingMs);
 
     const dataset = await trainableDataset(client);
-    const state = stateOf(fixtures.s3().bucket, {
-      config: configOf(),
-      dataset: datasetSlot(dataset, undefined, service.clock.now()),
-    });
+    const state = fixtures.withDataset(service, dataset);
     let slot = await startTrainingStep.run(state, stepEnv(runtime));
     const finishesAt = service.clock.now() + trainingMs;
     const waits: number[] = [];

@@ -15,6 +15,7 @@ import {
 } from '../../lambdas/run/schedule/index.js';
 import type { PollSchedule } from '../../lambdas/run/state/index.js';
 import { median, simulatePolling, worstCaseDelay } from '../../testkit/poll-simulation.js';
+import { runErrorThrownBy } from '../helpers/run-errors.js';
 
 const NOW = Date.parse('2026-01-01T00:00:00.000Z');
 const inSeconds = (seconds: number): string => new Date(NOW + seconds * 1000).toISOString();
@@ -31,6 +32,15 @@ function waitsInARow(count: number, deadline: string | null = null): PollSchedul
   }
   return schedules;
 }
+
+/** A schedule 20 polls into its backoff, waiting the 60 s it has reached. */
+const BACKED_OFF: PollSchedule = {
+  waitSeconds: 60,
+  polls: 20,
+  waitedSeconds: 1000,
+  totalPolls: 20,
+  totalWaitSeconds: 1060,
+};
 
 describe('nextPoll', () => {
   it('backs off by 3 from 2 s to 60 s while the record stays at wait', () => {
@@ -86,19 +96,12 @@ describe('nextPoll', () => {
   });
 
   it('never sleeps past the deadline: whole seconds left, at least 1', () => {
-    const backedOff: PollSchedule = {
-      waitSeconds: 60,
-      polls: 20,
-      waitedSeconds: 1000,
-      totalPolls: 20,
-      totalWaitSeconds: 1060,
-    };
-    expect(nextPoll('wait', backedOff, { now: NOW, deadline: inSeconds(600) }).waitSeconds).toBe(60);
-    expect(nextPoll('wait', backedOff, { now: NOW, deadline: inSeconds(45.9) }).waitSeconds).toBe(45);
-    expect(nextPoll('wait', backedOff, { now: NOW, deadline: inSeconds(0.4) }).waitSeconds).toBe(1);
-    expect(nextPoll('wait', backedOff, { now: NOW, deadline: inSeconds(-30) }).waitSeconds).toBe(1);
+    expect(nextPoll('wait', BACKED_OFF, { now: NOW, deadline: inSeconds(600) }).waitSeconds).toBe(60);
+    expect(nextPoll('wait', BACKED_OFF, { now: NOW, deadline: inSeconds(45.9) }).waitSeconds).toBe(45);
+    expect(nextPoll('wait', BACKED_OFF, { now: NOW, deadline: inSeconds(0.4) }).waitSeconds).toBe(1);
+    expect(nextPoll('wait', BACKED_OFF, { now: NOW, deadline: inSeconds(-30) }).waitSeconds).toBe(1);
     // The clamp does not reset the backoff: the next poll goes on from where it was.
-    expect(nextPoll('wait', backedOff, { now: NOW, deadline: inSeconds(10) })).toEqual({
+    expect(nextPoll('wait', BACKED_OFF, { now: NOW, deadline: inSeconds(10) })).toEqual({
       waitSeconds: 10,
       polls: 21,
       waitedSeconds: 1060,
@@ -110,16 +113,9 @@ describe('nextPoll', () => {
   });
 
   it("with a margin (a model's files_expire_at), wakes before it; inside it, after half of what is left", () => {
-    const backedOff: PollSchedule = {
-      waitSeconds: 60,
-      polls: 20,
-      waitedSeconds: 1000,
-      totalPolls: 20,
-      totalWaitSeconds: 1060,
-    };
     const margin = FILES_EXPIRY_MARGIN_SECONDS;
     const at = (seconds: number) =>
-      nextPoll('wait', backedOff, { now: NOW, deadline: inSeconds(seconds), marginSeconds: margin })
+      nextPoll('wait', BACKED_OFF, { now: NOW, deadline: inSeconds(seconds), marginSeconds: margin })
         .waitSeconds;
     expect(at(margin + 3600)).toBe(60);
     // 30 s before the margin: wake when it begins, with the margin left to copy.
@@ -144,10 +140,10 @@ describe('nextPoll', () => {
       NONE,
     );
     expect(last.totalPolls).toBe(MAX_LOOP_ROUNDS_PER_RUN);
-    const caught = thrownBy(() => nextPoll('wait', last, NONE));
+    const caught = runErrorThrownBy(() => nextPoll('wait', last, NONE));
     expect(caught).toBeInstanceOf(RunError);
     expect(caught).toMatchObject({ code: 'history_limit', retryable: false, name: 'Hopper.Failed' });
-    expect((caught as RunError).message).toContain(String(MAX_LOOP_ROUNDS_PER_RUN));
+    expect(caught.message).toContain(String(MAX_LOOP_ROUNDS_PER_RUN));
     // Only waiting counts: a record that moved on at the limit is fine.
     expect(nextPoll('download', last, NONE)).toMatchObject({
       waitSeconds: 0,
@@ -165,20 +161,11 @@ describe('nextPoll', () => {
       totalWaitSeconds: MAX_WAIT_SECONDS_PER_RUN - 3600,
     };
     expect(nextPoll('wait', nearly, NONE).totalWaitSeconds).toBe(MAX_WAIT_SECONDS_PER_RUN);
-    const caught = thrownBy(() => nextPoll('wait', nextPoll('wait', nearly, NONE), NONE));
+    const caught = runErrorThrownBy(() => nextPoll('wait', nextPoll('wait', nearly, NONE), NONE));
     expect(caught).toMatchObject({ code: 'wait_limit', retryable: false });
-    expect((caught as RunError).message).toContain('a run waits at most 14 days');
+    expect(caught.message).toContain('a run waits at most 14 days');
   });
 });
-
-function thrownBy(action: () => unknown): unknown {
-  try {
-    action();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('nothing was thrown');
-}
 
 describe('pollCeilingSeconds', () => {
   it('is a quarter of the shortest retention seen, at least 1 s and at most the usual ceiling', () => {

@@ -12,33 +12,23 @@ import { readStatus } from '../../lambdas/run/status/index.js';
 import { reportOf, reportStep } from '../../lambdas/steps/report.js';
 import { statusKey } from '../../lambdas/storage/keys.js';
 import { invocationContext, readText, stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
-import { configOf, datasetSlotOf, stateOf } from './service-steps.js';
+import { configOf, datasetSlotOf, modelSlotOf, stateOf } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 const BUCKET = 'bucket';
 
 const DATASET: DatasetSlot = datasetSlotOf({ id: 'ds-1', totalPolls: 3 });
 
-const MODEL: ModelSlot = {
+const MODEL: ModelSlot = modelSlotOf({
   id: 'model-1',
-  step: 4,
   status: 'failed',
   nextAction: 'retry',
   version: 3,
-  encoder: 'enc-small',
   attempts: 3,
   retryLeft: false,
-  filesExpireAt: null,
-  filesRetentionSeconds: null,
-  expectedFinish: null,
-  onnxBytes: null,
   error: 'training diverged at epoch 2',
-  waitSeconds: 0,
-  polls: 0,
-  waitedSeconds: 0,
   totalPolls: 9,
-  totalWaitSeconds: 0,
-};
+});
 
 const COPY: CopySlot = {
   modelKey: 'models/d/model-1/model.onnx',
@@ -49,7 +39,7 @@ const COPY: CopySlot = {
 const STACK = 'Error: boom\n    at step (/var/task/index.mjs:10:5)\n    at process (node:internal/x:1:1)';
 
 function state(slots: Omit<RunState, 'run'>): RunState {
-  return stateOf(BUCKET, { config: configOf(), ...slots }, 'drop-1');
+  return stateOf(BUCKET, { config: configOf(), ...slots }, { drop: 'drop-1' });
 }
 
 function failure(Error: string, Cause?: string): CaughtFailure {

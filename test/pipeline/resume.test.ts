@@ -7,10 +7,10 @@
 import { describe, expect, it } from 'vitest';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { dropAndRun, finished, nextExecution, statesEntered, useLocalMode } from '../helpers/local-mode.js';
+import { UNLABELLED_FILES } from '../helpers/fixtures.js';
 import { putDrop } from '../helpers/pipeline.js';
 
 const fixture = useLocalMode();
-const DATA = { 'reviews.csv': 'id,text\nr1,good\nr2,bad\nr3,fine\n' };
 /** No held-out examples: the dataset goes straight to start_training. */
 const QUICK = { heldOutCount: 0 } as const;
 
@@ -19,7 +19,10 @@ describe('a run resumed with "resume": true', () => {
     const local = await fixture.start({ simulated: { ...QUICK, credits: 0 } });
     const service = local.simulated;
     if (service === undefined) throw new Error('local mode started no simulated service');
-    const failed = await dropAndRun(local, 'broke', { ...DATA, [TRAIN_JSON]: '{"maxAttempts": 2}' });
+    const failed = await dropAndRun(local, 'broke', {
+      ...UNLABELLED_FILES,
+      [TRAIN_JSON]: '{"maxAttempts": 2}',
+    });
     expect(failed.status?.error?.code).toBe('no_credits');
     const datasetId = failed.status?.dataset_id;
     expect(datasetId).toEqual(expect.any(String));
@@ -57,7 +60,7 @@ describe('a run resumed with "resume": true', () => {
     });
     const service = local.simulated;
     if (service === undefined) throw new Error('local mode started no simulated service');
-    const failed = await dropAndRun(local, 'adopt', { ...DATA, [TRAIN_JSON]: '{}' });
+    const failed = await dropAndRun(local, 'adopt', { ...UNLABELLED_FILES, [TRAIN_JSON]: '{}' });
     expect(failed.outcome.status).toBe('FAILED');
     expect(failed.status?.model_id).toEqual(expect.any(String));
     expect(service.credits()).toBe(0);
@@ -72,7 +75,7 @@ describe('a run resumed with "resume": true', () => {
 
   it('fails with not_resumable when the latest run succeeded, and spends nothing', async () => {
     const local = await fixture.start({ simulated: { ...QUICK, credits: 2 } });
-    const first = await dropAndRun(local, 'done', { ...DATA, [TRAIN_JSON]: '{}' });
+    const first = await dropAndRun(local, 'done', { ...UNLABELLED_FILES, [TRAIN_JSON]: '{}' });
     expect(first.outcome.status).toBe('SUCCEEDED');
     const again = await dropAndRun(local, 'done', { [TRAIN_JSON]: '{"resume": true}' });
     expect(again.status?.error?.code).toBe('not_resumable');
@@ -83,7 +86,7 @@ describe('a run resumed with "resume": true', () => {
 
   it('fails with not_resumable when the drop has no earlier run, naming what to do', async () => {
     const local = await fixture.start({ simulated: QUICK });
-    const run = await dropAndRun(local, 'fresh', { ...DATA, [TRAIN_JSON]: '{"resume": true}' });
+    const run = await dropAndRun(local, 'fresh', { ...UNLABELLED_FILES, [TRAIN_JSON]: '{"resume": true}' });
     expect(run.outcome).toMatchObject({ status: 'FAILED', error: 'not_resumable' });
     expect(run.status?.error?.message).toMatch(/no earlier run of fresh to resume.*without "resume"/);
     expect(local.simulated?.requestCount('createDataset')).toBe(0);
@@ -92,7 +95,7 @@ describe('a run resumed with "resume": true', () => {
   it('fails with not_resumable when the earlier dataset is not ready to train (labels missing)', async () => {
     // Held-out examples and no labels file: the run stops at label_examples with labels_required.
     const local = await fixture.start({ simulated: { heldOutCount: 2 } });
-    const failed = await dropAndRun(local, 'unlabelled', { ...DATA, [TRAIN_JSON]: '{}' });
+    const failed = await dropAndRun(local, 'unlabelled', { ...UNLABELLED_FILES, [TRAIN_JSON]: '{}' });
     expect(failed.status?.error?.code).toBe('labels_required');
     const run = await dropAndRun(local, 'unlabelled', { [TRAIN_JSON]: '{"resume": true}' });
     expect(run.status?.error?.code).toBe('not_resumable');
@@ -104,7 +107,7 @@ describe('a run resumed with "resume": true', () => {
 
   it('fails with not_resumable when the earlier dataset has expired at the service', async () => {
     const local = await fixture.start({ simulated: { ...QUICK, credits: 0, datasetTtlMs: 1500 } });
-    const failed = await dropAndRun(local, 'stale', { ...DATA, [TRAIN_JSON]: '{}' });
+    const failed = await dropAndRun(local, 'stale', { ...UNLABELLED_FILES, [TRAIN_JSON]: '{}' });
     expect(failed.status?.error?.code).toBe('no_credits');
     await new Promise((resolve) => setTimeout(resolve, 1600));
     local.simulated?.configure({ credits: 1 });

@@ -20,7 +20,8 @@ import {
 } from '../../lambdas/run/invocation/index.js';
 import { TASKS } from '../../infra/tasks.js';
 import { dropAndRun, statesEntered, useLocalMode } from '../helpers/local-mode.js';
-import { expectFailed, LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
+import { expectFailed } from '../helpers/local-runs.js';
+import { reviewsDrop } from '../helpers/fixtures.js';
 
 /** What docs/pipeline.md and docs/errors.md promise: a hung service fails a run within 5 minutes. */
 const PROMISED_BOUND_SECONDS = 5 * 60;
@@ -136,11 +137,7 @@ describe('a service that does not answer', () => {
       // Lambda's settings scaled down a hundredfold: 200 ms per attempt, no retry after 400 ms.
       clientOptions: { ...LAMBDA_CLIENT_OPTIONS, timeoutMs: 200, callBudgetMs: 400, backoffCapMs: 100 },
     });
-    const run = await dropAndRun(local, 'hung', {
-      'reviews.csv': REVIEWS_CSV,
-      'labels.csv': LABELS_BY_ID,
-      'train.json': '{}',
-    });
+    const run = await dropAndRun(local, 'hung', reviewsDrop());
 
     const status = await expectFailed(local, run, 'service_unavailable');
     expect(status.error?.message).toContain('no answer within 200 ms');

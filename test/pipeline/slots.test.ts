@@ -3,6 +3,8 @@ import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/schedule/index.js';
 import { datasetSlot, modelSlot, trainingPlan } from '../../lambdas/run/state/index.js';
 import type { DatasetSlot, ModelSlot } from '../../lambdas/run/state/index.js';
 import type { Dataset, Model } from '../../lambdas/service-client/index.js';
+import { datasetSlotOf, modelSlotOf } from '../helpers/fixtures.js';
+import { runErrorThrownBy } from '../helpers/run-errors.js';
 
 const NOW = Date.parse('2026-01-01T00:00:00.000Z');
 const inSeconds = (seconds: number): string => new Date(NOW + seconds * 1000).toISOString();
@@ -82,20 +84,7 @@ describe('datasetSlot', () => {
       ],
     });
     const slot = datasetSlot(record, undefined, NOW);
-    expect(slot).toEqual({
-      id: 'd1',
-      step: 1,
-      status: 'uploading',
-      nextAction: 'upload_files',
-      expiresAt: record.expires_at,
-      error: null,
-      labelled: 0,
-      waitSeconds: 0,
-      polls: 0,
-      waitedSeconds: 0,
-      totalPolls: 0,
-      totalWaitSeconds: 0,
-    });
+    expect(slot).toEqual(datasetSlotOf({ expiresAt: record.expires_at }));
   });
 
   it('carries the labelled count, or takes a new one', () => {
@@ -142,17 +131,19 @@ describe('datasetSlot', () => {
     const near = datasetSlot(datasetRecord({ next_action: 'label_examples', step: 3 }), undefined, NOW);
     const last = { ...near, totalPolls: 300, totalBatches: MAX_LOOP_ROUNDS_PER_RUN - 300 };
     const record = datasetRecord({ next_action: 'label_examples', step: 3 });
-    const caught = thrown(() => datasetSlot(record, last, NOW, 1234));
+    const caught = runErrorThrownBy(() => datasetSlot(record, last, NOW, 1234));
     expect(caught).toMatchObject({ code: 'history_limit', retryable: false, name: 'Hopper.Failed' });
-    expect((caught as Error).message).toContain(
+    expect(caught.message).toContain(
       `went round its loops ${String(MAX_LOOP_ROUNDS_PER_RUN + 1)} times while labelling (1234 labels so far)`,
     );
-    expect((caught as Error).message).toContain('25,000 events');
+    expect(caught.message).toContain('25,000 events');
     // The same run moving on instead is fine; a poll after the bound is not.
     expect(datasetSlot(datasetRecord({ next_action: 'start_training', step: 3 }), last, NOW)).toMatchObject({
       totalBatches: MAX_LOOP_ROUNDS_PER_RUN - 300,
     });
-    expect(thrown(() => datasetSlot(datasetRecord(), last, NOW))).toMatchObject({ code: 'history_limit' });
+    expect(runErrorThrownBy(() => datasetSlot(datasetRecord(), last, NOW))).toMatchObject({
+      code: 'history_limit',
+    });
   });
 
   it('carries the error of an unreadable dataset', () => {
@@ -182,26 +173,15 @@ describe('modelSlot', () => {
 
   it('a new model starts its backoff afresh and carries the run-wide poll count of the dataset', () => {
     const slot = modelSlot(modelRecord(), trainingPlan(1, 3), waitingDataset, NOW);
-    expect(slot).toEqual({
-      id: 'm1',
-      step: 4,
-      status: 'queued',
-      nextAction: 'wait',
-      version: 1,
-      encoder: 'enc-small',
-      attempts: 1,
-      retryLeft: true,
-      filesExpireAt: null,
-      filesRetentionSeconds: null,
-      expectedFinish: null,
-      onnxBytes: null,
-      error: null,
-      waitSeconds: 2,
-      polls: 0,
-      waitedSeconds: 0,
-      totalPolls: waitingDataset.totalPolls + 1,
-      totalWaitSeconds: waitingDataset.totalWaitSeconds + 2,
-    });
+    expect(slot).toEqual(
+      modelSlotOf({
+        waitSeconds: 2,
+        polls: 0,
+        waitedSeconds: 0,
+        totalPolls: waitingDataset.totalPolls + 1,
+        totalWaitSeconds: waitingDataset.totalWaitSeconds + 2,
+      }),
+    );
   });
 
   it('the same model backs off on; a retry (another model) starts afresh, counting on', () => {
@@ -260,12 +240,3 @@ describe('modelSlot', () => {
     expect(slot).toMatchObject({ nextAction: 'retry', error: 'out of memory', waitSeconds: 0 });
   });
 });
-
-function thrown(action: () => unknown): unknown {
-  try {
-    action();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('nothing was thrown');
-}

@@ -9,7 +9,7 @@ import { deleteObject } from '../../lambdas/storage/objects.js';
 import type { SimulatedServiceOptions } from '../../local/service/index.js';
 import { HOUR, MINUTE, rejectionOf, trainableDataset } from '../client/helpers.js';
 import { stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
-import { configOf, stateOf } from './service-steps.js';
+import { configOf, modelSlotOf, stateOf } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 
@@ -37,10 +37,7 @@ describe('start_training', () => {
     const [first, second] = await Promise.all(
       ['first', 'second'].map(async (name) => {
         const dataset = await trainableDataset(client, name);
-        return stateOf(bucket, {
-          config: configOf(),
-          dataset: datasetSlot(dataset, undefined, service.clock.now()),
-        });
+        return fixtures.withDataset(service, dataset);
       }),
     );
     const start = (state: RunState) => startTrainingStep.run(state, stepEnv(runtime));
@@ -66,28 +63,17 @@ describe('start_training', () => {
   it("starts a training with the service's default encoder, for one credit", async () => {
     const { service, client, dataset, run } = await readyDataset({ queuedMs: MINUTE });
     const slot = await run();
-    expect(slot).toEqual({
-      id: expect.any(String) as string,
-      step: 4,
-      status: 'queued',
-      nextAction: 'wait',
-      version: 1,
-      encoder: 'enc-small',
-      attempts: 1,
-      retryLeft: true,
-      filesExpireAt: null,
-      // No model of the account is done yet: nothing caps the poll interval or tells its length.
-      filesRetentionSeconds: null,
-      expectedFinish: null,
-      onnxBytes: null,
-      error: null,
-      // A fresh backoff; the run's poll count goes on from the dataset's.
-      waitSeconds: 2,
-      polls: 0,
-      waitedSeconds: 0,
-      totalPolls: 8,
-      totalWaitSeconds: expect.any(Number) as number,
-    });
+    // A first training queued with enc-small; no model of the account is done yet, so nothing
+    // caps the poll interval or tells its length (filesRetentionSeconds, expectedFinish null).
+    expect(slot).toEqual(
+      modelSlotOf({
+        id: expect.any(String) as string,
+        // A fresh backoff; the run's poll count goes on from the dataset's.
+        waitSeconds: 2,
+        totalPolls: 8,
+        totalWaitSeconds: expect.any(Number) as number,
+      }),
+    );
     expect(service.credits()).toBe(9);
     expect((await client.getModel(slot.id)).dataset_id).toBe(dataset.id);
   });
@@ -242,10 +228,7 @@ describe('start_training', () => {
     // A dataset created later: the newest model is already older, so one page settles it.
     service.clock.advance(1000);
     const later = await trainableDataset(client, 'later');
-    const laterState = stateOf(fixtures.s3().bucket, {
-      config: configOf(),
-      dataset: datasetSlot(later, undefined, service.clock.now()),
-    });
+    const laterState = fixtures.withDataset(service, later);
     const before = service.requestCount('listModels');
     const slot = await startTrainingStep.run(laterState, stepEnv(fixtures.runtime(service)));
     expect(slot).toMatchObject({ version: 1, attempts: 1 });

@@ -6,23 +6,22 @@ import type { RunState, StepName } from '../../lambdas/run/state/index.js';
 import { statusKey } from '../../lambdas/storage/keys.js';
 import { describeStatus } from '../../local/cli/status.js';
 import { localS3Client } from '../../local/s3/local-s3.js';
-import { readText, uniqueDrop, usePipelineFixtures } from '../helpers/pipeline.js';
-import { datasetSlotOf } from './service-steps.js';
+import { readText, usePipelineFixtures } from '../helpers/pipeline.js';
+import { datasetSlotOf, stateOf, uniqueDrop } from '../helpers/fixtures.js';
+import { gate } from '../../testkit/timeout.js';
 
 const fixtures = usePipelineFixtures();
 
-function stateOf(drop: string, runId: string, startedAt: string): RunState {
-  return {
-    run: { runId, bucket: fixtures.s3().bucket, drop, key: `inbox/${drop}/train.json`, etag: 'e', startedAt },
-    dataset: datasetSlotOf(),
-  };
+/** Run `runId` of `drop`, started at `startedAt`, with a dataset at upload_files. */
+function runOf(drop: string, runId: string, startedAt: string): RunState {
+  return stateOf(fixtures.s3().bucket, { dataset: datasetSlotOf() }, { drop, runId, startedAt });
 }
 
 describe('status/<drop>.json', () => {
   it('says where the run stands: step and next_action of the latest record, ids, timestamps', async () => {
     const { client, bucket } = fixtures.s3();
     const drop = uniqueDrop();
-    const state = stateOf(drop, 'run-1', '2026-01-01T00:00:00.000Z');
+    const state = runOf(drop, 'run-1', '2026-01-01T00:00:00.000Z');
     await writeStatus(
       client,
       bucket,
@@ -50,7 +49,7 @@ describe('status/<drop>.json', () => {
 
   it('names the data files and the labels file the run took from the drop', () => {
     const state: RunState = {
-      ...stateOf('d', 'run-1', '2026-01-01T00:00:00.000Z'),
+      ...runOf('d', 'run-1', '2026-01-01T00:00:00.000Z'),
       config: {
         name: 'd',
         files: [
@@ -70,7 +69,7 @@ describe('status/<drop>.json', () => {
   });
 
   it("says while a paid model's copy is put off: since when, why, the next try and the files' deadline", () => {
-    const base = stateOf('d', 'run-1', '2026-01-01T00:00:00.000Z');
+    const base = runOf('d', 'run-1', '2026-01-01T00:00:00.000Z');
     const putOff: RunState = {
       ...base,
       copy: {
@@ -104,8 +103,8 @@ describe('status/<drop>.json', () => {
   it('leaves a newer run of the same drop on top; the older one becomes an entry of superseded_runs', async () => {
     const { client, bucket } = fixtures.s3();
     const drop = uniqueDrop();
-    const newer = stateOf(drop, 'run-new', '2026-01-02T00:00:00.000Z');
-    const older = stateOf(drop, 'run-old', '2026-01-01T00:00:00.000Z');
+    const newer = runOf(drop, 'run-new', '2026-01-02T00:00:00.000Z');
+    const older = runOf(drop, 'run-old', '2026-01-01T00:00:00.000Z');
     const write = (state: RunState, hopperStep: StepName) =>
       writeStatus(client, bucket, statusOf(state, { hopperStep }, Date.now()));
     expect(await write(older, 'create_dataset')).toBe('written');
@@ -126,7 +125,7 @@ describe('status/<drop>.json', () => {
     // The newer run keeps writing, and keeps the entry; an even newer one takes over.
     expect(await write(newer, 'poll_dataset')).toBe('written');
     expect((await readStatus(client, bucket, drop))?.superseded_runs).toHaveLength(1);
-    const newest = stateOf(drop, 'run-newest', '2026-01-03T00:00:00.000Z');
+    const newest = runOf(drop, 'run-newest', '2026-01-03T00:00:00.000Z');
     expect(await write(newest, 'validate_drop')).toBe('written');
     const last = await readStatus(client, bucket, drop);
     expect(last?.run_id).toBe('run-newest');
@@ -140,7 +139,7 @@ describe('status/<drop>.json', () => {
       writeStatus(
         client,
         bucket,
-        statusOf(stateOf(drop, runId, `2026-01-0${day}T00:00:00.000Z`), update, Date.now()),
+        statusOf(runOf(drop, runId, `2026-01-0${day}T00:00:00.000Z`), update, Date.now()),
       );
     await write('run-1', '1', { hopperStep: 'report', state: 'succeeded' });
     expect(await write('run-2', '2', { hopperStep: 'validate_drop' })).toBe('written');
@@ -157,8 +156,8 @@ describe('status/<drop>.json', () => {
   it('races two runs writing at once, many times: the newer run is always on top (conditional writes)', async () => {
     const { client, bucket } = fixtures.s3();
     const drop = uniqueDrop();
-    const newer = stateOf(drop, 'run-new', '2026-01-02T00:00:00.000Z');
-    const older = stateOf(drop, 'run-old', '2026-01-01T00:00:00.000Z');
+    const newer = runOf(drop, 'run-new', '2026-01-02T00:00:00.000Z');
+    const older = runOf(drop, 'run-old', '2026-01-01T00:00:00.000Z');
     // Bounded: 3 rounds of both runs writing four times each, all at once.
     for (let round = 0; round < 3; round++) {
       const writes = Array.from({ length: 4 }, () => [
@@ -178,25 +177,19 @@ describe('status/<drop>.json', () => {
     // written. Without a conditional write the older run's document would replace it.
     const { client, bucket, endpoint } = fixtures.s3();
     const drop = uniqueDrop();
-    const older = stateOf(drop, 'run-old', '2026-01-01T00:00:00.000Z');
-    const newer = stateOf(drop, 'run-new', '2026-01-02T00:00:00.000Z');
+    const older = runOf(drop, 'run-old', '2026-01-01T00:00:00.000Z');
+    const newer = runOf(drop, 'run-new', '2026-01-02T00:00:00.000Z');
     await writeStatus(client, bucket, statusOf(older, { hopperStep: 'create_dataset' }, Date.now()));
     const slow = localS3Client(endpoint);
-    let releasePut: () => void = () => undefined;
-    const putHeld = new Promise<void>((resolve) => {
-      releasePut = resolve;
-    });
-    let reachedPut: () => void = () => undefined;
-    const olderAtPut = new Promise<void>((resolve) => {
-      reachedPut = resolve;
-    });
+    const putHeld = gate();
+    const olderAtPut = gate();
     let held = false;
     slow.middlewareStack.add(
       (next, context) => async (args) => {
         if (context.commandName === 'PutObjectCommand' && !held) {
           held = true;
-          reachedPut();
-          await putHeld;
+          olderAtPut.open();
+          await putHeld.opened;
         }
         return next(args);
       },
@@ -208,11 +201,11 @@ describe('status/<drop>.json', () => {
         bucket,
         statusOf(older, { hopperStep: 'upload_files' }, Date.now()),
       );
-      await olderAtPut;
+      await olderAtPut.opened;
       expect(
         await writeStatus(client, bucket, statusOf(newer, { hopperStep: 'validate_drop' }, Date.now())),
       ).toBe('written');
-      releasePut();
+      putHeld.open();
       expect(await olderWrite).toBe('superseded');
       const status = await readStatus(client, bucket, drop);
       expect(status).toMatchObject({ run_id: 'run-new', hopper_step: 'validate_drop' });
@@ -227,7 +220,7 @@ describe('which run a resume takes, and which paid model a new run adopts (lambd
   const at = (day: string) => `2026-01-0${day}T00:00:00.000Z`;
   const ended = (runId: string, day: string, fields: Partial<RunStatus> = {}): RunStatus => ({
     ...statusOf(
-      stateOf('d', runId, at(day)),
+      runOf('d', runId, at(day)),
       { hopperStep: 'poll_model', state: 'failed' },
       Date.parse(at(day)),
     ),

@@ -7,7 +7,7 @@ import { orWhereItIsNow, structureStep } from '../../lambdas/steps/structure.js'
 import type { SimulatedServiceOptions } from '../../local/service/index.js';
 import { HOUR, MINUTE, rejectionOf, uploadedDataset } from '../client/helpers.js';
 import { stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
-import { configOf, stateOf } from './service-steps.js';
+import { configOf, stateOf } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 
@@ -17,10 +17,7 @@ async function readDataset(decisions: Decisions, options: Partial<SimulatedServi
   const runtime = fixtures.runtime(service);
   const client = await runtime.service();
   const dataset = await uploadedDataset(client);
-  const state = stateOf(fixtures.s3().bucket, {
-    config: configOf({ decisions }),
-    dataset: datasetSlot(dataset, undefined, service.clock.now()),
-  });
+  const state = fixtures.withDataset(service, dataset, configOf({ decisions }));
   return { service, runtime, client, dataset, state, run: () => structureStep.run(state, stepEnv(runtime)) };
 }
 

@@ -13,7 +13,8 @@ import {
   type KnownExecution,
 } from '../../lambdas/trigger/start-execution.js';
 import { s3ObjectCreatedEvent } from '../../local/emulator/s3-events.js';
-import { uniqueDrop, usePipelineFixtures } from '../helpers/pipeline.js';
+import { usePipelineFixtures } from '../helpers/pipeline.js';
+import { uniqueDrop } from '../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');

@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { DeleteObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
-import { RunError } from '../../lambdas/run/errors/index.js';
 import type { StepEnv, Runtime } from '../../lambdas/run/invocation/index.js';
 import { datasetSlot } from '../../lambdas/run/state/index.js';
 import type { DropFile, RunState } from '../../lambdas/run/state/index.js';
@@ -17,7 +16,9 @@ import {
 } from '../../lambdas/steps/upload-files.js';
 import type { SimulatedService } from '../../local/service/index.js';
 import { HOUR } from '../client/helpers.js';
-import { putDrop, runStateFor, stepEnv, uniqueDrop, usePipelineFixtures } from '../helpers/pipeline.js';
+import { putDrop, runStateFor, stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
+import { uniqueDrop } from '../helpers/fixtures.js';
+import { runErrorOf } from '../helpers/run-errors.js';
 
 const fixtures = usePipelineFixtures();
 const MiB = 1024 * 1024;
@@ -87,15 +88,6 @@ async function setUp(
     dataset: datasetSlot(record, undefined, runtime.now()),
   };
   return { service, runtime, state, drop };
-}
-
-async function failure(promise: Promise<unknown>): Promise<RunError> {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  if (!(error instanceof RunError)) throw new Error(`expected a RunError, got ${String(error)}`);
-  return error;
 }
 
 /** An env whose remaining time is read from `script` (then plenty): the time box without waiting. */
@@ -177,7 +169,7 @@ describe('upload_files', () => {
       new PutObjectCommand({ Bucket: bucket, Key: inboxKey(drop, 'b.jsonl'), Body: jsonl(1_000, 'B') }),
     );
 
-    const error = await failure(uploadFilesStep.run(state, stepEnv(runtime)));
+    const error = await runErrorOf(uploadFilesStep.run(state, stepEnv(runtime)));
 
     expect(error.code).toBe('drop_changed');
     expect(error.retryable).toBe(false);
@@ -192,7 +184,7 @@ describe('upload_files', () => {
     // The dataset declares another size than the object has (as if it changed between HEAD and create).
     const { runtime, state, drop } = await setUp(files, { 'a.jsonl': 1_001 });
 
-    const error = await failure(uploadFilesStep.run(state, stepEnv(runtime)));
+    const error = await runErrorOf(uploadFilesStep.run(state, stepEnv(runtime)));
 
     expect(error.code).toBe('drop_changed');
     expect(error.detail).toContain(`inbox/${drop}/a.jsonl changed after validation`);
@@ -204,7 +196,7 @@ describe('upload_files', () => {
     const { client: s3, bucket } = fixtures.s3();
     await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: inboxKey(drop, 'a.jsonl') }));
 
-    const error = await failure(uploadFilesStep.run(state, stepEnv(runtime)));
+    const error = await runErrorOf(uploadFilesStep.run(state, stepEnv(runtime)));
 
     expect(error.code).toBe('missing_file');
     expect(error.detail).toContain(`inbox/${drop}/a.jsonl`);

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { ModelSlot, RunState } from '../../lambdas/run/state/index.js';
 import { priceClassOf } from '../../lambdas/run/invocation/index.js';
 import { addInvocation } from '../../lambdas/run/status/index.js';
+import { modelSlotOf, stateOf } from '../helpers/fixtures.js';
 
 describe('S3 request price classes', () => {
   it.each([
@@ -26,37 +27,7 @@ describe('S3 request price classes', () => {
 });
 
 function stateWithModel(model: Partial<ModelSlot>): RunState {
-  return {
-    run: {
-      runId: 'r',
-      bucket: 'b',
-      drop: 'd',
-      key: 'inbox/d/train.json',
-      etag: 'e',
-      startedAt: '2026-01-01T00:00:00Z',
-    },
-    model: {
-      id: 'm1',
-      step: 4,
-      status: 'training',
-      nextAction: 'wait',
-      version: 1,
-      encoder: 'enc',
-      attempts: 1,
-      retryLeft: true,
-      filesExpireAt: null,
-      filesRetentionSeconds: null,
-      expectedFinish: null,
-      onnxBytes: null,
-      error: null,
-      waitSeconds: 5,
-      polls: 1,
-      waitedSeconds: 0,
-      totalPolls: 1,
-      totalWaitSeconds: 0,
-      ...model,
-    },
-  };
+  return stateOf('b', { model: modelSlotOf({ status: 'training', ...model }) });
 }
 
 describe('the summary of trainings and cost', () => {

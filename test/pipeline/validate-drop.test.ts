@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { HeadObjectCommand, PutObjectCommand, DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, it } from 'vitest';
@@ -14,47 +13,34 @@ import {
   readText,
   runStateFor,
   stepEnv,
-  uniqueDrop,
   usePipelineFixtures,
 } from '../helpers/pipeline.js';
+import { exampleDrop, uniqueDrop } from '../helpers/fixtures.js';
+import { runErrorOf } from '../helpers/run-errors.js';
 
 const fixtures = usePipelineFixtures();
 
-const EXAMPLE = new URL('../../examples/reviews/', import.meta.url);
 const REVIEWS_CSV = 'id,text\nr-1,Great value.\nr-2,Broke after a week.\n';
 
-/** validate_drop talks to S3 only: a runtime whose service is never called. */
-function s3Runtime(): Runtime {
-  return createRuntime({
-    s3: fixtures.s3().client,
-    logger: new Logger({ logLevel: 'SILENT' }),
-    dropQuietMs: 0,
-  });
-}
-
-/** Puts `files` as the drop (train.json last) and returns the state its run starts with. */
-async function dropped(files: Record<string, string | Buffer>, drop = uniqueDrop()): Promise<RunState> {
-  const { client, bucket } = fixtures.s3();
-  await putDrop(client, bucket, drop, files);
-  return runStateFor(client, bucket, drop);
-}
-
 function validate(state: RunState): Promise<RunConfig> {
-  return validateDropStep.run(state, stepEnv(s3Runtime()));
+  return validateDropStep.run(state, stepEnv(fixtures.s3Runtime()));
 }
 
 function refusal(state: RunState): Promise<RunError> {
-  return refusalOf(validate(state));
+  return runErrorOf(validate(state));
 }
 
-async function refusalOf(validating: Promise<unknown>): Promise<RunError> {
-  try {
-    await validating;
-  } catch (error) {
-    if (error instanceof RunError) return error;
-    throw error;
-  }
-  throw new Error('the drop was accepted');
+/** What validate_drop makes of `files` put as `drop`. */
+async function validated(
+  files: Readonly<Record<string, string | Buffer>>,
+  drop?: string,
+): Promise<RunConfig> {
+  return validate(await fixtures.dropped(files, drop));
+}
+
+/** The RunError validate_drop refuses `files` put as `drop` with. */
+async function refusalOf(files: Readonly<Record<string, string | Buffer>>, drop?: string): Promise<RunError> {
+  return refusal(await fixtures.dropped(files, drop));
 }
 
 async function etagOf(drop: string, name: string): Promise<string> {
@@ -65,23 +51,21 @@ async function etagOf(drop: string, name: string): Promise<string> {
 
 describe('validate_drop', () => {
   it('turns the bundled example drop into the run configuration, every file pinned', async () => {
-    const files = Object.fromEntries(
-      ['reviews.csv', 'labels.csv', 'train.json'].map((name) => [name, readFileSync(new URL(name, EXAMPLE))]),
-    );
-    const state = await dropped(files);
+    const files = exampleDrop();
+    const state = await fixtures.dropped(files);
     const config = await validate(state);
     expect(config).toEqual({
       name: 'product-reviews',
       files: [
         {
           name: 'reviews.csv',
-          bytes: files['reviews.csv']!.length,
+          bytes: Buffer.byteLength(files['reviews.csv']!),
           etag: await etagOf(state.run.drop, 'reviews.csv'),
         },
       ],
       labels: {
         name: 'labels.csv',
-        bytes: files['labels.csv']!.length,
+        bytes: Buffer.byteLength(files['labels.csv']!),
         etag: await etagOf(state.run.drop, 'labels.csv'),
       },
       encoder: null,
@@ -93,7 +77,7 @@ describe('validate_drop', () => {
 
   it('applies the defaults of {}: the folder name, every other file as data, labels.csv as labels', async () => {
     const drop = uniqueDrop('defaults');
-    const state = await dropped(
+    const state = await fixtures.dropped(
       { 'b.jsonl': '{"text":"x"}\n', 'a.csv': REVIEWS_CSV, 'labels.csv': 'id,label\n', 'train.json': '{}' },
       drop,
     );
@@ -105,33 +89,29 @@ describe('validate_drop', () => {
   });
 
   it('has no labels file when the folder has no labels.csv, or when "files" claims it as data', async () => {
-    expect((await validate(await dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }))).labels).toBeNull();
-    const claimed = await validate(
-      await dropped({
-        'a.csv': REVIEWS_CSV,
-        'labels.csv': 'id,text\nx,y\n',
-        'train.json': '{"files": ["a.csv", "labels.csv"]}',
-      }),
-    );
+    expect((await validated({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' })).labels).toBeNull();
+    const claimed = await validated({
+      'a.csv': REVIEWS_CSV,
+      'labels.csv': 'id,text\nx,y\n',
+      'train.json': '{"files": ["a.csv", "labels.csv"]}',
+    });
     expect(claimed.labels).toBeNull();
     expect(claimed.files.map((file) => file.name)).toEqual(['a.csv', 'labels.csv']);
   });
 
   it('takes "labels" and the other settings from train.json', async () => {
-    const config = await validate(
-      await dropped({
-        'a.csv': REVIEWS_CSV,
-        'answers.csv': 'text,label\nGreat value.,positive\n',
-        'labels.csv': 'id,text\nr-9,more data\n',
-        'train.json': JSON.stringify({
-          name: 'my reviews',
-          labels: 'answers.csv',
-          encoder: 'enc-base',
-          decisions: { dedupe: 'no' },
-          maxAttempts: 1,
-        }),
+    const config = await validated({
+      'a.csv': REVIEWS_CSV,
+      'answers.csv': 'text,label\nGreat value.,positive\n',
+      'labels.csv': 'id,text\nr-9,more data\n',
+      'train.json': JSON.stringify({
+        name: 'my reviews',
+        labels: 'answers.csv',
+        encoder: 'enc-base',
+        decisions: { dedupe: 'no' },
+        maxAttempts: 1,
       }),
-    );
+    });
     expect(config.labels?.name).toBe('answers.csv');
     // Not the labels file any more: labels.csv is data like any other object.
     expect(config.files.map((file) => file.name)).toEqual(['a.csv', 'labels.csv']);
@@ -146,13 +126,13 @@ describe('validate_drop', () => {
   it('cuts a long folder name to the 200 characters the service takes', async () => {
     // Long, yet short enough for a file name of the local S3 (the status file is named after it).
     const drop = `${'n'.repeat(205)}-${uniqueDrop()}`;
-    const config = await validate(await dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }, drop));
+    const config = await validated({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }, drop);
     expect(config.name).toBe(drop.slice(0, 200));
   });
 
   it('as a Lambda handler: returns the config and writes the status', async () => {
-    const state = await dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' });
-    const config = await handler.withRuntime(s3Runtime())(state, invocationContext());
+    const state = await fixtures.dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' });
+    const config = await handler.withRuntime(fixtures.s3Runtime())(state, invocationContext());
     expect(config.files.map((file) => file.name)).toEqual(['a.csv']);
     const { client, bucket } = fixtures.s3();
     const status = JSON.parse(
@@ -162,9 +142,12 @@ describe('validate_drop', () => {
   });
 
   it('as a Lambda handler: a bad train.json fails for good with its code and every problem', async () => {
-    const state = await dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{"maxAttempts": "3", "nmae": "x"}' });
+    const state = await fixtures.dropped({
+      'a.csv': REVIEWS_CSV,
+      'train.json': '{"maxAttempts": "3", "nmae": "x"}',
+    });
     const failure = await handler
-      .withRuntime(s3Runtime())(state, invocationContext())
+      .withRuntime(fixtures.s3Runtime())(state, invocationContext())
       .then(
         () => undefined,
         (error: unknown) => error,
@@ -179,7 +162,7 @@ describe('validate_drop', () => {
 
   it('refuses to run on a train.json other than the one that started the run', async () => {
     const { client, bucket } = fixtures.s3();
-    const state = await dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' });
+    const state = await fixtures.dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' });
     await client.send(
       new PutObjectCommand({ Bucket: bucket, Key: state.run.key, Body: '{"maxAttempts": 5}' }),
     );
@@ -199,14 +182,12 @@ describe('validate_drop', () => {
 
   it('names the files train.json lists that the folder does not have', async () => {
     const drop = uniqueDrop('missing');
-    const error = await refusal(
-      await dropped(
-        {
-          'a.csv': REVIEWS_CSV,
-          'train.json': '{"files": ["a.csv", "b.csv", "C.csv"], "labels": "answers.csv"}',
-        },
-        drop,
-      ),
+    const error = await refusalOf(
+      {
+        'a.csv': REVIEWS_CSV,
+        'train.json': '{"files": ["a.csv", "b.csv", "C.csv"], "labels": "answers.csv"}',
+      },
+      drop,
     );
     expect(error.code).toBe('missing_file');
     expect(error.detail).toBe(
@@ -217,8 +198,9 @@ describe('validate_drop', () => {
 
   it('names data files the service would refuse by name', async () => {
     const drop = uniqueDrop('badname');
-    const error = await refusal(
-      await dropped({ 'a.csv': REVIEWS_CSV, 'b\\c.csv': REVIEWS_CSV, 'train.json': '{}' }, drop),
+    const error = await refusalOf(
+      { 'a.csv': REVIEWS_CSV, 'b\\c.csv': REVIEWS_CSV, 'train.json': '{}' },
+      drop,
     );
     expect(error.code).toBe('invalid_file_name');
     expect(error.detail).toContain('"b\\\\c.csv"');
@@ -227,17 +209,15 @@ describe('validate_drop', () => {
 
   it('names data files with a tab, a newline or ".." in their names, and says what is wrong with each', async () => {
     const drop = uniqueDrop('ctrlname');
-    const error = await refusal(
-      await dropped(
-        {
-          'a.csv': REVIEWS_CSV,
-          'tab\tname.csv': REVIEWS_CSV,
-          'new\nline.csv': REVIEWS_CSV,
-          'two..dots.csv': REVIEWS_CSV,
-          'train.json': '{}',
-        },
-        drop,
-      ),
+    const error = await refusalOf(
+      {
+        'a.csv': REVIEWS_CSV,
+        'tab\tname.csv': REVIEWS_CSV,
+        'new\nline.csv': REVIEWS_CSV,
+        'two..dots.csv': REVIEWS_CSV,
+        'train.json': '{}',
+      },
+      drop,
     );
     expect(error.code).toBe('invalid_file_name');
     expect(error.detail).toContain('"tab\\tname.csv" (it has a control character');
@@ -248,8 +228,9 @@ describe('validate_drop', () => {
 
   it('names empty data files', async () => {
     const drop = uniqueDrop('empty');
-    const error = await refusal(
-      await dropped({ 'a.csv': REVIEWS_CSV, 'b.csv': '', 'c.jsonl': '', 'train.json': '{}' }, drop),
+    const error = await refusalOf(
+      { 'a.csv': REVIEWS_CSV, 'b.csv': '', 'c.jsonl': '', 'train.json': '{}' },
+      drop,
     );
     expect(error.code).toBe('empty_file');
     expect(error.detail).toBe(
@@ -261,7 +242,7 @@ describe('validate_drop', () => {
     const drop = uniqueDrop('nested');
     const { client, bucket } = fixtures.s3();
     await client.send(new PutObjectCommand({ Bucket: bucket, Key: `inbox/${drop}/`, Body: '' }));
-    const flat = await validate(await dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }, drop));
+    const flat = await validated({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }, drop);
     expect(flat.files.map((file) => file.name)).toEqual(['a.csv']);
 
     await putDrop(client, bucket, drop, { 'more/b.csv': REVIEWS_CSV, 'more/deeper/c.csv': REVIEWS_CSV });
@@ -293,7 +274,7 @@ describe('validate_drop', () => {
           ),
       );
     }
-    const error = await refusal(await dropped({ 'train.json': '{}' }, drop));
+    const error = await refusalOf({ 'train.json': '{}' }, drop);
     expect(error.code).toBe('too_many_files');
     expect(error.detail).toMatch(
       new RegExp(
@@ -304,7 +285,7 @@ describe('validate_drop', () => {
 
   it('needs at least one data file', async () => {
     const drop = uniqueDrop('nodata');
-    const error = await refusal(await dropped({ 'labels.csv': 'id,label\n', 'train.json': '{}' }, drop));
+    const error = await refusalOf({ 'labels.csv': 'id,label\n', 'train.json': '{}' }, drop);
     expect(error.code).toBe('no_data_files');
     expect(error.detail).toBe(
       `inbox/${drop}/ holds no data files to train on (it has "labels.csv", "train.json"): put the CSV or JSONL files beside train.json, then upload train.json again`,
@@ -312,42 +293,38 @@ describe('validate_drop', () => {
   });
 
   it('checks the labels file header: label, and id or text', async () => {
-    const noLabel = await refusal(
-      await dropped({ 'a.csv': REVIEWS_CSV, 'labels.csv': 'id,text\nr-1,x\n', 'train.json': '{}' }),
-    );
+    const noLabel = await refusalOf({
+      'a.csv': REVIEWS_CSV,
+      'labels.csv': 'id,text\nr-1,x\n',
+      'train.json': '{}',
+    });
     expect(noLabel.code).toBe('invalid_labels_file');
     expect(noLabel.detail).toBe(
       'labels.csv: the header row has "id", "text"; it needs a "label" column and an "id" or a "text" column (missing "label"). Example header: id,label',
     );
 
-    const noKey = await refusal(
-      await dropped({
-        'a.csv': REVIEWS_CSV,
-        'answers.csv': 'label,comment\n',
-        'train.json': '{"labels": "answers.csv"}',
-      }),
-    );
+    const noKey = await refusalOf({
+      'a.csv': REVIEWS_CSV,
+      'answers.csv': 'label,comment\n',
+      'train.json': '{"labels": "answers.csv"}',
+    });
     expect(noKey.detail).toBe(
       'answers.csv: the header row has "label", "comment"; it needs a "label" column and an "id" or a "text" column (missing "id" or "text"). Example header: id,label',
     );
 
-    const empty = await refusal(
-      await dropped({ 'a.csv': REVIEWS_CSV, 'labels.csv': '', 'train.json': '{}' }),
-    );
+    const empty = await refusalOf({ 'a.csv': REVIEWS_CSV, 'labels.csv': '', 'train.json': '{}' });
     expect(empty.code).toBe('invalid_labels_file');
     expect(empty.detail).toBe(
       'labels.csv is empty; it needs a header row with a "label" column and an "id" or a "text" column, then one row per held-out example',
     );
 
-    const blank = await refusal(
-      await dropped({ 'a.csv': REVIEWS_CSV, 'labels.csv': '\n\n', 'train.json': '{}' }),
-    );
+    const blank = await refusalOf({ 'a.csv': REVIEWS_CSV, 'labels.csv': '\n\n', 'train.json': '{}' });
     expect(blank.detail).toContain('labels.csv: the header row has no columns');
   });
 
   it('escapes control characters of the drop name it echoes', async () => {
     const drop = uniqueDrop('bell\u0007del\u007f');
-    const error = await refusal(await dropped({ 'train.json': '{}' }, drop));
+    const error = await refusalOf({ 'train.json': '{}' }, drop);
     expect(error.code).toBe('no_data_files');
     expect(error.detail).toContain(
       `inbox/${drop.replace('\u0007', '\\u0007').replace('\u007f', '\\u007f')}/`,
@@ -358,14 +335,10 @@ describe('validate_drop', () => {
 
   it('reads the whole labels file: a BOM and CRLF are fine, a broken row far below the header is not', async () => {
     const rows = `\uFEFFtext,label\r\n"Great value.",positive\r\n${'x,y\r\n'.repeat(50_000)}`;
-    const config = await validate(
-      await dropped({ 'a.csv': REVIEWS_CSV, 'labels.csv': rows, 'train.json': '{}' }),
-    );
+    const config = await validated({ 'a.csv': REVIEWS_CSV, 'labels.csv': rows, 'train.json': '{}' });
     expect(config.labels).toMatchObject({ name: 'labels.csv', bytes: Buffer.byteLength(rows) });
     const broken = `${rows}"never closed,negative\r\nx,y\r\n`;
-    const error = await refusal(
-      await dropped({ 'a.csv': REVIEWS_CSV, 'labels.csv': broken, 'train.json': '{}' }),
-    );
+    const error = await refusalOf({ 'a.csv': REVIEWS_CSV, 'labels.csv': broken, 'train.json': '{}' });
     expect(error.message).toMatch(
       /^invalid_labels_file: labels\.csv is not valid CSV: a quote opened in the row starting on line 50003 is never closed/,
     );
@@ -390,7 +363,7 @@ describe('validate_drop while files are still arriving', () => {
   it('waits for a data file written after train.json and trains on it too', async () => {
     const drop = uniqueDrop('late');
     // train.json first, as `aws s3 cp --recursive` may well do; b.csv follows.
-    const state = await dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }, drop);
+    const state = await fixtures.dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }, drop);
     const validating = validateDropStep.run(state, stepEnv(settlingRuntime(800)));
     await new Promise((resolve) => setTimeout(resolve, 300));
     await put(drop, 'b.csv', REVIEWS_CSV);
@@ -401,10 +374,10 @@ describe('validate_drop while files are still arriving', () => {
 
   it('fails with files_still_arriving, naming them, when the folder does not fall quiet in time', async () => {
     const drop = uniqueDrop('busy');
-    const state = await dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }, drop);
+    const state = await fixtures.dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }, drop);
     // 12 s left in the invocation: 10 s are kept to report, so it gives up after about 2 s.
     const writing = { done: false };
-    const validating = refusalOf(validateDropStep.run(state, stepEnv(settlingRuntime(800), 12_000))).finally(
+    const validating = runErrorOf(validateDropStep.run(state, stepEnv(settlingRuntime(800), 12_000))).finally(
       () => (writing.done = true),
     );
     // A writer that keeps going until then (bounded: at most 20 files, 250 ms apart).
@@ -422,7 +395,7 @@ describe('validate_drop while files are still arriving', () => {
 
   it('takes a drop that is already quiet without waiting for it again', async () => {
     const drop = uniqueDrop('quiet');
-    const state = await dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }, drop);
+    const state = await fixtures.dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' }, drop);
     await new Promise((resolve) => setTimeout(resolve, 1_300));
     const started = Date.now();
     await validateDropStep.run(state, stepEnv(settlingRuntime(200)));

@@ -27,7 +27,7 @@ import { modelBytesAt, type FaultRule } from '../../local/service/index.js';
 import { synthesize } from '../infra/helpers.js';
 import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
 import { dropAndRun, type FinishedRun } from '../helpers/local-mode.js';
-import { LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
+import { reviewsDrop } from '../helpers/fixtures.js';
 
 const FULL = process.env.HOPPER_RELIABILITY === 'full';
 const DROPS = FULL ? 50 : 4;
@@ -83,12 +83,7 @@ beforeAll(async () => {
     const drop = `fault-${String(index).padStart(2, '0')}`;
     const before = slots[index - AT_ONCE] ?? Promise.resolve();
     const result = before.then(() =>
-      dropAndRun(
-        started,
-        drop,
-        { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, 'train.json': '{}' },
-        RUN_MS,
-      ).then(
+      dropAndRun(started, drop, reviewsDrop(), RUN_MS).then(
         (run): DropResult => ({ drop, run, error: undefined }),
         (error: unknown): DropResult => ({ drop, run: undefined, error }),
       ),

@@ -8,12 +8,12 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { dropAndRun, useLocalMode } from '../helpers/local-mode.js';
-import { expectFailed, LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
+import { expectFailed } from '../helpers/local-runs.js';
+import { reviewsDrop } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
-const FILES = { 'reviews.csv': REVIEWS_CSV, 'labels.csv': LABELS_BY_ID, [TRAIN_JSON]: '{}' };
+const FILES = reviewsDrop();
 const HOUR = 3_600_000;
 const MiB = 1024 * 1024;
 

@@ -9,13 +9,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readStatus, type RunStatus } from '../../lambdas/run/status/index.js';
-import { modelFileKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { modelFileKey } from '../../lambdas/storage/keys.js';
 import { objectSize } from '../../lambdas/storage/objects.js';
 import { localS3Client } from '../../local/s3/local-s3.js';
 import { startSimulatedService, type SimulatedService } from '../../local/service/index.js';
+import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
 import { hopper, startHopper, type RunningHopper } from '../helpers/hopper-cli.js';
-import { LABELS_BY_ID, REVIEWS_CSV } from '../helpers/local-runs.js';
 import { putDrop } from '../helpers/pipeline.js';
+import { reviewsDrop } from '../helpers/fixtures.js';
 
 let work: string;
 let service: SimulatedService;
@@ -24,9 +25,7 @@ beforeEach(async () => {
   work = await mkdtemp(join(tmpdir(), 'hopper-restart-advice-'));
   // Long enough to kill local mode while it trains, short enough to wait out after the restart.
   service = await startSimulatedService({
-    readingMs: 20,
-    structuringMs: 20,
-    queuedMs: 20,
+    ...BRISK_SERVICE,
     trainingMs: 6_000,
     modelBytes: 4096,
     credits: 10,
@@ -84,11 +83,12 @@ async function serviceIds(what: 'datasets' | 'models'): Promise<string[]> {
 describe('hopper local killed while a paid model trains', () => {
   it('restarts saying hopper retry; following it adopts the model: one training, one credit', async () => {
     const first = await startLocal();
-    await putDrop(localS3Client(first.env.AWS_ENDPOINT_URL ?? ''), first.env.HOPPER_BUCKET ?? '', 'slow', {
-      'reviews.csv': REVIEWS_CSV,
-      'labels.csv': LABELS_BY_ID,
-      [TRAIN_JSON]: '{}',
-    });
+    await putDrop(
+      localS3Client(first.env.AWS_ENDPOINT_URL ?? ''),
+      first.env.HOPPER_BUCKET ?? '',
+      'slow',
+      reviewsDrop(),
+    );
     const training = await statusWhen(first.env, (status) => status.paid_model !== null);
     const paid = training.paid_model?.id ?? '';
     await first.child.stop('SIGKILL');

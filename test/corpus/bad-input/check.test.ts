@@ -6,19 +6,18 @@
  * run decides once it starts. A simulated service runs all along, its address in the command's
  * environment as `hopper local` would give it: check sends it nothing.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { Logger } from '@aws-lambda-powertools/logger';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunError } from '../../../lambdas/run/errors/index.js';
-import { createRuntime } from '../../../lambdas/run/invocation/index.js';
 import { validateDropStep } from '../../../lambdas/steps/validate-drop.js';
 import { runCheckCommand, type CheckVerdict } from '../../../local/cli/drop-folder.js';
 import { ENDPOINTS, startSimulatedService, type SimulatedService } from '../../../local/service/index.js';
 import { runCommandCaptured } from '../../helpers/commands.js';
-import { putDrop, runStateFor, stepEnv, uniqueDrop, usePipelineFixtures } from '../../helpers/pipeline.js';
+import { stepEnv, usePipelineFixtures } from '../../helpers/pipeline.js';
 import { CASES } from './cases.js';
+import { uniqueDrop, writeDropFolder } from '../../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 let work = '';
@@ -36,11 +35,9 @@ afterAll(async () => {
 
 /** What ValidateDrop makes of the drop in the bucket: passed, or its code and message. */
 async function runsVerdict(drop: string, files: Readonly<Record<string, string | Buffer>>) {
-  const { client, bucket } = fixtures.s3();
-  await putDrop(client, bucket, drop, files);
-  const runtime = createRuntime({ s3: client, logger: new Logger({ logLevel: 'SILENT' }), dropQuietMs: 0 });
+  const state = await fixtures.dropped(files, drop);
   try {
-    await validateDropStep.run(await runStateFor(client, bucket, drop), stepEnv(runtime));
+    await validateDropStep.run(state, stepEnv(fixtures.s3Runtime()));
     return null;
   } catch (error) {
     if (!(error instanceof RunError)) throw error;
@@ -50,11 +47,7 @@ async function runsVerdict(drop: string, files: Readonly<Record<string, string |
 
 /** `hopper check --json` of the same files in a local folder named after the drop. */
 async function checksVerdict(drop: string, files: Readonly<Record<string, string | Buffer>>) {
-  const folder = join(work, drop);
-  for (const [name, content] of Object.entries(files)) {
-    await mkdir(dirname(join(folder, name)), { recursive: true });
-    await writeFile(join(folder, name), content);
-  }
+  const folder = await writeDropFolder(work, drop, files);
   const env = { HOPPER_SERVICE_URL: service?.apiUrl, HOPPER_API_KEY: service?.apiKey };
   const result = await runCommandCaptured(runCheckCommand, [folder, '--json'], env);
   expect(result.stderr).toBe('');

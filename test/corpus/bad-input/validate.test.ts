@@ -3,25 +3,17 @@
  * the real local S3: each is accepted, or refused with its code and a message naming what is wrong.
  */
 import { describe, expect, it } from 'vitest';
-import { Logger } from '@aws-lambda-powertools/logger';
 import { RunError } from '../../../lambdas/run/errors/index.js';
-import { createRuntime } from '../../../lambdas/run/invocation/index.js';
 import { validateDropStep } from '../../../lambdas/steps/validate-drop.js';
-import { putDrop, runStateFor, stepEnv, uniqueDrop, usePipelineFixtures } from '../../helpers/pipeline.js';
+import { stepEnv, usePipelineFixtures } from '../../helpers/pipeline.js';
 import { CASES } from './cases.js';
+import { uniqueDrop } from '../../helpers/fixtures.js';
 
 const fixtures = usePipelineFixtures();
 
 async function validateDrop(files: Readonly<Record<string, string | Buffer>>): Promise<unknown> {
-  const { client, bucket } = fixtures.s3();
-  const drop = uniqueDrop('corpus');
-  await putDrop(client, bucket, drop, files);
-  const runtime = createRuntime({
-    s3: client,
-    logger: new Logger({ logLevel: 'SILENT' }),
-    dropQuietMs: 0,
-  });
-  return validateDropStep.run(await runStateFor(client, bucket, drop), stepEnv(runtime));
+  const state = await fixtures.dropped(files, uniqueDrop('corpus'));
+  return validateDropStep.run(state, stepEnv(fixtures.s3Runtime()));
 }
 
 it('the corpus holds at least 40 cases', () => {
