@@ -83,7 +83,6 @@ export const LOCAL_SPEC: CommandSpec = {
 
 export interface LocalCommandOptions {
   readonly mode: LocalModeOptions;
-  readonly verbose: boolean;
   /** The local console (local/console/): served unless `enabled` is false. */
   readonly console?: ConsoleChoice;
 }
@@ -141,9 +140,7 @@ export function localModeOptions(
   const waitMs = args.number('wait-ms');
   const perDay = args.number('credit-budget');
   const dataDir = args.text('data-dir');
-  const verbose = args.on('verbose');
   return {
-    verbose,
     console: { enabled, ...(port === undefined ? {} : { port }) },
     mode: {
       ...(service === undefined ? {} : { service }),
@@ -151,7 +148,7 @@ export function localModeOptions(
       ...(waitMs === undefined ? {} : { waitMs, dropQuietMs: waitMs }),
       ...(perDay === undefined ? {} : { creditBudget: { perDay } }),
       ...(dataDir === undefined ? {} : { dataDir }),
-      logLevel: verbose ? 'INFO' : 'SILENT',
+      logLevel: args.on('verbose') ? 'INFO' : 'SILENT',
     },
   };
 }

@@ -57,7 +57,7 @@ describe('parseRunArgs', () => {
       kind: 'run',
       folder: 'examples/reviews',
       out: 'out',
-      options: { verbose: false, mode: { logLevel: 'SILENT' }, console: { enabled: false } },
+      options: { mode: { logLevel: 'SILENT' }, console: { enabled: false } },
     });
   });
 
@@ -104,7 +104,7 @@ describe('parseRunArgs', () => {
 
 describe('parseLocalArgs', () => {
   it('takes no folder and says how drops get in instead', () => {
-    expect(local([])).toEqual({ verbose: false, mode: { logLevel: 'SILENT' }, console: { enabled: true } });
+    expect(local([])).toEqual({ mode: { logLevel: 'SILENT' }, console: { enabled: true } });
     const error = usageError(() => parseLocalArgs(['examples/reviews'], NO_ENV));
     expect(error.message).toContain('examples/reviews');
     expect(error.message).toContain('S3 client');
@@ -241,8 +241,8 @@ describe.each(PARSERS)('the options common to both commands ($command)', ({ comm
 
   describe('--verbose', () => {
     it("sets the handlers' log level to INFO; it is SILENT without", () => {
-      expect(options(['--verbose'])).toMatchObject({ verbose: true, mode: { logLevel: 'INFO' } });
-      expect(options([])).toMatchObject({ verbose: false, mode: { logLevel: 'SILENT' } });
+      expect(options(['--verbose'])).toMatchObject({ mode: { logLevel: 'INFO' } });
+      expect(options([])).toMatchObject({ mode: { logLevel: 'SILENT' } });
     });
   });
 });
