@@ -186,6 +186,13 @@ export type DatasetStatus = (typeof DATASET_STATUSES)[number];
  */
 export const MODEL_STATUSES = ['queued', 'training', 'done', 'failed', 'refunded'] as const;
 export type ModelStatus = (typeof MODEL_STATUSES)[number];
+/** A model at these is training: it holds its credit until it ends (B7). */
+export const TRAINING_STATUSES: readonly ModelStatus[] = ['queued', 'training'];
+
+/** Whether a model keeps the credit its training took: a failed or refunded one's came back (B7). */
+export function keepsCredit(status: ModelStatus): boolean {
+  return status !== 'failed' && status !== 'refunded';
+}
 
 // Where a dataset stands with structuring (B4), for the 409 answers of structure and suggest.
 // Both rules live here: the client's reconciliation and the structure step read them.

@@ -12,7 +12,7 @@
  */
 import { defineStep } from '../run/invocation/index.js';
 import { waitForFiles } from '../run/schedule/index.js';
-import { RetryLaterError, ServiceError } from '../service-client/index.js';
+import { keepsCredit, RetryLaterError, ServiceError } from '../service-client/index.js';
 import { modelSlot, trainingOrdinal } from '../run/state/index.js';
 import type { ModelSlot } from '../run/state/index.js';
 
@@ -21,8 +21,8 @@ export const pollModelStep = defineStep('poll_model', async (state, env) => {
   const client = await env.runtime.service();
   try {
     const record = await client.getModel(model.id);
-    // The service gave a failed training's credit back to the account: the budget gets it too.
-    if (record.status === 'failed') await env.runtime.credits.giveBack(state.run, trainingOrdinal(model));
+    // The service gave a failed (or refunded) training's credit back to the account: so does the budget.
+    if (!keepsCredit(record.status)) await env.runtime.credits.giveBack(state.run, trainingOrdinal(model));
     return modelSlot(record, model, model, env.runtime.now());
   } catch (error) {
     const waiting = waitThroughFailure(model, error, env.runtime.now());

@@ -23,6 +23,7 @@ import {
   NoCreditsError,
   ServiceError,
   trainingDurationMs,
+  keepsCredit,
   UnknownEncoderError,
   type Dataset,
   type Encoder,
@@ -44,7 +45,6 @@ import { expectedFinish } from '../run/schedule/index.js';
 import { attemptsLeft, modelSlot, sweepOnwards, trainingOrdinal, trainingPlan } from '../run/state/index.js';
 import type { AccountHistory, RunConfig, RunState, SweepSlot } from '../run/state/index.js';
 
-const UNDER_WAY_STATUSES: readonly string[] = ['queued', 'training', 'done'];
 /** A model at one of these has not failed: wait for it, download it, or report its files gone. */
 const UNDER_WAY_NEXT_ACTIONS: readonly NextAction[] = ['wait', 'download', 'none'];
 
@@ -144,7 +144,7 @@ async function accountHistory(client: TrainingServiceClient): Promise<AccountHis
 }
 
 function isUnderWay(model: Model): boolean {
-  return UNDER_WAY_STATUSES.includes(model.status) || UNDER_WAY_NEXT_ACTIONS.includes(model.next_action);
+  return keepsCredit(model.status) || UNDER_WAY_NEXT_ACTIONS.includes(model.next_action);
 }
 
 /** Every model of the dataset, newest first (paging stops at models older than the dataset). */

@@ -6,14 +6,12 @@
  * and a later `hopper run` of the folder does not start a second training while that one is
  * still queued or training (trainingsUnderWay).
  */
+import { keepsCredit, TRAINING_STATUSES } from '../../lambdas/service-client/index.js';
 import type { Dataset, Model, TrainingServiceClient } from '../../lambdas/service-client/index.js';
 
 /** Pages of a list read at most while looking (100 records each). */
 const MAX_PAGES = 5;
 const PAGE = 100;
-/** A model in these holds its credit: under way, or done (a failed one's came back). */
-const HOLDS_CREDIT: readonly string[] = ['queued', 'training', 'done'];
-const UNDER_WAY: readonly string[] = ['queued', 'training'];
 
 export interface Leftovers {
   readonly datasets: readonly Dataset[];
@@ -68,7 +66,7 @@ export function describeLeftovers(left: Leftovers, serviceUrl: string, folder: s
       `  dataset ${dataset.id} ("${dataset.name}", ${dataset.status}, next_action ${dataset.next_action}): kept by the service until it expires at ${dataset.expires_at}`,
     );
     for (const model of left.models.filter((candidate) => candidate.dataset_id === dataset.id)) {
-      const credit = HOLDS_CREDIT.includes(model.status) ? 'holds 1 credit' : 'its credit came back';
+      const credit = keepsCredit(model.status) ? 'holds 1 credit' : 'its credit came back';
       const files =
         model.status === 'done' && model.files_expire_at !== null
           ? `; its files stay at the service until ${model.files_expire_at}`
@@ -77,8 +75,8 @@ export function describeLeftovers(left: Leftovers, serviceUrl: string, folder: s
     }
   }
   // One per training that has not failed.
-  const credits = left.models.filter((model) => HOLDS_CREDIT.includes(model.status)).length;
-  const underWay = left.models.filter((model) => UNDER_WAY.includes(model.status));
+  const credits = left.models.filter((model) => keepsCredit(model.status)).length;
+  const underWay = left.models.filter((model) => TRAINING_STATUSES.includes(model.status));
   lines.push(`  credits held: ${String(credits)}`);
   if (underWay.length > 0) {
     const ids = underWay.map((model) => model.id).join(', ');
@@ -107,7 +105,7 @@ export async function trainingsUnderWay(
 ): Promise<{ readonly model: Model; readonly dataset: Dataset }[]> {
   const names = new Map<string, Dataset>();
   const found: { model: Model; dataset: Dataset }[] = [];
-  for (const status of UNDER_WAY) {
+  for (const status of TRAINING_STATUSES) {
     let pages = 0;
     for await (const page of client.listModels({ status, limit: PAGE }).pages()) {
       for (const model of page.data) {

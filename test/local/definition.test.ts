@@ -194,7 +194,7 @@ const CONFIG: RunConfig = {
 function dataset(nextAction: string): DatasetSlot {
   return datasetSlotOf({
     id: 'ds_1',
-    status: 'status',
+    status: 'read',
     nextAction: nextAction as NextAction,
     waitSeconds: nextAction === 'wait' ? 30 : 0,
   });
@@ -203,7 +203,7 @@ function dataset(nextAction: string): DatasetSlot {
 function model(nextAction: string, attempts = 1): ModelSlot {
   return modelSlotOf({
     id: 'm_1',
-    status: 'status',
+    status: 'training',
     nextAction: nextAction as NextAction,
     version: attempts,
     attempts,

@@ -60,6 +60,30 @@ describe('start_training', () => {
     expect(service.credits()).toBe(9);
   });
 
+  it('a refunded training gives its credit back to the budget, as the service gives it to the account', async () => {
+    const { bucket, client: s3 } = fixtures.s3();
+    await deleteObject(s3, bucket, CREDIT_LEDGER_KEY);
+    const service = await fixtures.service({ queuedMs: MINUTE });
+    const runtime = fixtures.runtime(service, { creditBudget: { perDay: 1 } });
+    const client = await runtime.service();
+    const [first, second] = await Promise.all(
+      ['first', 'second'].map(async (name) =>
+        fixtures.withDataset(service, await trainableDataset(client, name)),
+      ),
+    );
+    const start = (state: RunState) => startTrainingStep.run(state, stepEnv(runtime));
+    const trained = await start(first!);
+    expect(toRunError(await rejectionOf(start(second!))).code).toBe('credit_budget');
+
+    // Trained, then refunded before the run polled it: the budget frees the credit at that poll.
+    service.clock.advance(2 * MINUTE);
+    service.removeModelFiles(trained.id, 'refunded');
+    const refunded = await pollModelStep.run({ ...first!, model: trained }, stepEnv(runtime));
+    expect(refunded).toMatchObject({ status: 'refunded', nextAction: 'none' });
+    expect(service.credits()).toBe(10);
+    expect(await start(second!)).toMatchObject({ status: 'queued', attempts: 1 });
+  });
+
   it("starts a training with the service's default encoder, for one credit", async () => {
     const { service, client, dataset, run } = await readyDataset({ queuedMs: MINUTE });
     const slot = await run();

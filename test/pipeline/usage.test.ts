@@ -33,7 +33,7 @@ function stateWithModel(model: Partial<ModelSlot>): RunState {
 describe('the summary of trainings and cost', () => {
   const poll = { step: 'poll_model', ok: true, ms: 1000, memoryMb: 256, s3: { put: 1, get: 2 } } as const;
 
-  it('a training seen again replaces what was known of it; a new one is added; a failed one holds no credit', () => {
+  it('a training seen again replaces what was known of it; a new one is added; a failed or refunded one holds no credit', () => {
     const queued = addInvocation(null, poll, stateWithModel({ status: 'queued' }));
     expect(queued.trainings).toEqual([{ model_id: 'm1', status: 'queued', gpu_usd: null, jev_usd: null }]);
     expect(queued.credits).toBe(1);
@@ -56,6 +56,14 @@ describe('the summary of trainings and cost', () => {
     );
     expect(second.trainings.map((training) => training.model_id)).toEqual(['m1', 'm2']);
     expect(second).toMatchObject({ attempts: 2, credits: 1, gpu_usd: 0.5, jev_usd: 0.03 });
+
+    // Refunded: the service gave the credit back with the model's files.
+    const refunded = addInvocation(
+      second,
+      poll,
+      stateWithModel({ id: 'm2', status: 'refunded', attempts: 2 }),
+    );
+    expect(refunded.credits).toBe(0);
   });
 
   it('adds up invocations, time, GB-seconds and requests per step, and prices them', () => {

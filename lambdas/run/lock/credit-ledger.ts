@@ -19,6 +19,7 @@
  * apart after its upload and processing, so takers rarely meet.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
+import { keepsCredit } from '../../service-client/contract.js';
 import type { Model } from '../../service-client/index.js';
 import { CREDIT_LEDGER_KEY } from '../../storage/keys.js';
 import { readJson, updateJsonConditionally, type JsonUpdate } from '../../storage/objects.js';
@@ -104,7 +105,7 @@ export function creditsOf(
         if (error instanceof RunError && REFUSED.includes(error.code)) await giveBack(run, attempt);
         throw error;
       });
-      if (model.status === 'failed') await giveBack(run, attempt);
+      if (!keepsCredit(model.status)) await giveBack(run, attempt);
       return model;
     },
   };

@@ -14,6 +14,7 @@
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { NotFoundError } from '../../service-client/errors.js';
+import { TRAINING_STATUSES } from '../../service-client/contract.js';
 import type { TrainingServiceClient } from '../../service-client/index.js';
 import { trainingClaimKey } from '../../storage/keys.js';
 import { readJson, updateJsonConditionally, type JsonUpdate } from '../../storage/objects.js';
@@ -33,8 +34,6 @@ export interface TrainingClaim {
 
 /** How long a claim without a training stays held (one start_training invocation and more). */
 export const CLAIM_FRESH_MS = 10 * 60_000;
-/** A model in these holds its credit until it ends. */
-const IN_FLIGHT: readonly string[] = ['queued', 'training'];
 
 export type ClaimResult = { readonly held: true } | { readonly held: false; readonly holder: TrainingClaim };
 
@@ -115,13 +114,13 @@ async function isBusy(claim: TrainingClaim, context: ClaimContext): Promise<bool
   if (modelId === null && context.now - Date.parse(claim.claimed_at) < CLAIM_FRESH_MS) return true;
   try {
     if (modelId !== null)
-      return IN_FLIGHT.includes((await (await context.service()).getModel(modelId)).status);
+      return TRAINING_STATUSES.includes((await (await context.service()).getModel(modelId)).status);
     // Stale without a model id: the holder may still have started one whose answer it lost.
     if (datasetId === null) return false;
     const client = await context.service();
     const dataset = await client.getDataset(datasetId);
     for await (const model of client.modelsOfDataset(dataset.id, { datasetCreatedAt: dataset.created_at })) {
-      if (IN_FLIGHT.includes(model.status)) return true;
+      if (TRAINING_STATUSES.includes(model.status)) return true;
     }
     return false;
   } catch (error) {

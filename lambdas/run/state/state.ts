@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import * as z from 'zod';
-import type { NextAction } from '../../service-client/index.js';
+import type { DatasetStatus, ModelStatus, NextAction } from '../../service-client/index.js';
 import { modelFileKey } from '../../storage/keys.js';
 import type { RunErrorCode } from '../errors/index.js';
 import type { RunOutcome, SlotName, StopCode } from './vocabulary.js';
@@ -115,7 +115,7 @@ export interface PollSchedule {
 export interface DatasetSlot extends PollSchedule {
   readonly id: string;
   readonly step: number;
-  readonly status: string;
+  readonly status: DatasetStatus;
   /** Always a known value: the client refuses a record with another (unsupported_next_action). */
   readonly nextAction: NextAction;
   readonly expiresAt: string;
@@ -134,7 +134,7 @@ export interface DatasetSlot extends PollSchedule {
 export interface ModelSlot extends PollSchedule {
   readonly id: string;
   readonly step: number;
-  readonly status: string;
+  readonly status: ModelStatus;
   readonly nextAction: NextAction;
   readonly version: number;
   readonly encoder: string;

@@ -13,6 +13,7 @@
  * - Step Functions: state transitions estimated from the invocations (TRANSITIONS_AFTER below).
  * - The service: each model of the run as last seen, with its gpu_usd and jev_usd.
  */
+import { keepsCredit, type ModelStatus } from '../../service-client/contract.js';
 import { PRICES_AS_OF, PRICES_REGION, PRICES_USD } from './prices.js';
 import type { S3Requests } from '../invocation/index.js';
 import { copyWaitOf, type RunState } from '../state/index.js';
@@ -28,10 +29,10 @@ export interface StepUsage {
   readonly gb_seconds: number;
 }
 
-/** A training of the run as last seen: failed ones return their credit. */
+/** A training of the run as last seen: failed and refunded ones return their credit. */
 export interface TrainingUsage {
   readonly model_id: string;
-  readonly status: string;
+  readonly status: ModelStatus;
   readonly gpu_usd: number | null;
   readonly jev_usd: number | null;
 }
@@ -155,7 +156,7 @@ function summaryOf(
   const gbSeconds = Object.values(steps).reduce((sum, step) => sum + step.gb_seconds, 0);
   const summary = {
     attempts: state.model?.attempts ?? 0,
-    credits: trainings.filter((training) => training.status !== 'failed').length,
+    credits: trainings.filter((training) => keepsCredit(training.status)).length,
     gpu_usd: sumOf(trainings.map((training) => training.gpu_usd)),
     jev_usd: sumOf(trainings.map((training) => training.jev_usd)),
     trainings,
