@@ -491,7 +491,10 @@ describe("the tests' browser", () => {
     const packaged = await chooseChromium({}, [missing]);
     expect(packaged.from).toBe('@sparticuz/chromium');
     expect(packaged.path).toMatch(/node_modules\/\.cache\/hopper-chromium\/[\d.]+\/chromium$/);
-    const version = spawnSync(packaged.path, ['--version'], { encoding: 'utf8' });
+    const version = spawnSync(packaged.path, ['--version'], {
+      encoding: 'utf8',
+      env: { ...process.env, ...packaged.env },
+    });
     expect(version.stdout).toMatch(/^Chromium \d+\./);
   });
 });

@@ -66,6 +66,10 @@ export async function chooseChromium(
   return packagedChromium();
 }
 
+async function isFile(path: string): Promise<boolean> {
+  return (await stat(path).catch(() => null))?.isFile() ?? false;
+}
+
 async function isExecutable(path: string): Promise<boolean> {
   try {
     await access(path, constants.X_OK);
@@ -79,7 +83,8 @@ async function isExecutable(path: string): Promise<boolean> {
  * The package's Chromium, unpacked beside a temporary name and renamed into place: a run that
  * stops halfway, or another test process unpacking at the same time, never leaves a half-written
  * browser behind. Its Open Sans comes along for machines without fonts (text would be blank),
- * after the system's own.
+ * after the system's own; and so do the shared libraries it needs that a machine without a
+ * browser may lack (NSS, NSPR, expat: the package's al2023.tar.br), through LD_LIBRARY_PATH.
  */
 async function packagedChromium(): Promise<ChosenBrowser> {
   const packageDir = join(dirname(createRequire(import.meta.url).resolve('@sparticuz/chromium')), '../..');
@@ -90,9 +95,12 @@ async function packagedChromium(): Promise<ChosenBrowser> {
   const chosen = {
     path: join(folder, 'chromium'),
     from: '@sparticuz/chromium',
-    env: { FONTCONFIG_FILE: join(folder, 'fonts.conf') },
+    env: { FONTCONFIG_FILE: join(folder, 'fonts.conf'), LD_LIBRARY_PATH: join(folder, 'lib') },
   } as const;
-  if (await isExecutable(chosen.path)) return chosen;
+  // An unpacking from before the libraries came along is replaced.
+  const whole = async () =>
+    (await isExecutable(chosen.path)) && (await isFile(join(folder, 'lib/libnss3.so')));
+  if (await whole()) return chosen;
   await mkdir(dirname(folder), { recursive: true });
   const partial = await mkdtemp(`${folder}.partial-`);
   await pipeline(
@@ -105,6 +113,11 @@ async function packagedChromium(): Promise<ChosenBrowser> {
   for (const [name, bytes] of tarFiles(fonts)) {
     if (name.endsWith('.ttf')) await writeFile(join(partial, 'fonts', basename(name)), bytes);
   }
+  await mkdir(join(partial, 'lib'));
+  const libraries = brotliDecompressSync(await readFile(join(packageDir, 'bin/al2023.tar.br')));
+  for (const [name, bytes] of tarFiles(libraries)) {
+    if (name.startsWith('lib/')) await writeFile(join(partial, 'lib', basename(name)), bytes);
+  }
   await writeFile(
     join(partial, 'fonts.conf'),
     `<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "fonts.dtd">\n<fontconfig>\n` +
@@ -112,12 +125,14 @@ async function packagedChromium(): Promise<ChosenBrowser> {
       `  <dir>${join(folder, 'fonts')}</dir>\n  <cachedir>${join(tmpdir(), 'hopper-chromium-fontconfig')}</cachedir>\n` +
       `</fontconfig>\n`,
   );
+  // Only a stale unpacking is removed: another process's whole copy may be running.
+  if (!(await whole())) await rm(folder, { recursive: true, force: true });
   try {
     await rename(partial, folder);
   } catch (error) {
     await rm(partial, { recursive: true, force: true });
     // Another process renamed its copy into place first: that one is whole too.
-    if (!(await isExecutable(chosen.path))) throw error;
+    if (!(await whole())) throw error;
   }
   return chosen;
 }
