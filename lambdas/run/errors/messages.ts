@@ -2,6 +2,8 @@
  * The words of the run errors more than one place can raise, each written once: a step that
  * finds the problem itself and the report (or the error mapping) that finds it later say the
  * same thing. A message says what happened and what to do (docs/errors.md has the table).
+ * The words about a paid model are here too (supersede, the training claim, retry advice, what a
+ * stopped `hopper run` left at the service), the CLI's included.
  */
 
 import type { Model } from '../../service-client/index.js';
