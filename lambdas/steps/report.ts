@@ -26,7 +26,6 @@
  * once even when this step is retried (lambdas/run/events/event-bus.ts).
  */
 import {
-  capitalised,
   isRunErrorCode,
   causeMessage,
   isHopperError,
@@ -34,10 +33,11 @@ import {
   parseCodedMessage,
   datasetExpiredMessage,
   modelFilesGoneMessage,
-  retryAdvice,
+  supersededMessage,
   sweepFailedMessage,
   trainingFailedMessage,
   unsupportedNextActionMessage,
+  withRetryAdvice,
 } from '../run/errors/index.js';
 import { defineStep } from '../run/invocation/index.js';
 import { announceRunEnd } from '../run/events/index.js';
@@ -97,8 +97,8 @@ export function reportOf(state: RunState, supersededBy: NewerRun | null = null):
   if (state.stop !== undefined) return failed(state, stopError(state, state.stop.code));
   const copy = copiedModel(state.copy);
   if (copy !== undefined && supersededBy !== null) {
-    const location = modelLocation(state.run, copy);
-    const message = `a newer train.json of drop "${state.run.drop}" (run ${supersededBy.runId}, uploaded ${supersededBy.startedAt}) took over while this run's training (model ${state.model?.id ?? '?'}) held a credit, so this run finished it rather than waste it: its model is kept under its own model id at ${location?.onnx ?? '(unknown)'}, and it cost 1 credit. status/${state.run.drop}.json follows the newer run`;
+    const keptAt = modelLocation(state.run, copy)?.onnx ?? '(unknown)';
+    const message = supersededMessage(state, supersededBy, { keptAt });
     return { outcome: 'superseded', error: { code: 'superseded', message } };
   }
   if (copy !== undefined) {
@@ -113,11 +113,8 @@ export function reportOf(state: RunState, supersededBy: NewerRun | null = null):
 function failed(state: RunState, error: RunFailure): ReportSlot {
   const paid = paidModelOf(state, error.code);
   if (paid === null) return { outcome: 'failed', error };
-  const advice = retryAdvice({ drop: state.run.drop, paidModel: paid, datasetId: state.dataset?.id ?? null });
-  return {
-    outcome: 'failed',
-    error: { ...error, message: `${error.message.replace(/\.$/, '')}. ${capitalised(advice)}` },
-  };
+  const advice = { drop: state.run.drop, paidModel: paid, datasetId: state.dataset?.id ?? null };
+  return { outcome: 'failed', error: { ...error, message: withRetryAdvice(error.message, advice) } };
 }
 
 function failureError(state: RunState, failure: CaughtFailure): RunFailure {

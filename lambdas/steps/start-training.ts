@@ -37,6 +37,7 @@ import {
   datasetExpiredMessage,
   noCreditsMessage,
   trainingFailedMessage,
+  trainingInProgressMessage,
   unknownEncoderMessage,
 } from '../run/errors/index.js';
 import { defineStep } from '../run/invocation/index.js';
@@ -87,10 +88,7 @@ export const startTrainingStep = defineStep(
     const held = await claimTraining(claim, dataset.id);
     if (!held.held) {
       // Rare: the claim the dataset step took went stale and another run took it meanwhile.
-      throw retryable(
-        'training_in_progress',
-        `another run of drop "${state.run.drop}" (run ${held.holder.run_id ?? '?'}) holds the drop's training${held.holder.model_id === null ? '' : ` (model ${held.holder.model_id})`}, and a drop trains one model at a time; once it ends, upload train.json again`,
-      );
+      throw retryable('training_in_progress', trainingInProgressMessage(state.run.drop, held.holder));
     }
     const trained = plan(models.length + 1);
     const record = await env.runtime.credits.spend(state.run, trainingOrdinal(trained), () =>

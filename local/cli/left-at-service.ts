@@ -4,8 +4,13 @@
  * service; a training goes on and holds its credit. The service has no delete: datasets expire,
  * a done model's files expire. So the command says what is there, what it costs, and what to do;
  * and a later `hopper run` of the folder does not start a second training while that one is
- * still queued or training (trainingsUnderWay).
+ * still queued or training (underWayRefusal).
  */
+import {
+  leftAtServiceAdvice,
+  leftModelCredit,
+  trainingUnderWayMessage,
+} from '../../lambdas/run/errors/index.js';
 import { keepsCredit, TRAINING_STATUSES } from '../../lambdas/service-client/index.js';
 import type { Dataset, Model, TrainingServiceClient } from '../../lambdas/service-client/index.js';
 
@@ -66,7 +71,7 @@ export function describeLeftovers(left: Leftovers, serviceUrl: string, folder: s
       `  dataset ${dataset.id} ("${dataset.name}", ${dataset.status}, next_action ${dataset.next_action}): kept by the service until it expires at ${dataset.expires_at}`,
     );
     for (const model of left.models.filter((candidate) => candidate.dataset_id === dataset.id)) {
-      const credit = keepsCredit(model.status) ? 'holds 1 credit' : 'its credit came back';
+      const credit = leftModelCredit(keepsCredit(model.status));
       const files =
         model.status === 'done' && model.files_expire_at !== null
           ? `; its files stay at the service until ${model.files_expire_at}`
@@ -78,33 +83,22 @@ export function describeLeftovers(left: Leftovers, serviceUrl: string, folder: s
   const credits = left.models.filter((model) => keepsCredit(model.status)).length;
   const underWay = left.models.filter((model) => TRAINING_STATUSES.includes(model.status));
   lines.push(`  credits held: ${String(credits)}`);
-  if (underWay.length > 0) {
-    const ids = underWay.map((model) => model.id).join(', ');
-    lines.push(
-      `hopper run: the training (${ids}) goes on at the service and keeps its credit. \`hopper run ${folder}\` again will not start a second one while it is queued or training: it says so and stops. See it with \`hopper models --dataset ${underWay[0]?.dataset_id ?? ''}\`.`,
-    );
-  } else if (credits > 0) {
-    lines.push(
-      `hopper run: a finished model is paid for and its files are at the service until they expire: see it with \`hopper models --status done\`; \`hopper run ${folder}\` again trains a new one (1 more credit).`,
-    );
-  } else {
-    lines.push(
-      `hopper run: no credit was spent. The service has no delete: the dataset expires on its own. \`hopper run ${folder}\` again starts over with a new dataset.`,
-    );
-  }
+  lines.push(`hopper run: ${leftAtServiceAdvice(folder, underWay, credits)}`);
   return lines;
 }
 
 /**
- * Trainings of datasets named `datasetName` still queued or training at the service, newest
- * first: what an earlier, stopped `hopper run` of the same folder left going.
+ * Why `hopper run` of a folder refuses to start, when a training of a dataset named `datasetName`
+ * is still queued or training at `serviceUrl` (the newest is named): what an earlier, stopped
+ * `hopper run` of the same folder left going. Null when there is none.
  */
-export async function trainingsUnderWay(
+export async function underWayRefusal(
   client: TrainingServiceClient,
   datasetName: string,
-): Promise<{ readonly model: Model; readonly dataset: Dataset }[]> {
+  serviceUrl: string,
+): Promise<string | null> {
   const names = new Map<string, Dataset>();
-  const found: { model: Model; dataset: Dataset }[] = [];
+  const found: Model[] = [];
   for (const status of TRAINING_STATUSES) {
     let pages = 0;
     for await (const page of client.listModels({ status, limit: PAGE }).pages()) {
@@ -114,10 +108,11 @@ export async function trainingsUnderWay(
           dataset = await client.getDataset(model.dataset_id);
           names.set(dataset.id, dataset);
         }
-        if (dataset.name === datasetName) found.push({ model, dataset });
+        if (dataset.name === datasetName) found.push(model);
       }
       if (++pages >= MAX_PAGES) break;
     }
   }
-  return found.sort((a, b) => b.model.created_at.localeCompare(a.model.created_at));
+  const newest = found.sort((a, b) => b.created_at.localeCompare(a.created_at))[0];
+  return newest === undefined ? null : trainingUnderWayMessage(datasetName, serviceUrl, newest);
 }

@@ -165,13 +165,10 @@ async function dropAndFollow(
  * stderr): a second one would spend a second credit for the same drop.
  */
 async function trainingUnderWay(local: LocalMode, datasetName: string, io: CommandIo): Promise<boolean> {
-  const { trainingsUnderWay } = await import('./left-at-service.js');
-  const busy = (await trainingsUnderWay(await local.service(), datasetName))[0];
-  if (busy === undefined) return false;
-  io.stderr.write(
-    `hopper run: a training of a dataset named "${datasetName}" is still under way at the training service (${local.serviceUrl}): model ${busy.model.id} (${busy.model.status}) of dataset ${busy.dataset.id}, started ${busy.model.created_at}, holding 1 credit; most likely an earlier \`hopper run\` of this folder that was stopped. Starting another would spend a second credit for the same drop, so nothing was started. Wait until it ends (\`hopper models --dataset ${busy.dataset.id}\`), then run again; or set another "name" in train.json to train alongside it\n`,
-  );
-  return true;
+  const { underWayRefusal } = await import('./left-at-service.js');
+  const refusal = await underWayRefusal(await local.service(), datasetName, local.serviceUrl);
+  if (refusal !== null) io.stderr.write(`hopper run: ${refusal}\n`);
+  return refusal !== null;
 }
 
 async function report(

@@ -2,9 +2,13 @@
  * The words of the run errors more than one place can raise, each written once: a step that
  * finds the problem itself and the report (or the error mapping) that finds it later say the
  * same thing. A message says what happened and what to do (docs/errors.md has the table).
+ * The words about a paid model are here too (supersede, the training claim, retry advice, what a
+ * stopped `hopper run` left at the service), the CLI's included.
  */
 
-import type { StepName } from '../state/index.js';
+import type { Model } from '../../service-client/index.js';
+import type { TrainingClaim } from '../lock/index.js';
+import type { RunInput, RunState, StepName } from '../state/index.js';
 
 /** `text` with its first letter a capital: a message that starts a sentence of another. */
 export function capitalised(text: string): string {
@@ -147,6 +151,72 @@ export function retryAdvice(run: {
     return `hopper retry ${run.drop} resumes it from its dataset ${run.datasetId} at the service, without uploading again`;
   }
   return `hopper retry ${run.drop} starts it again from the drop's files, which are still in the bucket`;
+}
+
+/** A failure's message, then what `hopper retry` does with the run's paid model (the Report). */
+export function withRetryAdvice(message: string, run: Parameters<typeof retryAdvice>[0]): string {
+  return `${message.replace(/\.$/, '')}. ${capitalised(retryAdvice(run))}`;
+}
+
+/**
+ * superseded: a newer train.json of the drop took over (lambdas/run/lock/supersede.ts). A run
+ * whose training held a credit finished it, its model kept at `keptAt`; any other stopped before
+ * `stoppedBefore` without training.
+ */
+export function supersededMessage(
+  state: RunState,
+  newer: Pick<RunInput, 'runId' | 'startedAt'>,
+  how: { readonly keptAt: string } | { readonly stoppedBefore: string },
+): string {
+  const { drop } = state.run;
+  const tookOver = `a newer train.json of drop "${drop}" (run ${newer.runId}, uploaded ${newer.startedAt}) took over`;
+  const follows = `status/${drop}.json follows the newer run`;
+  if ('keptAt' in how) {
+    return `${tookOver} while this run's training (model ${state.model?.id ?? '?'}) held a credit, so this run finished it rather than waste it: its model is kept under its own model id at ${how.keptAt}, and it cost 1 credit. ${follows}`;
+  }
+  const { model, dataset } = state;
+  const refunded =
+    model === undefined ? '' : ` Its failed training (model ${model.id}) gave its credit back.`;
+  const left =
+    dataset === undefined
+      ? ''
+      : ` Its dataset ${dataset.id} stays at the service until it expires (${dataset.expiresAt}).`;
+  return `${tookOver}, so this run stopped before ${how.stoppedBefore} without starting a training: it spent no credit.${refunded}${left} ${follows}`;
+}
+
+/** training_in_progress: another run of the drop holds its training (lambdas/run/lock/training-claim.ts). */
+export function trainingInProgressMessage(drop: string, holder: TrainingClaim): string {
+  const model = holder.model_id === null ? '' : ` (model ${holder.model_id})`;
+  return `another run of drop "${drop}" (run ${holder.run_id ?? '?'}) holds the drop's training${model}, and a drop trains one model at a time; once it ends, upload train.json again`;
+}
+
+/**
+ * `hopper run` refuses (exit 4): a training of a dataset named `datasetName` is still under way at
+ * the service, most likely left by a stopped `hopper run` (local/cli/left-at-service.ts).
+ */
+export function trainingUnderWayMessage(datasetName: string, serviceUrl: string, model: Model): string {
+  return `a training of a dataset named "${datasetName}" is still under way at the training service (${serviceUrl}): model ${model.id} (${model.status}) of dataset ${model.dataset_id}, started ${model.created_at}, holding 1 credit; most likely an earlier \`hopper run\` of this folder that was stopped. Starting another would spend a second credit for the same drop, so nothing was started. Wait until it ends (\`hopper models --dataset ${model.dataset_id}\`), then run again; or set another "name" in train.json to train alongside it`;
+}
+
+/** What a model a stopped `hopper run` left at the service costs. */
+export function leftModelCredit(holdsCredit: boolean): string {
+  return holdsCredit ? 'holds 1 credit' : 'its credit came back';
+}
+
+/**
+ * What to do about what a stopped `hopper run` of `folder` left at the service: its trainings
+ * `underWay`, a paid model finished (`credits` held), or no credit spent.
+ */
+export function leftAtServiceAdvice(folder: string, underWay: readonly Model[], credits: number): string {
+  const again = `\`hopper run ${folder}\` again`;
+  if (underWay.length > 0) {
+    const ids = underWay.map((model) => model.id).join(', ');
+    return `the training (${ids}) goes on at the service and keeps its credit. ${again} will not start a second one while it is queued or training: it says so and stops. See it with \`hopper models --dataset ${underWay[0]?.dataset_id ?? ''}\`.`;
+  }
+  if (credits > 0) {
+    return `a finished model is paid for and its files are at the service until they expire: see it with \`hopper models --status done\`; ${again} trains a new one (1 more credit).`;
+  }
+  return `no credit was spent. The service has no delete: the dataset expires on its own. ${again} starts over with a new dataset.`;
 }
 
 /** interrupted: local mode stopped while the run was going (local/emulator/interrupted-runs.ts). */

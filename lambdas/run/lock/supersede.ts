@@ -10,7 +10,7 @@
  * (status.ts writes it conditionally), so a run learns it is superseded when it reads the file.
  */
 import { TRAINABLE_NEXT_ACTIONS } from '../../service-client/contract.js';
-import { RunError, type RunErrorCode } from '../errors/index.js';
+import { RunError, supersededMessage, type RunErrorCode } from '../errors/index.js';
 import { nextPoll } from '../schedule/index.js';
 import { modelCopied, type DatasetSlot, type ModelSlot, type RunState } from '../state/index.js';
 import type { RunInput } from '../state/index.js';
@@ -48,17 +48,7 @@ export function holdsCredit(state: RunState, failure?: RunErrorCode): boolean {
 
 /** The error that stops a superseded run that holds no credit, at the step it was about to take. */
 export function supersededError(state: RunState, newer: NewerRun, stage: string): RunError {
-  const { dataset, model } = state;
-  const refunded =
-    model === undefined ? '' : ` Its failed training (model ${model.id}) gave its credit back.`;
-  const left =
-    dataset === undefined
-      ? ''
-      : ` Its dataset ${dataset.id} stays at the service until it expires (${dataset.expiresAt}).`;
-  return new RunError(
-    'superseded',
-    `a newer train.json of drop "${state.run.drop}" (run ${newer.runId}, uploaded ${newer.startedAt}) took over, so this run stopped before ${stage} without starting a training: it spent no credit.${refunded}${left} status/${state.run.drop}.json follows the newer run`,
-  );
+  return new RunError('superseded', supersededMessage(state, newer, { stoppedBefore: stage }));
 }
 
 /**
