@@ -175,6 +175,7 @@ export const CHECK_SPEC: CommandSpec = {
 const AT_RUN_START = [
   `the folder is taken once nothing in it has changed for ${String(DROP_QUIET_MS / 1000)} s, train.json written last (files_still_arriving)`,
   "the service's verdicts: whether it reads the data files (dataset_unreadable), the held-out examples the labels must answer (labels_required, label_missing, label_ambiguous, invalid_label), the decisions (invalid_decision), the encoder (unknown_encoder), the account's credits (no_credits)",
+  "the credit budget, when one is set: room for a training's credit when it starts (credit_budget)",
 ];
 const RESUME_AT_RUN_START = `"resume": true: the failed run to resume is found in the drop's status in the bucket (not_resumable)`;
 

@@ -86,6 +86,7 @@ describe('hopper check of a drop that would go through', () => {
       checked_when_the_run_starts: [
         expect.stringContaining('files_still_arriving') as string,
         expect.stringContaining('unknown_encoder') as string,
+        expect.stringContaining('(credit_budget)') as string,
       ],
     });
   });
