@@ -77,9 +77,14 @@ export const startTrainingStep = defineStep(
       service: () => Promise.resolve(client),
     };
     if (newest !== undefined && isUnderWay(newest) && !filesGone) {
-      // This run's own training (a lost answer, or a retried invocation): its credit is spent.
+      // This run's own training (a lost answer, or a retried invocation), or one created before the
+      // run started: the paid model of the run it resumes. Its credit is spent either way.
       await recordTraining(claim, dataset.id, newest.id);
-      return modelSlot(newest, plan(models.length), previous, env.runtime.now(), history);
+      const slot = modelSlot(newest, plan(models.length), previous, env.runtime.now(), history);
+      const paidEarlier = Date.parse(newest.created_at) < Date.parse(state.run.startedAt);
+      return config.resumeFrom !== undefined && paidEarlier
+        ? { ...slot, paidBy: config.resumeFrom.runId }
+        : slot;
     }
     if (env.supersededBy !== undefined && env.supersededBy !== null) {
       throw supersededError(state, env.supersededBy, 'start_training');

@@ -80,6 +80,11 @@ describe('a run interrupted while its paid model trains', { timeout: 90_000 }, (
     const again = await dropAndRun(second, 'slow', FILES);
     expect(again.outcome.status).toBe('SUCCEEDED');
     expect(again.status?.model_id).toBe(paid);
+    // The credit is the interrupted run's: the run that adopted its model counts none of its own.
+    expect(again.status?.summary).toMatchObject({
+      credits: 0,
+      trainings: [{ model_id: paid, paid_by: interrupted?.run_id }],
+    });
     expect([...(await modelObjects(second, 'slow')).keys()]).toEqual(
       expect.arrayContaining([`${paid}/model.onnx`, `${paid}/model.json`]),
     );

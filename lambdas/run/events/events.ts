@@ -84,7 +84,7 @@ export interface RunEnd {
   readonly metrics: Readonly<Record<string, unknown>> | null;
   readonly promotion?: Promotion | null;
   readonly finishedAt: number;
-  /** The run's credits as its usage summary counts them (usage.ts: every training that did not fail). */
+  /** The run's credits as its usage summary counts them (usage.ts: each training it started that kept its credit). */
   readonly credits: number;
 }
 

@@ -76,6 +76,7 @@ export function modelSlot(
     encoder: record.encoder,
     attempts: plan.attempts,
     retryLeft: plan.retryLeft,
+    ...(sameModel && previous.paidBy !== undefined ? { paidBy: previous.paidBy } : {}),
     ...(plan.sweep === undefined ? {} : { sweep: plan.sweep }),
     ...(plan.nextEncoder === undefined ? {} : { nextEncoder: plan.nextEncoder }),
     filesExpireAt: record.files_expire_at,

@@ -168,6 +168,8 @@ export interface ModelSlot extends PollSchedule {
   /** When the service deleted the model's files, and where it moved them, once it has. */
   readonly filesDeletedAt?: string;
   readonly hfRepo?: string;
+  /** The earlier run that paid for this training, when this run adopted it (resumeFrom): no credit of its own. */
+  readonly paidBy?: string;
   /** The service's cost figures for this training, once it reports them. */
   readonly gpuUsd?: number | null;
   readonly jevUsd?: number | null;

@@ -33,6 +33,8 @@ export interface StepUsage {
 export interface TrainingUsage {
   readonly model_id: string;
   readonly status: ModelStatus;
+  /** The earlier run that paid for this training, which this run adopted: its credit is that run's. */
+  readonly paid_by?: string;
   readonly gpu_usd: number | null;
   readonly jev_usd: number | null;
 }
@@ -138,6 +140,7 @@ function trainingsOf(previous: readonly TrainingUsage[], state: RunState): Train
   const seen: TrainingUsage = {
     model_id: model.id,
     status: model.status,
+    ...(model.paidBy === undefined ? {} : { paid_by: model.paidBy }),
     gpu_usd: model.gpuUsd ?? null,
     jev_usd: model.jevUsd ?? null,
   };
@@ -156,7 +159,8 @@ function summaryOf(
   const gbSeconds = Object.values(steps).reduce((sum, step) => sum + step.gb_seconds, 0);
   const summary = {
     attempts: state.model?.attempts ?? 0,
-    credits: trainings.filter((training) => keepsCredit(training.status)).length,
+    credits: trainings.filter((training) => keepsCredit(training.status) && training.paid_by === undefined)
+      .length,
     gpu_usd: sumOf(trainings.map((training) => training.gpu_usd)),
     jev_usd: sumOf(trainings.map((training) => training.jev_usd)),
     trainings,
