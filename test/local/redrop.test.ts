@@ -294,7 +294,9 @@ describe('train.json uploaded again once the first run holds a credit: it finish
 
 describe('train.json uploaded three more times in a burst', () => {
   it('the newest run trains; the others give way; credits match the models kept; never two trainings at once', async () => {
-    const local = await fixture.start({ simulated: { trainingMs: 300 } });
+    // The service reads a dataset for 4 s, so no run can reach StartTraining during the burst
+    // even on a loaded machine (with the brisk 1 s, one did once, under a second test run).
+    const local = await fixture.start({ simulated: { trainingMs: 300, readingMs: 4_000 } });
     const service = local.simulated;
     if (service === undefined) throw new Error('no simulated service');
     const drop = 'redrop-burst';
