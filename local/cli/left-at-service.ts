@@ -79,7 +79,7 @@ export function describeLeftovers(left: Leftovers, serviceUrl: string, folder: s
       lines.push(`    model ${model.id} (${model.status}): ${credit}${files}`);
     }
   }
-  // One per training that has not failed.
+  // One per training that kept its credit (not failed, not refunded).
   const credits = left.models.filter((model) => keepsCredit(model.status)).length;
   const underWay = left.models.filter((model) => TRAINING_STATUSES.includes(model.status));
   lines.push(`  credits held: ${String(credits)}`);

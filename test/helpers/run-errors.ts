@@ -1,24 +1,29 @@
-/** The RunError a step or a parser ends with, for tests that look at its code and message. */
+/** The error a step, a parser or a command line ends with, for tests that look at its code and message. */
 import { RunError } from '../../lambdas/run/errors/index.js';
+import { rejectionOf } from '../client/helpers.js';
 
-/** The RunError `action` throws; fails the test if it throws nothing, rethrows any other error. */
-export function runErrorThrownBy(action: () => unknown): RunError {
+/** The error of class `kind` that `action` throws; fails the test if it throws nothing, rethrows any other error. */
+export function thrownBy<E extends Error>(
+  kind: abstract new (...args: never[]) => E,
+  action: () => unknown,
+): E {
   try {
     action();
   } catch (error) {
-    if (error instanceof RunError) return error;
+    if (error instanceof kind) return error;
     throw error;
   }
-  throw new Error('no RunError was thrown');
+  throw new Error(`no ${kind.name} was thrown`);
+}
+
+/** The RunError `action` throws; fails the test if it throws nothing, rethrows any other error. */
+export function runErrorThrownBy(action: () => unknown): RunError {
+  return thrownBy(RunError, action);
 }
 
 /** The RunError `promise` rejects with; fails the test if it resolves, rethrows any other error. */
 export async function runErrorOf(promise: Promise<unknown>): Promise<RunError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof RunError) return error;
-    throw error;
-  }
-  throw new Error('no RunError was thrown');
+  const error = await rejectionOf(promise);
+  if (error instanceof RunError) return error;
+  throw error;
 }

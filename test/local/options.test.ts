@@ -8,6 +8,7 @@ import {
   type LocalCommandOptions,
 } from '../../local/cli/options.js';
 import { API_KEY_ENV } from '../../local/cli/target.js';
+import { thrownBy } from '../helpers/run-errors.js';
 
 type ParsedRun = { kind: 'help' } | ({ kind: 'run' } & ReturnType<typeof runOptions>);
 type ParsedLocal = { kind: 'help' } | { kind: 'local'; options: LocalCommandOptions };
@@ -41,13 +42,7 @@ function local(argv: readonly string[], env = NO_ENV): LocalCommandOptions {
 
 /** The usage error `parse` throws; fails the test when it throws nothing or something else. */
 function usageError(parse: () => unknown): CliUsageError {
-  try {
-    parse();
-  } catch (error) {
-    if (error instanceof CliUsageError) return error;
-    throw error;
-  }
-  throw new Error('expected a CliUsageError, but the command line was accepted');
+  return thrownBy(CliUsageError, parse);
 }
 
 describe('parseRunArgs', () => {
