@@ -6,11 +6,14 @@
  */
 import type { Node } from 'constructs';
 import * as z from 'zod';
+import {
+  LOG_LEVELS,
+  emailProblem,
+  eventSourceProblem,
+  serviceUrlProblem,
+  type HopperLogLevel,
+} from './constructs/hopper-props.js';
 import type { HopperStackProps } from './stack.js';
-
-/** The levels Powertools Logger knows (POWERTOOLS_LOG_LEVEL), least to most severe. */
-export const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT'] as const;
-export type HopperLogLevel = (typeof LOG_LEVELS)[number];
 
 export const DEFAULT_STACK_NAME = 'Hopper';
 
@@ -160,31 +163,6 @@ function kmsKeyArnProblem(value: string): string | undefined {
   return /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/.test(value)
     ? undefined
     : `"${value}" is not a KMS key ARN: give arn:aws:kms:<region>:<account>:key/<key id> (not an alias)`;
-}
-
-function emailProblem(value: string): string | undefined {
-  return /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value) ? undefined : `"${value}" is not an e-mail address`;
-}
-
-/**
- * An event source PutEvents takes from Hopper: up to 256 printable characters, and not one of
- * AWS's (`aws.*`), which EventBridge refuses from an account.
- */
-function eventSourceProblem(value: string): string | undefined {
-  if (!/^[A-Za-z0-9][A-Za-z0-9._\-/]{0,255}$/.test(value)) {
-    return `"${value}" is not an event source: use letters, digits and . _ - / (e.g. hopper or com.example.hopper)`;
-  }
-  if (/^aws\./i.test(value)) return `"${value}" starts with "aws.", which only AWS services may use`;
-  return undefined;
-}
-
-function serviceUrlProblem(value: string): string | undefined {
-  if (!URL.canParse(value)) return `"${value}" is not a URL`;
-  const url = new URL(value);
-  // The API key travels in the Authorization header: never over plain http.
-  if (url.protocol !== 'https:') return `"${value}" must be an https:// URL`;
-  if (/\/v1\/?$/.test(url.pathname)) return `give the base URL without /v1 (Hopper adds it), not "${value}"`;
-  return undefined;
 }
 
 function logLevelOf(value: string): HopperLogLevel | undefined {

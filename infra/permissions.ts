@@ -27,7 +27,7 @@ const OBJECT_ACTIONS: Readonly<Record<AreaAccess, readonly string[]>> = {
 };
 
 /** What the grants are on; `eventSource`: the only `source` of the run events a Task may put. */
-export type TaskResources = Pick<HopperPipelineProps, 'bucket' | 'apiKeySecret' | 'apiKeySecretKmsKeyArn'> & {
+export type TaskResources = Pick<HopperPipelineProps, 'bucket' | 'apiKeySecret'> & {
   readonly eventSource: string;
 };
 
@@ -73,18 +73,8 @@ export function grantTaskAccess(role: IRole, access: TaskAccess, resources: Task
       new PolicyStatement({ actions: ['s3:ListBucket'], resources: [bucket.bucketArn] }),
     );
   }
+  // A secret with its own KMS key (imported with encryptionKey) also grants kms:Decrypt on that
+  // key, only through Secrets Manager in this region (kms:ViaService).
   if (access.apiKey) resources.apiKeySecret.grantRead(role);
-  const key = access.apiKey ? resources.apiKeySecretKmsKeyArn : undefined;
-  if (key !== undefined) {
-    // The secret's own key, for the role only in Secrets Manager's calls (GetSecretValue) in this region.
-    const secretsManager = `secretsmanager.${Stack.of(role).region}.amazonaws.com`;
-    role.addToPrincipalPolicy(
-      new PolicyStatement({
-        actions: ['kms:Decrypt'],
-        resources: [key],
-        conditions: { StringEquals: { 'kms:ViaService': secretsManager } },
-      }),
-    );
-  }
   if (access.events === true) role.addToPrincipalPolicy(putRunEventsStatement(role, resources.eventSource));
 }

@@ -169,3 +169,17 @@ export const HANDLERS_FOLDER = 'lambdas/handlers';
 export function handlerPath(handlerFile: string): string {
   return fileURLToPath(new URL(`../${HANDLERS_FOLDER}/${handlerFile}`, import.meta.url));
 }
+
+/** The name of a handler's bundle: its entry file's, `validate-drop` for validate-drop.handler.ts. */
+export function bundleName(handlerFile: string): string {
+  return handlerFile.replace(/\.handler\.ts$/, '');
+}
+
+/**
+ * The folder of a handler's bundle (`index.mjs`, built by `npm run build`): dist/handlers/<name>/
+ * of the repository, or of the installed package, whose compiled code sits one folder below its
+ * root as this module does in the repository.
+ */
+export function bundleFolder(handlerFile: string): string {
+  return fileURLToPath(new URL(`../dist/handlers/${bundleName(handlerFile)}/`, import.meta.url));
+}

@@ -1,51 +1,23 @@
 /**
- * One Hopper Lambda: an entry file in lambdas/handlers/ bundled by esbuild as an ESM module, on the
- * newest Node.js runtime, ARM, X-Ray active, logging to its own log group with a retention, and
- * a role of its own that starts with nothing but writing to that log group.
+ * One Hopper Lambda: a handler bundle built by `npm run build` (dist/handlers/<name>/index.mjs,
+ * scripts/build.mjs), on the newest Node.js runtime, ARM, X-Ray active, logging to its own log
+ * group with a retention, and a role of its own that starts with nothing but writing to that log
+ * group. The bundles ship inside the package, so a synth needs no esbuild, sources or lock file.
  */
+import { existsSync } from 'node:fs';
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { fileURLToPath } from 'node:url';
-import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lambdas/run/invocation/index.js';
+import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lambdas/run/invocation/metric-names.js';
 import { acknowledgeWildcardResource } from '../nag.js';
-import { handlerPath, type TaskSpec } from '../tasks.js';
+import { bundleFolder, type TaskSpec } from '../tasks.js';
 import type { HopperPipelineProps } from './pipeline.js';
 
 /** The newest Node.js runtime aws-cdk-lib offers (cdk-nag's AwsSolutions-L1 checks this). */
-export const NODE_RUNTIME = Runtime.NODEJS_24_X;
-
-/**
- * esbuild output is ESM; bundled CommonJS dependencies (undici among them) still call
- * `require` for Node built-ins, which an ES module lacks, so the banner provides one.
- */
-export const CREATE_REQUIRE_BANNER =
-  "import { createRequire as __hopperCreateRequire } from 'node:module'; const require = __hopperCreateRequire(import.meta.url);";
-
-/** The packages a bundle leaves to the runtime: the AWS SDK v3 the Lambda Node.js runtime includes. */
-export const EXTERNAL_AWS_SDK = '@aws-sdk/*';
-
-const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
-
-export const BUNDLING: BundlingOptions = {
-  format: OutputFormat.ESM,
-  target: 'node24',
-  mainFields: ['module', 'main'],
-  banner: CREATE_REQUIRE_BANNER,
-  // The AWS SDK v3 comes with the Lambda Node.js runtime; bundled, the S3 client alone added
-  // ~300 KB to every function. The runtime's SDK is newer than the features Hopper relies on
-  // (docs/deploy.md#bundles); local mode and the tests run the lockfile's version.
-  externalModules: [EXTERNAL_AWS_SDK],
-  minify: true,
-  // No source maps: with NODE_OPTIONS=--enable-source-maps a bundle took ~70 ms more CPU to load
-  // and the first stack trace of a container ~0.7 s (the map parsed), measured on the synthesized
-  // bundles; an error's code and message, not its minified frames, are what a run reports.
-  sourceMap: false,
-};
+export const NODE_RUNTIME = lambda.Runtime.NODEJS_24_X;
 
 /** A function's entry file and Lambda settings (infra/tasks.ts), and its logs' (the pipeline's). */
 export interface HopperFunctionProps
@@ -61,7 +33,7 @@ export interface HopperFunctionProps
 }
 
 export class HopperFunction extends Construct {
-  readonly function: NodejsFunction;
+  readonly function: lambda.Function;
   readonly role: Role;
   readonly logGroup: LogGroup;
 
@@ -78,14 +50,12 @@ export class HopperFunction extends Construct {
       description,
     });
     this.logGroup.grantWrite(this.role);
-    this.function = new NodejsFunction(this, 'Function', {
-      entry: handlerPath(props.handlerFile),
-      handler: 'handler',
-      projectRoot: PROJECT_ROOT,
-      depsLockFilePath: `${PROJECT_ROOT}package-lock.json`,
+    this.function = new lambda.Function(this, 'Function', {
+      code: lambda.Code.fromAsset(handlerBundle(props.handlerFile)),
+      handler: 'index.handler',
       runtime: NODE_RUNTIME,
-      architecture: Architecture.ARM_64,
-      tracing: Tracing.ACTIVE,
+      architecture: lambda.Architecture.ARM_64,
+      tracing: lambda.Tracing.ACTIVE,
       description,
       timeout: Duration.seconds(props.timeoutSeconds),
       memorySize: props.memoryMb,
@@ -99,7 +69,6 @@ export class HopperFunction extends Construct {
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
         ...props.environment,
       },
-      bundling: BUNDLING,
       deadLetterQueue: props.deadLetterQueue,
       retryAttempts: props.retryAttempts,
       // A deploy publishes a new version and keeps the old ones: an execution that started
@@ -113,4 +82,13 @@ export class HopperFunction extends Construct {
         'resource-level permissions, so IAM requires Resource "*".',
     );
   }
+}
+
+/** The folder of a built handler bundle; missing, a message that says how to build it. */
+function handlerBundle(handlerFile: string): string {
+  const folder = bundleFolder(handlerFile);
+  if (!existsSync(`${folder}index.mjs`)) {
+    throw new Error(`Hopper's handler bundle ${folder}index.mjs is missing: run npm run build in the repository`);
+  }
+  return folder;
 }

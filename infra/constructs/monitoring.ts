@@ -23,7 +23,7 @@ import {
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { IRule } from 'aws-cdk-lib/aws-events';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
-import { Topic } from 'aws-cdk-lib/aws-sns';
+import type { ITopic, Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import type { IStateMachine } from 'aws-cdk-lib/aws-stepfunctions';
@@ -47,6 +47,11 @@ export interface HopperMonitoringProps {
   readonly taskFunctions?: Readonly<Record<string, IFunction>>;
   /** An e-mail address subscribed to the alarm topic (it must confirm). @default - no subscription */
   readonly notificationEmail?: string;
+  /**
+   * The topic the alarms notify, instead of a new one; it must let CloudWatch publish (and use its
+   * key, if it has one). @default - a new topic with its own KMS key
+   */
+  readonly topic?: ITopic;
   /** The run notifications, watched for ones that could not be delivered. @default - not watched */
   readonly runNotifications?: { readonly rule: IRule; readonly deadLetterQueue: IQueue };
 }
@@ -66,7 +71,7 @@ const CREDIT_BUDGET =
 
 export class HopperMonitoring extends Construct {
   /** Every alarm below notifies this topic when it fires and when it recovers. */
-  readonly topic: Topic;
+  readonly topic: ITopic;
   /** The alarms that notify, by name (a composite alarm watches the throttle alarms). */
   readonly alarms: Readonly<Record<string, AlarmBase>>;
   /**
@@ -78,7 +83,7 @@ export class HopperMonitoring extends Construct {
 
   constructor(scope: Construct, id: string, props: HopperMonitoringProps) {
     super(scope, id);
-    this.topic = this.createTopic(props.notificationEmail);
+    this.topic = props.topic ?? this.createTopic(props.notificationEmail);
     const functions = { ...props.taskFunctions, Trigger: props.trigger };
     this.throttleAlarms = Object.entries(functions).map(([name, fn]) =>
       this.anyInPeriod(`Throttles${name}`, [

@@ -8,7 +8,7 @@
  */
 import { Rule, RuleTargetInput, type IRule, type RuleTargetInputProperties } from 'aws-cdk-lib/aws-events';
 import { SnsTopic } from 'aws-cdk-lib/aws-events-targets';
-import { Topic } from 'aws-cdk-lib/aws-sns';
+import { Topic, type ITopic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -23,6 +23,11 @@ export interface HopperNotificationsProps {
   readonly eventSource: string;
   /** An e-mail address subscribed to the topic (it must confirm). @default - no subscription */
   readonly email?: string;
+  /**
+   * The topic the summaries go to, instead of a new one; it must let EventBridge publish (and use
+   * its key, if it has one). @default - a new topic with its own KMS key
+   */
+  readonly topic?: ITopic;
 }
 
 /**
@@ -45,7 +50,7 @@ const EVENTBRIDGE = 'events.amazonaws.com';
 
 export class HopperNotifications extends Construct {
   /** Receives a summary of every run that ended; subscribe e-mail, chat or a queue to it. */
-  readonly topic: Topic;
+  readonly topic: ITopic;
   /** Matches the pipeline's Succeeded, Failed and Superseded events on the default bus. */
   readonly rule: Rule;
   /** The notifications the rule could not deliver, after its retries. */
@@ -60,20 +65,7 @@ export class HopperNotifications extends Construct {
         detailType: RUN_OUTCOMES.map((outcome) => RUN_EVENT_TYPES[outcome]),
       },
     });
-    // EventBridge may publish for this rule only (the topic's policy). The key's grant carries no
-    // condition: "Adding the aws:SourceAccount, aws:SourceArn, and aws:SourceOrgID to a AWS KMS
-    // policy is not supported for EventBridge-to-encrypted topics" (Amazon SNS Developer Guide,
-    // "Managing Amazon SNS encryption keys and costs", docs.aws.amazon.com/sns/latest/dg/
-    // sns-key-management.html). The key serves this topic only.
-    this.topic = encryptedTopic(this, {
-      id: 'RunTopic',
-      displayName: 'Hopper runs',
-      purpose: 'the run notification topic',
-      publisher: EVENTBRIDGE,
-      keyActions: ['kms:Decrypt', 'kms:GenerateDataKey'],
-      topicSid: 'RunEndedRulePublishes',
-      publishConditions: { ArnEquals: { 'aws:SourceArn': this.rule.ruleArn } },
-    });
+    this.topic = props.topic ?? this.createTopic();
     // A notification that cannot be delivered is retried, then kept (and alarmed on: monitoring.ts);
     // SnsTopic lets only this rule send to the queue. It is given the topic by ARN, as an imported
     // one, to which it adds no grant of its own: its grant would let any rule of any account publish.
@@ -84,7 +76,7 @@ export class HopperNotifications extends Construct {
       "It is a dead-letter queue: the run notification rule's target's (an EventBridge DeadLetterConfig, " +
         'which cdk-nag does not recognize as a dead-letter queue use).',
     );
-    const byArn = Topic.fromTopicArn(this, 'RunTopicByArn', this.topic.topicArn);
+    const byArn = props.topic ?? Topic.fromTopicArn(this, 'RunTopicByArn', this.topic.topicArn);
     this.rule.addTarget(
       new SnsTopic(byArn, {
         message: new SummaryText(),
@@ -93,5 +85,22 @@ export class HopperNotifications extends Construct {
       }),
     );
     if (props.email !== undefined) this.topic.addSubscription(new EmailSubscription(props.email));
+  }
+
+  private createTopic(): Topic {
+    // EventBridge may publish for this rule only (the topic's policy). The key's grant carries no
+    // condition: "Adding the aws:SourceAccount, aws:SourceArn, and aws:SourceOrgID to a AWS KMS
+    // policy is not supported for EventBridge-to-encrypted topics" (Amazon SNS Developer Guide,
+    // "Managing Amazon SNS encryption keys and costs", docs.aws.amazon.com/sns/latest/dg/
+    // sns-key-management.html). The key serves this topic only.
+    return encryptedTopic(this, {
+      id: 'RunTopic',
+      displayName: 'Hopper runs',
+      purpose: 'the run notification topic',
+      publisher: EVENTBRIDGE,
+      keyActions: ['kms:Decrypt', 'kms:GenerateDataKey'],
+      topicSid: 'RunEndedRulePublishes',
+      publishConditions: { ArnEquals: { 'aws:SourceArn': this.rule.ruleArn } },
+    });
   }
 }

@@ -7,8 +7,7 @@
 import { Duration } from 'aws-cdk-lib';
 import { Match, Rule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import type { IVersion } from 'aws-cdk-lib/aws-lambda';
-import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
@@ -19,7 +18,7 @@ import { DEFAULT_EVENT_SOURCE } from '../../lambdas/run/events/index.js';
 import { ENV } from '../../lambdas/run/invocation/index.js';
 import type { CreditBudget } from '../../lambdas/run/lock/index.js';
 import { TRAIN_JSON_KEY_WILDCARD } from '../../lambdas/storage/keys.js';
-import type { HopperLogLevel } from '../config.js';
+import type { HopperLogLevel } from './hopper-props.js';
 import { executionLogGroupName } from '../names.js';
 import { acknowledgeWildcardResource } from '../nag.js';
 import { grantTaskAccess } from '../permissions.js';
@@ -40,8 +39,6 @@ export interface HopperPipelineProps {
    * CloudFormation only knows without its random suffix
    */
   readonly apiKeySecretId?: string;
-  /** The customer managed KMS key that encrypts the secret. @default - the AWS managed key */
-  readonly apiKeySecretKmsKeyArn?: string;
   /** The training service's base URL (https, without /v1): HOPPER_SERVICE_URL. */
   readonly serviceUrl: string;
   /**
@@ -64,14 +61,14 @@ export class HopperPipeline extends Construct {
   /** The state machine's log group, `/aws/vendedlogs/states/<stack>-<creation id>` (infra/names.ts). */
   readonly executionLogs: LogGroup;
   /** The Lambda of each Task state, by state name. */
-  readonly taskFunctions: Readonly<Record<TaskName, NodejsFunction>>;
+  readonly taskFunctions: Readonly<Record<TaskName, lambda.Function>>;
   /**
    * The published version of each Task's Lambda that the state machine invokes: a deploy
    * publishes new ones and leaves a running execution on the versions it started with
    * (docs/deploy.md#a-deploy-during-a-run).
    */
-  readonly taskVersions: Readonly<Record<TaskName, IVersion>>;
-  readonly trigger: NodejsFunction;
+  readonly taskVersions: Readonly<Record<TaskName, lambda.IVersion>>;
+  readonly trigger: lambda.Function;
   readonly rule: Rule;
   /** Events the trigger could not take: failed deliveries and failed asynchronous invocations. */
   readonly deadLetterQueue: Queue;
@@ -97,7 +94,7 @@ export class HopperPipeline extends Construct {
   /** One function per Task, with its access (infra/tasks.ts), and the version the state machine invokes. */
   private createTasks(
     props: HopperPipelineProps,
-  ): [Record<TaskName, NodejsFunction>, Record<TaskName, IVersion>] {
+  ): [Record<TaskName, lambda.Function>, Record<TaskName, lambda.IVersion>] {
     // Each function is told what its access lets it use: the service and its key, the event
     // source, the credit budget.
     const service = {
@@ -110,8 +107,8 @@ export class HopperPipeline extends Construct {
         [ENV.creditBudget30Days]: props.creditBudget?.per30Days,
       }).flatMap(([name, credits]) => (credits === undefined ? [] : [[name, String(credits)] as const])),
     );
-    const functions = {} as Record<TaskName, NodejsFunction>;
-    const versions = {} as Record<TaskName, IVersion>;
+    const functions = {} as Record<TaskName, lambda.Function>;
+    const versions = {} as Record<TaskName, lambda.IVersion>;
     for (const spec of TASKS) {
       const environment = {
         ...(spec.access.apiKey ? service : {}),
@@ -143,7 +140,7 @@ export class HopperPipeline extends Construct {
     return stateMachine;
   }
 
-  private createTrigger(): NodejsFunction {
+  private createTrigger(): lambda.Function {
     const trigger = new HopperFunction(this, 'Trigger', {
       ...TRIGGER,
       ...this.functionSettings,
@@ -175,7 +172,7 @@ export class HopperPipeline extends Construct {
 
 function acknowledgeStateMachineWildcards(
   stateMachine: StateMachine,
-  functions: Readonly<Record<TaskName, NodejsFunction>>,
+  functions: Readonly<Record<TaskName, lambda.Function>>,
 ): void {
   const role = stateMachine.role;
   acknowledgeWildcardResource(

@@ -21,21 +21,14 @@ import { acknowledgeRule } from '../nag.js';
 
 export interface HopperStorageProps {
   /**
-   * The name of an existing bucket to use instead of creating one. Its EventBridge notifications
-   * are turned on (through CDK's bucket-notifications custom resource, which keeps the bucket's
-   * other notification settings); its encryption, versioning, lifecycle and logging are left as
-   * they are.
+   * A bucket to use instead of creating one (the Hopper construct's `bucket`). Its EventBridge
+   * notifications are turned on (for an imported bucket through CDK's bucket-notifications custom
+   * resource, which keeps its other notification settings); the rest stays its owner's.
    * @default - a new bucket
    */
-  readonly bucketName?: string;
+  readonly bucket?: IBucket;
   /** Days an object under inbox/ is kept (new bucket only). @default 30 */
   readonly inboxRetentionDays?: number;
-  /** Days a replaced or deleted version is kept (new bucket only). @default 30 */
-  readonly noncurrentVersionRetentionDays?: number;
-  /** Days after which an unfinished multipart upload is aborted (new bucket only). @default 1 */
-  readonly abortIncompleteUploadsAfterDays?: number;
-  /** Days server access logs are kept (new bucket only). @default 90 */
-  readonly accessLogRetentionDays?: number;
   /** What happens to the new buckets when the stack is deleted. @default RemovalPolicy.RETAIN */
   readonly removalPolicy?: RemovalPolicy;
 }
@@ -48,40 +41,6 @@ export const STORAGE_DEFAULTS = {
   eventMarkerRetentionDays: 30,
 } as const;
 
-/** The day counts a new bucket's lifecycle rules take: whole days, at least one. */
-const DAY_PROPS = [
-  'inboxRetentionDays',
-  'noncurrentVersionRetentionDays',
-  'abortIncompleteUploadsAfterDays',
-  'accessLogRetentionDays',
-] as const satisfies readonly (keyof HopperStorageProps)[];
-
-/** The props that configure a bucket the construct creates, and mean nothing for an existing one. */
-const NEW_BUCKET_ONLY = [...DAY_PROPS, 'removalPolicy'] as const;
-
-/**
- * Every way `props` contradict themselves, so one error names them all: options of a new bucket
- * given with an existing one (they would be ignored silently), and day counts no rule takes.
- */
-export function storagePropsProblems(props: HopperStorageProps): string[] {
-  const problems: string[] = [];
-  if (props.bucketName !== undefined) {
-    const given = NEW_BUCKET_ONLY.filter((name) => props[name] !== undefined);
-    if (given.length > 0) {
-      problems.push(
-        `${given.join(', ')} ${given.length === 1 ? 'applies' : 'apply'} to a bucket the stack creates; with bucketName (the existing bucket "${props.bucketName}"), leave ${given.length === 1 ? 'it' : 'them'} out and set ${given.length === 1 ? 'it' : 'them'} on that bucket yourself`,
-      );
-    }
-  }
-  for (const name of DAY_PROPS) {
-    const days = props[name];
-    if (days !== undefined && !(Number.isInteger(days) && days >= 1)) {
-      problems.push(`${name} must be a whole number of days >= 1, got ${String(days)}`);
-    }
-  }
-  return problems;
-}
-
 /** What both new buckets are: S3-encrypted, private, owned by the bucket owner, TLS 1.2+ only. */
 const PRIVATE_TLS_ONLY = {
   encryption: BucketEncryption.S3_MANAGED, // the only encryption S3 log delivery supports
@@ -93,18 +52,16 @@ const PRIVATE_TLS_ONLY = {
 
 export class HopperStorage extends Construct {
   readonly bucket: IBucket;
-  /** The server access log bucket; absent when an existing bucket is used. */
+  /** The server access log bucket; absent when a bucket was given. */
   readonly accessLogBucket?: Bucket;
 
   constructor(scope: Construct, id: string, props: HopperStorageProps = {}) {
     super(scope, id);
-    const problems = storagePropsProblems(props);
-    if (problems.length > 0) throw new Error(`HopperStorage ${this.node.path}: ${problems.join('; ')}`);
-    if (props.bucketName !== undefined) {
-      const bucket = Bucket.fromBucketName(this, 'Bucket', props.bucketName);
-      bucket.enableEventBridgeNotification();
+    if (props.bucket !== undefined) {
+      // Never a pipeline no drop can start: the given bucket sends its events to EventBridge.
+      props.bucket.enableEventBridgeNotification();
       acknowledgeNotificationsHandler(this);
-      this.bucket = bucket;
+      this.bucket = props.bucket;
       return;
     }
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
@@ -113,7 +70,7 @@ export class HopperStorage extends Construct {
       lifecycleRules: [
         {
           id: 'ExpireOldLogs',
-          expiration: Duration.days(props.accessLogRetentionDays ?? STORAGE_DEFAULTS.accessLogRetentionDays),
+          expiration: Duration.days(STORAGE_DEFAULTS.accessLogRetentionDays),
         },
       ],
       removalPolicy,
@@ -152,12 +109,8 @@ function bucketLifecycleRules(props: HopperStorageProps): LifecycleRule[] {
     },
     {
       id: 'ExpireOldVersionsAndUploads',
-      noncurrentVersionExpiration: Duration.days(
-        props.noncurrentVersionRetentionDays ?? STORAGE_DEFAULTS.noncurrentVersionRetentionDays,
-      ),
-      abortIncompleteMultipartUploadAfter: Duration.days(
-        props.abortIncompleteUploadsAfterDays ?? STORAGE_DEFAULTS.abortIncompleteUploadsAfterDays,
-      ),
+      noncurrentVersionExpiration: Duration.days(STORAGE_DEFAULTS.noncurrentVersionRetentionDays),
+      abortIncompleteMultipartUploadAfter: Duration.days(STORAGE_DEFAULTS.abortIncompleteUploadsAfterDays),
       expiredObjectDeleteMarker: true,
     },
   ];
@@ -172,12 +125,13 @@ function acknowledgeNotificationsHandler(scope: Construct): void {
   const handler = Stack.of(scope).node.children.find((child) =>
     child.node.id.startsWith('BucketNotificationsHandler'),
   );
-  if (handler === undefined) throw new Error("CDK's bucket-notifications handler was not found");
+  // A bucket of the same stack may take its notification settings without the handler.
+  if (handler === undefined) return;
   acknowledgeRule(
     handler,
     'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
     "CDK's own bucket-notifications custom resource (it turns on EventBridge for the existing bucket " +
-      'given by bucketName) uses this role for writing its logs; CDK fixes the policy, and the ' +
+      'given to Hopper) uses this role for writing its logs; CDK fixes the policy, and the ' +
       'function only runs during deployments.',
   );
 }

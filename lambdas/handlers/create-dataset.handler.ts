@@ -1,5 +1,5 @@
-import { stepHandler, trainingServiceFromEnvironment } from '../run/invocation/index.js';
+import { stepHandler, TRAINING_SERVICE } from '../run/invocation/index.js';
 import { createDatasetStep } from '../steps/create-dataset.js';
 
 /** Task CreateDataset: declares the drop's data files to the service as a new dataset. */
-export const handler = stepHandler(createDatasetStep, { service: trainingServiceFromEnvironment });
+export const handler = stepHandler(createDatasetStep, { service: TRAINING_SERVICE });

@@ -1,5 +1,5 @@
-import { stepHandler, trainingServiceFromEnvironment } from '../run/invocation/index.js';
+import { stepHandler, TRAINING_SERVICE } from '../run/invocation/index.js';
 import { labelExamplesStep } from '../steps/label-examples.js';
 
 /** Task LabelExamples: answers held-out examples from the labels file, in a time-boxed batch. */
-export const handler = stepHandler(labelExamplesStep, { service: trainingServiceFromEnvironment });
+export const handler = stepHandler(labelExamplesStep, { service: TRAINING_SERVICE });

@@ -1,5 +1,5 @@
-import { stepHandler, trainingServiceFromEnvironment } from '../run/invocation/index.js';
+import { stepHandler, TRAINING_SERVICE } from '../run/invocation/index.js';
 import { pickDecisionsStep } from '../steps/pick-decisions.js';
 
 /** Task PickDecisions: answers the suggested questions (train.json overrides checked first). */
-export const handler = stepHandler(pickDecisionsStep, { service: trainingServiceFromEnvironment });
+export const handler = stepHandler(pickDecisionsStep, { service: TRAINING_SERVICE });

@@ -1,5 +1,5 @@
-import { stepHandler, trainingServiceFromEnvironment } from '../run/invocation/index.js';
+import { stepHandler, TRAINING_SERVICE } from '../run/invocation/index.js';
 import { pollDatasetStep } from '../steps/poll-dataset.js';
 
 /** Task PollDataset: reads the dataset after a Wait and schedules the next poll. */
-export const handler = stepHandler(pollDatasetStep, { service: trainingServiceFromEnvironment });
+export const handler = stepHandler(pollDatasetStep, { service: TRAINING_SERVICE });

@@ -1,5 +1,5 @@
-import { stepHandler, trainingServiceFromEnvironment } from '../run/invocation/index.js';
+import { stepHandler, TRAINING_SERVICE } from '../run/invocation/index.js';
 import { pollModelStep } from '../steps/poll-model.js';
 
 /** Task PollModel: reads the model after a Wait and schedules the next poll. */
-export const handler = stepHandler(pollModelStep, { service: trainingServiceFromEnvironment });
+export const handler = stepHandler(pollModelStep, { service: TRAINING_SERVICE });

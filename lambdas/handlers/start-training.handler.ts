@@ -1,5 +1,5 @@
-import { stepHandler, trainingServiceFromEnvironment } from '../run/invocation/index.js';
+import { stepHandler, TRAINING_SERVICE } from '../run/invocation/index.js';
 import { startTrainingStep } from '../steps/start-training.js';
 
 /** Task StartTraining: starts a training, or adopts the one a lost call already started. */
-export const handler = stepHandler(startTrainingStep, { service: trainingServiceFromEnvironment });
+export const handler = stepHandler(startTrainingStep, { service: TRAINING_SERVICE });

@@ -1,5 +1,5 @@
-import { stepHandler, trainingServiceFromEnvironment } from '../run/invocation/index.js';
+import { stepHandler, TRAINING_SERVICE } from '../run/invocation/index.js';
 import { structureStep } from '../steps/structure.js';
 
 /** Task Structure: structures the dataset, or asks for suggested decisions, as train.json says. */
-export const handler = stepHandler(structureStep, { service: trainingServiceFromEnvironment });
+export const handler = stepHandler(structureStep, { service: TRAINING_SERVICE });

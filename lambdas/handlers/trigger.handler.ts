@@ -1,17 +1,26 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import { Tracer } from '@aws-lambda-powertools/tracer';
-import { SFNClient } from '@aws-sdk/client-sfn';
 import type { Context } from 'aws-lambda';
 import { SERVICE_NAME } from '../run/invocation/index.js';
-import { createTriggerHandler, sfnStarterFromEnvironment } from '../trigger/start-execution.js';
+import {
+  createTriggerHandler,
+  sfnStarterFromEnvironment,
+  type ExecutionStarter,
+  type TriggerOptions,
+} from '../trigger/start-execution.js';
 
 const logger = new Logger({ serviceName: SERVICE_NAME });
-// StartExecution gets its own X-Ray subsegment (the tracer is off outside Lambda).
-const tracer = new Tracer({ serviceName: SERVICE_NAME });
-const trigger = createTriggerHandler(
-  sfnStarterFromEnvironment(process.env, tracer.captureAWSv3Client(new SFNClient({}))),
-  { logger },
-);
+let trigger: ((event: unknown) => Promise<unknown>) | undefined;
+
+/** In Lambda: StartExecution through the SDK, with its own X-Ray subsegment. Built on first use. */
+async function cloudTrigger(): Promise<(event: unknown) => Promise<unknown>> {
+  const [{ Tracer }, { SFNClient }] = await Promise.all([
+    import('@aws-lambda-powertools/tracer'),
+    import('@aws-sdk/client-sfn'),
+  ]);
+  const tracer = new Tracer({ serviceName: SERVICE_NAME });
+  const sfn = tracer.captureAWSv3Client(new SFNClient({}));
+  return createTriggerHandler(sfnStarterFromEnvironment(process.env, sfn), { logger });
+}
 
 /**
  * EventBridge "Object Created" for inbox/<drop>/train.json -> StartExecution (not a state machine
@@ -20,5 +29,11 @@ const trigger = createTriggerHandler(
  */
 export async function handler(event: unknown, context?: Context): Promise<unknown> {
   if (context !== undefined) logger.addContext(context);
+  trigger ??= await cloudTrigger();
   return trigger(event);
+}
+
+/** The same trigger starting executions with `starter` (local mode's state machine). */
+export function withStarter(starter: ExecutionStarter, options: TriggerOptions = {}) {
+  return createTriggerHandler(starter, options);
 }

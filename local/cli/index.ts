@@ -17,6 +17,7 @@
  * only starts, reads or asks them.
  */
 import { readFileSync } from 'node:fs';
+import { PACKAGE_JSON } from '../files.js';
 import { processIo, type Command, type CommandIo } from './command.js';
 
 // Each command is loaded when asked for: --help, a refused command line or `hopper status`
@@ -59,7 +60,7 @@ export async function main(argv: readonly string[], io: CommandIo = processIo())
     return command === undefined ? 2 : 0;
   }
   if (command === '--version') {
-    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    const { version } = JSON.parse(readFileSync(PACKAGE_JSON, 'utf8')) as {
       version: string;
     };
     io.stdout.write(`hopper ${version}\n`);

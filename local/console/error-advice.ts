@@ -4,6 +4,7 @@
  * the table once and shows the row of a failed run's code.
  */
 import { readFile } from 'node:fs/promises';
+import { ERRORS_DOC } from '../files.js';
 
 export interface ErrorAdvice {
   /** "what happened" */
@@ -12,7 +13,6 @@ export interface ErrorAdvice {
   readonly todo: string;
 }
 
-const ERRORS_DOC = new URL('../../docs/errors.md', import.meta.url);
 
 /** The rows of docs/errors.md's table, by code (Markdown code spans left as backticks). */
 export async function loadErrorAdvice(): Promise<ReadonlyMap<string, ErrorAdvice>> {

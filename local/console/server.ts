@@ -22,6 +22,7 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { CONSOLE_PAGE } from '../files.js';
 import { messageOf } from '../../lambdas/run/errors/index.js';
 import type { LocalMode } from '../emulator/local-mode.js';
 import { listen as listenOn, stop } from '../service/http/index.js';
@@ -57,7 +58,7 @@ const MAX_PAGE = 200;
 /** Changes are sent at most this often, gathered (a run emits dozens of events a second). */
 const EVENT_FLUSH_MS = 150;
 
-const PAGE_DIR = new URL('./page/', import.meta.url);
+const PAGE_DIR = CONSOLE_PAGE;
 const STATIC_FILES: Readonly<Record<string, { readonly file: URL | string; readonly type: string }>> = {
   '/static/console.js': { file: new URL('console.js', PAGE_DIR), type: 'text/javascript; charset=utf-8' },
   '/static/graph.js': { file: new URL('graph.js', PAGE_DIR), type: 'text/javascript; charset=utf-8' },

@@ -1,28 +1,34 @@
 /**
  * Local mode: the whole pipeline on one machine. S3 is s3rver on loopback; its object-created
- * events go through the trigger handler as EventBridge would deliver them; the state machine
- * is the definition synthesized from the CDK stack, run by aws-local-stepfunctions with every
- * Task state calling its real handler in-process; the training service is the simulated one,
- * or another given by URL and key. `hopper run` and `hopper local` are built on this.
+ * events go through the trigger's bundle as EventBridge would deliver them; the state machine
+ * is the definition synthesized from the CDK construct (dist/definition.json), run by
+ * aws-local-stepfunctions with every Task state calling the handler bundle the construct deploys,
+ * in-process; the training service is the simulated one, or another given by URL and key.
+ * `hopper run` and `hopper local` are built on this.
  */
 import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { LogLevel } from '@aws-lambda-powertools/logger/types';
-import { synthesizeLocalDefinition, type LocalDefinition } from './definition.js';
-import { TASKS, type TaskName } from '../../infra/tasks.js';
+import type { S3Client } from '@aws-sdk/client-s3';
+import { loadLocalDefinition, type LocalDefinition } from './definition.js';
+import { TASKS, TRIGGER, bundleName, type TaskName } from '../../infra/tasks.js';
 import { messageOf } from '../../lambdas/run/errors/index.js';
-import type { TaskHandler } from '../../lambdas/run/invocation/index.js';
+import type { LocalRuntimeOptions, TaskHandler } from '../../lambdas/run/invocation/index.js';
 import {
   LAMBDA_CLIENT_OPTIONS,
-  createRuntime,
   trainingService,
   type TrainingServiceOptions,
 } from '../../lambdas/run/invocation/index.js';
 import type { CreditBudget } from '../../lambdas/run/lock/index.js';
 import type { StepName } from '../../lambdas/run/state/index.js';
 import type { TrainingServiceClient } from '../../lambdas/service-client/index.js';
-import { createTriggerHandler, type TriggerResult } from '../../lambdas/trigger/start-execution.js';
-import { startLocalS3, type LocalS3 } from '../s3/local-s3.js';
+import type {
+  ExecutionStarter,
+  TriggerOptions,
+  TriggerResult,
+} from '../../lambdas/trigger/start-execution.js';
+import { handlerBundle } from '../files.js';
+import { localS3Client, startLocalS3, type LocalS3 } from '../s3/local-s3.js';
 import {
   startSimulatedService,
   type SimulatedService,
@@ -92,22 +98,14 @@ export type LocalTask = (input: unknown) => Promise<unknown>;
 /** How long close() waits for handlers still running when their executions are stopped. */
 const INVOCATIONS_SETTLE_MS = 10_000;
 
-let synthesized: LocalDefinition | undefined;
-
-/** The stack's definition, synthesized once per process (it depends on the code alone). */
-function localDefinition(): LocalDefinition {
-  synthesized ??= synthesizeLocalDefinition();
-  return synthesized;
-}
-
 export async function startLocalMode(options: LocalModeOptions = {}) {
   const cleanups: (() => Promise<void>)[] = [];
   const closeAll = async (): Promise<void> => {
     for (const cleanup of cleanups.reverse()) await cleanup();
   };
   try {
-    // Synthesizing first: a broken stack fails before anything listens.
-    const local = localDefinition();
+    // Read first: a missing build fails before anything listens.
+    const local = loadLocalDefinition();
     const s3 = await startS3(options);
     cleanups.push(() => s3.close());
     // A handler of a stopped execution can still be writing its status (Lambda would let it run
@@ -120,17 +118,23 @@ export async function startLocalMode(options: LocalModeOptions = {}) {
     const service = options.service ?? { url: simulated?.apiUrl ?? '', apiKey: simulated?.apiKey ?? '' };
     const logger = new Logger({ serviceName: 'hopper', logLevel: options.logLevel ?? 'SILENT' });
     const events = new LocalEventBus(options.eventSource);
-    const runtime = handlerRuntime(options, { events, s3: s3.client, logger, service });
+    const runtime = handlerRuntime(options, { events, logger, service });
+    // Each function its own S3 client, as in Lambda (each bundle meters its own requests).
+    const s3Client = (): S3Client => {
+      const client = localS3Client(s3.endpoint);
+      cleanups.push(() => Promise.resolve(client.destroy()));
+      return client;
+    };
     const stateMachine = new LocalStateMachine({
       definition: local.definition,
-      tasks: await taskHandlers(local, runtime, invocations, options.wrapTask),
+      tasks: await taskHandlers(local, { ...runtime, s3: s3Client }, invocations, options.wrapTask),
       waitMs: options.waitMs,
       retryPauseMs: options.retryPauseMs,
     });
     cleanups.push(() => stateMachine.stopAll());
     const executions = await startExecutionsEndpoint(stateMachine);
     cleanups.push(() => executions.close());
-    const trigger = createTriggerHandler(stateMachine, { logger });
+    const trigger = await triggerBundle(stateMachine, { logger });
     const s3Events = s3EventsTo(trigger, s3, options);
     // Closed before the state machine stops: no execution starts while shutting down.
     cleanups.push(() => s3Events.close());
@@ -143,7 +147,7 @@ export async function startLocalMode(options: LocalModeOptions = {}) {
       /** The simulated service, when local mode started one. */
       simulated,
       /** A client of the training service, as the steps have it (the key stays inside). */
-      service: (): Promise<TrainingServiceClient> => runtime.service(),
+      service: serviceClient(options, service),
       stateMachine,
       /** The definition the state machine runs (synthesized from the stack). */
       definition: local.definition,
@@ -212,17 +216,23 @@ async function startSimulated(
   return simulated;
 }
 
-/** Each Task state's handler, called as Lambda calls it (and wrapped, when the options ask). */
+/** What each handler bundle builds its runtime from, but its S3 client (one per function). */
+type BundleRuntime = Omit<LocalRuntimeOptions, 's3'> & { readonly s3: () => S3Client };
+
+/** Each Task state's handler bundle, called as Lambda calls it (and wrapped, when the options ask). */
 async function taskHandlers(
   local: LocalDefinition,
-  runtime: ReturnType<typeof createRuntime>,
+  runtime: BundleRuntime,
   invocations: RunningInvocations,
   wrapTask: LocalModeOptions['wrapTask'],
 ): Promise<Record<string, LocalTask>> {
   const tasks: Record<string, LocalTask> = {};
   for (const task of TASKS) {
-    const module = (await import(local.handlers[task.name].path)) as { handler: TaskHandler<StepName> };
-    const lambda = asLambda(invocations.track(module.handler.withRuntime(runtime)), task.timeoutSeconds, {
+    const module = (await import(handlerBundle(local.handlers[task.name]).href)) as {
+      handler: TaskHandler<StepName>;
+    };
+    const handler = module.handler.withLocalRuntime({ ...runtime, s3: runtime.s3() });
+    const lambda = asLambda(invocations.track(handler), task.timeoutSeconds, {
       functionName: task.name,
       memoryMb: task.memoryMb,
     });
@@ -231,25 +241,49 @@ async function taskHandlers(
   return tasks;
 }
 
+/** The trigger's bundle, starting executions of the local state machine. */
+async function triggerBundle(
+  starter: ExecutionStarter,
+  options: TriggerOptions,
+): Promise<(event: unknown) => Promise<TriggerResult>> {
+  const module = (await import(handlerBundle(bundleName(TRIGGER.handlerFile)).href)) as {
+    withStarter(starter: ExecutionStarter, options: TriggerOptions): (event: unknown) => Promise<TriggerResult>;
+  };
+  return module.withStarter(starter, options);
+}
+
 /** What the handlers run with here: as in Lambda, but for tracing and metrics. */
 function handlerRuntime(
   options: LocalModeOptions,
-  parts: Pick<Parameters<typeof createRuntime>[0], 'events' | 's3' | 'logger'> & {
+  parts: Pick<LocalRuntimeOptions, 'events' | 'logger'> & {
     readonly service: NonNullable<LocalModeOptions['service']>;
   },
-): ReturnType<typeof createRuntime> {
+): Omit<LocalRuntimeOptions, 's3'> {
   const { service, ...rest } = parts;
-  return createRuntime({
+  return {
     ...rest,
-    service: trainingService({
+    service: {
       serviceUrl: service.url,
       apiKey: () => Promise.resolve(service.apiKey),
       // The same retry budget as in Lambda, which fits the Tasks' timeouts enforced here too.
       clientOptions: options.clientOptions ?? LAMBDA_CLIENT_OPTIONS,
-    }),
+    },
     dropQuietMs: options.dropQuietMs,
     now: options.now,
     creditBudget: options.creditBudget,
     // No tracer and no EMF lines: nothing here may reach an X-Ray daemon, and stdout is the user's.
-  });
+  };
+}
+
+/** A client of the service the handlers use, for the commands and tests (the key stays inside). */
+function serviceClient(
+  options: LocalModeOptions,
+  service: NonNullable<LocalModeOptions['service']>,
+): () => Promise<TrainingServiceClient> {
+  const connect = trainingService({
+    serviceUrl: service.url,
+    apiKey: () => Promise.resolve(service.apiKey),
+    clientOptions: options.clientOptions ?? LAMBDA_CLIENT_OPTIONS,
+  })({ logger: new Logger({ serviceName: 'hopper', logLevel: 'SILENT' }), tracer: undefined });
+  return () => connect();
 }

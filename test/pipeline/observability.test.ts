@@ -20,7 +20,7 @@ import {
   runtimeFromEnvironment,
   type Runtime,
   trainingService,
-  trainingServiceFromEnvironment,
+  TRAINING_SERVICE,
   tracedClient,
 } from '../../lambdas/run/invocation/index.js';
 import type { CreditBudget } from '../../lambdas/run/lock/index.js';
@@ -415,7 +415,7 @@ describe("a Lambda container's runtime", () => {
         HOPPER_SERVICE_URL: 'https://train.example.com',
         HOPPER_API_KEY_SECRET_ARN: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:key',
       },
-      { service: trainingServiceFromEnvironment },
+      { service: TRAINING_SERVICE },
     );
     expect(runtime.emitMetrics).toBe(true);
     expect(runtime.tracer).toBeDefined();

@@ -15,9 +15,11 @@ import { messageOf, RunError, toRunError, goneRecordError } from '../errors/inde
 import { emitInvocationMetrics } from './metrics.js';
 import { DEADLINE_MARGIN_MS } from './retry-budget.js';
 import {
+  createRuntime,
   runtimeFromEnvironment,
   withInvocationLogger,
   type LambdaConnections,
+  type LocalRuntimeOptions,
   type Runtime,
 } from './runtime.js';
 import { withNeededSlots, STEPS, type SlotOf, type StateFor, type StepName } from '../state/index.js';
@@ -115,8 +117,13 @@ type Invoke<N extends StepName> = (
 export type TaskHandler<N extends StepName> = Invoke<N> & {
   /** The step it runs: the Task registry (infra/tasks.ts) binds it by this name. */
   readonly step: N;
-  /** The same handler over another runtime (local mode, tests). */
+  /** The same handler over another runtime (tests of the sources). */
   withRuntime(runtime: Runtime): Invoke<N>;
+  /**
+   * The same handler over a runtime this bundle builds from `options` (local mode, which loads
+   * the bundles the stack deploys): the training service only where the entry file connects it.
+   */
+  withLocalRuntime(options: LocalRuntimeOptions): Invoke<N>;
 };
 
 /**
@@ -131,10 +138,19 @@ export function stepHandler<N extends StepName>(
   const bound =
     (runtime: () => Runtime | Promise<Runtime>) => async (event: unknown, context: InvocationContext) =>
       invoke(step, await runtime(), event, context);
-  return Object.assign(
-    bound(() => runtimeFromEnvironment(process.env, connections)),
-    { step: step.name, withRuntime: (runtime: Runtime) => bound(() => runtime) },
-  );
+  const local = ({ service, ...options }: LocalRuntimeOptions): Runtime =>
+    createRuntime({
+      ...options,
+      ...(service === undefined ? {} : { service: connections.service?.fromOptions(service) }),
+    });
+  return Object.assign(bound(() => runtimeFromEnvironment(process.env, connections)), {
+    step: step.name,
+    withRuntime: (runtime: Runtime) => bound(() => runtime),
+    withLocalRuntime: (options: LocalRuntimeOptions) => {
+      const runtime = local(options);
+      return bound(() => runtime);
+    },
+  });
 }
 
 /** What one invocation carries through its stages. */

@@ -13,6 +13,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { DROP_QUIET_MS } from '../../drop/settle.js';
 import type { RequestOptions, TrainingServiceClient } from '../../service-client/index.js';
 import type { RunEventBus } from '../events/index.js';
+import type { TrainingServiceOptions } from './training-service.js';
 import { creditsOf, type CreditBudget, type Credits } from '../lock/index.js';
 import { ENV } from './environment.js';
 import { SERVICE_NAME } from './metric-names.js';
@@ -56,6 +57,25 @@ export type ServiceConnector = (use: {
   readonly logger: Logger;
   readonly tracer: Tracer | undefined;
 }) => (options?: RequestOptions) => Promise<TrainingServiceClient>;
+
+/**
+ * How a bundle connects to the training service: in Lambda from its environment (the URL, and the
+ * key's secret), in local mode from what local mode hands it (LocalRuntimeOptions). Either way the
+ * client is the bundle's own code, so its error classes are the ones its steps check for.
+ */
+export interface ServiceConnection {
+  fromEnvironment(env: NodeJS.ProcessEnv, tracer: Tracer): ServiceConnector;
+  fromOptions(options: TrainingServiceOptions): ServiceConnector;
+}
+
+/**
+ * What local mode gives a handler bundle to build its runtime from (TaskHandler.withLocalRuntime):
+ * plain options and SDK clients, never objects of its own copy of Hopper's code. The training
+ * service is used only where the bundle's entry file connects it, as in Lambda.
+ */
+export interface LocalRuntimeOptions extends Omit<RuntimeOptions, 'service'> {
+  readonly service?: TrainingServiceOptions;
+}
 
 /**
  * What createRuntime builds a runtime from: the S3 client, and any of the rest of Runtime. Left
@@ -131,8 +151,8 @@ const NO_SERVICE = (): Promise<TrainingServiceClient> =>
  * its Task's access in infra/tasks.ts says: what is not named here is not in its bundle.
  */
 export interface LambdaConnections {
-  /** The training service (trainingServiceFromEnvironment, lambdas/run/invocation/training-service.ts). */
-  readonly service?: (env: NodeJS.ProcessEnv, tracer: Tracer) => ServiceConnector;
+  /** The training service (TRAINING_SERVICE, lambdas/run/invocation/training-service.ts). */
+  readonly service?: ServiceConnection;
   /** Where run events go (eventBridgeFromEnvironment, lambdas/run/events/eventbridge-bus.ts). */
   readonly events?: (env: NodeJS.ProcessEnv) => RunEventBus;
 }
@@ -163,7 +183,7 @@ export function runtimeFromEnvironment(
         perDay: Number(env[ENV.creditBudget]) || undefined,
         per30Days: Number(env[ENV.creditBudget30Days]) || undefined,
       },
-      ...(connections.service === undefined ? {} : { service: connections.service(env, tracer) }),
+      ...(connections.service === undefined ? {} : { service: connections.service.fromEnvironment(env, tracer) }),
       ...(connections.events === undefined ? {} : { events: connections.events(env) }),
     });
   })();

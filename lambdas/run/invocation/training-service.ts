@@ -9,7 +9,7 @@ import { TrainingServiceClient } from '../../service-client/index.js';
 import { LAMBDA_CLIENT_OPTIONS } from './retry-budget.js';
 import { ENV, requireEnv } from './environment.js';
 import { RunError } from '../errors/index.js';
-import { invocationLogger, type ServiceConnector } from './runtime.js';
+import { invocationLogger, type ServiceConnection, type ServiceConnector } from './runtime.js';
 import { tracedClient } from './tracing.js';
 
 /** The X-Ray subsegment of each service call is `### service.<method>`. */
@@ -71,6 +71,12 @@ export function trainingServiceFromEnvironment(env: NodeJS.ProcessEnv, tracer: T
     clientOptions: LAMBDA_CLIENT_OPTIONS,
   });
 }
+
+/** The training service, as the entry files of the Tasks that call it connect it (LambdaConnections). */
+export const TRAINING_SERVICE: ServiceConnection = {
+  fromEnvironment: trainingServiceFromEnvironment,
+  fromOptions: trainingService,
+};
 
 /** What secretsManagerKey needs of Powertools' SecretsProvider (injected in tests). */
 export interface SecretReader {

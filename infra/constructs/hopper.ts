@@ -1,0 +1,158 @@
+/**
+ * Hopper in one construct, for a team's own stack: the drop bucket (or theirs), the API key
+ * secret (or theirs), the pipeline, its run notifications and its monitoring (or their topic).
+ * It checks its props first and names every problem in one error, and it sets on its own
+ * resources every behaviour it relies on, so it synthesizes the same under CDK's defaults as
+ * under this repository's feature flags.
+ */
+import type { Alarm, AlarmBase, Dashboard } from 'aws-cdk-lib/aws-cloudwatch';
+import { Rule, type RuleProps } from 'aws-cdk-lib/aws-events';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { IBucket } from 'aws-cdk-lib/aws-s3';
+import { Secret, type ISecret } from 'aws-cdk-lib/aws-secretsmanager';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import type { Queue } from 'aws-cdk-lib/aws-sqs';
+import type { StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
+import { Construct } from 'constructs';
+import { RUN_EVENT_TYPES } from '../../lambdas/run/events/index.js';
+import type { TaskName } from '../../lambdas/run/state/index.js';
+import { apiKeySecretName } from '../names.js';
+import { acknowledgeRule } from '../nag.js';
+import { HopperMonitoring } from './monitoring.js';
+import { HopperNotifications } from './notifications.js';
+import { HopperPipeline } from './pipeline.js';
+import { HopperStorage } from './storage.js';
+import { hopperPropsProblems, type HopperProps } from './hopper-props.js';
+
+export type { HopperCreditBudget, HopperLogLevel, HopperProps } from './hopper-props.js';
+
+export class Hopper extends Construct {
+  /** The bucket drops arrive in and models go to: the one given, or a new one. */
+  readonly bucket: IBucket;
+  /** The server access log bucket of a new bucket; undefined when a bucket was given. */
+  readonly accessLogBucket?: IBucket;
+  /** The secret the functions read the API key from: the one given, or a new one to fill in. */
+  readonly apiKeySecret: ISecret;
+  /** The state machine that runs each drop. */
+  readonly stateMachine: StateMachine;
+  /** The Lambda of each Task state, by state name (ValidateDrop, ..., Report). */
+  readonly taskFunctions: Readonly<Record<TaskName, lambda.Function>>;
+  /**
+   * The published version of each Task's Lambda that the state machine invokes: a deploy
+   * publishes new ones and leaves a running execution on the versions it started with.
+   */
+  readonly taskVersions: Readonly<Record<TaskName, lambda.IVersion>>;
+  /** The Lambda that starts an execution for each train.json. */
+  readonly trigger: lambda.Function;
+  /** S3 events the trigger could not take, after every retry. */
+  readonly deadLetterQueue: Queue;
+  /** The alarms that notify the topic, by name (docs/deploy.md, "The alarms"). */
+  readonly alarms: Readonly<Record<string, AlarmBase>>;
+  /** One alarm per function, inputs of the LambdaThrottles composite alarm. */
+  readonly throttleAlarms: readonly Alarm[];
+  readonly dashboard: Dashboard;
+  /** Where alarms go: `alarmTopic`, or a new encrypted topic. */
+  readonly alarmTopic: ITopic;
+  /** Where a summary of every ended run goes: `alarmTopic`, or a new encrypted topic. */
+  readonly runNotificationTopic: ITopic;
+  /** Run notifications the topic could not take, after every retry. */
+  readonly runNotificationDeadLetterQueue: Queue;
+  /** The `source` of the run events on the default EventBridge bus. */
+  readonly eventSource: string;
+  /**
+   * What the functions are given to find the secret: its full ARN, or its name for a secret
+   * imported by name (whose ARN CloudFormation knows only without the random suffix).
+   */
+  readonly apiKeySecretId: string;
+  /** The secret's name, without the suffix Secrets Manager adds to its ARN. */
+  readonly apiKeySecretName: string;
+
+  constructor(scope: Construct, id: string, props: HopperProps) {
+    super(scope, id);
+    const problems = hopperPropsProblems(props);
+    if (problems.length > 0) {
+      throw new Error(`Hopper ${this.node.path}: invalid props:\n${problems.map((p) => `- ${p}`).join('\n')}`);
+    }
+    const storage = new HopperStorage(this, 'Storage', {
+      bucket: props.bucket,
+      inboxRetentionDays: props.inboxRetentionDays,
+      removalPolicy: props.removalPolicy,
+    });
+    this.bucket = storage.bucket;
+    this.accessLogBucket = storage.accessLogBucket;
+    // A new secret's name is the one given here: Secret.secretName would carry the ARN's random
+    // suffix unless the app sets a feature flag (@aws-cdk/aws-secretsmanager:parseOwnedSecretName).
+    this.apiKeySecretName = props.apiKeySecret?.secretName ?? apiKeySecretName(this);
+    this.apiKeySecret = props.apiKeySecret ?? this.createApiKeySecret(this.apiKeySecretName);
+    this.apiKeySecretId = this.apiKeySecret.secretFullArn ?? this.apiKeySecret.secretName;
+    const pipeline = new HopperPipeline(this, 'Pipeline', {
+      bucket: this.bucket,
+      apiKeySecret: this.apiKeySecret,
+      apiKeySecretId: this.apiKeySecretId,
+      serviceUrl: props.serviceUrl,
+      eventSource: props.eventSource,
+      logRetention: props.logRetention,
+      logLevel: props.logLevel,
+      creditBudget: props.creditBudget,
+    });
+    this.stateMachine = pipeline.stateMachine;
+    this.taskFunctions = pipeline.taskFunctions;
+    this.taskVersions = pipeline.taskVersions;
+    this.trigger = pipeline.trigger;
+    this.deadLetterQueue = pipeline.deadLetterQueue;
+    this.eventSource = pipeline.eventSource;
+    const notifications = new HopperNotifications(this, 'Notifications', {
+      eventSource: this.eventSource,
+      email: props.runNotificationEmail,
+      topic: props.alarmTopic,
+    });
+    this.runNotificationTopic = notifications.topic;
+    this.runNotificationDeadLetterQueue = notifications.deadLetterQueue;
+    const monitoring = new HopperMonitoring(this, 'Monitoring', {
+      stateMachine: this.stateMachine,
+      deadLetterQueue: this.deadLetterQueue,
+      trigger: this.trigger,
+      taskFunctions: this.taskFunctions,
+      runNotifications: notifications,
+      notificationEmail: props.notificationEmail,
+      topic: props.alarmTopic,
+    });
+    this.alarmTopic = monitoring.topic;
+    this.alarms = monitoring.alarms;
+    this.throttleAlarms = monitoring.throttleAlarms;
+    this.dashboard = monitoring.dashboard;
+  }
+
+  /**
+   * A rule on the default bus for this Hopper's run events (Hopper Run Started, Succeeded, Failed,
+   * Superseded; docs/operations.md, "Events"), all of them unless `options.eventPattern` narrows
+   * them: `hopper.onRunEvent('Failed', { eventPattern: { detailType: ['Hopper Run Failed'] } })`.
+   */
+  onRunEvent(id: string, options: RuleProps = {}): Rule {
+    return new Rule(this, id, {
+      ...options,
+      eventPattern: {
+        detailType: Object.values(RUN_EVENT_TYPES),
+        ...options.eventPattern,
+        source: [this.eventSource],
+      },
+    });
+  }
+
+  /** A secret named `<stack>/training-service-api-key-<creation id>` (infra/names.ts), to fill in. */
+  private createApiKeySecret(secretName: string): Secret {
+    const secret = new Secret(this, 'ApiKey', {
+      secretName,
+      description:
+        "Hopper: the training service's API key. Replace the generated value with the key, as plain text.",
+    });
+    acknowledgeRule(
+      secret,
+      'AwsSolutions-SMG4',
+      'The API key is issued by the third-party training service, which offers no API to rotate ' +
+        'it, so a rotation Lambda could not change it; the operator replaces the value by hand.',
+    );
+    return secret;
+  }
+}

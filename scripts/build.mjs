@@ -1,0 +1,149 @@
+#!/usr/bin/env node
+/**
+ * `npm run build`: the compiled JavaScript both packages ship, written to dist/ (docs/packages.md).
+ *
+ *   dist/handlers/<name>/index.mjs   the 12 Lambda handlers, one ES module bundle each (esbuild);
+ *                                    the construct deploys them (Code.fromAsset) and local mode
+ *                                    runs them: one way to get handler code
+ *   dist/definition.json             the state machine's definition, synthesized from the construct
+ *                                    with those bundles: what local mode runs
+ *   dist/index.js, dist/index.cjs    the construct package (`Hopper`), ESM and CommonJS; aws-cdk-lib
+ *                                    and constructs stay imports (peer dependencies)
+ *   dist/hopper.mjs                  the `hopper` command
+ *
+ * `--types` also writes dist/index.d.ts (one rolled-up declaration file), which `npm run pack`
+ * needs and `npm start` does not. Each output is a whole new file: nothing stale survives.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const DIST = `${ROOT}dist`;
+const HANDLERS = `${ROOT}lambdas/handlers`;
+
+/**
+ * The handlers' bundles leave the AWS SDK v3 to the Lambda runtime, which includes it (bundled,
+ * the S3 client alone added ~300 KB to every function); bundled CommonJS dependencies (undici)
+ * still call `require` for Node built-ins, which an ES module lacks, so the banner provides one.
+ * No source maps: with --enable-source-maps a bundle took ~70 ms more CPU to load (docs/deploy.md).
+ */
+export const HANDLER_BUNDLING = {
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  mainFields: ['module', 'main'],
+  external: ['@aws-sdk/*'],
+  minify: true,
+  banner: {
+    js: "import { createRequire as __hopperCreateRequire } from 'node:module'; const require = __hopperCreateRequire(import.meta.url);",
+  },
+  logLevel: 'warning',
+};
+
+/** What the construct leaves to its user's install: the peer dependencies. */
+const PEERS = ['aws-cdk-lib', 'aws-cdk-lib/*', 'constructs'];
+
+/** What the CLI leaves to its install: its package.json's dependencies, which load files of their own. */
+const CLI_EXTERNAL = [
+  '@aws-sdk/*',
+  's3rver',
+  's3rver/*',
+  'aws-local-stepfunctions',
+  '@dagrejs/dagre',
+  // Loaded only by `hopper permissions`, when its user installed it (AGPL: never shipped).
+  '@cloud-copilot/*',
+];
+
+/** The handler entry files: lambdas/handlers/<name>.handler.ts. */
+function handlerNames() {
+  return readdirSync(HANDLERS)
+    .filter((file) => file.endsWith('.handler.ts'))
+    .map((file) => file.slice(0, -'.handler.ts'.length));
+}
+
+async function buildHandlers() {
+  rmSync(`${DIST}/handlers`, { recursive: true, force: true });
+  await Promise.all(
+    handlerNames().map((name) =>
+      build({
+        ...HANDLER_BUNDLING,
+        entryPoints: [`${HANDLERS}/${name}.handler.ts`],
+        outfile: `${DIST}/handlers/${name}/index.mjs`,
+      }),
+    ),
+  );
+}
+
+async function buildConstruct() {
+  const common = {
+    entryPoints: [`${ROOT}infra/index.ts`],
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    external: PEERS,
+    logLevel: 'warning',
+  };
+  await build({ ...common, format: 'esm', outfile: `${DIST}/index.js` });
+  // CommonJS has no import.meta.url; the handlers' folder is found from __filename instead.
+  await build({
+    ...common,
+    format: 'cjs',
+    outfile: `${DIST}/index.cjs`,
+    define: { 'import.meta.url': '__hopperModuleUrl' },
+    banner: { js: "const __hopperModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
+  });
+}
+
+async function buildCli() {
+  await build({
+    entryPoints: [`${ROOT}local/cli/main.ts`],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    outfile: `${DIST}/hopper.mjs`,
+    external: CLI_EXTERNAL,
+    banner: {
+      js: "#!/usr/bin/env node\nimport { createRequire as __hopperCreateRequire } from 'node:module'; const require = __hopperCreateRequire(import.meta.url);",
+    },
+    logLevel: 'warning',
+  });
+}
+
+/** The definition local mode runs, synthesized from the construct (scripts/synth-definition.ts). */
+function synthesizeDefinition() {
+  const json = execFileSync(process.execPath, ['--import', 'tsx', `${ROOT}scripts/synth-definition.ts`], {
+    encoding: 'utf8',
+    env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+  });
+  writeFileSync(`${DIST}/definition.json`, json);
+}
+
+/** dist/index.d.ts: the construct's declarations in one file, importing only the peers. */
+function buildTypes() {
+  execFileSync(
+    process.execPath,
+    [
+      `${ROOT}node_modules/dts-bundle-generator/dist/bin/dts-bundle-generator.js`,
+      '--silent',
+      '--project',
+      `${ROOT}tsconfig.build.json`,
+      '--external-imports',
+      'aws-cdk-lib',
+      'constructs',
+      '--no-banner',
+      '-o',
+      `${DIST}/index.d.ts`,
+      `${ROOT}infra/index.ts`,
+    ],
+    { stdio: 'inherit' },
+  );
+}
+
+mkdirSync(DIST, { recursive: true });
+await Promise.all([buildHandlers(), buildConstruct(), buildCli()]);
+synthesizeDefinition();
+if (process.argv.includes('--types')) buildTypes();
