@@ -4,6 +4,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    globalSetup: ['test/global-setup.ts'],
     // Tests start real HTTP servers on loopback; a hung socket should fail fast, not stall CI.
     testTimeout: 30_000,
     hookTimeout: 30_000,

@@ -3,7 +3,7 @@
  * agnostic, so `cdk synth` needs no AWS account; what varies per deployment comes in as props
  * (infra/config.ts reads them from CDK context, docs/deploy.md lists them).
  */
-import { CfnOutput, CfnParameter, Stack, type StackProps } from 'aws-cdk-lib';
+import { ArnFormat, CfnOutput, CfnParameter, Stack, type StackProps } from 'aws-cdk-lib';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { Bucket } from 'aws-cdk-lib/aws-s3';
 import { Secret, type ISecret } from 'aws-cdk-lib/aws-secretsmanager';
@@ -60,7 +60,7 @@ export class HopperStack extends Stack {
     if (name === undefined) return undefined;
     if (props.apiKeySecretKmsKeyArn === undefined) return Secret.fromSecretNameV2(this, 'ApiKey', name);
     return Secret.fromSecretAttributes(this, 'ApiKey', {
-      secretPartialArn: this.formatArn({ service: 'secretsmanager', resource: 'secret', resourceName: name, arnFormat: 2 }),
+      secretPartialArn: this.formatArn({ service: 'secretsmanager', resource: 'secret', resourceName: name, arnFormat: ArnFormat.COLON_RESOURCE_NAME }),
       encryptionKey: Key.fromKeyArn(this, 'ApiKeyKey', props.apiKeySecretKmsKeyArn),
     });
   }

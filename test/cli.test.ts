@@ -1,5 +1,5 @@
 /**
- * The `hopper` command as a user runs it: bin/hopper.mjs spawned with Node (through tsx), and
+ * The `hopper` command as a user runs it: dist/hopper.mjs (the compiled command, built by npm run build) spawned with Node, and
  * its dispatch; what every command does the same way (unknown flags, --help, exit codes, errors
  * with --json), checked in-process on each.
  */

@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import { Template } from 'aws-cdk-lib/assertions';
 import { build } from 'esbuild';
 import { createHopperApp } from '../../infra/hopper-app.js';
-import { BUNDLING, CREATE_REQUIRE_BANNER, EXTERNAL_AWS_SDK } from '../../infra/constructs/hopper-function.js';
+import { HANDLER_BUNDLING } from '../../scripts/bundling.js';
 import { handlerPath, TASKS } from '../../infra/tasks.js';
 import type { ClientResult, Measure } from '../harness/protocol.js';
 
@@ -87,14 +87,9 @@ export async function bundleWithSourceMaps(
       await build({
         entryPoints: [handlerPath(handlerFile)],
         outfile,
-        bundle: true,
-        platform: 'node',
-        format: 'esm',
-        target: BUNDLING.target,
-        mainFields: [...(BUNDLING.mainFields ?? [])],
-        banner: { js: CREATE_REQUIRE_BANNER },
-        external: [EXTERNAL_AWS_SDK],
-        minify: true,
+        ...HANDLER_BUNDLING,
+        mainFields: [...HANDLER_BUNDLING.mainFields],
+        external: [...HANDLER_BUNDLING.external],
         sourcemap: option === 'none' ? false : option,
         logLevel: 'silent',
       });

@@ -7,7 +7,7 @@
  */
 import type { Alarm, AlarmBase, Dashboard } from 'aws-cdk-lib/aws-cloudwatch';
 import { Rule, type RuleProps } from 'aws-cdk-lib/aws-events';
-import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import type { Function as LambdaFunction, IVersion } from 'aws-cdk-lib/aws-lambda';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import { Secret, type ISecret } from 'aws-cdk-lib/aws-secretsmanager';
@@ -27,6 +27,21 @@ import { hopperPropsProblems, type HopperProps } from './hopper-props.js';
 
 export type { HopperCreditBudget, HopperLogLevel, HopperProps } from './hopper-props.js';
 
+/**
+ * Hopper: drop a folder into the bucket's inbox/<drop>/ (train.json last) and get a trained model
+ * back in models/<drop>/. Builds the pipeline (12 pre-bundled Lambda functions and the state
+ * machine that drives the training service), EventBridge wiring for the bucket, run events and
+ * notifications, alarms and a dashboard.
+ *
+ * @example
+ * const hopper = new Hopper(stack, 'Training', {
+ *   serviceUrl: 'https://training.example.com',
+ *   bucket: Bucket.fromBucketName(stack, 'Drops', 'team-drops'),
+ *   apiKeySecret: Secret.fromSecretNameV2(stack, 'Key', 'team/training-key'),
+ *   alarmTopic: Topic.fromTopicArn(stack, 'Ops', opsTopicArn),
+ *   creditBudget: { perDay: 20 },
+ * });
+ */
 export class Hopper extends Construct {
   /** The bucket drops arrive in and models go to: the one given, or a new one. */
   readonly bucket: IBucket;
@@ -37,14 +52,14 @@ export class Hopper extends Construct {
   /** The state machine that runs each drop. */
   readonly stateMachine: StateMachine;
   /** The Lambda of each Task state, by state name (ValidateDrop, ..., Report). */
-  readonly taskFunctions: Readonly<Record<TaskName, lambda.Function>>;
+  readonly taskFunctions: Readonly<Record<TaskName, LambdaFunction>>;
   /**
    * The published version of each Task's Lambda that the state machine invokes: a deploy
    * publishes new ones and leaves a running execution on the versions it started with.
    */
-  readonly taskVersions: Readonly<Record<TaskName, lambda.IVersion>>;
+  readonly taskVersions: Readonly<Record<TaskName, IVersion>>;
   /** The Lambda that starts an execution for each train.json. */
-  readonly trigger: lambda.Function;
+  readonly trigger: LambdaFunction;
   /** S3 events the trigger could not take, after every retry. */
   readonly deadLetterQueue: Queue;
   /** The alarms that notify the topic, by name (docs/deploy.md, "The alarms"). */
@@ -56,6 +71,8 @@ export class Hopper extends Construct {
   readonly alarmTopic: ITopic;
   /** Where a summary of every ended run goes: `alarmTopic`, or a new encrypted topic. */
   readonly runNotificationTopic: ITopic;
+  /** The rule that sends a summary of every ended run to the run notification topic. */
+  readonly runNotificationRule: Rule;
   /** Run notifications the topic could not take, after every retry. */
   readonly runNotificationDeadLetterQueue: Queue;
   /** The `source` of the run events on the default EventBridge bus. */
@@ -108,6 +125,7 @@ export class Hopper extends Construct {
       topic: props.alarmTopic,
     });
     this.runNotificationTopic = notifications.topic;
+    this.runNotificationRule = notifications.rule;
     this.runNotificationDeadLetterQueue = notifications.deadLetterQueue;
     const monitoring = new HopperMonitoring(this, 'Monitoring', {
       stateMachine: this.stateMachine,

@@ -1,3 +1,4 @@
+/// <reference path="./undici-parts.d.ts" />
 /**
  * The two parts of undici the client uses, the keep-alive Agent and `request`, each imported from
  * its own file. undici's index loads every dispatcher, fetch, WebSocket, EventSource, the caches

@@ -1,5 +1,5 @@
 /**
- * The `hopper` command as a user runs it: bin/hopper.mjs spawned with Node (through tsx), its
+ * The `hopper` command as a user runs it: dist/hopper.mjs (the compiled command, built by npm run build) spawned with Node, its
  * output collected.
  */
 import { spawn } from 'node:child_process';
@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { writeDropFolder } from './fixtures.js';
 
-const BIN = fileURLToPath(new URL('../../bin/hopper.mjs', import.meta.url));
+const BIN = fileURLToPath(new URL('../../dist/hopper.mjs', import.meta.url));
 
 /** A drop folder `name` in `parent`: one small CSV and train.json `{}`. */
 export function smallDrop(parent: string, name: string): Promise<string> {
@@ -17,7 +17,7 @@ export function smallDrop(parent: string, name: string): Promise<string> {
 
 /**
  * The timeout of a test that starts `hopper` processes and runs a drop through them: each start
- * compiles through tsx, seconds on a busy 2-core machine, where 30 s was seen to run out.
+ * loads its modules, seconds on a busy 2-core machine, where 30 s was seen to run out.
  */
 export const SUBPROCESS_TEST_MS = 90_000;
 

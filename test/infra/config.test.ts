@@ -1,12 +1,14 @@
 /**
  * Settings are checked where they enter: the CDK context by a zod schema (infra/config.ts), every
- * wrong setting named in one error; conflicting construct props by the construct itself
- * (HopperStorage), whoever builds it.
+ * wrong setting named in one error; invalid and conflicting props by the `Hopper` construct itself
+ * (infra/constructs/hopper-props.ts), whoever builds it.
  */
 import { App, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { describe, expect, it } from 'vitest';
 import { configFromContext, DEFAULT_STACK_NAME } from '../../infra/config.js';
-import { HopperStorage } from '../../infra/constructs/storage.js';
+import { Bucket, type IBucket } from 'aws-cdk-lib/aws-s3';
+import { Topic, type ITopic } from 'aws-cdk-lib/aws-sns';
+import { Hopper } from '../../infra/index.js';
 import { cdkJsonContext } from '../../infra/hopper-app.js';
 
 /** A stack with the project's feature flags, as the app has them. */
@@ -81,36 +83,55 @@ describe('CDK context', () => {
   });
 });
 
-describe('HopperStorage props', () => {
-  it('refuses the options of a new bucket given with an existing one, naming each', () => {
+describe('Hopper props', () => {
+  const bucket = (scope: Stack): IBucket => Bucket.fromBucketName(scope, 'Drops', 'team-drops');
+  const topic = (scope: Stack): ITopic => Topic.fromTopicArn(scope, 'Ops', 'arn:aws:sns:eu-west-1:123456789012:ops');
+
+  it('names every problem in one error: invalid values and props that mean nothing together', () => {
+    const scope = stack();
     const message = failure(
       () =>
-        new HopperStorage(stack(), 'Storage', {
-          bucketName: 'team-drops',
-          accessLogRetentionDays: 10,
-          removalPolicy: RemovalPolicy.DESTROY,
-        }),
-    );
-    expect(message).toBe(
-      'HopperStorage Test/Storage: accessLogRetentionDays, removalPolicy apply to a bucket the stack creates; with bucketName (the existing bucket "team-drops"), leave them out and set them on that bucket yourself',
-    );
-  });
-
-  it('refuses day counts a lifecycle rule does not take, all at once', () => {
-    const message = failure(
-      () => new HopperStorage(stack(), 'Storage', { inboxRetentionDays: 0, accessLogRetentionDays: 1.5 }),
-    );
-    expect(message).toContain('inboxRetentionDays must be a whole number of days >= 1, got 0');
-    expect(message).toContain('accessLogRetentionDays must be a whole number of days >= 1, got 1.5');
-  });
-
-  it('takes an existing bucket alone, and a new one with its options', () => {
-    expect(() => new HopperStorage(stack(), 'Existing', { bucketName: 'team-drops' })).not.toThrow();
-    expect(
-      () =>
-        new HopperStorage(stack(), 'New', {
+        new Hopper(scope, 'Training', {
+          serviceUrl: 'http://train.example.com/v1',
+          bucket: bucket(scope),
           inboxRetentionDays: 7,
           removalPolicy: RemovalPolicy.DESTROY,
+          alarmTopic: topic(scope),
+          notificationEmail: 'ops@example.com',
+          creditBudget: { perDay: 0, per30Days: 2.5 },
+          eventSource: 'aws.hopper',
+        }),
+    );
+    expect(message.split('\n')).toEqual([
+      'Hopper Test/Training: invalid props:',
+      '- serviceUrl "http://train.example.com/v1" must be an https:// URL',
+      '- creditBudget.perDay is 0, which would refuse every training: leave creditBudget out for no budget, or give at least 1',
+      '- creditBudget.per30Days must be a whole number of credits >= 1, got 2.5',
+      '- eventSource "aws.hopper" starts with "aws.", which only AWS services may use',
+      '- inboxRetentionDays and removalPolicy configure a bucket Hopper creates: with bucket (your own), leave them out and set them on that bucket',
+      '- notificationEmail subscribe to a topic Hopper creates: with alarmTopic (your own), subscribe to that topic instead',
+    ]);
+  });
+
+  it('refuses a missing service URL and one ending in /v1', () => {
+    expect(failure(() => new Hopper(stack(), 'A', { serviceUrl: '' }))).toContain('serviceUrl is required');
+    expect(failure(() => new Hopper(stack(), 'B', { serviceUrl: 'https://train.example.com/v1' }))).toContain(
+      'give the base URL without /v1',
+    );
+  });
+
+  it('takes your bucket and topic alone, and a new bucket with its options', () => {
+    const scope = stack();
+    expect(
+      () => new Hopper(scope, 'Existing', { serviceUrl: 'https://t.example.com', bucket: bucket(scope), alarmTopic: topic(scope) }),
+    ).not.toThrow();
+    expect(
+      () =>
+        new Hopper(stack(), 'New', {
+          serviceUrl: 'https://t.example.com',
+          inboxRetentionDays: 7,
+          removalPolicy: RemovalPolicy.DESTROY,
+          creditBudget: { perDay: 3 },
         }),
     ).not.toThrow();
   });

@@ -7,7 +7,7 @@
  * (docs/deploy.md#a-deploy-during-a-run).
  */
 import { describe, expect, it } from 'vitest';
-import { aslOf, PLACEHOLDER_FUNCTION_ARN_PREFIX } from '../../local/emulator/definition.js';
+import { aslOf, PLACEHOLDER_FUNCTION_ARN_PREFIX } from '../../infra/local-definition.js';
 import { TASKS } from '../../infra/tasks.js';
 import { flattenReference } from '../../infra/nag.js';
 import {
@@ -28,7 +28,7 @@ interface VersionResource extends CfnResource {
 /** The version each Task state invokes, by Task name: its logical id and resource. */
 function invokedVersions(context: Readonly<Record<string, unknown>>) {
   const { stack, template } = synthesize(context);
-  const definition = aslOf(stack.pipeline.stateMachine);
+  const definition = aslOf(stack.hopper.stateMachine);
   const versions = template.findResources('AWS::Lambda::Version') as Record<string, VersionResource>;
   return {
     template,

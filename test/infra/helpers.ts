@@ -94,5 +94,5 @@ export function objectPattern(resource: unknown, bucketArn: unknown): string | n
 
 /** The bucket ARN as the template writes it, for the new bucket or an imported one. */
 export function bucketArnIn(hopper: HopperApp): unknown {
-  return Stack.of(hopper.stack).resolve(hopper.stack.storage.bucket.bucketArn);
+  return Stack.of(hopper.stack).resolve(hopper.stack.hopper.bucket.bucketArn);
 }

@@ -68,14 +68,14 @@ describe('docs/deploy.md: the alarms, the settings and what deploys', () => {
   const alarms = section(deploy, '## The alarms');
 
   it('has a row for every alarm that notifies, and operations.md lists the same', () => {
-    const names = Object.keys(stack.monitoring.alarms).sort();
+    const names = Object.keys(stack.hopper.alarms).sort();
     expect(rowNames(alarms).sort()).toEqual(names);
     const listed = flat(section(operations, '## The dashboard and the alarms'));
     for (const name of names) expect(listed, name).toContain(`\`${name}\``);
   });
 
   it('says that an alarm on a dead-letter queue stays in ALARM until the queue is drained', () => {
-    const queueAlarms = Object.entries(stack.monitoring.alarms)
+    const queueAlarms = Object.entries(stack.hopper.alarms)
       .filter(
         ([, alarm]) =>
           alarm instanceof Alarm &&

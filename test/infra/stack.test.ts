@@ -7,7 +7,7 @@
 import type { CfnElement } from 'aws-cdk-lib';
 import { Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { aslOf } from '../../local/emulator/definition.js';
+import { aslOf } from '../../infra/local-definition.js';
 import { EXECUTION_TIMEOUT_SECONDS, MAX_WAIT_SECONDS, SLOW_RUN_SECONDS } from '../../infra/run-limits.js';
 import { MAX_WAIT_SECONDS_PER_RUN } from '../../lambdas/run/schedule/index.js';
 import { TRAIN_JSON_KEY_WILDCARD } from '../../lambdas/storage/keys.js';
@@ -485,7 +485,7 @@ describe('the state machine', () => {
   });
 
   it('stops a run after the longest time Hopper supports: its whole wait budget, plus a day', () => {
-    const timeout = aslOf(defaults.stack.pipeline.stateMachine).TimeoutSeconds;
+    const timeout = aslOf(defaults.stack.hopper.stateMachine).TimeoutSeconds;
     expect(timeout).toBe(EXECUTION_TIMEOUT_SECONDS);
     expect(EXECUTION_TIMEOUT_SECONDS).toBe(MAX_WAIT_SECONDS_PER_RUN + 24 * 3600);
     // Local mode's interpreter sets a Node.js timer for it, which cannot exceed 2^31 - 1 ms.
@@ -602,7 +602,7 @@ describe('monitoring', () => {
   });
 
   it('alarms when a run notification could not be delivered: failed for good, or kept in its dead-letter queue', () => {
-    const { rule, deadLetterQueue } = defaults.stack.notifications;
+    const { runNotificationRule: rule, runNotificationDeadLetterQueue: deadLetterQueue } = defaults.stack.hopper;
     const [ruleId, queueId] = [rule, deadLetterQueue].map((construct) =>
       String(defaults.stack.resolve(defaults.stack.getLogicalId(construct.node.defaultChild as CfnElement))),
     );

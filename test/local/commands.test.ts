@@ -1,5 +1,5 @@
 /**
- * `hopper run` and `hopper local` as a user runs them: bin/hopper.mjs spawned with Node, the
+ * `hopper run` and `hopper local` as a user runs them: dist/hopper.mjs spawned with Node, the
  * example drop trained end to end, failures reported with their code, and `hopper local` used
  * through the settings it prints by an S3 client of its own.
  */

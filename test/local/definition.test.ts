@@ -1,5 +1,6 @@
 /**
- * The state machine definition as local mode gets it (local/emulator/definition.ts): its shape as
+ * The state machine definition as local mode gets it (infra/local-definition.ts, built into
+ * dist/definition.json): its shape as
  * docs/pipeline.md says, accepted by aws-local-stepfunctions, and routed as docs/pipeline.md says. The
  * routing tests run the extracted ASL with scripted Task handlers (by state name): they test the
  * definition, not the handlers.
@@ -12,8 +13,10 @@ import {
   PLACEHOLDER_FUNCTION_ARN_PREFIX,
   synthesizeLocalDefinition,
   type AslState,
-} from '../../local/emulator/definition.js';
+} from '../../infra/local-definition.js';
 import { RunError, retryable } from '../../lambdas/run/errors/index.js';
+import { loadLocalDefinition } from '../../local/emulator/definition.js';
+import { handlerBundle } from '../../local/files.js';
 import { executeLocally, type LocalExecution } from '../helpers/local-execution.js';
 import {
   attemptsLeft,
@@ -160,10 +163,14 @@ describe('the extracted definition', () => {
     expect(state(name)).toMatchObject({ Result: { code }, ResultPath: '$.stop', Next: 'Report' });
   });
 
-  it('names the handler file of every Task, and each exists', () => {
+  it('names the handler bundle of every Task, and each is built', () => {
     expect(Object.keys(handlers).sort()).toEqual([...TASK_NAMES].sort());
-    expect(handlers.UploadFiles.file).toBe('lambdas/handlers/upload-files.handler.ts');
-    for (const handler of Object.values(handlers)) expect(existsSync(handler.path), handler.file).toBe(true);
+    expect(handlers.UploadFiles).toBe('upload-files');
+    for (const name of Object.values(handlers)) expect(existsSync(handlerBundle(name)), name).toBe(true);
+  });
+
+  it('is the definition local mode reads from the build (dist/definition.json)', () => {
+    expect(loadLocalDefinition()).toEqual({ definition, handlers });
   });
 
   it('is accepted by aws-local-stepfunctions, ARN and path checks included', () => {

@@ -1,7 +1,7 @@
 /**
  * `hopper run --out`: a folder the model cannot go to is refused before the run starts (no
  * credit spent), and a model that cannot be saved after the run is kept and said where.
- * bin/hopper.mjs spawned as a user runs it.
+ * dist/hopper.mjs spawned as a user runs it.
  */
 import { execFile } from 'node:child_process';
 import { chmod, cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';

@@ -1,6 +1,5 @@
-#!/usr/bin/env node
 /**
- * `npm run build`: the compiled JavaScript both packages ship, written to dist/ (docs/packages.md).
+ * `npm run build` (node --import tsx scripts/build.ts): the compiled JavaScript both packages ship, written to dist/ (docs/packages.md).
  *
  *   dist/handlers/<name>/index.mjs   the 12 Lambda handlers, one ES module bundle each (esbuild);
  *                                    the construct deploys them (Code.fromAsset) and local mode
@@ -17,31 +16,13 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { build, type BuildOptions } from 'esbuild';
+import { synthesizeLocalDefinition } from '../infra/local-definition.js';
+import { HANDLER_BUNDLING } from './bundling.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DIST = `${ROOT}dist`;
 const HANDLERS = `${ROOT}lambdas/handlers`;
-
-/**
- * The handlers' bundles leave the AWS SDK v3 to the Lambda runtime, which includes it (bundled,
- * the S3 client alone added ~300 KB to every function); bundled CommonJS dependencies (undici)
- * still call `require` for Node built-ins, which an ES module lacks, so the banner provides one.
- * No source maps: with --enable-source-maps a bundle took ~70 ms more CPU to load (docs/deploy.md).
- */
-export const HANDLER_BUNDLING = {
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  target: 'node20',
-  mainFields: ['module', 'main'],
-  external: ['@aws-sdk/*'],
-  minify: true,
-  banner: {
-    js: "import { createRequire as __hopperCreateRequire } from 'node:module'; const require = __hopperCreateRequire(import.meta.url);",
-  },
-  logLevel: 'warning',
-};
 
 /** What the construct leaves to its user's install: the peer dependencies. */
 const PEERS = ['aws-cdk-lib', 'aws-cdk-lib/*', 'constructs'];
@@ -58,13 +39,13 @@ const CLI_EXTERNAL = [
 ];
 
 /** The handler entry files: lambdas/handlers/<name>.handler.ts. */
-function handlerNames() {
+function handlerNames(): string[] {
   return readdirSync(HANDLERS)
     .filter((file) => file.endsWith('.handler.ts'))
     .map((file) => file.slice(0, -'.handler.ts'.length));
 }
 
-async function buildHandlers() {
+async function buildHandlers(): Promise<void> {
   rmSync(`${DIST}/handlers`, { recursive: true, force: true });
   await Promise.all(
     handlerNames().map((name) =>
@@ -77,8 +58,8 @@ async function buildHandlers() {
   );
 }
 
-async function buildConstruct() {
-  const common = {
+async function buildConstruct(): Promise<void> {
+  const common: BuildOptions = {
     entryPoints: [`${ROOT}infra/index.ts`],
     bundle: true,
     platform: 'node',
@@ -97,7 +78,7 @@ async function buildConstruct() {
   });
 }
 
-async function buildCli() {
+async function buildCli(): Promise<void> {
   await build({
     entryPoints: [`${ROOT}local/cli/main.ts`],
     bundle: true,
@@ -113,22 +94,20 @@ async function buildCli() {
   });
 }
 
-/** The definition local mode runs, synthesized from the construct (scripts/synth-definition.ts). */
-function synthesizeDefinition() {
-  const json = execFileSync(process.execPath, ['--import', 'tsx', `${ROOT}scripts/synth-definition.ts`], {
-    encoding: 'utf8',
-    env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
-  });
-  writeFileSync(`${DIST}/definition.json`, json);
+/** The definition local mode runs, synthesized from the construct with the bundles just built. */
+function synthesizeDefinition(): void {
+  writeFileSync(`${DIST}/definition.json`, `${JSON.stringify(synthesizeLocalDefinition(), null, 1)}\n`);
 }
 
 /** dist/index.d.ts: the construct's declarations in one file, importing only the peers. */
-function buildTypes() {
+function buildTypes(): void {
   execFileSync(
     process.execPath,
     [
       `${ROOT}node_modules/dts-bundle-generator/dist/bin/dts-bundle-generator.js`,
       '--silent',
+      // npm test type-checks the whole project (tsc --noEmit); this only rolls up the declarations.
+      '--no-check',
       '--project',
       `${ROOT}tsconfig.build.json`,
       '--external-imports',
