@@ -5,7 +5,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'cdk.out/', 'out/', 'coverage/', '.scratch/'] },
+  { ignores: ['node_modules/', 'cdk.out/', 'out/', 'coverage/', '.scratch/', 'dist/', 'test/consumers/'] },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {

@@ -4,10 +4,9 @@
  * `npm test` alike), but for the one exception the README names: aws-local-stepfunctions declares
  * Node 22 and runs on 20 with local mode's Promise.withResolvers polyfill.
  *
- * `hopper` runs from an install without devDependencies (`npm ci --omit=dev`): every package the
- * command line can load, statically or by a dynamic import, is a dependency. esbuild follows the
- * whole import graph from the CLI's entry with every package left external, so each package it
- * reaches shows up as an external import.
+ * Each package installs what it runs and nothing more: hopper-cli's dependencies are the packages
+ * its compiled command and the handler bundles import, hopper-cdk imports only its peers.
+ * test/packages.test.ts installs both tarballs as a user does.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
@@ -118,22 +117,50 @@ async function reachedFrom(entry: string): Promise<{ packages: Set<string>; file
   return { packages, files: new Set(Object.keys(result.metafile.inputs)) };
 }
 
-describe('the command line without devDependencies', () => {
-  it('loads only dependencies, never a devDependency (cdk-nag, esbuild, vitest, ...)', async () => {
-    const { packages } = await reachedFrom('local/cli/index.ts');
-    // It does reach the stack (local mode synthesizes it) and the service client.
-    expect(packages).toContain('aws-cdk-lib');
-    expect(packages).toContain('undici');
-    const dev = [...packages].filter((name) => name in pkg.devDependencies);
-    expect(dev).toEqual([]);
-    const undeclared = [...packages].filter((name) => !(name in pkg.dependencies));
-    expect(undeclared).toEqual([]);
+/** The packages a built bundle imports at run time (bare specifiers, Node's built-ins left out). */
+function importedPackages(file: string): Set<string> {
+  const code = readFileSync(new URL(`../${file}`, import.meta.url), 'utf8');
+  const found = new Set<string>();
+  for (const match of code.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\()["']([^"'./][^"']*)["']/g)) {
+    const name = packageOf((match[1] ?? '').replace(/^node:/, ''));
+    if (!builtinModules.includes(name)) found.add(name);
+  }
+  return found;
+}
+
+function manifest(folder: string): { dependencies?: Record<string, string>; peerDependencies?: Record<string, string> } {
+  return JSON.parse(readFileSync(new URL(`../packages/${folder}/package.json`, import.meta.url), 'utf8')) as never;
+}
+
+describe('what each package installs (npm run build, scripts/build.ts)', () => {
+  it('hopper-cli depends on exactly what its compiled command and the handler bundles leave to the install, at the ranges the repository tests', () => {
+    const handlers = readdirSync(new URL('../dist/handlers', import.meta.url)).map((name) => `dist/handlers/${name}/index.mjs`);
+    const imported = new Set([...importedPackages('dist/hopper.mjs'), ...handlers.flatMap((file) => [...importedPackages(file)])]);
+    const { dependencies = {} } = manifest('cli');
+    expect([...imported].sort()).toEqual(Object.keys(dependencies).sort());
+    for (const [name, range] of Object.entries(dependencies)) expect(range, name).toBe(pkg.dependencies[name]);
+    // Local mode reads the definition the build synthesized: the CLI needs no CDK.
+    expect(imported).not.toContain('aws-cdk-lib');
+  });
+
+  it('hopper-cdk imports its peers alone, ESM and CommonJS, and depends on nothing', () => {
+    for (const file of ['dist/index.js', 'dist/index.cjs']) {
+      expect([...importedPackages(file)].sort(), file).toEqual(['aws-cdk-lib', 'constructs']);
+    }
+    const { dependencies, peerDependencies = {} } = manifest('cdk');
+    expect(dependencies).toBeUndefined();
+    expect(Object.keys(peerDependencies).sort()).toEqual(['aws-cdk-lib', 'constructs']);
+  });
+
+  it('nothing the command loads is a devDependency of the repository', async () => {
+    const { packages } = await reachedFrom('local/cli/main.ts');
+    expect([...packages].filter((name) => name in pkg.devDependencies)).toEqual([]);
   });
 });
 
 describe('local/', () => {
   it('holds only what the command line runs: no module there is for tests alone', async () => {
-    const { files } = await reachedFrom('local/cli/index.ts');
+    const { files } = await reachedFrom('local/cli/main.ts');
     const modules = readdirSync(new URL('../local', import.meta.url), { recursive: true, encoding: 'utf8' })
       .filter((path) => path.endsWith('.ts'))
       .map((path) => `local/${path}`);

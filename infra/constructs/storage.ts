@@ -15,6 +15,7 @@ import {
   type LifecycleRule,
   type IBucket,
 } from 'aws-cdk-lib/aws-s3';
+import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
 import { EVENT_MARKERS_PREFIX, INBOX_PREFIX } from '../../lambdas/storage/keys.js';
 import { acknowledgeRule } from '../nag.js';
@@ -78,11 +79,10 @@ export class HopperStorage extends Construct {
     const bucket = new Bucket(this, 'Bucket', {
       ...PRIVATE_TLS_ONLY,
       versioned: true,
-      serverAccessLogsBucket: this.accessLogBucket,
-      serverAccessLogsPrefix: 'hopper/',
       lifecycleRules: bucketLifecycleRules(props),
       removalPolicy,
     });
+    deliverAccessLogs(bucket, this.accessLogBucket);
     // EventBridge delivery set on the bucket resource itself: Bucket's `eventBridgeEnabled` would
     // add a custom-resource Lambda to do the same, which an owned bucket does not need.
     (bucket.node.defaultChild as CfnBucket).notificationConfiguration = {
@@ -90,6 +90,31 @@ export class HopperStorage extends Construct {
     };
     this.bucket = bucket;
   }
+}
+
+/**
+ * Server access logs of `bucket` into `logs` under hopper/, delivered under a bucket policy. Set
+ * here rather than through `serverAccessLogsBucket`, which without the app's feature flag
+ * `@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy` grants the ACL LogDeliveryWrite instead, and
+ * fails on a bucket whose owner enforces ownership (ACLs off): Hopper synthesizes the same in any app.
+ */
+function deliverAccessLogs(bucket: Bucket, logs: Bucket): void {
+  const prefix = 'hopper/';
+  (bucket.node.defaultChild as CfnBucket).loggingConfiguration = {
+    destinationBucketName: logs.bucketName,
+    logFilePrefix: prefix,
+  };
+  logs.addToResourcePolicy(
+    new PolicyStatement({
+      principals: [new ServicePrincipal('logging.s3.amazonaws.com')],
+      actions: ['s3:PutObject'],
+      resources: [logs.arnForObjects(`${prefix}*`)],
+      conditions: {
+        ArnLike: { 'aws:SourceArn': bucket.bucketArn },
+        StringEquals: { 'aws:SourceAccount': Stack.of(bucket).account },
+      },
+    }),
+  );
 }
 
 /** The new bucket's lifecycle: old inbox data, old run event markers, old versions, stale uploads. */

@@ -1,0 +1,192 @@
+/**
+ * What a user installs, installed as a user installs it: `npm run pack` (scripts/pack.ts), then the
+ * tarballs installed outside the clone, from the npm cache where it can serve.
+ *
+ * - hopper-cdk in a team's own CDK app: a CommonJS TypeScript project as `cdk init app` makes one
+ *   (type-checked by tsc, then run) and an ES module one, side by side over one node_modules. Each
+ *   synthesizes Hopper with an imported bucket, topic and secret under cdk-nag's AwsSolutions
+ *   checks, in a fresh App with none of this repository's feature flags.
+ * - hopper-cli installed globally (`npm install -g`) into a prefix of its own: `hopper run` on a copy
+ *   of examples/reviews, from a folder outside the clone, trains a model; and `npx hopper-cli` runs
+ *   the same command where the package is installed.
+ *
+ * About 2.5 minutes on a quiet 2-core machine (docs/packages.md), most of it npm installing
+ * aws-cdk-lib and typedoc; it runs beside the other test files.
+ */
+import { execFile } from 'node:child_process';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TASKS } from '../infra/tasks.js';
+import { pack } from '../scripts/pack.js';
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const MINUTES = 60_000;
+
+const rootPackage = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as {
+  version: string;
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+};
+
+/** `npm <args>` in `cwd`, offline where the cache serves, quiet. */
+function npm(cwd: string, args: readonly string[]): Promise<{ stdout: string; stderr: string }> {
+  return run('npm', [...args, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], {
+    cwd,
+    maxBuffer: 64 * 1024 * 1024,
+    env: { ...process.env, npm_config_update_notifier: 'false' },
+  });
+}
+
+/** The same version of a package as the repository's own install, for the consumer to install. */
+function pinned(name: string): string {
+  const range = rootPackage.dependencies[name] ?? rootPackage.devDependencies[name];
+  if (range === undefined) throw new Error(`${name} is not a dependency of the repository`);
+  return `${name}@${range}`;
+}
+
+interface CfnTemplate {
+  readonly Resources: Record<string, { Type: string; Properties?: Record<string, unknown> }>;
+}
+
+function resourcesOf(template: CfnTemplate, type: string): Record<string, unknown>[] {
+  return Object.values(template.Resources)
+    .filter((resource) => resource.Type === type)
+    .map((resource) => resource.Properties ?? {});
+}
+
+let work: string;
+let tarballs: Record<string, string>;
+
+beforeAll(async () => {
+  work = await mkdtemp(join(tmpdir(), 'hopper-packages-'));
+  tarballs = pack();
+}, 10 * MINUTES);
+
+afterAll(async () => {
+  await rm(work, { recursive: true, force: true });
+});
+
+describe('the tarballs', () => {
+  it('hold only what a user runs, at the repository version', async () => {
+    expect(Object.keys(tarballs).sort()).toEqual(['hopper-cdk', 'hopper-cli']);
+    for (const [name, file] of Object.entries(tarballs)) {
+      expect(file).toContain(`${name}-${rootPackage.version}.tgz`);
+      const { stdout } = await run('tar', ['-tzf', file]);
+      const files = stdout.trim().split('\n');
+      expect(files.filter((path) => /\/(test|bench|\.ci|scripts|images)\/|\.test\.|\.ts$/.test(path) && !path.endsWith('.d.ts'))).toEqual([]);
+      expect(files).toContain('package/package.json');
+      expect(files).toContain('package/CHANGELOG.md');
+      for (const task of [...TASKS.map((t) => t.handlerFile), 'trigger.handler.ts']) {
+        expect(files).toContain(`package/dist/handlers/${task.replace('.handler.ts', '')}/index.mjs`);
+      }
+    }
+  });
+
+  it('API.md is the reference typedoc generates from the doc comments now (npm run api rewrites it)', async () => {
+    const generated = await readFile(join(ROOT, 'dist/api/API.md'), 'utf8');
+    expect(await readFile(join(ROOT, 'API.md'), 'utf8')).toBe(generated);
+  });
+});
+
+describe('hopper-cdk in a team CDK app, outside the clone', () => {
+  let project: string;
+
+  beforeAll(async () => {
+    project = join(work, 'team-app');
+    await cp(join(ROOT, 'test/consumers'), project, { recursive: true });
+    await run('npm', ['init', '-y'], { cwd: project });
+    await npm(project, [
+      'install',
+      tarballs['hopper-cdk']!,
+      tarballs['hopper-cli']!,
+      pinned('aws-cdk-lib'),
+      pinned('constructs'),
+      pinned('cdk-nag'),
+      pinned('@types/node'),
+    ]);
+  }, 10 * MINUTES);
+
+  it('installs nothing beside its peers', async () => {
+    const { stdout } = await npm(project, ['ls', 'hopper-cdk', '--all', '--json']);
+    const tree = JSON.parse(stdout) as { dependencies: { 'hopper-cdk': { dependencies?: Record<string, unknown> } } };
+    expect(Object.keys(tree.dependencies['hopper-cdk'].dependencies ?? {}).sort()).toEqual(['aws-cdk-lib', 'constructs']);
+    expect(await readdir(join(project, 'node_modules/hopper-cdk'))).not.toContain('node_modules');
+  });
+
+  it('runs the hopper command by the package name: npx hopper-cli', async () => {
+    const { stdout } = await run('npx', ['--no-install', 'hopper-cli', '--version'], { cwd: project });
+    expect(stdout.trim()).toBe(`hopper ${rootPackage.version}`);
+  });
+
+  it.each(['cjs', 'esm'])(
+    'synthesizes in a %s project: the bucket wired to EventBridge, 12 functions with their code, no topic or key of its own, AwsSolutions clean',
+    async (kind) => {
+      const app = join(project, kind);
+      let entry = join(app, 'app.mjs');
+      if (kind === 'cjs') {
+        // The consumer's own tsc: strict, skipLibCheck off, so Hopper's declarations are checked too.
+        await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', app]);
+        entry = join(app, 'build/app.js');
+      }
+      const outdir = join(app, 'cdk.out');
+      await run(process.execPath, [entry, outdir], { cwd: app });
+      const template = JSON.parse(await readFile(join(outdir, 'TeamStack.template.json'), 'utf8')) as CfnTemplate;
+      const [notifications] = resourcesOf(template, 'Custom::S3BucketNotifications');
+      expect(notifications).toMatchObject({
+        BucketName: 'team-drops',
+        NotificationConfiguration: { EventBridgeConfiguration: {} },
+      });
+      const rules = resourcesOf(template, 'AWS::Events::Rule').map((rule) => JSON.stringify(rule.EventPattern));
+      expect(rules.some((pattern) => pattern.includes('"team-drops"') && pattern.includes('train.json'))).toBe(true);
+      const functions = resourcesOf(template, 'AWS::Lambda::Function').filter((fn) =>
+        String(fn.Description).startsWith('Hopper '),
+      );
+      expect(functions).toHaveLength(12);
+      for (const fn of functions) {
+        const key = String((fn.Code as { S3Key: string }).S3Key).replace(/\.zip$/, '');
+        expect(await readdir(join(outdir, `asset.${key}`))).toEqual(['index.mjs']);
+      }
+      expect(resourcesOf(template, 'AWS::SNS::Topic')).toEqual([]);
+      expect(resourcesOf(template, 'AWS::KMS::Key')).toEqual([]);
+      expect(resourcesOf(template, 'AWS::S3::Bucket')).toEqual([]);
+    },
+    5 * MINUTES,
+  );
+});
+
+describe('hopper-cli installed globally, outside the clone', () => {
+  let prefix: string;
+  let folder: string;
+
+  beforeAll(async () => {
+    prefix = join(work, 'global');
+    folder = join(work, 'somewhere');
+    await mkdir(folder, { recursive: true });
+    await npm(work, ['install', '-g', '--prefix', prefix, tarballs['hopper-cli']!]);
+    await cp(join(ROOT, 'examples/reviews'), join(folder, 'reviews'), { recursive: true });
+  }, 10 * MINUTES);
+
+  it('prints the package version', async () => {
+    const { stdout } = await run(join(prefix, 'bin/hopper'), ['--version'], { cwd: folder });
+    expect(stdout.trim()).toBe(`hopper ${rootPackage.version}`);
+  });
+
+  it('trains the example with hopper run', async () => {
+    const { stdout } = await run(join(prefix, 'bin/hopper'), ['run', 'reviews'], {
+      cwd: folder,
+      env: { ...process.env, PATH: `${join(prefix, 'bin')}:${process.env.PATH ?? ''}` },
+    });
+    expect(stdout).toMatch(/succeeded in/);
+    expect(await readdir(join(folder, 'out/reviews'))).toEqual(['model.json', 'model.onnx']);
+  }, 3 * MINUTES);
+
+  it('holds no aws-cdk-lib: local mode reads the definition built from the construct', async () => {
+    const installed = join(prefix, 'lib/node_modules/hopper-cli');
+    expect(await readdir(join(installed, 'node_modules'))).not.toContain('aws-cdk-lib');
+  });
+});
