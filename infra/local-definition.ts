@@ -73,7 +73,8 @@ export function localDefinitionOf(hopper: Hopper): LocalDefinition {
   for (const spec of TASKS) {
     const state = definition.States[spec.name];
     if (state?.Type !== 'Task') throw new Error(`the definition has no Task state ${spec.name}`);
-    const version = hopper.taskVersions[spec.name].node.defaultChild as CfnVersion;
+    const version = hopper.taskVersions[spec.name]?.node.defaultChild as CfnVersion | undefined;
+    if (version === undefined) throw new Error(`Hopper has no function version for Task ${spec.name}`);
     const expected = `${PLACEHOLDER_FUNCTION_ARN_PREFIX}${Stack.of(version).resolve(version.logicalId) as string}`;
     if (state.Resource !== expected) {
       throw new Error(

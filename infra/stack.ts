@@ -29,7 +29,8 @@ export class HopperStack extends Stack {
     const serviceUrl = props.serviceUrl ?? this.serviceUrlParameter();
     this.hopper = new Hopper(this, 'Hopper', {
       serviceUrl,
-      bucket: props.bucketName === undefined ? undefined : Bucket.fromBucketName(this, 'Drops', props.bucketName),
+      bucket:
+        props.bucketName === undefined ? undefined : Bucket.fromBucketName(this, 'Drops', props.bucketName),
       apiKeySecret: this.existingSecret(props),
       inboxRetentionDays: props.inboxRetentionDays,
       eventSource: props.eventSource,
@@ -60,7 +61,12 @@ export class HopperStack extends Stack {
     if (name === undefined) return undefined;
     if (props.apiKeySecretKmsKeyArn === undefined) return Secret.fromSecretNameV2(this, 'ApiKey', name);
     return Secret.fromSecretAttributes(this, 'ApiKey', {
-      secretPartialArn: this.formatArn({ service: 'secretsmanager', resource: 'secret', resourceName: name, arnFormat: ArnFormat.COLON_RESOURCE_NAME }),
+      secretPartialArn: this.formatArn({
+        service: 'secretsmanager',
+        resource: 'secret',
+        resourceName: name,
+        arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+      }),
       encryptionKey: Key.fromKeyArn(this, 'ApiKeyKey', props.apiKeySecretKmsKeyArn),
     });
   }
@@ -70,10 +76,19 @@ export class HopperStack extends Stack {
     const consoleUrl = `https://${this.region}.console.aws.amazon.com`;
     const stateMachineArn = hopper.stateMachine.stateMachineArn;
     const outputs: Record<string, [value: string, description?: string]> = {
-      BucketName: [hopper.bucket.bucketName, 'Drop folders into s3://<this bucket>/inbox/<drop>/ (train.json last)'],
-      ApiKeySecretName: [hopper.apiKeySecretName, "The secret to put the training service's API key in (plain text)"],
+      BucketName: [
+        hopper.bucket.bucketName,
+        'Drop folders into s3://<this bucket>/inbox/<drop>/ (train.json last)',
+      ],
+      ApiKeySecretName: [
+        hopper.apiKeySecretName,
+        "The secret to put the training service's API key in (plain text)",
+      ],
       StateMachineArn: [stateMachineArn],
-      TrainingServiceUrl: [serviceUrl, 'The training service the pipeline calls (read by hopper models --stack)'],
+      TrainingServiceUrl: [
+        serviceUrl,
+        'The training service the pipeline calls (read by hopper models --stack)',
+      ],
       StateMachineConsoleUrl: [
         `${consoleUrl}/states/home?region=${this.region}#/statemachines/view/${stateMachineArn}`,
         'Every run, as a graph',
@@ -83,13 +98,17 @@ export class HopperStack extends Stack {
         hopper.runNotificationTopic.topicArn,
         'A summary of every run that ended (docs/operations.md, "Notifications")',
       ],
-      EventSource: [hopper.eventSource, 'The source of Hopper\'s run events on the default bus (docs/operations.md, "Events")'],
+      EventSource: [
+        hopper.eventSource,
+        'The source of Hopper\'s run events on the default bus (docs/operations.md, "Events")',
+      ],
       TriggerDeadLetterQueueUrl: [hopper.deadLetterQueue.queueUrl],
       RunNotificationDeadLetterQueueUrl: [hopper.runNotificationDeadLetterQueue.queueUrl],
       DashboardUrl: [
         `${consoleUrl}/cloudwatch/home?region=${this.region}#dashboards:name=${hopper.dashboard.dashboardName}`,
       ],
     };
-    for (const [id, [value, description]] of Object.entries(outputs)) new CfnOutput(this, id, { value, description });
+    for (const [id, [value, description]] of Object.entries(outputs))
+      new CfnOutput(this, id, { value, description });
   }
 }

@@ -80,7 +80,7 @@ async function buildConstruct(): Promise<void> {
 
 async function buildCli(): Promise<void> {
   await build({
-    entryPoints: [`${ROOT}local/cli/main.ts`],
+    entryPoints: [`${ROOT}local/main.ts`],
     bundle: true,
     platform: 'node',
     format: 'esm',

@@ -40,7 +40,10 @@ function stage(folder: string, packageVersion: string): string {
   const target = `${STAGE}/${manifest.name}`;
   rmSync(target, { recursive: true, force: true });
   mkdirSync(target, { recursive: true });
-  writeFileSync(`${target}/package.json`, `${JSON.stringify({ ...manifest, version: packageVersion }, null, 2)}\n`);
+  writeFileSync(
+    `${target}/package.json`,
+    `${JSON.stringify({ ...manifest, version: packageVersion }, null, 2)}\n`,
+  );
   cpSync(`${ROOT}packages/${folder}/README.md`, `${target}/README.md`);
   for (const file of manifest.files) cpSync(`${ROOT}${file}`, `${target}/${file}`, { recursive: true });
   return target;
@@ -60,7 +63,9 @@ export function pack(): Record<string, string> {
   const tarballs: Record<string, string> = {};
   for (const folder of PACKAGE_FOLDERS) {
     const staged = stage(folder, packageVersion);
-    const [packed] = JSON.parse(run('npm', ['pack', staged, '--json', '--pack-destination', PACKAGES_DIR])) as {
+    const [packed] = JSON.parse(
+      run('npm', ['pack', staged, '--json', '--pack-destination', PACKAGES_DIR]),
+    ) as {
       name: string;
       filename: string;
     }[];

@@ -71,6 +71,14 @@ afterAll(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
+describe('the README', () => {
+  it('shows the very app this test installs and synthesizes (Use Hopper in your own CDK app)', async () => {
+    const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
+    const app = await readFile(join(ROOT, 'test/consumers/cjs/app.ts'), 'utf8');
+    expect(readme).toContain(`\`\`\`ts\n${app}\`\`\`\n`);
+  });
+});
+
 describe('the tarballs', () => {
   it('hold only what a user runs, at the repository version', async () => {
     expect(Object.keys(tarballs).sort()).toEqual(['hopper-cdk', 'hopper-cli']);
@@ -78,7 +86,12 @@ describe('the tarballs', () => {
       expect(file).toContain(`${name}-${rootPackage.version}.tgz`);
       const { stdout } = await run('tar', ['-tzf', file]);
       const files = stdout.trim().split('\n');
-      expect(files.filter((path) => /\/(test|bench|\.ci|scripts|images)\/|\.test\.|\.ts$/.test(path) && !path.endsWith('.d.ts'))).toEqual([]);
+      expect(
+        files.filter(
+          (path) =>
+            /\/(test|bench|\.ci|scripts|images)\/|\.test\.|\.ts$/.test(path) && !path.endsWith('.d.ts'),
+        ),
+      ).toEqual([]);
       expect(files).toContain('package/package.json');
       expect(files).toContain('package/CHANGELOG.md');
       for (const task of [...TASKS.map((t) => t.handlerFile), 'trigger.handler.ts']) {
@@ -112,9 +125,14 @@ describe('hopper-cdk in a team CDK app, outside the clone', () => {
   }, 10 * MINUTES);
 
   it('installs nothing beside its peers', async () => {
-    const { stdout } = await npm(project, ['ls', 'hopper-cdk', '--all', '--json']);
-    const tree = JSON.parse(stdout) as { dependencies: { 'hopper-cdk': { dependencies?: Record<string, unknown> } } };
-    expect(Object.keys(tree.dependencies['hopper-cdk'].dependencies ?? {}).sort()).toEqual(['aws-cdk-lib', 'constructs']);
+    const installed = JSON.parse(
+      await readFile(join(project, 'node_modules/hopper-cdk/package.json'), 'utf8'),
+    ) as {
+      dependencies?: unknown;
+      peerDependencies: Record<string, string>;
+    };
+    expect(installed.dependencies).toBeUndefined();
+    expect(Object.keys(installed.peerDependencies).sort()).toEqual(['aws-cdk-lib', 'constructs']);
     expect(await readdir(join(project, 'node_modules/hopper-cdk'))).not.toContain('node_modules');
   });
 
@@ -134,21 +152,27 @@ describe('hopper-cdk in a team CDK app, outside the clone', () => {
         entry = join(app, 'build/app.js');
       }
       const outdir = join(app, 'cdk.out');
-      await run(process.execPath, [entry, outdir], { cwd: app });
-      const template = JSON.parse(await readFile(join(outdir, 'TeamStack.template.json'), 'utf8')) as CfnTemplate;
+      await run(process.execPath, [entry], { cwd: app, env: { ...process.env, CDK_OUTDIR: outdir } });
+      const template = JSON.parse(
+        await readFile(join(outdir, 'TeamStack.template.json'), 'utf8'),
+      ) as CfnTemplate;
       const [notifications] = resourcesOf(template, 'Custom::S3BucketNotifications');
       expect(notifications).toMatchObject({
         BucketName: 'team-drops',
         NotificationConfiguration: { EventBridgeConfiguration: {} },
       });
-      const rules = resourcesOf(template, 'AWS::Events::Rule').map((rule) => JSON.stringify(rule.EventPattern));
-      expect(rules.some((pattern) => pattern.includes('"team-drops"') && pattern.includes('train.json'))).toBe(true);
+      const rules = resourcesOf(template, 'AWS::Events::Rule').map((rule) =>
+        JSON.stringify(rule.EventPattern),
+      );
+      expect(
+        rules.some((pattern) => pattern.includes('"team-drops"') && pattern.includes('train.json')),
+      ).toBe(true);
       const functions = resourcesOf(template, 'AWS::Lambda::Function').filter((fn) =>
         String(fn.Description).startsWith('Hopper '),
       );
       expect(functions).toHaveLength(12);
       for (const fn of functions) {
-        const key = String((fn.Code as { S3Key: string }).S3Key).replace(/\.zip$/, '');
+        const key = (fn.Code as { S3Key: string }).S3Key.replace(/\.zip$/, '');
         expect(await readdir(join(outdir, `asset.${key}`))).toEqual(['index.mjs']);
       }
       expect(resourcesOf(template, 'AWS::SNS::Topic')).toEqual([]);
@@ -176,14 +200,18 @@ describe('hopper-cli installed globally, outside the clone', () => {
     expect(stdout.trim()).toBe(`hopper ${rootPackage.version}`);
   });
 
-  it('trains the example with hopper run', async () => {
-    const { stdout } = await run(join(prefix, 'bin/hopper'), ['run', 'reviews'], {
-      cwd: folder,
-      env: { ...process.env, PATH: `${join(prefix, 'bin')}:${process.env.PATH ?? ''}` },
-    });
-    expect(stdout).toMatch(/succeeded in/);
-    expect(await readdir(join(folder, 'out/reviews'))).toEqual(['model.json', 'model.onnx']);
-  }, 3 * MINUTES);
+  it(
+    'trains the example with hopper run',
+    async () => {
+      const { stdout } = await run(join(prefix, 'bin/hopper'), ['run', 'reviews'], {
+        cwd: folder,
+        env: { ...process.env, PATH: `${join(prefix, 'bin')}:${process.env.PATH ?? ''}` },
+      });
+      expect(stdout).toMatch(/succeeded in/);
+      expect(await readdir(join(folder, 'out/reviews'))).toEqual(['model.json', 'model.onnx']);
+    },
+    3 * MINUTES,
+  );
 
   it('holds no aws-cdk-lib: local mode reads the definition built from the construct', async () => {
     const installed = join(prefix, 'lib/node_modules/hopper-cli');

@@ -128,17 +128,28 @@ function importedPackages(file: string): Set<string> {
   return found;
 }
 
-function manifest(folder: string): { dependencies?: Record<string, string>; peerDependencies?: Record<string, string> } {
-  return JSON.parse(readFileSync(new URL(`../packages/${folder}/package.json`, import.meta.url), 'utf8')) as never;
+function manifest(folder: string): {
+  dependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+} {
+  return JSON.parse(
+    readFileSync(new URL(`../packages/${folder}/package.json`, import.meta.url), 'utf8'),
+  ) as never;
 }
 
 describe('what each package installs (npm run build, scripts/build.ts)', () => {
   it('hopper-cli depends on exactly what its compiled command and the handler bundles leave to the install, at the ranges the repository tests', () => {
-    const handlers = readdirSync(new URL('../dist/handlers', import.meta.url)).map((name) => `dist/handlers/${name}/index.mjs`);
-    const imported = new Set([...importedPackages('dist/hopper.mjs'), ...handlers.flatMap((file) => [...importedPackages(file)])]);
+    const handlers = readdirSync(new URL('../dist/handlers', import.meta.url)).map(
+      (name) => `dist/handlers/${name}/index.mjs`,
+    );
+    const imported = new Set([
+      ...importedPackages('dist/hopper.mjs'),
+      ...handlers.flatMap((file) => [...importedPackages(file)]),
+    ]);
     const { dependencies = {} } = manifest('cli');
     expect([...imported].sort()).toEqual(Object.keys(dependencies).sort());
-    for (const [name, range] of Object.entries(dependencies)) expect(range, name).toBe(pkg.dependencies[name]);
+    for (const [name, range] of Object.entries(dependencies))
+      expect(range, name).toBe(pkg.dependencies[name]);
     // Local mode reads the definition the build synthesized: the CLI needs no CDK.
     expect(imported).not.toContain('aws-cdk-lib');
   });
@@ -153,14 +164,14 @@ describe('what each package installs (npm run build, scripts/build.ts)', () => {
   });
 
   it('nothing the command loads is a devDependency of the repository', async () => {
-    const { packages } = await reachedFrom('local/cli/main.ts');
+    const { packages } = await reachedFrom('local/main.ts');
     expect([...packages].filter((name) => name in pkg.devDependencies)).toEqual([]);
   });
 });
 
 describe('local/', () => {
   it('holds only what the command line runs: no module there is for tests alone', async () => {
-    const { files } = await reachedFrom('local/cli/main.ts');
+    const { files } = await reachedFrom('local/main.ts');
     const modules = readdirSync(new URL('../local', import.meta.url), { recursive: true, encoding: 'utf8' })
       .filter((path) => path.endsWith('.ts'))
       .map((path) => `local/${path}`);

@@ -88,7 +88,9 @@ export class HopperFunction extends Construct {
 function handlerBundle(handlerFile: string): string {
   const folder = bundleFolder(handlerFile);
   if (!existsSync(`${folder}index.mjs`)) {
-    throw new Error(`Hopper's handler bundle ${folder}index.mjs is missing: run npm run build in the repository`);
+    throw new Error(
+      `Hopper's handler bundle ${folder}index.mjs is missing: run npm run build in the repository`,
+    );
   }
   return folder;
 }

@@ -146,7 +146,7 @@ function settingProblems(props: HopperProps): string[] {
     problems.push(`inboxRetentionDays must be a whole number of days >= 1, got ${String(days)}`);
   }
   if (props.logLevel !== undefined && !LOG_LEVELS.includes(props.logLevel)) {
-    problems.push(`logLevel "${String(props.logLevel)}" is not one of ${LOG_LEVELS.join(', ')}`);
+    problems.push(`logLevel "${props.logLevel}" is not one of ${LOG_LEVELS.join(', ')}`);
   }
   const source = props.eventSource;
   const sourceProblem = known(source) ? eventSourceProblem(source) : undefined;
@@ -163,7 +163,9 @@ function settingProblems(props: HopperProps): string[] {
 function conflicts(props: HopperProps): string[] {
   const problems: string[] = [];
   if (props.bucket !== undefined) {
-    const given = (['inboxRetentionDays', 'removalPolicy'] as const).filter((name) => props[name] !== undefined);
+    const given = (['inboxRetentionDays', 'removalPolicy'] as const).filter(
+      (name) => props[name] !== undefined,
+    );
     if (given.length > 0) {
       problems.push(
         `${given.join(' and ')} configure a bucket Hopper creates: with bucket (your own), leave them out and set them on that bucket`,
@@ -171,7 +173,9 @@ function conflicts(props: HopperProps): string[] {
     }
   }
   if (props.alarmTopic !== undefined) {
-    const given = (['notificationEmail', 'runNotificationEmail'] as const).filter((name) => props[name] !== undefined);
+    const given = (['notificationEmail', 'runNotificationEmail'] as const).filter(
+      (name) => props[name] !== undefined,
+    );
     if (given.length > 0) {
       problems.push(
         `${given.join(' and ')} subscribe to a topic Hopper creates: with alarmTopic (your own), subscribe to that topic instead`,

@@ -8,7 +8,6 @@
 import type { Alarm, AlarmBase, Dashboard } from 'aws-cdk-lib/aws-cloudwatch';
 import { Rule, type RuleProps } from 'aws-cdk-lib/aws-events';
 import type { Function as LambdaFunction, IVersion } from 'aws-cdk-lib/aws-lambda';
-import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import { Secret, type ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
@@ -16,7 +15,6 @@ import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import type { StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { RUN_EVENT_TYPES } from '../../lambdas/run/events/index.js';
-import type { TaskName } from '../../lambdas/run/state/index.js';
 import { apiKeySecretName } from '../names.js';
 import { acknowledgeRule } from '../nag.js';
 import { HopperMonitoring } from './monitoring.js';
@@ -51,13 +49,16 @@ export class Hopper extends Construct {
   readonly apiKeySecret: ISecret;
   /** The state machine that runs each drop. */
   readonly stateMachine: StateMachine;
-  /** The Lambda of each Task state, by state name (ValidateDrop, ..., Report). */
-  readonly taskFunctions: Readonly<Record<TaskName, LambdaFunction>>;
+  /**
+   * The Lambda of each Task state, by state name: ValidateDrop, CreateDataset, UploadFiles,
+   * PollDataset, Structure, PickDecisions, LabelExamples, StartTraining, PollModel, CopyModel, Report.
+   */
+  readonly taskFunctions: Readonly<Record<string, LambdaFunction>>;
   /**
    * The published version of each Task's Lambda that the state machine invokes: a deploy
    * publishes new ones and leaves a running execution on the versions it started with.
    */
-  readonly taskVersions: Readonly<Record<TaskName, IVersion>>;
+  readonly taskVersions: Readonly<Record<string, IVersion>>;
   /** The Lambda that starts an execution for each train.json. */
   readonly trigger: LambdaFunction;
   /** S3 events the trigger could not take, after every retry. */
@@ -89,7 +90,9 @@ export class Hopper extends Construct {
     super(scope, id);
     const problems = hopperPropsProblems(props);
     if (problems.length > 0) {
-      throw new Error(`Hopper ${this.node.path}: invalid props:\n${problems.map((p) => `- ${p}`).join('\n')}`);
+      throw new Error(
+        `Hopper ${this.node.path}: invalid props:\n${problems.map((p) => `- ${p}`).join('\n')}`,
+      );
     }
     const storage = new HopperStorage(this, 'Storage', {
       bucket: props.bucket,

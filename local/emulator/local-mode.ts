@@ -122,7 +122,10 @@ export async function startLocalMode(options: LocalModeOptions = {}) {
     // Each function its own S3 client, as in Lambda (each bundle meters its own requests).
     const s3Client = (): S3Client => {
       const client = localS3Client(s3.endpoint);
-      cleanups.push(() => Promise.resolve(client.destroy()));
+      cleanups.push(() => {
+        client.destroy();
+        return Promise.resolve();
+      });
       return client;
     };
     const stateMachine = new LocalStateMachine({
@@ -247,7 +250,10 @@ async function triggerBundle(
   options: TriggerOptions,
 ): Promise<(event: unknown) => Promise<TriggerResult>> {
   const module = (await import(handlerBundle(bundleName(TRIGGER.handlerFile)).href)) as {
-    withStarter(starter: ExecutionStarter, options: TriggerOptions): (event: unknown) => Promise<TriggerResult>;
+    withStarter(
+      starter: ExecutionStarter,
+      options: TriggerOptions,
+    ): (event: unknown) => Promise<TriggerResult>;
   };
   return module.withStarter(starter, options);
 }

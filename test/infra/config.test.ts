@@ -85,7 +85,8 @@ describe('CDK context', () => {
 
 describe('Hopper props', () => {
   const bucket = (scope: Stack): IBucket => Bucket.fromBucketName(scope, 'Drops', 'team-drops');
-  const topic = (scope: Stack): ITopic => Topic.fromTopicArn(scope, 'Ops', 'arn:aws:sns:eu-west-1:123456789012:ops');
+  const topic = (scope: Stack): ITopic =>
+    Topic.fromTopicArn(scope, 'Ops', 'arn:aws:sns:eu-west-1:123456789012:ops');
 
   it('names every problem in one error: invalid values and props that mean nothing together', () => {
     const scope = stack();
@@ -123,7 +124,12 @@ describe('Hopper props', () => {
   it('takes your bucket and topic alone, and a new bucket with its options', () => {
     const scope = stack();
     expect(
-      () => new Hopper(scope, 'Existing', { serviceUrl: 'https://t.example.com', bucket: bucket(scope), alarmTopic: topic(scope) }),
+      () =>
+        new Hopper(scope, 'Existing', {
+          serviceUrl: 'https://t.example.com',
+          bucket: bucket(scope),
+          alarmTopic: topic(scope),
+        }),
     ).not.toThrow();
     expect(
       () =>

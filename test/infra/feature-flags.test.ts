@@ -38,7 +38,11 @@ function normalized(resources: Record<string, Resource>): unknown {
     const document = resource.Properties?.PolicyDocument;
     if (resource.Type !== 'AWS::IAM::Policy' || document === undefined) continue;
     const actions = document.Statement.flatMap((statement) => [statement.Action].flat());
-    resource.Properties = { ...resource.Properties, PolicyDocument: { Statement: [] }, actions: [...new Set(actions)].sort() };
+    resource.Properties = {
+      ...resource.Properties,
+      PolicyDocument: { Statement: [] },
+      actions: [...new Set(actions)].sort(),
+    };
   }
   return parsed;
 }
@@ -55,7 +59,9 @@ describe('Hopper in an app without feature flags', () => {
       Object.values(resources).filter((resource) => resource.Type === 'AWS::Lambda::Version').length;
     expect(versions(without)).toBe(versions(withFlags));
     const stateMachine = (resources: Record<string, Resource>): string =>
-      JSON.stringify(Object.values(resources).find((r) => r.Type === 'AWS::StepFunctions::StateMachine')).replace(VERSION_HASH, '$1');
+      JSON.stringify(
+        Object.values(resources).find((r) => r.Type === 'AWS::StepFunctions::StateMachine'),
+      ).replace(VERSION_HASH, '$1');
     expect(stateMachine(without)).toBe(stateMachine(withFlags));
     expect(normalized(without)).toEqual(normalized(withFlags));
   });

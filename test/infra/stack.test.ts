@@ -602,7 +602,8 @@ describe('monitoring', () => {
   });
 
   it('alarms when a run notification could not be delivered: failed for good, or kept in its dead-letter queue', () => {
-    const { runNotificationRule: rule, runNotificationDeadLetterQueue: deadLetterQueue } = defaults.stack.hopper;
+    const { runNotificationRule: rule, runNotificationDeadLetterQueue: deadLetterQueue } =
+      defaults.stack.hopper;
     const [ruleId, queueId] = [rule, deadLetterQueue].map((construct) =>
       String(defaults.stack.resolve(defaults.stack.getLogicalId(construct.node.defaultChild as CfnElement))),
     );

@@ -143,14 +143,17 @@ export function stepHandler<N extends StepName>(
       ...options,
       ...(service === undefined ? {} : { service: connections.service?.fromOptions(service) }),
     });
-  return Object.assign(bound(() => runtimeFromEnvironment(process.env, connections)), {
-    step: step.name,
-    withRuntime: (runtime: Runtime) => bound(() => runtime),
-    withLocalRuntime: (options: LocalRuntimeOptions) => {
-      const runtime = local(options);
-      return bound(() => runtime);
+  return Object.assign(
+    bound(() => runtimeFromEnvironment(process.env, connections)),
+    {
+      step: step.name,
+      withRuntime: (runtime: Runtime) => bound(() => runtime),
+      withLocalRuntime: (options: LocalRuntimeOptions) => {
+        const runtime = local(options);
+        return bound(() => runtime);
+      },
     },
-  });
+  );
 }
 
 /** What one invocation carries through its stages. */

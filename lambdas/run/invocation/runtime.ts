@@ -183,7 +183,9 @@ export function runtimeFromEnvironment(
         perDay: Number(env[ENV.creditBudget]) || undefined,
         per30Days: Number(env[ENV.creditBudget30Days]) || undefined,
       },
-      ...(connections.service === undefined ? {} : { service: connections.service.fromEnvironment(env, tracer) }),
+      ...(connections.service === undefined
+        ? {}
+        : { service: connections.service.fromEnvironment(env, tracer) }),
       ...(connections.events === undefined ? {} : { events: connections.events(env) }),
     });
   })();

@@ -1,31 +1,33 @@
-// A team's own CDK app as `cdk init app --language typescript` makes one (CommonJS, strict, module
-// NodeNext), with Hopper over its own bucket, topic and secret (encrypted with its own KMS key),
-// and cdk-nag's AwsSolutions checks on the whole app. test/packages.test.ts type-checks it with
-// tsc, runs it, and reads the template it writes.
 import { App, Stack, Validations } from 'aws-cdk-lib';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { Bucket } from 'aws-cdk-lib/aws-s3';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { Hopper, type HopperProps } from 'hopper-cdk';
+import { Hopper } from 'hopper-cdk';
 
-const app = new App({ outdir: process.argv[2] });
-Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
-const stack = new Stack(app, 'TeamStack', { env: { account: '123456789012', region: 'eu-west-1' } });
-const props: HopperProps = {
+const app = new App();
+Validations.of(app).addPlugins(new AwsSolutionsChecks(app)); // optional: Hopper's own findings are acknowledged
+const stack = new Stack(app, 'TeamStack');
+
+const hopper = new Hopper(stack, 'Training', {
   serviceUrl: 'https://training.example.com',
+  // Your bucket: Hopper turns on its EventBridge notifications and uses inbox/, status/, models/.
   bucket: Bucket.fromBucketName(stack, 'Drops', 'team-drops'),
+  // Your topic, for alarms and run notifications: no topic or KMS key is created.
   alarmTopic: Topic.fromTopicArn(stack, 'Ops', 'arn:aws:sns:eu-west-1:123456789012:team-ops'),
-  apiKeySecret: Secret.fromSecretAttributes(stack, 'Key', {
+  // Your secret, encrypted with your own KMS key: the functions that read it may decrypt with it.
+  apiKeySecret: Secret.fromSecretAttributes(stack, 'TrainingKey', {
     secretCompleteArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:team/training-key-AbCdEf',
-    encryptionKey: Key.fromKeyArn(stack, 'TeamKey', 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab'),
+    encryptionKey: Key.fromKeyArn(
+      stack,
+      'TeamKey',
+      'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab',
+    ),
   }),
   creditBudget: { perDay: 20 },
-};
-const hopper = new Hopper(stack, 'Training', props);
-hopper.onRunEvent('Failed', { eventPattern: { detailType: ['Hopper Run Failed'] } });
-// Public properties a team wires further, typed.
-const wired: string[] = [hopper.bucket.bucketName, hopper.stateMachine.stateMachineArn, hopper.deadLetterQueue.queueArn];
-void wired;
+});
+
+// Wire further: hopper.bucket, hopper.stateMachine, hopper.alarms, ... and rules on its run events.
+hopper.onRunEvent('RunFailed', { eventPattern: { detailType: ['Hopper Run Failed'] } });
 app.synth();

@@ -6,7 +6,7 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { Hopper } from 'hopper-cdk';
 
-const app = new App({ outdir: process.argv[2] });
+const app = new App();
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
 const stack = new Stack(app, 'TeamStack');
 new Hopper(stack, 'Training', {
