@@ -73,8 +73,20 @@ export function grantTaskAccess(role: IRole, access: TaskAccess, resources: Task
       new PolicyStatement({ actions: ['s3:ListBucket'], resources: [bucket.bucketArn] }),
     );
   }
-  // A secret with its own KMS key (imported with encryptionKey) also grants kms:Decrypt on that
-  // key, only through Secrets Manager in this region (kms:ViaService).
   if (access.apiKey) resources.apiKeySecret.grantRead(role);
+  // A secret's own KMS key (a secret imported with its encryptionKey): decrypting through Secrets
+  // Manager in this region only. grantRead adds this only to a key of the same stack, and says
+  // nothing when it cannot.
+  const key = access.apiKey ? resources.apiKeySecret.encryptionKey : undefined;
+  if (key !== undefined) {
+    const secretsManager = `secretsmanager.${Stack.of(role).region}.amazonaws.com`;
+    role.addToPrincipalPolicy(
+      new PolicyStatement({
+        actions: ['kms:Decrypt'],
+        resources: [key.keyArn],
+        conditions: { StringEquals: { 'kms:ViaService': secretsManager } },
+      }),
+    );
+  }
   if (access.events === true) role.addToPrincipalPolicy(putRunEventsStatement(role, resources.eventSource));
 }

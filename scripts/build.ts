@@ -87,6 +87,9 @@ async function buildCli(): Promise<void> {
     target: 'node20',
     outfile: `${DIST}/hopper.mjs`,
     external: CLI_EXTERNAL,
+    // Smaller and faster to load, with names kept for readable stack traces.
+    minifyWhitespace: true,
+    minifySyntax: true,
     banner: {
       js: "#!/usr/bin/env node\nimport { createRequire as __hopperCreateRequire } from 'node:module'; const require = __hopperCreateRequire(import.meta.url);",
     },

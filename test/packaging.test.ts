@@ -117,11 +117,11 @@ async function reachedFrom(entry: string): Promise<{ packages: Set<string>; file
   return { packages, files: new Set(Object.keys(result.metafile.inputs)) };
 }
 
-/** The packages a built bundle imports at run time (bare specifiers, Node's built-ins left out). */
+/** The packages a built bundle imports or resolves at run time (bare specifiers, Node's built-ins left out). */
 function importedPackages(file: string): Set<string> {
   const code = readFileSync(new URL(`../${file}`, import.meta.url), 'utf8');
   const found = new Set<string>();
-  for (const match of code.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\()["']([^"'./][^"']*)["']/g)) {
+  for (const match of code.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\brequire(?:\.resolve)?\()["']([^"'./][^"']*)["']/g)) {
     const name = packageOf((match[1] ?? '').replace(/^node:/, ''));
     if (!builtinModules.includes(name)) found.add(name);
   }

@@ -168,7 +168,7 @@ function conflicts(props: HopperProps): string[] {
     );
     if (given.length > 0) {
       problems.push(
-        `${given.join(' and ')} configure a bucket Hopper creates: with bucket (your own), leave them out and set them on that bucket`,
+        `${given.join(' and ')} ${given.length === 1 ? 'configures' : 'configure'} a bucket Hopper creates: with bucket (your own), leave them out and set them on that bucket`,
       );
     }
   }
@@ -178,7 +178,7 @@ function conflicts(props: HopperProps): string[] {
     );
     if (given.length > 0) {
       problems.push(
-        `${given.join(' and ')} subscribe to a topic Hopper creates: with alarmTopic (your own), subscribe to that topic instead`,
+        `${given.join(' and ')} ${given.length === 1 ? 'subscribes' : 'subscribe'} to a topic Hopper creates: with alarmTopic (your own), subscribe to that topic instead`,
       );
     }
   }

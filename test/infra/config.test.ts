@@ -110,7 +110,7 @@ describe('Hopper props', () => {
       '- creditBudget.per30Days must be a whole number of credits >= 1, got 2.5',
       '- eventSource "aws.hopper" starts with "aws.", which only AWS services may use',
       '- inboxRetentionDays and removalPolicy configure a bucket Hopper creates: with bucket (your own), leave them out and set them on that bucket',
-      '- notificationEmail subscribe to a topic Hopper creates: with alarmTopic (your own), subscribe to that topic instead',
+      '- notificationEmail subscribes to a topic Hopper creates: with alarmTopic (your own), subscribe to that topic instead',
     ]);
   });
 

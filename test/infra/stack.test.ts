@@ -744,7 +744,7 @@ describe('settings from context', () => {
     [{ notificationEmail: 'nobody' }, /notificationEmail/],
     [
       { bucketName: 'team-drops', inboxRetentionDays: '7' },
-      /inboxRetentionDays applies to a bucket the stack creates/,
+      /inboxRetentionDays configures a bucket Hopper creates/,
     ],
   ])('refuses %j', (context, message) => {
     expect(() => synthesize(context)).toThrow(message);

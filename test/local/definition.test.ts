@@ -97,7 +97,7 @@ describe('the extracted definition', () => {
     const task = state(name);
     expect(task.Resource).toMatch(
       new RegExp(
-        `^${PLACEHOLDER_FUNCTION_ARN_PREFIX}Pipeline${name}FunctionCurrentVersion[0-9A-F]{8}[0-9a-f]{32}$`,
+        `^${PLACEHOLDER_FUNCTION_ARN_PREFIX}HopperPipeline${name}FunctionCurrentVersion[0-9A-F]{8}[0-9a-f]{32}$`,
       ),
     );
     expect(task.ResultPath).toBe(resultPath);
