@@ -1,10 +1,14 @@
 /**
  * A run Step Functions stopped at the execution's TimeoutSeconds, as local mode runs it: the
- * console and `hopper runs` give it one name (lambdas/run/state/vocabulary.ts),
+ * console, `hopper runs` and `hopper wait` give it one name (lambdas/run/state/vocabulary.ts),
  * read through the real executions endpoint, the local S3 and the commands.
  */
+import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { RunStatus } from '../../lambdas/run/status/index.js';
+import { statusKey } from '../../lambdas/storage/keys.js';
 import { runRunsCommand } from '../../local/cli/runs.js';
+import { runWaitCommand } from '../../local/cli/status.js';
 import { RunLog, summarize } from '../../local/console/run-log.js';
 import { startExecutionsEndpoint } from '../../local/emulator/executions-endpoint.js';
 import { LOCAL_STATE_MACHINE_ARN, LocalStateMachine } from '../../local/emulator/state-machine.js';
@@ -50,6 +54,36 @@ function env(): NodeJS.ProcessEnv {
   };
 }
 
+/** The status file of a run whose Report never ran: it still says running. */
+function runningStatus(): RunStatus {
+  const at = new Date().toISOString();
+  return {
+    run_id: NAME,
+    drop: DROP,
+    state: 'running',
+    hopper_step: 'poll_model',
+    step: 4,
+    next_action: 'wait',
+    dataset_id: null,
+    model_id: null,
+    attempts: 1,
+    max_attempts: 2,
+    labelled: 0,
+    files: [],
+    labels: null,
+    summary: null,
+    started_at: at,
+    updated_at: at,
+    finished_at: null,
+    error: null,
+    model: null,
+    paid_model: null,
+    config_fingerprint: null,
+    waiting_for: null,
+    copy_put_off: null,
+  };
+}
+
 async function timedOutRun(): Promise<RunLog> {
   const log = new RunLog(machine);
   const run = {
@@ -80,5 +114,19 @@ describe('a run that timed out', () => {
       'timed_out',
     ]);
     log.close();
+  });
+
+  it('ends hopper wait with exit 5, though its status file, which no report wrote, says running', async () => {
+    (await timedOutRun()).close();
+    const status = runningStatus();
+    await s3.client.send(
+      new PutObjectCommand({ Bucket: s3.bucket, Key: statusKey(DROP), Body: JSON.stringify(status) }),
+    );
+    const waited = await runCommandCaptured(runWaitCommand, [DROP], env());
+    expect(waited).toMatchObject({ code: 5, stderr: '' });
+    expect(waited.stdout).toMatch(new RegExp(`^${DROP}: timed_out\\ndrop +${DROP}\\nrun +${NAME}\\n`));
+    const asJson = await runCommandCaptured(runWaitCommand, [DROP, '--json'], env());
+    expect(asJson.code).toBe(5);
+    expect(JSON.parse(asJson.stdout)).toEqual({ drop: DROP, outcome: 'timed_out', status });
   });
 });
