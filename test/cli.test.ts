@@ -65,7 +65,17 @@ describe('hopper', () => {
 
 describe('every command', () => {
   it('has every command', () => {
-    expect(NAMES.sort()).toEqual(['check', 'local', 'models', 'retry', 'run', 'runs', 'service', 'status']);
+    expect(NAMES.sort()).toEqual([
+      'check',
+      'local',
+      'models',
+      'retry',
+      'run',
+      'runs',
+      'service',
+      'status',
+      'wait',
+    ]);
   });
 
   it.each(NAMES)('%s names an unknown flag and points at its --help, exit 2', async (name) => {
@@ -90,6 +100,13 @@ describe('every command', () => {
     const { stdout } = await runCommandCaptured(main, ['run', '--help'], {});
     const codes = [...stdout.slice(stdout.indexOf('Exit codes:')).matchAll(/^ {2}(\d+) /gm)].map((m) => m[1]);
     expect(codes).toEqual(['0', '1', '2', '3', '4', '130']);
+  });
+
+  it('hopper wait --help lists its exit codes: 5 for a run that timed out, 124 for --timeout passing', async () => {
+    const { stdout } = await runCommandCaptured(main, ['wait', '--help'], {});
+    const codes = [...stdout.slice(stdout.indexOf('Exit codes:')).matchAll(/^ {2}(\d+) /gm)].map((m) => m[1]);
+    expect(codes).toEqual(['0', '1', '2', '5', '124', '130']);
+    expect(stdout).toMatch(/^ {2}5 +the run timed out: Step Functions stopped it/m);
   });
 
   it('with --json, an error is one JSON object on stdout, with the same exit code', async () => {

@@ -11,7 +11,13 @@
 import { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { CsvError, Parser } from 'csv-parse';
-import { RunError } from '../run/errors/index.js';
+import {
+  RunError,
+  notCsvMessage,
+  repeatedColumnMessage,
+  missingColumnsMessage,
+  emptyLabelsMessage,
+} from '../run/errors/index.js';
 import type { DropFile } from '../run/state/index.js';
 import { inboxKey } from '../storage/keys.js';
 import { ObjectChangedError, ObjectMissingError, openPinnedObject } from '../storage/streams.js';
@@ -88,11 +94,8 @@ export async function* csvRecords(body: Readable, fileName: string): AsyncGenera
     }
   } catch (error) {
     if (!(error instanceof CsvError)) throw error;
-    throw new RunError(
-      'invalid_labels_file',
-      `${fileName} is not valid CSV: ${csvProblem(error, records.rowStart)} and upload the drop again`,
-      { cause: error },
-    );
+    const problem = csvProblem(error, records.rowStart);
+    throw new RunError('invalid_labels_file', notCsvMessage(fileName, problem), { cause: error });
   } finally {
     // Leaving early releases the connection.
     records.destroy();
@@ -125,7 +128,7 @@ export function labelColumns(header: readonly string[], fileName: string): Label
     if (positions.length > 1) {
       throw new RunError(
         'invalid_labels_file',
-        `${fileName}: the header row names "${column}" ${String(positions.length)} times (it has ${has}); keep one "${column}" column`,
+        repeatedColumnMessage(fileName, column, positions.length, has),
       );
     }
     return positions[0];
@@ -138,10 +141,7 @@ export function labelColumns(header: readonly string[], fileName: string): Label
       ...(label === undefined ? ['"label"'] : []),
       ...(id === undefined && text === undefined ? ['"id" or "text"'] : []),
     ].join(' and ');
-    throw new RunError(
-      'invalid_labels_file',
-      `${fileName}: the header row has ${has}; it needs ${REQUIRED} (missing ${missing}). Example header: id,label`,
-    );
+    throw new RunError('invalid_labels_file', missingColumnsMessage(fileName, has, REQUIRED, missing));
   }
   return { label, id, text };
 }
@@ -157,10 +157,7 @@ export async function checkLabelsFile(
   open?: (file: DropFile) => Promise<Readable>,
 ): Promise<LabelColumns | undefined> {
   if (labels.bytes === 0) {
-    throw new RunError(
-      'invalid_labels_file',
-      `${labels.name} is empty; it needs a header row with ${REQUIRED}, then one row per held-out example`,
-    );
+    throw new RunError('invalid_labels_file', emptyLabelsMessage(labels.name, REQUIRED));
   }
   if (open === undefined) return undefined;
   let columns: LabelColumns | undefined;

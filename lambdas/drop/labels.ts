@@ -30,7 +30,7 @@
  *   with indexOf (no regex, so nothing to compile per example and no backtracking).
  */
 import type { S3Client } from '@aws-sdk/client-s3';
-import { RunError } from '../run/errors/index.js';
+import { RunError, labelAmbiguousMessage, labelMissingMessage } from '../run/errors/index.js';
 import type { DropFile } from '../run/state/index.js';
 import {
   csvRecords,
@@ -211,7 +211,7 @@ export class LabelIndex {
       );
       throw new RunError(
         'label_ambiguous',
-        `${this.fileName}: rows that match held-out example ${describeExample(example)} give different labels (${groups.join('; ')}); make those rows agree or keep one of them`,
+        labelAmbiguousMessage(this.fileName, describeExample(example), groups),
       );
     }
     return { label: first.label, rows };
@@ -226,10 +226,7 @@ export class LabelIndex {
             "whose text is the example's text (your original; [EMAIL], [PHONE] and other [UPPER_CASE] placeholders stand for what the service masked)",
           ]),
     ];
-    return new RunError(
-      'label_missing',
-      `no row of ${this.fileName} matches held-out example ${describeExample(example)}: add a row ${ways.join(' or ')} with its label`,
-    );
+    return new RunError('label_missing', labelMissingMessage(this.fileName, describeExample(example), ways));
   }
 }
 

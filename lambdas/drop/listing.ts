@@ -3,7 +3,7 @@
  * into the plain files of the folder and objects in sub-folders (which a drop may not have).
  */
 import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
-import { RunError } from '../run/errors/index.js';
+import { RunError, tooManyObjectsMessage } from '../run/errors/index.js';
 import type { DropFile } from '../run/state/index.js';
 import { inboxPrefix } from '../storage/keys.js';
 import { bareEtag } from '../storage/objects.js';
@@ -59,8 +59,5 @@ export async function listDrop(s3: S3Client, bucket: string, drop: string): Prom
     }
     token = answer.NextContinuationToken;
   }
-  throw new RunError(
-    'too_many_files',
-    `${printable(prefix)} holds more objects than a drop can (over ${String(MAX_LIST_PAGES)} pages of keys): a drop folder holds a few data files, train.json and optionally labels.csv`,
-  );
+  throw new RunError('too_many_files', tooManyObjectsMessage(printable(prefix), MAX_LIST_PAGES));
 }

@@ -7,7 +7,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { RunError } from '../run/errors/index.js';
+import { RunError, stillArrivingMessage } from '../run/errors/index.js';
 import type { RunInput } from '../run/state/index.js';
 import { inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
 import { listForMessage, printable } from './user-text.js';
@@ -57,8 +57,6 @@ function stillArriving(run: RunInput, listing: DropListing): RunError {
     .filter(([name, modified]) => name !== TRAIN_JSON && modified >= trainJsonAt)
     .map(([name]) => name);
   const which = late.length === 0 ? '' : ` (written with or after train.json: ${listForMessage(late)})`;
-  return new RunError(
-    'files_still_arriving',
-    `files were still arriving in ${printable(inboxPrefix(run.drop))} ${String(MAX_SETTLE_MS / 1000)} s after train.json${which}, so Hopper did not guess which ones to train on: upload the data files first, then train.json again, last`,
-  );
+  const folder = printable(inboxPrefix(run.drop));
+  return new RunError('files_still_arriving', stillArrivingMessage(folder, MAX_SETTLE_MS / 1000, which));
 }

@@ -4,7 +4,7 @@
  * wrote (a UTF-16 file read as UTF-8 is full of NULs) cannot garble the terminal or log showing it.
  */
 import { TextDecoder } from 'node:util';
-import { RunError, type RunErrorCode } from '../run/errors/index.js';
+import { RunError, type RunErrorCode, notUtf8Message } from '../run/errors/index.js';
 
 // eslint-disable-next-line no-control-regex -- control characters are exactly what is matched
 export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
@@ -90,8 +90,5 @@ function notUtf8(bytes: Uint8Array, start: number, fileName: string, code: RunEr
     from = at + 1;
   }
   const hex = (bytes[offset] ?? 0).toString(16).padStart(2, '0');
-  return new RunError(
-    code,
-    `${fileName} is not UTF-8 text: the byte at offset ${String(start + offset)} (0x${hex}) does not start a valid UTF-8 character. Save the file as UTF-8 and upload it again`,
-  );
+  return new RunError(code, notUtf8Message(fileName, start + offset, hex));
 }

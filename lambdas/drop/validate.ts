@@ -15,7 +15,18 @@
  */
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { RunError } from '../run/errors/index.js';
+import {
+  RunError,
+  nestedFilesMessage,
+  noDataFilesMessage,
+  tooManyFilesMessage,
+  emptyFilesMessage,
+  fileListTooLongMessage,
+  trainJsonTooLargeMessage,
+  invalidFileNamesMessage,
+  namedFilesMissingMessage,
+  lostTrackMessage,
+} from '../run/errors/index.js';
 import { resumeTarget } from '../run/lock/index.js';
 import type { RunStatus } from '../run/status/index.js';
 import { MAX_DATASET_NAME_LENGTH } from '../service-client/contract.js';
@@ -93,10 +104,7 @@ export async function judgeDrop(source: DropSource): Promise<{ config: RunConfig
   const trainJson = parseTrainJson(await readTrainJson(source));
 
   if (source.nested.length > 0) {
-    throw new RunError(
-      'nested_files',
-      `${folder} has objects in sub-folders: ${listForMessage(source.nested)}. A drop is one flat folder (plain file names only): move them into ${folder} or delete them, then upload train.json again`,
-    );
+    throw new RunError('nested_files', nestedFilesMessage(folder, listForMessage(source.nested)));
   }
 
   const labelsName = labelsFileName(trainJson, source);
@@ -105,25 +113,16 @@ export async function judgeDrop(source: DropSource): Promise<{ config: RunConfig
   checkNames(dataNames, folder);
   if (dataNames.length === 0) {
     const present = listForMessage([...source.files.keys()]);
-    throw new RunError(
-      'no_data_files',
-      `${folder} holds no data files to train on (it has ${present}): put the CSV or JSONL files beside train.json, then upload train.json again`,
-    );
+    throw new RunError('no_data_files', noDataFilesMessage(folder, present));
   }
   if (dataNames.length > MAX_FILES) {
-    throw new RunError(
-      'too_many_files',
-      `${folder} holds ${String(dataNames.length)} data files and the service takes at most ${String(MAX_FILES)} per dataset: list the files to send in train.json "files"`,
-    );
+    throw new RunError('too_many_files', tooManyFilesMessage(folder, dataNames.length, MAX_FILES));
   }
 
   const files = dataNames.map((name) => pinned(source, name));
   const empty = files.filter((file) => file.bytes === 0).map((file) => file.name);
   if (empty.length > 0) {
-    throw new RunError(
-      'empty_file',
-      `data files in ${folder} are empty (0 bytes): ${listForMessage(empty)}. Upload their content, or leave them out with train.json "files"`,
-    );
+    throw new RunError('empty_file', emptyFilesMessage(folder, listForMessage(empty)));
   }
 
   const labels = labelsName === undefined ? null : pinned(source, labelsName);
@@ -155,20 +154,15 @@ export const MAX_CONFIG_BYTES = 192 * 1024;
 function checkStateSize(config: RunConfig, folder: string): void {
   const bytes = Buffer.byteLength(JSON.stringify(config));
   if (bytes <= MAX_CONFIG_BYTES) return;
-  throw new RunError(
-    'too_many_files',
-    `the names of the ${String(config.files.length)} data files in ${folder} are too long for one run: the list takes ${String(Math.ceil(bytes / 1024))} KiB and a run carries at most ${String(MAX_CONFIG_BYTES / 1024)} KiB of it (Step Functions caps a run's state). Send fewer files per drop (train.json "files"), merge files, or use shorter names`,
-  );
+  const kib = { list: Math.ceil(bytes / 1024), max: MAX_CONFIG_BYTES / 1024 };
+  throw new RunError('too_many_files', fileListTooLongMessage(folder, config.files.length, kib));
 }
 
 /** train.json's text, refused unread when it is far larger than a train.json. */
 async function readTrainJson(source: DropSource): Promise<Buffer> {
   const listed = source.files.get(TRAIN_JSON);
   if (listed !== undefined && listed.bytes > MAX_TRAIN_JSON_BYTES) {
-    throw new RunError(
-      'invalid_train_json',
-      `train.json is ${String(listed.bytes)} bytes; it is a small JSON object (at most ${String(MAX_TRAIN_JSON_BYTES)} bytes) such as {"name": "reviews"}`,
-    );
+    throw new RunError('invalid_train_json', trainJsonTooLargeMessage(MAX_TRAIN_JSON_BYTES, listed.bytes));
   }
   const body = await source.trainJson();
   const chunks: Buffer[] = [];
@@ -177,10 +171,7 @@ async function readTrainJson(source: DropSource): Promise<Buffer> {
     bytes += chunk.length;
     if (bytes > MAX_TRAIN_JSON_BYTES) {
       body.destroy();
-      throw new RunError(
-        'invalid_train_json',
-        `train.json is larger than ${String(MAX_TRAIN_JSON_BYTES)} bytes; it is a small JSON object such as {"name": "reviews"}`,
-      );
+      throw new RunError('invalid_train_json', trainJsonTooLargeMessage(MAX_TRAIN_JSON_BYTES));
     }
     chunks.push(chunk);
   }
@@ -209,10 +200,7 @@ function checkNames(names: readonly string[], folder: string): void {
   const refused = names.filter((name) => fileNameProblem(name) !== undefined);
   if (refused.length === 0) return;
   const named = listForMessage(refused, (name) => `${quoted(name)} (${fileNameProblem(name) ?? ''})`);
-  throw new RunError(
-    'invalid_file_name',
-    `files in ${folder} have names the training service does not take: ${named}. A file name has ${PLAIN_FILE_NAME_RULE}; rename them, or leave them out with train.json "files"`,
-  );
+  throw new RunError('invalid_file_name', invalidFileNamesMessage(folder, named, PLAIN_FILE_NAME_RULE));
 }
 
 /** Every file train.json names (in `files` or `labels`) is in the folder. */
@@ -224,16 +212,13 @@ function checkPresent(trainJson: TrainJson, source: DropSource, folder: string):
     ...(missingData.length === 0 ? [] : [`"files" names ${listForMessage(missingData)}`]),
     ...(missingLabels ? [`"labels" names ${quoted(trainJson.labels)}`] : []),
   ];
-  throw new RunError(
-    'missing_file',
-    `train.json ${problems.join(' and ')}, not in ${folder}: upload the missing files (or fix the names; they are case-sensitive), then upload train.json again`,
-  );
+  throw new RunError('missing_file', namedFilesMissingMessage(folder, problems));
 }
 
 function pinned(source: DropSource, name: string): DropFile {
   const file = source.files.get(name);
   // Callers ask only for names checkPresent or the listing itself vouched for.
-  if (file === undefined) throw new RunError('internal_error', `validate_drop lost track of ${name}`);
+  if (file === undefined) throw new RunError('internal_error', lostTrackMessage(name));
   return file;
 }
 

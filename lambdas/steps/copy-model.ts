@@ -19,7 +19,17 @@ import {
   type TrainingServiceClient,
 } from '../service-client/index.js';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { toRunError, messageOf, RunError, modelFilesGoneMessage } from '../run/errors/index.js';
+import {
+  toRunError,
+  messageOf,
+  RunError,
+  modelFilesGoneMessage,
+  modelNotFinishedMessage,
+  modelSizeUnknownMessage,
+  modelSentSizeMessage,
+  retryable,
+  modelStoredSizeMessage,
+} from '../run/errors/index.js';
 import { waitForFiles } from '../run/schedule/index.js';
 import { defineStep, type Step, type StepEnv, type StepRun } from '../run/invocation/index.js';
 import { copyWaitOf, type CopySlot, type CopyWaitSlot, type RunState } from '../run/state/index.js';
@@ -170,16 +180,10 @@ function copyModel(options: CopyModelOptions): StepRun<'copy_model'> {
 function copyableSize(model: Model, drop: string, waited: CopyWaitSlot | undefined): number {
   if (model.next_action === 'none' || model.files_deleted_at !== null) throw filesGone(model, drop, waited);
   if (model.next_action !== 'download') {
-    throw new RunError(
-      'service_error',
-      `model ${model.id} is at next_action ${model.next_action} (status ${model.status}), not download: there is no finished model to copy`,
-    );
+    throw new RunError('service_error', modelNotFinishedMessage(model));
   }
   if (model.onnx_bytes === null) {
-    throw new RunError(
-      'service_error',
-      `model ${model.id} is finished but the service did not give its size (onnx_bytes), so a copy could not be checked`,
-    );
+    throw new RunError('service_error', modelSizeUnknownMessage(model.id));
   }
   return model.onnx_bytes;
 }
@@ -196,21 +200,15 @@ async function download(
   const upload = { ...into.options, expectedBytes: bytes, contentType: ONNX_CONTENT_TYPE };
   await uploadStream(s3, bucket, key, source, upload).catch((error: unknown) => {
     if (!(error instanceof SizeMismatchError)) throw error;
-    throw new RunError(
-      'model_size_mismatch',
-      `the service sent model ${model.id} with a size other than its onnx_bytes (${String(bytes)}): ${error.message}`,
-      { cause: error },
-    );
+    throw new RunError('model_size_mismatch', modelSentSizeMessage(model.id, bytes, error.message), {
+      cause: error,
+    });
   });
   const stored = await objectSize(s3, bucket, key);
   if (stored === bytes) return;
   await deleteObject(s3, bucket, key);
   // The download had the right size, so S3 stored something else: a new copy may work.
-  throw new RunError(
-    'model_size_mismatch',
-    `s3://${bucket}/${key} holds ${stored ?? 'no'} bytes after the copy, the model has ${String(bytes)}; the bad copy was deleted`,
-    { retryable: true },
-  );
+  throw retryable('model_size_mismatch', modelStoredSizeMessage(`s3://${bucket}/${key}`, stored, bytes));
 }
 
 /** model_files_gone; `waited` when copies failed before, so the message says why none got through. */

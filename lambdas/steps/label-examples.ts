@@ -21,7 +21,12 @@ import {
   type LabelMatch,
 } from '../drop/labels.js';
 import { quoted } from '../drop/user-text.js';
-import { RunError } from '../run/errors/index.js';
+import {
+  RunError,
+  taskOfferedAgainMessage,
+  labelsRequiredMessage,
+  invalidLabelMessage,
+} from '../run/errors/index.js';
 import { defineStep, type Step, type StepEnv, TIME_BOX } from '../run/invocation/index.js';
 import { datasetSlot } from '../run/state/index.js';
 import type { DatasetSlot } from '../run/state/index.js';
@@ -101,10 +106,7 @@ async function labelBatch(
     if (task === null) return labelled;
     if (task.task === answered) {
       // The service must move on once a task is answered; asking again would loop.
-      throw new RunError(
-        'service_error',
-        `the training service offered held-out task ${task.task} again right after it was answered; report it to the service`,
-      );
+      throw new RunError('service_error', taskOfferedAgainMessage(task.task));
     }
     const match = index.match(task.example);
     if (!task.choices.includes(match.label)) throw invalidLabel(index.fileName, task, match);
@@ -144,10 +146,7 @@ async function expiredInstead(
 async function requireNoneHeldOut(client: TrainingServiceClient, datasetId: string): Promise<void> {
   const task = await client.nextLabelTask(datasetId);
   if (task === null) return;
-  throw new RunError(
-    'labels_required',
-    `the service holds out ${String(task.remaining)} ${task.remaining === 1 ? 'example' : 'examples'} for labelling; add labels.csv with a label column and an id or text column (the labels: ${task.choices.join(', ')}), then upload the drop again, train.json last`,
-  );
+  throw new RunError('labels_required', labelsRequiredMessage(task.remaining, task.choices));
 }
 
 /** invalid_label: the rows' label is not one of the task's choices, or the service refused it. */
@@ -158,9 +157,8 @@ function invalidLabel(fileName: string, task: LabelTask, match: LabelMatch, caus
       ? `${match.rows.length === 1 ? 'has' : 'have'} no label`
       : `${match.rows.length === 1 ? 'gives' : 'give'} label ${quoted(match.label)}`;
   const choices = task.choices.map((choice) => quoted(choice)).join(', ');
-  return new RunError(
-    'invalid_label',
-    `${rows} of ${fileName} ${gives} for held-out example ${describeExample(task.example)}; the service's choices are ${choices}: fix the label in ${fileName} and upload the drop again`,
-    { cause },
-  );
+  const example = describeExample(task.example);
+  return new RunError('invalid_label', invalidLabelMessage({ rows, fileName, gives, example, choices }), {
+    cause,
+  });
 }

@@ -4,7 +4,7 @@
  * against the questions before anything is sent, so a typo fails with the choices on offer.
  */
 import type { Question, StructureAnswer } from '../service-client/index.js';
-import { RunError } from '../run/errors/index.js';
+import { RunError, noQuestionsMessage, invalidDecisionMessage } from '../run/errors/index.js';
 import { defineStep } from '../run/invocation/index.js';
 import { datasetSlot } from '../run/state/index.js';
 import type { Decisions } from '../run/state/index.js';
@@ -16,10 +16,7 @@ export const pickDecisionsStep = defineStep('pick_decisions', async ({ config, d
   // Moved on already (a retried invocation whose structure took effect, or expiry): route on it.
   if (record.next_action !== 'pick_decisions') return datasetSlot(record, dataset, env.runtime.now());
   if (record.questions === null) {
-    throw new RunError(
-      'service_error',
-      `the service shows dataset ${record.id} at pick_decisions without its questions; check the dataset at the service, or set "decisions": "service" in train.json and drop it again`,
-    );
+    throw new RunError('service_error', noQuestionsMessage(record.id));
   }
   const answers = answersFor(record.questions, config.decisions);
   const structured = await orWhereItIsNow(client, dataset.id, () => client.structure(dataset.id, answers));
@@ -45,10 +42,7 @@ export function answersFor(questions: readonly Question[], decisions: Decisions)
   }
   if (problems.length > 0) {
     const asked = questions.map((question) => `"${question.id}" (${question.choices.join(', ')})`).join(', ');
-    throw new RunError(
-      'invalid_decision',
-      `train.json "decisions": ${problems.join('; ')}. The service asks: ${asked === '' ? 'no questions' : asked}. Fix "decisions" in train.json and drop it again`,
-    );
+    throw new RunError('invalid_decision', invalidDecisionMessage(problems, asked));
   }
   // Own keys only: a question id such as "constructor" must not read Object.prototype.
   const overrideOf = (id: string) => (Object.hasOwn(overrides, id) ? overrides[id] : undefined);

@@ -12,7 +12,12 @@ import {
   type DatasetFile,
   type NextAction,
 } from '../service-client/index.js';
-import { RunError } from '../run/errors/index.js';
+import {
+  RunError,
+  fileChangedMessage,
+  fileDeletedMessage,
+  unvalidatedFileMessage,
+} from '../run/errors/index.js';
 import { defineStep, type Step, type StepEnv, TIME_BOX } from '../run/invocation/index.js';
 import { datasetSlot } from '../run/state/index.js';
 import type { DropFile, StateFor } from '../run/state/index.js';
@@ -139,18 +144,10 @@ async function uploadOne(env: StepEnv, state: StateFor<'upload_files'>, file: Da
     return record;
   } catch (error) {
     if (error instanceof ObjectChangedError || error instanceof SizeMismatchError) {
-      throw new RunError(
-        'drop_changed',
-        `${key} changed after validation; drop the folder again, train.json last`,
-        { cause: error },
-      );
+      throw new RunError('drop_changed', fileChangedMessage(key), { cause: error });
     }
     if (error instanceof ObjectMissingError) {
-      throw new RunError(
-        'missing_file',
-        `${key} was deleted after validation; put it back (or drop the folder again), train.json last`,
-        { cause: error },
-      );
+      throw new RunError('missing_file', fileDeletedMessage(key), { cause: error });
     }
     throw error;
   }
@@ -162,7 +159,10 @@ function pinnedFile(files: readonly DropFile[], name: string): DropFile {
   if (pinned === undefined) {
     throw new RunError(
       'internal_error',
-      `the dataset lists ${name}, which is not among the drop's validated files (${files.map((f) => f.name).join(', ')})`,
+      unvalidatedFileMessage(
+        name,
+        files.map((f) => f.name),
+      ),
     );
   }
   return pinned;

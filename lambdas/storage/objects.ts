@@ -137,7 +137,7 @@ export function bareEtag(etag: string): string {
 }
 
 /** A request's failure as null when it is S3's "no such object" (isNotFound); any other is thrown. */
-function nullIfNotFound(error: unknown): null {
+export function nullIfNotFound(error: unknown): null {
   if (isNotFound(error)) return null;
   throw error;
 }

@@ -15,7 +15,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import type { EventBridgeEvent, S3ObjectCreatedNotificationEventDetail } from 'aws-lambda';
 import * as z from 'zod';
-import { RunError } from '../run/errors/index.js';
+import { RunError, notObjectCreatedMessage } from '../run/errors/index.js';
 import { ENV, requireEnv } from '../run/invocation/index.js';
 import type { RunInput } from '../run/state/index.js';
 import { dropOfTrainJsonKey } from '../storage/keys.js';
@@ -159,7 +159,7 @@ export function createTriggerHandler(
   return async (event) => {
     const parsed = TriggerEventSchema.safeParse(event);
     if (!parsed.success) {
-      throw new RunError('invalid_event', `not an S3 Object Created event: ${z.prettifyError(parsed.error)}`);
+      throw new RunError('invalid_event', notObjectCreatedMessage(z.prettifyError(parsed.error)));
     }
     const { source, detail } = parsed.data;
     const { key } = detail.object;

@@ -12,7 +12,16 @@ import { messageOf } from '../../lambdas/run/errors/index.js';
 import type { CommandDeps } from './target.js';
 
 /** The exit codes of the hopper commands: one meaning each, in every command. */
-export const EXIT = { succeeded: 0, failed: 1, usage: 2, notSaved: 3, busy: 4, stopped: 130 } as const;
+export const EXIT = {
+  succeeded: 0,
+  failed: 1,
+  usage: 2,
+  notSaved: 3,
+  busy: 4,
+  timedOut: 5,
+  stillRunning: 124,
+  stopped: 130,
+} as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
 const EXIT_MEANINGS: Readonly<Record<ExitCode, string>> = {
@@ -21,6 +30,8 @@ const EXIT_MEANINGS: Readonly<Record<ExitCode, string>> = {
   2: 'a bad command line (nothing was started)',
   3: 'the run succeeded, but the model could not be saved to --out: it is kept, and the message says where',
   4: "refused: a training of this folder's dataset is still under way at the service (an earlier run that was stopped); starting another would spend a second credit",
+  5: "the run timed out: Step Functions stopped it at the state machine's execution timeout",
+  124: 'the run was still going when --timeout passed (as timeout(1) exits)',
   130: 'stopped by Ctrl-C (or SIGTERM)',
 };
 

@@ -11,7 +11,7 @@
  *   left-at-service.ts  what a stopped hopper run left at the training service
  *   service.ts          hopper service: the simulated service's knobs as flags
  *   target.ts           where status, runs, models and retry look: --stack or hopper local
- *   status.ts, runs.ts, models.ts, retry.ts   those commands
+ *   status.ts (and wait), runs.ts, models.ts, retry.ts   those commands
  *
  * It must not hold the pipeline's rules (lambdas/) or the emulator (local/emulator/): a command
  * only starts, reads or asks them.
@@ -28,6 +28,7 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   local: async () => (await import('./local.js')).runLocalCommand,
   service: async () => (await import('./service.js')).runServiceCommand,
   status: async () => (await import('./status.js')).runStatusCommand,
+  wait: async () => (await import('./status.js')).runWaitCommand,
   runs: async () => (await import('./runs.js')).runRunsCommand,
   models: async () => (await import('./models.js')).runModelsCommand,
   retry: async () => (await import('./retry.js')).runRetryCommand,
@@ -40,13 +41,14 @@ Commands:
   local             serve local mode for any S3 client until Ctrl-C
   service           run the simulated training service alone
   status [drop]     the latest status of one drop, or a table of every drop
+  wait <drop>       wait until the drop's latest run ends; exit 0 succeeded, 1 failed, 5 timed out
   runs <drop>       the drop's runs, newest first, with their outcome
   models            the training service's models, newest first, paged
   retry <drop>      resume a failed run from its dataset, without uploading again
   check <folder>    judge a drop offline with the run's own rules, before paying: files,
                     bytes, credits it may spend, estimated cost; exit 0 or 1
 
-status, runs, models and retry talk to a deployed stack (--stack NAME) or to a running
+status, wait, runs, models and retry talk to a deployed stack (--stack NAME) or to a running
 \`hopper local\` (the settings it prints); --json on each for scripts.
 
 hopper <command> --help lists a command's options and exit codes; hopper --version its version.

@@ -11,7 +11,7 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import { DescribeExecutionCommand, ListExecutionsCommand, type SFNClient } from '@aws-sdk/client-sfn';
 import { readRunRecord, readStatus, runRecordKeys, type RunStatus } from '../../lambdas/run/status/index.js';
-import type { ListedRunState } from '../../lambdas/run/state/index.js';
+import { listedRunState, type ListedRunState } from '../../lambdas/run/state/index.js';
 import { runRecordKey, runRecordsPrefix } from '../../lambdas/storage/keys.js';
 import { executionArnOf, executionNameDrop, NAME_HASH_HEX } from '../../lambdas/trigger/start-execution.js';
 import { CommandError, EXIT, formatAge, json, limitFlag, table, type CommandSpec } from './command.js';
@@ -101,19 +101,19 @@ async function runsOf(
       const execution = await sfn.send(new DescribeExecutionCommand({ executionArn: item.executionArn }));
       if (dropOfInput(execution.input) !== drop) continue;
       const record = kept.delete(item.name) ? await runRecord(records, drop, item.name) : null;
-      const superseded = record?.state === 'superseded' && execution.status === 'SUCCEEDED';
+      const outcome = listedRunState(execution.status, record?.state);
       runs.push({
         ...fromRecord(record),
         run_id: item.name,
         execution_arn: item.executionArn,
-        outcome: superseded ? 'superseded' : outcomeOf(execution.status),
+        outcome,
         started_at: (execution.startDate ?? item.startDate ?? new Date(0)).toISOString(),
         stopped_at: (execution.stopDate ?? item.stopDate)?.toISOString() ?? null,
         error:
           execution.status === 'FAILED' || execution.status === 'TIMED_OUT'
             ? { code: execution.error ?? 'unknown', message: execution.cause ?? '' }
-            : superseded
-              ? record.error
+            : outcome === 'superseded'
+              ? (record?.error ?? null)
               : null,
       });
     }
@@ -187,18 +187,6 @@ async function recordedRuns(records: Records, drop: string): Promise<Set<string>
 /** What the run's report kept of it (status/.runs/<drop>/<run id>.json), or null without one. */
 function runRecord(records: Records, drop: string, runId: string): Promise<RunStatus | null> {
   return readRunRecord(records.s3, records.bucket, runRecordKey(drop, runId));
-}
-
-/** Step Functions' execution statuses as run outcomes; an execution in no other is running. */
-const OUTCOMES: Readonly<Record<string, RunSummary['outcome']>> = {
-  SUCCEEDED: 'succeeded',
-  FAILED: 'failed',
-  TIMED_OUT: 'timed_out',
-  ABORTED: 'stopped',
-};
-
-function outcomeOf(status: string | undefined): RunSummary['outcome'] {
-  return OUTCOMES[status ?? ''] ?? 'running';
 }
 
 function dropOfInput(input: string | undefined): string | undefined {

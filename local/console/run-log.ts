@@ -4,7 +4,7 @@
  * its listeners which run changed, so the page can refresh just that.
  */
 import { EventEmitter } from 'node:events';
-import type { RunPhase, RunState } from '../../lambdas/run/state/index.js';
+import { listedRunState, type ListedRunState, type RunState } from '../../lambdas/run/state/index.js';
 import { describeFailure, parseCodedMessage } from '../../lambdas/run/errors/index.js';
 import type {
   Execution,
@@ -12,9 +12,6 @@ import type {
   ExecutionOutcome,
   LocalStateMachine,
 } from '../emulator/state-machine.js';
-
-/** A run's state as the console shows it: the status file's words, plus `stopped` (Ctrl-C). */
-export type ConsoleRunState = RunPhase | 'stopped';
 
 export interface LoggedRun {
   readonly execution: Execution;
@@ -28,7 +25,7 @@ export interface LoggedRun {
 export interface RunSummary {
   readonly runId: string;
   readonly drop: string;
-  readonly state: ConsoleRunState;
+  readonly state: ListedRunState;
   /** The state machine's state the run is in (running) or ended in. */
   readonly currentState: string | null;
   readonly step: number | null;
@@ -106,7 +103,13 @@ export function summarize(run: LoggedRun): RunSummary {
   return {
     runId: execution.name,
     drop: execution.input.run.drop,
-    state: stateOf(outcome),
+    state:
+      outcome === null
+        ? 'running'
+        : listedRunState(
+            outcome.status,
+            asRunState('output' in outcome ? outcome.output : null)?.report?.outcome,
+          ),
     currentState,
     step: record?.step ?? null,
     nextAction: record?.nextAction ?? null,
@@ -118,23 +121,12 @@ export function summarize(run: LoggedRun): RunSummary {
   };
 }
 
-function stateOf(outcome: ExecutionOutcome | null): ConsoleRunState {
-  if (outcome === null) return 'running';
-  if (outcome.status === 'SUCCEEDED') {
-    // A run a newer train.json took over ends in the Superseded state, not as a failure.
-    return (outcome.output as RunState | undefined)?.report?.outcome === 'superseded'
-      ? 'superseded'
-      : 'succeeded';
-  }
-  return outcome.status === 'ABORTED' ? 'stopped' : 'failed';
-}
-
 /** The report step's error (the status file's), else the execution's own, as code and message. */
 function errorOf(
   outcome: ExecutionOutcome | null,
   latest: RunState | null,
 ): { code: string; message: string } | null {
-  if (outcome?.status !== 'FAILED') return null;
+  if (outcome === null || !('error' in outcome)) return null;
   const reported = latest?.report?.error;
   if (reported !== undefined && reported !== null) return reported;
   const text = describeFailure(outcome.error, outcome.cause);

@@ -7,23 +7,14 @@ import { describeFailure } from '../../lambdas/run/errors/index.js';
 import type { RunStatus } from '../../lambdas/run/status/index.js';
 import type { ExecutionEvent } from '../emulator/state-machine.js';
 import type { BucketView } from './bucket-view.js';
-import { summarize, type ConsoleRunState, type RunLog, type RunSummary } from './run-log.js';
-
-/** The states in the order the page's filter lists them. */
-export const RUN_STATES: readonly ConsoleRunState[] = [
-  'running',
-  'succeeded',
-  'failed',
-  'interrupted',
-  'stopped',
-  'superseded',
-];
+import { LISTED_RUN_STATES, type ListedRunState } from '../../lambdas/run/state/index.js';
+import { summarize, type RunLog, type RunSummary } from './run-log.js';
 
 export interface RunPage {
   /** Runs that pass the filter. */
   readonly total: number;
   /** Runs in each state, before the filter. */
-  readonly counts: Readonly<Record<ConsoleRunState, number>>;
+  readonly counts: Readonly<Record<ListedRunState, number>>;
   readonly offset: number;
   readonly runs: readonly RunSummary[];
 }
@@ -69,12 +60,12 @@ export class RunCatalogue {
   async page(options: {
     offset: number;
     limit: number;
-    state?: ConsoleRunState;
+    state?: ListedRunState;
     drop?: string;
   }): Promise<RunPage> {
     const all = (await this.all()).filter((run) => options.drop === undefined || run.drop === options.drop);
-    const counts = Object.fromEntries(RUN_STATES.map((state) => [state, 0])) as Record<
-      ConsoleRunState,
+    const counts = Object.fromEntries(LISTED_RUN_STATES.map((state) => [state, 0])) as Record<
+      ListedRunState,
       number
     >;
     for (const run of all) counts[run.state] += 1;

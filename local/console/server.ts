@@ -24,12 +24,13 @@ import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { CONSOLE_PAGE } from '../files.js';
 import { messageOf } from '../../lambdas/run/errors/index.js';
+import { LISTED_RUN_STATES, type ListedRunState } from '../../lambdas/run/state/index.js';
 import type { LocalMode } from '../emulator/local-mode.js';
 import { listen as listenOn, stop } from '../service/http/index.js';
 import { BucketView } from './bucket-view.js';
 import { loadErrorAdvice, type ErrorAdvice } from './error-advice.js';
-import { RunLog, type ConsoleRunState } from './run-log.js';
-import { RUN_STATES, RunCatalogue, type RunPage } from './runs.js';
+import { RunLog } from './run-log.js';
+import { RunCatalogue, type RunPage } from './runs.js';
 import { ServiceView } from './service-view.js';
 import { checkDrop, isPageFile, isRefusal, putDropFile, UploadError } from './uploads.js';
 
@@ -205,7 +206,7 @@ function runPage(context: RouteContext, url: URL): Promise<RunPage> {
     ...(drop === null ? {} : { drop }),
     offset: integerParam(url, 'offset', 0, 0, Number.MAX_SAFE_INTEGER),
     limit: integerParam(url, 'limit', DEFAULT_PAGE, 1, MAX_PAGE),
-    ...((RUN_STATES as readonly string[]).includes(state) ? { state: state as ConsoleRunState } : {}),
+    ...((LISTED_RUN_STATES as readonly string[]).includes(state) ? { state: state as ListedRunState } : {}),
   });
 }
 

@@ -115,7 +115,7 @@ function describeExecution(machine: LocalStateMachine, ended: Ended, body: Recor
       ...summary(execution, ended),
       input: JSON.stringify(execution.input),
       ...(outcome?.status === 'SUCCEEDED' ? { output: JSON.stringify(outcome.output) } : {}),
-      ...(outcome?.status === 'FAILED' ? { error: outcome.error, cause: outcome.cause } : {}),
+      ...(outcome !== undefined && 'error' in outcome ? { error: outcome.error, cause: outcome.cause } : {}),
     },
   };
 }

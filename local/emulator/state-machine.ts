@@ -36,7 +36,7 @@ type TaskOverrides = NonNullable<Overrides['taskResourceLocalHandlers']>;
 
 export type ExecutionOutcome =
   | { readonly status: 'SUCCEEDED'; readonly output: unknown }
-  | { readonly status: 'FAILED'; readonly error: string; readonly cause: string }
+  | { readonly status: 'FAILED' | 'TIMED_OUT'; readonly error: string; readonly cause: string }
   | { readonly status: 'ABORTED' };
 
 export interface Execution {
@@ -253,6 +253,13 @@ function failureOf(error: unknown): ExecutionOutcome {
   const inner = error instanceof Error && error.cause instanceof Error ? error.cause : error;
   if (inner instanceof Error) {
     if (inner.name === 'ExecutionAbortedError') return { status: 'ABORTED' };
+    // Past the definition's TimeoutSeconds: Step Functions' own error for it.
+    if (inner.name === 'ExecutionTimeoutError')
+      return {
+        status: 'TIMED_OUT',
+        error: 'States.Timeout',
+        cause: 'the execution ran past its TimeoutSeconds',
+      };
     return { status: 'FAILED', error: inner.name, cause: inner.message };
   }
   return { status: 'FAILED', error: 'States.Runtime', cause: String(inner) };

@@ -11,7 +11,7 @@ import { inboxKey, statusKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { runModelsCommand } from '../../local/cli/models.js';
 import { runRetryCommand } from '../../local/cli/retry.js';
 import { runRunsCommand } from '../../local/cli/runs.js';
-import { runStatusCommand } from '../../local/cli/status.js';
+import { runStatusCommand, runWaitCommand } from '../../local/cli/status.js';
 import { STACK_OUTPUTS, type AwsOverrides } from '../../local/cli/target.js';
 import { LOCAL_S3_CREDENTIALS, startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
 import { startSimulatedService, type SimulatedService } from '../../local/service/index.js';
@@ -45,6 +45,7 @@ const EXECUTIONS = [
   { name: `reviews-2-${hex('c')}`, drop: 'reviews-2', status: 'SUCCEEDED', start: 3_000, stop: 3_100 },
   { name: `${LONG.slice(0, 40)}-${hex('d')}`, drop: `${LONG}y`, status: 'RUNNING', start: 4_000 },
   { name: `${LONG.slice(0, 40)}-${hex('e')}`, drop: LONG, status: 'RUNNING', start: 5_000 },
+  { name: `slow-${hex('f')}`, drop: 'slow', status: 'TIMED_OUT', start: 6_000, stop: 7_000 },
 ] as const;
 
 let s3: LocalS3;
@@ -273,6 +274,36 @@ describe('the commands against a deployed stack (--stack)', () => {
     const nothing = await run(runRetryCommand, ['typo', '--stack', STACK]);
     expect(nothing.code).toBe(1);
     expect(nothing.stderr).toMatch(/\(missing_file\) ended before it created a dataset/);
+  });
+
+  it('hopper wait exits by how the run ended: 5 for one Step Functions timed out, 124 for one still going at --timeout', async () => {
+    await put(
+      statusKey('reviews'),
+      JSON.stringify(failedStatus('reviews', '11111111-1111-4111-8111-111111111111')),
+    );
+    const failed = await run(runWaitCommand, ['reviews', '--stack', STACK]);
+    expect(failed).toMatchObject({ code: 1, stderr: '' });
+    expect(failed.stdout).toMatch(/^reviews: failed\n(.*\n)*error +no_credits: no credits\n/);
+
+    // Their status files still say running: no report ran. Their executions say how they stand.
+    const running = (drop: string, runId: string): RunStatus => ({
+      ...failedStatus(drop, null),
+      run_id: runId,
+      state: 'running',
+      error: null,
+    });
+    await put(statusKey('slow'), JSON.stringify(running('slow', `slow-${hex('f')}`)));
+    const timedOut = await run(runWaitCommand, ['slow', '--stack', STACK, '--json']);
+    expect(timedOut.code).toBe(5);
+    expect(JSON.parse(timedOut.stdout)).toMatchObject({ drop: 'slow', outcome: 'timed_out' });
+
+    await put(statusKey(LONG), JSON.stringify(running(LONG, `${LONG.slice(0, 40)}-${hex('e')}`)));
+    const gaveUp = await run(runWaitCommand, [LONG, '--stack', STACK, '--timeout', '1']);
+    expect(gaveUp).toEqual({
+      code: 124,
+      stdout: '',
+      stderr: `hopper wait: the latest run of "${LONG}" had not ended after 1 s: hopper status ${LONG} shows where it is; wait again, with a longer --timeout\n`,
+    });
   });
 
   it('reads outputs the stack has', () => {

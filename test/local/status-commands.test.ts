@@ -14,7 +14,7 @@ import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { runModelsCommand } from '../../local/cli/models.js';
 import { runRetryCommand } from '../../local/cli/retry.js';
 import { runRunsCommand } from '../../local/cli/runs.js';
-import { runStatusCommand } from '../../local/cli/status.js';
+import { runStatusCommand, runWaitCommand } from '../../local/cli/status.js';
 import { startLocalMode } from '../../local/emulator/local-mode.js';
 import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
 import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
@@ -106,6 +106,34 @@ describe('the commands against hopper local', () => {
       [resumed.status?.model_id, failed.status?.dataset_id],
     ]);
     expect(models.stdout).not.toContain(service.apiKey);
+  });
+
+  it('hopper wait waits for the run of the train.json last uploaded, and exits by how it ended', async () => {
+    const local = await fixture.start({ simulated: { credits: 1, heldOutCount: 0 } });
+    const env = settingsOf(local);
+    const first = await dropAndRun(local, 'reviews', { ...UNLABELLED_FILES, [TRAIN_JSON]: '{}' });
+    expect(first.outcome.status).toBe('SUCCEEDED');
+    const succeeded = await run(runWaitCommand, ['reviews'], env);
+    expect(succeeded).toMatchObject({ code: 0, stderr: '' });
+    expect(succeeded.stdout).toMatch(
+      new RegExp(`^reviews: succeeded\\ndrop +reviews\\nrun +${first.execution.name}\\n`),
+    );
+
+    // Dropped again with no credit left: asked at once, before the new run has written its status,
+    // wait answers for the new run (failed), not with the first run's success.
+    const again = nextExecution(local, inboxKey('reviews', TRAIN_JSON));
+    await putDrop(local.s3.client, local.bucket, 'reviews', { [TRAIN_JSON]: '{}' });
+    const failed = await run(runWaitCommand, ['reviews', '--timeout', '60'], env);
+    expect(failed).toMatchObject({ code: 1, stderr: '' });
+    const second = (await again.execution).name;
+    expect(failed.stdout).toMatch(new RegExp(`^reviews: failed\\ndrop +reviews\\nrun +${second}\\n`));
+    expect(failed.stdout).toMatch(/^error +no_credits: /m);
+
+    expect(await run(runWaitCommand, ['nope', '--json'], env)).toEqual({
+      code: 1,
+      stdout: `${JSON.stringify({ error: { code: 'not_found', message: `hopper local has no run of "nope" (no s3://${local.bucket}/status/nope.json): drop a folder into inbox/nope/, train.json last` } }, null, 2)}\n`,
+      stderr: '',
+    });
   });
 
   it('hopper models reads only the pages its --limit needs, and filters by --dataset and --status', async () => {

@@ -11,19 +11,26 @@ import {
   type ServiceErrorCode,
 } from '../../service-client/errors.js';
 import { messageOf, RunError, type RunErrorCode } from './errors.js';
-import { noCreditsMessage, unknownEncoderMessage, unsupportedNextActionMessage } from './messages.js';
+import {
+  noCreditsMessage,
+  unknownEncoderMessage,
+  unsupportedNextActionMessage,
+  s3UnreachableMessage,
+  unexpectedFailureMessage,
+  s3AnsweredMessage,
+} from './messages.js';
 
 export function toRunError(error: unknown): RunError {
   if (error instanceof RunError) return error;
   if (error instanceof ServiceError) return fromServiceError(error);
   if (error instanceof S3ServiceException) return fromS3Error(error);
   if (isAwsRetryable(error)) {
-    return new RunError('storage_error', `S3 could not be reached: ${messageOf(error)}`, {
+    return new RunError('storage_error', s3UnreachableMessage(messageOf(error)), {
       retryable: true,
       cause: error,
     });
   }
-  return new RunError('internal_error', `Hopper failed unexpectedly: ${messageOf(error)}`, { cause: error });
+  return new RunError('internal_error', unexpectedFailureMessage(messageOf(error)), { cause: error });
 }
 
 /** A service error's run error: its code, its words, and whether the state machine retries it. */
@@ -74,7 +81,7 @@ function fromServiceError(error: ServiceError): RunError {
 
 function fromS3Error(error: S3ServiceException): RunError {
   const retryable = error.$retryable !== undefined || (error.$metadata.httpStatusCode ?? 0) >= 500;
-  return new RunError('storage_error', `S3 answered ${error.name}: ${error.message}`, {
+  return new RunError('storage_error', s3AnsweredMessage(error.name, error.message), {
     retryable,
     cause: error,
   });

@@ -13,6 +13,7 @@
  * lambdas/service-client/errors.ts), which error-mapping.ts turns into these.
  */
 import { codedMessage, FINAL_ERROR, RETRYABLE_ERROR } from './lambda-error.js';
+import { contendedWriteMessage } from './messages.js';
 
 export { FINAL_ERROR, RETRYABLE_ERROR };
 
@@ -101,12 +102,7 @@ export function retryable(code: RunErrorCode, detail: string, cause?: unknown): 
  * every time it tried: transient, the step is retried.
  */
 export function contendedWrite(what: string, why = ''): (attempts: number, cause: unknown) => RunError {
-  return (attempts, cause) =>
-    retryable(
-      'storage_error',
-      `${what} changed under ${String(attempts)} writes in a row${why}; the step is retried`,
-      cause,
-    );
+  return (attempts, cause) => retryable('storage_error', contendedWriteMessage(what, attempts, why), cause);
 }
 
 /** An error's message, or the thrown value as text when it is not an Error. */

@@ -1,9 +1,10 @@
 /**
- * The words of the run errors more than one place can raise, each written once: a step that
- * finds the problem itself and the report (or the error mapping) that finds it later say the
- * same thing. A message says what happened and what to do (docs/errors.md has the table).
- * The words about a paid model are here too (supersede, the training claim, retry advice, what a
- * stopped `hopper run` left at the service), the CLI's included.
+ * The words of every run error, each written once: no RunError elsewhere spells its message
+ * inline (test/tools/error-words.test.ts), so a step that finds a problem itself and the report
+ * (or the error mapping) that finds it later say the same thing. A message says what happened
+ * and what to do (docs/errors.md has the table). The words about a paid model are here too
+ * (supersede, the training claim, retry advice, what a stopped `hopper run` left at the service),
+ * the CLI's included. First the words several places raise, then those raised at one place.
  */
 
 import type { Model } from '../../service-client/index.js';
@@ -274,3 +275,145 @@ export function modelGoneMessage(model: {
 }): string {
   return `model ${model.id} is gone at the service (${model.endpoint} answered 404 not_found ${doing(model.step)}; it was ${model.status} when last seen): deleted there, so it can be neither polled nor downloaded. Its training was paid for with 1 credit, which is spent: the model is lost at the service and Hopper holds no copy. Drop train.json again to train a new model, or resume (hopper retry ${model.drop}) to train the same dataset again while the service still holds it; either costs 1 more credit`;
 }
+
+// The words raised at one place each, by the module that raises them. The drop (lambdas/drop/):
+
+export const nestedFilesMessage = (folder: string, nested: string): string =>
+  `${folder} has objects in sub-folders: ${nested}. A drop is one flat folder (plain file names only): move them into ${folder} or delete them, then upload train.json again`;
+
+export const noDataFilesMessage = (folder: string, present: string): string =>
+  `${folder} holds no data files to train on (it has ${present}): put the CSV or JSONL files beside train.json, then upload train.json again`;
+
+export const tooManyFilesMessage = (folder: string, files: number, max: number): string =>
+  `${folder} holds ${String(files)} data files and the service takes at most ${String(max)} per dataset: list the files to send in train.json "files"`;
+
+export const emptyFilesMessage = (folder: string, empty: string): string =>
+  `data files in ${folder} are empty (0 bytes): ${empty}. Upload their content, or leave them out with train.json "files"`;
+
+export const fileListTooLongMessage = (
+  folder: string,
+  files: number,
+  kib: { list: number; max: number },
+): string =>
+  `the names of the ${String(files)} data files in ${folder} are too long for one run: the list takes ${String(kib.list)} KiB and a run carries at most ${String(kib.max)} KiB of it (Step Functions caps a run's state). Send fewer files per drop (train.json "files"), merge files, or use shorter names`;
+
+/** invalid_train_json: train.json is over `max` bytes (`bytes` when listed, else found reading it). */
+export const trainJsonTooLargeMessage = (max: number, bytes?: number): string =>
+  bytes === undefined
+    ? `train.json is larger than ${String(max)} bytes; it is a small JSON object such as {"name": "reviews"}`
+    : `train.json is ${String(bytes)} bytes; it is a small JSON object (at most ${String(max)} bytes) such as {"name": "reviews"}`;
+
+export const invalidFileNamesMessage = (folder: string, named: string, rule: string): string =>
+  `files in ${folder} have names the training service does not take: ${named}. A file name has ${rule}; rename them, or leave them out with train.json "files"`;
+
+export const namedFilesMissingMessage = (folder: string, problems: readonly string[]): string =>
+  `train.json ${problems.join(' and ')}, not in ${folder}: upload the missing files (or fix the names; they are case-sensitive), then upload train.json again`;
+
+export const lostTrackMessage = (name: string): string => `validate_drop lost track of ${name}`;
+
+export const notCsvMessage = (fileName: string, problem: string): string =>
+  `${fileName} is not valid CSV: ${problem} and upload the drop again`;
+
+export const repeatedColumnMessage = (fileName: string, column: string, times: number, has: string): string =>
+  `${fileName}: the header row names "${column}" ${String(times)} times (it has ${has}); keep one "${column}" column`;
+
+export const missingColumnsMessage = (
+  fileName: string,
+  has: string,
+  required: string,
+  missing: string,
+): string =>
+  `${fileName}: the header row has ${has}; it needs ${required} (missing ${missing}). Example header: id,label`;
+
+export const emptyLabelsMessage = (fileName: string, required: string): string =>
+  `${fileName} is empty; it needs a header row with ${required}, then one row per held-out example`;
+
+export const labelAmbiguousMessage = (fileName: string, example: string, groups: readonly string[]): string =>
+  `${fileName}: rows that match held-out example ${example} give different labels (${groups.join('; ')}); make those rows agree or keep one of them`;
+
+export const labelMissingMessage = (fileName: string, example: string, ways: readonly string[]): string =>
+  `no row of ${fileName} matches held-out example ${example}: add a row ${ways.join(' or ')} with its label`;
+
+export const tooManyObjectsMessage = (folder: string, pages: number): string =>
+  `${folder} holds more objects than a drop can (over ${String(pages)} pages of keys): a drop folder holds a few data files, train.json and optionally labels.csv`;
+
+export const stillArrivingMessage = (folder: string, seconds: number, which: string): string =>
+  `files were still arriving in ${folder} ${String(seconds)} s after train.json${which}, so Hopper did not guess which ones to train on: upload the data files first, then train.json again, last`;
+
+export const notUtf8Message = (fileName: string, offset: number, hex: string): string =>
+  `${fileName} is not UTF-8 text: the byte at offset ${String(offset)} (0x${hex}) does not start a valid UTF-8 character. Save the file as UTF-8 and upload it again`;
+
+// The steps (lambdas/steps/):
+
+export const modelNotFinishedMessage = (model: Pick<Model, 'id' | 'next_action' | 'status'>): string =>
+  `model ${model.id} is at next_action ${model.next_action} (status ${model.status}), not download: there is no finished model to copy`;
+
+export const modelSizeUnknownMessage = (modelId: string): string =>
+  `model ${modelId} is finished but the service did not give its size (onnx_bytes), so a copy could not be checked`;
+
+export const modelSentSizeMessage = (modelId: string, bytes: number, problem: string): string =>
+  `the service sent model ${modelId} with a size other than its onnx_bytes (${String(bytes)}): ${problem}`;
+
+export const modelStoredSizeMessage = (url: string, stored: number | null, bytes: number): string =>
+  `${url} holds ${stored ?? 'no'} bytes after the copy, the model has ${String(bytes)}; the bad copy was deleted`;
+
+export const taskOfferedAgainMessage = (task: string): string =>
+  `the training service offered held-out task ${task} again right after it was answered; report it to the service`;
+
+export const labelsRequiredMessage = (remaining: number, choices: readonly string[]): string =>
+  `the service holds out ${String(remaining)} ${remaining === 1 ? 'example' : 'examples'} for labelling; add labels.csv with a label column and an id or text column (the labels: ${choices.join(', ')}), then upload the drop again, train.json last`;
+
+export const invalidLabelMessage = (
+  label: Readonly<Record<'rows' | 'fileName' | 'gives' | 'example' | 'choices', string>>,
+): string =>
+  `${label.rows} of ${label.fileName} ${label.gives} for held-out example ${label.example}; the service's choices are ${label.choices}: fix the label in ${label.fileName} and upload the drop again`;
+
+export const noQuestionsMessage = (datasetId: string): string =>
+  `the service shows dataset ${datasetId} at pick_decisions without its questions; check the dataset at the service, or set "decisions": "service" in train.json and drop it again`;
+
+export const invalidDecisionMessage = (problems: readonly string[], asked: string): string =>
+  `train.json "decisions": ${problems.join('; ')}. The service asks: ${asked === '' ? 'no questions' : asked}. Fix "decisions" in train.json and drop it again`;
+
+export const fileChangedMessage = (key: string): string =>
+  `${key} changed after validation; drop the folder again, train.json last`;
+
+export const fileDeletedMessage = (key: string): string =>
+  `${key} was deleted after validation; put it back (or drop the folder again), train.json last`;
+
+export const unvalidatedFileMessage = (name: string, validated: readonly string[]): string =>
+  `the dataset lists ${name}, which is not among the drop's validated files (${validated.join(', ')})`;
+
+// The run's core (lambdas/run/) and the trigger:
+
+export const s3UnreachableMessage = (problem: string): string => `S3 could not be reached: ${problem}`;
+
+export const unexpectedFailureMessage = (problem: string): string => `Hopper failed unexpectedly: ${problem}`;
+
+export const s3AnsweredMessage = (name: string, problem: string): string => `S3 answered ${name}: ${problem}`;
+
+export const contendedWriteMessage = (what: string, attempts: number, why: string): string =>
+  `${what} changed under ${String(attempts)} writes in a row${why}; the step is retried`;
+
+export const eventNotPutMessage = (detailType: string, runId: string, problem: string): string =>
+  `the event "${detailType}" of run ${runId} could not be put on the event bus: ${problem}`;
+
+export const emptySecretMessage = (secretId: string): string =>
+  `the secret ${secretId} holds no API key: put the training service's key in it as plain text`;
+
+export const invalidStepInputMessage = (problem: string): string =>
+  `the step's input has no valid "run": ${problem}`;
+
+export const notObjectCreatedMessage = (problem: string): string =>
+  `not an S3 Object Created event: ${problem}`;
+
+export const missingSlotMessage = (step: string, slot: string): string =>
+  `${step} ran without $.${slot} in its input: Hopper's state machine definition is broken; report this as a bug`;
+
+export const historyLimitMessage = (
+  doing: string,
+  loops: Readonly<Record<'rounds' | 'polls' | 'batches' | 'max', number>>,
+): string =>
+  `the run went round its loops ${String(loops.rounds)} times while ${doing} (${String(loops.polls)} polls and waits, ${String(loops.batches)} upload or label batches that left work for another); Step Functions keeps at most 25,000 events of a run's history, so a run goes round at most ${String(loops.max)} times. The training service answered too slowly for each round to make progress (a batch takes up to 10 minutes). Check the dataset at the service and how fast it answers, then drop train.json again (once the dataset is ready to train, resume it: hopper retry <drop>)`;
+
+export const waitLimitMessage = (polls: number, hours: number, maxDays: number): string =>
+  `the training service kept Hopper waiting for ${String(polls)} polls over ${String(hours)} h; a run waits at most ${String(maxDays)} days. Check the dataset or model at the service, then drop train.json again`;

@@ -20,7 +20,7 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import { eventMarkerKey } from '../../storage/keys.js';
 import { isLostRace, putJson, readJson } from '../../storage/objects.js';
-import { RunError, messageOf } from '../errors/index.js';
+import { messageOf, eventNotPutMessage, retryable } from '../errors/index.js';
 import type { RunEvent, RunEventKind } from './events.js';
 
 /** A bus that takes Hopper's events: EventBridge in the cloud, local/emulator/event-bus.ts locally. */
@@ -79,11 +79,8 @@ export async function publishOnce(
   try {
     await context.bus.put(event);
   } catch (error) {
-    throw new RunError(
-      'events_unavailable',
-      `the event "${event.detailType}" of run ${event.detail.run_id} could not be put on the event bus: ${messageOf(error)}`,
-      { retryable: true, cause: error },
-    );
+    const message = eventNotPutMessage(event.detailType, event.detail.run_id, messageOf(error));
+    throw retryable('events_unavailable', message, error);
   }
   await writeMarker(context, key, marker('sent'), false);
   return found === 'pending' ? 'sent again' : 'sent';

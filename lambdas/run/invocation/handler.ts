@@ -11,7 +11,13 @@
  */
 import * as z from 'zod';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { messageOf, RunError, toRunError, goneRecordError } from '../errors/index.js';
+import {
+  messageOf,
+  RunError,
+  toRunError,
+  goneRecordError,
+  invalidStepInputMessage,
+} from '../errors/index.js';
 import { emitInvocationMetrics } from './metrics.js';
 import { DEADLINE_MARGIN_MS } from './retry-budget.js';
 import {
@@ -407,7 +413,7 @@ function memoryOf(context: InvocationContext): number {
 function parseState(event: unknown): RunState {
   const run = RunInputSchema.safeParse((event as { run?: unknown } | null)?.run);
   if (!run.success) {
-    throw new RunError('invalid_event', `the step's input has no valid "run": ${z.prettifyError(run.error)}`);
+    throw new RunError('invalid_event', invalidStepInputMessage(z.prettifyError(run.error)));
   }
   return { ...(event as RunState), run: run.data };
 }

@@ -8,7 +8,7 @@ import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { TrainingServiceClient } from '../../service-client/index.js';
 import { LAMBDA_CLIENT_OPTIONS } from './retry-budget.js';
 import { ENV, requireEnv } from './environment.js';
-import { RunError } from '../errors/index.js';
+import { RunError, emptySecretMessage } from '../errors/index.js';
 import { invocationLogger, type ServiceConnection, type ServiceConnector } from './runtime.js';
 import { tracedClient } from './tracing.js';
 
@@ -103,10 +103,7 @@ export function secretsManagerKey(secretId: string, reader?: SecretReader, trace
     }
     const value = await provider.get(secretId, { maxAge: API_KEY_CACHE_SECONDS });
     if (typeof value !== 'string' || value.trim() === '') {
-      throw new RunError(
-        'unauthorized',
-        `the secret ${secretId} holds no API key: put the training service's key in it as plain text`,
-      );
+      throw new RunError('unauthorized', emptySecretMessage(secretId));
     }
     return value.trim();
   };

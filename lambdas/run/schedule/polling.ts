@@ -6,7 +6,7 @@
  * trainings took; never sleeping past the record's deadline or a quarter of the files' retention;
  * bounded over the whole run.
  */
-import { RunError } from '../errors/index.js';
+import { RunError, historyLimitMessage, waitLimitMessage } from '../errors/index.js';
 import type { PollSchedule } from '../state/index.js';
 
 export const POLL_FIRST_SECONDS = 2;
@@ -133,10 +133,8 @@ function checkRounds(schedule: PollSchedule, doing: string): void {
   const batches = schedule.totalBatches ?? 0;
   const rounds = schedule.totalPolls + batches;
   if (rounds <= MAX_LOOP_ROUNDS_PER_RUN) return;
-  throw new RunError(
-    'history_limit',
-    `the run went round its loops ${String(rounds)} times while ${doing} (${String(schedule.totalPolls)} polls and waits, ${String(batches)} upload or label batches that left work for another); Step Functions keeps at most 25,000 events of a run's history, so a run goes round at most ${String(MAX_LOOP_ROUNDS_PER_RUN)} times. The training service answered too slowly for each round to make progress (a batch takes up to 10 minutes). Check the dataset at the service and how fast it answers, then drop train.json again (once the dataset is ready to train, resume it: hopper retry <drop>)`,
-  );
+  const loops = { rounds, polls: schedule.totalPolls, batches, max: MAX_LOOP_ROUNDS_PER_RUN };
+  throw new RunError('history_limit', historyLimitMessage(doing, loops));
 }
 
 /**
@@ -186,9 +184,10 @@ export function nextPoll(
   }
   const totalWaitSeconds = (previous?.totalWaitSeconds ?? 0) + seconds;
   if (totalWaitSeconds > MAX_WAIT_SECONDS_PER_RUN) {
+    const hours = Math.round((totalWaitSeconds - seconds) / 3600);
     throw new RunError(
       'wait_limit',
-      `the training service kept Hopper waiting for ${String(totalPolls - 1)} polls over ${String(Math.round((totalWaitSeconds - seconds) / 3600))} h; a run waits at most ${String(MAX_WAIT_SECONDS_PER_RUN / 86400)} days. Check the dataset or model at the service, then drop train.json again`,
+      waitLimitMessage(totalPolls - 1, hours, MAX_WAIT_SECONDS_PER_RUN / 86400),
     );
   }
   const schedule = {

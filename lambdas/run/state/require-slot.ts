@@ -4,7 +4,7 @@
  * StartTraining, ...), so a missing one means the definition or the local runner is broken: a
  * bug in Hopper, not in the user's drop.
  */
-import { RunError } from '../errors/index.js';
+import { RunError, missingSlotMessage } from '../errors/index.js';
 import type { RunState, SlotName } from './state.js';
 import { STEPS, type StateFor, type StepName } from './vocabulary.js';
 
@@ -13,10 +13,7 @@ export function withNeededSlots<N extends StepName>(name: N, state: RunState): S
   const needs: readonly SlotName[] = STEPS[name].needs;
   for (const slot of needs) {
     if (state[slot] === undefined) {
-      throw new RunError(
-        'internal_error',
-        `${name} ran without $.${slot} in its input: Hopper's state machine definition is broken; report this as a bug`,
-      );
+      throw new RunError('internal_error', missingSlotMessage(name, slot));
     }
   }
   return state as StateFor<N>;

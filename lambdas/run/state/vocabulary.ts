@@ -87,6 +87,24 @@ export type RunPhase = (typeof RUN_PHASES)[number];
 export const RUN_OUTCOMES = ['succeeded', 'failed', 'superseded'] as const satisfies readonly RunPhase[];
 export type RunOutcome = (typeof RUN_OUTCOMES)[number];
 
-/** A run as the lists show it: its phase, or how Step Functions ended an execution without a report. */
-export type ListedRunState = RunPhase | 'timed_out' | 'stopped';
+/**
+ * A run as `hopper runs`, `hopper wait` and the console show it: its phase, or how Step Functions
+ * ended an execution without a report (`timed_out`: past its TimeoutSeconds; `stopped`: aborted).
+ */
+export const LISTED_RUN_STATES = [...RUN_PHASES, 'timed_out', 'stopped'] as const;
+export type ListedRunState = (typeof LISTED_RUN_STATES)[number];
+
+/** Step Functions' execution statuses as listed run states; an execution in no other is running. */
+const EXECUTION_STATES: Readonly<Record<string, ListedRunState>> = {
+  SUCCEEDED: 'succeeded',
+  FAILED: 'failed',
+  TIMED_OUT: 'timed_out',
+  ABORTED: 'stopped',
+};
+
+/** A run from its execution's status; `reported`: its report's outcome (a superseded run succeeds). */
+export function listedRunState(executionStatus: string | undefined, reported?: RunPhase): ListedRunState {
+  const state = EXECUTION_STATES[executionStatus ?? ''] ?? 'running';
+  return state === 'succeeded' && reported === 'superseded' ? 'superseded' : state;
+}
 export type StopCode = (typeof STOPS)[StopName];
