@@ -156,7 +156,7 @@ export function retryAdvice(run: {
     return `its model ${run.paidModel.id} was paid for (1 credit) and was ${run.paidModel.status} at the service: hopper retry ${run.drop} adopts it and copies it without a second credit`;
   }
   if (run.datasetId !== null) {
-    return `hopper retry ${run.drop} resumes it from its dataset ${run.datasetId} at the service, without uploading again`;
+    return `hopper retry ${run.drop} resumes it from its dataset ${run.datasetId} at the service, where the dataset stands: files already uploaded are not sent again`;
   }
   return `hopper retry ${run.drop} starts it again from the drop's files, which are still in the bucket`;
 }
