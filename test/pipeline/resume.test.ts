@@ -105,7 +105,7 @@ describe('a run resumed with "resume": true', () => {
     // hopper retry: refused, non-zero, nothing uploaded, no run started.
     const runs = local.stateMachine.executions().length;
     const retry = await runCommandCaptured(runRetryCommand, ['unlabelled'], settingsOf(local));
-    expect(retry.code).not.toBe(0);
+    expect(retry.code).toBe(1);
     expect(retry.stdout).toBe('');
     expect(retry.stderr).toContain(
       `failed with labels_required, which a resumed run would fail with again: ${advice}`,
