@@ -134,4 +134,27 @@ describe('hopper local stopped before training, then hopper retry', { timeout: 9
       expect(simulated.requestCount('createDataset')).toBe(0);
     },
   );
+
+  it('stopped while the files upload, with a data file changed since: hopper retry refuses to send other files to that dataset', async () => {
+    const dataDir = await kept.dataDir();
+    const first = await kept.start(dataDir, { simulated: { credits: CREDITS, ...stall('fileUpload') } });
+    const started = nextExecution(first, inboxKey('k1', TRAIN_JSON));
+    await putDrop(first.s3.client, first.bucket, 'k1', filesOf({}));
+    await stateReached(first, (await started.execution).name, 'UploadFiles');
+    await requestsSeen(first, 'completeFile', 2);
+    await first.close();
+
+    const second = await kept.start(dataDir, { simulated: { credits: CREDITS } });
+    await putDrop(second.s3.client, second.bucket, 'k1', {
+      'more.csv': 'id,text\nm1,Longer now than it was\n',
+    });
+    const resumed = nextExecution(second, inboxKey('k1', TRAIN_JSON));
+    expect(await runCommandCaptured(runRetryCommand, ['k1'], settingsOf(second))).toMatchObject({ code: 0 });
+    const run = await finished(second, await resumed.execution, resumed.events);
+    expect(run.status?.error?.code).toBe('not_resumable');
+    expect(run.status?.error?.message).toContain(
+      "the drop's files are no longer the ones it was created with",
+    );
+    expect(simulatedOf(second).requestCount('fileUpload')).toBe(0);
+  });
 });
