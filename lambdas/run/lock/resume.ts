@@ -9,11 +9,10 @@
  * queued, training or done, so a resumed run never pays twice for a training.
  */
 import type { Dataset, TrainingServiceClient } from '../../service-client/index.js';
-import type { NextAction } from '../../service-client/contract.js';
 import { NotFoundError } from '../../service-client/errors.js';
 import { RunError, type RunErrorCode } from '../errors/index.js';
 import type { DropFile, ResumeFrom, RunPhase } from '../state/index.js';
-import { stepUnderWay, type RunStatus } from '../status/index.js';
+import { DATASET_STEPS, stepUnderWay, type RunStatus } from '../status/index.js';
 
 const START_OVER = 'upload train.json (without "resume") to start over';
 
@@ -60,17 +59,6 @@ const RESUMABLE_AFTER: readonly RunErrorCode[] = [
   'step_timeout',
   'storage_error',
   'internal_error',
-];
-
-/** A dataset's next_actions a resumed run goes on from (RouteDataset); start_over and expired end it. */
-const RESUMABLE_NEXT_ACTIONS: readonly NextAction[] = [
-  'upload_files',
-  'wait',
-  'structure',
-  'pick_decisions',
-  'label_examples',
-  'start_training',
-  'retry',
 ];
 
 /** The drop's runs the status file names but `runId`, newest first. */
@@ -175,7 +163,8 @@ export async function resumableDataset(
       `dataset ${dataset.id} of run ${from.runId} expired at the training service at ${dataset.expires_at}: ${START_OVER}`,
     );
   }
-  if (!RESUMABLE_NEXT_ACTIONS.includes(dataset.next_action)) {
+  // The next_actions RouteDataset goes on from (start_over and expired end a run).
+  if (DATASET_STEPS[dataset.next_action] === undefined) {
     throw notResumable(
       `dataset ${dataset.id} of run ${from.runId} is at step ${String(dataset.step)} with next_action ${dataset.next_action}, which no run goes on from: ${START_OVER}`,
     );

@@ -210,8 +210,11 @@ export function modelLocation(run: RunInput, slot: CopySlot | CopyWaitSlot | und
       };
 }
 
-/** The step the definition runs for a dataset's (RouteDataset) and a model's (RouteModel) next_action. */
-const DATASET_STEPS: Partial<Record<NextAction, StepName>> = {
+/**
+ * The step the definition runs for a dataset's (RouteDataset) and a model's (RouteModel)
+ * next_action (test/local/definition.test.ts checks them against it).
+ */
+export const DATASET_STEPS: Partial<Record<NextAction, StepName>> = {
   upload_files: 'upload_files',
   wait: 'poll_dataset',
   structure: 'structure',
