@@ -4,7 +4,9 @@
  * picked, while labels are posted), then started again. The restart marks the run interrupted
  * naming the step it was in, and says `hopper retry <drop>` resumes it from its dataset;
  * following that advice goes on from wherever the dataset stands (only the files not completed
- * are sent) and trains the drop: one dataset at the service, one credit.
+ * are sent) and trains the drop: one dataset at the service, one credit. Local mode is stopped
+ * with close(), which lets a handler in flight settle (it may write its status, as a Lambda
+ * would); test/reliability/restart-advice.test.ts kills the process (-9) mid-upload instead.
  */
 import { describe, expect, it } from 'vitest';
 import type { StepName } from '../../lambdas/run/state/index.js';
