@@ -12,7 +12,7 @@ export const createDatasetStep = defineStep('create_dataset', async (state, env)
   const { config } = state;
   const client = await env.runtime.service();
   if (config.resumeFrom !== undefined) {
-    const dataset = await resumableDataset(client, config.resumeFrom, env.runtime.now());
+    const dataset = await resumableDataset(client, config.resumeFrom, env.runtime.now(), config.files);
     return datasetSlot(dataset, state.dataset, env.runtime.now());
   }
   // Not idempotent: a Lambda retried after the service acted (or the client's own retry of a

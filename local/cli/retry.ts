@@ -2,7 +2,7 @@
  * `hopper retry <drop>`: resumes the drop's failed run from its dataset at the service. It
  * uploads the drop's train.json again with `"resume": true` (and --max-attempts as
  * `maxAttempts`), which starts a run through the normal trigger, in a deployed stack and in local
- * mode alike; that run trains the dataset the failed run left ready (lambdas/run/lock/resume.ts).
+ * mode alike; that run goes on with the dataset the failed run left (lambdas/run/lock/resume.ts).
  */
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { MAX_ATTEMPTS_LIMIT } from '../../lambdas/drop/train-json.js';
@@ -19,7 +19,7 @@ export const RETRY_SPEC: CommandSpec = {
   name: 'retry',
   usage: '<drop> [options]',
   about:
-    "Resumes the drop's failed run without uploading its data again: uploads inbox/<drop>/train.json again with \"resume\": true, which starts a run that takes the failed run's dataset at the service, skips uploading, structuring and labelling, and trains (adopting a model the failed run had already started, so no credit is spent twice). A run interrupted before it had a dataset is started again from the drop's files. Follow it with: hopper status <drop>. docs/errors.md says for each error code whether resuming applies and what it costs.",
+    "Resumes the drop's failed run without uploading its data again: uploads inbox/<drop>/train.json again with \"resume\": true, which starts a run that takes the failed run's dataset at the service and goes on from where the dataset stands (sending only the files not yet uploaded, then structuring and labelling what is left) and trains (adopting a model the failed run had already started, so no credit is spent twice). A run interrupted before it had a dataset is started again from the drop's files. It refuses at once a run whose error a resume would meet again (the drop's, the labels', a dataset the service refused), with that error's advice. Follow it with: hopper status <drop>. docs/errors.md says for each error code whether resuming applies and what it costs.",
   flags: {
     'max-attempts': {
       value: 'N',

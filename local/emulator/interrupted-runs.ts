@@ -6,7 +6,13 @@
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { interruptedMessage } from '../../lambdas/run/errors/index.js';
-import { readStatus, statusFiles, writeStatus, type RunStatus } from '../../lambdas/run/status/index.js';
+import {
+  readStatus,
+  statusFiles,
+  stepUnderWay,
+  writeStatus,
+  type RunStatus,
+} from '../../lambdas/run/status/index.js';
 import { runRecordKey } from '../../lambdas/storage/keys.js';
 import { putJson } from '../../lambdas/storage/objects.js';
 
@@ -30,14 +36,14 @@ export async function markInterruptedRuns(s3: S3Client, bucket: string, now = Da
 
 /** What changes in the status of a run still `running` when local mode stopped. */
 function interrupted(
-  run: Pick<RunStatus, 'hopper_step' | 'paid_model' | 'dataset_id'>,
+  run: Pick<RunStatus, 'hopper_step' | 'next_action' | 'model_id' | 'model' | 'paid_model' | 'dataset_id'>,
   drop: string,
   now: number,
 ): Pick<RunStatus, 'state' | 'updated_at' | 'finished_at' | 'error'> {
   const timestamp = new Date(now).toISOString();
   const message = interruptedMessage({
     drop,
-    step: run.hopper_step,
+    step: stepUnderWay(run),
     paidModel: run.paid_model,
     datasetId: run.dataset_id,
   });

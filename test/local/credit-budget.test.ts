@@ -139,6 +139,11 @@ describe('the credit budget in local mode', { timeout: TEST_MS }, () => {
       ['enc-c', 'pending'],
     ]);
     expect(first.simulated?.requestCount('startTraining')).toBe(2);
+    // It says what it spent: enc-a's and enc-b's trainings kept their credits.
+    expect(stopped?.error?.message).toContain(
+      'so this run stopped before starting another training, having spent 2 credits on the trainings it started before',
+    );
+    expect(stopped?.error?.message).not.toContain('spent no credit');
     await first.close();
 
     const second = await start(dataDir, 3, { encoders });

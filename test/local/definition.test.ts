@@ -18,8 +18,10 @@ import { RunError, retryable } from '../../lambdas/run/errors/index.js';
 import { loadLocalDefinition } from '../../local/emulator/definition.js';
 import { handlerBundle } from '../../local/files.js';
 import { executeLocally, type LocalExecution } from '../helpers/local-execution.js';
+import { stepUnderWay } from '../../lambdas/run/status/index.js';
 import {
   attemptsLeft,
+  STEPS,
   type DatasetSlot,
   type ModelSlot,
   type RunConfig,
@@ -431,5 +433,43 @@ describe('errors', () => {
     });
     expect(record.path).toEqual([...START, 'DatasetExpired', 'Report', 'ReportFailed']);
     expect(failureCode(record)).toBe('Hopper.Failed');
+  });
+});
+
+describe('the step a stopped run was in follows the routes (stepUnderWay)', () => {
+  type Rule = { readonly StringEquals?: string; readonly Or?: readonly Rule[]; readonly Next?: string };
+  /** The Task `choice` sends `action` to, through a Wait or a Choice's first rule (bounded). */
+  const routed = (choice: string, action: NextAction): string | undefined => {
+    const rules = (states[choice]?.Choices ?? []) as readonly Rule[];
+    let next = rules.find((rule) =>
+      [rule, ...(rule.Or ?? [])].some((one) => one.StringEquals === action),
+    )?.Next;
+    for (let hop = 0; hop < 3 && next !== undefined && states[next]?.Type !== 'Task'; hop++) {
+      const state = states[next];
+      next = state?.Type === 'Choice' ? (state.Choices as readonly Rule[])[0]?.Next : (state?.Next as string);
+    }
+    return next;
+  };
+
+  it('names the Task RouteDataset and RouteModel send each next_action to', () => {
+    const cases: [string, NextAction[], string | null][] = [
+      [
+        'RouteDataset',
+        ['upload_files', 'wait', 'structure', 'pick_decisions', 'label_examples', 'start_training', 'retry'],
+        null,
+      ],
+      ['RouteModel', ['wait', 'retry', 'download'], 'm-1'],
+    ];
+    for (const [choice, actions, model_id] of cases) {
+      for (const action of actions) {
+        const step = stepUnderWay({
+          hopper_step: 'create_dataset',
+          next_action: action,
+          model_id,
+          model: null,
+        });
+        expect([choice, action, STEPS[step].task]).toEqual([choice, action, routed(choice, action)]);
+      }
+    }
   });
 });

@@ -9,6 +9,8 @@ import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { dropAndRun, finished, nextExecution, statesEntered, useLocalMode } from '../helpers/local-mode.js';
 import { UNLABELLED_FILES } from '../helpers/fixtures.js';
 import { putDrop } from '../helpers/pipeline.js';
+import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
+import { runRetryCommand } from '../../local/cli/retry.js';
 
 const fixture = useLocalMode();
 /** No held-out examples: the dataset goes straight to start_training. */
@@ -92,16 +94,33 @@ describe('a run resumed with "resume": true', () => {
     expect(local.simulated?.requestCount('createDataset')).toBe(0);
   });
 
-  it('fails with not_resumable when the earlier dataset is not ready to train (labels missing)', async () => {
+  it("after labels_required, refuses at once with that error's own advice: the run at validate_drop, hopper retry before it uploads anything", async () => {
     // Held-out examples and no labels file: the run stops at label_examples with labels_required.
     const local = await fixture.start({ simulated: { heldOutCount: 2 } });
     const failed = await dropAndRun(local, 'unlabelled', { ...UNLABELLED_FILES, [TRAIN_JSON]: '{}' });
     expect(failed.status?.error?.code).toBe('labels_required');
-    const run = await dropAndRun(local, 'unlabelled', { [TRAIN_JSON]: '{"resume": true}' });
-    expect(run.status?.error?.code).toBe('not_resumable');
-    expect(run.status?.error?.message).toMatch(
-      /is at step 3 with next_action label_examples; only a dataset ready to train \(start_training or retry\) can be resumed/,
+    const advice = failed.status?.error?.message ?? '';
+    expect(advice).toContain('add labels.csv');
+
+    // hopper retry: refused, non-zero, nothing uploaded, no run started.
+    const runs = local.stateMachine.executions().length;
+    const retry = await runCommandCaptured(runRetryCommand, ['unlabelled'], settingsOf(local));
+    expect(retry.code).toBe(1);
+    expect(retry.stdout).toBe('');
+    expect(retry.stderr).toContain(
+      `failed with labels_required, which a resumed run would fail with again: ${advice}`,
     );
+    expect(local.stateMachine.executions()).toHaveLength(runs);
+
+    // train.json with "resume": true: the run refuses the same way before it reaches the service.
+    const reads = local.simulated?.requestCount('getDataset') ?? 0;
+    const run = await dropAndRun(local, 'unlabelled', { [TRAIN_JSON]: '{"resume": true}' });
+    expect(run.status).toMatchObject({ error: { code: 'not_resumable' }, hopper_step: 'report' });
+    expect(run.status?.error?.message).toContain(
+      `failed with labels_required, which a resumed run would fail with again`,
+    );
+    expect(statesEntered(run.events)).not.toContain('CreateDataset');
+    expect(local.simulated?.requestCount('getDataset')).toBe(reads);
     expect(local.simulated?.requestCount('startTraining')).toBe(0);
   });
 

@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { RunError } from '../../lambdas/run/errors/index.js';
 import { paidRunToAdopt, resumeTarget } from '../../lambdas/run/lock/index.js';
-import { readStatus, statusOf, writeStatus, type RunStatus } from '../../lambdas/run/status/index.js';
+import {
+  readStatus,
+  statusOf,
+  stepUnderWay,
+  writeStatus,
+  type RunStatus,
+} from '../../lambdas/run/status/index.js';
 import type { RunState, StepName } from '../../lambdas/run/state/index.js';
 import { statusKey } from '../../lambdas/storage/keys.js';
 import { describeStatus } from '../../local/cli/status.js';
@@ -271,6 +277,44 @@ describe('which run a resume takes, and which paid model a new run adopts (lambd
     expect(
       resumeTarget(withOlder(ended('new', '2', { state: 'running' }), ended('old', '1')), 'd', 'new').runId,
     ).toBe('old');
+  });
+
+  it("refuses at once a run whose error a resume would meet again, with that error's own advice; takes one it can get past", () => {
+    const labels = {
+      code: 'labels_required' as const,
+      message: 'add labels.csv, then upload the drop again',
+    };
+    expect(refusal(ended('old', '1', { error: labels }))).toContain(
+      'run old of d failed with labels_required, which a resumed run would fail with again: add labels.csv, then upload the drop again',
+    );
+    for (const code of ['dataset_unreadable', 'invalid_label', 'missing_file'] as const) {
+      expect(refusal(ended('old', '1', { error: { code, message: '' } }))).toContain(`failed with ${code}`);
+    }
+    for (const code of ['storage_error', 'step_timeout', 'interrupted', 'credit_budget'] as const) {
+      expect(resumeTarget(ended('old', '1', { error: { code, message: '' } }), 'd', 'new').runId).toBe('old');
+    }
+  });
+
+  it('names the step a running run is in: the one its next_action leads to, not the one that wrote the status', () => {
+    const run = (
+      hopper_step: StepName,
+      next_action: RunStatus['next_action'],
+      model_id: string | null = null,
+    ) => stepUnderWay({ hopper_step, next_action, model_id, model: null });
+    expect(run('validate_drop', null)).toBe('create_dataset');
+    expect(run('create_dataset', 'upload_files')).toBe('upload_files');
+    expect(run('upload_files', 'wait')).toBe('poll_dataset');
+    expect(run('poll_dataset', 'structure')).toBe('structure');
+    expect(run('structure', 'pick_decisions')).toBe('pick_decisions');
+    expect(run('poll_dataset', 'label_examples')).toBe('label_examples');
+    expect(run('label_examples', 'start_training')).toBe('start_training');
+    expect(run('start_training', 'wait', 'm-1')).toBe('poll_model');
+    expect(run('poll_model', 'download', 'm-1')).toBe('copy_model');
+    expect(run('poll_model', 'retry', 'm-1')).toBe('start_training');
+    const copied = { onnx: 's3://b/m.onnx', record: 's3://b/m.json', bytes: 1 };
+    expect(
+      stepUnderWay({ hopper_step: 'copy_model', next_action: 'download', model_id: 'm-1', model: copied }),
+    ).toBe('report');
   });
 
   it('prefers the newest run that ended holding a paid model, even behind a newer run that succeeded', () => {

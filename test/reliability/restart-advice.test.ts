@@ -3,6 +3,8 @@
  * service of its own is killed (-9) while a drop's model trains (paid: 1 credit). Started again,
  * it says the run was interrupted and that `hopper retry <drop>` resumes it; following that
  * advice adopts the paid model and copies it: one dataset, one training, one credit in all.
+ * Issue 28's: killed while the files upload, it names that step, and the advice sends only the
+ * files not completed, to the same dataset (test/local/resume-anywhere.test.ts: every step).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -17,6 +19,7 @@ import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
 import { hopper, startHopper, type RunningHopper } from '../helpers/hopper-cli.js';
 import { putDrop } from '../helpers/pipeline.js';
 import { reviewsDrop } from '../helpers/fixtures.js';
+import { TRAIN_JSON } from '../../lambdas/storage/keys.js';
 
 let work: string;
 let service: SimulatedService;
@@ -107,6 +110,46 @@ describe('hopper local killed while a paid model trains', () => {
     expect(await objectSize(s3, second.env.HOPPER_BUCKET ?? '', modelFileKey('slow', paid))).toBe(4096);
     expect(await serviceIds('models')).toEqual([paid]);
     expect(await serviceIds('datasets')).toHaveLength(1);
+    expect(service.credits()).toBe(9);
+  }, 180_000);
+
+  it('killed while the files upload: names upload_files; hopper retry sends the pending file to the same dataset: one dataset, one credit', async () => {
+    // The first file's bytes arrive, its answer never does: the kill finds it not completed.
+    service.configure({ faults: [{ endpoint: 'fileUpload', kind: 'stall', count: 1, stallMs: 600_000 }] });
+    const first = await startLocal();
+    const files = {
+      ...reviewsDrop(),
+      'more.csv': 'id,text\nm1,Fine value for the price\n',
+      'extra.csv': 'id,text\ne1,Five stars\n',
+      'labels.csv': 'id,label\nr1,positive\nr2,negative\nr3,neutral\nr4,neutral\nm1,positive\ne1,positive\n',
+      [TRAIN_JSON]: '{}',
+    };
+    await putDrop(
+      localS3Client(first.env.AWS_ENDPOINT_URL ?? ''),
+      first.env.HOPPER_BUCKET ?? '',
+      'slow',
+      files,
+    );
+    const deadline = Date.now() + 60_000;
+    while (service.requestCount('completeFile') < 2) {
+      if (Date.now() > deadline) throw new Error('the other two files never completed');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await first.child.stop('SIGKILL');
+
+    const second = await startLocal();
+    const dataset = (await serviceIds('datasets'))[0] ?? '';
+    expect(second.child.stdout()).toContain('# Run of slow interrupted by the last stop: hopper retry slow');
+    const interrupted = await statusWhen(second.env, (status) => status.state === 'interrupted');
+    expect(interrupted.error?.message).toContain('local mode stopped while this run was at upload_files,');
+    expect(interrupted.error?.message).toContain(`hopper retry slow resumes it from its dataset ${dataset}`);
+
+    const uploads = service.requestCount('fileUpload');
+    expect(await hopper(['retry', 'slow'], second.env)).toMatchObject({ code: 0 });
+    const done = await statusWhen(second.env, (status) => status.state === 'succeeded');
+    expect(done.dataset_id).toBe(dataset);
+    expect(service.requestCount('fileUpload') - uploads).toBe(1);
+    expect(await serviceIds('datasets')).toEqual([dataset]);
     expect(service.credits()).toBe(9);
   }, 180_000);
 });

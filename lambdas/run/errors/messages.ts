@@ -25,19 +25,27 @@ export function noCreditsMessage(datasetId?: string): string {
   return `the training service account has no credits left${what} (a training costs 1 credit; a failed one is refunded): add credits at the service, then ${RESUME}`;
 }
 
-/** credit_budget: the credit budget has no credit left in a window; the run spent none. */
+/**
+ * credit_budget: the credit budget has no credit left in a window; the run stopped before its
+ * next training, having spent `spent` credits on the trainings it started before (a sweep's).
+ */
 export function creditBudgetMessage(over: {
   readonly window: '24 h' | '30 days';
   readonly used: number;
   readonly limit: number;
   readonly freesAt: string;
   readonly drop: string;
+  readonly spent: number;
 }): string {
   const raise =
     over.window === '24 h'
       ? 'cdk deploy -c creditBudget=N, or --credit-budget N for hopper local and hopper run'
       : 'cdk deploy -c creditBudget30Days=N';
-  return `the credit budget is used up: ${String(over.used)} of ${String(over.limit)} credits taken in the last ${over.window}, so this run stopped before starting a training and spent no credit. The budget frees a credit at ${over.freesAt} (the oldest credit counted + ${over.window}); then hopper retry ${over.drop} resumes the run without uploading again. To go on sooner, raise the budget (${raise}) and retry`;
+  const stopped =
+    over.spent === 0
+      ? 'stopped before starting a training and spent no credit'
+      : `stopped before starting another training, having spent ${String(over.spent)} ${over.spent === 1 ? 'credit' : 'credits'} on the trainings it started before`;
+  return `the credit budget is used up: ${String(over.used)} of ${String(over.limit)} credits taken in the last ${over.window}, so this run ${stopped}. The budget frees a credit at ${over.freesAt} (the oldest credit counted + ${over.window}); then hopper retry ${over.drop} resumes the run without uploading again. To go on sooner, raise the budget (${raise}) and retry`;
 }
 
 /**
@@ -149,7 +157,7 @@ export function retryAdvice(run: {
     return `its model ${run.paidModel.id} was paid for (1 credit) and was ${run.paidModel.status} at the service: hopper retry ${run.drop} adopts it and copies it without a second credit`;
   }
   if (run.datasetId !== null) {
-    return `hopper retry ${run.drop} resumes it from its dataset ${run.datasetId} at the service, without uploading again`;
+    return `hopper retry ${run.drop} resumes it from its dataset ${run.datasetId} at the service, where the dataset stands: files already uploaded are not sent again`;
   }
   return `hopper retry ${run.drop} starts it again from the drop's files, which are still in the bucket`;
 }

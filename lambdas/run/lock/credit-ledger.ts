@@ -45,6 +45,8 @@ const REFUSED: readonly string[] = ['no_credits', 'unknown_encoder'];
 
 /** A window's use: `used` of `limit`, and when it has room for one more (`freesAt`). */
 export type WindowUse = ReturnType<typeof windowUse>[number];
+/** A take refused: the windows that are full, and the credits the run already holds. */
+type OverBudget = { readonly full: WindowUse[]; readonly spent: number };
 
 export interface Credits {
   /**
@@ -73,13 +75,15 @@ export function creditsOf(
   /** Takes the attempt's credit, or finds it taken: the share of the budget in use after. */
   const take = async (run: RunInput, attempt: number): Promise<number> => {
     const at = now();
-    const over = await updateLedger<number | WindowUse[]>(s3, run.bucket, (ledger) => {
+    const over = await updateLedger<number | OverBudget>(s3, run.bucket, (ledger) => {
       // Entries older than the longest window count no more.
       const longest = budget.per30Days === undefined ? DAY_MS : 30 * DAY_MS;
       const credits = ledger.credits.filter((entry) => at - Date.parse(entry.at) < longest);
       const mine = credits.some(isOf(run, attempt));
       const full = windowUse({ budget, credits }, at).filter((use) => use.used >= use.limit);
-      if (!mine && full.length > 0) return { write: null, result: full };
+      // The run's earlier trainings that kept their credit (a sweep's encoders trained before).
+      const spent = credits.filter((entry) => entry.run === run.runId).length;
+      if (!mine && full.length > 0) return { write: null, result: { full, spent } };
       const entry = { run: run.runId, attempt, drop: run.drop, at: new Date(at).toISOString() };
       const after = { budget, credits: mine ? credits : [...credits, entry] };
       const share = Math.max(...windowUse(after, at).map((use) => (100 * use.used) / use.limit));
@@ -87,8 +91,8 @@ export function creditsOf(
     });
     if (typeof over === 'number') return over;
     // Room again once every full window has some.
-    const last = over.reduce((latest, use) => (use.freesAt > latest.freesAt ? use : latest));
-    throw new RunError('credit_budget', creditBudgetMessage({ ...last, drop: run.drop }));
+    const last = over.full.reduce((latest, use) => (use.freesAt > latest.freesAt ? use : latest));
+    throw new RunError('credit_budget', creditBudgetMessage({ ...last, drop: run.drop, spent: over.spent }));
   };
   const giveBack = (run: RunInput, attempt: number): Promise<void> =>
     updateLedger(s3, run.bucket, ({ budget: last, credits }) => {

@@ -1,29 +1,65 @@
 /**
  * Resuming a failed run (train.json `"resume": true`, or `hopper retry`): the new run takes the
  * dataset the drop's failed run left at the service instead of creating and uploading another.
- * validate_drop finds that dataset in the drop's status file (resumeSource), before the new run
+ * validate_drop finds that dataset in the drop's status file (resumeTarget), before the new run
  * overwrites the file; create_dataset checks it at the service (resumableDataset) and hands it
- * to the RouteDataset Choice, which sends a dataset at start_training or retry to StartTraining.
- * StartTraining adopts a model of the dataset already queued, training or done, so a resumed run
- * never pays twice for a training.
+ * to the RouteDataset Choice, which goes on from wherever the dataset is: UploadFiles sends the
+ * files not completed yet, the polls, structure, decisions and labels carry on, and a dataset
+ * ready to train goes to StartTraining. StartTraining adopts a model of the dataset already
+ * queued, training or done, so a resumed run never pays twice for a training.
  */
 import type { Dataset, TrainingServiceClient } from '../../service-client/index.js';
-import { TRAINABLE_NEXT_ACTIONS } from '../../service-client/contract.js';
 import { NotFoundError } from '../../service-client/errors.js';
-import { RunError } from '../errors/index.js';
-import type { ResumeFrom, RunPhase } from '../state/index.js';
-import type { RunStatus } from '../status/index.js';
+import { RunError, type RunErrorCode } from '../errors/index.js';
+import type { DropFile, ResumeFrom, RunPhase } from '../state/index.js';
+import { DATASET_STEPS, stepUnderWay, type RunStatus } from '../status/index.js';
 
 const START_OVER = 'upload train.json (without "resume") to start over';
 
 /** A run of the drop as status/<drop>.json names it: the file's own run, or an older one. */
 type RunOfDrop = Pick<
   RunStatus,
-  'run_id' | 'state' | 'hopper_step' | 'dataset_id' | 'error' | 'paid_model' | 'config_fingerprint'
+  | 'run_id'
+  | 'state'
+  | 'hopper_step'
+  | 'next_action'
+  | 'dataset_id'
+  | 'model_id'
+  | 'model'
+  | 'error'
+  | 'paid_model'
+  | 'config_fingerprint'
 >;
 
 /** Runs that have ended and that nothing runs any more. */
 const ENDED: readonly RunPhase[] = ['failed', 'interrupted'];
+
+/**
+ * The errors a resumed run can get past, its dataset taken as the service holds it: the stops,
+ * the service's and Hopper's own failures (docs/errors.md, "Resuming a failed run"). Any other
+ * came from the drop, the labels or a dataset the service refused: a resume would fail the same.
+ */
+const RESUMABLE_AFTER: readonly RunErrorCode[] = [
+  'interrupted',
+  'no_credits',
+  'credit_budget',
+  'training_failed',
+  'unknown_encoder',
+  'model_files_gone',
+  'model_gone',
+  'model_size_mismatch',
+  'training_in_progress',
+  'unauthorized',
+  'service_unavailable',
+  'service_busy',
+  'service_error',
+  'unexpected_response',
+  'wait_limit',
+  'history_limit',
+  'step_timeout',
+  'storage_error',
+  'internal_error',
+];
 
 /** The drop's runs the status file names but `runId`, newest first. */
 function runsOf(status: RunStatus | null, runId: string): RunOfDrop[] {
@@ -65,8 +101,9 @@ export function paidRunToAdopt(
 /**
  * The run a resume (`hopper retry`, train.json `"resume": true`) takes its dataset from: the
  * newest run that ended holding a paid model (whose model it adopts), else the drop's latest run
- * when it failed or was interrupted after creating its dataset. Pure, so `hopper retry` checks
- * with the same rule before it uploads anything.
+ * when it failed or was interrupted after creating its dataset, with an error a resume can get
+ * past (RESUMABLE_AFTER). The one rule: validate_drop asks it, and `hopper retry` before it
+ * uploads anything.
  * @param status the drop's status before this run wrote it
  * @throws RunError not_resumable saying why there is no run to resume
  */
@@ -81,12 +118,18 @@ export function resumeTarget(status: RunStatus | null, drop: string, runId = '')
   }
   if (latest.state === 'running') {
     throw notResumable(
-      `run ${latest.run_id} of ${drop} is still running (at ${latest.hopper_step}): wait for it to end, and resume only if it fails`,
+      `run ${latest.run_id} of ${drop} is still running (at ${stepUnderWay(latest)}): wait for it to end, and resume only if it fails`,
     );
   }
   if (!ENDED.includes(latest.state)) {
     throw notResumable(
       `the latest run ${latest.run_id} of ${drop} ${latest.state}: nothing to resume; ${START_OVER} and train anew`,
+    );
+  }
+  const code = latest.error?.code;
+  if (code !== undefined && !RESUMABLE_AFTER.includes(code)) {
+    throw notResumable(
+      `run ${latest.run_id} of ${drop} failed with ${code}, which a resumed run would fail with again: ${latest.error?.message ?? ''}`,
     );
   }
   if (latest.dataset_id === null) {
@@ -98,13 +141,15 @@ export function resumeTarget(status: RunStatus | null, drop: string, runId = '')
 }
 
 /**
- * The earlier run's dataset, when the service still holds it ready to train.
- * @throws RunError not_resumable naming why not (gone, expired, or not at start_training/retry)
+ * The earlier run's dataset, when the service still holds it where a run can go on from; one
+ * still taking files must list the drop's files as validated now (`files`), as UploadFiles sends them.
+ * @throws RunError not_resumable naming why not (gone, expired, unreadable, other files)
  */
 export async function resumableDataset(
   client: TrainingServiceClient,
   from: ResumeFrom,
   now: number,
+  files: readonly DropFile[],
 ): Promise<Dataset> {
   const dataset = await client.getDataset(from.datasetId).catch((error: unknown) => {
     if (!(error instanceof NotFoundError)) throw error;
@@ -118,9 +163,18 @@ export async function resumableDataset(
       `dataset ${dataset.id} of run ${from.runId} expired at the training service at ${dataset.expires_at}: ${START_OVER}`,
     );
   }
-  if (!TRAINABLE_NEXT_ACTIONS.includes(dataset.next_action)) {
+  // The next_actions RouteDataset goes on from (start_over and expired end a run).
+  if (DATASET_STEPS[dataset.next_action] === undefined) {
     throw notResumable(
-      `dataset ${dataset.id} of run ${from.runId} is at step ${String(dataset.step)} with next_action ${dataset.next_action}; only a dataset ready to train (start_training or retry) can be resumed: ${START_OVER}`,
+      `dataset ${dataset.id} of run ${from.runId} is at step ${String(dataset.step)} with next_action ${dataset.next_action}, which no run goes on from: ${START_OVER}`,
+    );
+  }
+  const sameFiles =
+    files.length === dataset.files.length &&
+    dataset.files.every((file) => files.some((drop) => drop.name === file.name && drop.bytes === file.bytes));
+  if (dataset.next_action === 'upload_files' && !sameFiles) {
+    throw notResumable(
+      `dataset ${dataset.id} of run ${from.runId} still takes files, and the drop's files are no longer the ones it was created with (${dataset.files.map((file) => file.name).join(', ')}): ${START_OVER}`,
     );
   }
   return dataset;
