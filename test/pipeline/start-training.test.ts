@@ -7,7 +7,7 @@ import { startTrainingStep } from '../../lambdas/steps/start-training.js';
 import { CREDIT_LEDGER_KEY } from '../../lambdas/storage/keys.js';
 import { deleteObject } from '../../lambdas/storage/objects.js';
 import type { SimulatedServiceOptions } from '../../local/service/index.js';
-import { HOUR, MINUTE, rejectionOf, trainableDataset } from '../client/helpers.js';
+import { HOUR, MINUTE, rejectionOf, trainableDataset, uploadedDataset } from '../client/helpers.js';
 import { stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
 import { configOf, modelSlotOf, stateOf } from '../helpers/fixtures.js';
 
@@ -82,6 +82,22 @@ describe('start_training', () => {
     expect(refunded).toMatchObject({ status: 'refunded', nextAction: 'none' });
     expect(service.credits()).toBe(10);
     expect(await start(second!)).toMatchObject({ status: 'queued', attempts: 1 });
+  });
+
+  it('a start the service refuses with any final answer (409 not_ready here) gives its credit back to the budget', async () => {
+    const { bucket, client: s3 } = fixtures.s3();
+    await deleteObject(s3, bucket, CREDIT_LEDGER_KEY);
+    const service = await fixtures.service();
+    const runtime = fixtures.runtime(service, { creditBudget: { perDay: 1 } });
+    const client = await runtime.service();
+    // Uploaded, not structured: the service answers the start 409 not_ready, and trains nothing.
+    const notReady = fixtures.withDataset(service, await uploadedDataset(client, undefined, 'early'));
+    const ready = fixtures.withDataset(service, await trainableDataset(client, 'ready'));
+    const start = (state: RunState) => startTrainingStep.run(state, stepEnv(runtime));
+    expect(toRunError(await rejectionOf(start(notReady))).retryable).toBe(false);
+    expect(service.credits()).toBe(10);
+    expect(await start(ready)).toMatchObject({ status: 'done', attempts: 1 });
+    expect(service.credits()).toBe(9);
   });
 
   it("starts a training with the service's default encoder, for one credit", async () => {
