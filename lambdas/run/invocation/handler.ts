@@ -35,7 +35,7 @@ import {
 } from '../status/index.js';
 import {
   gateTraining as gateDatasetTraining,
-  holdsCredit,
+  holdsPaidModel,
   newerRunOf,
   supersededError,
   type NewerRun,
@@ -210,7 +210,7 @@ async function findRun<N extends StepName>(
 /** A run a newer train.json took over stops before its step, unless it holds a paid model. */
 async function gateSuperseded<N extends StepName>(invocation: Invocation<N>): Promise<void> {
   const { newer, step, state } = invocation;
-  if (newer === null || step.decidesWhenSuperseded === true || holdsCredit(state)) return;
+  if (newer === null || step.decidesWhenSuperseded === true || holdsPaidModel(state)) return;
   throw await giveWay(invocation, newer);
 }
 
@@ -265,7 +265,7 @@ async function failureOf<N extends StepName>(
   const failure = gone ?? toRunError(error);
   if (failure.retryable || failure.code === 'superseded' || step.decidesWhenSuperseded === true)
     return failure;
-  if (holdsCredit(state)) return failure;
+  if (holdsPaidModel(state)) return failure;
   const status = await readStatus(runtime.s3, state.run.bucket, state.run.drop).catch(() => null);
   if (status === null || !isNewerRun(status, state.run)) return failure;
   return await giveWay(invocation, newerRunOf(status)).catch(() => failure);
