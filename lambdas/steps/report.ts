@@ -73,7 +73,8 @@ export const reportStep = defineStep(
       promotion,
     } as const;
     const status = statusOf(state, update, now);
-    await writeStatus(s3, state.run.bucket, status);
+    // Conditional on the file as the invocation found it: no second read.
+    await writeStatus(s3, state.run.bucket, status, env.found);
     await putJson(s3, state.run.bucket, runRecordKey(state.run.drop, state.run.runId), status);
     // The drop's claim stays with a run that leaves a paid model, for the run that adopts it.
     await releaseTraining({ s3, run: state.run, now }, holdsPaidModel(state, report.error?.code));

@@ -71,6 +71,8 @@ export interface StepEnv {
    * started; null while this run is the newest (lambdas/run/lock/supersede.ts).
    */
   readonly supersededBy?: NewerRun | null;
+  /** status/<drop>.json as findRun read it (null: none); absent outside the handler wrapper. */
+  readonly found?: StatusObject | null;
 }
 
 export type SlotValue<S extends SlotName> = NonNullable<RunState[S]>;
@@ -229,6 +231,7 @@ async function runStep<N extends StepName>(invocation: Invocation<N>): Promise<S
     requestId: context.awsRequestId,
     summary: (after) => usageOf(invocation, true, after, true),
     supersededBy: newer,
+    found: invocation.found,
   };
   return await inSubsegment(runtime.tracer, `## ${step.name}`, { run_id: state.run.runId }, () =>
     step.run(state, env),
