@@ -174,7 +174,7 @@ describe('train.json uploaded again before the first run trains: the first run s
 });
 
 describe('train.json uploaded again while the newer run waits for its folder to settle', () => {
-  it('the newer run shows once its folder settled (validate_drop\'s one write), and the older run gives way at its next step: one training', async () => {
+  it("the newer run shows once its folder settled (validate_drop's one write), and the older run gives way at its next step: one training", async () => {
     const holder = holdAt('UploadFiles');
     const local = await fixture.start({ wrapTask: holder.wrapTask, dropQuietMs: 2_000 });
     const drop = 'redrop-settling';
