@@ -194,6 +194,16 @@ export function keepsCredit(status: ModelStatus): boolean {
   return status !== 'failed' && status !== 'refunded';
 }
 
+/**
+ * Whether a model holds a credit a run can still use: its training kept its credit and its files
+ * are not gone (next_action `none`): queued, training, or done with its files at the service.
+ * The one answer: start_training adopts such a model rather than pay again, paidModelOf names it
+ * the run's paid model, `hopper run`'s leftovers count it.
+ */
+export function holdsCredit(status: ModelStatus, nextAction: NextAction): boolean {
+  return keepsCredit(status) && nextAction !== 'none';
+}
+
 // Where a dataset stands with structuring (B4), for the 409 answers of structure and suggest.
 // Both rules live here: the client's reconciliation and the structure step read them.
 

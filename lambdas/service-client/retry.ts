@@ -98,6 +98,11 @@ export function mayHaveActed(error: ServiceError): boolean {
   return error.status !== undefined && error.status >= 500;
 }
 
+/** Whether the service answered the request with a refusal (4xx): it acted on nothing. */
+export function wasRefused(error: ServiceError): boolean {
+  return error.status !== undefined && error.status >= 400 && error.status < 500;
+}
+
 /** Whether `error` may be answered by sending the request again under `policy`. */
 export function mayRetry(error: ServiceError, policy: RetryPolicy): boolean {
   if (!error.retryable) return false;

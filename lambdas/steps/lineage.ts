@@ -2,19 +2,22 @@
  * The drop's current model and each model's lineage (docs/spending.md). The report compares the
  * run's best copied model (in a sweep, the best by train.json `promote.metric`, or by the first
  * metric the service reports) with models/<drop>/current.json, and moves current.json to it when
- * it beats that model by `promote.min_delta` on `promote.metric` (higher is better), or always
- * without `promote`. current.json is written conditionally (If-Match / If-None-Match), so two runs
- * of a drop promoting at once each decide on what the other wrote: no update is lost.
+ * it beats that model by `promote.min_delta` on `promote.metric` (higher is better); without
+ * `promote`, when the current model's run started no later than this one (runs are ordered by
+ * their start, as status.ts isNewerRun orders them, not by when their reports finish).
+ * current.json is written conditionally (If-Match / If-None-Match), so two runs of a drop
+ * promoting at once each decide on what the other wrote: no update is lost.
  *
  * Each of the run's model.json then gets the drop's previous model (the current one it was
  * compared with, and its own metrics minus that model's), whether it was promoted and why, and in
- * a sweep every encoder's outcome. A report retried after current.json moved finds its own model
- * current and takes the previous one from current.json's `previous`: a model is never compared
- * with itself, and a model.json keeps the lineage it was first given.
+ * a sweep every encoder's outcome. A retried report keeps that lineage whole (its promotion with
+ * its previous model) and decides nothing again; one retried after current.json moved but before
+ * its model.json was written finds its own model current and takes the previous one from
+ * current.json's `previous`: a model is never compared with itself.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { contendedWrite } from '../run/errors/index.js';
-import type { Promotion } from '../run/status/index.js';
+import { isNewerRun, type Promotion } from '../run/status/index.js';
 import { copiedModelIds, encoderOutcomes, type PromoteRule, type RunState } from '../run/state/index.js';
 import { currentModelKey, modelRecordKey } from '../storage/keys.js';
 import { putJson, readJson, updateJsonConditionally } from '../storage/objects.js';
@@ -24,6 +27,8 @@ import type { ModelDocument } from './copy-model.js';
 export interface ModelSummary {
   readonly model_id: string;
   readonly run_id: string;
+  /** When the model's run started: runs are ordered by it. */
+  readonly run_started_at: string;
   readonly encoder: string;
   /** When the service created the model (its training started). */
   readonly created_at: string;
@@ -72,14 +77,23 @@ export async function promoteRunModels(s3: S3Client, state: RunState, now: numbe
     undefined,
   );
   if (best === undefined) return null;
-  const decision = await writeCurrent(s3, state, summaryOf(best), now);
+  // A retried report keeps what its first try wrote into the run's own models: promotion and
+  // previous model together. Models adopted from an earlier run are decided again.
+  const kept = (record: ModelDocument) =>
+    record.run.run_id === state.run.runId ? record.promotion : undefined;
+  const first = kept(best);
+  const decision =
+    first === undefined
+      ? await writeCurrent(s3, state, summaryOf(best), now)
+      : { ...first, previous: best.previous ?? null };
   const outcomes = encoderOutcomes(state);
   const written = records.map((record): ModelDocument => {
+    if (kept(record) !== undefined) return { ...record, encoders: outcomes };
     const { promoted, reason } =
       record === best
         ? decision
         : { promoted: false, reason: `model ${best.model.id} of the sweep scored higher on ${metric}` };
-    const previous = record.previous !== undefined ? record.previous : previousOf(record, decision.previous);
+    const previous = previousOf(record, decision.previous);
     return { ...record, previous, promotion: { promoted, reason }, encoders: outcomes };
   });
   await Promise.all(
@@ -137,8 +151,13 @@ export function decide(candidate: ModelSummary, current: CurrentModel | null, ru
     return { promoted: true, reason: "it is the drop's current model", previous: earlier };
   }
   const verdict = (promoted: boolean, reason: string): Decision => ({ promoted, reason, previous });
-  if (rule === undefined)
-    return verdict(true, 'train.json has no "promote": every new model becomes current');
+  if (rule === undefined) {
+    const theirs = { run_id: current.run_id, started_at: current.run_started_at };
+    if (!isNewerRun(theirs, { runId: candidate.run_id, startedAt: candidate.run_started_at }))
+      return verdict(true, 'train.json has no "promote": every new model becomes current');
+    const which = `model ${current.model_id} of run ${current.run_id}, which started later`;
+    return verdict(false, `${which}, stays current: without "promote" no model replaces a later run's`);
+  }
   const { metric, min_delta: minDelta } = rule;
   const [mine, theirs] = [candidate.metrics[metric], current.metrics[metric]];
   const other = `model ${current.model_id}`;
@@ -169,7 +188,8 @@ function previousOf(record: ModelDocument, previous: ModelSummary | null): Previ
 
 function summaryOf({ model, run }: ModelDocument): ModelSummary {
   const { id, encoder, created_at, metrics } = model;
-  return { model_id: id, run_id: run.run_id, encoder, created_at, metrics: metrics ?? {} };
+  const ids = { model_id: id, run_id: run.run_id, run_started_at: run.started_at };
+  return { ...ids, encoder, created_at, metrics: metrics ?? {} };
 }
 
 /** `a - b` to 6 decimals: metrics are reported to a few, and 0.91 - 0.88 is not 0.03 in floating point. */

@@ -50,7 +50,7 @@ import {
   type RunState,
 } from '../run/state/index.js';
 import { modelLocation, statusOf, writeStatus } from '../run/status/index.js';
-import { holdsCredit, paidModelOf, type NewerRun, releaseTraining } from '../run/lock/index.js';
+import { holdsPaidModel, paidModelOf, type NewerRun, releaseTraining } from '../run/lock/index.js';
 import type { StopCode } from '../run/state/index.js';
 import { runRecordKey } from '../storage/keys.js';
 import { putJson } from '../storage/objects.js';
@@ -73,10 +73,11 @@ export const reportStep = defineStep(
       promotion,
     } as const;
     const status = statusOf(state, update, now);
-    await writeStatus(s3, state.run.bucket, status);
+    // Conditional on the file as the invocation found it: no second read.
+    await writeStatus(s3, state.run.bucket, status, env.found);
     await putJson(s3, state.run.bucket, runRecordKey(state.run.drop, state.run.runId), status);
     // The drop's claim stays with a run that leaves a paid model, for the run that adopts it.
-    await releaseTraining({ s3, run: state.run, now }, holdsCredit(state, report.error?.code));
+    await releaseTraining({ s3, run: state.run, now }, holdsPaidModel(state, report.error?.code));
     // After the status, so the event never announces an outcome the status file does not show.
     const end = { report, finishedAt: now, credits: summary?.credits ?? 0, promotion };
     await announceRunEnd(state, { ...end, records: lineage?.records ?? [] }, env);

@@ -5,7 +5,8 @@
  * startTraining is not idempotent: when its answer is lost (dropped connection, timeout, 5xx)
  * the client throws a retryable error although the service may have started the training. So
  * every invocation lists the dataset's models first (newest first) and adopts the newest one
- * when it is queued, training or done; only a failed newest model, or none, starts another.
+ * when it holds a credit (contract.ts holdsCredit); a failed or refunded newest model, one whose
+ * files are gone (a resumed run's after model_files_gone), or none, starts another.
  *
  * Two more rules before a new training (lambdas/run/lock/supersede.ts): a run a newer train.json of
  * the drop has taken over starts none (it stops, `superseded`; a training of its own it finds
@@ -23,12 +24,11 @@ import {
   NoCreditsError,
   ServiceError,
   trainingDurationMs,
-  keepsCredit,
+  holdsCredit,
   UnknownEncoderError,
   type Dataset,
   type Encoder,
   type Model,
-  type NextAction,
   type TrainingServiceClient,
 } from '../service-client/index.js';
 import {
@@ -45,9 +45,6 @@ import { supersededError, claimTraining, recordTraining, type ClaimContext } fro
 import { expectedFinish } from '../run/schedule/index.js';
 import { attemptsLeft, modelSlot, sweepOnwards, trainingOrdinal, trainingPlan } from '../run/state/index.js';
 import type { AccountHistory, RunConfig, RunState, SweepSlot } from '../run/state/index.js';
-
-/** A model at one of these has not failed: wait for it, download it, or report its files gone. */
-const UNDER_WAY_NEXT_ACTIONS: readonly NextAction[] = ['wait', 'download', 'none'];
 
 export const startTrainingStep = defineStep(
   'start_training',
@@ -68,15 +65,13 @@ export const startTrainingStep = defineStep(
     const history = state.model === undefined ? await accountHistory(client) : undefined;
 
     const newest = models[0];
-    // A resumed run trains again when the earlier run's model lost its files (model_files_gone).
-    const filesGone = newest?.next_action === 'none' && config.resumeFrom !== undefined;
     const claim: ClaimContext = {
       s3: env.runtime.s3,
       run: state.run,
       now: env.runtime.now(),
       service: () => Promise.resolve(client),
     };
-    if (newest !== undefined && isUnderWay(newest) && !filesGone) {
+    if (newest !== undefined && holdsCredit(newest.status, newest.next_action)) {
       // This run's own training (a lost answer, or a retried invocation), or one created before the
       // run started: the paid model of the run it resumes. Its credit is spent either way.
       await recordTraining(claim, dataset.id, newest.id);
@@ -144,10 +139,6 @@ async function accountHistory(client: TrainingServiceClient): Promise<AccountHis
     filesRetentionSeconds: retentions.length === 0 ? null : Math.floor(Math.min(...retentions) / 1000),
     expectedFinish: expectedFinish(durations.map((ms) => ms / 1000)),
   };
-}
-
-function isUnderWay(model: Model): boolean {
-  return keepsCredit(model.status) || UNDER_WAY_NEXT_ACTIONS.includes(model.next_action);
 }
 
 /** Every model of the dataset, newest first (paging stops at models older than the dataset). */

@@ -3,25 +3,24 @@
  * returns the run's configuration ($.config) with every default applied and every file pinned
  * by size and etag, once the folder has stopped changing. The rules are in lambdas/drop/.
  *
- * It puts the run's Started event (lambdas/run/events/publish-events.ts) and writes the run's first
- * status at once (running, at validate_drop), so every view shows the run while its folder
- * settles. A run with the same settings as an ended run of the drop that left a paid model
- * resumes that run and adopts its model (lambdas/run/lock/resume.ts): no second credit.
+ * It puts the run's Started event (lambdas/run/events/publish-events.ts); its status is written
+ * once, by the invocation, when it ends (one write per step). A run with the same settings as an
+ * ended run of the drop that left a paid model resumes that run and adopts its model
+ * (lambdas/run/lock/resume.ts): no second credit. Both read the drop's status as the invocation
+ * found it.
  */
 import { validateDrop } from '../drop/validate.js';
 import { defineStep } from '../run/invocation/index.js';
 import { announceRun } from '../run/events/index.js';
 import { paidRunToAdopt } from '../run/lock/index.js';
 import { configFingerprint } from '../run/state/index.js';
-import { readStatus, statusOf, writeStatus } from '../run/status/index.js';
 
 export const validateDropStep = defineStep('validate_drop', async (state, env) => {
   const { s3, logger } = env.runtime;
   const { run } = state;
   // First, so a drop that fails validation still has its Started event before its Failed one.
   await announceRun(state, env);
-  const previous = await readStatus(s3, run.bucket, run.drop);
-  await writeStatus(s3, run.bucket, statusOf(state, { hopperStep: 'validate_drop' }, env.runtime.now()));
+  const previous = env.found?.status ?? null;
   const clock = { now: () => env.runtime.now(), remainingMs: () => env.remainingMs() };
   const config = await validateDrop(s3, run, { quietMs: env.runtime.dropQuietMs, clock }, previous);
   if (config.resumeFrom !== undefined) return config;

@@ -11,7 +11,7 @@ import {
   leftModelCredit,
   trainingUnderWayMessage,
 } from '../../lambdas/run/errors/index.js';
-import { keepsCredit, TRAINING_STATUSES } from '../../lambdas/service-client/index.js';
+import { holdsCredit, TRAINING_STATUSES } from '../../lambdas/service-client/index.js';
 import type { Dataset, Model, TrainingServiceClient } from '../../lambdas/service-client/index.js';
 
 /** Pages of a list read at most while looking (100 records each). */
@@ -71,7 +71,7 @@ export function describeLeftovers(left: Leftovers, serviceUrl: string, folder: s
       `  dataset ${dataset.id} ("${dataset.name}", ${dataset.status}, next_action ${dataset.next_action}): kept by the service until it expires at ${dataset.expires_at}`,
     );
     for (const model of left.models.filter((candidate) => candidate.dataset_id === dataset.id)) {
-      const credit = leftModelCredit(keepsCredit(model.status));
+      const credit = leftModelCredit(model);
       const files =
         model.status === 'done' && model.files_expire_at !== null
           ? `; its files stay at the service until ${model.files_expire_at}`
@@ -79,8 +79,8 @@ export function describeLeftovers(left: Leftovers, serviceUrl: string, folder: s
       lines.push(`    model ${model.id} (${model.status}): ${credit}${files}`);
     }
   }
-  // One per training that kept its credit (not failed, not refunded).
-  const credits = left.models.filter((model) => keepsCredit(model.status)).length;
+  // One per training that holds a credit (not failed, not refunded, its files not gone).
+  const credits = left.models.filter((model) => holdsCredit(model.status, model.next_action)).length;
   const underWay = left.models.filter((model) => TRAINING_STATUSES.includes(model.status));
   lines.push(`  credits held: ${String(credits)}`);
   lines.push(`hopper run: ${leftAtServiceAdvice(folder, underWay, credits)}`);

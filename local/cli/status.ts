@@ -195,9 +195,6 @@ export function describeStatus(status: RunStatus, now: number): string {
     ['started', status.started_at],
     ['updated', `${status.updated_at} (${formatAge(now - Date.parse(status.updated_at))} ago)`],
   ];
-  // The run's first status is written before its folder settles: say what it waits for.
-  if (status.state === 'running' && status.hopper_step === 'validate_drop')
-    lines.push(['now', 'validating the drop: waiting for its files to settle (no write for a few seconds)']);
   if (status.error !== null) lines.push(['error', `${status.error.code}: ${status.error.message}`]);
   const putOff = status.copy_put_off;
   if (putOff != null) {

@@ -14,6 +14,10 @@ import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
 import { hopper, startHopper } from '../helpers/hopper-cli.js';
 import { reviewsDrop, writeDropFolder } from '../helpers/fixtures.js';
 import { serviceList } from '../helpers/local-mode.js';
+import { describeLeftovers, leftAtService } from '../../local/cli/left-at-service.js';
+import { trainableDataset, useFixtures } from '../client/helpers.js';
+
+const fixtures = useFixtures();
 
 let work: string;
 let service: SimulatedService;
@@ -115,4 +119,18 @@ describe('hopper run stopped mid-run, against a service of its own', () => {
     expect(stopped.stderr).not.toContain('left at the training service');
     expect(stopped.stderr).not.toContain('hopper models');
   }, 240_000);
+
+  it('counts a credit held only for a model that holds one (contract.ts holdsCredit): one whose files moved holds none', async () => {
+    const quick = await fixtures.service();
+    const client = fixtures.client(quick);
+    const dataset = await trainableDataset(client, 'left');
+    const model = await client.startTraining(dataset.id, 'enc-small');
+    quick.removeModelFiles(model.id, 'moved');
+    const left = await leftAtService(client, { datasetName: 'left', knownIds: [dataset.id], since: 0 });
+    const lines = describeLeftovers(left, quick.apiUrl, 'left');
+    expect(lines.join('\n')).toContain(
+      `model ${model.id} (done): its credit is spent and its files are gone`,
+    );
+    expect(lines).toContain('  credits held: 0');
+  });
 });

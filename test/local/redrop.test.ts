@@ -174,7 +174,7 @@ describe('train.json uploaded again before the first run trains: the first run s
 });
 
 describe('train.json uploaded again while the newer run waits for its folder to settle', () => {
-  it('the newer run shows at once, and the older run gives way at its next step: one training', async () => {
+  it("the newer run shows once its folder settled (validate_drop's one write), and the older run gives way at its next step: one training", async () => {
     const holder = holdAt('UploadFiles');
     const local = await fixture.start({ wrapTask: holder.wrapTask, dropQuietMs: 2_000 });
     const drop = 'redrop-settling';
@@ -188,9 +188,9 @@ describe('train.json uploaded again while the newer run waits for its folder to 
     const secondStarted = nextExecution(local, key);
     await putDrop(local.s3.client, local.bucket, drop, { [TRAIN_JSON]: '{"maxAttempts": 2}' });
     const secondExecution = await secondStarted.execution;
-    // Within a second of its start, while its folder settles (2 s), the newer run is on top.
-    const shown = await statusTakenBy(local, drop, secondExecution.name, () => true, 1_000);
-    expect(shown).toMatchObject({ state: 'running', hopper_step: 'validate_drop', files: null });
+    // Once its folder settled (2 s quiet), validate_drop's one status write puts the newer run on top.
+    const shown = await statusTakenBy(local, drop, secondExecution.name, () => true, RUN_TIMEOUT_MS);
+    expect(shown).toMatchObject({ state: 'running', hopper_step: 'validate_drop', files: ['reviews.csv'] });
     holder.release();
     const [first, second] = await Promise.all([
       finished(local, firstExecution, firstStarted.events),

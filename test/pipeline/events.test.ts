@@ -114,7 +114,7 @@ describe('run events: what they carry', () => {
     const state = runState('b', { dataset: DATASET, model: model(), copy: copyOf('reviews') }, 'reviews');
     const event = runEndedEvent(state, {
       report: { outcome: 'succeeded', error: null },
-      metrics: { accuracy: 0.91, f1: 0.88 },
+      records: [{ model: { id: 'model-1', metrics: { accuracy: 0.91, f1: 0.88 }, onnx_bytes: 1024 } }],
       finishedAt: FINISHED,
       credits: 1,
     });
@@ -143,6 +143,80 @@ describe('run events: what they carry', () => {
     expect(event.detail.summary).toContain('accuracy 0.91, f1 0.88');
   });
 
+  it("a sweep's end: the model the promotion names (the best, not the last encoder's), the drop's current model, and each encoder's model and metrics", () => {
+    const first = {
+      encoder: 'enc-a',
+      outcome: 'copied',
+      model_id: 'model-a',
+      attempts: 1,
+      error: null,
+    } as const;
+    const last = model({
+      id: 'model-b',
+      encoder: 'enc-b',
+      sweep: { encoders: ['enc-a', 'enc-b'], outcomes: [first] },
+    });
+    const copy = {
+      modelKey: 'models/sweep/model-b/model.onnx',
+      recordKey: 'models/sweep/model-b/model.json',
+      bytes: 2048,
+    };
+    const state = runState('b', { dataset: DATASET, model: last, copy }, 'sweep');
+    const recordOf = (id: string, f1: number) => ({ model: { id, metrics: { f1 }, onnx_bytes: 2048 } });
+    const promotion = {
+      model_id: 'model-a',
+      promoted: true,
+      reason: 'the drop had no current model',
+      previous_model_id: null,
+      differences: null,
+    };
+    const event = runEndedEvent(state, {
+      report: { outcome: 'succeeded', error: null },
+      records: [recordOf('model-a', 0.9), recordOf('model-b', 0.7)],
+      promotion,
+      finishedAt: FINISHED,
+      credits: 2,
+    });
+    expect(event.detail).toMatchObject({
+      model_id: 'model-a',
+      model: {
+        onnx: 's3://b/models/sweep/model-a/model.onnx',
+        record: 's3://b/models/sweep/model-a/model.json',
+        bytes: 2048,
+      },
+      metrics: { f1: 0.9 },
+      promotion,
+      current_model_id: 'model-a',
+      encoders: [
+        { ...first, metrics: { f1: 0.9 } },
+        {
+          encoder: 'enc-b',
+          outcome: 'copied',
+          model_id: 'model-b',
+          attempts: 2,
+          error: null,
+          metrics: { f1: 0.7 },
+        },
+      ],
+    });
+    expect(event.detail.summary).toContain('model model-a,');
+    // Not promoted: the drop's current model is the one it was compared with.
+    const kept = {
+      ...promotion,
+      promoted: false,
+      reason: 'f1 0.9 does not beat 0.95',
+      previous_model_id: 'model-z',
+    };
+    const notPromoted = runEndedEvent(state, {
+      report: { outcome: 'succeeded', error: null },
+      records: [recordOf('model-a', 0.9)],
+      promotion: kept,
+      finishedAt: FINISHED,
+      credits: 2,
+    });
+    expect(notPromoted.detail.current_model_id).toBe('model-z');
+  });
+
   it('Failed: the code and message, what to do, and no credit for a training that failed', () => {
     const state = runState('b', {
       dataset: DATASET,
@@ -154,7 +228,7 @@ describe('run events: what they carry', () => {
     };
     const event = runEndedEvent(state, {
       report: { outcome: 'failed', error },
-      metrics: null,
+      records: [],
       finishedAt: FINISHED,
       credits: 0,
     });
@@ -388,7 +462,11 @@ describe('docs/operations.md', () => {
     };
     const built = runEndedEvent(state, {
       report: { outcome: 'succeeded', error: null },
-      metrics: detail.metrics,
+      records: [
+        {
+          model: { id: detail.model_id ?? '', metrics: detail.metrics, onnx_bytes: detail.model?.bytes ?? 0 },
+        },
+      ],
       promotion: detail.promotion,
       finishedAt: Date.parse(detail.finished_at ?? ''),
       credits: detail.credits,

@@ -25,12 +25,15 @@ const fixtures = usePipelineFixtures();
 const summary = (id: string, metrics: Record<string, number>): ModelSummary => ({
   model_id: id,
   run_id: `run-${id}`,
+  run_started_at: '2026-01-01T00:00:00.000Z',
   encoder: 'enc-small',
   created_at: '2026-01-01T00:00:00.000Z',
   metrics,
 });
 const currentOf = (id: string, metrics: Record<string, number>, previous: ModelSummary | null = null) => ({
   ...summary(id, metrics),
+  // Its run started before the candidates' (summary's).
+  run_started_at: '2025-12-31T00:00:00.000Z',
   record: `s3://b/models/d/${id}/model.json`,
   promoted_at: '2026-01-01T00:00:00.000Z',
   previous,
@@ -56,6 +59,19 @@ describe('decide: whether a new model replaces the current one', () => {
     expect(decision.reason).not.toBe('');
   });
 
+  it("without promote, a model of an earlier run never replaces a later run's; with promote, when it is better", () => {
+    const later = { ...currentOf('later', { f1: 0.8 }), run_started_at: '2026-01-02T00:00:00.000Z' };
+    const earlier = summary('earlier', { f1: 0.9 });
+    expect(decide(earlier, later)).toMatchObject({ promoted: false, previous: { model_id: 'later' } });
+    expect(decide(earlier, later).reason).toContain('run run-later, which started later');
+    expect(decide(earlier, later, F1).promoted).toBe(true);
+    expect(decide({ ...earlier, metrics: { f1: 0.7 } }, later, F1).promoted).toBe(false);
+    // The runs' order, not the models': a later run's model replaces an earlier run's.
+    expect(
+      decide({ ...summary('next', {}), run_started_at: '2026-01-03T00:00:00.000Z' }, later).promoted,
+    ).toBe(true);
+  });
+
   it('never compares a model with itself: the current one keeps the previous it had', () => {
     const previous = summary('older', { f1: 0.7 });
     const decision = decide(summary('old', { f1: 0.8 }), currentOf('old', { f1: 0.8 }, previous), F1);
@@ -64,11 +80,20 @@ describe('decide: whether a new model replaces the current one', () => {
 });
 
 describe('promoteRunModels: current.json written conditionally', () => {
-  async function copiedRun(bucket: string, drop: string, id: string, f1: number): Promise<RunState> {
-    const state = stateOf(bucket, { config: configOf({ promote: F1 }) }, { drop, runId: `run-${id}` });
+  /** A run that copied model `id`; `promote: null` for a train.json without one (default F1). */
+  async function copiedRun(
+    bucket: string,
+    drop: string,
+    id: string,
+    f1: number,
+    options: { promote?: PromoteRule | null; startedAt?: string } = {},
+  ): Promise<RunState> {
+    const { promote = F1, startedAt = '2026-01-01T00:00:00.000Z' } = options;
+    const config = configOf(promote === null ? {} : { promote });
+    const state = stateOf(bucket, { config }, { drop, runId: `run-${id}`, startedAt });
     const record = {
       model: { id, encoder: 'enc-small', created_at: state.run.startedAt, metrics: { f1 } },
-      run: { run_id: state.run.runId },
+      run: { run_id: state.run.runId, started_at: startedAt },
     };
     await putJson(fixtures.s3().client, bucket, modelRecordKey(drop, id), record);
     const copy = { modelKey: modelFileKey(drop, id), recordKey: modelRecordKey(drop, id), bytes: 1 };
@@ -128,12 +153,52 @@ describe('promoteRunModels: current.json written conditionally', () => {
     const once = await promoteRunModels(client, second, Date.now());
     const written = await readJson(client, bucket, currentModelKey(drop));
     const again = await promoteRunModels(client, second, Date.now());
-    expect(again?.promotion).toEqual({ ...once?.promotion, reason: "it is the drop's current model" });
+    expect(again?.promotion).toEqual(once?.promotion);
     expect(again?.promotion).toMatchObject({
       promoted: true,
       previous_model_id: 'first',
       differences: { f1: 0.05 },
     });
+    expect((await readJson(client, bucket, currentModelKey(drop)))?.etag).toBe(written?.etag);
+  });
+
+  it.each([
+    { promote: null, f1: 0.9, current: 'newer' },
+    { promote: F1, f1: 0.7, current: 'newer' },
+    { promote: F1, f1: 0.9, current: 'older' },
+  ])(
+    'an older run reporting after a newer one (promote $promote, f1 $f1 against 0.8): $current stays current',
+    async ({ promote, f1, current }) => {
+      const { client, bucket } = fixtures.s3();
+      const drop = uniqueDrop();
+      const newer = await copiedRun(bucket, drop, 'newer', 0.8, {
+        promote,
+        startedAt: '2026-01-02T00:00:00.000Z',
+      });
+      const older = await copiedRun(bucket, drop, 'older', f1, { promote });
+      await promoteRunModels(client, newer, Date.now());
+      const late = await promoteRunModels(client, older, Date.now());
+      expect(late?.promotion).toMatchObject({ promoted: current === 'older', previous_model_id: 'newer' });
+      expect((await readJson(client, bucket, currentModelKey(drop)))?.value).toMatchObject({
+        model_id: current,
+      });
+    },
+  );
+
+  it("a retried report keeps its first try's lineage whole: the promotion agrees with the previous model", async () => {
+    const { client, bucket } = fixtures.s3();
+    const drop = uniqueDrop();
+    const first = await copiedRun(bucket, drop, 'first', 0.8);
+    const once = await promoteRunModels(client, first, Date.now());
+    expect(once?.promotion).toMatchObject({ promoted: true, previous_model_id: null });
+    // A later, better run becomes current before the first run's report is retried.
+    const later = { startedAt: '2026-01-02T00:00:00.000Z' };
+    await promoteRunModels(client, await copiedRun(bucket, drop, 'later', 0.9, later), Date.now());
+    const written = await readJson(client, bucket, currentModelKey(drop));
+    const again = await promoteRunModels(client, first, Date.now());
+    expect(again?.promotion).toEqual(once?.promotion);
+    const record = (await readJson(client, bucket, modelRecordKey(drop, 'first')))?.value as ModelDocument;
+    expect(record).toMatchObject({ previous: null, promotion: { promoted: true } });
     expect((await readJson(client, bucket, currentModelKey(drop)))?.etag).toBe(written?.etag);
   });
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { toRunError, RunError } from '../../lambdas/run/errors/index.js';
+import { paidModelOf } from '../../lambdas/run/lock/index.js';
 import { datasetSlot } from '../../lambdas/run/state/index.js';
 import type { ModelSlot, RunConfig, RunState } from '../../lambdas/run/state/index.js';
 import { pollModelStep } from '../../lambdas/steps/poll-model.js';
@@ -7,7 +8,7 @@ import { startTrainingStep } from '../../lambdas/steps/start-training.js';
 import { CREDIT_LEDGER_KEY } from '../../lambdas/storage/keys.js';
 import { deleteObject } from '../../lambdas/storage/objects.js';
 import type { SimulatedServiceOptions } from '../../local/service/index.js';
-import { HOUR, MINUTE, rejectionOf, trainableDataset } from '../client/helpers.js';
+import { HOUR, MINUTE, rejectionOf, trainableDataset, uploadedDataset } from '../client/helpers.js';
 import { stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
 import { configOf, modelSlotOf, stateOf } from '../helpers/fixtures.js';
 
@@ -24,7 +25,7 @@ async function readyDataset(options: Partial<SimulatedServiceOptions> = {}, conf
     dataset: { ...datasetSlot(dataset, undefined, service.clock.now()), totalPolls: 7 },
   });
   const run = (model?: ModelSlot) => startTrainingStep.run({ ...base, model }, stepEnv(runtime));
-  return { service, client, dataset, run };
+  return { service, client, dataset, base, run };
 }
 
 describe('start_training', () => {
@@ -82,6 +83,22 @@ describe('start_training', () => {
     expect(refunded).toMatchObject({ status: 'refunded', nextAction: 'none' });
     expect(service.credits()).toBe(10);
     expect(await start(second!)).toMatchObject({ status: 'queued', attempts: 1 });
+  });
+
+  it('a start the service refuses with any final answer (409 not_ready here) gives its credit back to the budget', async () => {
+    const { bucket, client: s3 } = fixtures.s3();
+    await deleteObject(s3, bucket, CREDIT_LEDGER_KEY);
+    const service = await fixtures.service();
+    const runtime = fixtures.runtime(service, { creditBudget: { perDay: 1 } });
+    const client = await runtime.service();
+    // Uploaded, not structured: the service answers the start 409 not_ready, and trains nothing.
+    const notReady = fixtures.withDataset(service, await uploadedDataset(client, undefined, 'early'));
+    const ready = fixtures.withDataset(service, await trainableDataset(client, 'ready'));
+    const start = (state: RunState) => startTrainingStep.run(state, stepEnv(runtime));
+    expect(toRunError(await rejectionOf(start(notReady))).retryable).toBe(false);
+    expect(service.credits()).toBe(10);
+    expect(await start(ready)).toMatchObject({ status: 'done', attempts: 1 });
+    expect(service.credits()).toBe(9);
   });
 
   it("starts a training with the service's default encoder, for one credit", async () => {
@@ -171,18 +188,25 @@ describe('start_training', () => {
     expect(service.requestCount('startTraining')).toBe(1);
   });
 
-  it('adopts a model whose files are gone (next_action none) instead of training again', async () => {
-    const { service, run } = await readyDataset();
-    const done = await run();
-    service.removeModelFiles(done.id, 'refunded');
-    expect(await run(done)).toMatchObject({
-      id: done.id,
-      status: 'refunded',
-      nextAction: 'none',
-      attempts: 1,
-    });
-    expect(service.requestCount('startTraining')).toBe(1);
-  });
+  it.each([
+    { what: 'queued', options: { queuedMs: MINUTE }, after: undefined, adopted: true },
+    { what: 'done', options: {}, after: undefined, adopted: true },
+    { what: 'done, then moved', options: {}, after: 'moved', adopted: false },
+    { what: 'done, then refunded', options: {}, after: 'refunded', adopted: false },
+    { what: 'failed', options: { failTrainings: 1 }, after: undefined, adopted: false },
+  ] as const)(
+    'adopts the $what model exactly when paidModelOf says the run holds its credit (one answer)',
+    async ({ options, after, adopted }) => {
+      const { service, base, run } = await readyDataset(options);
+      const first = await run();
+      if (after !== undefined) service.removeModelFiles(first.id, after);
+      const seen = await pollModelStep.run({ ...base, model: first }, stepEnv(fixtures.runtime(service)));
+      expect(paidModelOf({ ...base, model: seen }) !== null).toBe(adopted);
+      const next = await run(seen);
+      expect(next.id === first.id).toBe(adopted);
+      expect(service.requestCount('startTraining')).toBe(adopted ? 1 : 2);
+    },
+  );
 
   it("a resumed run trains again when the failed run's model lost its files (model_files_gone)", async () => {
     const resumeFrom = { runId: 'earlier', datasetId: 'set below', errorCode: 'model_files_gone' };

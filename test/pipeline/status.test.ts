@@ -53,17 +53,6 @@ describe('status/<drop>.json', () => {
     });
   });
 
-  it('says, from the first status on, that a run at validate_drop waits for its files to settle', () => {
-    const now = Date.parse('2026-01-01T00:00:01Z');
-    const settling = statusOf(stateOf('b'), { hopperStep: 'validate_drop' }, now);
-    expect(settling).toMatchObject({ state: 'running', hopper_step: 'validate_drop', files: null });
-    expect(describeStatus(settling, now)).toMatch(
-      /^now +validating the drop: waiting for its files to settle/m,
-    );
-    const next = statusOf(stateOf('b'), { hopperStep: 'create_dataset' }, now);
-    expect(describeStatus(next, now)).not.toContain('waiting for its files to settle');
-  });
-
   it('names the data files and the labels file the run took from the drop', () => {
     const state: RunState = {
       ...runOf('d', 'run-1', '2026-01-01T00:00:00.000Z'),

@@ -2,7 +2,9 @@ import { HeadObjectCommand, PutObjectCommand, DeleteObjectCommand } from '@aws-s
 import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, it } from 'vitest';
 import { RunError } from '../../lambdas/run/errors/index.js';
-import { createRuntime, type Runtime } from '../../lambdas/run/invocation/index.js';
+import { createRuntime, priceClassOf, type Runtime } from '../../lambdas/run/invocation/index.js';
+import { readStatus } from '../../lambdas/run/status/index.js';
+import { localS3Client } from '../../local/s3/local-s3.js';
 import type { RunConfig, RunState } from '../../lambdas/run/state/index.js';
 import { inboxKey, statusKey } from '../../lambdas/storage/keys.js';
 import { validateDropStep } from '../../lambdas/steps/validate-drop.js';
@@ -139,6 +141,34 @@ describe('validate_drop', () => {
       (await readText(client, bucket, statusKey(state.run.drop))) ?? 'null',
     ) as unknown;
     expect(status).toMatchObject({ run_id: state.run.runId, state: 'running', hopper_step: 'validate_drop' });
+  });
+
+  it("as a Lambda handler: one status write, and every S3 request in the run's count", async () => {
+    const state = await fixtures.dropped({ 'a.csv': REVIEWS_CSV, 'train.json': '{}' });
+    const { bucket, endpoint } = fixtures.s3();
+    const s3 = localS3Client(endpoint);
+    const sent: string[] = [];
+    s3.middlewareStack.add(
+      (next, context) => (args) => {
+        sent.push(`${context.commandName ?? ''} ${(args.input as { Key?: string }).Key ?? ''}`);
+        return next(args);
+      },
+      { step: 'deserialize', name: 'recordRequests' },
+    );
+    try {
+      const runtime = createRuntime({ s3, logger: new Logger({ logLevel: 'SILENT' }), dropQuietMs: 0 });
+      await handler.withRuntime(runtime)(state, invocationContext());
+      expect(sent.filter((one) => one === `PutObjectCommand ${statusKey(state.run.drop)}`)).toHaveLength(1);
+      const status = (await readStatus(s3, bucket, state.run.drop))?.summary?.s3_requests;
+      const counted = { put: 0, get: 0 };
+      for (const one of sent.slice(0, -1)) {
+        const kind = priceClassOf(one.split(' ')[0] ?? '');
+        if (kind !== 'free') counted[kind] += 1;
+      }
+      expect(status).toEqual(counted);
+    } finally {
+      s3.destroy();
+    }
   });
 
   it('as a Lambda handler: a bad train.json fails for good with its code and every problem', async () => {

@@ -7,7 +7,7 @@
  * the CLI's included. First the words several places raise, then those raised at one place.
  */
 
-import type { Model } from '../../service-client/index.js';
+import { holdsCredit, keepsCredit, type Model } from '../../service-client/index.js';
 import type { TrainingClaim } from '../lock/index.js';
 import type { RunInput, RunState, StepName } from '../state/index.js';
 
@@ -207,9 +207,10 @@ export function trainingUnderWayMessage(datasetName: string, serviceUrl: string,
   return `a training of a dataset named "${datasetName}" is still under way at the training service (${serviceUrl}): model ${model.id} (${model.status}) of dataset ${model.dataset_id}, started ${model.created_at}, holding 1 credit; most likely an earlier \`hopper run\` of this folder that was stopped. Starting another would spend a second credit for the same drop, so nothing was started. Wait until it ends (\`hopper models --dataset ${model.dataset_id}\`), then run again; or set another "name" in train.json to train alongside it`;
 }
 
-/** What a model a stopped `hopper run` left at the service costs. */
-export function leftModelCredit(holdsCredit: boolean): string {
-  return holdsCredit ? 'holds 1 credit' : 'its credit came back';
+/** What a model a stopped `hopper run` left at the service costs (contract.ts holdsCredit). */
+export function leftModelCredit(model: Pick<Model, 'status' | 'next_action'>): string {
+  if (holdsCredit(model.status, model.next_action)) return 'holds 1 credit';
+  return keepsCredit(model.status) ? 'its credit is spent and its files are gone' : 'its credit came back';
 }
 
 /**

@@ -5,11 +5,12 @@
  * sample and a rule. Field names follow status/<drop>.json (snake_case), so a consumer reads
  * both the same way. Never the API key: nothing here comes from the runtime's secrets.
  */
-import { statusKey } from '../../storage/keys.js';
+import { modelFileKey, modelRecordKey, statusKey } from '../../storage/keys.js';
 import { capitalised } from '../errors/index.js';
 import {
-  copiedModel,
+  encoderOutcomes,
   RUN_OUTCOMES,
+  type EncoderOutcome,
   type ReportSlot,
   type RunOutcome,
   type RunState,
@@ -50,16 +51,21 @@ export interface RunEventDetail {
   /** The train.json that started the run. */
   readonly train_json: string;
   readonly dataset_id: string | null;
+  /** The run's model: once copied, the one `promotion` names (a sweep's best); else its latest. */
   readonly model_id: string | null;
-  /** Where the model is, once copied: s3:// URLs of model.onnx and model.json. */
+  /** Where that model is, once copied: s3:// URLs of model.onnx and model.json. */
   readonly model: RunStatus['model'];
-  /** The service's metrics of the model (succeeded runs), as in model.json. */
-  readonly metrics: Readonly<Record<string, unknown>> | null;
+  /** The service's metrics of that model, once copied, as in model.json. */
+  readonly metrics: Metrics | null;
   /**
    * For a run that copied a model: whether its (best) model became the drop's current model and
    * why, the previous model's id and the difference of each metric (status file's `promotion`).
    */
   readonly promotion: Promotion | null;
+  /** The drop's current model once the run's report decided (current.json), when it copied one. */
+  readonly current_model_id: string | null;
+  /** In a sweep: each encoder's outcome, its model and that model's metrics (once copied). */
+  readonly encoders: readonly (EncoderOutcome & { readonly metrics: Metrics | null })[] | null;
   /** Trainings started for the run's dataset, failed ones included. */
   readonly attempts: number;
   /** Credits the run spent or holds: a training that did not fail (a failed one's comes back). */
@@ -73,15 +79,26 @@ export interface RunEventDetail {
   readonly summary: string;
 }
 
+type Metrics = Readonly<Record<string, unknown>>;
+
+/** What the end event reads of the run's model.json files: the service's record of each model. */
+export interface ModelRecord {
+  readonly model: {
+    readonly id: string;
+    readonly metrics: Metrics | null;
+    readonly onnx_bytes: number | null;
+  };
+}
+
 export interface RunEvent {
   readonly detailType: RunEventDetailType;
   readonly detail: RunEventDetail;
 }
 
-/** What only the report knows: the outcome and, for a copied model, its metrics and promotion. */
+/** What only the report knows: the outcome and, for copied models, their records and promotion. */
 export interface RunEnd {
   readonly report: ReportSlot;
-  readonly metrics: Readonly<Record<string, unknown>> | null;
+  readonly records: readonly ModelRecord[];
   readonly promotion?: Promotion | null;
   readonly finishedAt: number;
   /** The run's credits as its usage summary counts them (usage.ts: each training it started that kept its credit). */
@@ -98,11 +115,31 @@ export function runEndedEvent(state: RunState, end: RunEnd): RunEvent {
   const kind = end.report.outcome;
   const base = baseDetail(state, kind);
   const durationSeconds = Math.max(0, Math.round((end.finishedAt - Date.parse(base.started_at)) / 1000));
+  const record = (id: string | null) => end.records.find((one) => one.model.id === id)?.model;
+  const promotion = end.promotion ?? null;
+  // The run's model is the one the promotion names: in a sweep the best, not the last encoder's.
+  const chosen = record(promotion?.model_id ?? base.model_id);
+  const { bucket, drop } = state.run;
   const detail = {
     ...base,
     state: kind,
-    metrics: copiedModel(state.copy) === undefined ? null : end.metrics,
-    promotion: end.promotion ?? null,
+    ...(promotion === null || chosen === undefined
+      ? {}
+      : {
+          model_id: chosen.id,
+          model: {
+            onnx: `s3://${bucket}/${modelFileKey(drop, chosen.id)}`,
+            record: `s3://${bucket}/${modelRecordKey(drop, chosen.id)}`,
+            bytes: chosen.onnx_bytes ?? 0,
+          },
+        }),
+    metrics: promotion === null && base.model === null ? null : (chosen?.metrics ?? null),
+    promotion,
+    current_model_id:
+      promotion?.promoted === true ? promotion.model_id : (promotion?.previous_model_id ?? null),
+    encoders:
+      encoderOutcomes(state)?.map((one) => ({ ...one, metrics: record(one.model_id)?.metrics ?? null })) ??
+      null,
     credits: end.credits,
     finished_at: new Date(end.finishedAt).toISOString(),
     duration_seconds: durationSeconds,
@@ -127,6 +164,8 @@ function baseDetail(state: RunState, kind: RunEventKind): Omit<RunEventDetail, '
     model: modelLocation(run, copy),
     metrics: null,
     promotion: null,
+    current_model_id: null,
+    encoders: null,
     attempts: model?.attempts ?? 0,
     credits: 0,
     started_at: run.startedAt,

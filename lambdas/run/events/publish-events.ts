@@ -9,11 +9,6 @@ import { runEndedEvent, runStartedEvent, type RunEnd } from './events.js';
 import type { StepEnv } from '../invocation/index.js';
 import type { RunState } from '../state/index.js';
 
-/** What the end event reads of the run's model.json files: the service's record of each model. */
-interface ModelRecord {
-  readonly model: { readonly id: string; readonly metrics: Readonly<Record<string, unknown>> | null };
-}
-
 function publishContext(state: RunState, env: StepEnv): PublishContext {
   const { runtime } = env;
   return {
@@ -45,13 +40,8 @@ export async function announceRun(state: RunState, env: StepEnv): Promise<void> 
  * Started (unless it went out already), then Succeeded or Failed, finished at `finishedAt` (the
  * final status's time); throws when either fails.
  */
-export async function announceRunEnd(
-  state: RunState,
-  end: Omit<RunEnd, 'metrics'> & { readonly records: readonly ModelRecord[] },
-  env: StepEnv,
-): Promise<PublishResult> {
+export async function announceRunEnd(state: RunState, end: RunEnd, env: StepEnv): Promise<PublishResult> {
   const context = publishContext(state, env);
   await publishOnce(context, 'started', runStartedEvent(state));
-  const metrics = end.records.find((record) => record.model.id === state.model?.id)?.model.metrics ?? null;
-  return publishOnce(context, end.report.outcome, runEndedEvent(state, { ...end, metrics }));
+  return publishOnce(context, end.report.outcome, runEndedEvent(state, end));
 }

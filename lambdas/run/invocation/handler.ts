@@ -43,7 +43,7 @@ import {
 } from '../status/index.js';
 import {
   gateTraining as gateDatasetTraining,
-  holdsCredit,
+  holdsPaidModel,
   newerRunOf,
   supersededError,
   type NewerRun,
@@ -79,6 +79,8 @@ export interface StepEnv {
    * started; null while this run is the newest (lambdas/run/lock/supersede.ts).
    */
   readonly supersededBy?: NewerRun | null;
+  /** status/<drop>.json as findRun read it (null: none); absent outside the handler wrapper. */
+  readonly found?: StatusObject | null;
 }
 
 export type SlotValue<S extends SlotName> = NonNullable<RunState[S]>;
@@ -235,7 +237,7 @@ async function findRun<N extends StepName>(
 /** A run a newer train.json took over stops before its step, unless it holds a paid model. */
 async function gateSuperseded<N extends StepName>(invocation: Invocation<N>): Promise<void> {
   const { newer, step, state } = invocation;
-  if (newer === null || step.decidesWhenSuperseded === true || holdsCredit(state)) return;
+  if (newer === null || step.decidesWhenSuperseded === true || holdsPaidModel(state)) return;
   throw await giveWay(invocation, newer);
 }
 
@@ -254,6 +256,7 @@ async function runStep<N extends StepName>(invocation: Invocation<N>): Promise<S
     requestId: context.awsRequestId,
     summary: (after) => usageOf(invocation, true, after, true),
     supersededBy: newer,
+    found: invocation.found,
   };
   return await inSubsegment(runtime.tracer, `## ${step.name}`, { run_id: state.run.runId }, () =>
     step.run(state, env),
@@ -290,7 +293,7 @@ async function failureOf<N extends StepName>(
   const failure = gone ?? toRunError(error);
   if (failure.retryable || failure.code === 'superseded' || step.decidesWhenSuperseded === true)
     return failure;
-  if (holdsCredit(state)) return failure;
+  if (holdsPaidModel(state)) return failure;
   const status = await readStatus(runtime.s3, state.run.bucket, state.run.drop).catch(() => null);
   if (status === null || !isNewerRun(status, state.run)) return failure;
   return await giveWay(invocation, newerRunOf(status)).catch(() => failure);

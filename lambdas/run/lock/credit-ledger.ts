@@ -3,8 +3,8 @@
  * local mode): at most N credits taken in any 24 hours (and M in any 30 days), counted in one
  * ledger for the bucket, status/.credits/ledger.json. start_training takes a credit before it
  * starts a training (spend) and a run over budget stops there, `credit_budget`, having spent
- * nothing; a start the service refuses and a training that failed give the credit back, as the
- * service gives it back to the account.
+ * nothing; a start the service refuses (any 4xx answer: no training) and a training that failed
+ * give the credit back, as the service gives it back to the account.
  *
  * One entry per training attempt, keyed by run id and attempt number: a retried invocation finds
  * its own entry and takes nothing more. Taking is a conditional write of the ledger
@@ -19,8 +19,7 @@
  * apart after its upload and processing, so takers rarely meet.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
-import { keepsCredit } from '../../service-client/contract.js';
-import type { Model } from '../../service-client/index.js';
+import { keepsCredit, ServiceError, wasRefused, type Model } from '../../service-client/index.js';
 import { CREDIT_LEDGER_KEY } from '../../storage/keys.js';
 import { readJson, updateJsonConditionally, type JsonUpdate } from '../../storage/objects.js';
 import { contendedWrite, creditBudgetMessage, RunError } from '../errors/index.js';
@@ -40,8 +39,6 @@ const WINDOWS = [
 ] as const;
 /** Writes tried before the step is retried: many runs may take at once. */
 const LEDGER_ATTEMPTS = 40;
-/** The service's refusals of a start: no training, no credit. */
-const REFUSED: readonly string[] = ['no_credits', 'unknown_encoder'];
 
 /** A window's use: `used` of `limit`, and when it has room for one more (`freesAt`). */
 export type WindowUse = ReturnType<typeof windowUse>[number];
@@ -106,7 +103,8 @@ export function creditsOf(
       const share = await take(run, attempt);
       taken?.(share);
       const model = await start().catch(async (error: unknown) => {
-        if (error instanceof RunError && REFUSED.includes(error.code)) await giveBack(run, attempt);
+        const answer = error instanceof RunError ? error.cause : error;
+        if (answer instanceof ServiceError && wasRefused(answer)) await giveBack(run, attempt);
         throw error;
       });
       if (!keepsCredit(model.status)) await giveBack(run, attempt);

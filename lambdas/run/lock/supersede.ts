@@ -9,7 +9,7 @@
  * Which run is newer: status/<drop>.json always belongs to the newest run that has written it
  * (status.ts writes it conditionally), so a run learns it is superseded when it reads the file.
  */
-import { TRAINABLE_NEXT_ACTIONS } from '../../service-client/contract.js';
+import { holdsCredit, TRAINABLE_NEXT_ACTIONS } from '../../service-client/contract.js';
 import { RunError, supersededMessage, type RunErrorCode } from '../errors/index.js';
 import { nextPoll } from '../schedule/index.js';
 import { modelCopied, type DatasetSlot, type ModelSlot, type RunState } from '../state/index.js';
@@ -28,21 +28,19 @@ export function newerRunOf(status: Pick<RunStatus, 'run_id' | 'started_at'>): Ne
 const MODEL_LOST: readonly RunErrorCode[] = ['model_gone', 'model_files_gone'];
 
 /**
- * The run's paid model: its latest training while that holds a credit and can still be adopted
- * (queued, training, or done with its files at the service) and is not copied yet; else null.
- * The one rule for "this run has a paid model": supersede, the training claim, the status file's
- * `paid_model`, the report's message and resuming all ask it.
+ * The run's paid model: its latest training while that holds a credit (contract.ts holdsCredit)
+ * and is not copied yet; else null. The one rule for "this run has a paid model": supersede, the
+ * training claim, the status file's `paid_model`, the report's message and resuming all ask it.
  * @param failure the code the run failed with, when it did (a model lost with it is not held)
  */
 export function paidModelOf(state: RunState, failure?: RunErrorCode): ModelSlot | null {
   const { model } = state;
-  if (model === undefined || modelCopied(state)) return null;
-  if (model.status === 'failed' || model.nextAction === 'retry' || model.nextAction === 'none') return null;
+  if (model === undefined || modelCopied(state) || !holdsCredit(model.status, model.nextAction)) return null;
   return failure !== undefined && MODEL_LOST.includes(failure) ? null : model;
 }
 
 /** True while the run holds a paid model (paidModelOf). */
-export function holdsCredit(state: RunState, failure?: RunErrorCode): boolean {
+export function holdsPaidModel(state: RunState, failure?: RunErrorCode): boolean {
   return paidModelOf(state, failure) !== null;
 }
 

@@ -80,7 +80,7 @@ export async function recordTraining(
 
 /**
  * Lets the drop's claim go when `run` holds it and leaves no paid model (`keepsPaidModel` false,
- * supersede.ts holdsCredit): a run that ends, or stops, frees the drop for the next run at once,
+ * supersede.ts holdsPaidModel): a run that ends, or stops, frees the drop for the next run at once,
  * while a paid model keeps the claim for the run that adopts it.
  */
 export async function releaseTraining(
