@@ -16,6 +16,7 @@ import {
   LAMBDA_CLIENT_OPTIONS,
   createRuntime,
   trainingService,
+  type ApiKeySource,
   type TrainingServiceOptions,
 } from '../../lambdas/run/invocation/index.js';
 import type { CreditBudget } from '../../lambdas/run/lock/index.js';
@@ -32,6 +33,7 @@ import { markInterruptedRuns } from './interrupted-runs.js';
 import { startExecutionsEndpoint } from './executions-endpoint.js';
 import { LocalEventBus } from './event-bus.js';
 import { asLambda, RunningInvocations } from './lambda-invoke.js';
+import type { AwsCallRecorder } from './aws-calls.js';
 import { connectS3Events } from './s3-events.js';
 import { LocalStateMachine } from './state-machine.js';
 
@@ -81,6 +83,10 @@ export interface LocalModeOptions {
   readonly dataDir?: string;
   /** The credit budget (`--credit-budget`), as `-c creditBudget` sets it at deploy. Default: none. */
   readonly creditBudget?: CreditBudget;
+  /** Records each function's AWS calls (the permissions check). Default: none. */
+  readonly recorder?: AwsCallRecorder;
+  /** Where the handlers read the service's API key, as Lambda reads its secret. Default: the service's key. */
+  readonly apiKey?: ApiKeySource;
 }
 
 /** Local mode running: what startLocalMode returns. */
@@ -120,17 +126,28 @@ export async function startLocalMode(options: LocalModeOptions = {}) {
     const service = options.service ?? { url: simulated?.apiUrl ?? '', apiKey: simulated?.apiKey ?? '' };
     const logger = new Logger({ serviceName: 'hopper', logLevel: options.logLevel ?? 'SILENT' });
     const events = new LocalEventBus(options.eventSource);
-    const runtime = handlerRuntime(options, { events, s3: s3.client, logger, service });
+    const { recorder } = options;
+    recorder?.attach(s3.client);
+    const runtime = handlerRuntime(options, {
+      events: recorder?.eventBus(events) ?? events,
+      s3: s3.client,
+      logger,
+      service,
+    });
     const stateMachine = new LocalStateMachine({
       definition: local.definition,
-      tasks: await taskHandlers(local, runtime, invocations, options.wrapTask),
+      tasks: await taskHandlers(local, runtime, invocations, options),
       waitMs: options.waitMs,
       retryPauseMs: options.retryPauseMs,
     });
     cleanups.push(() => stateMachine.stopAll());
     const executions = await startExecutionsEndpoint(stateMachine);
     cleanups.push(() => executions.close());
-    const trigger = createTriggerHandler(stateMachine, { logger });
+    const startTrigger = createTriggerHandler(recorder?.starter(stateMachine) ?? stateMachine, { logger });
+    const trigger =
+      recorder === undefined
+        ? startTrigger
+        : (event: unknown) => recorder.within('Trigger', () => startTrigger(event));
     const s3Events = s3EventsTo(trigger, s3, options);
     // Closed before the state machine stops: no execution starts while shutting down.
     cleanups.push(() => s3Events.close());
@@ -217,7 +234,7 @@ async function taskHandlers(
   local: LocalDefinition,
   runtime: ReturnType<typeof createRuntime>,
   invocations: RunningInvocations,
-  wrapTask: LocalModeOptions['wrapTask'],
+  { wrapTask, recorder }: LocalModeOptions,
 ): Promise<Record<string, LocalTask>> {
   const tasks: Record<string, LocalTask> = {};
   for (const task of TASKS) {
@@ -226,7 +243,9 @@ async function taskHandlers(
       functionName: task.name,
       memoryMb: task.memoryMb,
     });
-    tasks[task.name] = wrapTask?.(task.name, lambda) ?? lambda;
+    const recorded: LocalTask =
+      recorder === undefined ? lambda : (input) => recorder.within(task.name, () => lambda(input));
+    tasks[task.name] = wrapTask?.(task.name, recorded) ?? recorded;
   }
   return tasks;
 }
@@ -243,7 +262,7 @@ function handlerRuntime(
     ...rest,
     service: trainingService({
       serviceUrl: service.url,
-      apiKey: () => Promise.resolve(service.apiKey),
+      apiKey: options.apiKey ?? (() => Promise.resolve(service.apiKey)),
       // The same retry budget as in Lambda, which fits the Tasks' timeouts enforced here too.
       clientOptions: options.clientOptions ?? LAMBDA_CLIENT_OPTIONS,
     }),
