@@ -33,14 +33,18 @@ export type TaskResources = Pick<HopperPipelineProps, 'bucket' | 'apiKeySecret' 
 
 /**
  * PutEvents on the account's default bus in the stack's region, for events of `source` only
- * (the `events:source` condition key): a Task cannot pose as another service on the bus.
+ * (the `events:source` condition key): a Task cannot pose as another service on the bus. The key
+ * is multivalued (one source per entry), so every entry's source must be it and one must be given.
  */
 export function putRunEventsStatement(scope: IRole, source: string): PolicyStatement {
   const stack = Stack.of(scope);
   return new PolicyStatement({
     actions: ['events:PutEvents'],
     resources: [`arn:${stack.partition}:events:${stack.region}:${stack.account}:event-bus/default`],
-    conditions: { StringEquals: { 'events:source': source } },
+    conditions: {
+      'ForAllValues:StringEquals': { 'events:source': source },
+      Null: { 'events:source': 'false' },
+    },
   });
 }
 
@@ -73,7 +77,17 @@ export function grantTaskAccess(role: IRole, access: TaskAccess, resources: Task
       new PolicyStatement({ actions: ['s3:ListBucket'], resources: [bucket.bucketArn] }),
     );
   }
-  if (access.apiKey) resources.apiKeySecret.grantRead(role);
+  const secret = resources.apiKeySecret;
+  if (access.apiKey) {
+    // GetSecretValue only (grantRead adds DescribeSecret, which no code calls); a secret imported
+    // by name matches any of the six characters Secrets Manager appends to its ARN.
+    role.addToPrincipalPolicy(
+      new PolicyStatement({
+        actions: ['secretsmanager:GetSecretValue'],
+        resources: [secret.secretFullArn ?? `${secret.secretArn}-??????`],
+      }),
+    );
+  }
   const key = access.apiKey ? resources.apiKeySecretKmsKeyArn : undefined;
   if (key !== undefined) {
     // The secret's own key, for the role only in Secrets Manager's calls (GetSecretValue) in this region.
