@@ -67,7 +67,11 @@ function targetsOf(template: Template, fn: TemplateFunction, bucket: string): Ta
     'secretsmanager',
     (id) => `secret:${id}-AbCdEf`,
   );
-  const secretKey = propertyOf(template, ['AWS::SecretsManager::Secret'], secret ?? '', 'KmsKeyId');
+  // An imported secret's key is named only by the grant of kms:Decrypt via Secrets Manager.
+  const secretKey =
+    propertyOf(template, ['AWS::SecretsManager::Secret'], secret ?? '', 'KmsKeyId') ??
+    fn.policy.Statement.find((s) => JSON.stringify(s).includes('"kms:ViaService":"secretsmanager.'))
+      ?.Resource;
   const encryption = propertyOf(template, ['AWS::S3::Bucket'], bucket, 'BucketEncryption') as
     | { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { KMSMasterKeyID?: string } }] }
     | undefined;
