@@ -65,7 +65,17 @@ describe('hopper', () => {
 
 describe('every command', () => {
   it('has every command', () => {
-    expect(NAMES.sort()).toEqual(['check', 'local', 'models', 'retry', 'run', 'runs', 'service', 'status']);
+    expect(NAMES.sort()).toEqual([
+      'check',
+      'local',
+      'models',
+      'permissions',
+      'retry',
+      'run',
+      'runs',
+      'service',
+      'status',
+    ]);
   });
 
   it.each(NAMES)('%s names an unknown flag and points at its --help, exit 2', async (name) => {
