@@ -44,12 +44,12 @@ interface SdkClient {
 export class AwsCallRecorder {
   readonly #calls = new Map<string, AwsCall>();
 
-  /** Runs `body` as function `name`: the calls it makes are recorded as that function's. */
-  within<T>(name: string, body: () => T): T {
-    return current.run(name, body);
+  /** `fn`, the calls it makes recorded as function `name`'s. */
+  as<A, R>(name: string, fn: (input: A) => Promise<R>): (input: A) => Promise<R> {
+    return (input) => current.run(name, () => fn(input));
   }
 
-  /** Records every call of `client` made inside `within` (others are local mode's own). */
+  /** Records every call of `client` made as a function's (others are local mode's own). */
   attach(client: SdkClient): void {
     client.middlewareStack.add(
       (next, context) => (args) => {

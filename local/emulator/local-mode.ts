@@ -126,14 +126,7 @@ export async function startLocalMode(options: LocalModeOptions = {}) {
     const service = options.service ?? { url: simulated?.apiUrl ?? '', apiKey: simulated?.apiKey ?? '' };
     const logger = new Logger({ serviceName: 'hopper', logLevel: options.logLevel ?? 'SILENT' });
     const events = new LocalEventBus(options.eventSource);
-    const { recorder } = options;
-    recorder?.attach(s3.client);
-    const runtime = handlerRuntime(options, {
-      events: recorder?.eventBus(events) ?? events,
-      s3: s3.client,
-      logger,
-      service,
-    });
+    const runtime = handlerRuntime(options, { events, s3: s3.client, logger, service });
     const stateMachine = new LocalStateMachine({
       definition: local.definition,
       tasks: await taskHandlers(local, runtime, invocations, options),
@@ -143,11 +136,9 @@ export async function startLocalMode(options: LocalModeOptions = {}) {
     cleanups.push(() => stateMachine.stopAll());
     const executions = await startExecutionsEndpoint(stateMachine);
     cleanups.push(() => executions.close());
-    const startTrigger = createTriggerHandler(recorder?.starter(stateMachine) ?? stateMachine, { logger });
-    const trigger =
-      recorder === undefined
-        ? startTrigger
-        : (event: unknown) => recorder.within('Trigger', () => startTrigger(event));
+    const { recorder } = options;
+    const starts = createTriggerHandler(recorder?.starter(stateMachine) ?? stateMachine, { logger });
+    const trigger = recorder?.as('Trigger', starts) ?? starts;
     const s3Events = s3EventsTo(trigger, s3, options);
     // Closed before the state machine stops: no execution starts while shutting down.
     cleanups.push(() => s3Events.close());
@@ -243,8 +234,7 @@ async function taskHandlers(
       functionName: task.name,
       memoryMb: task.memoryMb,
     });
-    const recorded: LocalTask =
-      recorder === undefined ? lambda : (input) => recorder.within(task.name, () => lambda(input));
+    const recorded = recorder?.as(task.name, lambda) ?? lambda;
     tasks[task.name] = wrapTask?.(task.name, recorded) ?? recorded;
   }
   return tasks;
@@ -257,9 +247,11 @@ function handlerRuntime(
     readonly service: NonNullable<LocalModeOptions['service']>;
   },
 ): ReturnType<typeof createRuntime> {
-  const { service, ...rest } = parts;
+  const { service, events, ...rest } = parts;
+  options.recorder?.attach(rest.s3);
   return createRuntime({
     ...rest,
+    events: events && (options.recorder?.eventBus(events) ?? events),
     service: trainingService({
       serviceUrl: service.url,
       apiKey: options.apiKey ?? (() => Promise.resolve(service.apiKey)),

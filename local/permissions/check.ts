@@ -90,25 +90,20 @@ function targetsOf(template: Template, fn: TemplateFunction, bucket: string): Ta
 /** The resource policy in the way of `request`, if the template has one. */
 function policyInTheWay(template: Template, { on, resource }: IamRequest): unknown {
   const bucket = resource.replace(/^arn:[^:]+:s3:::/, '').split('/')[0] ?? '';
-  if (on === 'object' || on === 'bucket')
-    return propertyOf(template, ['AWS::S3::BucketPolicy', 'Bucket'], bucket, 'PolicyDocument');
-  if (on === 'secret')
-    return propertyOf(
-      template,
-      ['AWS::SecretsManager::ResourcePolicy', 'SecretId'],
-      resource,
-      'ResourcePolicy',
-    );
-  return on.endsWith('Key') ? propertyOf(template, ['AWS::KMS::Key'], resource, 'KeyPolicy') : undefined;
+  const bucketPolicy = ['AWS::S3::BucketPolicy', 'Bucket', bucket, 'PolicyDocument'] as const;
+  const keyPolicy = ['AWS::KMS::Key', undefined, resource, 'KeyPolicy'] as const;
+  const way = {
+    object: bucketPolicy,
+    bucket: bucketPolicy,
+    secret: ['AWS::SecretsManager::ResourcePolicy', 'SecretId', resource, 'ResourcePolicy'] as const,
+    bucketKey: keyPolicy,
+    secretKey: keyPolicy,
+  }[on as string];
+  return way && propertyOf(template, [way[0], way[1]], way[2], way[3]);
 }
 
-async function decide(
-  simulate: Simulate,
-  template: Template,
-  fn: TemplateFunction,
-  request: IamRequest,
-  used: Set<string>,
-): Promise<Pick<CallDecision, 'allowed' | 'statement'>> {
+/** `request` of `fn` decided; the statements that allow it are added to `used`. */
+async function decide(simulate: Simulate, template: Template, fn: TemplateFunction, request: IamRequest) {
   const answer = await simulate(
     {
       request: {
@@ -124,18 +119,17 @@ async function decide(
     },
     {},
   );
-  if (answer.resultType === 'error')
-    return { allowed: false, statement: `not evaluated: ${answer.errors.message}` };
+  if (answer.resultType === 'error') return { allowed: false, statement: answer.errors.message, by: [] };
   const result = answer.resultType === 'single' ? answer.result : answer.results[0];
-  const allows = result?.analysis.identityAnalysis?.allowStatements ?? [];
-  for (const allow of allows) used.add(`${fn.name} ${request.action} ${allow.explain.identifier}`);
+  const by = (result?.analysis.identityAnalysis?.allowStatements ?? []).map(
+    (allow) => allow.explain.identifier,
+  );
   const allowed = answer.overallResult === 'Allowed';
-  const id = allows[0]?.explain.identifier ?? '?';
+  const first = fn.policy.Statement[Number(by[0]) - 1];
   return {
     allowed,
-    statement: allowed
-      ? `#${id} ${JSON.stringify(fn.policy.Statement[Number(id) - 1]?.Resource ?? '')}`
-      : `${answer.overallResult}${result?.ignoredContextKeys?.length ? ` (ignored: ${result.ignoredContextKeys.join(', ')})` : ''}`,
+    statement: allowed ? `#${by[0] ?? ''} ${JSON.stringify(first?.Resource)}` : answer.overallResult,
+    by,
   };
 }
 
@@ -149,23 +143,22 @@ export async function checkPermissions(
   const bucket = bucketName(template);
   const used = new Set<string>();
   const decisions: CallDecision[] = [];
-  for (const call of calls) {
-    const fn = functions.get(call.function);
-    if (fn === undefined) {
+  for (const { function: name, operation, ...call } of calls) {
+    // A function the template lacks has no grant: each of its calls is denied.
+    const fn = functions.get(name) ?? {
+      name,
+      policy: { Version: '2012-10-17', Statement: [] },
+      environment: {},
+    };
+    for (const request of iamRequests(
+      { function: name, operation, ...call },
+      targetsOf(template, fn, bucket),
+    )) {
+      const { by, ...decision } = await decide(simulate, template, fn, request);
+      for (const statement of by) used.add(`${name} ${request.action} ${statement}`);
       decisions.push({
-        ...call,
-        action: '-',
-        resource: '-',
-        allowed: false,
-        statement: 'no function "Hopper <name>: ..." in the template',
-      });
-      continue;
-    }
-    for (const request of iamRequests(call, targetsOf(template, fn, bucket))) {
-      const decision = await decide(simulate, template, fn, request, used);
-      decisions.push({
-        function: fn.name,
-        operation: call.operation,
+        function: name,
+        operation,
         action: request.action,
         resource: request.resource,
         ...decision,
@@ -173,19 +166,14 @@ export async function checkPermissions(
     }
   }
   const unused = [...functions.values()].flatMap((fn) =>
-    fn.policy.Statement.flatMap((statement, index) =>
-      statement.Effect !== 'Allow'
-        ? []
-        : [statement.Action]
-            .flat()
-            .filter(
-              (action) =>
-                EXEMPT[action] === undefined && !used.has(`${fn.name} ${action} ${String(index + 1)}`),
-            )
-            .map(
-              (action) =>
-                `${fn.name} ${action} (statement #${String(index + 1)} ${JSON.stringify(statement.Resource)})`,
-            ),
+    fn.policy.Statement.flatMap(({ Effect, Action, Resource }, index) =>
+      [Action]
+        .flat()
+        .filter((action) => Effect === 'Allow' && EXEMPT[action] === undefined)
+        .filter((action) => !used.has(`${fn.name} ${action} ${String(index + 1)}`))
+        .map(
+          (action) => `${fn.name} ${action} (statement #${String(index + 1)} ${JSON.stringify(Resource)})`,
+        ),
     ),
   );
   return { decisions, unused };
