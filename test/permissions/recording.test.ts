@@ -66,18 +66,19 @@ async function secretsStandIn(): Promise<{ apiKey: LocalModeOptions['apiKey']; c
 }
 
 /**
- * The first UploadPart fails (the copy aborts its multipart upload), the second stores 10 bytes
- * short (the size check deletes the copy and copies again later).
+ * The first UploadPart fails (the copy aborts its multipart upload); the first part of the next
+ * upload stores 10 bytes short (the size check deletes the copy, which is made again later).
  */
 function spoilParts(local: LocalMode): void {
-  let parts = 0;
+  const spoilt: string[] = [];
   local.s3.client.middlewareStack.add(
     (next, context) => (args) => {
-      if (context.commandName !== 'UploadPartCommand') return next(args);
-      parts += 1;
-      if (parts === 1) return Promise.reject(new Error('a part lost on the way (test)'));
-      const input = args.input as { Body?: unknown };
-      if (parts === 2 && Buffer.isBuffer(input.Body)) input.Body = input.Body.subarray(10);
+      const input = args.input as { UploadId?: string; Body?: unknown };
+      if (context.commandName !== 'UploadPartCommand' || spoilt.length >= 2) return next(args);
+      if (spoilt.includes(input.UploadId ?? '')) return next(args);
+      spoilt.push(input.UploadId ?? '');
+      if (spoilt.length === 1) return Promise.reject(new Error('a part lost on the way (test)'));
+      if (Buffer.isBuffer(input.Body)) input.Body = input.Body.subarray(10);
       return next(args);
     },
     { step: 'initialize', name: 'spoilParts' },
