@@ -33,14 +33,18 @@ export type TaskResources = Pick<HopperPipelineProps, 'bucket' | 'apiKeySecret'>
 
 /**
  * PutEvents on the account's default bus in the stack's region, for events of `source` only
- * (the `events:source` condition key): a Task cannot pose as another service on the bus.
+ * (the `events:source` condition key): a Task cannot pose as another service on the bus. The key
+ * is multivalued (one source per entry), so every entry's source must be it and one must be given.
  */
 export function putRunEventsStatement(scope: IRole, source: string): PolicyStatement {
   const stack = Stack.of(scope);
   return new PolicyStatement({
     actions: ['events:PutEvents'],
     resources: [`arn:${stack.partition}:events:${stack.region}:${stack.account}:event-bus/default`],
-    conditions: { StringEquals: { 'events:source': source } },
+    conditions: {
+      'ForAllValues:StringEquals': { 'events:source': source },
+      Null: { 'events:source': 'false' },
+    },
   });
 }
 
@@ -73,11 +77,20 @@ export function grantTaskAccess(role: IRole, access: TaskAccess, resources: Task
       new PolicyStatement({ actions: ['s3:ListBucket'], resources: [bucket.bucketArn] }),
     );
   }
-  if (access.apiKey) resources.apiKeySecret.grantRead(role);
+  const secret = resources.apiKeySecret;
+  if (access.apiKey) {
+    // GetSecretValue only (grantRead adds DescribeSecret, which no code calls); a secret imported
+    // by name matches any of the six characters Secrets Manager appends to its ARN.
+    role.addToPrincipalPolicy(
+      new PolicyStatement({
+        actions: ['secretsmanager:GetSecretValue'],
+        resources: [secret.secretFullArn ?? `${secret.secretArn}-??????`],
+      }),
+    );
+  }
   // A secret's own KMS key (a secret imported with its encryptionKey): decrypting through Secrets
-  // Manager in this region only. grantRead adds this only to a key of the same stack, and says
-  // nothing when it cannot.
-  const key = access.apiKey ? resources.apiKeySecret.encryptionKey : undefined;
+  // Manager in this region only.
+  const key = access.apiKey ? secret.encryptionKey : undefined;
   if (key !== undefined) {
     const secretsManager = `secretsmanager.${Stack.of(role).region}.amazonaws.com`;
     role.addToPrincipalPolicy(

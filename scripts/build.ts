@@ -6,6 +6,7 @@
  *                                    runs them: one way to get handler code
  *   dist/definition.json             the state machine's definition, synthesized from the construct
  *                                    with those bundles: what local mode runs
+ *   dist/template.json               the repository's stack, what `hopper permissions` checks by default
  *   dist/index.js, dist/index.cjs    the construct package (`Hopper`), ESM and CommonJS; aws-cdk-lib
  *                                    and constructs stay imports (peer dependencies)
  *   dist/hopper.mjs                  the `hopper` command
@@ -17,6 +18,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build, type BuildOptions } from 'esbuild';
+import { Template } from 'aws-cdk-lib/assertions';
+import { createHopperApp } from '../infra/hopper-app.js';
 import { synthesizeLocalDefinition } from '../infra/local-definition.js';
 import { HANDLER_BUNDLING } from './bundling.js';
 
@@ -97,9 +100,14 @@ async function buildCli(): Promise<void> {
   });
 }
 
-/** The definition local mode runs, synthesized from the construct with the bundles just built. */
-function synthesizeDefinition(): void {
+/**
+ * The definition local mode runs, synthesized from the construct with the bundles just built, and
+ * the repository's stack, which `hopper permissions` checks by default.
+ */
+function synthesize(): void {
   writeFileSync(`${DIST}/definition.json`, `${JSON.stringify(synthesizeLocalDefinition(), null, 1)}\n`);
+  const { stack } = createHopperApp({ cloudFormationValidation: false });
+  writeFileSync(`${DIST}/template.json`, `${JSON.stringify(Template.fromStack(stack).toJSON(), null, 1)}\n`);
 }
 
 /** dist/index.d.ts: the construct's declarations in one file, importing only the peers. */
@@ -127,5 +135,5 @@ function buildTypes(): void {
 
 mkdirSync(DIST, { recursive: true });
 await Promise.all([buildHandlers(), buildConstruct(), buildCli()]);
-synthesizeDefinition();
+synthesize();
 if (process.argv.includes('--types')) buildTypes();

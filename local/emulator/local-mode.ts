@@ -17,6 +17,7 @@ import type { LocalRuntimeOptions, TaskHandler } from '../../lambdas/run/invocat
 import {
   LAMBDA_CLIENT_OPTIONS,
   trainingService,
+  type ApiKeySource,
   type TrainingServiceOptions,
 } from '../../lambdas/run/invocation/index.js';
 import type { CreditBudget } from '../../lambdas/run/lock/index.js';
@@ -38,6 +39,7 @@ import { markInterruptedRuns } from './interrupted-runs.js';
 import { startExecutionsEndpoint } from './executions-endpoint.js';
 import { LocalEventBus } from './event-bus.js';
 import { asLambda, RunningInvocations } from './lambda-invoke.js';
+import type { AwsCallRecorder } from './aws-calls.js';
 import { connectS3Events } from './s3-events.js';
 import { LocalStateMachine } from './state-machine.js';
 
@@ -87,6 +89,10 @@ export interface LocalModeOptions {
   readonly dataDir?: string;
   /** The credit budget (`--credit-budget`), as `-c creditBudget` sets it at deploy. Default: none. */
   readonly creditBudget?: CreditBudget;
+  /** Records each function's AWS calls (the permissions check). Default: none. */
+  readonly recorder?: AwsCallRecorder;
+  /** Where the handlers read the service's API key, as Lambda reads its secret. Default: the service's key. */
+  readonly apiKey?: ApiKeySource;
 }
 
 /** Local mode running: what startLocalMode returns. */
@@ -130,14 +136,16 @@ export async function startLocalMode(options: LocalModeOptions = {}) {
     };
     const stateMachine = new LocalStateMachine({
       definition: local.definition,
-      tasks: await taskHandlers(local, { ...runtime, s3: s3Client }, invocations, options.wrapTask),
+      tasks: await taskHandlers(local, { ...runtime, s3: s3Client }, invocations, options),
       waitMs: options.waitMs,
       retryPauseMs: options.retryPauseMs,
     });
     cleanups.push(() => stateMachine.stopAll());
     const executions = await startExecutionsEndpoint(stateMachine);
     cleanups.push(() => executions.close());
-    const trigger = await triggerBundle(stateMachine, { logger });
+    const { recorder } = options;
+    const starts = await triggerBundle(recorder?.starter(stateMachine) ?? stateMachine, { logger });
+    const trigger = recorder?.as('Trigger', starts) ?? starts;
     const s3Events = s3EventsTo(trigger, s3, options);
     // Closed before the state machine stops: no execution starts while shutting down.
     cleanups.push(() => s3Events.close());
@@ -227,19 +235,22 @@ async function taskHandlers(
   local: LocalDefinition,
   runtime: BundleRuntime,
   invocations: RunningInvocations,
-  wrapTask: LocalModeOptions['wrapTask'],
+  { wrapTask, recorder }: LocalModeOptions,
 ): Promise<Record<string, LocalTask>> {
   const tasks: Record<string, LocalTask> = {};
   for (const task of TASKS) {
     const module = (await import(handlerBundle(local.handlers[task.name]).href)) as {
       handler: TaskHandler<StepName>;
     };
-    const handler = module.handler.withLocalRuntime({ ...runtime, s3: runtime.s3() });
+    const s3 = runtime.s3();
+    recorder?.attach(s3);
+    const handler = module.handler.withLocalRuntime({ ...runtime, s3 });
     const lambda = asLambda(invocations.track(handler), task.timeoutSeconds, {
       functionName: task.name,
       memoryMb: task.memoryMb,
     });
-    tasks[task.name] = wrapTask?.(task.name, lambda) ?? lambda;
+    const recorded = recorder?.as(task.name, lambda) ?? lambda;
+    tasks[task.name] = wrapTask?.(task.name, recorded) ?? recorded;
   }
   return tasks;
 }
@@ -265,12 +276,13 @@ function handlerRuntime(
     readonly service: NonNullable<LocalModeOptions['service']>;
   },
 ): Omit<LocalRuntimeOptions, 's3'> {
-  const { service, ...rest } = parts;
+  const { service, events, ...rest } = parts;
   return {
     ...rest,
+    events: events && (options.recorder?.eventBus(events) ?? events),
     service: {
       serviceUrl: service.url,
-      apiKey: () => Promise.resolve(service.apiKey),
+      apiKey: options.apiKey ?? (() => Promise.resolve(service.apiKey)),
       // The same retry budget as in Lambda, which fits the Tasks' timeouts enforced here too.
       clientOptions: options.clientOptions ?? LAMBDA_CLIENT_OPTIONS,
     },

@@ -63,7 +63,10 @@ describe('run events', () => {
       expect(others).toEqual([]);
       expect(actionsOf(statement!)).toEqual(['events:PutEvents']);
       expect(resourcesOf(statement!)).toEqual([DEFAULT_BUS]);
-      expect(statement!.Condition).toEqual({ StringEquals: { 'events:source': 'hopper' } });
+      expect(statement!.Condition).toEqual({
+        'ForAllValues:StringEquals': { 'events:source': 'hopper' },
+        Null: { 'events:source': 'false' },
+      });
     }
   });
 
@@ -74,7 +77,8 @@ describe('run events', () => {
         Variables: { HOPPER_EVENT_SOURCE: 'com.example.hopper' },
       });
       expect(putEvents(configured.template, name)[0]?.Condition).toEqual({
-        StringEquals: { 'events:source': 'com.example.hopper' },
+        'ForAllValues:StringEquals': { 'events:source': 'com.example.hopper' },
+        Null: { 'events:source': 'false' },
       });
     }
     configured.template.hasOutput('EventSource', { Value: 'com.example.hopper' });

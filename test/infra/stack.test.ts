@@ -347,9 +347,7 @@ describe('the Lambda functions', () => {
         expect(resourcesOf(list[0]!)).toEqual([bucketArn]);
         expect(list[0]!.Condition).toBeUndefined();
 
-        const secret = EXPECTED[name].secret
-          ? ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue']
-          : [];
+        const secret = EXPECTED[name].secret ? ['secretsmanager:GetSecretValue'] : [];
         // PutEvents is checked (resource, condition) in test/infra/notifications.test.ts.
         const events = EXPECTED[name].events === true ? ['events:PutEvents'] : [];
         expect(other.sort()).toEqual([...LOGS_AND_TRACING, 's3:ListBucket', ...secret, ...events].sort());

@@ -1,0 +1,110 @@
+/**
+ * Records the AWS calls each function makes in local mode, for the permissions check
+ * (local/permissions/): the function (a Task's state name, or Trigger), the operation and the
+ * parameters IAM decides on. S3 and Secrets Manager calls are read off the SDK clients'
+ * middleware stacks; the event bus and StartExecution, which local mode answers without an SDK
+ * client, are recorded where local mode answers them. Nothing here reaches the deployed handlers.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { RunEventBus } from '../../lambdas/run/events/index.js';
+import type { ExecutionStarter } from '../../lambdas/trigger/start-execution.js';
+
+/**
+ * One kind of call: the same function, operation and parameters is one entry. Keys and prefixes
+ * keep their area only (`status/*`): the drop, run and model in them are chosen at run time.
+ */
+export interface AwsCall {
+  readonly function: string;
+  readonly operation: string;
+  readonly key?: string;
+  readonly prefix?: string;
+  /** GetObject or HeadObject of a given version (s3:GetObjectVersion). */
+  readonly versioned?: true;
+  /** A read of a key that is not there: S3 answers 404 only to a caller that may list the bucket. */
+  readonly missing?: true;
+  readonly detailType?: string;
+}
+
+/** The function whose calls a client's middleware sees: set around each invocation. */
+const current = new AsyncLocalStorage<string>();
+
+/** What the recorder reads of an SDK client: its middleware stack. */
+interface SdkClient {
+  readonly middlewareStack: {
+    add(
+      middleware: (
+        next: (args: { input: object }) => Promise<unknown>,
+        context: { commandName?: string },
+      ) => (args: { input: object }) => Promise<unknown>,
+      options: { step: 'initialize'; name: string; override: true },
+    ): void;
+  };
+}
+
+export class AwsCallRecorder {
+  readonly #calls = new Map<string, AwsCall>();
+
+  /** `fn`, the calls it makes recorded as function `name`'s. */
+  as<A, R>(name: string, fn: (input: A) => Promise<R>): (input: A) => Promise<R> {
+    return (input) => current.run(name, () => fn(input));
+  }
+
+  /** Records every call of `client` made as a function's (others are local mode's own). */
+  attach(client: SdkClient): void {
+    client.middlewareStack.add(
+      (next, context) => (args) => {
+        const input = args.input as Readonly<Record<string, unknown>>;
+        const call = {
+          key: areaOf(input.Key),
+          prefix: areaOf(input.Prefix),
+          versioned: typeof input.VersionId === 'string' ? (true as const) : undefined,
+        };
+        const operation = (context.commandName ?? '').replace(/Command$/, '');
+        this.#record(operation, call);
+        return next(args).catch((error: unknown) => {
+          const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+          if (status === 404 && call.key !== undefined) this.#record(operation, { ...call, missing: true });
+          throw error;
+        });
+      },
+      { step: 'initialize', name: 'hopperAwsCallRecorder', override: true },
+    );
+  }
+
+  /** `bus`, its events recorded as PutEvents. */
+  eventBus(bus: RunEventBus): RunEventBus {
+    return {
+      put: (event) => {
+        this.#record('PutEvents', { detailType: event.detailType });
+        return bus.put(event);
+      },
+    };
+  }
+
+  /** `starter`, its starts recorded as StartExecution. */
+  starter(starter: ExecutionStarter): ExecutionStarter {
+    return {
+      start: (name, input) => {
+        this.#record('StartExecution', {});
+        return starter.start(name, input);
+      },
+    };
+  }
+
+  /** Every kind of call recorded so far, in a stable order. */
+  calls(): AwsCall[] {
+    return [...this.#calls.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, call]) => call);
+  }
+
+  #record(operation: string, params: Omit<AwsCall, 'function' | 'operation'>): void {
+    const name = current.getStore();
+    if (name === undefined) return;
+    const call = JSON.parse(JSON.stringify({ function: name, operation, ...params })) as AwsCall;
+    this.#calls.set(JSON.stringify(call), call);
+  }
+}
+
+/** `status/reviews.json` -> `status/*`. */
+function areaOf(key: unknown): string | undefined {
+  return typeof key === 'string' ? `${key.split('/')[0] ?? ''}/*` : undefined;
+}
