@@ -126,8 +126,10 @@ export async function startLocalMode(options: LocalModeOptions = {}) {
     const events = new LocalEventBus(options.eventSource);
     const runtime = handlerRuntime(options, { events, logger, service });
     // Each function its own S3 client, as in Lambda (each bundle meters its own requests).
-    const s3Client = (): S3Client => {
+    const s3Clients = new Map<string, S3Client>();
+    const s3Client = (functionName: string): S3Client => {
       const client = localS3Client(s3.endpoint);
+      s3Clients.set(functionName, client);
       cleanups.push(() => {
         client.destroy();
         return Promise.resolve();
@@ -157,6 +159,8 @@ export async function startLocalMode(options: LocalModeOptions = {}) {
       serviceUrl: service.url,
       /** The simulated service, when local mode started one. */
       simulated,
+      /** The S3 client of a Task's function (tests put faults in its way). */
+      functionS3: (name: TaskName): S3Client | undefined => s3Clients.get(name),
       /** A client of the training service, as the steps have it (the key stays inside). */
       service: serviceClient(options, service),
       stateMachine,
@@ -228,7 +232,7 @@ async function startSimulated(
 }
 
 /** What each handler bundle builds its runtime from, but its S3 client (one per function). */
-type BundleRuntime = Omit<LocalRuntimeOptions, 's3'> & { readonly s3: () => S3Client };
+type BundleRuntime = Omit<LocalRuntimeOptions, 's3'> & { readonly s3: (functionName: string) => S3Client };
 
 /** Each Task state's handler bundle, called as Lambda calls it (and wrapped, when the options ask). */
 async function taskHandlers(
@@ -242,7 +246,7 @@ async function taskHandlers(
     const module = (await import(handlerBundle(local.handlers[task.name]).href)) as {
       handler: TaskHandler<StepName>;
     };
-    const s3 = runtime.s3();
+    const s3 = runtime.s3(task.name);
     recorder?.attach(s3);
     const handler = module.handler.withLocalRuntime({ ...runtime, s3 });
     const lambda = asLambda(invocations.track(handler), task.timeoutSeconds, {

@@ -71,7 +71,7 @@ async function secretsStandIn(): Promise<{ apiKey: LocalModeOptions['apiKey']; c
  */
 function spoilParts(local: LocalMode): void {
   const spoilt: string[] = [];
-  local.s3.client.middlewareStack.add(
+  local.functionS3('CopyModel')!.middlewareStack.add(
     (next, context) => (args) => {
       const input = args.input as { UploadId?: string; Body?: unknown };
       if (context.commandName !== 'UploadPartCommand' || spoilt.length >= 2) return next(args);
