@@ -24,18 +24,30 @@ import { listForMessage, quoted } from '../../lambdas/drop/user-text.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { DROP_QUIET_MS } from '../../lambdas/drop/settle.js';
 import { judgeDrop, type DropSource, type JudgedDrop } from '../../lambdas/drop/validate.js';
-import { RunError } from '../../lambdas/run/errors/index.js';
+import { codedMessage, RunError } from '../../lambdas/run/errors/index.js';
 import { awsUsdOf, PRICES_AS_OF, PRICES_REGION, typicalRunUsage } from '../../lambdas/run/status/index.js';
 import { CommandError, defineCommand, EXIT, json, table, type CommandSpec } from './command.js';
 import { formatBytes } from './progress.js';
 
-/** A folder that cannot be dropped at all: its `code`, and a message saying why and what to do. */
+/**
+ * A folder refused before anything is sent (exit 1, as a run that fails): its `code` (not_a_drop,
+ * linked_files, or the run's own), said in the text too, and a message saying why and what to do.
+ */
 export class DropFolderError extends CommandError {
   override readonly name: string = 'DropFolderError';
 
-  constructor(message: string, code: 'not_a_drop' | 'linked_files' = 'not_a_drop') {
+  constructor(message: string, code = 'not_a_drop') {
     super(code, message);
   }
+
+  override get text(): string {
+    return codedMessage(this.code, this.message);
+  }
+}
+
+/** The run's rules refusing a folder, as hopper check and hopper run report it. */
+export function refusedFolder(error: unknown): never {
+  throw error instanceof RunError ? new DropFolderError(error.detail, error.code) : error;
 }
 
 /** A local folder as a drop: what the rules read, and where its files are. */
@@ -166,7 +178,7 @@ export const CHECK_SPEC: CommandSpec = {
   positionals: { min: 1, max: 1, what: 'folder to check', hint: 'hopper check examples/reviews' },
   exits: {
     0: 'the drop would go through',
-    1: 'it would not: the error code and message the run would stop with are printed',
+    1: 'it would not, or the folder is no drop: the error code and message are printed (hopper run exits 1 on it too)',
     2: true,
   },
 };

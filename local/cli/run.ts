@@ -7,15 +7,15 @@
  */
 import { join, posix } from 'node:path';
 import { judgeDrop } from '../../lambdas/drop/validate.js';
-import { codedMessage, describeFailure, messageOf, RunError } from '../../lambdas/run/errors/index.js';
+import { describeFailure, messageOf } from '../../lambdas/run/errors/index.js';
 import { copiedModel, type CopySlot, type RunState } from '../../lambdas/run/state/index.js';
 import { readStatus } from '../../lambdas/run/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import type { LocalConsole } from '../console/index.js';
 import type { LocalMode } from '../emulator/local-mode.js';
 import type { ExecutionOutcome } from '../emulator/state-machine.js';
-import { CliUsageError, defineCommand, EXIT, stopSignal, untilStopped, type CommandIo } from './command.js';
-import { DropFolderError, readDropFolder, uploadDropFolder, type DropFolder } from './drop-folder.js';
+import { defineCommand, EXIT, stopSignal, untilStopped, type CommandIo } from './command.js';
+import { readDropFolder, refusedFolder, uploadDropFolder, type DropFolder } from './drop-folder.js';
 import { RUN_SPEC, runOptions, type LocalCommandOptions } from './options.js';
 import { copyModelOut, MODEL_FILES, prepareOutFolder } from './out-folder.js';
 import { formatBytes, progressOf, reporterFor, type ProgressReporter } from './progress.js';
@@ -29,8 +29,8 @@ const LEFTOVERS_TIMEOUT_MS = 20_000;
 export const runRunCommand = defineCommand(RUN_SPEC, async (args, io, { env }) => {
   const { folder: path, out: outDir, options } = runOptions(args, env);
   // The run's own rules first, as hopper check applies them: a drop they refuse is not uploaded.
-  const folder = await readDropFolder(path).catch(refused);
-  const { config } = await judgeDrop(folder).catch(refused);
+  const folder = await readDropFolder(path);
+  const { config } = await judgeDrop(folder).catch(refusedFolder);
   // Before the run: a model paid for must have somewhere to go.
   const out = await prepareOutFolder(outDir, folder.drop);
   try {
@@ -39,11 +39,6 @@ export const runRunCommand = defineCommand(RUN_SPEC, async (args, io, { env }) =
     await out.release();
   }
 });
-
-function refused(error: unknown): never {
-  if (error instanceof DropFolderError) throw new CliUsageError(codedMessage(error.code, error.message));
-  throw error instanceof RunError ? new CliUsageError(error.message) : error;
-}
 
 /** One `hopper run`: the folder, where its model goes, and what it prints to. */
 interface RunOfFolder {

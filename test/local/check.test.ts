@@ -168,7 +168,14 @@ describe('hopper check of a drop that would not go through', () => {
     await symlink(join(work, 'bare', 'a.csv'), join(linked, 'more.csv'));
     const result = await runCommandCaptured(runCheckCommand, [linked], {});
     expect(result).toMatchObject({ code: 1, stdout: '' });
-    expect(result.stderr).toMatch(/^hopper check: .* holds symbolic links: "more.csv" -> /);
+    // The text names the code its --json gives.
+    expect(result.stderr).toMatch(/^hopper check: linked_files: .* holds symbolic links: "more.csv" -> /);
+    const text = await runCommandCaptured(runCheckCommand, [bare], {});
+    expect(text).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `hopper check: not_a_drop: ${bare} has no train.json, which starts a run: add one ({} is valid, see docs/drop-format.md)\n`,
+    });
   });
 });
 
@@ -178,10 +185,16 @@ describe('hopper run refuses what hopper check refuses, before anything is sent'
     ['nested_files', { ...GOOD, 'old/a.csv': 'id,text\nr9,old\n' }],
     ['missing_file', { ...GOOD, 'train.json': '{"files": ["a.csv", "z.csv"]}' }],
     ['invalid_labels_file', { ...GOOD, 'answers.csv': 'id,answer\nr1,positive\n' }],
-  ])('%s: the same code and message, exit 2, and no request to the service', async (code, files) => {
-    const folder = await folderOf(`refused-${code}`, files);
-    const { verdict } = await checkJson(folder);
-    expect(verdict.error?.code).toBe(code);
+    ['empty_file', { ...GOOD, 'b.csv': '' }],
+    ['not_a_drop', { 'a.csv': 'id,text\nr1,good\n' }],
+    ['not_a_drop', undefined],
+  ])('%s: the same code and message, exit 1, and no request to the service', async (code, files) => {
+    const folder =
+      files === undefined ? join(work, 'no-such-folder') : await folderOf(`refused-${code}`, files);
+    const check = await runCommandCaptured(runCheckCommand, [folder, '--json'], {});
+    expect(check.code).toBe(1);
+    const { error } = JSON.parse(check.stdout) as Pick<CheckVerdict, 'error'>;
+    expect(error?.code).toBe(code);
     const run = await runCommandCaptured(
       runRunCommand,
       [
@@ -196,11 +209,7 @@ describe('hopper run refuses what hopper check refuses, before anything is sent'
       {},
     );
     // Refused before local mode started: it prints where its S3 and service are once it has.
-    expect(run).toEqual({
-      code: 2,
-      stdout: '',
-      stderr: `hopper run: ${code}: ${verdict.error?.message ?? ''}\n`,
-    });
+    expect(run).toEqual({ code: 1, stdout: '', stderr: `hopper run: ${code}: ${error?.message ?? ''}\n` });
     expect(ENDPOINTS.reduce((sum, endpoint) => sum + (service?.requestCount(endpoint) ?? 0), 0)).toBe(0);
   });
 });
