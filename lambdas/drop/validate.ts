@@ -21,7 +21,7 @@ import type { RunStatus } from '../run/status/index.js';
 import { MAX_DATASET_NAME_LENGTH } from '../service-client/contract.js';
 import type { DropFile, RunConfig, RunInput } from '../run/state/index.js';
 import { DEFAULT_LABELS_FILE, inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
-import { fileNameProblem, PLAIN_FILE_NAME_RULE } from './file-names.js';
+import { fileNameProblem, isLeftBySystem, PLAIN_FILE_NAME_RULE } from './file-names.js';
 import { listForMessage, printable, quoted } from './user-text.js';
 import { checkLabelsFile, openDropFile, openLabels } from './labels-csv.js';
 import type { DropListing } from './listing.js';
@@ -66,8 +66,8 @@ export async function validateDrop(
   run: RunInput,
   settle: SettleOptions,
   previous: RunStatus | null,
-): Promise<RunConfig> {
-  const { config, trainJson } = await judgeDrop({
+): Promise<Pick<JudgedDrop, 'config' | 'leftOut'>> {
+  const { config, trainJson, leftOut } = await judgeDrop({
     drop: run.drop,
     ...(await settledListing(s3, run, settle.quietMs, settle.clock)),
     // At the version that started the run (If-Match its etag): a newer copy has its own run,
@@ -80,15 +80,17 @@ export async function validateDrop(
       ),
     open: (file) => openLabels(s3, run.bucket, run.drop, file),
   });
-  if (trainJson.resume !== true) return config;
-  return { ...config, resumeFrom: resumeTarget(previous, run.drop, run.runId) };
+  if (trainJson.resume !== true) return { config, leftOut };
+  return { config: { ...config, resumeFrom: resumeTarget(previous, run.drop, run.runId) }, leftOut };
 }
 
 /**
  * Every rule of validate_drop that the drop alone decides.
  * @throws RunError with the code and message the run fails with
  */
-export async function judgeDrop(source: DropSource): Promise<{ config: RunConfig; trainJson: TrainJson }> {
+export async function judgeDrop(
+  source: DropSource,
+): Promise<{ config: RunConfig; trainJson: TrainJson; leftOut: string[] }> {
   const folder = printable(inboxPrefix(source.drop));
   const trainJson = parseTrainJson(await readTrainJson(source));
 
@@ -140,7 +142,7 @@ export async function judgeDrop(source: DropSource): Promise<{ config: RunConfig
     ...(trainJson.promote === undefined ? {} : { promote: trainJson.promote }),
   };
   checkStateSize(config, folder);
-  return { config, trainJson };
+  return { config, trainJson, leftOut: leftOutNames(trainJson, source, labelsName) };
 }
 
 /**
@@ -194,10 +196,18 @@ function labelsFileName(trainJson: TrainJson, source: DropSource): string | unde
   return source.files.has(DEFAULT_LABELS_FILE) && !claimedAsData ? DEFAULT_LABELS_FILE : undefined;
 }
 
-/** train.json's `files`; else every object of the folder but train.json and the labels file. */
+/** train.json's `files`; else every object of the folder but train.json, the labels file and the system's. */
 function dataFileNames(trainJson: TrainJson, source: DropSource, labelsName: string | undefined): string[] {
   if (trainJson.files !== undefined) return [...trainJson.files];
-  return [...source.files.keys()].filter((name) => name !== TRAIN_JSON && name !== labelsName);
+  return [...source.files.keys()].filter(
+    (name) => name !== TRAIN_JSON && name !== labelsName && !isLeftBySystem(name),
+  );
+}
+
+/** The files operating systems leave that the default file list left out. */
+function leftOutNames(trainJson: TrainJson, source: DropSource, labelsName: string | undefined): string[] {
+  if (trainJson.files !== undefined) return [];
+  return [...source.files.keys()].filter((name) => name !== labelsName && isLeftBySystem(name));
 }
 
 /**

@@ -23,7 +23,10 @@ export const validateDropStep = defineStep('validate_drop', async (state, env) =
   const previous = await readStatus(s3, run.bucket, run.drop);
   await writeStatus(s3, run.bucket, statusOf(state, { hopperStep: 'validate_drop' }, env.runtime.now()));
   const clock = { now: () => env.runtime.now(), remainingMs: () => env.remainingMs() };
-  const config = await validateDrop(s3, run, { quietMs: env.runtime.dropQuietMs, clock }, previous);
+  const settle = { quietMs: env.runtime.dropQuietMs, clock };
+  const { config, leftOut } = await validateDrop(s3, run, settle, previous);
+  if (leftOut.length > 0)
+    logger.info('left out: files operating systems leave in folders', { files: leftOut });
   if (config.resumeFrom !== undefined) return config;
   const adopt = paidRunToAdopt(previous, run.runId, configFingerprint(config));
   if (adopt === undefined) return config;

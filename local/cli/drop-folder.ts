@@ -133,12 +133,19 @@ async function digestOf(path: string): Promise<{ bytes: number; etag: string }> 
 }
 
 /**
- * Uploads the folder's plain files to `bucket` and resolves to train.json's etag, which names
- * the run (lambdas/trigger/start-execution.ts). train.json goes up only once every other file is
- * there.
+ * Uploads the folder's plain files but those `leftOut` (judgeDrop's) to `bucket` and resolves to
+ * train.json's etag, which names the run (lambdas/trigger/start-execution.ts). train.json goes up
+ * only once every other file is there.
  */
-export async function uploadDropFolder(s3: S3Client, bucket: string, folder: DropFolder): Promise<string> {
-  const queue = [...folder.files.values()].filter((file) => file.name !== TRAIN_JSON);
+export async function uploadDropFolder(
+  s3: S3Client,
+  bucket: string,
+  folder: DropFolder,
+  leftOut: readonly string[] = [],
+): Promise<string> {
+  const queue = [...folder.files.values()].filter(
+    (file) => file.name !== TRAIN_JSON && !leftOut.includes(file.name),
+  );
   const worker = async (): Promise<void> => {
     for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
       await putFile(s3, bucket, folder, file);
@@ -229,6 +236,7 @@ export function verdictOf(folder: DropFolder, judged: JudgedDrop | RunError) {
     drop: folder.drop,
     error: judged instanceof RunError ? { code: judged.code, message: judged.detail } : null,
     files,
+    left_out: passed?.leftOut ?? [],
     bytes: sent.reduce((sum, file) => sum + file.bytes, 0),
     credits: passed === undefined ? null : creditsOf(passed),
     aws: passed === undefined ? null : { usd: awsUsdOf(usage), usage, prices },
@@ -247,6 +255,11 @@ function creditsOf({ config, trainJson }: JudgedDrop) {
   return { per_attempt: 1, max_attempts: config.maxAttempts, trainings, at_most: atMost };
 }
 
+/** Files left out of the default file list, and why, as `hopper check` and `hopper run` say it. */
+export function leftOutText(names: readonly string[]): string {
+  return `${listForMessage(names)} (files operating systems leave in folders; name them in train.json "files" to send them)`;
+}
+
 function describe(verdict: CheckVerdict): string {
   const { error, credits, aws } = verdict;
   const rows = verdict.files.map((file) => [file.name, String(file.bytes), file.sent_as ?? '-']);
@@ -255,6 +268,7 @@ function describe(verdict: CheckVerdict): string {
     table(['FILE', 'BYTES', 'SENT AS'], rows).trimEnd(),
     `sent: ${formatBytes(verdict.bytes)}`,
   ];
+  if (verdict.left_out.length > 0) lines.push(`left out: ${leftOutText(verdict.left_out)}`);
   if (credits !== null) {
     const each = `1 per attempt, up to maxAttempts ${String(credits.max_attempts)} (a failed attempt's credit comes back)`;
     const encoders = credits.trainings === 1 ? '' : `, for each of ${String(credits.trainings)} encoders`;

@@ -15,7 +15,13 @@ import type { LocalConsole } from '../console/index.js';
 import type { LocalMode } from '../emulator/local-mode.js';
 import type { ExecutionOutcome } from '../emulator/state-machine.js';
 import { defineCommand, EXIT, stopSignal, untilStopped, type CommandIo } from './command.js';
-import { readDropFolder, refusedFolder, uploadDropFolder, type DropFolder } from './drop-folder.js';
+import {
+  leftOutText,
+  readDropFolder,
+  refusedFolder,
+  uploadDropFolder,
+  type DropFolder,
+} from './drop-folder.js';
 import { RUN_SPEC, runOptions, type LocalCommandOptions } from './options.js';
 import { copyModelOut, MODEL_FILES, prepareOutFolder } from './out-folder.js';
 import { formatBytes, progressOf, reporterFor, type ProgressReporter } from './progress.js';
@@ -30,11 +36,12 @@ export const runRunCommand = defineCommand(RUN_SPEC, async (args, io, { env }) =
   const { folder: path, out: outDir, options } = runOptions(args, env);
   // The run's own rules first, as hopper check applies them: a drop they refuse is not uploaded.
   const folder = await readDropFolder(path);
-  const { config } = await judgeDrop(folder).catch(refusedFolder);
+  const { config, leftOut } = await judgeDrop(folder).catch(refusedFolder);
   // Before the run: a model paid for must have somewhere to go.
   const out = await prepareOutFolder(outDir, folder.drop);
   try {
-    return await runInLocalMode({ path, folder, datasetName: config.name, out: out.path, options, io });
+    const datasetName = config.name;
+    return await runInLocalMode({ path, folder, leftOut, datasetName, out: out.path, options, io });
   } finally {
     await out.release();
   }
@@ -45,6 +52,8 @@ interface RunOfFolder {
   /** The folder as the command line gave it. */
   readonly path: string;
   readonly folder: DropFolder;
+  /** Files the default file list leaves out (judgeDrop's): not uploaded. */
+  readonly leftOut: readonly string[];
   /** The dataset's name at the service: train.json's `name`, else the drop's default. */
   readonly datasetName: string;
   readonly out: string;
@@ -117,7 +126,7 @@ async function runInLocalMode(run: RunOfFolder): Promise<number> {
  */
 async function dropAndFollow(
   local: LocalMode,
-  { path, folder, datasetName, options, io }: RunOfFolder,
+  { path, folder, leftOut, datasetName, options, io }: RunOfFolder,
   watch: Watch,
   triggerFailed: AbortController,
 ): Promise<ExecutionOutcome | 'busy'> {
@@ -139,11 +148,12 @@ async function dropAndFollow(
   execution.catch(() => undefined);
   // A simulated service started by this command holds no training of an earlier one.
   if (local.simulated === undefined && (await trainingUnderWay(local, datasetName, io))) return 'busy';
-  const files = folder.files.size - 1;
+  const files = folder.files.size - 1 - leftOut.length;
+  const left = leftOut.length === 0 ? '' : `; left out: ${leftOutText(leftOut)}`;
   watch.reporter.line(
-    `hopper: dropping ${path} as s3://${local.bucket}/inbox/${folder.drop}/ (${String(files)} ${files === 1 ? 'file' : 'files'}, then ${TRAIN_JSON})`,
+    `hopper: dropping ${path} as s3://${local.bucket}/inbox/${folder.drop}/ (${String(files)} ${files === 1 ? 'file' : 'files'}, then ${TRAIN_JSON}${left})`,
   );
-  await uploadDropFolder(local.s3.client, local.bucket, folder);
+  await uploadDropFolder(local.s3.client, local.bucket, folder, leftOut);
   const noStart = setTimeout(() => {
     triggerFailed.abort(
       new Error(`${TRAIN_JSON} was uploaded but no run started within ${String(START_TIMEOUT_MS / 1000)} s`),

@@ -69,6 +69,7 @@ describe('hopper check of a drop that would go through', () => {
         { name: 'notes.txt', bytes: 8, sent_as: null },
         { name: 'train.json', bytes: 83, sent_as: 'settings' },
       ],
+      left_out: [],
       bytes: 16 + 21 + 15 + 26,
       credits: { per_attempt: 1, max_attempts: 2, trainings: 1, at_most: 2 },
       aws: {
@@ -112,6 +113,32 @@ describe('hopper check of a drop that would go through', () => {
     SUBPROCESS_TEST_MS,
   );
 
+  it('leaves files operating systems leave in folders out of the default file list, and says so', async () => {
+    const system = {
+      '.DS_Store': '\0\0\0\u0001Bud1',
+      '._a.csv': '\0\u0005',
+      'Thumbs.db': 'x',
+      'desktop.ini': '[x]',
+    };
+    const folder = await folderOf('system-files', { 'a.csv': GOOD['a.csv'], ...system, 'train.json': '{}' });
+    const { code, verdict } = await checkJson(folder);
+    expect(code).toBe(0);
+    expect(verdict.left_out).toEqual(['.DS_Store', '._a.csv', 'Thumbs.db', 'desktop.ini']);
+    expect(verdict.files.filter((file) => file.sent_as === 'data').map((file) => file.name)).toEqual([
+      'a.csv',
+    ]);
+    const text = await runCommandCaptured(runCheckCommand, [folder], {});
+    expect(text.stdout).toContain(
+      '\nleft out: ".DS_Store", "._a.csv", "Thumbs.db", "desktop.ini" (files operating systems leave in folders; name them in train.json "files" to send them)\n',
+    );
+    // Named in "files", such a file is sent.
+    const named = await folderOf('system-named', {
+      '.data.csv': GOOD['a.csv'],
+      'train.json': '{"files": [".data.csv"]}',
+    });
+    expect((await checkJson(named)).verdict).toMatchObject({ error: null, left_out: [] });
+  });
+
   it('states "resume": true, which needs the drop\'s status in the bucket, rather than judging it', async () => {
     const { code, verdict } = await checkJson(
       await folderOf('resumed', { ...GOOD, 'train.json': '{"resume": true}' }),
@@ -123,7 +150,8 @@ describe('hopper check of a drop that would go through', () => {
   it('counts a training per encoder of train.json "encoders", and says "all" depends on the service', async () => {
     const folder = await readDropFolder(await folderOf('sweep', GOOD));
     const { config } = await judgeDrop(folder);
-    const sweep = (encoders: unknown) => verdictOf(folder, { config, trainJson: { encoders } as TrainJson });
+    const sweep = (encoders: unknown) =>
+      verdictOf(folder, { config, trainJson: { encoders } as TrainJson, leftOut: [] });
     expect(sweep(['enc-a', 'enc-b', 'enc-c']).credits).toEqual({
       per_attempt: 1,
       max_attempts: 2,
