@@ -34,7 +34,7 @@ export interface CsvRecord {
 /** A record longer than this is not a label row: it fails the parse instead of filling memory. */
 export const MAX_RECORD_BYTES = 1024 * 1024;
 
-const REQUIRED = 'a "label" column and an "id" or a "text" column';
+export const REQUIRED = 'a "label" column and an "id" or a "text" column';
 
 /**
  * csv-parse's stream, noting the line each record starts on for messages: csv-parse names the
@@ -144,31 +144,6 @@ export function labelColumns(header: readonly string[], fileName: string): Label
     );
   }
   return { label, id, text };
-}
-
-/**
- * Reads the whole labels file, so one that is not UTF-8 or not CSV fails the run before the
- * service is called; resolves to its header's columns (undefined when there is no `open` to read
- * it with: only its size is checked).
- * @throws RunError invalid_labels_file, or drop_changed when the file is not the listed version
- */
-export async function checkLabelsFile(
-  labels: DropFile,
-  open?: (file: DropFile) => Promise<Readable>,
-): Promise<LabelColumns | undefined> {
-  if (labels.bytes === 0) {
-    throw new RunError(
-      'invalid_labels_file',
-      `${labels.name} is empty; it needs a header row with ${REQUIRED}, then one row per held-out example`,
-    );
-  }
-  if (open === undefined) return undefined;
-  let columns: LabelColumns | undefined;
-  for await (const record of csvRecords(await open(labels), labels.name)) {
-    if (columns === undefined && !isBlank(record)) columns = labelColumns(record.cells, labels.name);
-  }
-  // Only blank lines: nothing to read a header from.
-  return columns ?? labelColumns([], labels.name);
 }
 
 /**

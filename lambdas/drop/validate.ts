@@ -23,7 +23,8 @@ import type { DropFile, RunConfig, RunInput } from '../run/state/index.js';
 import { DEFAULT_LABELS_FILE, inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
 import { fileNameProblem, isLeftBySystem, PLAIN_FILE_NAME_RULE } from './file-names.js';
 import { listForMessage, printable, quoted } from './user-text.js';
-import { checkLabelsFile, openDropFile, openLabels } from './labels-csv.js';
+import { openDropFile, openLabels } from './labels-csv.js';
+import { checkLabelsFile } from './labels.js';
 import type { DropListing } from './listing.js';
 import { settledListing, type SettleClock } from './settle.js';
 import {

@@ -78,7 +78,7 @@ describe('validate_drop', () => {
   it('applies the defaults of {}: the folder name, every other file as data, labels.csv as labels', async () => {
     const drop = uniqueDrop('defaults');
     const state = await fixtures.dropped(
-      { 'b.jsonl': '{"text":"x"}\n', 'a.csv': REVIEWS_CSV, 'labels.csv': 'id,label\n', 'train.json': '{}' },
+      { 'b.jsonl': '{"text":"x"}\n', 'a.csv': REVIEWS_CSV, 'labels.csv': 'id,label\nr1,positive\n', 'train.json': '{}' },
       drop,
     );
     const config = await validate(state);
