@@ -163,13 +163,13 @@ export async function openDropFile(
   });
 }
 
-/** The labels file at the version validate_drop pinned. */
-export function openLabels(s3: S3Client, bucket: string, drop: string, labels: DropFile): Promise<Readable> {
-  const key = inboxKey(drop, labels.name);
+/** A data or labels file at the version validate_drop pinned. */
+export function openInboxFile(s3: S3Client, bucket: string, drop: string, file: DropFile): Promise<Readable> {
+  const key = inboxKey(drop, file.name);
   return openDropFile(
     s3,
-    { bucket, key, etag: labels.etag },
+    { bucket, key, etag: file.etag },
     () =>
-      `${labels.name} changed or was removed while this run was using it; upload the folder again, train.json last`,
+      `${file.name} changed or was removed while this run was using it; upload the folder again, train.json last`,
   );
 }

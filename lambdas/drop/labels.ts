@@ -37,7 +37,7 @@ import {
   csvRecords,
   isBlank,
   labelColumns,
-  openLabels,
+  openInboxFile,
   REQUIRED,
   type CsvRecord,
   type LabelColumns,
@@ -226,7 +226,7 @@ export async function loadLabelIndex(
   drop: string,
   labels: DropFile,
 ): Promise<LabelIndex> {
-  const body = await openLabels(s3, bucket, drop, labels);
+  const body = await openInboxFile(s3, bucket, drop, labels);
   return indexOfRecords(csvRecords(body, labels.name), labels.name);
 }
 

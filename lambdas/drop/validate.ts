@@ -22,8 +22,8 @@ import { MAX_DATASET_NAME_LENGTH } from '../service-client/contract.js';
 import type { DropFile, RunConfig, RunInput } from '../run/state/index.js';
 import { DEFAULT_LABELS_FILE, inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
 import { fileNameProblem, isLeftBySystem, PLAIN_FILE_NAME_RULE } from './file-names.js';
-import { listForMessage, printable, quoted } from './user-text.js';
-import { openDropFile, openLabels } from './labels-csv.js';
+import { checkedUtf8, listForMessage, printable, quoted } from './user-text.js';
+import { openDropFile, openInboxFile } from './labels-csv.js';
 import { checkLabelsFile } from './labels.js';
 import type { DropListing } from './listing.js';
 import { settledListing, type SettleClock } from './settle.js';
@@ -53,7 +53,15 @@ export interface DropSource extends Pick<DropListing, 'files' | 'nested'> {
    * (the console's page): the rules that read a file are then left to the run.
    */
   readonly open?: (file: DropFile) => Promise<Readable>;
+  /** The most bytes of data files read for the UTF-8 check (default: all of them). */
+  readonly textCheckBytes?: number;
 }
+
+/**
+ * What validate_drop reads of the data files for the UTF-8 check: at ~50 MB/s (S3 and the CPU of
+ * a 256 MB Lambda) a few seconds, well within the minute the folder's settling leaves.
+ */
+export const MAX_TEXT_CHECK_BYTES = 256 * 1024 * 1024;
 
 /** A drop the rules let through: the run's configuration but for `resumeFrom`, and its train.json. */
 export type JudgedDrop = Awaited<ReturnType<typeof judgeDrop>>;
@@ -79,7 +87,8 @@ export async function validateDrop(
           ? 'train.json changed after this run started; the newer copy starts its own run'
           : 'train.json was deleted after this run started; upload it again to start a run',
       ),
-    open: (file) => openLabels(s3, run.bucket, run.drop, file),
+    open: (file) => openInboxFile(s3, run.bucket, run.drop, file),
+    textCheckBytes: MAX_TEXT_CHECK_BYTES,
   });
   if (trainJson.resume !== true) return { config, leftOut };
   return { config: { ...config, resumeFrom: resumeTarget(previous, run.drop, run.runId) }, leftOut };
@@ -129,6 +138,7 @@ export async function judgeDrop(
     );
   }
 
+  await checkText(files, source);
   const labels = labelsName === undefined ? null : pinned(source, labelsName);
   if (labels !== null) await checkLabelsFile(labels, source.open);
 
@@ -162,6 +172,29 @@ function checkStateSize(config: RunConfig, folder: string): void {
     'too_many_files',
     `the names of the ${String(config.files.length)} data files in ${folder} are too long for one run: the list takes ${String(Math.ceil(bytes / 1024))} KiB and a run carries at most ${String(MAX_CONFIG_BYTES / 1024)} KiB of it (Step Functions caps a run's state). Send fewer files per drop (train.json "files"), merge files, or use shorter names`,
   );
+}
+
+/**
+ * Every data file is UTF-8 text, read smallest first up to `source.textCheckBytes` in all (what
+ * is past it is left to the service).
+ * @throws RunError dataset_unreadable naming the file and its first byte that is not UTF-8
+ */
+async function checkText(files: readonly DropFile[], { open, textCheckBytes = Infinity }: DropSource) {
+  if (open === undefined) return;
+  let left = textCheckBytes;
+  for (const file of [...files].sort((a, b) => a.bytes - b.bytes)) {
+    left -= file.bytes;
+    if (left < 0) return;
+    const body = await open(file);
+    try {
+      const chunks = checkedUtf8(body as AsyncIterable<Buffer>, file.name, 'dataset_unreadable');
+      for await (const _chunk of chunks) {
+        // Checked as it streams: nothing of it is kept.
+      }
+    } finally {
+      body.destroy();
+    }
+  }
 }
 
 /** train.json's text, refused unread when it is far larger than a train.json. */

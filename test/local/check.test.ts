@@ -139,6 +139,18 @@ describe('hopper check of a drop that would go through', () => {
     expect((await checkJson(named)).verdict).toMatchObject({ error: null, left_out: [] });
   });
 
+  it('reads every data file whole for UTF-8; the run reads them smallest first up to its limit, and leaves the rest to the service', async () => {
+    const latin1 = Buffer.from('text\ntr\xe8s bien\n'.repeat(10), 'latin1');
+    const folder = await readDropFolder(
+      await folderOf('latin1-big', { 'a.csv': 'text\nok\n', 'b.csv': latin1, 'train.json': '{}' }),
+    );
+    await expect(judgeDrop(folder)).rejects.toMatchObject({
+      code: 'dataset_unreadable',
+      detail: expect.stringContaining('b.csv is not UTF-8 text: the byte at offset 7 (0xe8)') as unknown,
+    });
+    await expect(judgeDrop({ ...folder, textCheckBytes: latin1.length })).resolves.toHaveProperty('config');
+  });
+
   it('states "resume": true, which needs the drop\'s status in the bucket, rather than judging it', async () => {
     const { code, verdict } = await checkJson(
       await folderOf('resumed', { ...GOOD, 'train.json': '{"resume": true}' }),
