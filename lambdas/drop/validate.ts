@@ -15,12 +15,12 @@
  */
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { RunError } from '../run/errors/index.js';
+import { nameTooLongMessage, RunError } from '../run/errors/index.js';
 import { resumeTarget } from '../run/lock/index.js';
 import type { RunStatus } from '../run/status/index.js';
 import { MAX_DATASET_NAME_LENGTH } from '../service-client/contract.js';
 import type { DropFile, RunConfig, RunInput } from '../run/state/index.js';
-import { DEFAULT_LABELS_FILE, inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
+import { DEFAULT_LABELS_FILE, inboxPrefix, MAX_DROP_NAME_BYTES, TRAIN_JSON } from '../storage/keys.js';
 import { fileNameProblem, isLeftBySystem, PLAIN_FILE_NAME_RULE } from './file-names.js';
 import { checkedUtf8, listForMessage, printable, quoted } from './user-text.js';
 import { openDropFile, openInboxFile } from './labels-csv.js';
@@ -111,6 +111,7 @@ export async function judgeDrop(
     );
   }
 
+  checkDropName(source.drop);
   const labelsName = labelsFileName(trainJson, source);
   const dataNames = dataFileNames(trainJson, source, labelsName);
   checkPresent(trainJson, source, folder);
@@ -242,6 +243,17 @@ function dataFileNames(trainJson: TrainJson, source: DropSource, labelsName: str
 function leftOutNames(trainJson: TrainJson, source: DropSource, labelsName: string | undefined): string[] {
   if (trainJson.files !== undefined) return [];
   return [...source.files.keys()].filter((name) => name !== labelsName && isLeftBySystem(name));
+}
+
+/**
+ * A drop's name is short enough for its keys: a folder on disk never is this long (a file name
+ * takes 255 bytes), but a folder in S3 may be.
+ * @throws RunError name_too_long
+ */
+function checkDropName(drop: string): void {
+  const bytes = Buffer.byteLength(drop);
+  if (bytes <= MAX_DROP_NAME_BYTES) return;
+  throw new RunError('name_too_long', nameTooLongMessage(quoted(drop), bytes, MAX_DROP_NAME_BYTES));
 }
 
 /**

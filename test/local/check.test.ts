@@ -34,7 +34,7 @@ afterAll(async () => {
 });
 
 /** A folder `name` in the test's folder holding `files`. */
-function folderOf(name: string, files: Readonly<Record<string, string>>): Promise<string> {
+function folderOf(name: string, files: Readonly<Record<string, string | Buffer>>): Promise<string> {
   return writeDropFolder(work, name, files);
 }
 

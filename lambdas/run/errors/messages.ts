@@ -18,6 +18,11 @@ export function capitalised(text: string): string {
 const RESUME =
   'resume the run without uploading again (hopper retry <drop>, or upload train.json with "resume": true)';
 
+/** name_too_long: a drop's name that leaves its keys over S3's limit, which no retry helps. */
+export function nameTooLongMessage(drop: string, bytes: number, max: number): string {
+  return `the drop's name ${drop} takes ${String(bytes)} bytes (UTF-8), and at most ${String(max)} leave room for its longest key, status/.runs/<drop>/<run id>.json, within S3's 1024 bytes: rename the folder to a shorter name and upload it again`;
+}
+
 /** no_credits: the account cannot pay for a training. */
 export function noCreditsMessage(datasetId?: string): string {
   const what = datasetId === undefined ? '' : ` to train dataset ${datasetId}`;
