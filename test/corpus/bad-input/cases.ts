@@ -254,8 +254,7 @@ const FILE_CASES: readonly BadInputCase[] = [
     expect: fails('invalid_file_name', '"line\\nbreak.csv"', 'control character'),
   },
   {
-    // Named in "files": the local S3 store cannot hold an object whose name is over ~240 bytes
-    // (a file name on its disk), though real S3 keys take 1024.
+    // Named in "files": the service takes file names of at most 255 characters.
     name: 'a name of 256 characters',
     files: drop({ 'train.json': trainJson({ files: [`${'n'.repeat(252)}.csv`] }) }),
     expect: fails('invalid_train_json', '"files[0]" must be a plain file name (1 to 255 characters'),
