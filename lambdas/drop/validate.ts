@@ -9,8 +9,10 @@
  * local/cli/drop-folder.ts) or the names and sizes the console's page sends
  * (local/console/uploads.ts). Checks, in order, each failing with a code of its own and a message
  * naming the files: train.json (the version that started the run, valid), no objects in
- * sub-folders, the files train.json names exist, there is data to send, no data file is empty,
- * the labels file (read whole: UTF-8, CSV, its header). With `"resume": true`, validateDrop then
+ * sub-folders, a drop name whose keys S3 takes, the files train.json names exist, there is data
+ * to send (by default every file but those operating systems leave), no data file is empty or
+ * other than UTF-8 text, the labels file (read whole: UTF-8, CSV, its header, a row, no id given
+ * two labels). With `"resume": true`, validateDrop then
  * finds the failed run whose dataset to take in the drop's status (lambdas/run/lock/resume.ts).
  */
 import type { Readable } from 'node:stream';
