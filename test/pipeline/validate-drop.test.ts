@@ -1,6 +1,6 @@
 import { HeadObjectCommand, PutObjectCommand, DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { RunError } from '../../lambdas/run/errors/index.js';
 import { createRuntime, type Runtime } from '../../lambdas/run/invocation/index.js';
 import type { RunConfig, RunState } from '../../lambdas/run/state/index.js';
@@ -84,6 +84,19 @@ describe('validate_drop', () => {
     expect(error.detail).toBe(
       `the drop's name "${long}" takes 926 bytes (UTF-8), and at most 925 leave room for its longest key, status/.runs/<drop>/<run id>.json, within S3's 1024 bytes: rename the folder to a shorter name and upload it again`,
     );
+  });
+
+  it('leaves files operating systems leave in folders out of the default file list, and logs them', async () => {
+    const logger = new Logger({ logLevel: 'SILENT' });
+    const info = vi.spyOn(logger, 'info');
+    const files = { ...reviewsDrop(), '.DS_Store': Buffer.from([0, 0, 0, 1, 0xff]), 'Thumbs.db': 'x' };
+    const state = await fixtures.dropped(files, uniqueDrop('system'));
+    const runtime = createRuntime({ s3: fixtures.s3().client, logger, dropQuietMs: 0 });
+    const config = await validateDropStep.run(state, stepEnv(runtime));
+    expect(config.files.map((file) => file.name)).toEqual(['reviews.csv']);
+    expect(info).toHaveBeenCalledWith('left out: files operating systems leave in folders', {
+      files: ['.DS_Store', 'Thumbs.db'],
+    });
   });
 
   it('applies the defaults of {}: the folder name, every other file as data, labels.csv as labels', async () => {
