@@ -24,6 +24,15 @@ export function fileNameProblem(name: string): string | undefined {
   return undefined;
 }
 
+/**
+ * A file operating systems leave in folders (Finder's `.DS_Store` and `._x`, Windows' `Thumbs.db`
+ * and `desktop.ini`; any name starting with `.`): left out of a drop's default file list, never
+ * data (DESIGN.md's train.json table).
+ */
+export function isLeftBySystem(name: string): boolean {
+  return name.startsWith('.') || ['thumbs.db', 'desktop.ini'].includes(name.toLowerCase());
+}
+
 export function isPlainFileName(name: string): boolean {
   return fileNameProblem(name) === undefined;
 }

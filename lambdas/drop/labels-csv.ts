@@ -40,7 +40,7 @@ export interface CsvRecord {
 /** A record longer than this is not a label row: it fails the parse instead of filling memory. */
 export const MAX_RECORD_BYTES = 1024 * 1024;
 
-const REQUIRED = 'a "label" column and an "id" or a "text" column';
+export const REQUIRED = 'a "label" column and an "id" or a "text" column';
 
 /**
  * csv-parse's stream, noting the line each record starts on for messages: csv-parse names the
@@ -147,28 +147,6 @@ export function labelColumns(header: readonly string[], fileName: string): Label
 }
 
 /**
- * Reads the whole labels file, so one that is not UTF-8 or not CSV fails the run before the
- * service is called; resolves to its header's columns (undefined when there is no `open` to read
- * it with: only its size is checked).
- * @throws RunError invalid_labels_file, or drop_changed when the file is not the listed version
- */
-export async function checkLabelsFile(
-  labels: DropFile,
-  open?: (file: DropFile) => Promise<Readable>,
-): Promise<LabelColumns | undefined> {
-  if (labels.bytes === 0) {
-    throw new RunError('invalid_labels_file', emptyLabelsMessage(labels.name, REQUIRED));
-  }
-  if (open === undefined) return undefined;
-  let columns: LabelColumns | undefined;
-  for await (const record of csvRecords(await open(labels), labels.name)) {
-    if (columns === undefined && !isBlank(record)) columns = labelColumns(record.cells, labels.name);
-  }
-  // Only blank lines: nothing to read a header from.
-  return columns ?? labelColumns([], labels.name);
-}
-
-/**
  * A file of the drop at the version validate_drop pinned (train.json: the one that started the
  * run).
  * @param gone the words of drop_changed when it is not that version any more (`changed`: another
@@ -185,13 +163,13 @@ export async function openDropFile(
   });
 }
 
-/** The labels file at the version validate_drop pinned. */
-export function openLabels(s3: S3Client, bucket: string, drop: string, labels: DropFile): Promise<Readable> {
-  const key = inboxKey(drop, labels.name);
+/** A data or labels file at the version validate_drop pinned. */
+export function openInboxFile(s3: S3Client, bucket: string, drop: string, file: DropFile): Promise<Readable> {
+  const key = inboxKey(drop, file.name);
   return openDropFile(
     s3,
-    { bucket, key, etag: labels.etag },
+    { bucket, key, etag: file.etag },
     () =>
-      `${labels.name} changed or was removed while this run was using it; upload the folder again, train.json last`,
+      `${file.name} changed or was removed while this run was using it; upload the folder again, train.json last`,
   );
 }

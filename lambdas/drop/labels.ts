@@ -29,14 +29,22 @@
  *   text is linear in it: prefix, suffix and each literal between placeholders found leftmost
  *   with indexOf (no regex, so nothing to compile per example and no backtracking).
  */
+import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { RunError, labelAmbiguousMessage, labelMissingMessage } from '../run/errors/index.js';
+import {
+  RunError,
+  emptyLabelsMessage,
+  labelAmbiguousMessage,
+  labelMissingMessage,
+  labelsWithoutRowsMessage,
+} from '../run/errors/index.js';
 import type { DropFile } from '../run/state/index.js';
 import {
   csvRecords,
   isBlank,
   labelColumns,
-  openLabels,
+  openInboxFile,
+  REQUIRED,
   type CsvRecord,
   type LabelColumns,
 } from './labels-csv.js';
@@ -143,16 +151,8 @@ export class LabelIndex {
 
   /** Adds a record of the file (after the header); rows with neither id nor text are skipped. */
   addRecord(record: CsvRecord): void {
-    const cell = (column: number | undefined) => (column === undefined ? '' : (record.cells[column] ?? ''));
-    const id = cell(this.columns.id);
-    const text = normaliseWhitespace(cell(this.columns.text));
-    if (id === '' && text === '') return;
-    const row: LabelRow = {
-      row: record.row,
-      label: cell(this.columns.label).trim(),
-      id: id === '' ? undefined : id,
-      text: text === '' ? undefined : text,
-    };
+    const row = rowOf(record, this.columns);
+    if (row === undefined) return;
     if (row.id !== undefined) append(this.#byId, row.id, row);
     if (row.text !== undefined) append(this.#byText, row.text, row);
     this.#sorted = undefined;
@@ -202,18 +202,7 @@ export class LabelIndex {
     const rows = this.rowsFor(example);
     const first = rows[0];
     if (first === undefined) throw this.#missing(example);
-    const byLabel = new Map<string, LabelRow[]>();
-    for (const row of rows) append(byLabel, row.label, row);
-    if (byLabel.size > 1) {
-      const groups = [...byLabel].map(
-        ([label, agreeing]) =>
-          `${rowList(agreeing)} ${agreeing.length === 1 ? 'says' : 'say'} ${quoted(label)}`,
-      );
-      throw new RunError(
-        'label_ambiguous',
-        labelAmbiguousMessage(this.fileName, describeExample(example), groups),
-      );
-    }
+    disagreement(this.fileName, `match held-out example ${describeExample(example)}`, rows);
     return { label: first.label, rows };
   }
 
@@ -240,7 +229,7 @@ export async function loadLabelIndex(
   drop: string,
   labels: DropFile,
 ): Promise<LabelIndex> {
-  const body = await openLabels(s3, bucket, drop, labels);
+  const body = await openInboxFile(s3, bucket, drop, labels);
   return indexOfRecords(csvRecords(body, labels.name), labels.name);
 }
 
@@ -256,6 +245,65 @@ export async function indexOfRecords(
     else index.addRecord(record);
   }
   return index ?? new LabelIndex(fileName, labelColumns([], fileName));
+}
+
+/** The record as a label row; undefined when it has neither id nor text. */
+function rowOf(record: CsvRecord, columns: LabelColumns): LabelRow | undefined {
+  const cell = (column: number | undefined) => (column === undefined ? '' : (record.cells[column] ?? ''));
+  const id = cell(columns.id);
+  const text = normaliseWhitespace(cell(columns.text));
+  if (id === '' && text === '') return undefined;
+  const label = cell(columns.label).trim();
+  return { row: record.row, label, id: id === '' ? undefined : id, text: text === '' ? undefined : text };
+}
+
+/** @throws RunError label_ambiguous when the `rows` that `match` something give different labels */
+function disagreement(fileName: string, match: string, rows: readonly LabelRow[]): void {
+  const byLabel = new Map<string, LabelRow[]>();
+  for (const row of rows) append(byLabel, row.label, row);
+  if (byLabel.size < 2) return;
+  const groups = [...byLabel].map(
+    ([label, agreeing]) => `${rowList(agreeing)} ${agreeing.length === 1 ? 'says' : 'say'} ${quoted(label)}`,
+  );
+  throw new RunError('label_ambiguous', labelAmbiguousMessage(fileName, match, groups));
+}
+
+/**
+ * Reads the whole labels file before the dataset is created (open: the pinned version), so what
+ * fails whatever examples the service holds out fails at once: not UTF-8 or not CSV, a bad
+ * header (invalid_labels_file), no row (label_missing), an id given two labels (label_ambiguous).
+ * Keeps each id's first row only. Without `open` (only names and sizes known) just the size is.
+ */
+export async function checkLabelsFile(
+  labels: DropFile,
+  open?: (file: DropFile) => Promise<Readable>,
+): Promise<void> {
+  if (labels.bytes === 0) {
+    throw new RunError('invalid_labels_file', emptyLabelsMessage(labels.name, REQUIRED));
+  }
+  if (open === undefined) return;
+  let rows = 0;
+  const byId = new Map<string, LabelRow>();
+  let columns: LabelColumns | undefined;
+  for await (const record of csvRecords(await open(labels), labels.name)) {
+    if (isBlank(record)) continue;
+    if (columns === undefined) {
+      columns = labelColumns(record.cells, labels.name);
+      continue;
+    }
+    const row = rowOf(record, columns);
+    if (row === undefined) continue;
+    rows++;
+    if (row.id === undefined) continue;
+    const first = byId.get(row.id);
+    if (first === undefined) byId.set(row.id, row);
+    else disagreement(labels.name, `have id ${quoted(row.id)}`, [first, row]);
+  }
+  // Only blank lines: nothing to read a header from.
+  if (columns === undefined) labelColumns([], labels.name);
+  if (rows === 0) {
+    throw new RunError('label_missing', labelsWithoutRowsMessage(labels.name));
+  }
 }
 
 /** `row 3`, `rows 3, 9 and 12`, `rows 3, 9, ... and 40 more`. */

@@ -9,8 +9,10 @@
  * local/cli/drop-folder.ts) or the names and sizes the console's page sends
  * (local/console/uploads.ts). Checks, in order, each failing with a code of its own and a message
  * naming the files: train.json (the version that started the run, valid), no objects in
- * sub-folders, the files train.json names exist, there is data to send, no data file is empty,
- * the labels file (read whole: UTF-8, CSV, its header). With `"resume": true`, validateDrop then
+ * sub-folders, a drop name whose keys S3 takes, the files train.json names exist, there is data
+ * to send (by default every file but those operating systems leave), no data file is empty or
+ * other than UTF-8 text, the labels file (read whole: UTF-8, CSV, its header, a row, no id given
+ * two labels). With `"resume": true`, validateDrop then
  * finds the failed run whose dataset to take in the drop's status (lambdas/run/lock/resume.ts).
  */
 import type { Readable } from 'node:stream';
@@ -26,15 +28,17 @@ import {
   invalidFileNamesMessage,
   namedFilesMissingMessage,
   lostTrackMessage,
+  nameTooLongMessage,
 } from '../run/errors/index.js';
 import { resumeTarget } from '../run/lock/index.js';
 import type { RunStatus } from '../run/status/index.js';
 import { MAX_DATASET_NAME_LENGTH } from '../service-client/contract.js';
 import type { DropFile, RunConfig, RunInput } from '../run/state/index.js';
-import { DEFAULT_LABELS_FILE, inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
-import { fileNameProblem, PLAIN_FILE_NAME_RULE } from './file-names.js';
-import { listForMessage, printable, quoted } from './user-text.js';
-import { checkLabelsFile, openDropFile, openLabels } from './labels-csv.js';
+import { DEFAULT_LABELS_FILE, inboxPrefix, MAX_DROP_NAME_BYTES, TRAIN_JSON } from '../storage/keys.js';
+import { fileNameProblem, isLeftBySystem, PLAIN_FILE_NAME_RULE } from './file-names.js';
+import { checkedUtf8, listForMessage, printable, quoted } from './user-text.js';
+import { openDropFile, openInboxFile } from './labels-csv.js';
+import { checkLabelsFile } from './labels.js';
 import type { DropListing } from './listing.js';
 import { settledListing, type SettleClock } from './settle.js';
 import {
@@ -63,7 +67,15 @@ export interface DropSource extends Pick<DropListing, 'files' | 'nested'> {
    * (the console's page): the rules that read a file are then left to the run.
    */
   readonly open?: (file: DropFile) => Promise<Readable>;
+  /** The most bytes of data files read for the UTF-8 check (default: all of them). */
+  readonly textCheckBytes?: number;
 }
+
+/**
+ * What validate_drop reads of the data files for the UTF-8 check: at ~50 MB/s (S3 and the CPU of
+ * a 256 MB Lambda) a few seconds, well within the minute the folder's settling leaves.
+ */
+export const MAX_TEXT_CHECK_BYTES = 256 * 1024 * 1024;
 
 /** A drop the rules let through: the run's configuration but for `resumeFrom`, and its train.json. */
 export type JudgedDrop = Awaited<ReturnType<typeof judgeDrop>>;
@@ -77,8 +89,8 @@ export async function validateDrop(
   run: RunInput,
   settle: SettleOptions,
   previous: RunStatus | null,
-): Promise<RunConfig> {
-  const { config, trainJson } = await judgeDrop({
+): Promise<Pick<JudgedDrop, 'config' | 'leftOut'>> {
+  const { config, trainJson, leftOut } = await judgeDrop({
     drop: run.drop,
     ...(await settledListing(s3, run, settle.quietMs, settle.clock)),
     // At the version that started the run (If-Match its etag): a newer copy has its own run,
@@ -89,17 +101,20 @@ export async function validateDrop(
           ? 'train.json changed after this run started; the newer copy starts its own run'
           : 'train.json was deleted after this run started; upload it again to start a run',
       ),
-    open: (file) => openLabels(s3, run.bucket, run.drop, file),
+    open: (file) => openInboxFile(s3, run.bucket, run.drop, file),
+    textCheckBytes: MAX_TEXT_CHECK_BYTES,
   });
-  if (trainJson.resume !== true) return config;
-  return { ...config, resumeFrom: resumeTarget(previous, run.drop, run.runId) };
+  if (trainJson.resume !== true) return { config, leftOut };
+  return { config: { ...config, resumeFrom: resumeTarget(previous, run.drop, run.runId) }, leftOut };
 }
 
 /**
  * Every rule of validate_drop that the drop alone decides.
  * @throws RunError with the code and message the run fails with
  */
-export async function judgeDrop(source: DropSource): Promise<{ config: RunConfig; trainJson: TrainJson }> {
+export async function judgeDrop(
+  source: DropSource,
+): Promise<{ config: RunConfig; trainJson: TrainJson; leftOut: string[] }> {
   const folder = printable(inboxPrefix(source.drop));
   const trainJson = parseTrainJson(await readTrainJson(source));
 
@@ -107,6 +122,7 @@ export async function judgeDrop(source: DropSource): Promise<{ config: RunConfig
     throw new RunError('nested_files', nestedFilesMessage(folder, listForMessage(source.nested)));
   }
 
+  checkDropName(source.drop);
   const labelsName = labelsFileName(trainJson, source);
   const dataNames = dataFileNames(trainJson, source, labelsName);
   checkPresent(trainJson, source, folder);
@@ -125,6 +141,7 @@ export async function judgeDrop(source: DropSource): Promise<{ config: RunConfig
     throw new RunError('empty_file', emptyFilesMessage(folder, listForMessage(empty)));
   }
 
+  await checkText(files, source);
   const labels = labelsName === undefined ? null : pinned(source, labelsName);
   if (labels !== null) await checkLabelsFile(labels, source.open);
 
@@ -139,7 +156,7 @@ export async function judgeDrop(source: DropSource): Promise<{ config: RunConfig
     ...(trainJson.promote === undefined ? {} : { promote: trainJson.promote }),
   };
   checkStateSize(config, folder);
-  return { config, trainJson };
+  return { config, trainJson, leftOut: leftOutNames(trainJson, source, labelsName) };
 }
 
 /**
@@ -156,6 +173,29 @@ function checkStateSize(config: RunConfig, folder: string): void {
   if (bytes <= MAX_CONFIG_BYTES) return;
   const kib = { list: Math.ceil(bytes / 1024), max: MAX_CONFIG_BYTES / 1024 };
   throw new RunError('too_many_files', fileListTooLongMessage(folder, config.files.length, kib));
+}
+
+/**
+ * Every data file is UTF-8 text, read smallest first up to `source.textCheckBytes` in all (what
+ * is past it is left to the service).
+ * @throws RunError dataset_unreadable naming the file and its first byte that is not UTF-8
+ */
+async function checkText(files: readonly DropFile[], { open, textCheckBytes = Infinity }: DropSource) {
+  if (open === undefined) return;
+  let left = textCheckBytes;
+  for (const file of [...files].sort((a, b) => a.bytes - b.bytes)) {
+    left -= file.bytes;
+    if (left < 0) return;
+    const body = await open(file);
+    try {
+      const chunks = checkedUtf8(body as AsyncIterable<Buffer>, file.name, 'dataset_unreadable');
+      for await (const _chunk of chunks) {
+        // Checked as it streams: nothing of it is kept.
+      }
+    } finally {
+      body.destroy();
+    }
+  }
 }
 
 /** train.json's text, refused unread when it is far larger than a train.json. */
@@ -185,10 +225,29 @@ function labelsFileName(trainJson: TrainJson, source: DropSource): string | unde
   return source.files.has(DEFAULT_LABELS_FILE) && !claimedAsData ? DEFAULT_LABELS_FILE : undefined;
 }
 
-/** train.json's `files`; else every object of the folder but train.json and the labels file. */
+/** train.json's `files`; else every object of the folder but train.json, the labels file and the system's. */
 function dataFileNames(trainJson: TrainJson, source: DropSource, labelsName: string | undefined): string[] {
   if (trainJson.files !== undefined) return [...trainJson.files];
-  return [...source.files.keys()].filter((name) => name !== TRAIN_JSON && name !== labelsName);
+  return [...source.files.keys()].filter(
+    (name) => name !== TRAIN_JSON && name !== labelsName && !isLeftBySystem(name),
+  );
+}
+
+/** The files operating systems leave that the default file list left out. */
+function leftOutNames(trainJson: TrainJson, source: DropSource, labelsName: string | undefined): string[] {
+  if (trainJson.files !== undefined) return [];
+  return [...source.files.keys()].filter((name) => name !== labelsName && isLeftBySystem(name));
+}
+
+/**
+ * A drop's name is short enough for its keys: a folder on disk never is this long (a file name
+ * takes 255 bytes), but a folder in S3 may be.
+ * @throws RunError name_too_long
+ */
+function checkDropName(drop: string): void {
+  const bytes = Buffer.byteLength(drop);
+  if (bytes <= MAX_DROP_NAME_BYTES) return;
+  throw new RunError('name_too_long', nameTooLongMessage(quoted(drop), bytes, MAX_DROP_NAME_BYTES));
 }
 
 /**

@@ -22,7 +22,10 @@ export const validateDropStep = defineStep('validate_drop', async (state, env) =
   await announceRun(state, env);
   const previous = env.found?.status ?? null;
   const clock = { now: () => env.runtime.now(), remainingMs: () => env.remainingMs() };
-  const config = await validateDrop(s3, run, { quietMs: env.runtime.dropQuietMs, clock }, previous);
+  const settle = { quietMs: env.runtime.dropQuietMs, clock };
+  const { config, leftOut } = await validateDrop(s3, run, settle, previous);
+  if (leftOut.length > 0)
+    logger.info('left out: files operating systems leave in folders', { files: leftOut });
   if (config.resumeFrom !== undefined) return config;
   const adopt = paidRunToAdopt(previous, run.runId, configFingerprint(config));
   if (adopt === undefined) return config;

@@ -52,6 +52,12 @@ export function runRecordKey(drop: string, runId: string): string {
   return `${runRecordsPrefix(drop)}${runId}.json`;
 }
 
+/**
+ * The most bytes (UTF-8) of a drop's name that leave each of its keys within S3's 1024: the
+ * longest is its run record's, whose run id is an execution name (Step Functions: 80 characters).
+ */
+export const MAX_DROP_NAME_BYTES = 1024 - runRecordKey('', 'r'.repeat(80)).length;
+
 export function runRecordsPrefix(drop: string): string {
   return `${STATUS_PREFIX}.runs/${drop}/`;
 }

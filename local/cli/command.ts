@@ -119,6 +119,11 @@ export class CommandError extends Error {
   ) {
     super(message);
   }
+
+  /** How its text output (not --json) says it. */
+  get text(): string {
+    return this.message;
+  }
 }
 
 /** A bad command line: the message names the flag or argument and what it expects (exit 2). */
@@ -327,7 +332,7 @@ export function defineCommand(
 export function reportError(command: string, asJson: boolean, error: unknown, io: CommandIo): ExitCode {
   const failure = error instanceof CommandError ? error : new CommandError('failed', messageOf(error));
   if (asJson) io.stdout.write(json({ error: { code: failure.code, message: failure.message } }));
-  else io.stderr.write(`hopper ${command}: ${failure.message}\n`);
+  else io.stderr.write(`hopper ${command}: ${failure.text}\n`);
   return failure.exit;
 }
 

@@ -24,18 +24,30 @@ import { listForMessage, quoted } from '../../lambdas/drop/user-text.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { DROP_QUIET_MS } from '../../lambdas/drop/settle.js';
 import { judgeDrop, type DropSource, type JudgedDrop } from '../../lambdas/drop/validate.js';
-import { RunError } from '../../lambdas/run/errors/index.js';
+import { codedMessage, RunError } from '../../lambdas/run/errors/index.js';
 import { awsUsdOf, PRICES_AS_OF, PRICES_REGION, typicalRunUsage } from '../../lambdas/run/status/index.js';
 import { CommandError, defineCommand, EXIT, json, table, type CommandSpec } from './command.js';
 import { formatBytes } from './progress.js';
 
-/** A folder that cannot be dropped at all: its `code`, and a message saying why and what to do. */
+/**
+ * A folder refused before anything is sent (exit 1, as a run that fails): its `code` (not_a_drop,
+ * linked_files, or the run's own), said in the text too, and a message saying why and what to do.
+ */
 export class DropFolderError extends CommandError {
   override readonly name: string = 'DropFolderError';
 
-  constructor(message: string, code: 'not_a_drop' | 'linked_files' = 'not_a_drop') {
+  constructor(message: string, code = 'not_a_drop') {
     super(code, message);
   }
+
+  override get text(): string {
+    return codedMessage(this.code, this.message);
+  }
+}
+
+/** The run's rules refusing a folder, as hopper check and hopper run report it. */
+export function refusedFolder(error: unknown): never {
+  throw error instanceof RunError ? new DropFolderError(error.detail, error.code) : error;
 }
 
 /** A local folder as a drop: what the rules read, and where its files are. */
@@ -121,12 +133,19 @@ async function digestOf(path: string): Promise<{ bytes: number; etag: string }> 
 }
 
 /**
- * Uploads the folder's plain files to `bucket` and resolves to train.json's etag, which names
- * the run (lambdas/trigger/start-execution.ts). train.json goes up only once every other file is
- * there.
+ * Uploads the folder's plain files but those `leftOut` (judgeDrop's) to `bucket` and resolves to
+ * train.json's etag, which names the run (lambdas/trigger/start-execution.ts). train.json goes up
+ * only once every other file is there.
  */
-export async function uploadDropFolder(s3: S3Client, bucket: string, folder: DropFolder): Promise<string> {
-  const queue = [...folder.files.values()].filter((file) => file.name !== TRAIN_JSON);
+export async function uploadDropFolder(
+  s3: S3Client,
+  bucket: string,
+  folder: DropFolder,
+  leftOut: readonly string[] = [],
+): Promise<string> {
+  const queue = [...folder.files.values()].filter(
+    (file) => file.name !== TRAIN_JSON && !leftOut.includes(file.name),
+  );
   const worker = async (): Promise<void> => {
     for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
       await putFile(s3, bucket, folder, file);
@@ -166,7 +185,7 @@ export const CHECK_SPEC: CommandSpec = {
   positionals: { min: 1, max: 1, what: 'folder to check', hint: 'hopper check examples/reviews' },
   exits: {
     0: 'the drop would go through',
-    1: 'it would not: the error code and message the run would stop with are printed',
+    1: 'it would not, or the folder is no drop: the error code and message are printed (hopper run exits 1 on it too)',
     2: true,
   },
 };
@@ -217,6 +236,7 @@ export function verdictOf(folder: DropFolder, judged: JudgedDrop | RunError) {
     drop: folder.drop,
     error: judged instanceof RunError ? { code: judged.code, message: judged.detail } : null,
     files,
+    left_out: passed?.leftOut ?? [],
     bytes: sent.reduce((sum, file) => sum + file.bytes, 0),
     credits: passed === undefined ? null : creditsOf(passed),
     aws: passed === undefined ? null : { usd: awsUsdOf(usage), usage, prices },
@@ -235,6 +255,11 @@ function creditsOf({ config, trainJson }: JudgedDrop) {
   return { per_attempt: 1, max_attempts: config.maxAttempts, trainings, at_most: atMost };
 }
 
+/** Files left out of the default file list, and why, as `hopper check` and `hopper run` say it. */
+export function leftOutText(names: readonly string[]): string {
+  return `${listForMessage(names)} (files operating systems leave in folders; name them in train.json "files" to send them)`;
+}
+
 function describe(verdict: CheckVerdict): string {
   const { error, credits, aws } = verdict;
   const rows = verdict.files.map((file) => [file.name, String(file.bytes), file.sent_as ?? '-']);
@@ -243,6 +268,7 @@ function describe(verdict: CheckVerdict): string {
     table(['FILE', 'BYTES', 'SENT AS'], rows).trimEnd(),
     `sent: ${formatBytes(verdict.bytes)}`,
   ];
+  if (verdict.left_out.length > 0) lines.push(`left out: ${leftOutText(verdict.left_out)}`);
   if (credits !== null) {
     const each = `1 per attempt, up to maxAttempts ${String(credits.max_attempts)} (a failed attempt's credit comes back)`;
     const encoders = credits.trainings === 1 ? '' : `, for each of ${String(credits.trainings)} encoders`;

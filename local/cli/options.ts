@@ -51,8 +51,8 @@ export const RUN_SPEC: CommandSpec = {
   positionals: { min: 1, max: 1, what: 'folder to drop', hint: 'hopper run examples/reviews' },
   exits: {
     0: 'the run succeeded; the model is in <out>/<drop>/',
-    1: 'the run failed: its error code and message are printed',
-    2: 'a bad command line, a folder that cannot be a drop, or an --out the model could not be saved in (checked before the run starts)',
+    1: "the run failed, or the run's rules refused the folder before anything was sent (as hopper check does): the error code and message are printed",
+    2: 'a bad command line, or an --out the model could not be saved in (checked before the run starts)',
     3: true,
     4: true,
     130: true,

@@ -7,15 +7,21 @@
  */
 import { join, posix } from 'node:path';
 import { judgeDrop } from '../../lambdas/drop/validate.js';
-import { codedMessage, describeFailure, messageOf, RunError } from '../../lambdas/run/errors/index.js';
+import { describeFailure, messageOf } from '../../lambdas/run/errors/index.js';
 import { copiedModel, type CopySlot, type RunState } from '../../lambdas/run/state/index.js';
 import { readStatus } from '../../lambdas/run/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import type { LocalConsole } from '../console/index.js';
 import type { LocalMode } from '../emulator/local-mode.js';
 import type { ExecutionOutcome } from '../emulator/state-machine.js';
-import { CliUsageError, defineCommand, EXIT, stopSignal, untilStopped, type CommandIo } from './command.js';
-import { DropFolderError, readDropFolder, uploadDropFolder, type DropFolder } from './drop-folder.js';
+import { defineCommand, EXIT, stopSignal, untilStopped, type CommandIo } from './command.js';
+import {
+  leftOutText,
+  readDropFolder,
+  refusedFolder,
+  uploadDropFolder,
+  type DropFolder,
+} from './drop-folder.js';
 import { RUN_SPEC, runOptions, type LocalCommandOptions } from './options.js';
 import { copyModelOut, MODEL_FILES, prepareOutFolder } from './out-folder.js';
 import { formatBytes, progressOf, reporterFor, type ProgressReporter } from './progress.js';
@@ -29,27 +35,25 @@ const LEFTOVERS_TIMEOUT_MS = 20_000;
 export const runRunCommand = defineCommand(RUN_SPEC, async (args, io, { env }) => {
   const { folder: path, out: outDir, options } = runOptions(args, env);
   // The run's own rules first, as hopper check applies them: a drop they refuse is not uploaded.
-  const folder = await readDropFolder(path).catch(refused);
-  const { config } = await judgeDrop(folder).catch(refused);
+  const folder = await readDropFolder(path);
+  const { config, leftOut } = await judgeDrop(folder).catch(refusedFolder);
   // Before the run: a model paid for must have somewhere to go.
   const out = await prepareOutFolder(outDir, folder.drop);
   try {
-    return await runInLocalMode({ path, folder, datasetName: config.name, out: out.path, options, io });
+    const datasetName = config.name;
+    return await runInLocalMode({ path, folder, leftOut, datasetName, out: out.path, options, io });
   } finally {
     await out.release();
   }
 });
-
-function refused(error: unknown): never {
-  if (error instanceof DropFolderError) throw new CliUsageError(codedMessage(error.code, error.message));
-  throw error instanceof RunError ? new CliUsageError(error.message) : error;
-}
 
 /** One `hopper run`: the folder, where its model goes, and what it prints to. */
 interface RunOfFolder {
   /** The folder as the command line gave it. */
   readonly path: string;
   readonly folder: DropFolder;
+  /** Files the default file list leaves out (judgeDrop's): not uploaded. */
+  readonly leftOut: readonly string[];
   /** The dataset's name at the service: train.json's `name`, else the drop's default. */
   readonly datasetName: string;
   readonly out: string;
@@ -122,7 +126,7 @@ async function runInLocalMode(run: RunOfFolder): Promise<number> {
  */
 async function dropAndFollow(
   local: LocalMode,
-  { path, folder, datasetName, options, io }: RunOfFolder,
+  { path, folder, leftOut, datasetName, options, io }: RunOfFolder,
   watch: Watch,
   triggerFailed: AbortController,
 ): Promise<ExecutionOutcome | 'busy'> {
@@ -144,11 +148,12 @@ async function dropAndFollow(
   execution.catch(() => undefined);
   // A simulated service started by this command holds no training of an earlier one.
   if (local.simulated === undefined && (await trainingUnderWay(local, datasetName, io))) return 'busy';
-  const files = folder.files.size - 1;
+  const files = folder.files.size - 1 - leftOut.length;
+  const left = leftOut.length === 0 ? '' : `; left out: ${leftOutText(leftOut)}`;
   watch.reporter.line(
-    `hopper: dropping ${path} as s3://${local.bucket}/inbox/${folder.drop}/ (${String(files)} ${files === 1 ? 'file' : 'files'}, then ${TRAIN_JSON})`,
+    `hopper: dropping ${path} as s3://${local.bucket}/inbox/${folder.drop}/ (${String(files)} ${files === 1 ? 'file' : 'files'}, then ${TRAIN_JSON}${left})`,
   );
-  await uploadDropFolder(local.s3.client, local.bucket, folder);
+  await uploadDropFolder(local.s3.client, local.bucket, folder, leftOut);
   const noStart = setTimeout(() => {
     triggerFailed.abort(
       new Error(`${TRAIN_JSON} was uploaded but no run started within ${String(START_TIMEOUT_MS / 1000)} s`),

@@ -32,7 +32,7 @@ import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import type S3rver from 's3rver';
 import * as multipart from './multipart-upload.js';
-import { listInKeyOrder, type KeyOrderListing, type ListOptions } from './key-order-listing.js';
+import { keyPath, listInKeyOrder, type KeyOrderListing, type ListOptions } from './key-order-listing.js';
 
 /** The parts of s3rver's (untyped) FilesystemStore this module uses. */
 interface StoredObject {
@@ -46,6 +46,7 @@ interface FilesystemStore {
   getResourcePath(bucket: string, key: string | undefined, resource: string): string;
   getBucketPath(bucket: string): string;
   getMetadata(bucket: string, key: string): Promise<Record<string, string>>;
+  deleteObject(bucket: string, key: string): Promise<void>;
   listObjects(bucket: string, options: ListOptions): Promise<unknown>;
   putMetadata(bucket: string, key: string, metadata: Record<string, string>, md5: string): Promise<void>;
   getObject(bucket: string, key: string, options?: unknown): Promise<unknown>;
@@ -136,6 +137,16 @@ class ConsistentStore extends BaseStore {
     readonly partialDirectory: string,
   ) {
     super(rootDirectory);
+  }
+
+  /** Keys S3 takes but a file name does not, kept in pieces (keyPath); a kept key is its own path. */
+  override getResourcePath(bucket: string, key: string | undefined, resource: string): string {
+    return super.getResourcePath(bucket, key === undefined ? undefined : keyPath(key), resource);
+  }
+
+  /** s3rver removes the key's emptied folders by the key's own parts: given its path, the kept ones. */
+  override async deleteObject(bucket: string, key: string): Promise<void> {
+    await super.deleteObject(bucket, keyPath(key));
   }
 
   override async getObject(bucket: string, key: string, options?: unknown): Promise<unknown> {

@@ -38,6 +38,37 @@ const S3Object = require('s3rver/lib/models/object.js') as S3ObjectClass;
 /** How s3rver names the file holding an object's bytes: `<key>._S3rver_object`. */
 const OBJECT_SUFFIX = '._S3rver_object';
 
+/**
+ * s3rver keeps an object in files named after its key's parts (`<last part>._S3rver_metadata.json`,
+ * 22 bytes more), and a file name takes 255 bytes while an S3 key takes 1024. A longer part is kept
+ * as folders of at most PIECE_BYTES each, all but the last named with CONTINUED after them (a key
+ * part ending so is the one name this store cannot hold as is).
+ */
+const CONTINUED = '._hopper_continued';
+const PART_BYTES = 255 - '._S3rver_metadata.json'.length;
+const PIECE_BYTES = PART_BYTES - CONTINUED.length;
+
+/** Where the store keeps `key`, relative to the bucket's folder (`/` separated). */
+export function keyPath(key: string): string {
+  const parts = key.split('/');
+  return parts
+    .map((part) => (Buffer.byteLength(part) <= PART_BYTES ? part : pieces(part).join(`${CONTINUED}/`)))
+    .join('/');
+}
+
+function pieces(part: string): string[] {
+  const cut: string[] = [];
+  let piece = '';
+  for (const char of part) {
+    if (Buffer.byteLength(piece + char) > PIECE_BYTES) {
+      cut.push(piece);
+      piece = '';
+    }
+    piece += char;
+  }
+  return [...cut, piece];
+}
+
 export function byteOrder(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a), Buffer.from(b));
 }
@@ -91,7 +122,7 @@ export async function listInKeyOrder(
 
 /** Every key stored in the bucket folder `bucketPath` at or under `prefix`'s folder. */
 async function storedKeys(bucketPath: string, prefix: string): Promise<string[]> {
-  const below = join(bucketPath, prefix.slice(0, prefix.lastIndexOf('/') + 1));
+  const below = join(bucketPath, keyPath(prefix.slice(0, prefix.lastIndexOf('/') + 1)));
   // A prefix with ".." segments would lead out of the bucket's folder: walk all of it instead.
   const folder = relative(bucketPath, below).startsWith('..') ? bucketPath : below;
   const entries = await readdir(folder, { recursive: true, withFileTypes: true }).catch((error: unknown) => {
@@ -104,6 +135,7 @@ async function storedKeys(bucketPath: string, prefix: string): Promise<string[]>
       relative(bucketPath, join(entry.parentPath, entry.name))
         .split(sep)
         .join('/')
-        .slice(0, -OBJECT_SUFFIX.length),
+        .slice(0, -OBJECT_SUFFIX.length)
+        .replaceAll(`${CONTINUED}/`, ''),
     );
 }

@@ -34,7 +34,7 @@ afterAll(async () => {
 });
 
 /** A folder `name` in the test's folder holding `files`. */
-function folderOf(name: string, files: Readonly<Record<string, string>>): Promise<string> {
+function folderOf(name: string, files: Readonly<Record<string, string | Buffer>>): Promise<string> {
   return writeDropFolder(work, name, files);
 }
 
@@ -69,6 +69,7 @@ describe('hopper check of a drop that would go through', () => {
         { name: 'notes.txt', bytes: 8, sent_as: null },
         { name: 'train.json', bytes: 83, sent_as: 'settings' },
       ],
+      left_out: [],
       bytes: 16 + 21 + 15 + 26,
       credits: { per_attempt: 1, max_attempts: 2, trainings: 1, at_most: 2 },
       aws: {
@@ -112,6 +113,44 @@ describe('hopper check of a drop that would go through', () => {
     SUBPROCESS_TEST_MS,
   );
 
+  it('leaves files operating systems leave in folders out of the default file list, and says so', async () => {
+    const system = {
+      '.DS_Store': '\0\0\0\u0001Bud1',
+      '._a.csv': '\0\u0005',
+      'Thumbs.db': 'x',
+      'desktop.ini': '[x]',
+    };
+    const folder = await folderOf('system-files', { 'a.csv': GOOD['a.csv'], ...system, 'train.json': '{}' });
+    const { code, verdict } = await checkJson(folder);
+    expect(code).toBe(0);
+    expect(verdict.left_out).toEqual(['.DS_Store', '._a.csv', 'Thumbs.db', 'desktop.ini']);
+    expect(verdict.files.filter((file) => file.sent_as === 'data').map((file) => file.name)).toEqual([
+      'a.csv',
+    ]);
+    const text = await runCommandCaptured(runCheckCommand, [folder], {});
+    expect(text.stdout).toContain(
+      '\nleft out: ".DS_Store", "._a.csv", "Thumbs.db", "desktop.ini" (files operating systems leave in folders; name them in train.json "files" to send them)\n',
+    );
+    // Named in "files", such a file is sent.
+    const named = await folderOf('system-named', {
+      '.data.csv': GOOD['a.csv'],
+      'train.json': '{"files": [".data.csv"]}',
+    });
+    expect((await checkJson(named)).verdict).toMatchObject({ error: null, left_out: [] });
+  });
+
+  it('reads every data file whole for UTF-8; the run reads them smallest first up to its limit, and leaves the rest to the service', async () => {
+    const latin1 = Buffer.from('text\ntr\xe8s bien\n'.repeat(10), 'latin1');
+    const folder = await readDropFolder(
+      await folderOf('latin1-big', { 'a.csv': 'text\nok\n', 'b.csv': latin1, 'train.json': '{}' }),
+    );
+    await expect(judgeDrop(folder)).rejects.toMatchObject({
+      code: 'dataset_unreadable',
+      detail: expect.stringContaining('b.csv is not UTF-8 text: the byte at offset 7 (0xe8)') as unknown,
+    });
+    await expect(judgeDrop({ ...folder, textCheckBytes: latin1.length })).resolves.toHaveProperty('config');
+  });
+
   it('states "resume": true, which needs the drop\'s status in the bucket, rather than judging it', async () => {
     const { code, verdict } = await checkJson(
       await folderOf('resumed', { ...GOOD, 'train.json': '{"resume": true}' }),
@@ -123,7 +162,8 @@ describe('hopper check of a drop that would go through', () => {
   it('counts a training per encoder of train.json "encoders", and says "all" depends on the service', async () => {
     const folder = await readDropFolder(await folderOf('sweep', GOOD));
     const { config } = await judgeDrop(folder);
-    const sweep = (encoders: unknown) => verdictOf(folder, { config, trainJson: { encoders } as TrainJson });
+    const sweep = (encoders: unknown) =>
+      verdictOf(folder, { config, trainJson: { encoders } as TrainJson, leftOut: [] });
     expect(sweep(['enc-a', 'enc-b', 'enc-c']).credits).toEqual({
       per_attempt: 1,
       max_attempts: 2,
@@ -168,7 +208,14 @@ describe('hopper check of a drop that would not go through', () => {
     await symlink(join(work, 'bare', 'a.csv'), join(linked, 'more.csv'));
     const result = await runCommandCaptured(runCheckCommand, [linked], {});
     expect(result).toMatchObject({ code: 1, stdout: '' });
-    expect(result.stderr).toMatch(/^hopper check: .* holds symbolic links: "more.csv" -> /);
+    // The text names the code its --json gives.
+    expect(result.stderr).toMatch(/^hopper check: linked_files: .* holds symbolic links: "more.csv" -> /);
+    const text = await runCommandCaptured(runCheckCommand, [bare], {});
+    expect(text).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `hopper check: not_a_drop: ${bare} has no train.json, which starts a run: add one ({} is valid, see docs/drop-format.md)\n`,
+    });
   });
 });
 
@@ -178,10 +225,16 @@ describe('hopper run refuses what hopper check refuses, before anything is sent'
     ['nested_files', { ...GOOD, 'old/a.csv': 'id,text\nr9,old\n' }],
     ['missing_file', { ...GOOD, 'train.json': '{"files": ["a.csv", "z.csv"]}' }],
     ['invalid_labels_file', { ...GOOD, 'answers.csv': 'id,answer\nr1,positive\n' }],
-  ])('%s: the same code and message, exit 2, and no request to the service', async (code, files) => {
-    const folder = await folderOf(`refused-${code}`, files);
-    const { verdict } = await checkJson(folder);
-    expect(verdict.error?.code).toBe(code);
+    ['empty_file', { ...GOOD, 'b.csv': '' }],
+    ['not_a_drop', { 'a.csv': 'id,text\nr1,good\n' }],
+    ['not_a_drop', undefined],
+  ])('%s: the same code and message, exit 1, and no request to the service', async (code, files) => {
+    const folder =
+      files === undefined ? join(work, 'no-such-folder') : await folderOf(`refused-${code}`, files);
+    const check = await runCommandCaptured(runCheckCommand, [folder, '--json'], {});
+    expect(check.code).toBe(1);
+    const { error } = JSON.parse(check.stdout) as Pick<CheckVerdict, 'error'>;
+    expect(error?.code).toBe(code);
     const run = await runCommandCaptured(
       runRunCommand,
       [
@@ -196,11 +249,7 @@ describe('hopper run refuses what hopper check refuses, before anything is sent'
       {},
     );
     // Refused before local mode started: it prints where its S3 and service are once it has.
-    expect(run).toEqual({
-      code: 2,
-      stdout: '',
-      stderr: `hopper run: ${code}: ${verdict.error?.message ?? ''}\n`,
-    });
+    expect(run).toEqual({ code: 1, stdout: '', stderr: `hopper run: ${code}: ${error?.message ?? ''}\n` });
     expect(ENDPOINTS.reduce((sum, endpoint) => sum + (service?.requestCount(endpoint) ?? 0), 0)).toBe(0);
   });
 });

@@ -103,11 +103,13 @@ describe('hopper run', () => {
     expect(result.stdout).toBe('');
   });
 
-  it('refuses a folder without train.json before starting anything, exit 2', async () => {
+  it('refuses a folder without train.json before starting anything, exit 1 as hopper check', async () => {
     await writeFile(join(work, 'data.csv'), 'id,text\nr1,x\n');
     const result = await hopper(['run', work]);
-    expect(result.code).toBe(2);
-    expect(result.stderr).toContain(`has no ${TRAIN_JSON}, which starts a run`);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      `hopper run: not_a_drop: ${work} has no ${TRAIN_JSON}, which starts a run`,
+    );
     expect(result.stdout).toBe('');
   });
 });

@@ -9,6 +9,7 @@ import {
   CompleteMultipartUploadCommand,
   CreateBucketCommand,
   CreateMultipartUploadCommand,
+  DeleteObjectCommand,
   GetObjectCommand,
   ListObjectsCommand,
   ListObjectsV2Command,
@@ -48,6 +49,40 @@ describe('startLocalS3 on a given port', () => {
       const answer = await fetch(`${s3.endpoint}/${s3.bucket}`);
       // s3rver answers an unsigned request itself (listing or refusing it): it is serving.
       expect([200, 403]).toContain(answer.status);
+    } finally {
+      await s3.close();
+    }
+  });
+});
+
+describe('keys S3 takes whose parts are longer than a file name (255 bytes)', () => {
+  it('puts, reads, lists and deletes them, up to 1024 bytes, as S3 does', async () => {
+    const s3 = await startLocalS3();
+    try {
+      const drop = '😀'.repeat(63);
+      const keys = [
+        `inbox/${drop}/train.json`,
+        `status/${drop}.json`,
+        `status/.runs/${drop}/${'r'.repeat(80)}.json`,
+        `x/${'é'.repeat(505)}.csv`,
+        'k'.repeat(1024),
+      ];
+      expect(keys.map((key) => Buffer.byteLength(key) <= 1024)).toEqual(keys.map(() => true));
+      for (const key of keys)
+        await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: key }));
+      for (const key of keys) {
+        const got = await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }));
+        expect(await got.Body?.transformToString()).toBe(key);
+      }
+      const listed = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket }));
+      expect(listed.Contents?.map((object) => object.Key)).toEqual([...keys].sort());
+      const under = await s3.client.send(
+        new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: `inbox/${drop}/` }),
+      );
+      expect(under.Contents?.map((object) => object.Key)).toEqual([keys[0]]);
+      for (const key of keys) await s3.client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: key }));
+      const left = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket }));
+      expect(left.Contents ?? []).toEqual([]);
     } finally {
       await s3.close();
     }

@@ -53,10 +53,10 @@ describe('hopper run of a folder with more data files than the service takes', (
     return folder;
   }
 
-  it('refuses it before starting anything, naming the limit and what to do, exit 2', async () => {
+  it('refuses it before starting anything, naming the limit and what to do, exit 1', async () => {
     const folder = await folderWith({ ...dataFiles(MAX_FILES + 1), [TRAIN_JSON]: '{}' });
     const result = await hopperWithin(['run', folder], 25_000);
-    expect(result.code).toBe(2);
+    expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     // The run's own words (ValidateDrop's too_many_files), as hopper check says them.
     expect(result.stderr).toBe(

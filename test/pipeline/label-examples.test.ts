@@ -210,11 +210,13 @@ describe('label_examples', () => {
   });
 
   it('label_ambiguous names the rows that disagree', async () => {
-    const labels = `${LABELS.trimEnd()}\nr-0001,positive\n`;
+    // By text: only an example shows that two rows match it (validate_drop refuses an id given two labels).
+    const text = '"The yoga mat matches the description, I have no strong feelings about it."';
+    const labels = `text,label\n${text},neutral\n${text},positive\n`;
     const { runtime, state } = await atLabelling(exampleDrop({ 'labels.csv': labels }), { heldOutCount: 5 });
     const error = await runErrorOf(labelExamplesStep.run(state, stepEnv(runtime)));
     expect(error.code).toBe('label_ambiguous');
-    expect(error.detail).toContain('(row 2 says "neutral"; row 302 says "positive")');
+    expect(error.detail).toContain('(row 2 says "neutral"; row 3 says "positive")');
   });
 
   it('refuses a labels file that changed after validation', async () => {

@@ -1,6 +1,6 @@
 import { HeadObjectCommand, PutObjectCommand, DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { RunError } from '../../lambdas/run/errors/index.js';
 import { createRuntime, priceClassOf, type Runtime } from '../../lambdas/run/invocation/index.js';
 import { readStatus } from '../../lambdas/run/status/index.js';
@@ -17,7 +17,7 @@ import {
   stepEnv,
   usePipelineFixtures,
 } from '../helpers/pipeline.js';
-import { exampleDrop, uniqueDrop } from '../helpers/fixtures.js';
+import { exampleDrop, reviewsDrop, uniqueDrop } from '../helpers/fixtures.js';
 import { runErrorOf } from '../helpers/run-errors.js';
 
 const fixtures = usePipelineFixtures();
@@ -77,10 +77,39 @@ describe('validate_drop', () => {
     expect(config.files[0]!.etag).toMatch(/^[0-9a-f]{32}$/);
   });
 
+  it("refuses a drop whose name leaves a key over S3's 1024 bytes (name_too_long, naming the limit), and takes one just within", async () => {
+    const fits = await validate(await fixtures.dropped(reviewsDrop(), 'é'.repeat(462)));
+    expect(fits.files.map((file) => file.name)).toEqual(['reviews.csv']);
+    const long = 'é'.repeat(463);
+    const error = await runErrorOf(validate(await fixtures.dropped(reviewsDrop(), long)));
+    expect(error).toMatchObject({ code: 'name_too_long', retryable: false });
+    expect(error.detail).toBe(
+      `the drop's name "${long}" takes 926 bytes (UTF-8), and at most 925 leave room for its longest key, status/.runs/<drop>/<run id>.json, within S3's 1024 bytes: rename the folder to a shorter name and upload it again`,
+    );
+  });
+
+  it('leaves files operating systems leave in folders out of the default file list, and logs them', async () => {
+    const logger = new Logger({ logLevel: 'SILENT' });
+    const info = vi.spyOn(logger, 'info');
+    const files = { ...reviewsDrop(), '.DS_Store': Buffer.from([0, 0, 0, 1, 0xff]), 'Thumbs.db': 'x' };
+    const state = await fixtures.dropped(files, uniqueDrop('system'));
+    const runtime = createRuntime({ s3: fixtures.s3().client, logger, dropQuietMs: 0 });
+    const config = await validateDropStep.run(state, stepEnv(runtime));
+    expect(config.files.map((file) => file.name)).toEqual(['reviews.csv']);
+    expect(info).toHaveBeenCalledWith('left out: files operating systems leave in folders', {
+      files: ['.DS_Store', 'Thumbs.db'],
+    });
+  });
+
   it('applies the defaults of {}: the folder name, every other file as data, labels.csv as labels', async () => {
     const drop = uniqueDrop('defaults');
     const state = await fixtures.dropped(
-      { 'b.jsonl': '{"text":"x"}\n', 'a.csv': REVIEWS_CSV, 'labels.csv': 'id,label\n', 'train.json': '{}' },
+      {
+        'b.jsonl': '{"text":"x"}\n',
+        'a.csv': REVIEWS_CSV,
+        'labels.csv': 'id,label\nr1,positive\n',
+        'train.json': '{}',
+      },
       drop,
     );
     const config = await validate(state);

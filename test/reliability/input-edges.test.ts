@@ -107,7 +107,7 @@ it(
       await writeFile(join(work, 'secret.txt'), 'not for the service');
       await symlink(join(work, 'secret.txt'), join(folder, 'extra.csv'));
       const result = await runCommandCaptured(runRunCommand, [folder], {});
-      expect(result.code).toBe(2);
+      expect(result.code).toBe(1);
       expect(result.stdout).toBe('');
       expect(result.stderr).toBe(
         `hopper run: linked_files: ${folder} holds symbolic links: "extra.csv" -> "${join(work, 'secret.txt')}". Hopper sends only the files inside the drop folder and follows no link out of it: replace each link by a copy of what it points to, or move it out of the folder\n`,

@@ -69,6 +69,8 @@ export const RUN_ERROR_CODES = [
   'interrupted',
   // A local drop folder, refused before any upload (hopper run)
   'linked_files',
+  // A name that gives a key over S3's limit: refused before anything is sent (validate step)
+  'name_too_long',
 ] as const;
 
 export type RunErrorCode = (typeof RUN_ERROR_CODES)[number];

@@ -19,6 +19,11 @@ export function capitalised(text: string): string {
 const RESUME =
   'resume the run without uploading again (hopper retry <drop>, or upload train.json with "resume": true)';
 
+/** name_too_long: a drop's name that leaves its keys over S3's limit, which no retry helps. */
+export function nameTooLongMessage(drop: string, bytes: number, max: number): string {
+  return `the drop's name ${drop} takes ${String(bytes)} bytes (UTF-8), and at most ${String(max)} leave room for its longest key, status/.runs/<drop>/<run id>.json, within S3's 1024 bytes: rename the folder to a shorter name and upload it again`;
+}
+
 /** no_credits: the account cannot pay for a training. */
 export function noCreditsMessage(datasetId?: string): string {
   const what = datasetId === undefined ? '' : ` to train dataset ${datasetId}`;
@@ -337,8 +342,12 @@ export const missingColumnsMessage = (
 export const emptyLabelsMessage = (fileName: string, required: string): string =>
   `${fileName} is empty; it needs a header row with ${required}, then one row per held-out example`;
 
-export const labelAmbiguousMessage = (fileName: string, example: string, groups: readonly string[]): string =>
-  `${fileName}: rows that match held-out example ${example} give different labels (${groups.join('; ')}); make those rows agree or keep one of them`;
+/** `match`: what the rows share, `match held-out example "r1"` or `have id "r1"`. */
+export const labelAmbiguousMessage = (fileName: string, match: string, groups: readonly string[]): string =>
+  `${fileName}: rows that ${match} give different labels (${groups.join('; ')}); make those rows agree or keep one of them`;
+
+export const labelsWithoutRowsMessage = (fileName: string): string =>
+  `${fileName} has a header and no rows, so it answers no held-out example: add a row per held-out example with its label (or remove the file if the service holds out none)`;
 
 export const labelMissingMessage = (fileName: string, example: string, ways: readonly string[]): string =>
   `no row of ${fileName} matches held-out example ${example}: add a row ${ways.join(' or ')} with its label`;

@@ -254,8 +254,7 @@ const FILE_CASES: readonly BadInputCase[] = [
     expect: fails('invalid_file_name', '"line\\nbreak.csv"', 'control character'),
   },
   {
-    // Named in "files": the local S3 store cannot hold an object whose name is over ~240 bytes
-    // (a file name on its disk), though real S3 keys take 1024.
+    // Named in "files": the service takes file names of at most 255 characters.
     name: 'a name of 256 characters',
     files: drop({ 'train.json': trainJson({ files: [`${'n'.repeat(252)}.csv`] }) }),
     expect: fails('invalid_train_json', '"files[0]" must be a plain file name (1 to 255 characters'),
@@ -264,6 +263,16 @@ const FILE_CASES: readonly BadInputCase[] = [
     name: 'unicode names (accents, CJK, emoji)',
     files: drop({ 'reviews.csv': undefined, 'données-レビュー-😀.csv': DATA }),
     expect: TRAINS,
+  },
+  {
+    // Before: a dataset was made and the file uploaded (the simulated service read it as Latin-1).
+    name: 'a data file in Latin-1 (not UTF-8)',
+    files: drop({ 'reviews.csv': Buffer.from(DATA.replace('excellent', 'très bien'), 'latin1') }),
+    expect: fails(
+      'dataset_unreadable',
+      'reviews.csv is not UTF-8',
+      `offset ${String(DATA.indexOf('excellent') + 2)} (0xe8)`,
+    ),
   },
   {
     name: 'an empty data file',
@@ -327,6 +336,18 @@ const LABELS_HEADER_CASES: readonly BadInputCase[] = [
     files: drop({ 'labels.csv': `\uFEFF${LABELS.replaceAll('\n', '\r\n')}\r\n` }),
     expect: TRAINS,
   },
+  {
+    // Before: passed here, then failed label_missing at LabelExamples, the dataset made.
+    name: 'labels.csv with a header and no rows',
+    files: drop({ 'labels.csv': 'id,label\n\n' }),
+    expect: fails('label_missing', 'labels.csv has a header and no rows', 'held-out example'),
+  },
+  {
+    // Before: passed here, then failed label_ambiguous at LabelExamples.
+    name: 'labels.csv giving an id two different labels',
+    files: drop({ 'labels.csv': `${LABELS}\nr2,positive` }),
+    expect: fails('label_ambiguous', 'labels.csv', '"r2"', 'row 3 says "negative"', 'row 6 says "positive"'),
+  },
 ].map((entry) => ({ ...entry, through: 'validate' as const }));
 
 /** What only a run shows: the held-out examples, the questions, the encoders, the service's reading. */
@@ -347,11 +368,6 @@ const RUN_CASES: readonly BadInputCase[] = [
     name: 'run: duplicate ids that agree',
     files: drop({ 'labels.csv': `${LABELS}\nr1,positive\nr3,neutral` }),
     expect: TRAINS,
-  },
-  {
-    name: 'run: duplicate ids that disagree',
-    files: drop({ 'labels.csv': `${LABELS}\nr2,positive` }),
-    expect: fails('label_ambiguous', 'labels.csv', '"r2"', 'row 3 says "negative"', 'row 6 says "positive"'),
   },
   {
     name: 'run: a label outside the choices',
@@ -411,9 +427,13 @@ const RUN_CASES: readonly BadInputCase[] = [
     expect: fails('dataset_unreadable', 'reviews.csv', 'text'),
   },
   {
-    name: 'run: a data file in Latin-1 (not UTF-8), labelled by id',
+    // Left out of the default file list; before, .DS_Store was sent and the run failed dataset_unreadable.
+    name: 'run: files operating systems leave in folders (.DS_Store, ._x, Thumbs.db, desktop.ini) are left out',
     files: drop({
-      'reviews.csv': Buffer.from(DATA.replace('excellent', 'très bien'), 'latin1'),
+      '.DS_Store': Buffer.from([0, 0, 0, 1, 0x42, 0x75, 0x64, 0x31, 0xff]),
+      '._reviews.csv': Buffer.from([0, 5, 0x16, 7, 0xfe]),
+      'Thumbs.db': Buffer.from([0xd0, 0xcf, 0x11, 0xe0]),
+      'desktop.ini': '[.ShellClassInfo]\r\n',
     }),
     expect: TRAINS,
   },
