@@ -415,8 +415,6 @@ function memoryOf(context: InvocationContext): number {
 /** The state is what earlier steps wrote, so only its origin is checked (RunInputSchema). */
 function parseState(event: unknown): RunState {
   const run = RunInputSchema.safeParse((event as { run?: unknown } | null)?.run);
-  if (!run.success) {
-    throw new RunError('invalid_event', invalidStepInputMessage(z.prettifyError(run.error)));
-  }
+  if (!run.success) throw new RunError('invalid_event', invalidStepInputMessage(z.prettifyError(run.error)));
   return { ...(event as RunState), run: run.data };
 }
