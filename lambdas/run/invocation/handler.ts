@@ -269,11 +269,8 @@ async function gateTraining<N extends StepName>(
   slot: SlotValue<SlotOf<N>>,
 ): Promise<SlotValue<SlotOf<N>>> {
   if (STEPS[invocation.step.name].slot !== 'dataset') return slot;
-  const gated: DatasetSlot = await gateDatasetTraining(
-    slot as DatasetSlot,
-    invocation.state.dataset,
-    claimContext(invocation),
-  );
+  const { dataset } = invocation.state;
+  const gated = await gateDatasetTraining(slot as DatasetSlot, dataset, claimContext(invocation));
   return gated as unknown as typeof slot;
 }
 
