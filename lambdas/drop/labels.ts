@@ -301,9 +301,7 @@ export async function checkLabelsFile(
   }
   // Only blank lines: nothing to read a header from.
   if (columns === undefined) labelColumns([], labels.name);
-  if (rows === 0) {
-    throw new RunError('label_missing', labelsWithoutRowsMessage(labels.name));
-  }
+  if (rows === 0) throw new RunError('label_missing', labelsWithoutRowsMessage(labels.name));
 }
 
 /** `row 3`, `rows 3, 9 and 12`, `rows 3, 9, ... and 40 more`. */

@@ -52,6 +52,9 @@ const ALLOWED = {
 const fileName = z.string({ error: ALLOWED.fileName }).refine(isPlainFileName, { error: ALLOWED.fileName });
 
 const encoders = { error: ALLOWED.encoders };
+const datasetName = { error: ALLOWED.name };
+const files = { error: ALLOWED.files };
+const attempts = { error: ALLOWED.maxAttempts };
 const encoderId = z.string({ error: ALLOWED.encoderId }).min(1, { error: ALLOWED.encoderId });
 
 const decisions = z.unknown().transform((value, ctx): Decisions => {
@@ -74,15 +77,12 @@ const decisions = z.unknown().transform((value, ctx): Decisions => {
 });
 
 const TrainJsonSchema = z.object({
-  name: z
-    .string({ error: ALLOWED.name })
-    // The service's count (UTF-16 units); zod's max() would count code points.
-    .refine(isDatasetName, { error: ALLOWED.name })
-    .optional(),
+  // The service's count (UTF-16 units); zod's max() would count code points.
+  name: z.string(datasetName).refine(isDatasetName, datasetName).optional(),
   files: z
-    .array(fileName, { error: ALLOWED.files })
-    .min(1, { error: ALLOWED.files })
-    .max(MAX_FILES, { error: ALLOWED.files })
+    .array(fileName, files)
+    .min(1, files)
+    .max(MAX_FILES, files)
     .superRefine((names, ctx) => {
       const seen = new Set<string>();
       names.forEach((name, index) => {
@@ -96,11 +96,7 @@ const TrainJsonSchema = z.object({
   labels: fileName.optional(),
   encoder: z.string({ error: ALLOWED.encoder }).min(1, { error: ALLOWED.encoder }).optional(),
   decisions: decisions.optional(),
-  maxAttempts: z
-    .int({ error: ALLOWED.maxAttempts })
-    .min(1, { error: ALLOWED.maxAttempts })
-    .max(MAX_ATTEMPTS_LIMIT, { error: ALLOWED.maxAttempts })
-    .optional(),
+  maxAttempts: z.int(attempts).min(1, attempts).max(MAX_ATTEMPTS_LIMIT, attempts).optional(),
   resume: z.boolean({ error: ALLOWED.resume }).optional(),
   encoders: z
     .union([z.literal('all'), z.array(encoderId).min(1, encoders).max(MAX_ENCODERS, encoders)], encoders)

@@ -137,9 +137,7 @@ export async function judgeDrop(
 
   const files = dataNames.map((name) => pinned(source, name));
   const empty = files.filter((file) => file.bytes === 0).map((file) => file.name);
-  if (empty.length > 0) {
-    throw new RunError('empty_file', emptyFilesMessage(folder, listForMessage(empty)));
-  }
+  if (empty.length > 0) throw new RunError('empty_file', emptyFilesMessage(folder, listForMessage(empty)));
 
   await checkText(files, source);
   const labels = labelsName === undefined ? null : pinned(source, labelsName);

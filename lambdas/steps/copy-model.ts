@@ -179,12 +179,8 @@ function copyModel(options: CopyModelOptions): StepRun<'copy_model'> {
  */
 function copyableSize(model: Model, drop: string, waited: CopyWaitSlot | undefined): number {
   if (model.next_action === 'none' || model.files_deleted_at !== null) throw filesGone(model, drop, waited);
-  if (model.next_action !== 'download') {
-    throw new RunError('service_error', modelNotFinishedMessage(model));
-  }
-  if (model.onnx_bytes === null) {
-    throw new RunError('service_error', modelSizeUnknownMessage(model.id));
-  }
+  if (model.next_action !== 'download') throw new RunError('service_error', modelNotFinishedMessage(model));
+  if (model.onnx_bytes === null) throw new RunError('service_error', modelSizeUnknownMessage(model.id));
   return model.onnx_bytes;
 }
 

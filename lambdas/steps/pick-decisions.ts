@@ -15,9 +15,7 @@ export const pickDecisionsStep = defineStep('pick_decisions', async ({ config, d
   const record = await client.getDataset(dataset.id);
   // Moved on already (a retried invocation whose structure took effect, or expiry): route on it.
   if (record.next_action !== 'pick_decisions') return datasetSlot(record, dataset, env.runtime.now());
-  if (record.questions === null) {
-    throw new RunError('service_error', noQuestionsMessage(record.id));
-  }
+  if (record.questions === null) throw new RunError('service_error', noQuestionsMessage(record.id));
   const answers = answersFor(record.questions, config.decisions);
   const structured = await orWhereItIsNow(client, dataset.id, () => client.structure(dataset.id, answers));
   return datasetSlot(structured, dataset, env.runtime.now());

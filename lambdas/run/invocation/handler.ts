@@ -269,11 +269,8 @@ async function gateTraining<N extends StepName>(
   slot: SlotValue<SlotOf<N>>,
 ): Promise<SlotValue<SlotOf<N>>> {
   if (STEPS[invocation.step.name].slot !== 'dataset') return slot;
-  const gated: DatasetSlot = await gateDatasetTraining(
-    slot as DatasetSlot,
-    invocation.state.dataset,
-    claimContext(invocation),
-  );
+  const { dataset } = invocation.state;
+  const gated = await gateDatasetTraining(slot as DatasetSlot, dataset, claimContext(invocation));
   return gated as unknown as typeof slot;
 }
 
@@ -415,8 +412,6 @@ function memoryOf(context: InvocationContext): number {
 /** The state is what earlier steps wrote, so only its origin is checked (RunInputSchema). */
 function parseState(event: unknown): RunState {
   const run = RunInputSchema.safeParse((event as { run?: unknown } | null)?.run);
-  if (!run.success) {
-    throw new RunError('invalid_event', invalidStepInputMessage(z.prettifyError(run.error)));
-  }
+  if (!run.success) throw new RunError('invalid_event', invalidStepInputMessage(z.prettifyError(run.error)));
   return { ...(event as RunState), run: run.data };
 }

@@ -63,18 +63,17 @@ export function trainingService(options: TrainingServiceOptions): ServiceConnect
   };
 }
 
-/** The service of a Lambda container: the URL and key secret the stack set, Lambda's retry budget. */
-export function trainingServiceFromEnvironment(env: NodeJS.ProcessEnv, tracer: Tracer): ServiceConnector {
-  return trainingService({
-    serviceUrl: requireEnv(env, ENV.serviceUrl),
-    apiKey: secretsManagerKey(requireEnv(env, ENV.apiKeySecret), undefined, tracer),
-    clientOptions: LAMBDA_CLIENT_OPTIONS,
-  });
-}
-
-/** The training service, as the entry files of the Tasks that call it connect it (LambdaConnections). */
+/**
+ * The training service, as the entry files of the Tasks that call it connect it (LambdaConnections).
+ * In a Lambda container: the URL and key secret the stack set, Lambda's retry budget.
+ */
 export const TRAINING_SERVICE: ServiceConnection = {
-  fromEnvironment: trainingServiceFromEnvironment,
+  fromEnvironment: (env, tracer) =>
+    trainingService({
+      serviceUrl: requireEnv(env, ENV.serviceUrl),
+      apiKey: secretsManagerKey(requireEnv(env, ENV.apiKeySecret), undefined, tracer),
+      clientOptions: LAMBDA_CLIENT_OPTIONS,
+    }),
   fromOptions: trainingService,
 };
 

@@ -12,9 +12,7 @@ import { STEPS, type StateFor, type StepName } from './vocabulary.js';
 export function withNeededSlots<N extends StepName>(name: N, state: RunState): StateFor<N> {
   const needs: readonly SlotName[] = STEPS[name].needs;
   for (const slot of needs) {
-    if (state[slot] === undefined) {
-      throw new RunError('internal_error', missingSlotMessage(name, slot));
-    }
+    if (state[slot] === undefined) throw new RunError('internal_error', missingSlotMessage(name, slot));
   }
   return state as StateFor<N>;
 }

@@ -54,9 +54,7 @@ type SupersededField = (typeof SUPERSEDED_FIELDS)[number];
  * run's own usage summary, which its next invocation carries on from; `credits` what its trainings
  * hold (a failed training's came back).
  */
-export type SupersededRun = Pick<RunStatus, (typeof SUPERSEDED_FIELDS)[number]> & {
-  readonly credits: number;
-};
+export type SupersededRun = Pick<RunStatus, SupersededField> & { readonly credits: number };
 
 export interface RunStatus {
   readonly run_id: string;
