@@ -25,7 +25,7 @@ afterEach(async () => {
 
 async function tree(files: Record<string, string>): Promise<Size> {
   root = await mkdtemp(join(tmpdir(), 'hopper-code-size-'));
-  for (const dir of ['lambdas', 'infra', 'local', 'bin']) await mkdir(join(root, dir), { recursive: true });
+  for (const dir of ['lambdas', 'infra', 'local']) await mkdir(join(root, dir), { recursive: true });
   for (const [path, text] of Object.entries(files)) {
     await mkdir(join(root, path, '..'), { recursive: true });
     await writeFile(join(root, path), text);
@@ -40,7 +40,7 @@ describe('scripts/code-size.mjs', () => {
   it('counts lines of code without blank lines and comments, and finds long functions', async () => {
     const size = await tree({
       'lambdas/a.ts': `/**\n * A doc comment.\n */\n// a line comment\n\nexport function long(): void {\n${body(85)}\n}\nexport const mid = (): void => {\n${body(65)}\n};\n`,
-      'bin/b.d.ts': 'export declare const x: number;\n',
+      'local/b.d.ts': 'export declare const x: number;\n',
     });
     expect(size.files).toBe(1);
     expect(size.linesOfCode).toBe(85 + 65 + 4);
