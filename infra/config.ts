@@ -42,6 +42,11 @@ function textSetting(rule: (value: string) => string | undefined = () => undefin
   );
 }
 
+/** A rule for `textSetting`: the value matches `pattern`, or it "is not <what>". */
+function matching(pattern: RegExp, what: string): (value: string) => string | undefined {
+  return (value) => (pattern.test(value) ? undefined : `"${value}" is not ${what}`);
+}
+
 /** An optional whole number >= 1 of `unit`: `-c key=7` arrives as a string, cdk.json may hold a number. */
 function wholeNumberSetting(unit: string) {
   return z.unknown().transform((value, ctx): number | undefined => {
@@ -80,9 +85,7 @@ const Settings = z.object({
    * The name of an existing bucket to use; its EventBridge notifications are turned on.
    * @default - a new bucket (output `BucketName`)
    */
-  bucketName: textSetting((value) =>
-    /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(value) ? undefined : `"${value}" is not a valid S3 bucket name`,
-  ),
+  bucketName: textSetting(matching(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'a valid S3 bucket name')),
   /** An e-mail address that receives the alarms. @default - no subscription */
   notificationEmail: textSetting(emailProblem),
   /**
@@ -96,11 +99,7 @@ const Settings = z.object({
    */
   eventSource: textSetting(eventSourceProblem),
   /** The stack's name (context only). @default DEFAULT_STACK_NAME */
-  stackName: textSetting((value) =>
-    /^[A-Za-z][A-Za-z0-9-]{0,127}$/.test(value)
-      ? undefined
-      : `"${value}" is not a valid CloudFormation stack name`,
-  ),
+  stackName: textSetting(matching(/^[A-Za-z][A-Za-z0-9-]{0,127}$/, 'a valid CloudFormation stack name')),
   /** The level of every function's logs (POWERTOOLS_LOG_LEVEL). @default 'INFO' */
   logLevel: textSetting((value) =>
     logLevelOf(value) === undefined

@@ -27,16 +27,13 @@ export class HopperStack extends Stack {
   constructor(scope: Construct, id: string, props: HopperStackProps = {}) {
     super(scope, id, { description: 'Hopper: drop a folder into S3, get a trained model back', ...props });
     const serviceUrl = props.serviceUrl ?? this.serviceUrlParameter();
+    // The settings Hopper takes as they are (retention, event source, log level, e-mails) pass through.
     this.hopper = new Hopper(this, 'Hopper', {
+      ...props,
       serviceUrl,
       bucket:
         props.bucketName === undefined ? undefined : Bucket.fromBucketName(this, 'Drops', props.bucketName),
       apiKeySecret: this.existingSecret(props),
-      inboxRetentionDays: props.inboxRetentionDays,
-      eventSource: props.eventSource,
-      logLevel: props.logLevel,
-      notificationEmail: props.notificationEmail,
-      runNotificationEmail: props.runNotificationEmail,
       creditBudget:
         props.creditBudget === undefined && props.creditBudget30Days === undefined
           ? undefined

@@ -52,10 +52,8 @@ import { STOPS, type StopName } from '../lambdas/run/state/index.js';
 import type { NextAction } from '../lambdas/service-client/contract.js';
 import { taskNamed, taskTimeoutSeconds, type TaskName, type TaskSpec } from './tasks.js';
 
-export { LAMBDA_DEATH_ERRORS, STOPS };
-
 /** Transient failures: a step's own retryable error, and Lambda's service-side errors. */
-export const TRANSIENT_ERRORS = [
+const TRANSIENT_ERRORS = [
   RETRYABLE_ERROR,
   'Lambda.ServiceException',
   'Lambda.AWSLambdaException',

@@ -78,6 +78,7 @@ const SERVICE_CALLS = 5 * MINUTE;
 
 /** Every Task writes status/<drop>.json after its step (lambdas/run/invocation/handler.ts), so reads it too. */
 const STATUS = { status: 'readWrite' } as const;
+const INBOX = { inbox: 'read', ...STATUS } as const;
 
 /** A step that calls the training service, so reads the API key; by default a few calls on status/ only. */
 function callsService(
@@ -92,36 +93,33 @@ function callsService(
   return { description, timeoutSeconds, memoryMb, access: { bucket, apiKey: true, credits } };
 }
 
+/** A step that calls the service for up to Lambda's ceiling, stopping on its own well before it. */
+function timeBoxed(description: string, bucket: TaskAccess['bucket'], memoryMb: number): TaskSettings {
+  return callsService(description, { bucket, timeoutSeconds: LONG, memoryMb });
+}
+
 const TASK_SETTINGS: Readonly<Record<TaskName, TaskSettings>> = {
   ValidateDrop: {
     description: 'checks train.json and the drop files, pins each file to its etag',
     timeoutSeconds: MINUTE,
     memoryMb: 256,
-    access: { bucket: { inbox: 'read', ...STATUS }, apiKey: false, events: true },
+    access: { bucket: INBOX, apiKey: false, events: true },
   },
   CreateDataset: callsService('creates the dataset at the training service'),
-  UploadFiles: callsService('streams the drop files from S3 to the service (time-boxed)', {
-    bucket: { inbox: 'read', ...STATUS },
-    timeoutSeconds: LONG,
-    memoryMb: 1024,
-  }),
+  UploadFiles: timeBoxed('streams the drop files from S3 to the service (time-boxed)', INBOX, 1024),
   PollDataset: callsService("reads the dataset's state and schedules the next poll"),
   Structure: callsService('structures the dataset, or asks for suggested decisions'),
   PickDecisions: callsService('answers the structuring questions as train.json says'),
-  LabelExamples: callsService("labels held-out examples from the drop's labels file (time-boxed)", {
-    bucket: { inbox: 'read', ...STATUS },
-    timeoutSeconds: LONG,
-    memoryMb: 512,
-  }),
+  LabelExamples: timeBoxed("labels held-out examples from the drop's labels file (time-boxed)", INBOX, 512),
   StartTraining: callsService('starts a training, or adopts one already running for the dataset', {
     credits: true,
   }),
   PollModel: callsService("reads the model's state and schedules the next poll", { credits: true }),
-  CopyModel: callsService('streams the trained model into models/ and writes model.json', {
-    bucket: { models: 'multipart', ...STATUS },
-    timeoutSeconds: LONG,
-    memoryMb: 1024,
-  }),
+  CopyModel: timeBoxed(
+    'streams the trained model into models/ and writes model.json',
+    { models: 'multipart', ...STATUS },
+    1024,
+  ),
   Report: {
     description:
       "decides the run's outcome, promotes its model, writes the final status and puts the run's event",

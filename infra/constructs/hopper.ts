@@ -94,11 +94,7 @@ export class Hopper extends Construct {
         `Hopper ${this.node.path}: invalid props:\n${problems.map((p) => `- ${p}`).join('\n')}`,
       );
     }
-    const storage = new HopperStorage(this, 'Storage', {
-      bucket: props.bucket,
-      inboxRetentionDays: props.inboxRetentionDays,
-      removalPolicy: props.removalPolicy,
-    });
+    const storage = new HopperStorage(this, 'Storage', props);
     this.bucket = storage.bucket;
     this.accessLogBucket = storage.accessLogBucket;
     // A new secret's name is the one given here: Secret.secretName would carry the ARN's random
@@ -106,15 +102,12 @@ export class Hopper extends Construct {
     this.apiKeySecretName = props.apiKeySecret?.secretName ?? apiKeySecretName(this);
     this.apiKeySecret = props.apiKeySecret ?? this.createApiKeySecret(this.apiKeySecretName);
     this.apiKeySecretId = this.apiKeySecret.secretFullArn ?? this.apiKeySecret.secretName;
+    // The pipeline takes the props it shares with Hopper's (service, events, logs, budget) as given.
     const pipeline = new HopperPipeline(this, 'Pipeline', {
+      ...props,
       bucket: this.bucket,
       apiKeySecret: this.apiKeySecret,
       apiKeySecretId: this.apiKeySecretId,
-      serviceUrl: props.serviceUrl,
-      eventSource: props.eventSource,
-      logRetention: props.logRetention,
-      logLevel: props.logLevel,
-      creditBudget: props.creditBudget,
     });
     this.stateMachine = pipeline.stateMachine;
     this.taskFunctions = pipeline.taskFunctions;

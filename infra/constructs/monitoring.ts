@@ -60,6 +60,7 @@ export interface HopperMonitoringProps {
 const PERIOD = Duration.minutes(5);
 const SUM = { period: PERIOD, statistic: 'Sum' } as const;
 const MAXIMUM = { period: PERIOD, statistic: 'Maximum' } as const;
+const P90 = { period: PERIOD, statistic: 'p90' } as const;
 
 /** The AWS service that publishes alarm state changes to the topic. */
 const CLOUDWATCH = 'cloudwatch.amazonaws.com';
@@ -175,22 +176,13 @@ export class HopperMonitoring extends Construct {
     dashboard.addWidgets(...hopperWidgets());
     const tasks = Object.entries(props.taskFunctions ?? {});
     if (tasks.length > 0) {
+      const errors = tasks.map(([label, fn]) => fn.metricErrors({ ...SUM, label }));
+      const durations = tasks.map(([label, fn]) => fn.metricDuration({ ...P90, label }));
+      const throttles = Object.entries(functions).map(([label, fn]) => fn.metricThrottles({ ...SUM, label }));
       dashboard.addWidgets(
-        graph(
-          'Task errors',
-          8,
-          tasks.map(([name, fn]) => fn.metricErrors({ ...SUM, label: name })),
-        ),
-        graph(
-          'Task duration (p90)',
-          8,
-          tasks.map(([name, fn]) => fn.metricDuration({ period: PERIOD, statistic: 'p90', label: name })),
-        ),
-        graph(
-          'Throttles',
-          8,
-          Object.entries(functions).map(([name, fn]) => fn.metricThrottles({ ...SUM, label: name })),
-        ),
+        graph('Task errors', 8, errors),
+        graph('Task duration (p90)', 8, durations),
+        graph('Throttles', 8, throttles),
       );
     }
     return dashboard;

@@ -101,12 +101,11 @@ export class HopperPipeline extends Construct {
       [ENV.serviceUrl]: props.serviceUrl,
       [ENV.apiKeySecret]: props.apiKeySecretId ?? props.apiKeySecret.secretArn,
     };
-    const budget = Object.fromEntries(
-      Object.entries({
-        [ENV.creditBudget]: props.creditBudget?.perDay,
-        [ENV.creditBudget30Days]: props.creditBudget?.per30Days,
-      }).flatMap(([name, credits]) => (credits === undefined ? [] : [[name, String(credits)] as const])),
-    );
+    const { perDay, per30Days } = props.creditBudget ?? {};
+    const budget = {
+      ...(perDay === undefined ? {} : { [ENV.creditBudget]: String(perDay) }),
+      ...(per30Days === undefined ? {} : { [ENV.creditBudget30Days]: String(per30Days) }),
+    };
     const functions = {} as Record<TaskName, lambda.Function>;
     const versions = {} as Record<TaskName, lambda.IVersion>;
     for (const spec of TASKS) {

@@ -69,10 +69,7 @@ export class HopperStorage extends Construct {
     this.accessLogBucket = new Bucket(this, 'AccessLogs', {
       ...PRIVATE_TLS_ONLY,
       lifecycleRules: [
-        {
-          id: 'ExpireOldLogs',
-          expiration: Duration.days(STORAGE_DEFAULTS.accessLogRetentionDays),
-        },
+        { id: 'ExpireOldLogs', expiration: Duration.days(STORAGE_DEFAULTS.accessLogRetentionDays) },
       ],
       removalPolicy,
     });
