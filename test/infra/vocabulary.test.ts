@@ -109,6 +109,9 @@ describe('compile-time coverage: adding to the vocabulary makes the compiler lis
     }
     const diagnostics = scratchDiagnostics();
     const where = diagnostics.flatMap(({ file, text }) => {
+      // An `any` indexing a table that lists the fake is a cascade of the scratch build's record
+      // type (the service's record parsed with the fake), not a place to change.
+      if (text.includes("expression of type 'any' can't be used to index")) return [];
       const fake = FAKES.exec(text)?.[0];
       return fake === undefined ? [] : [`${file}: ${fake}`];
     });
