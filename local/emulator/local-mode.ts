@@ -107,7 +107,6 @@ type Cleanups = (() => Promise<void>)[];
 interface TriggerBundle {
   readonly withStarter: typeof withStarter;
 }
-type Trigger = ReturnType<typeof withStarter>;
 
 export async function startLocalMode(options: LocalModeOptions = {}) {
   const cleanups: Cleanups = [];
@@ -213,7 +212,7 @@ async function startTrigger(
   logger: Logger,
   options: LocalModeOptions,
   cleanups: Cleanups,
-): Promise<Trigger> {
+): Promise<ReturnType<typeof withStarter>> {
   const { recorder } = options;
   const bundle = (await import(handlerBundle(bundleName(TRIGGER.handlerFile)).href)) as TriggerBundle;
   const starts = bundle.withStarter(recorder?.starter(stateMachine) ?? stateMachine, { logger });
