@@ -21,12 +21,10 @@ const LOCAL_ACCOUNT = '123456789012';
 const LOCAL_REGION = 'us-east-1';
 
 export class LocalEventBus extends EventEmitter<LocalEventBusEvents> implements RunEventBus {
-  readonly source: string;
   readonly #delivered: DeliveredRunEvent[] = [];
 
-  constructor(source: string = DEFAULT_EVENT_SOURCE) {
+  constructor(readonly source: string = DEFAULT_EVENT_SOURCE) {
     super();
-    this.source = source;
   }
 
   put(event: RunEvent): Promise<void> {

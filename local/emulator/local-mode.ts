@@ -23,11 +23,7 @@ import {
 import type { CreditBudget } from '../../lambdas/run/lock/index.js';
 import type { StepName } from '../../lambdas/run/state/index.js';
 import type { TrainingServiceClient } from '../../lambdas/service-client/index.js';
-import type {
-  ExecutionStarter,
-  TriggerOptions,
-  TriggerResult,
-} from '../../lambdas/trigger/start-execution.js';
+import type { withStarter } from '../../lambdas/handlers/trigger.handler.js';
 import { handlerBundle } from '../files.js';
 import { localS3Client, startLocalS3, type LocalS3 } from '../s3/local-s3.js';
 import {
@@ -104,8 +100,16 @@ export type LocalTask = (input: unknown) => Promise<unknown>;
 /** How long close() waits for handlers still running when their executions are stopped. */
 const INVOCATIONS_SETTLE_MS = 10_000;
 
+/** What close() runs, last added first. */
+type Cleanups = (() => Promise<void>)[];
+
+/** The trigger's handler bundle (dist/handlers/trigger), as local mode loads it. */
+interface TriggerBundle {
+  readonly withStarter: typeof withStarter;
+}
+
 export async function startLocalMode(options: LocalModeOptions = {}) {
-  const cleanups: (() => Promise<void>)[] = [];
+  const cleanups: Cleanups = [];
   const closeAll = async (): Promise<void> => {
     for (const cleanup of cleanups.reverse()) await cleanup();
   };
@@ -124,33 +128,11 @@ export async function startLocalMode(options: LocalModeOptions = {}) {
     const service = options.service ?? { url: simulated?.apiUrl ?? '', apiKey: simulated?.apiKey ?? '' };
     const logger = new Logger({ serviceName: 'hopper', logLevel: options.logLevel ?? 'SILENT' });
     const events = new LocalEventBus(options.eventSource);
-    const runtime = handlerRuntime(options, { events, logger, service });
-    // Each function its own S3 client, as in Lambda (each bundle meters its own requests).
-    const s3Clients = new Map<string, S3Client>();
-    const s3Client = (functionName: string): S3Client => {
-      const client = localS3Client(s3.endpoint);
-      s3Clients.set(functionName, client);
-      cleanups.push(() => {
-        client.destroy();
-        return Promise.resolve();
-      });
-      return client;
-    };
-    const stateMachine = new LocalStateMachine({
-      definition: local.definition,
-      tasks: await taskHandlers(local, { ...runtime, s3: s3Client }, invocations, options),
-      waitMs: options.waitMs,
-      retryPauseMs: options.retryPauseMs,
-    });
-    cleanups.push(() => stateMachine.stopAll());
-    const executions = await startExecutionsEndpoint(stateMachine);
-    cleanups.push(() => executions.close());
-    const { recorder } = options;
-    const starts = await triggerBundle(recorder?.starter(stateMachine) ?? stateMachine, { logger });
-    const trigger = recorder?.as('Trigger', starts) ?? starts;
-    const s3Events = s3EventsTo(trigger, s3, options);
-    // Closed before the state machine stops: no execution starts while shutting down.
-    cleanups.push(() => s3Events.close());
+    const s3Clients = functionS3Clients(s3.endpoint, cleanups);
+    const runtime = { ...handlerRuntime(options, { events, logger, service }), s3: s3Clients.create };
+    const tasks = await taskHandlers(local, runtime, invocations, options);
+    const { stateMachine, executions } = await startStateMachine(local, tasks, options, cleanups);
+    const trigger = await startTrigger(stateMachine, s3, logger, options, cleanups);
 
     return {
       s3,
@@ -160,7 +142,7 @@ export async function startLocalMode(options: LocalModeOptions = {}) {
       /** The simulated service, when local mode started one. */
       simulated,
       /** The S3 client of a Task's function (tests put faults in its way). */
-      functionS3: (name: TaskName): S3Client | undefined => s3Clients.get(name),
+      functionS3: (name: TaskName): S3Client | undefined => s3Clients.clients.get(name),
       /** A client of the training service, as the steps have it (the key stays inside). */
       service: serviceClient(options, service),
       stateMachine,
@@ -186,36 +168,82 @@ export async function startLocalMode(options: LocalModeOptions = {}) {
   }
 }
 
-function startS3(options: LocalModeOptions): Promise<LocalS3> {
-  const directory = options.dataDir === undefined ? undefined : join(options.dataDir, 's3');
-  return startLocalS3({ port: options.s3Port, directory });
+/** Each function its own S3 client, as in Lambda (each bundle meters its own requests). */
+function functionS3Clients(endpoint: string, cleanups: Cleanups) {
+  const clients = new Map<string, S3Client>();
+  const create = (functionName: string): S3Client => {
+    const client = localS3Client(endpoint);
+    clients.set(functionName, client);
+    cleanups.push(() => {
+      client.destroy();
+      return Promise.resolve();
+    });
+    return client;
+  };
+  return { clients, create };
 }
 
-/** The bucket's object-created events, delivered to the trigger as the EventBridge rule does. */
-function s3EventsTo(
-  deliver: (event: unknown) => Promise<TriggerResult>,
-  s3: LocalS3,
+/** The state machine running `tasks`, and its executions endpoint; `cleanups` stop both. */
+async function startStateMachine(
+  local: LocalDefinition,
+  tasks: Record<string, LocalTask>,
   options: LocalModeOptions,
-): ReturnType<typeof connectS3Events> {
-  return connectS3Events({
+  cleanups: Cleanups,
+) {
+  const stateMachine = new LocalStateMachine({
+    definition: local.definition,
+    tasks,
+    waitMs: options.waitMs,
+    retryPauseMs: options.retryPauseMs,
+  });
+  cleanups.push(() => stateMachine.stopAll());
+  const executions = await startExecutionsEndpoint(stateMachine);
+  cleanups.push(() => executions.close());
+  return { stateMachine, executions };
+}
+
+/**
+ * The trigger's bundle starting executions of `stateMachine`, and the bucket's object-created
+ * events delivered to it as the EventBridge rule does.
+ */
+async function startTrigger(
+  stateMachine: LocalStateMachine,
+  s3: LocalS3,
+  logger: Logger,
+  options: LocalModeOptions,
+  cleanups: Cleanups,
+): Promise<ReturnType<typeof withStarter>> {
+  const { recorder } = options;
+  const bundle = (await import(handlerBundle(bundleName(TRIGGER.handlerFile)).href)) as TriggerBundle;
+  const starts = bundle.withStarter(recorder?.starter(stateMachine) ?? stateMachine, { logger });
+  const trigger = recorder?.as('Trigger', starts) ?? starts;
+  const s3Events = connectS3Events({
     // A kept bucket outlives this start: its version ids (hence run ids) must not repeat.
     ...(options.dataDir === undefined ? {} : { versionPrefix: `local-${Date.now().toString(36)}-` }),
     server: s3.server,
     s3: s3.client,
-    deliver,
+    deliver: trigger,
     onError:
       options.onTriggerError ??
       ((key, error) => {
         process.stderr.write(`hopper: the S3 event for ${key} started no run: ${messageOf(error)}\n`);
       }),
   });
+  // Closed before the state machine stops: no execution starts while shutting down.
+  cleanups.push(() => s3Events.close());
+  return trigger;
+}
+
+function startS3(options: LocalModeOptions): Promise<LocalS3> {
+  const directory = options.dataDir === undefined ? undefined : join(options.dataDir, 's3');
+  return startLocalS3({ port: options.s3Port, directory });
 }
 
 /** The simulated service, unless the options give another; `cleanups` close it. */
 async function startSimulated(
   options: LocalModeOptions,
   invocations: RunningInvocations,
-  cleanups: (() => Promise<void>)[],
+  cleanups: Cleanups,
 ): Promise<SimulatedService | undefined> {
   if (options.service !== undefined) return undefined;
   const simulated = await startSimulatedService(
@@ -259,37 +287,18 @@ async function taskHandlers(
   return tasks;
 }
 
-/** The trigger's bundle, starting executions of the local state machine. */
-async function triggerBundle(
-  starter: ExecutionStarter,
-  options: TriggerOptions,
-): Promise<(event: unknown) => Promise<TriggerResult>> {
-  const module = (await import(handlerBundle(bundleName(TRIGGER.handlerFile)).href)) as {
-    withStarter(
-      starter: ExecutionStarter,
-      options: TriggerOptions,
-    ): (event: unknown) => Promise<TriggerResult>;
-  };
-  return module.withStarter(starter, options);
-}
+/** The training service the handlers reach: the one the options give, or the simulated one. */
+type Service = NonNullable<LocalModeOptions['service']>;
 
 /** What the handlers run with here: as in Lambda, but for tracing and metrics. */
 function handlerRuntime(
   options: LocalModeOptions,
-  parts: Pick<LocalRuntimeOptions, 'events' | 'logger'> & {
-    readonly service: NonNullable<LocalModeOptions['service']>;
-  },
+  { events, logger, service }: { events: LocalEventBus; logger: Logger; service: Service },
 ): Omit<LocalRuntimeOptions, 's3'> {
-  const { service, events, ...rest } = parts;
   return {
-    ...rest,
-    events: events && (options.recorder?.eventBus(events) ?? events),
-    service: {
-      serviceUrl: service.url,
-      apiKey: options.apiKey ?? (() => Promise.resolve(service.apiKey)),
-      // The same retry budget as in Lambda, which fits the Tasks' timeouts enforced here too.
-      clientOptions: options.clientOptions ?? LAMBDA_CLIENT_OPTIONS,
-    },
+    logger,
+    events: options.recorder?.eventBus(events) ?? events,
+    service: serviceOptions(options, service, options.apiKey),
     dropQuietMs: options.dropQuietMs,
     now: options.now,
     creditBudget: options.creditBudget,
@@ -297,15 +306,19 @@ function handlerRuntime(
   };
 }
 
-/** A client of the service the handlers use, for the commands and tests (the key stays inside). */
-function serviceClient(
+/** How `service` is reached: by default with its own key. */
+function serviceOptions(
   options: LocalModeOptions,
-  service: NonNullable<LocalModeOptions['service']>,
-): () => Promise<TrainingServiceClient> {
-  const connect = trainingService({
-    serviceUrl: service.url,
-    apiKey: () => Promise.resolve(service.apiKey),
-    clientOptions: options.clientOptions ?? LAMBDA_CLIENT_OPTIONS,
-  })({ logger: new Logger({ serviceName: 'hopper', logLevel: 'SILENT' }), tracer: undefined });
+  service: Service,
+  apiKey: ApiKeySource = () => Promise.resolve(service.apiKey),
+): TrainingServiceOptions {
+  // The same retry budget as in Lambda, which fits the Tasks' timeouts enforced here too.
+  return { serviceUrl: service.url, apiKey, clientOptions: options.clientOptions ?? LAMBDA_CLIENT_OPTIONS };
+}
+
+/** A client of the service the handlers use, for the commands and tests (the key stays inside). */
+function serviceClient(options: LocalModeOptions, service: Service): () => Promise<TrainingServiceClient> {
+  const logger = new Logger({ serviceName: 'hopper', logLevel: 'SILENT' });
+  const connect = trainingService(serviceOptions(options, service))({ logger, tracer: undefined });
   return () => connect();
 }

@@ -10,8 +10,7 @@ import type { AwsCall } from '../emulator/aws-calls.js';
 import { iamRequests, type IamRequest, type Targets } from './actions.js';
 import {
   ACCOUNT,
-  PARTITION,
-  REGION,
+  arn,
   bucketName,
   propertyOf,
   templateFunctions,
@@ -55,9 +54,7 @@ type Simulate = typeof runSimulation;
 
 /** An ARN for `id`, which a template may give as a name: a secret's, a KMS key's id. */
 const asArn = (id: string | undefined, service: string, path: (id: string) => string) =>
-  id === undefined || id.startsWith('arn:')
-    ? id
-    : `arn:${PARTITION}:${service}:${REGION}:${ACCOUNT}:${path(id)}`;
+  id === undefined || id.startsWith('arn:') ? id : arn(service, path(id));
 
 /** Where `fn`'s calls go, as the template configures it. */
 function targetsOf(template: Template, fn: TemplateFunction, bucket: string): Targets {
@@ -143,26 +140,18 @@ export async function checkPermissions(
   const bucket = bucketName(template);
   const used = new Set<string>();
   const decisions: CallDecision[] = [];
-  for (const { function: name, operation, ...call } of calls) {
+  for (const call of calls) {
     // A function the template lacks has no grant: each of its calls is denied.
-    const fn = functions.get(name) ?? {
-      name,
+    const fn = functions.get(call.function) ?? {
+      name: call.function,
       policy: { Version: '2012-10-17', Statement: [] },
       environment: {},
     };
-    for (const request of iamRequests(
-      { function: name, operation, ...call },
-      targetsOf(template, fn, bucket),
-    )) {
+    for (const request of iamRequests(call, targetsOf(template, fn, bucket))) {
       const { by, ...decision } = await decide(simulate, template, fn, request);
-      for (const statement of by) used.add(`${name} ${request.action} ${statement}`);
-      decisions.push({
-        function: name,
-        operation,
-        action: request.action,
-        resource: request.resource,
-        ...decision,
-      });
+      for (const statement of by) used.add(`${fn.name} ${request.action} ${statement}`);
+      const { action, resource } = request;
+      decisions.push({ function: fn.name, operation: call.operation, action, resource, ...decision });
     }
   }
   const unused = [...functions.values()].flatMap((fn) =>

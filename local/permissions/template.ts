@@ -37,7 +37,7 @@ export interface TemplateFunction {
   readonly environment: Readonly<Record<string, string>>;
 }
 
-const arn = (service: string, path: string): string =>
+export const arn = (service: string, path: string): string =>
   `arn:${PARTITION}:${service}:${REGION}:${ACCOUNT}:${path}`;
 
 /** What `Ref` (or `Fn::GetAtt` of `attribute`) of resource `id` gives in CloudFormation. */

@@ -39,17 +39,7 @@ export async function startLocalS3(options: LocalS3Options = {}) {
   // A directory given by the caller (--data-dir) is theirs to keep; a temporary one is removed
   // at close() unless keep() was called.
   let kept = options.directory !== undefined;
-  const directory =
-    options.directory === undefined
-      ? await mkdtemp(join(tmpdir(), 'hopper-s3-'))
-      : resolve(options.directory);
-  const objects = join(directory, 'objects');
-  const partial = join(directory, 'partial');
-  // What an earlier process on this directory left unfinished (it was killed mid-write) is no
-  // one's now, no client of it living: its objects half-written go, and its multipart uploads
-  // below, as the bucket's lifecycle rule aborts them on AWS.
-  await rm(partial, { recursive: true, force: true });
-  await Promise.all([mkdir(objects, { recursive: true }), mkdir(partial, { recursive: true })]);
+  const { directory, objects, partial } = await prepareDirectory(options.directory);
   const server = new S3rver({
     address: '127.0.0.1',
     port: options.port ?? 0,
@@ -93,6 +83,19 @@ export async function startLocalS3(options: LocalS3Options = {}) {
       if (!kept) await rm(directory, { recursive: true, force: true });
     },
   };
+}
+
+/** The server's folder (`given`, or a temporary one) with its objects and partial writes. */
+async function prepareDirectory(given: string | undefined) {
+  const directory = given === undefined ? await mkdtemp(join(tmpdir(), 'hopper-s3-')) : resolve(given);
+  const objects = join(directory, 'objects');
+  const partial = join(directory, 'partial');
+  // What an earlier process on this directory left unfinished (it was killed mid-write) is no
+  // one's now, no client of it living: its objects half-written go, and its multipart uploads
+  // below, as the bucket's lifecycle rule aborts them on AWS.
+  await rm(partial, { recursive: true, force: true });
+  await Promise.all([mkdir(objects, { recursive: true }), mkdir(partial, { recursive: true })]);
+  return { directory, objects, partial };
 }
 
 /**
