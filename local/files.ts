@@ -1,6 +1,6 @@
 /**
  * The files the `hopper` command reads besides its code, found from its root: the repository's
- * in a clone, the package's when installed (scripts/pack.mjs puts each at the same path). The
+ * in a clone, the package's when installed (scripts/pack.ts puts each at the same path). The
  * compiled command (dist/hopper.mjs) and this module both sit one folder below that root.
  */
 const ROOT = new URL('../', import.meta.url);
@@ -11,10 +11,6 @@ export const PACKAGE_JSON = new URL('package.json', ROOT);
 export const ERRORS_DOC = new URL('docs/errors.md', ROOT);
 /** The local console's page. */
 export const CONSOLE_PAGE = new URL('local/console/page/', ROOT);
-/** Every AWS call Hopper's functions make, recorded from local runs (hopper permissions). */
-export const RECORDED_CALLS = new URL('local/permissions/recorded-calls.json', ROOT);
-/** The repository's stack, synthesized by `npm run build`: what hopper permissions checks by default. */
-export const STACK_TEMPLATE = new URL('dist/template.json', ROOT);
 /** The definition local mode runs, synthesized from the construct by `npm run build`. */
 export const LOCAL_DEFINITION = new URL('dist/definition.json', ROOT);
 

@@ -6,7 +6,6 @@
  *                                    runs them: one way to get handler code
  *   dist/definition.json             the state machine's definition, synthesized from the construct
  *                                    with those bundles: what local mode runs
- *   dist/template.json               the repository's stack, what `hopper permissions` checks by default
  *   dist/index.js, dist/index.cjs    the construct package (`Hopper`), ESM and CommonJS; aws-cdk-lib
  *                                    and constructs stay imports (peer dependencies)
  *   dist/hopper.mjs                  the `hopper` command
@@ -18,8 +17,6 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build, type BuildOptions } from 'esbuild';
-import { Template } from 'aws-cdk-lib/assertions';
-import { createHopperApp } from '../infra/hopper-app.js';
 import { synthesizeLocalDefinition } from '../infra/local-definition.js';
 import { HANDLER_BUNDLING } from './bundling.js';
 
@@ -31,15 +28,7 @@ const HANDLERS = `${ROOT}lambdas/handlers`;
 const PEERS = ['aws-cdk-lib', 'aws-cdk-lib/*', 'constructs'];
 
 /** What the CLI leaves to its install: its package.json's dependencies, which load files of their own. */
-const CLI_EXTERNAL = [
-  '@aws-sdk/*',
-  's3rver',
-  's3rver/*',
-  'aws-local-stepfunctions',
-  '@dagrejs/dagre',
-  // Loaded only by `hopper permissions`, when its user installed it (AGPL: never shipped).
-  '@cloud-copilot/*',
-];
+const CLI_EXTERNAL = ['@aws-sdk/*', 's3rver', 's3rver/*', 'aws-local-stepfunctions', '@dagrejs/dagre'];
 
 /** The handler entry files: lambdas/handlers/<name>.handler.ts. */
 function handlerNames(): string[] {
@@ -100,14 +89,9 @@ async function buildCli(): Promise<void> {
   });
 }
 
-/**
- * The definition local mode runs, synthesized from the construct with the bundles just built, and
- * the repository's stack, which `hopper permissions` checks by default.
- */
+/** The definition local mode runs, synthesized from the construct with the bundles just built. */
 function synthesize(): void {
   writeFileSync(`${DIST}/definition.json`, `${JSON.stringify(synthesizeLocalDefinition(), null, 1)}\n`);
-  const { stack } = createHopperApp({ cloudFormationValidation: false });
-  writeFileSync(`${DIST}/template.json`, `${JSON.stringify(Template.fromStack(stack).toJSON(), null, 1)}\n`);
 }
 
 /** dist/index.d.ts: the construct's declarations in one file, importing only the peers. */

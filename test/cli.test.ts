@@ -69,7 +69,6 @@ describe('every command', () => {
       'check',
       'local',
       'models',
-      'permissions',
       'retry',
       'run',
       'runs',

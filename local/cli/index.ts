@@ -32,7 +32,6 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   runs: async () => (await import('./runs.js')).runRunsCommand,
   models: async () => (await import('./models.js')).runModelsCommand,
   retry: async () => (await import('./retry.js')).runRetryCommand,
-  permissions: async () => (await import('../permissions/index.js')).runPermissionsCommand,
 };
 
 const USAGE = `Usage: hopper <command> [options]
@@ -48,7 +47,6 @@ Commands:
   retry <drop>      resume a failed run from its dataset, without uploading again
   check <folder>    judge a drop offline with the run's own rules, before paying: files,
                     bytes, credits it may spend, estimated cost; exit 0 or 1
-  permissions       prove each function's role allows the AWS calls it makes, and no more
                     (--template FILE: your own app's synthesized template)
 
 status, wait, runs, models and retry talk to a deployed stack (--stack NAME) or to a running

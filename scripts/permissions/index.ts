@@ -1,5 +1,5 @@
 /**
- * `hopper permissions` (`npm run permissions`): proves that the role a template gives each Hopper
+ * `npm run permissions [-- --template FILE]`: proves that the role a template gives each Hopper
  * function allows every AWS call that function makes (recorded from local runs of every path,
  * kept in recorded-calls.json, re-recorded by test/permissions/recording.test.ts), and that it
  * grants nothing those calls do not use but CDK's own grants (EXEMPT, with why).
@@ -9,11 +9,9 @@
  *   check.ts     the simulator's decision for each, and the grants no call uses
  */
 import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { AwsCall } from '../emulator/aws-calls.js';
-import { CommandError, defineCommand, EXIT, json, table } from '../cli/command.js';
-import { RECORDED_CALLS, STACK_TEMPLATE } from '../files.js';
+import { fileURLToPath } from 'node:url';
+import type { AwsCall } from './aws-calls.js';
+import { CommandError, defineCommand, EXIT, json, processIo, table } from '../../local/cli/command.js';
 import { checkPermissions, type PermissionsReport } from './check.js';
 import type { Template } from './template.js';
 
@@ -21,7 +19,7 @@ export { checkPermissions, EXEMPT, type CallDecision, type PermissionsReport } f
 export { CALL_ACTIONS, iamRequests } from './actions.js';
 export { templateFunctions, type Template } from './template.js';
 
-export const RECORDED_CALLS_FILE = fileURLToPath(RECORDED_CALLS);
+export const RECORDED_CALLS_FILE = fileURLToPath(new URL('./recorded-calls.json', import.meta.url));
 
 export async function recordedCalls(): Promise<AwsCall[]> {
   return JSON.parse(await readFile(RECORDED_CALLS_FILE, 'utf8')) as AwsCall[];
@@ -30,12 +28,7 @@ export async function recordedCalls(): Promise<AwsCall[]> {
 /** The simulator, which Hopper does not install (AGPL-3.0): loaded only here. */
 async function simulator(): Promise<Parameters<typeof checkPermissions>[2]> {
   try {
-    // Beside the hopper command, else in the folder it runs in (npm install --no-save there).
-    const found = await import('@cloud-copilot/iam-simulate').catch(
-      () =>
-        import(pathToFileURL(createRequire(`${process.cwd()}/`).resolve('@cloud-copilot/iam-simulate')).href),
-    );
-    return (found as typeof import('@cloud-copilot/iam-simulate')).runSimulation;
+    return (await import('@cloud-copilot/iam-simulate')).runSimulation;
   } catch {
     throw new CommandError(
       'simulator_missing',
@@ -43,6 +36,19 @@ async function simulator(): Promise<Parameters<typeof checkPermissions>[2]> {
         'npm install --no-save @cloud-copilot/iam-simulate, then run it again',
     );
   }
+}
+
+/** Hopper's own stack, synthesized without bundling (the template only). */
+async function synthesized(): Promise<Template> {
+  const [{ createHopperApp }, { Template }] = await Promise.all([
+    import('../../infra/hopper-app.js'),
+    import('aws-cdk-lib/assertions'),
+  ]);
+  const hopper = createHopperApp({
+    cloudFormationValidation: false,
+    context: { 'aws:cdk:bundling-stacks': [] },
+  });
+  return Template.fromStack(hopper.stack).toJSON() as Template;
 }
 
 export function formatReport(report: PermissionsReport): string {
@@ -83,7 +89,7 @@ export const runPermissionsCommand = defineCommand(
       min: 0,
       max: 0,
       what: 'arguments',
-      hint: 'hopper permissions --template cdk.out/MyApp.template.json',
+      hint: 'npm run permissions -- --template cdk.out/MyApp.template.json',
     },
     exits: {
       0: 'every call is allowed and every grant used (or exempt)',
@@ -93,8 +99,8 @@ export const runPermissionsCommand = defineCommand(
   },
   async (args, io) => {
     const file = args.text('template');
-    // By default the repository's own stack, as `npm run build` synthesized it.
-    const template = JSON.parse(await readFile(file ?? STACK_TEMPLATE, 'utf8')) as Template;
+    const template =
+      file === undefined ? await synthesized() : (JSON.parse(await readFile(file, 'utf8')) as Template);
     const report = await checkPermissions(template, await recordedCalls(), await simulator());
     io.stdout.write(args.on('json') ? json(report) : formatReport(report));
     return report.unused.length === 0 && report.decisions.every((d) => d.allowed)
@@ -102,3 +108,7 @@ export const runPermissionsCommand = defineCommand(
       : EXIT.failed;
   },
 );
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  process.exitCode = await runPermissionsCommand(process.argv.slice(2), processIo());
+}

@@ -1,6 +1,6 @@
 /**
  * Records the AWS calls each function makes in local mode, for the permissions check
- * (local/permissions/): the function (a Task's state name, or Trigger), the operation and the
+ * (scripts/permissions/): the function (a Task's state name, or Trigger), the operation and the
  * parameters IAM decides on. S3 and Secrets Manager calls are read off the SDK clients'
  * middleware stacks; the event bus and StartExecution, which local mode answers without an SDK
  * client, are recorded where local mode answers them. Nothing here reaches the deployed handlers.

@@ -6,7 +6,7 @@
  * recorded call uses.
  */
 import type { runSimulation } from '@cloud-copilot/iam-simulate';
-import type { AwsCall } from '../emulator/aws-calls.js';
+import type { AwsCall } from './aws-calls.js';
 import { iamRequests, type IamRequest, type Targets } from './actions.js';
 import {
   ACCOUNT,

