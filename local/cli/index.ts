@@ -63,9 +63,7 @@ export async function main(argv: readonly string[], io: CommandIo = processIo())
     return command === undefined ? 2 : 0;
   }
   if (command === '--version') {
-    const { version } = JSON.parse(readFileSync(PACKAGE_JSON, 'utf8')) as {
-      version: string;
-    };
+    const { version } = JSON.parse(readFileSync(PACKAGE_JSON, 'utf8')) as { version: string };
     io.stdout.write(`hopper ${version}\n`);
     return 0;
   }

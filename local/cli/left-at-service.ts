@@ -103,11 +103,8 @@ export async function underWayRefusal(
     let pages = 0;
     for await (const page of client.listModels({ status, limit: PAGE }).pages()) {
       for (const model of page.data) {
-        let dataset = names.get(model.dataset_id);
-        if (dataset === undefined) {
-          dataset = await client.getDataset(model.dataset_id);
-          names.set(dataset.id, dataset);
-        }
+        const dataset = names.get(model.dataset_id) ?? (await client.getDataset(model.dataset_id));
+        names.set(dataset.id, dataset);
         if (dataset.name === datasetName) found.push(model);
       }
       if (++pages >= MAX_PAGES) break;

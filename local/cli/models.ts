@@ -90,9 +90,8 @@ async function* modelList(
 ): AsyncGenerator<Model> {
   const matches = (model: Model): boolean => filter.status === undefined || model.status === filter.status;
   if (filter.dataset === undefined) {
-    const pageSize = Math.min(PAGE_MAX, filter.limit);
     yield* client.listModels({
-      limit: pageSize,
+      limit: Math.min(PAGE_MAX, filter.limit),
       ...(filter.status === undefined ? {} : { status: filter.status }),
     });
     return;

@@ -4,11 +4,14 @@
  * parse without starting anything.
  */
 import type { LocalModeOptions } from '../emulator/local-mode.js';
-import { CliUsageError, type CommandSpec, type Flags, type Parsed } from './command.js';
+import { CliUsageError, type CommandSpec, type Flag, type Flags, type Parsed } from './command.js';
 import { API_KEY_ENV } from './target.js';
 
 /** Where `hopper run` copies models by default. */
 export const DEFAULT_OUT_DIR = 'out';
+
+/** A TCP port flag: 1..65535. */
+const portFlag = (help: string): Flag => ({ value: 'N', range: [1, 65535], help });
 
 /** The flags of both commands: the service, the local S3's port, waits and logs. */
 const LOCAL_MODE_FLAGS: Flags = {
@@ -17,7 +20,7 @@ const LOCAL_MODE_FLAGS: Flags = {
     help: 'use this training service instead of the simulated one (needs an API key)',
   },
   'api-key': { value: 'KEY', help: `the service's API key (or set ${API_KEY_ENV}, which stays out of 'ps')` },
-  's3-port': { value: 'N', range: [1, 65535], help: 'port of the local S3 endpoint (default: a free port)' },
+  's3-port': portFlag('port of the local S3 endpoint (default: a free port)'),
   'wait-ms': {
     value: 'N',
     range: [0, 3_600_000],
@@ -41,11 +44,7 @@ export const RUN_SPEC: CommandSpec = {
     console: {
       help: 'serve the local console (a web page on 127.0.0.1) for the run, and keep it up after the run until Ctrl-C',
     },
-    'console-port': {
-      value: 'N',
-      range: [1, 65535],
-      help: "the console's port (implies --console; default: a free port)",
-    },
+    'console-port': portFlag("the console's port (implies --console; default: a free port)"),
     ...LOCAL_MODE_FLAGS,
   },
   positionals: { min: 1, max: 1, what: 'folder to drop', hint: 'hopper run examples/reviews' },
@@ -65,11 +64,7 @@ export const LOCAL_SPEC: CommandSpec = {
   about:
     "Starts local mode and keeps serving until Ctrl-C. Prints the training service's URL and, as lines a shell can eval, the settings an S3 client needs (AWS_ENDPOINT_URL, credentials, region, HOPPER_BUCKET). A folder copied into s3://$HOPPER_BUCKET/inbox/<drop>/, train.json last, trains; its model appears under models/<drop>/ and its state in status/<drop>.json.",
   flags: {
-    'console-port': {
-      value: 'N',
-      range: [1, 65535],
-      help: "the local console's port on 127.0.0.1 (default: a free port)",
-    },
+    'console-port': portFlag("the local console's port on 127.0.0.1 (default: a free port)"),
     'no-console': { help: 'do not serve the local console' },
     'data-dir': {
       value: 'DIR',

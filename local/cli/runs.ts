@@ -27,10 +27,7 @@ export const RUNS_SPEC: CommandSpec = {
   usage: '<drop> [options]',
   about:
     "Lists the drop's runs, newest first: when each started, how long it took, its outcome (succeeded, failed with its error code, superseded by a newer train.json of the drop, interrupted by a stop of `hopper local`, running, timed out, stopped), the credits it cost and its model.",
-  flags: {
-    limit: limitFlag('runs', DEFAULT_RUNS, MAX_RUNS),
-    ...TARGET_FLAGS,
-  },
+  flags: { limit: limitFlag('runs', DEFAULT_RUNS, MAX_RUNS), ...TARGET_FLAGS },
   positionals: { min: 1, max: 1, what: 'drop', hint: 'hopper runs reviews' },
   exits: { 0: true, 1: true, 2: true },
 };

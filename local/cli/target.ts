@@ -92,11 +92,12 @@ export function targetCommand(
   body: (args: Parsed, target: Target, io: CommandIo, deps: CommandDeps) => Promise<number>,
 ): Command {
   return defineCommand(spec, async (args, io, deps) => {
-    const target = await resolveTarget(args.text('stack'), deps);
+    const stack = args.text('stack');
+    const target = stack === undefined ? localTarget(deps) : await stackTarget(stack, deps);
     try {
       return await body(args, target, io, deps);
     } catch (error) {
-      throw explained(error, args.text('stack') === undefined);
+      throw explained(error, stack === undefined);
     } finally {
       target.s3.destroy();
       target.stateMachine?.client.destroy();
@@ -138,10 +139,6 @@ function refusedAddress(error: unknown): string | undefined {
 
 /** There is no Hopper to talk to, for the reason `message` gives. */
 const noTarget = (message: string): CommandError => new CommandError('no_target', message);
-
-export async function resolveTarget(stack: string | undefined, deps: CommandDeps): Promise<Target> {
-  return stack === undefined ? localTarget(deps) : await stackTarget(stack, deps);
-}
 
 function localTarget({ env, aws }: CommandDeps): Target {
   const bucket = nonEmpty(env[HOPPER_BUCKET_ENV]);

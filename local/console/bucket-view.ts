@@ -17,25 +17,23 @@ import { MODELS_PREFIX, modelRecordKey } from '../../lambdas/storage/keys.js';
 import { isNotFound, readJson } from '../../lambdas/storage/objects.js';
 
 export class BucketView {
-  readonly #s3: S3Client;
-  readonly #bucket: string;
   readonly #statuses = new Map<string, { etag: string; status: RunStatus | null }>();
   readonly #records = new Map<string, RunStatus | null>();
 
-  constructor(s3: S3Client, bucket: string) {
-    this.#s3 = s3;
-    this.#bucket = bucket;
-  }
+  constructor(
+    private readonly s3: S3Client,
+    private readonly bucket: string,
+  ) {}
 
   /** Every drop's status; a file is read again only when its etag changed. */
   async statuses(): Promise<RunStatus[]> {
     const found: RunStatus[] = [];
     const seen = new Set<string>();
-    for await (const { drop, etag } of statusFiles(this.#s3, this.#bucket)) {
+    for await (const { drop, etag } of statusFiles(this.s3, this.bucket)) {
       seen.add(drop);
       let cached = this.#statuses.get(drop);
       if (cached?.etag !== etag) {
-        cached = { etag, status: await readStatus(this.#s3, this.#bucket, drop) };
+        cached = { etag, status: await readStatus(this.s3, this.bucket, drop) };
         this.#statuses.set(drop, cached);
       }
       if (cached.status !== null) found.push(cached.status);
@@ -50,8 +48,8 @@ export class BucketView {
    */
   async records(): Promise<RunStatus[]> {
     const found: RunStatus[] = [];
-    for await (const key of runRecordKeys(this.#s3, this.#bucket)) {
-      if (!this.#records.has(key)) this.#records.set(key, await readRunRecord(this.#s3, this.#bucket, key));
+    for await (const key of runRecordKeys(this.s3, this.bucket)) {
+      if (!this.#records.has(key)) this.#records.set(key, await readRunRecord(this.s3, this.bucket, key));
       const record = this.#records.get(key);
       if (record !== null && record !== undefined) found.push(record);
     }
@@ -59,12 +57,12 @@ export class BucketView {
   }
 
   status(drop: string): Promise<RunStatus | null> {
-    return readStatus(this.#s3, this.#bucket, drop);
+    return readStatus(this.s3, this.bucket, drop);
   }
 
   /** models/<drop>/<model id>/model.json, or null when there is none. */
   async modelRecord(drop: string, modelId: string): Promise<ModelDocument | null> {
-    const read = await readJson(this.#s3, this.#bucket, modelRecordKey(drop, modelId));
+    const read = await readJson(this.s3, this.bucket, modelRecordKey(drop, modelId));
     return read?.value === undefined ? null : (read.value as ModelDocument);
   }
 
@@ -72,8 +70,8 @@ export class BucketView {
   async modelFile(key: string): Promise<{ body: Readable; bytes: number } | null> {
     if (!key.startsWith(MODELS_PREFIX) || key.split('/').includes('..')) return null;
     try {
-      const { Body: body, ContentLength: bytes = 0 } = await this.#s3.send(
-        new GetObjectCommand({ Bucket: this.#bucket, Key: key }),
+      const { Body: body, ContentLength: bytes = 0 } = await this.s3.send(
+        new GetObjectCommand({ Bucket: this.bucket, Key: key }),
       );
       return body === undefined ? null : { body: body as Readable, bytes };
     } catch (error) {

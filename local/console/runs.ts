@@ -36,22 +36,19 @@ export interface RunDetail {
 }
 
 export class RunCatalogue {
-  readonly #log: RunLog;
-  readonly #bucket: BucketView;
-
-  constructor(log: RunLog, bucket: BucketView) {
-    this.#log = log;
-    this.#bucket = bucket;
-  }
+  constructor(
+    private readonly log: RunLog,
+    private readonly bucket: BucketView,
+  ) {}
 
   async all(): Promise<RunSummary[]> {
     const runs = new Map<string, RunSummary>();
     // Ended runs from their records (a later run of the drop took the status file), then the
     // status files (the latest run of each drop, maybe still going).
-    for (const record of await this.#bucket.records()) runs.set(record.run_id, summaryOfStatus(record));
-    for (const status of await this.#bucket.statuses()) runs.set(status.run_id, summaryOfStatus(status));
+    for (const record of await this.bucket.records()) runs.set(record.run_id, summaryOfStatus(record));
+    for (const status of await this.bucket.statuses()) runs.set(status.run_id, summaryOfStatus(status));
     // A run's own history knows more than its status file (and outlives it when the drop reruns).
-    for (const logged of this.#log.runs()) runs.set(logged.execution.name, summarize(logged));
+    for (const logged of this.log.runs()) runs.set(logged.execution.name, summarize(logged));
     return [...runs.values()].sort(
       (a, b) => b.startedAt.localeCompare(a.startedAt) || b.runId.localeCompare(a.runId),
     );
@@ -79,15 +76,15 @@ export class RunCatalogue {
   }
 
   async detail(runId: string): Promise<RunDetail | null> {
-    const logged = this.#log.run(runId);
+    const logged = this.log.run(runId);
     if (logged !== undefined) {
       const summary = summarize(logged);
-      const status = await this.#bucket.status(summary.drop);
+      const status = await this.bucket.status(summary.drop);
       const own = status?.run_id === runId ? status : null;
       const events = logged.events.map(shownEvent);
       return { summary, events, status: own, model: modelOf(own, copyOf(logged.events)) };
     }
-    const known = [...(await this.#bucket.statuses()), ...(await this.#bucket.records())];
+    const known = [...(await this.bucket.statuses()), ...(await this.bucket.records())];
     const status = known.find((candidate) => candidate.run_id === runId);
     if (status === undefined) return null;
     return { summary: summaryOfStatus(status), events: [], status, model: modelOf(status, undefined) };

@@ -145,13 +145,11 @@ async function handle(
   response: ServerResponse,
 ): Promise<void> {
   const url = new URL(request.url ?? '/', 'http://127.0.0.1');
+  const reply = (status: number, body: unknown): void => {
+    sendJson(response, status, body, context.secret);
+  };
   if (!fromThisConsole(context, request)) {
-    sendJson(
-      response,
-      403,
-      { error: 'the console answers pages it serves on 127.0.0.1 only' },
-      context.secret,
-    );
+    reply(403, { error: 'the console answers pages it serves on 127.0.0.1 only' });
     return;
   }
   const method = request.method ?? 'GET';
@@ -161,10 +159,10 @@ async function handle(
     if (routeMethod !== method || match === null) continue;
     const param = decodeURIComponent(match[1] ?? '');
     const answer = await route({ context, url, param, request, response });
-    if (answer !== undefined) sendJson(response, answer.status ?? 200, answer.json, context.secret);
+    if (answer !== undefined) reply(answer.status ?? 200, answer.json);
     return;
   }
-  sendJson(response, 404, { error: `no ${method} ${url.pathname} here` }, context.secret);
+  reply(404, { error: `no ${method} ${url.pathname} here` });
 }
 
 /** Only pages of this console may call it: a page elsewhere (or a DNS-rebound name) may not. */

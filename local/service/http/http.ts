@@ -17,12 +17,8 @@ export interface Reply {
 /** Waits `ms`, or less when the service closes. */
 export type Sleep = (ms: number) => Promise<void>;
 
-export function errorReply(error: ServiceError): Reply {
-  return {
-    status: error.status,
-    body: { error: error.code, message: error.message },
-    headers: error.headers,
-  };
+export function errorReply({ status, code, message, headers }: ServiceError): Reply {
+  return { status, body: { error: code, message }, headers };
 }
 
 /** Writes a reply; a socket the client already closed is ignored. */
