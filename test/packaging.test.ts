@@ -121,7 +121,9 @@ async function reachedFrom(entry: string): Promise<{ packages: Set<string>; file
 function importedPackages(file: string): Set<string> {
   const code = readFileSync(new URL(`../${file}`, import.meta.url), 'utf8');
   const found = new Set<string>();
-  for (const match of code.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\d*(?:\.resolve)?\()["']([^"'./][^"']*)["']/g)) {
+  for (const match of code.matchAll(
+    /(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\d*(?:\.resolve)?\()["']([^"'./][^"']*)["']/g,
+  )) {
     const name = packageOf((match[1] ?? '').replace(/^node:/, ''));
     if (!builtinModules.includes(name)) found.add(name);
   }

@@ -16,7 +16,6 @@ import {
   notCsvMessage,
   repeatedColumnMessage,
   missingColumnsMessage,
-  emptyLabelsMessage,
 } from '../run/errors/index.js';
 import type { DropFile } from '../run/state/index.js';
 import { inboxKey } from '../storage/keys.js';

@@ -1,3 +1,4 @@
+// eslint-disable-next-line @typescript-eslint/triple-slash-reference -- the declarations of undici's inner files must reach every program that compiles this file, the construct's type roll-up included
 /// <reference path="./undici-parts.d.ts" />
 /**
  * The two parts of undici the client uses, the keep-alive Agent and `request`, each imported from

@@ -13,7 +13,6 @@ export interface ErrorAdvice {
   readonly todo: string;
 }
 
-
 /** The rows of docs/errors.md's table, by code (Markdown code spans left as backticks). */
 export async function loadErrorAdvice(): Promise<ReadonlyMap<string, ErrorAdvice>> {
   return parseErrorTable(await readFile(ERRORS_DOC, 'utf8'));
