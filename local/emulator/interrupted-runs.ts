@@ -6,13 +6,8 @@
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { interruptedMessage } from '../../lambdas/run/errors/index.js';
-import {
-  readStatus,
-  statusFiles,
-  stepUnderWay,
-  writeStatus,
-  type RunStatus,
-} from '../../lambdas/run/status/index.js';
+import { readStatus, statusFiles, writeStatus, type RunStatus } from '../../lambdas/run/status/index.js';
+import { stepUnderWay } from '../../lambdas/run/state/index.js';
 import { runRecordKey } from '../../lambdas/storage/keys.js';
 import { putJson } from '../../lambdas/storage/objects.js';
 

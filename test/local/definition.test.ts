@@ -18,7 +18,7 @@ import { RunError, retryable } from '../../lambdas/run/errors/index.js';
 import { loadLocalDefinition } from '../../local/emulator/definition.js';
 import { handlerBundle } from '../../local/files.js';
 import { executeLocally, type LocalExecution } from '../helpers/local-execution.js';
-import { stepUnderWay } from '../../lambdas/run/status/index.js';
+import { stepUnderWay } from '../../lambdas/run/state/index.js';
 import {
   attemptsLeft,
   STEPS,

@@ -1,14 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { RunError } from '../../lambdas/run/errors/index.js';
 import { paidRunToAdopt, resumeTarget } from '../../lambdas/run/lock/index.js';
-import {
-  readStatus,
-  statusOf,
-  stepUnderWay,
-  writeStatus,
-  type RunStatus,
-} from '../../lambdas/run/status/index.js';
-import type { RunState, StepName } from '../../lambdas/run/state/index.js';
+import { readStatus, statusOf, writeStatus, type RunStatus } from '../../lambdas/run/status/index.js';
+import { stepUnderWay, type RunState, type StepName } from '../../lambdas/run/state/index.js';
 import { statusKey } from '../../lambdas/storage/keys.js';
 import { describeStatus } from '../../local/cli/status.js';
 import { localS3Client } from '../../local/s3/local-s3.js';

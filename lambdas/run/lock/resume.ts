@@ -12,7 +12,8 @@ import type { Dataset, TrainingServiceClient } from '../../service-client/index.
 import { NotFoundError } from '../../service-client/errors.js';
 import { RunError, type RunErrorCode } from '../errors/index.js';
 import type { DropFile, ResumeFrom, RunPhase } from '../state/index.js';
-import { DATASET_STEPS, stepUnderWay, type RunStatus } from '../status/index.js';
+import { DATASET_STEPS, stepUnderWay } from '../state/index.js';
+import type { RunStatus } from '../status/index.js';
 
 const START_OVER = 'upload train.json (without "resume") to start over';
 

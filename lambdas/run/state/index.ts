@@ -12,3 +12,4 @@ export * from './slots.js';
 export * from './state.js';
 export * from './sweep.js';
 export * from './vocabulary.js';
+export * from './under-way.js';

@@ -208,39 +208,6 @@ export function modelLocation(run: RunInput, slot: CopySlot | CopyWaitSlot | und
       };
 }
 
-/**
- * The step the definition runs for a dataset's (RouteDataset) and a model's (RouteModel)
- * next_action (test/local/definition.test.ts checks them against it).
- */
-export const DATASET_STEPS: Partial<Record<NextAction, StepName>> = {
-  upload_files: 'upload_files',
-  wait: 'poll_dataset',
-  structure: 'structure',
-  pick_decisions: 'pick_decisions',
-  label_examples: 'label_examples',
-  start_training: 'start_training',
-  retry: 'start_training',
-};
-const MODEL_STEPS: Partial<Record<NextAction, StepName>> = {
-  wait: 'poll_model',
-  retry: 'start_training',
-  download: 'copy_model',
-};
-
-/**
- * The step a running run is in (or waits before): the one its status's next_action leads to
- * after `hopper_step`, which names the step that last wrote the status, the one before.
- */
-export function stepUnderWay(
-  run: Pick<RunStatus, 'hopper_step' | 'next_action' | 'model_id' | 'model'>,
-): StepName {
-  if (run.hopper_step === 'validate_drop') return 'create_dataset';
-  if (run.hopper_step === 'copy_model' && run.model !== null) return 'report';
-  const steps = run.model_id === null ? DATASET_STEPS : MODEL_STEPS;
-  // An entry written before superseded_runs kept next_action has none.
-  return (run.next_action === null ? undefined : steps[run.next_action]) ?? run.hopper_step;
-}
-
 /** How writeStatus placed a status: as the file's own, or as an entry of a newer run's file. */
 export type StatusWrite = 'written' | 'superseded';
 

@@ -1,0 +1,41 @@
+/**
+ * Where a run stands by its status: the step the definition runs for a record's next_action, and
+ * the step a run that is still running is in. Asked by the resume (lock/resume.ts) and by local
+ * mode's restart (local/emulator/interrupted-runs.ts); apart from status/, which asks lock/.
+ */
+import type { NextAction } from '../../service-client/index.js';
+import type { RunStatus } from '../status/index.js';
+import type { StepName } from './vocabulary.js';
+
+/**
+ * The step the definition runs for a dataset's (RouteDataset) and a model's (RouteModel)
+ * next_action (test/local/definition.test.ts checks them against it).
+ */
+export const DATASET_STEPS: Partial<Record<NextAction, StepName>> = {
+  upload_files: 'upload_files',
+  wait: 'poll_dataset',
+  structure: 'structure',
+  pick_decisions: 'pick_decisions',
+  label_examples: 'label_examples',
+  start_training: 'start_training',
+  retry: 'start_training',
+};
+const MODEL_STEPS: Partial<Record<NextAction, StepName>> = {
+  wait: 'poll_model',
+  retry: 'start_training',
+  download: 'copy_model',
+};
+
+/**
+ * The step a running run is in (or waits before): the one its status's next_action leads to
+ * after `hopper_step`, which names the step that last wrote the status, the one before.
+ */
+export function stepUnderWay(
+  run: Pick<RunStatus, 'hopper_step' | 'next_action' | 'model_id' | 'model'>,
+): StepName {
+  if (run.hopper_step === 'validate_drop') return 'create_dataset';
+  if (run.hopper_step === 'copy_model' && run.model !== null) return 'report';
+  const steps = run.model_id === null ? DATASET_STEPS : MODEL_STEPS;
+  // An entry written before superseded_runs kept next_action has none.
+  return (run.next_action === null ? undefined : steps[run.next_action]) ?? run.hopper_step;
+}
