@@ -118,6 +118,10 @@ function buildTypes(): void {
 }
 
 mkdirSync(DIST, { recursive: true });
-await Promise.all([buildHandlers(), buildConstruct(), buildCli()]);
-synthesize();
-if (process.argv.includes('--types')) buildTypes();
+// --types-only: the declarations alone, leaving the built code as it is (a test packs while others
+// run the bundles).
+if (!process.argv.includes('--types-only')) {
+  await Promise.all([buildHandlers(), buildConstruct(), buildCli()]);
+  synthesize();
+}
+if (process.argv.includes('--types') || process.argv.includes('--types-only')) buildTypes();

@@ -50,9 +50,13 @@ function stage(folder: string, packageVersion: string): string {
 }
 
 /** Each package's tarball in dist/packages/, by name. */
-export function pack(): Record<string, string> {
+/**
+ * `build: false` packs the code `npm run build` wrote (the tests' globalSetup), adding only the
+ * declarations: rebuilding would replace the bundles under tests that run them at the same time.
+ */
+export function pack({ build = true }: { readonly build?: boolean } = {}): Record<string, string> {
   const packageVersion = version();
-  run(process.execPath, ['--import', 'tsx', 'scripts/build.ts', '--types']);
+  run(process.execPath, ['--import', 'tsx', 'scripts/build.ts', build ? '--types' : '--types-only']);
   // The API reference from the doc comments (typedoc.json); the package ships the committed
   // API.md, which test/packages.test.ts keeps equal to this (`npm run api` rewrites it).
   run(process.execPath, ['node_modules/typedoc/bin/typedoc', '--out', 'dist/api']);
