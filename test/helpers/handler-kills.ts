@@ -15,12 +15,12 @@
  *   const kills = new HandlerKills({ rules: [{ task: 'StartTraining', death: 'Runtime.ExitError',
  *     after: (effect) => effect.kind === 'service' && effect.endpoint === 'POST /v1/datasets/{id}/models' }] });
  *   const local = await startLocalMode({ ...kills.modeOptions(), ... });
- *   kills.watch(local.s3.client);
+ *   kills.watchFunctions(local);
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { Agent, type Dispatcher } from 'undici';
-import type { TaskName } from '../../infra/tasks.js';
+import { TASKS, type TaskName } from '../../infra/tasks.js';
 import { LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/invocation/index.js';
 import { mulberry32, type Random } from '../../local/service/domain/index.js';
 import { LAMBDA_CRASH_ERROR, LAMBDA_TIMEOUT_ERROR } from '../../lambdas/run/errors/index.js';
@@ -135,7 +135,15 @@ export class HandlerKills {
     };
   }
 
-  /** Watches the S3 requests the handlers send through `s3` (local mode's client). */
+  /** Watches every function's S3 client in `local` (each function has its own, as in Lambda). */
+  watchFunctions(local: { functionS3(name: TaskName): S3Client | undefined }): void {
+    for (const task of TASKS) {
+      const client = local.functionS3(task.name);
+      if (client !== undefined) this.watch(client);
+    }
+  }
+
+  /** Watches the S3 requests the handlers send through `s3`. */
   watch(s3: S3Client): void {
     s3.middlewareStack.add(
       (next, context) => async (args) => {

@@ -37,7 +37,7 @@ async function startWithKills(
   const kills = new HandlerKills({ rules });
   opened.push(kills);
   const local = await fixture.start({ ...kills.modeOptions(), simulated });
-  kills.watch(local.s3.client);
+  kills.watchFunctions(local);
   return { local, kills };
 }
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RunError, toRunError } from '../../lambdas/run/errors/index.js';
 import { creditsOf, readCreditUse, type CreditBudget } from '../../lambdas/run/lock/index.js';
 import type { RunInput } from '../../lambdas/run/state/index.js';
-import type { Model } from '../../lambdas/service-client/index.js';
+import { NoCreditsError, type Model } from '../../lambdas/service-client/index.js';
 import { CREDIT_LEDGER_KEY } from '../../lambdas/storage/keys.js';
 import { deleteObject } from '../../lambdas/storage/objects.js';
 import { startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
@@ -115,7 +115,13 @@ describe('the credit ledger', () => {
   it('gives the credit back when the service refuses the start or the training fails, and only then', async () => {
     const clock = { now: T0 };
     const credits = creditsAt({ perDay: 2 }, clock);
-    const refusal = new RunError('no_credits', 'the account has no credits');
+    // The service's answer as start_training gets it: a 402, mapped to the run's error.
+    const answer = new NoCreditsError({
+      message: 'no credits left',
+      endpoint: 'POST /v1/models',
+      status: 402,
+    });
+    const refusal = new RunError('no_credits', 'the account has no credits', { cause: answer });
     expect(await rejectionOf(credits.spend(runOf(1), 1, () => Promise.reject(refusal)))).toBe(refusal);
     await credits.spend(runOf(2), 1, () => Promise.resolve(model('failed')));
     expect(await ledgerEntries()).toEqual([]);

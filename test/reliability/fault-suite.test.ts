@@ -73,7 +73,7 @@ beforeAll(async () => {
     logLevel: 'DEBUG',
     simulated: { ...BRISK_SERVICE, credits: CREDITS, apiKey: API_KEY, seed: 9, faults: FAULTS },
   });
-  kills.watch(local.s3.client);
+  kills.watchFunctions(local);
   local.stateMachine.on('event', (_execution, event) => {
     stateTexts.push(JSON.stringify(event));
   });
