@@ -10,8 +10,8 @@
  *   of examples/reviews, from a folder outside the clone, trains a model; and `npx hopper-cli` runs
  *   the same command where the package is installed.
  *
- * About 2.5 minutes on a quiet 2-core machine (docs/packages.md), most of it npm installing
- * aws-cdk-lib and typedoc; it runs beside the other test files.
+ * 140 s in a full npm test on the 2-core machine (docs/packages.md), most of it npm installing
+ * aws-cdk-lib and the CLI's dependencies; it runs beside the other test files.
  */
 import { execFile } from 'node:child_process';
 import { cp, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
