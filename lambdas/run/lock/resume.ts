@@ -108,7 +108,7 @@ export function resumeTarget(status: RunStatus | null, drop: string, runId = '')
   }
   if (latest.dataset_id === null) {
     throw notResumable(
-      `the failed run ${latest.run_id} of ${drop}${codeOf(latest.error?.code)} ended before it created a dataset at the service, so nothing can be reused: fix what its error says, then ${START_OVER}`,
+      `the failed run ${latest.run_id} of ${drop}${code === undefined ? '' : ` (${code})`} ended before it created a dataset at the service, so nothing can be reused: fix what its error says, then ${START_OVER}`,
     );
   }
   return resumeFrom(latest);
@@ -152,10 +152,6 @@ export async function resumableDataset(
     );
   }
   return dataset;
-}
-
-function codeOf(code: string | undefined): string {
-  return code === undefined ? '' : ` (${code})`;
 }
 
 function notResumable(detail: string, cause?: unknown): RunError {
