@@ -20,13 +20,9 @@ export function quoted(value: unknown): string {
   return printable(JSON.stringify(value));
 }
 
-/** `"a", "b", "c" and 7 more`: a list short enough for an error message, each item `format`ted. */
-export function listForMessage(
-  items: readonly string[],
-  format: (item: string) => string = quoted,
-  shown = 10,
-): string {
-  const listed = items.slice(0, shown).map(format);
+/** `"a", "b", "c" and 7 more`: a list short enough for an error message (10 items), each `format`ted. */
+export function listForMessage(items: readonly string[], format: (item: string) => string = quoted): string {
+  const listed = items.slice(0, 10).map(format);
   const more = items.length - listed.length;
   return more > 0 ? `${listed.join(', ')} and ${String(more)} more` : listed.join(', ');
 }

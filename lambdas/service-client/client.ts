@@ -48,13 +48,7 @@ import {
   type RetryHooks,
   type RetrySettings,
 } from './retry.js';
-import {
-  DEFAULT_MIN_TRANSFER_BYTES_PER_SECOND,
-  downloadStream,
-  uploadFileBytes,
-  type OpenSource,
-  type TransferSettings,
-} from './transfer.js';
+import { downloadStream, uploadFileBytes, type OpenSource, type TransferSettings } from './transfer.js';
 
 /** Options that may differ from one use of the client to the next (withOptions). */
 export interface RequestOptions {
@@ -86,12 +80,6 @@ export interface TrainingServiceClientOptions extends RequestOptions {
   readonly callBudgetMs?: number;
   /** Attempts of one upload; download attempts in a row without progress. Default 5. */
   readonly maxTransferAttempts?: number;
-  /**
-   * A download slower than this over a whole `timeoutMs` is cut (a TimeoutError), then resumed
-   * like any failed attempt: a link that trickles ends within `maxTransferAttempts` windows instead
-   * of holding the call until its deadline. Default 8 KiB/s; 0: no floor.
-   */
-  readonly minTransferBytesPerSecond?: number;
   /** Default: silent. Never given the API key. */
   readonly logger?: Logger;
   /** Injected for tests: the wait between retries, and a uniform random number in [0, 1). */
@@ -181,7 +169,6 @@ export class TrainingServiceClient {
       transport: this.#transport,
       retry: this.#retry,
       maxAttempts: Math.max(1, Math.floor(setting(options, 'maxTransferAttempts', 5))),
-      minBytesPerSecond: setting(options, 'minTransferBytesPerSecond', DEFAULT_MIN_TRANSFER_BYTES_PER_SECOND),
       signal: options.signal,
     };
   }

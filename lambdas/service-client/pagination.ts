@@ -36,11 +36,4 @@ export class CursorList<T> implements AsyncIterable<T> {
   async *[Symbol.asyncIterator](): AsyncGenerator<T, void, undefined> {
     for await (const page of this.pages()) yield* page.data;
   }
-
-  /** Every item, read into an array: only for lists known to be small. */
-  async toArray(): Promise<T[]> {
-    const items: T[] = [];
-    for await (const item of this) items.push(item);
-    return items;
-  }
 }

@@ -30,11 +30,6 @@ export interface TransferSettings {
   readonly retry: RetrySettings;
   /** Attempts of one upload; for a download, failed attempts in a row without a byte of progress. */
   readonly maxAttempts: number;
-  /**
-   * A download attempt that receives fewer bytes than this per second over a whole
-   * `transport.timeoutMs` is cut as too slow, and counts as an attempt without progress. 0: none.
-   */
-  readonly minBytesPerSecond: number;
   /** The deadline of every transfer: an abort stops it (body included) with a DeadlineError. */
   readonly signal?: AbortSignal | undefined;
 }
@@ -116,10 +111,13 @@ export async function uploadFileBytes(settings: TransferSettings, job: UploadJob
 }
 
 /**
- * The slowest download not cut (TransferSettings.minBytesPerSecond): far below any real link's
- * speed, far above a connection that trickles a byte at a time.
+ * The slowest download not cut: a download attempt that receives fewer bytes than this per second
+ * over a whole `transport.timeoutMs` is cut as too slow (a TimeoutError), and counts as an attempt
+ * without progress, so a link that trickles ends within `maxAttempts` windows instead of holding
+ * the call until its deadline. Far below any real link's speed, far above a connection that
+ * trickles a byte at a time.
  */
-export const DEFAULT_MIN_TRANSFER_BYTES_PER_SECOND = 8 * 1024;
+const MIN_BYTES_PER_SECOND = 8 * 1024;
 
 export interface DownloadJob {
   /** A fresh download link (GET /v1/models/{model}/download, with its own retries). */
@@ -269,12 +267,12 @@ function answerRange({ statusCode: status, headers }: Dispatcher.ResponseData, t
   return { start: 0, total: Number(length) };
 }
 
-/** A download attempt cut for being slower than TransferSettings.minBytesPerSecond. */
+/** A download attempt cut for being slower than MIN_BYTES_PER_SECOND. */
 class TooSlowError extends TimeoutError {}
 
 /**
  * Watches an attempt's pace: each window of `timeoutMs` must bring at least
- * `minBytesPerSecond * timeoutMs / 1000` bytes. (A window with no byte at all is undici's
+ * `MIN_BYTES_PER_SECOND * timeoutMs / 1000` bytes. (A window with no byte at all is undici's
  * bodyTimeout; this catches a body that keeps trickling.)
  */
 function speedFloor(
@@ -282,15 +280,15 @@ function speedFloor(
   target: string,
 ): { check(bytes: number, status: number): void } {
   const windowMs = settings.transport.timeoutMs;
-  const floor = (settings.minBytesPerSecond * windowMs) / 1000;
+  const floor = (MIN_BYTES_PER_SECOND * windowMs) / 1000;
   let windowStart = performance.now();
   let windowBytes = 0;
   return {
     check(bytes, status) {
       windowBytes += bytes;
-      if (floor <= 0 || performance.now() - windowStart < windowMs) return;
+      if (performance.now() - windowStart < windowMs) return;
       if (windowBytes < floor) {
-        const message = `${target}: ${String(windowBytes)} bytes arrived in ${String(windowMs)} ms, slower than ${String(settings.minBytesPerSecond)} bytes/s: the download trickles`;
+        const message = `${target}: ${String(windowBytes)} bytes arrived in ${String(windowMs)} ms, slower than ${String(MIN_BYTES_PER_SECOND)} bytes/s: the download trickles`;
         throw new TooSlowError({ message, endpoint: FILE_DOWNLOAD_LABEL, status, requestSent: true });
       }
       windowStart = performance.now();

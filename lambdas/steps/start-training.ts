@@ -184,8 +184,10 @@ async function startTraining(
   } catch (error) {
     if (error instanceof ServiceError && mayHaveActed(error)) {
       // The answer was lost or garbled after the request left: the training may have started
-      // (and the credit be spent). Read the dataset's models rather than pay again.
-      const started = await startedSince(client, dataset, modelsBefore);
+      // (and the credit be spent). Read the dataset's models rather than pay again: the newest
+      // one not among `modelsBefore` is one this step's call started.
+      const known = new Set(modelsBefore.map((model) => model.id));
+      const started = (await modelsOf(client, dataset)).find((model) => !known.has(model.id));
       if (started !== undefined) return started;
     }
     if (error instanceof NoCreditsError) {
@@ -197,14 +199,4 @@ async function startTraining(
     }
     throw error;
   }
-}
-
-/** The dataset's newest model that was not among `modelsBefore`: one this step's call started. */
-async function startedSince(
-  client: TrainingServiceClient,
-  dataset: Dataset,
-  modelsBefore: readonly Model[],
-): Promise<Model | undefined> {
-  const known = new Set(modelsBefore.map((model) => model.id));
-  return (await modelsOf(client, dataset)).find((model) => !known.has(model.id));
 }

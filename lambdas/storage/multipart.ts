@@ -46,12 +46,6 @@ export interface StreamUploadOptions {
   readonly contentType?: string;
 }
 
-/** The part size for an upload: the configured one, or larger when the object needs it. */
-function partBytesFor(expectedBytes: number | undefined, partBytes = DEFAULT_PART_BYTES): number {
-  const fitting = expectedBytes === undefined ? 0 : Math.ceil(expectedBytes / MAX_PARTS);
-  return Math.max(MIN_PART_BYTES, partBytes, fitting);
-}
-
 /** A part's bytes: a view of one of the pool's buffers, handed back when the part is sent. */
 interface FilledPart {
   readonly number: number;
@@ -150,7 +144,10 @@ export async function uploadStream(
     bodyError ??= error;
   });
   const workers = options.queueSize ?? DEFAULT_QUEUE_SIZE;
-  const pool = new BufferPool(partBytesFor(options.expectedBytes, options.partBytes), workers + 1);
+  // The configured part size, or larger when the object needs it.
+  const fitting = options.expectedBytes === undefined ? 0 : Math.ceil(options.expectedBytes / MAX_PARTS);
+  const partBytes = Math.max(MIN_PART_BYTES, options.partBytes ?? DEFAULT_PART_BYTES, fitting);
+  const pool = new BufferPool(partBytes, workers + 1);
   const parts = partsOf(body, pool);
   const object = { Bucket: bucket, Key: key, ContentType: options.contentType };
   try {

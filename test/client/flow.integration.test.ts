@@ -5,7 +5,7 @@
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { modelBytesAt } from '../../local/service/index.js';
-import { CLOCK_START, MINUTE, uploadedDataset, useFixtures } from './helpers.js';
+import { allOf, CLOCK_START, MINUTE, uploadedDataset, useFixtures } from './helpers.js';
 import { csv, SAMPLE_TEXTS } from '../helpers/fixtures.js';
 
 const fixtures = useFixtures();
@@ -134,9 +134,9 @@ describe('the client drives the whole flow', () => {
     }
     expect(Buffer.concat(chunks).equals(modelBytesAt(model.id, 0, 300_000))).toBe(true);
 
-    const datasets = await client.listDatasets().toArray();
+    const datasets = await allOf(client.listDatasets());
     expect(datasets.map((record) => record.id)).toEqual([dataset.id]);
-    const models = await client.listModels({ status: 'done' }).toArray();
+    const models = await allOf(client.listModels({ status: 'done' }));
     expect(models.map((record) => record.id)).toEqual([model.id]);
     const ofDataset = [];
     for await (const record of client.modelsOfDataset(dataset.id)) ofDataset.push(record.id);

@@ -21,6 +21,13 @@ import {
 import { csv, SAMPLE_TEXTS } from '../helpers/fixtures.js';
 import { listenOnLoopback } from '../helpers/loopback.js';
 
+/** Every item of a list (a CursorList reads its pages as it goes), in an array. */
+export async function allOf<T>(list: AsyncIterable<T>): Promise<T[]> {
+  const items: T[] = [];
+  for await (const item of list) items.push(item);
+  return items;
+}
+
 export const CLOCK_START = '2026-01-01T00:00:00.000Z';
 export const MINUTE = 60_000;
 export const HOUR = 60 * MINUTE;

@@ -18,7 +18,14 @@ import {
 } from '../../lambdas/service-client/index.js';
 import { MAX_ANSWER_BYTES } from '../../lambdas/service-client/contract.js';
 import type { SimulatedService } from '../../local/service/index.js';
-import { rejectionOf, streamError, trainableDataset, uploadedDataset, useFixtures } from './helpers.js';
+import {
+  allOf,
+  rejectionOf,
+  streamError,
+  trainableDataset,
+  uploadedDataset,
+  useFixtures,
+} from './helpers.js';
 
 const fixtures = useFixtures();
 
@@ -113,7 +120,7 @@ describe('a service that misbehaves: one clear, final error per knob, within a b
     const client = fixtures.client(service);
     await uploadedDataset(client);
     service.configure({ faults: [{ endpoint: 'listDatasets', kind: 'missing_field', field: 'id' }] });
-    const { error } = await failure(() => client.listDatasets().toArray());
+    const { error } = await failure(() => allOf(client.listDatasets()));
     expect(error).toMatchObject({
       code: 'unexpected_response',
       endpoint: 'GET /v1/datasets',
@@ -226,7 +233,7 @@ describe('a service that misbehaves: one clear, final error per knob, within a b
     const client = fixtures.client(service);
     await uploadedDataset(client);
     service.configure({ faults: [{ endpoint: 'listDatasets', kind: 'repeat_cursor' }] });
-    const { error } = await failure(() => client.listDatasets({ limit: 1 }).toArray());
+    const { error } = await failure(() => allOf(client.listDatasets({ limit: 1 })));
     expect(error).toBeInstanceOf(UnexpectedResponseError);
     expect(error).toMatchObject({
       code: 'unexpected_response',

@@ -12,7 +12,7 @@ import {
   type TrainingServiceClient,
 } from '../../lambdas/service-client/index.js';
 import type { SimulatedService } from '../../local/service/index.js';
-import { HOUR, rejectionOf, trainableDataset, uploadedDataset, useFixtures } from './helpers.js';
+import { allOf, HOUR, rejectionOf, trainableDataset, uploadedDataset, useFixtures } from './helpers.js';
 import { csv, SAMPLE_TEXTS } from '../helpers/fixtures.js';
 
 const fixtures = useFixtures();
@@ -119,7 +119,7 @@ describe('a next_action the contract does not know', () => {
     );
     expect(fromGet).toMatchObject({ retryable: false, nextAction: 'summon_wizard' });
 
-    const fromList = await rejectionOf(client.listDatasets().toArray());
+    const fromList = await rejectionOf(allOf(client.listDatasets()));
     expect(fromList).toBeInstanceOf(UnsupportedNextActionError);
     // Nothing was retried: the answer is final.
     expect(service.requestCount('getDataset')).toBe(1);

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { TrainingServiceClient } from '../../lambdas/service-client/index.js';
-import { HOUR, trainableDataset, useFixtures } from './helpers.js';
+import { allOf, HOUR, trainableDataset, useFixtures } from './helpers.js';
 
 const fixtures = useFixtures();
 
@@ -53,11 +53,11 @@ describe('lists', () => {
     service.clock.advance(HOUR);
     const fresh = await createDatasets(client, 3, 'new');
 
-    const usable = await client.listDatasets({ usable: true, limit: 1 }).toArray();
+    const usable = await allOf(client.listDatasets({ usable: true, limit: 1 }));
     expect(usable.map((dataset) => dataset.id)).toEqual([...fresh].reverse());
-    const expired = await client.listDatasets({ status: 'expired', limit: 2 }).toArray();
+    const expired = await allOf(client.listDatasets({ status: 'expired', limit: 2 }));
     expect(expired.map((dataset) => dataset.id)).toEqual([...old].reverse());
-    expect(await client.listDatasets({ status: 'ready' }).toArray()).toEqual([]);
+    expect(await allOf(client.listDatasets({ status: 'ready' }))).toEqual([]);
   });
 
   it('finds the models of one dataset among more than 100, newest first', async () => {
@@ -78,7 +78,7 @@ describe('lists', () => {
     expect(versions).toEqual(Array.from({ length: 60 }, (_, i) => 60 - i));
     expect(service.requestCount('listModels') - listed).toBe(2);
 
-    const done = await client.listModels({ status: 'done', usable: true, limit: 100 }).toArray();
+    const done = await allOf(client.listModels({ status: 'done', usable: true, limit: 100 }));
     expect(done).toHaveLength(120);
   });
 

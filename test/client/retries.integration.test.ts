@@ -15,7 +15,14 @@ import {
   UnavailableError,
   type ServiceError,
 } from '../../lambdas/service-client/index.js';
-import { refusingUrl, rejectionOf, trainableDataset, uploadedDataset, useFixtures } from './helpers.js';
+import {
+  allOf,
+  refusingUrl,
+  rejectionOf,
+  trainableDataset,
+  uploadedDataset,
+  useFixtures,
+} from './helpers.js';
 
 const fixtures = useFixtures();
 
@@ -267,7 +274,7 @@ describe('idempotent actions survive a lost answer', () => {
     const client = fixtures.client(service);
     service.configure({ faults: [{ endpoint: 'createDataset', kind: 'drop_after', count: 1 }] });
     const dataset = await client.createDataset({ name: 'd', files: [{ name: 'a.csv', bytes: 3 }] });
-    const all = await client.listDatasets().toArray();
+    const all = await allOf(client.listDatasets());
     expect(all.map((record) => record.id)).toEqual([dataset.id, expect.any(String)]);
     expect(service.requestCount('createDataset')).toBe(2);
   });

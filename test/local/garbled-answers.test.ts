@@ -11,6 +11,7 @@ import { putDrop } from '../helpers/pipeline.js';
 import { withTimeout } from '../../testkit/timeout.js';
 import { expectSaved } from '../helpers/local-runs.js';
 import { reviewsDrop } from '../helpers/fixtures.js';
+import { allOf } from '../client/helpers.js';
 
 const fixture = useLocalMode();
 
@@ -52,7 +53,7 @@ describe('answers garbled in transit after the service acted', () => {
       const client = new TrainingServiceClient({ baseUrl: service.apiUrl, apiKey: service.apiKey });
       let models: Model[];
       try {
-        models = await client.listModels({ limit: 100 }).toArray();
+        models = await allOf(client.listModels({ limit: 100 }));
       } finally {
         await client.close();
       }

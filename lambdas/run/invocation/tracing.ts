@@ -66,9 +66,10 @@ function traceCall(tracer: Tracer, name: string, call: () => unknown): unknown {
     close(error);
     throw error;
   }
-  if (isThenable(result)) {
+  // The client's methods are async: a call returns a native promise, or (a list, a download) none.
+  if (result instanceof Promise) {
     return result.then(
-      (value) => {
+      (value: unknown) => {
         close();
         return value;
       },
@@ -80,8 +81,4 @@ function traceCall(tracer: Tracer, name: string, call: () => unknown): unknown {
   }
   close();
   return result;
-}
-
-function isThenable(value: unknown): value is Promise<unknown> {
-  return typeof (value as { then?: unknown } | null)?.then === 'function';
 }

@@ -10,7 +10,7 @@
  */
 import type { Dataset, TrainingServiceClient } from '../../service-client/index.js';
 import { NotFoundError } from '../../service-client/errors.js';
-import { RunError, type RunErrorCode } from '../errors/index.js';
+import { resumableAfter, RunError } from '../errors/index.js';
 import type { DropFile, ResumeFrom, RunPhase } from '../state/index.js';
 import { DATASET_STEPS, stepUnderWay } from '../state/index.js';
 import type { RunStatus } from '../status/index.js';
@@ -34,33 +34,6 @@ type RunOfDrop = Pick<
 
 /** Runs that have ended and that nothing runs any more. */
 const ENDED: readonly RunPhase[] = ['failed', 'interrupted'];
-
-/**
- * The errors a resumed run can get past, its dataset taken as the service holds it: the stops,
- * the service's and Hopper's own failures (docs/errors.md, "Resuming a failed run"). Any other
- * came from the drop, the labels or a dataset the service refused: a resume would fail the same.
- */
-const RESUMABLE_AFTER: readonly RunErrorCode[] = [
-  'interrupted',
-  'no_credits',
-  'credit_budget',
-  'training_failed',
-  'unknown_encoder',
-  'model_files_gone',
-  'model_gone',
-  'model_size_mismatch',
-  'training_in_progress',
-  'unauthorized',
-  'service_unavailable',
-  'service_busy',
-  'service_error',
-  'unexpected_response',
-  'wait_limit',
-  'history_limit',
-  'step_timeout',
-  'storage_error',
-  'internal_error',
-];
 
 /** The drop's runs the status file names but `runId`, newest first. */
 function runsOf(status: RunStatus | null, runId: string): RunOfDrop[] {
@@ -103,7 +76,7 @@ export function paidRunToAdopt(
  * The run a resume (`hopper retry`, train.json `"resume": true`) takes its dataset from: the
  * newest run that ended holding a paid model (whose model it adopts), else the drop's latest run
  * when it failed or was interrupted after creating its dataset, with an error a resume can get
- * past (RESUMABLE_AFTER). The one rule: validate_drop asks it, and `hopper retry` before it
+ * past (resumableAfter). The one rule: validate_drop asks it, and `hopper retry` before it
  * uploads anything.
  * @param status the drop's status before this run wrote it
  * @throws RunError not_resumable saying why there is no run to resume
@@ -128,14 +101,14 @@ export function resumeTarget(status: RunStatus | null, drop: string, runId = '')
     );
   }
   const code = latest.error?.code;
-  if (code !== undefined && !RESUMABLE_AFTER.includes(code)) {
+  if (code !== undefined && !resumableAfter(code)) {
     throw notResumable(
       `run ${latest.run_id} of ${drop} failed with ${code}, which a resumed run would fail with again: ${latest.error?.message ?? ''}`,
     );
   }
   if (latest.dataset_id === null) {
     throw notResumable(
-      `the failed run ${latest.run_id} of ${drop}${codeOf(latest.error?.code)} ended before it created a dataset at the service, so nothing can be reused: fix what its error says, then ${START_OVER}`,
+      `the failed run ${latest.run_id} of ${drop}${code === undefined ? '' : ` (${code})`} ended before it created a dataset at the service, so nothing can be reused: fix what its error says, then ${START_OVER}`,
     );
   }
   return resumeFrom(latest);
@@ -179,10 +152,6 @@ export async function resumableDataset(
     );
   }
   return dataset;
-}
-
-function codeOf(code: string | undefined): string {
-  return code === undefined ? '' : ` (${code})`;
 }
 
 function notResumable(detail: string, cause?: unknown): RunError {
