@@ -1,13 +1,12 @@
 /**
  * The permissions check: each recorded call of each function, evaluated by an IAM policy
- * simulator (@cloud-copilot/iam-simulate, a devDependency: AGPL-3.0, never installed with Hopper)
+ * simulator (@cloud-copilot/iam-simulate: AGPL-3.0, so Hopper neither ships nor installs it)
  * against the role the template gives that function and the resource policies in the way (the
  * bucket's, a customer key's, the secret's), over TLS; and each action a role grants that no
  * recorded call uses.
  */
 import type { runSimulation } from '@cloud-copilot/iam-simulate';
-import type { AwsCall } from './aws-calls.js';
-import { iamRequests, type IamRequest, type Targets } from './actions.js';
+import { iamRequests, type AwsCall, type IamRequest, type Targets } from './actions.js';
 import {
   ACCOUNT,
   arn,
@@ -50,7 +49,7 @@ export interface PermissionsReport {
   readonly unused: readonly string[];
 }
 
-type Simulate = typeof runSimulation;
+export type Simulate = typeof runSimulation;
 
 /** An ARN for `id`, which a template may give as a name: a secret's, a KMS key's id. */
 const asArn = (id: string | undefined, service: string, path: (id: string) => string) =>
