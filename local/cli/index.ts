@@ -33,7 +33,7 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   runs: async () => (await import('./runs.js')).runRunsCommand,
   models: async () => (await import('./models.js')).runModelsCommand,
   retry: async () => (await import('./retry.js')).runRetryCommand,
-  permissions: async () => (await import('../permissions/command.js')).runPermissionsCommand,
+  permissions: async () => (await import('../permissions/index.js')).runPermissionsCommand,
 };
 
 const USAGE = `Usage: hopper <command> [options]

@@ -28,7 +28,7 @@ async function simulator(): Promise<Simulate> {
     (await import(
       pathToFileURL(createRequire(join(process.cwd(), 'package.json')).resolve(SIMULATOR)).href
     )) as Module;
-  for (const load of [async () => (await import(SIMULATOR)) as Module, fromCwd]) {
+  for (const load of [async () => (await import('@cloud-copilot/iam-simulate')) as Module, fromCwd]) {
     const loaded = await load().catch(() => undefined);
     const simulate = loaded?.runSimulation ?? loaded?.default?.runSimulation;
     if (simulate !== undefined) return simulate;
