@@ -83,6 +83,17 @@ function targetsOf(template: Template, fn: TemplateFunction, bucket: string): Ta
   };
 }
 
+/**
+ * A KMS key's default policy, which lets the account's IAM policies grant its use: what an imported
+ * key is taken to have (its own policy is not in the template; docs/deploy.md says so).
+ */
+const DEFAULT_KEY_POLICY = {
+  Version: '2012-10-17',
+  Statement: [
+    { Effect: 'Allow', Principal: { AWS: `arn:aws:iam::${ACCOUNT}:root` }, Action: 'kms:*', Resource: '*' },
+  ],
+};
+
 /** The resource policy in the way of `request`, if the template has one. */
 function policyInTheWay(template: Template, { on, resource }: IamRequest): unknown {
   const bucket = resource.replace(/^arn:[^:]+:s3:::/, '').split('/')[0] ?? '';
@@ -95,7 +106,8 @@ function policyInTheWay(template: Template, { on, resource }: IamRequest): unkno
     bucketKey: keyPolicy,
     secretKey: keyPolicy,
   }[on as string];
-  return way && propertyOf(template, [way[0], way[1]], way[2], way[3]);
+  const policy = way && propertyOf(template, [way[0], way[1]], way[2], way[3]);
+  return policy ?? (way === keyPolicy ? DEFAULT_KEY_POLICY : undefined);
 }
 
 /** `request` of `fn` decided; the statements that allow it are added to `used`. */
