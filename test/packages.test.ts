@@ -187,9 +187,10 @@ describe('hopper-cdk in a team CDK app, outside the clone', () => {
   it("checks the team's own template with hopper permissions, the simulator installed in the app", async () => {
     await npm(project, ['install', '--save-dev', pinned('@cloud-copilot/iam-simulate')]);
     const template = join(project, 'cjs/cdk.out/TeamStack.template.json');
+    // A failed check exits 1: its stdout, the table, is what the assertions show.
     const { stdout } = await run('npx', ['--no-install', 'hopper', 'permissions', '--template', template], {
       cwd: project,
-    });
+    }).catch((error: unknown) => error as { stdout: string });
     // The imported secret's own key is checked too: kms:Decrypt via Secrets Manager.
     expect(stdout).toMatch(/\nCreateDataset +kms:Decrypt +arn:aws:kms:\S+ +allowed /);
     expect(stdout).toMatch(/ requests allowed; 0 unused grants\n$/);
