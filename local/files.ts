@@ -14,6 +14,9 @@ export const CONSOLE_PAGE = new URL('local/console/page/', ROOT);
 /** The definition local mode runs, synthesized from the construct by `npm run build`. */
 export const LOCAL_DEFINITION = new URL('dist/definition.json', ROOT);
 
+/** Hopper's own stack as `npm run build` synthesized it: what `hopper permissions` checks by default. */
+export const HOPPER_TEMPLATE = new URL('dist/hopper.template.json', ROOT);
+
 /** The handler bundle local mode runs for a Task: the one the construct deploys. */
 export function handlerBundle(name: string): URL {
   return new URL(`dist/handlers/${name}/index.mjs`, ROOT);

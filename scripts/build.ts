@@ -9,6 +9,7 @@
  *   dist/index.js, dist/index.cjs    the construct package (`Hopper`), ESM and CommonJS; aws-cdk-lib
  *                                    and constructs stay imports (peer dependencies)
  *   dist/hopper.mjs                  the `hopper` command
+ *   dist/hopper.template.json        Hopper's own stack's template: `hopper permissions`' default
  *
  * `--types` also writes dist/index.d.ts (one rolled-up declaration file), which `npm run pack`
  * needs and `npm start` does not. Each output is a whole new file: nothing stale survives.
@@ -17,7 +18,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build, type BuildOptions } from 'esbuild';
-import { synthesizeLocalDefinition } from '../infra/local-definition.js';
+import { createHopperApp } from '../infra/hopper-app.js';
+import { localDefinitionOf } from '../infra/local-definition.js';
 import { HANDLER_BUNDLING } from './bundling.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -29,6 +31,9 @@ const PEERS = ['aws-cdk-lib', 'aws-cdk-lib/*', 'constructs'];
 
 /** What the CLI leaves to its install: its package.json's dependencies, which load files of their own. */
 const CLI_EXTERNAL = ['@aws-sdk/*', 's3rver', 's3rver/*', 'aws-local-stepfunctions', '@dagrejs/dagre'];
+
+/** What `hopper permissions` loads only where the user installed it (AGPL-3.0: never shipped). */
+const CLI_OPTIONAL = ['@cloud-copilot/iam-simulate'];
 
 /** The handler entry files: lambdas/handlers/<name>.handler.ts. */
 function handlerNames(): string[] {
@@ -78,7 +83,7 @@ async function buildCli(): Promise<void> {
     format: 'esm',
     target: 'node20',
     outfile: `${DIST}/hopper.mjs`,
-    external: CLI_EXTERNAL,
+    external: [...CLI_EXTERNAL, ...CLI_OPTIONAL],
     // Smaller and faster to load, with names kept for readable stack traces.
     minifyWhitespace: true,
     minifySyntax: true,
@@ -89,9 +94,20 @@ async function buildCli(): Promise<void> {
   });
 }
 
-/** The definition local mode runs, synthesized from the construct with the bundles just built. */
+/**
+ * The definition local mode runs, synthesized from the construct with the bundles just built, and
+ * the stack's template, which `hopper permissions` checks by default.
+ */
 function synthesize(): void {
-  writeFileSync(`${DIST}/definition.json`, `${JSON.stringify(synthesizeLocalDefinition(), null, 1)}\n`);
+  const { app, stack } = createHopperApp({
+    cloudFormationValidation: false,
+    context: { 'aws:cdk:bundling-stacks': [] },
+  });
+  const write = (file: string, value: unknown) => {
+    writeFileSync(`${DIST}/${file}`, `${JSON.stringify(value, null, 1)}\n`);
+  };
+  write('definition.json', localDefinitionOf(stack.hopper));
+  write('hopper.template.json', app.synth().getStackArtifact(stack.artifactId).template);
 }
 
 /** dist/index.d.ts: the construct's declarations in one file, importing only the peers. */

@@ -69,6 +69,7 @@ describe('every command', () => {
       'check',
       'local',
       'models',
+      'permissions',
       'retry',
       'run',
       'runs',

@@ -5,10 +5,12 @@
  * - hopper-cdk in a team's own CDK app: a CommonJS TypeScript project as `cdk init app` makes one
  *   (type-checked by tsc, then run) and an ES module one, side by side over one node_modules. Each
  *   synthesizes Hopper with an imported bucket, topic and secret under cdk-nag's AwsSolutions
- *   checks, in a fresh App with none of this repository's feature flags.
+ *   checks, in a fresh App with none of this repository's feature flags, and `hopper permissions`
+ *   checks the app's template with the simulator installed in the app.
  * - hopper-cli installed globally (`npm install -g`) into a prefix of its own: `hopper run` on a copy
- *   of examples/reviews, from a folder outside the clone, trains a model; and `npx hopper-cli` runs
- *   the same command where the package is installed.
+ *   of examples/reviews, from a folder outside the clone, trains a model; `hopper permissions` says
+ *   how to get the simulator it does not ship, then checks with one installed in the folder; and
+ *   `npx hopper-cli` runs the same command where the package is installed.
  *
  * 140 s in a full npm test on the 2-core machine (docs/packages.md), most of it npm installing
  * aws-cdk-lib and the CLI's dependencies; it runs beside the other test files.
@@ -182,6 +184,17 @@ describe('hopper-cdk in a team CDK app, outside the clone', () => {
     },
     5 * MINUTES,
   );
+  it("checks the team's own template with hopper permissions, the simulator installed in the app", async () => {
+    await npm(project, ['install', '--save-dev', pinned('@cloud-copilot/iam-simulate')]);
+    const template = join(project, 'cjs/cdk.out/TeamStack.template.json');
+    // A failed check exits 1: its stdout, the table, is what the assertions show.
+    const { stdout } = await run('npx', ['--no-install', 'hopper', 'permissions', '--template', template], {
+      cwd: project,
+    }).catch((error: unknown) => error as { stdout: string });
+    // The imported secret's own key is checked too: kms:Decrypt via Secrets Manager.
+    expect(stdout).toMatch(/\nCreateDataset +kms:Decrypt +arn:aws:kms:\S+ +allowed /);
+    expect(stdout).toMatch(/ requests allowed; 0 unused grants\n$/);
+  });
 });
 
 describe('hopper-cli installed globally, outside the clone', () => {
@@ -213,6 +226,24 @@ describe('hopper-cli installed globally, outside the clone', () => {
     },
     3 * MINUTES,
   );
+
+  it('hopper permissions says how to get the AGPL simulator it does not ship, then checks with it', async () => {
+    const hopper = join(prefix, 'bin/hopper');
+    const missing = (await run(hopper, ['permissions'], { cwd: folder }).catch(
+      (error: unknown) => error,
+    )) as {
+      code: number;
+      stderr: string;
+    };
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('npm install -g @cloud-copilot/iam-simulate');
+    // Installed in the folder's own project, it is found from there; the check is Hopper's own stack.
+    await run('npm', ['init', '-y'], { cwd: folder });
+    await npm(folder, ['install', pinned('@cloud-copilot/iam-simulate')]);
+    const { stdout } = await run(hopper, ['permissions'], { cwd: folder });
+    expect(stdout).toMatch(/\nTrigger +states:StartExecution +arn:aws:states:\S+ +allowed /);
+    expect(stdout).toMatch(/ requests allowed; 0 unused grants\n$/);
+  });
 
   it('holds no aws-cdk-lib: local mode reads the definition built from the construct', async () => {
     const installed = join(prefix, 'lib/node_modules/hopper-cli');

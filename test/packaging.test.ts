@@ -133,6 +133,7 @@ function importedPackages(file: string): Set<string> {
 function manifest(folder: string): {
   dependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional: boolean }>;
 } {
   return JSON.parse(
     readFileSync(new URL(`../packages/${folder}/package.json`, import.meta.url), 'utf8'),
@@ -148,8 +149,11 @@ describe('what each package installs (npm run build, scripts/build.ts)', () => {
       ...importedPackages('dist/hopper.mjs'),
       ...handlers.flatMap((file) => [...importedPackages(file)]),
     ]);
-    const { dependencies = {} } = manifest('cli');
-    expect([...imported].sort()).toEqual(Object.keys(dependencies).sort());
+    const { dependencies = {}, peerDependenciesMeta = {} } = manifest('cli');
+    // An optional peer (the AGPL simulator of hopper permissions) is loaded only where the user installed it.
+    const optional = Object.keys(peerDependenciesMeta);
+    expect(optional).toEqual(['@cloud-copilot/iam-simulate']);
+    expect([...imported].sort()).toEqual([...Object.keys(dependencies), ...optional].sort());
     for (const [name, range] of Object.entries(dependencies))
       expect(range, name).toBe(pkg.dependencies[name]);
     // Local mode reads the definition the build synthesized: the CLI needs no CDK.
@@ -167,7 +171,10 @@ describe('what each package installs (npm run build, scripts/build.ts)', () => {
 
   it('nothing the command loads is a devDependency of the repository', async () => {
     const { packages } = await reachedFrom('local/main.ts');
-    expect([...packages].filter((name) => name in pkg.devDependencies)).toEqual([]);
+    const optional = Object.keys(manifest('cli').peerDependenciesMeta ?? {});
+    expect([...packages].filter((name) => name in pkg.devDependencies && !optional.includes(name))).toEqual(
+      [],
+    );
   });
 });
 

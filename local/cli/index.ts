@@ -1,6 +1,7 @@
 /**
- * The `hopper` command line (bin/hopper.mjs). This folder owns every command and the one way they
- * read their command line, show --help, end (exit codes) and report errors (command.ts).
+ * The `hopper` command line (bin/hopper.mjs). This folder owns every command (but `hopper
+ * permissions`, local/permissions/) and the one way they read their command line, show --help, end
+ * (exit codes) and report errors (command.ts).
  *
  *   index.ts            dispatch to a command; --version
  *   command.ts          the flag table (CommandSpec), its parser, --help, exit codes, errors, --json
@@ -32,6 +33,7 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   runs: async () => (await import('./runs.js')).runRunsCommand,
   models: async () => (await import('./models.js')).runModelsCommand,
   retry: async () => (await import('./retry.js')).runRetryCommand,
+  permissions: async () => (await import('../permissions/index.js')).runPermissionsCommand,
 };
 
 const USAGE = `Usage: hopper <command> [options]
@@ -47,6 +49,8 @@ Commands:
   retry <drop>      resume a failed run from its dataset, without uploading again
   check <folder>    judge a drop offline with the run's own rules, before paying: files,
                     bytes, credits it may spend, estimated cost; exit 0 or 1
+  permissions       prove each function's role allows every AWS call it makes and grants no
+                    more, with an IAM policy simulator; exit 0 or 1
                     (--template FILE: your own app's synthesized template)
 
 status, wait, runs, models and retry talk to a deployed stack (--stack NAME) or to a running

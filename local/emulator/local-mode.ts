@@ -41,7 +41,7 @@ import { connectS3Events } from './s3-events.js';
 import { LocalStateMachine } from './state-machine.js';
 
 /**
- * What local mode asks of a recorder of the functions' AWS calls (scripts/permissions/aws-calls.ts,
+ * What local mode asks of a recorder of the functions' AWS calls (test/helpers/aws-call-recorder.ts,
  * for the permissions check): each function's calls are made inside `as(name, ...)`.
  */
 export interface AwsCallRecorder {

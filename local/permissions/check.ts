@@ -1,13 +1,12 @@
 /**
  * The permissions check: each recorded call of each function, evaluated by an IAM policy
- * simulator (@cloud-copilot/iam-simulate, a devDependency: AGPL-3.0, never installed with Hopper)
+ * simulator (@cloud-copilot/iam-simulate: AGPL-3.0, so Hopper neither ships nor installs it)
  * against the role the template gives that function and the resource policies in the way (the
  * bucket's, a customer key's, the secret's), over TLS; and each action a role grants that no
  * recorded call uses.
  */
 import type { runSimulation } from '@cloud-copilot/iam-simulate';
-import type { AwsCall } from './aws-calls.js';
-import { iamRequests, type IamRequest, type Targets } from './actions.js';
+import { iamRequests, type AwsCall, type IamRequest, type Targets } from './actions.js';
 import {
   ACCOUNT,
   arn,
@@ -50,7 +49,7 @@ export interface PermissionsReport {
   readonly unused: readonly string[];
 }
 
-type Simulate = typeof runSimulation;
+export type Simulate = typeof runSimulation;
 
 /** An ARN for `id`, which a template may give as a name: a secret's, a KMS key's id. */
 const asArn = (id: string | undefined, service: string, path: (id: string) => string) =>
@@ -84,6 +83,17 @@ function targetsOf(template: Template, fn: TemplateFunction, bucket: string): Ta
   };
 }
 
+/**
+ * A KMS key's default policy, which lets the account's IAM policies grant its use: what an imported
+ * key is taken to have (its own policy is not in the template; docs/deploy.md says so).
+ */
+const DEFAULT_KEY_POLICY = {
+  Version: '2012-10-17',
+  Statement: [
+    { Effect: 'Allow', Principal: { AWS: `arn:aws:iam::${ACCOUNT}:root` }, Action: 'kms:*', Resource: '*' },
+  ],
+};
+
 /** The resource policy in the way of `request`, if the template has one. */
 function policyInTheWay(template: Template, { on, resource }: IamRequest): unknown {
   const bucket = resource.replace(/^arn:[^:]+:s3:::/, '').split('/')[0] ?? '';
@@ -96,7 +106,8 @@ function policyInTheWay(template: Template, { on, resource }: IamRequest): unkno
     bucketKey: keyPolicy,
     secretKey: keyPolicy,
   }[on as string];
-  return way && propertyOf(template, [way[0], way[1]], way[2], way[3]);
+  const policy = way && propertyOf(template, [way[0], way[1]], way[2], way[3]);
+  return policy ?? (way === keyPolicy ? DEFAULT_KEY_POLICY : undefined);
 }
 
 /** `request` of `fn` decided; the statements that allow it are added to `used`. */

