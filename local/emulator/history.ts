@@ -39,10 +39,3 @@ export function historyEventsOf(event: ExecutionEvent): number {
       return 1;
   }
 }
-
-/** The history events of a whole log. */
-export function historyEventCount(events: Iterable<ExecutionEvent>): number {
-  let count = 0;
-  for (const event of events) count += historyEventsOf(event);
-  return count;
-}
