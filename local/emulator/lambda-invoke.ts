@@ -9,8 +9,6 @@ import type { InvocationContext } from '../../lambdas/run/invocation/index.js';
 import { LAMBDA_TIMEOUT_ERROR, lambdaCause } from '../../lambdas/run/errors/index.js';
 import { withResolvers } from './with-resolvers.js';
 
-export { LAMBDA_TIMEOUT_ERROR };
-
 export type LocalTaskHandler = (event: unknown, context: InvocationContext) => Promise<unknown>;
 
 /**
