@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:http';
 import { persistState, ServiceState } from './domain/index.js';
 import { createApiHandler, createFileHandler, type ServiceParts } from './endpoints/index.js';
 import { RequestGate } from './faults/index.js';
-import { InFlightGauge, listen, Signer, SleepRegistry, stop } from './http/index.js';
+import { InFlightGauge, listen, Signer, sleepUntil, stop } from './http/index.js';
 import {
   DEFAULT_OPTIONS,
   validateOptions,
@@ -34,20 +34,20 @@ export async function startSimulatedService(
   validateOptions(options);
   const state = new ServiceState(options);
   const persisted = persistence === undefined ? undefined : await persistState(state, persistence.stateFile);
-  const sleeps = new SleepRegistry();
+  const closing = new AbortController();
   const parts: ServiceParts = {
     state,
     gate: new RequestGate(options),
     signer: new Signer(),
     uploadsInFlight: new InFlightGauge(),
-    sleep: sleeps.sleep,
+    sleep: sleepUntil(closing.signal),
   };
   const apiServer = createServer(createApiHandler(parts));
   const fileServer = createServer(createFileHandler(parts));
   // A multi-GB upload or download may take longer than Node's default 5-minute request timeout.
   fileServer.requestTimeout = 0;
   const close = async (...servers: Server[]): Promise<void> => {
-    sleeps.cancelAll();
+    closing.abort();
     await Promise.all(servers.map(stop));
     await persisted?.close();
   };
