@@ -186,13 +186,9 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
           const forward = (source: Execution, event: ExecutionEvent): void => {
             if (source === execution) onEvent(event);
           };
-          const stopForwarding = (source: Execution): void => {
-            if (source !== execution) return;
-            this.off('event', forward);
-            this.off('done', stopForwarding);
-          };
           this.on('event', forward);
-          this.on('done', stopForwarding);
+          // `done` settles after the execution's last event.
+          void execution.done.then(() => this.off('event', forward));
         }
         resolve(execution);
       };
