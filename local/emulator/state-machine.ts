@@ -6,8 +6,8 @@
  * handler in-process (see lambda-invoke.ts).
  *
  * Every execution's events are drained as they happen (the interpreter queues them until read)
- * and re-emitted as `event`, which is how progress is shown; `whenDone` waits for an execution
- * that may not have started yet.
+ * and re-emitted as `event`, which is how progress is shown; `nextStarted` waits for an execution
+ * that has not started yet.
  */
 // First: it polyfills Promise.withResolvers, which aws-local-stepfunctions needs on Node 20.
 import { withResolvers } from './with-resolvers.js';
@@ -151,17 +151,6 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
 
   executions(): Execution[] {
     return [...this.#executions.values()];
-  }
-
-  /**
-   * The outcome of the execution named `name`, which may start later (the S3 event that starts
-   * it can arrive after the upload that caused it has returned). Rejects when `signal` aborts.
-   */
-  async whenDone(name: string, signal?: AbortSignal): Promise<ExecutionOutcome> {
-    const existing = this.#executions.get(name);
-    if (existing !== undefined) return existing.done;
-    return (await this.nextStarted((execution) => execution.name === name, { signal, waitingFor: name }))
-      .done;
   }
 
   /**
