@@ -329,6 +329,5 @@ function serviceOptions(
 /** A client of the service the handlers use, for the commands and tests (the key stays inside). */
 function serviceClient(options: LocalModeOptions, service: Service): () => Promise<TrainingServiceClient> {
   const logger = new Logger({ serviceName: 'hopper', logLevel: 'SILENT' });
-  const connect = trainingService(serviceOptions(options, service))({ logger, tracer: undefined });
-  return () => connect();
+  return trainingService(serviceOptions(options, service))({ logger, tracer: undefined });
 }
