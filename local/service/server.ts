@@ -18,17 +18,16 @@ import {
 /** A running simulated service: what tests and local mode drive it with (serviceHandle). */
 export type SimulatedService = ReturnType<typeof serviceHandle>;
 
-export interface ServicePersistence {
-  /** A file holding the records across restarts (read at start, kept up to date; persistence.ts). */
-  readonly stateFile: string;
-}
-
 /** Knobs bound to the listening sockets or the clock: fixed once the service runs. */
 const FIXED_KNOBS = ['host', 'port', 'filePort', 'manualClockStart'] as const;
 
+/**
+ * Starts the service; with `persistence`, its records are kept across restarts in `stateFile`
+ * (read at start, kept up to date; persistence.ts).
+ */
 export async function startSimulatedService(
   partial: Partial<SimulatedServiceOptions> = {},
-  persistence?: ServicePersistence,
+  persistence?: { readonly stateFile: string },
 ): Promise<SimulatedService> {
   const options: SimulatedServiceOptions = { ...DEFAULT_OPTIONS, ...partial };
   validateOptions(options);
