@@ -14,7 +14,6 @@ import { withResolvers } from './with-resolvers.js';
 import { EventEmitter } from 'node:events';
 import { StateMachine, type RunOptions, type StateMachineDefinition } from 'aws-local-stepfunctions';
 import type { AslDefinition } from './definition.js';
-import { historyEventsOf } from './history.js';
 import {
   executionArnOf,
   repeatedStartOutcome,
@@ -46,11 +45,6 @@ export interface Execution {
   readonly startedAt: number;
   /** Settles when the execution ends; never rejects. */
   readonly done: Promise<ExecutionOutcome>;
-  /**
-   * The events Step Functions would have recorded in the execution's history so far (history.ts):
-   * a Standard workflow fails past HISTORY_EVENT_LIMIT.
-   */
-  historyEvents(): number;
 }
 
 export interface LocalStateMachineOptions {
@@ -128,20 +122,18 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
       context: { Execution: { Name: name, Id: arn } },
     });
     const { promise: done, resolve } = withResolvers<ExecutionOutcome>();
-    const history = { events: 0 };
     const execution: Execution = {
       name,
       arn,
       input,
       startedAt: Date.now(),
       done,
-      historyEvents: () => history.events,
     };
     this.#executions.set(name, execution);
     this.#inputTexts.set(name, inputText);
     this.#aborts.set(name, run.abort);
     this.emit('started', execution);
-    void this.#follow(execution, run, resolve, history);
+    void this.#follow(execution, run, resolve);
     return { outcome: 'running', executionArn: arn, startDate: new Date(execution.startedAt) };
   }
 
@@ -207,13 +199,9 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
     execution: Execution,
     run: ReturnType<StateMachine['run']>,
     resolve: (outcome: ExecutionOutcome) => void,
-    history: { events: number },
   ): Promise<void> {
     const drained = (async () => {
-      for await (const event of run.eventLogs) {
-        history.events += historyEventsOf(event);
-        this.emit('event', execution, event);
-      }
+      for await (const event of run.eventLogs) this.emit('event', execution, event);
     })();
     let outcome: ExecutionOutcome;
     try {
