@@ -23,16 +23,12 @@ const LOCAL_REGION = 'us-east-1';
 export class LocalEventBus extends EventEmitter<LocalEventBusEvents> implements RunEventBus {
   readonly #delivered: DeliveredRunEvent[] = [];
 
-  constructor(readonly source: string = DEFAULT_EVENT_SOURCE) {
-    super();
-  }
-
   put(event: RunEvent): Promise<void> {
     const delivered: DeliveredRunEvent = {
       version: '0',
       id: randomUUID(),
       'detail-type': event.detailType,
-      source: this.source,
+      source: DEFAULT_EVENT_SOURCE,
       account: LOCAL_ACCOUNT,
       time: new Date().toISOString(),
       region: LOCAL_REGION,

@@ -9,8 +9,6 @@ import type { InvocationContext } from '../../lambdas/run/invocation/index.js';
 import { LAMBDA_TIMEOUT_ERROR, lambdaCause } from '../../lambdas/run/errors/index.js';
 import { withResolvers } from './with-resolvers.js';
 
-export { LAMBDA_TIMEOUT_ERROR };
-
 export type LocalTaskHandler = (event: unknown, context: InvocationContext) => Promise<unknown>;
 
 /**
@@ -24,21 +22,16 @@ export class LambdaInvocationError extends Error {
   }
 }
 
-/** What the function is, as Lambda's context says it: its name and memory. */
-export interface LocalFunction {
-  readonly functionName: string;
-  readonly memoryMb: number;
-}
-
 /**
  * The state machine's view of a Lambda function running `handler` with a timeout of
  * `timeoutSeconds`. As in Lambda, a handler still running at the timeout is abandoned (its
  * promise is no longer awaited) and the invocation fails with Sandbox.Timedout.
+ * @param fn what the function is, as Lambda's context says it: its name and memory
  */
 export function asLambda(
   handler: LocalTaskHandler,
   timeoutSeconds: number,
-  fn?: LocalFunction,
+  fn?: { readonly functionName: string; readonly memoryMb: number },
 ): (event: unknown) => Promise<unknown> {
   return async (event) => {
     const deadline = Date.now() + timeoutSeconds * 1000;

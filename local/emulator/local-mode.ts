@@ -80,8 +80,6 @@ export interface LocalModeOptions {
    * tests shrink them to see a hung service's bound in seconds rather than minutes.
    */
   readonly clientOptions?: TrainingServiceOptions['clientOptions'];
-  /** The `source` of the run events on the local bus. Default DEFAULT_EVENT_SOURCE (`hopper`). */
-  readonly eventSource?: string;
   /**
    * Wraps what answers a Task state, for fault tests (an invocation whose answer is lost after
    * its handler ran, say). Default: none.
@@ -139,7 +137,7 @@ export async function startLocalMode(options: LocalModeOptions = {}) {
     const simulated = await startSimulated(options, invocations, cleanups);
     const service = options.service ?? { url: simulated?.apiUrl ?? '', apiKey: simulated?.apiKey ?? '' };
     const logger = new Logger({ serviceName: 'hopper', logLevel: options.logLevel ?? 'SILENT' });
-    const events = new LocalEventBus(options.eventSource);
+    const events = new LocalEventBus();
     const s3Clients = functionS3Clients(s3.endpoint, cleanups);
     const runtime = { ...handlerRuntime(options, { events, logger, service }), s3: s3Clients.create };
     const tasks = await taskHandlers(local, runtime, invocations, options);
@@ -331,6 +329,5 @@ function serviceOptions(
 /** A client of the service the handlers use, for the commands and tests (the key stays inside). */
 function serviceClient(options: LocalModeOptions, service: Service): () => Promise<TrainingServiceClient> {
   const logger = new Logger({ serviceName: 'hopper', logLevel: 'SILENT' });
-  const connect = trainingService(serviceOptions(options, service))({ logger, tracer: undefined });
-  return () => connect();
+  return trainingService(serviceOptions(options, service))({ logger, tracer: undefined });
 }

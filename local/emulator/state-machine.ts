@@ -6,15 +6,14 @@
  * handler in-process (see lambda-invoke.ts).
  *
  * Every execution's events are drained as they happen (the interpreter queues them until read)
- * and re-emitted as `event`, which is how progress is shown; `whenDone` waits for an execution
- * that may not have started yet.
+ * and re-emitted as `event`, which is how progress is shown; `nextStarted` waits for an execution
+ * that has not started yet.
  */
 // First: it polyfills Promise.withResolvers, which aws-local-stepfunctions needs on Node 20.
 import { withResolvers } from './with-resolvers.js';
 import { EventEmitter } from 'node:events';
 import { StateMachine, type RunOptions, type StateMachineDefinition } from 'aws-local-stepfunctions';
 import type { AslDefinition } from './definition.js';
-import { historyEventsOf } from './history.js';
 import {
   executionArnOf,
   repeatedStartOutcome,
@@ -46,11 +45,6 @@ export interface Execution {
   readonly startedAt: number;
   /** Settles when the execution ends; never rejects. */
   readonly done: Promise<ExecutionOutcome>;
-  /**
-   * The events Step Functions would have recorded in the execution's history so far (history.ts):
-   * a Standard workflow fails past HISTORY_EVENT_LIMIT.
-   */
-  historyEvents(): number;
 }
 
 export interface LocalStateMachineOptions {
@@ -128,20 +122,18 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
       context: { Execution: { Name: name, Id: arn } },
     });
     const { promise: done, resolve } = withResolvers<ExecutionOutcome>();
-    const history = { events: 0 };
     const execution: Execution = {
       name,
       arn,
       input,
       startedAt: Date.now(),
       done,
-      historyEvents: () => history.events,
     };
     this.#executions.set(name, execution);
     this.#inputTexts.set(name, inputText);
     this.#aborts.set(name, run.abort);
     this.emit('started', execution);
-    void this.#follow(execution, run, resolve, history);
+    void this.#follow(execution, run, resolve);
     return { outcome: 'running', executionArn: arn, startDate: new Date(execution.startedAt) };
   }
 
@@ -151,17 +143,6 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
 
   executions(): Execution[] {
     return [...this.#executions.values()];
-  }
-
-  /**
-   * The outcome of the execution named `name`, which may start later (the S3 event that starts
-   * it can arrive after the upload that caused it has returned). Rejects when `signal` aborts.
-   */
-  async whenDone(name: string, signal?: AbortSignal): Promise<ExecutionOutcome> {
-    const existing = this.#executions.get(name);
-    if (existing !== undefined) return existing.done;
-    return (await this.nextStarted((execution) => execution.name === name, { signal, waitingFor: name }))
-      .done;
   }
 
   /**
@@ -186,13 +167,9 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
           const forward = (source: Execution, event: ExecutionEvent): void => {
             if (source === execution) onEvent(event);
           };
-          const stopForwarding = (source: Execution): void => {
-            if (source !== execution) return;
-            this.off('event', forward);
-            this.off('done', stopForwarding);
-          };
           this.on('event', forward);
-          this.on('done', stopForwarding);
+          // `done` settles after the execution's last event.
+          void execution.done.then(() => this.off('event', forward));
         }
         resolve(execution);
       };
@@ -222,13 +199,9 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
     execution: Execution,
     run: ReturnType<StateMachine['run']>,
     resolve: (outcome: ExecutionOutcome) => void,
-    history: { events: number },
   ): Promise<void> {
     const drained = (async () => {
-      for await (const event of run.eventLogs) {
-        history.events += historyEventsOf(event);
-        this.emit('event', execution, event);
-      }
+      for await (const event of run.eventLogs) this.emit('event', execution, event);
     })();
     let outcome: ExecutionOutcome;
     try {

@@ -104,22 +104,17 @@ function unquoted(etag: string): string {
 
 /** One promise chain per key: the next holder starts when the previous one has finished. */
 class KeyLock {
-  readonly #tails = new Map<string, Promise<void>>();
+  readonly #tails = new Map<string, Promise<unknown>>();
 
-  async with<T>(key: string, work: () => Promise<T>): Promise<T> {
-    const previous = this.#tails.get(key) ?? Promise.resolve();
-    let release: () => void = () => undefined;
-    const tail = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+  with<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const result = (this.#tails.get(key) ?? Promise.resolve()).then(work);
+    // The next holder waits for this one to end, however it ends; the last one takes the key out.
+    const tail = result.catch(() => undefined);
     this.#tails.set(key, tail);
-    await previous;
-    try {
-      return await work();
-    } finally {
-      release();
+    void tail.then(() => {
       if (this.#tails.get(key) === tail) this.#tails.delete(key);
-    }
+    });
+    return result;
   }
 }
 

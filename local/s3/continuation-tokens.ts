@@ -37,13 +37,11 @@ const controllers = require('s3rver/lib/controllers/bucket.js') as BucketControl
 /** Marks tokens of ours: anything else is refused as S3 refuses a foreign token. */
 const TOKEN_PREFIX = 'hopper-local-1.';
 
+/** s3rver's own controller, taken at load: installing ours again replaces ours with itself. */
 const original = controllers.getBucket.bind(controllers);
-let installed = false;
 
 /** Replaces s3rver's GET-bucket controller with one whose ListObjectsV2 pages work (idempotent). */
 export function useWorkingContinuationTokens(): void {
-  if (installed) return;
-  installed = true;
   controllers.getBucket = getBucket;
 }
 

@@ -15,13 +15,12 @@ import { useWorkingContinuationTokens } from './continuation-tokens.js';
 /** Static credentials s3rver accepts (it checks signatures against these). */
 export const LOCAL_S3_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } as const;
 export const LOCAL_S3_REGION = 'us-east-1';
-export const DEFAULT_LOCAL_BUCKET = 'hopper-local';
+/** The one bucket the local S3 holds. */
+const LOCAL_BUCKET = 'hopper-local';
 
 export interface LocalS3Options {
   /** Default: a free port. */
   readonly port?: number;
-  /** Default: DEFAULT_LOCAL_BUCKET. */
-  readonly bucket?: string;
   /**
    * Where the objects live, kept after close (and found again by the next start). Default: a
    * temporary folder, removed on close.
@@ -33,7 +32,7 @@ export interface LocalS3Options {
 export type LocalS3 = Awaited<ReturnType<typeof startLocalS3>>;
 
 export async function startLocalS3(options: LocalS3Options = {}) {
-  const bucket = options.bucket ?? DEFAULT_LOCAL_BUCKET;
+  const bucket = LOCAL_BUCKET;
   // s3rver reports a failed listen as an unhandled 'error' event, which ends the process.
   if (options.port !== undefined && options.port !== 0) await assertPortFree(options.port);
   // A directory given by the caller (--data-dir) is theirs to keep; a temporary one is removed
@@ -64,7 +63,6 @@ export async function startLocalS3(options: LocalS3Options = {}) {
   return {
     /** `http://127.0.0.1:<port>` */
     endpoint,
-    port: address.port,
     bucket,
     client,
     /** The s3rver instance, for its 'event' notifications (local triggers). */

@@ -36,5 +36,5 @@
  */
 export type { SimulatedServiceOptions, FaultRule, EndpointName, Encoder } from './options.js';
 export { DEFAULT_OPTIONS, ENDPOINTS, FAULT_COUNTS, validateOptions } from './options.js';
-export { startSimulatedService, type SimulatedService, type ServicePersistence } from './server.js';
+export { startSimulatedService, type SimulatedService } from './server.js';
 export { modelBytesAt } from './domain/index.js';

@@ -15,9 +15,9 @@ import {
 } from '../../lambdas/service-client/contract.js';
 import {
   FILE_ENDPOINTS,
+  GARBLE_FORMS,
   isMisbehaviour,
   MISBEHAVIOUR_KINDS,
-  misbehaviourSettingsError,
   type MisbehaviourKind,
   type MisbehaviourSettings,
 } from './faults/index.js';
@@ -217,8 +217,10 @@ export function validateFaultRule(rule: FaultRule, where: string): void {
   }
   if (rule.rate !== undefined && !(rule.rate >= 0 && rule.rate <= 1))
     throw new Error(`${where}.rate must be in 0..1`);
-  const misbehaviour = misbehaviourSettingsError(rule);
-  if (misbehaviour !== undefined) throw new Error(`${where}.${misbehaviour}`);
+  if (rule.form !== undefined && !(GARBLE_FORMS as readonly string[]).includes(rule.form))
+    throw new Error(`${where}.form: unknown form ${rule.form} (one of ${GARBLE_FORMS.join(', ')})`);
+  if (rule.field !== undefined && !/^[a-z_]{1,64}$/.test(rule.field))
+    throw new Error(`${where}.field: "${rule.field}" is not a field name`);
   if (
     (rule.form !== undefined && rule.kind !== 'garble') ||
     (rule.field !== undefined && !isMisbehaviour(rule.kind))

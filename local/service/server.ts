@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:http';
 import { persistState, ServiceState } from './domain/index.js';
 import { createApiHandler, createFileHandler, type ServiceParts } from './endpoints/index.js';
 import { RequestGate } from './faults/index.js';
-import { InFlightGauge, listen, Signer, SleepRegistry, stop } from './http/index.js';
+import { InFlightGauge, listen, Signer, sleepUntil, stop } from './http/index.js';
 import {
   DEFAULT_OPTIONS,
   validateOptions,
@@ -18,36 +18,35 @@ import {
 /** A running simulated service: what tests and local mode drive it with (serviceHandle). */
 export type SimulatedService = ReturnType<typeof serviceHandle>;
 
-export interface ServicePersistence {
-  /** A file holding the records across restarts (read at start, kept up to date; persistence.ts). */
-  readonly stateFile: string;
-}
-
 /** Knobs bound to the listening sockets or the clock: fixed once the service runs. */
 const FIXED_KNOBS = ['host', 'port', 'filePort', 'manualClockStart'] as const;
 
+/**
+ * Starts the service; with `persistence`, its records are kept across restarts in `stateFile`
+ * (read at start, kept up to date; persistence.ts).
+ */
 export async function startSimulatedService(
   partial: Partial<SimulatedServiceOptions> = {},
-  persistence?: ServicePersistence,
+  persistence?: { readonly stateFile: string },
 ): Promise<SimulatedService> {
   const options: SimulatedServiceOptions = { ...DEFAULT_OPTIONS, ...partial };
   validateOptions(options);
   const state = new ServiceState(options);
   const persisted = persistence === undefined ? undefined : await persistState(state, persistence.stateFile);
-  const sleeps = new SleepRegistry();
+  const closing = new AbortController();
   const parts: ServiceParts = {
     state,
     gate: new RequestGate(options),
     signer: new Signer(),
     uploadsInFlight: new InFlightGauge(),
-    sleep: sleeps.sleep,
+    sleep: sleepUntil(closing.signal),
   };
   const apiServer = createServer(createApiHandler(parts));
   const fileServer = createServer(createFileHandler(parts));
   // A multi-GB upload or download may take longer than Node's default 5-minute request timeout.
   fileServer.requestTimeout = 0;
   const close = async (...servers: Server[]): Promise<void> => {
-    sleeps.cancelAll();
+    closing.abort();
     await Promise.all(servers.map(stop));
     await persisted?.close();
   };

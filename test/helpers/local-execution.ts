@@ -5,7 +5,11 @@
  */
 import type { AslDefinition } from '../../local/emulator/definition.js';
 import type { ExecutionInput } from '../../lambdas/trigger/start-execution.js';
-import { LocalStateMachine, type ExecutionEvent } from '../../local/emulator/state-machine.js';
+import {
+  LocalStateMachine,
+  type ExecutionEvent,
+  type ExecutionOutcome,
+} from '../../local/emulator/state-machine.js';
 
 export type { ExecutionEvent };
 
@@ -38,9 +42,24 @@ export async function executeLocally(
   const events: ExecutionEvent[] = [];
   machine.on('event', (_, event) => events.push(event));
   await machine.start('test-execution', input as ExecutionInput);
-  const outcome = await machine.whenDone('test-execution');
+  const outcome = await whenDone(machine, 'test-execution');
   if (outcome.status === 'ABORTED') throw new Error('the execution was aborted');
   return outcome.status === 'SUCCEEDED'
     ? { output: outcome.output, error: undefined, events }
     : { output: undefined, error: { name: outcome.error, message: outcome.cause }, events };
+}
+
+/**
+ * The outcome of the execution named `name`, which may start later (the S3 event that starts
+ * it can arrive after the upload that caused it has returned). Rejects when `signal` aborts.
+ */
+export async function whenDone(
+  machine: LocalStateMachine,
+  name: string,
+  signal?: AbortSignal,
+): Promise<ExecutionOutcome> {
+  const existing = machine.execution(name);
+  if (existing !== undefined) return existing.done;
+  return (await machine.nextStarted((execution) => execution.name === name, { signal, waitingFor: name }))
+    .done;
 }

@@ -1,13 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { InvocationContext } from '../../lambdas/run/invocation/index.js';
-import { retryable, RunError } from '../../lambdas/run/errors/index.js';
-import {
-  asLambda,
-  LAMBDA_TIMEOUT_ERROR,
-  LambdaInvocationError,
-  RunningInvocations,
-} from '../../local/emulator/lambda-invoke.js';
+import { LAMBDA_TIMEOUT_ERROR, retryable, RunError } from '../../lambdas/run/errors/index.js';
+import { asLambda, LambdaInvocationError, RunningInvocations } from '../../local/emulator/lambda-invoke.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

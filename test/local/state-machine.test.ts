@@ -13,6 +13,8 @@ import {
   type LocalStateMachineOptions,
 } from '../../local/emulator/state-machine.js';
 import { withTimeout } from '../../testkit/timeout.js';
+import { historyEventsOf } from '../helpers/history.js';
+import { whenDone } from '../helpers/local-execution.js';
 
 /** Bound on every wait for an execution: the definitions here run in milliseconds. */
 const WAIT_MS = 5_000;
@@ -112,7 +114,7 @@ describe('LocalStateMachine', () => {
         outcome: 'running',
         executionArn: 'arn:aws:states:us-east-1:123456789012:execution:hopper-local:first',
       });
-      const outcome = await within(sm.whenDone('first'), 'first');
+      const outcome = await within(whenDone(sm, 'first'), 'first');
       expect(given).toEqual([{ ...asStarted('first', 'reviews'), prepared: { ready: true } }]);
       expect(outcome).toEqual({
         status: 'SUCCEEDED',
@@ -155,7 +157,7 @@ describe('LocalStateMachine', () => {
       expect(await sm.start('same', input('a'))).toEqual(first);
       expect(await sm.start('same', input('b'))).toEqual({ outcome: 'already_exists' });
       release();
-      const outcome = await within(sm.whenDone('same'), 'same');
+      const outcome = await within(whenDone(sm, 'same'), 'same');
       // Closed: refused whatever the input.
       expect(await sm.start('same', input('a'))).toEqual({ outcome: 'already_exists' });
       expect(await sm.start('same', input('c'))).toEqual({ outcome: 'already_exists' });
@@ -173,7 +175,7 @@ describe('LocalStateMachine', () => {
       await sm.start('one', input('a'));
       await sm.start('two', input('b'));
       expect(sm.executions().map((execution) => execution.name)).toEqual(['one', 'two']);
-      const outcomes = await within(Promise.all([sm.whenDone('one'), sm.whenDone('two')]), 'one and two');
+      const outcomes = await within(Promise.all([whenDone(sm, 'one'), whenDone(sm, 'two')]), 'one and two');
       expect(outcomes.map((outcome) => (outcome.status === 'SUCCEEDED' ? outcome.output : null))).toEqual([
         expect.objectContaining({ work: 'a' }),
         expect.objectContaining({ work: 'b' }),
@@ -185,9 +187,9 @@ describe('LocalStateMachine', () => {
     it('waits for an execution that starts later', async () => {
       const sm = machine(PASS_THEN_TASK, { Work: () => Promise.resolve('late') });
       let settled = false;
-      const waiting = sm.whenDone('later').finally(() => (settled = true));
+      const waiting = whenDone(sm, 'later').finally(() => (settled = true));
       await sm.start('other', input('other'));
-      await within(sm.whenDone('other'), 'other');
+      await within(whenDone(sm, 'other'), 'other');
       expect(settled).toBe(false);
       await sm.start('later', input('later'));
       expect(await within(waiting, 'later')).toMatchObject({ status: 'SUCCEEDED', output: { work: 'late' } });
@@ -197,14 +199,14 @@ describe('LocalStateMachine', () => {
     it('gives the outcome of an execution that has ended already', async () => {
       const sm = machine(PASS_THEN_TASK, { Work: () => Promise.resolve(7) });
       await sm.start('ended', input('a'));
-      const outcome = await within(sm.whenDone('ended'), 'ended');
-      expect(await sm.whenDone('ended')).toBe(outcome);
+      const outcome = await within(whenDone(sm, 'ended'), 'ended');
+      expect(await whenDone(sm, 'ended')).toBe(outcome);
     });
 
     it('rejects with the reason when its signal aborts, and stops listening', async () => {
       const sm = machine(PASS_THEN_TASK, { Work: () => Promise.resolve(0) });
       const stop = new AbortController();
-      const waiting = sm.whenDone('never', stop.signal);
+      const waiting = whenDone(sm, 'never', stop.signal);
       stop.abort(new Error('gave up'));
       await expect(within(waiting, 'never')).rejects.toThrow('gave up');
       expect(sm.listenerCount('started')).toBe(0);
@@ -212,11 +214,11 @@ describe('LocalStateMachine', () => {
 
     it('rejects at once for a signal aborted already, and names the execution for a reason that is no Error', async () => {
       const sm = machine(PASS_THEN_TASK, { Work: () => Promise.resolve(0) });
-      await expect(sm.whenDone('never', AbortSignal.abort(new Error('too late')))).rejects.toThrow(
+      await expect(whenDone(sm, 'never', AbortSignal.abort(new Error('too late')))).rejects.toThrow(
         'too late',
       );
       const stop = new AbortController();
-      const waiting = sm.whenDone('unnamed', stop.signal);
+      const waiting = whenDone(sm, 'unnamed', stop.signal);
       stop.abort('no reason');
       await expect(within(waiting, 'unnamed')).rejects.toThrow('stopped waiting for unnamed');
     });
@@ -226,7 +228,7 @@ describe('LocalStateMachine', () => {
     it('resolves with the next matching execution, not one started before, and hands it every event from the first', async () => {
       const sm = machine(PASS_THEN_TASK, { Work: () => Promise.resolve('done') });
       await sm.start('before', input('same'));
-      await within(sm.whenDone('before'), 'before');
+      await within(whenDone(sm, 'before'), 'before');
       const events: ExecutionEvent[] = [];
       const next = sm.nextStarted((execution) => execution.input.run.drop === 'same', {
         onEvent: (event) => events.push(event),
@@ -262,12 +264,12 @@ describe('LocalStateMachine', () => {
       });
       await sm.start('bad', input('bad'));
       await sm.start('good', input('good'));
-      expect(await within(sm.whenDone('bad'), 'bad')).toEqual({
+      expect(await within(whenDone(sm, 'bad'), 'bad')).toEqual({
         status: 'FAILED',
         error: 'Hopper.Refused',
         cause: 'the drop is bad',
       });
-      expect(await within(sm.whenDone('good'), 'good')).toEqual({
+      expect(await within(whenDone(sm, 'good'), 'good')).toEqual({
         status: 'SUCCEEDED',
         output: asStarted('good', 'good'),
       });
@@ -277,7 +279,7 @@ describe('LocalStateMachine', () => {
       const thrown = new RunError('no_credits', 'buy credits');
       const sm = machine(PASS_THEN_TASK, { Work: asLambda(() => Promise.reject(thrown), 5) });
       await sm.start('broke', input('a'));
-      expect(await within(sm.whenDone('broke'), 'broke')).toEqual({
+      expect(await within(whenDone(sm, 'broke'), 'broke')).toEqual({
         status: 'FAILED',
         error: 'Hopper.Failed',
         cause: JSON.stringify({ errorType: 'Hopper.Failed', errorMessage: 'no_credits: buy credits' }),
@@ -292,7 +294,7 @@ describe('LocalStateMachine', () => {
         },
       );
       await sm.start('null', input('a'));
-      expect(await within(sm.whenDone('null'), 'null')).toEqual({ status: 'SUCCEEDED', output: null });
+      expect(await within(whenDone(sm, 'null'), 'null')).toEqual({ status: 'SUCCEEDED', output: null });
     });
 
     it('is ABORTED for a running execution after stopAll, which waits for it to end', async () => {
@@ -305,7 +307,7 @@ describe('LocalStateMachine', () => {
       await within(sm.stopAll(), 'stopAll');
       expect(Date.now() - started).toBeLessThan(WAIT_MS);
       expect(outcomes).toEqual([{ status: 'ABORTED' }]);
-      expect(await sm.whenDone('parked')).toEqual({ status: 'ABORTED' });
+      expect(await whenDone(sm, 'parked')).toEqual({ status: 'ABORTED' });
       // The name stays taken, as a stopped execution's does in Step Functions.
       expect(await sm.start('parked', input('a'))).toEqual({ outcome: 'already_exists' });
     });
@@ -314,16 +316,16 @@ describe('LocalStateMachine', () => {
       const sm = machine(LONG_WAIT, { Work: () => Promise.resolve(0) });
       const quick = machine(PASS_THEN_TASK, { Work: () => Promise.resolve(0) });
       await quick.start('ended', input('x'));
-      await within(quick.whenDone('ended'), 'ended');
+      await within(whenDone(quick, 'ended'), 'ended');
       await within(quick.stopAll(), 'stopAll of ended');
-      expect(await quick.whenDone('ended')).toMatchObject({ status: 'SUCCEEDED' });
+      expect(await whenDone(quick, 'ended')).toMatchObject({ status: 'SUCCEEDED' });
 
       await sm.start('a', input('a'));
       await sm.start('b', input('b'));
       await Promise.all([nextEvent(sm, 'a', entered('Park')), nextEvent(sm, 'b', entered('Park'))]);
       await within(sm.stopAll(), 'stopAll');
-      expect(await sm.whenDone('a')).toEqual({ status: 'ABORTED' });
-      expect(await sm.whenDone('b')).toEqual({ status: 'ABORTED' });
+      expect(await whenDone(sm, 'a')).toEqual({ status: 'ABORTED' });
+      expect(await whenDone(sm, 'b')).toEqual({ status: 'ABORTED' });
     });
   });
 
@@ -340,7 +342,7 @@ describe('LocalStateMachine', () => {
       sm.on('done', (execution) => eventsAtDone.set(execution.name, events.get(execution.name)?.length ?? 0));
       await sm.start('one', input('a'));
       await sm.start('two', input('b'));
-      await within(Promise.all([sm.whenDone('one'), sm.whenDone('two')]), 'one and two');
+      await within(Promise.all([whenDone(sm, 'one'), whenDone(sm, 'two')]), 'one and two');
 
       for (const [name, drop] of [
         ['one', 'a'],
@@ -378,7 +380,7 @@ describe('LocalStateMachine', () => {
       );
       const started = Date.now();
       await sm.start('waits', { ...input('a'), seconds: 7200 } as ExecutionInput);
-      expect(await within(sm.whenDone('waits'), 'waits')).toMatchObject({
+      expect(await within(whenDone(sm, 'waits'), 'waits')).toMatchObject({
         status: 'SUCCEEDED',
         output: { work: 'after the waits' },
       });
@@ -390,7 +392,7 @@ describe('LocalStateMachine', () => {
       await sm.start('parked', input('a'));
       await nextEvent(sm, 'parked', entered('Park'));
       let ended = false;
-      void sm.whenDone('parked').then(() => (ended = true));
+      void whenDone(sm, 'parked').then(() => (ended = true));
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect(ended).toBe(false);
     });
@@ -424,7 +426,7 @@ describe('LocalStateMachine', () => {
       });
       const started = Date.now();
       await sm.start('flaky', input('a'));
-      expect(await within(sm.whenDone('flaky'), 'flaky')).toEqual({
+      expect(await within(whenDone(sm, 'flaky'), 'flaky')).toEqual({
         status: 'SUCCEEDED',
         output: { attempts: 3 },
       });
@@ -453,7 +455,7 @@ describe('LocalStateMachine', () => {
         { retryPauseMs: 0 },
       );
       await sm.start('down', input('a'));
-      expect(await within(sm.whenDone('down'), 'down')).toMatchObject({
+      expect(await within(whenDone(sm, 'down'), 'down')).toMatchObject({
         status: 'FAILED',
         error: 'Hopper.Retryable',
       });
@@ -462,7 +464,16 @@ describe('LocalStateMachine', () => {
   });
 });
 
-describe('history events: what Step Functions would record (local/emulator/history.ts)', () => {
+describe('history events: what Step Functions would record (test/helpers/history.ts)', () => {
+  /** The history events of the execution `name` of `sm`, counted from its events as they come. */
+  function historyOf(sm: LocalStateMachine, name: string): { count: number } {
+    const history = { count: 0 };
+    sm.on('event', (execution, event) => {
+      if (execution.name === name) history.count += historyEventsOf(event);
+    });
+    return history;
+  }
+
   /** Work retried twice on E, then caught to a Fail state. */
   const RETRIED_THEN_CAUGHT: AslDefinition = {
     StartAt: 'Work',
@@ -478,10 +489,11 @@ describe('history events: what Step Functions would record (local/emulator/histo
 
   it('a Pass and a Task that succeed: 9 (started, Pass 2, Task entered, 3 for its attempt, exited, succeeded)', async () => {
     const sm = machine(PASS_THEN_TASK, { Work: () => Promise.resolve({ done: 1 }) });
+    const history = historyOf(sm, 'counted');
     sm.startExecution('counted', input('d'));
     const execution = sm.execution('counted');
     await within(execution?.done ?? Promise.reject(new Error('not started')), 'counted');
-    expect(execution?.historyEvents()).toBe(9);
+    expect(history.count).toBe(9);
   });
 
   it('a Task tried three times, then caught to a Fail state: 14 (3 attempts of 3 events, no event for the retries or the catch)', async () => {
@@ -496,12 +508,13 @@ describe('history events: what Step Functions would record (local/emulator/histo
       },
       { retryPauseMs: 0 },
     );
+    const history = historyOf(sm, 'retried');
     sm.startExecution('retried', input('d'));
     const execution = sm.execution('retried');
     const outcome = await within(execution?.done ?? Promise.reject(new Error('not started')), 'retried');
     expect(outcome).toMatchObject({ status: 'FAILED', error: 'X' });
     // ExecutionStarted, TaskStateEntered, 3 x (LambdaFunctionScheduled, Started, Failed),
     // TaskStateExited, FailStateEntered, ExecutionFailed.
-    expect(execution?.historyEvents()).toBe(14);
+    expect(history.count).toBe(14);
   });
 });

@@ -17,6 +17,7 @@ import type { AslDefinition } from '../../local/emulator/definition.js';
 import { startExecutionsEndpoint } from '../../local/emulator/executions-endpoint.js';
 import { LOCAL_STATE_MACHINE_ARN, LocalStateMachine } from '../../local/emulator/state-machine.js';
 import { CLIENT_SETTINGS } from '../helpers/aws-json-endpoint.js';
+import { whenDone } from '../helpers/local-execution.js';
 import { withTimeout } from '../../testkit/timeout.js';
 
 /** One Task, held open until the test lets it finish. */
@@ -131,7 +132,7 @@ describe('sfnExecutionStarter', () => {
     const starter = sfnExecutionStarter(LOCAL_STATE_MACHINE_ARN, sfn.client);
     await starter.start('reviews-abc', input('e'));
     sfn.release();
-    expect(await withTimeout(sfn.machine.whenDone('reviews-abc'), 'reviews-abc', 5_000)).toMatchObject({
+    expect(await withTimeout(whenDone(sfn.machine, 'reviews-abc'), 'reviews-abc', 5_000)).toMatchObject({
       status: 'SUCCEEDED',
     });
 

@@ -6,20 +6,18 @@ import { ERROR_STATUS, type ServiceErrorKind } from '../../../lambdas/service-cl
 
 /** Thrown by handlers; the pipeline turns it into the error answer. */
 export class ServiceError extends Error {
+  override readonly name = 'ServiceError';
   readonly status: number;
-  readonly code: string;
   readonly headers: Record<string, string>;
 
   /** `status` overrides the one the code implies, for answers the contract gives no code of their own. */
   constructor(
-    code: ServiceErrorKind,
+    readonly code: ServiceErrorKind,
     message: string,
     { headers = {}, status = ERROR_STATUS[code] }: { headers?: Record<string, string>; status?: number } = {},
   ) {
     super(message);
-    this.name = 'ServiceError';
     this.status = status;
-    this.code = code;
     this.headers = headers;
   }
 }

@@ -12,15 +12,11 @@ const FORMAT = 'hopper-simulated-service/1';
 /** How a Set is written: no record has a field of this name. */
 const SET_MARK = '$set';
 
-export interface PersistedState {
-  /** Writes the records if they changed since the last write. */
-  save(): Promise<void>;
-  /** Stops the periodic writes and writes a last time. */
-  close(): Promise<void>;
-}
-
-/** Restores `state` from `file` when it exists, then keeps the file up to date. */
-export async function persistState(state: ServiceState, file: string): Promise<PersistedState> {
+/**
+ * Restores `state` from `file` when it exists, then keeps the file up to date; close() stops
+ * the periodic writes and writes a last time.
+ */
+export async function persistState(state: ServiceState, file: string): Promise<{ close(): Promise<void> }> {
   const text = await readFile(file, 'utf8').catch((error: unknown) => {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw error;
@@ -28,6 +24,7 @@ export async function persistState(state: ServiceState, file: string): Promise<P
   if (text !== null) state.restore(parseRecords(text, file));
   let saved = text ?? '';
   let writing: Promise<void> = Promise.resolve();
+  /** Writes the records if they changed since the last write. */
   const save = async (): Promise<void> => {
     const next = serializeRecords(state.records());
     if (next === saved) return;
@@ -49,7 +46,6 @@ export async function persistState(state: ServiceState, file: string): Promise<P
   }, SAVE_EVERY_MS);
   timer.unref();
   return {
-    save,
     async close() {
       clearInterval(timer);
       await save();

@@ -57,9 +57,7 @@ export class ServiceState {
   }
 
   private creditsReturned(now: number): number {
-    let returned = 0;
-    for (const model of this.models.values()) if (creditReturned(model, now)) returned += 1;
-    return returned;
+    return [...this.models.values()].filter((model) => creditReturned(model, now)).length;
   }
 
   /**

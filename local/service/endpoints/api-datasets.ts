@@ -65,11 +65,6 @@ function refuseUnlessStructurable(dataset: Dataset, now: number, action: string)
   }
 }
 
-/** Action endpoints refuse an expired dataset with 409 conflict. */
-function refuseExpired(dataset: Dataset, now: number): void {
-  if (datasetState(dataset, now).status === 'expired') throw conflict(`dataset ${dataset.id} has expired`);
-}
-
 export async function createDataset(ctx: RequestContext): Promise<Reply> {
   const body = validate(createDatasetSchema, await jsonBody(ctx), 'body');
   const names = new Set<string>();
@@ -102,7 +97,8 @@ export async function completeFile(ctx: RequestContext): Promise<Reply> {
   const file = dataset.files.find((candidate) => candidate.id === fileId);
   if (file === undefined) throw notFound(`dataset ${dataset.id} has no file ${fileId}`);
   validate(emptySchema, await jsonBody(ctx, true), 'body');
-  refuseExpired(dataset, ctx.now);
+  if (datasetState(dataset, ctx.now).status === 'expired')
+    throw conflict(`dataset ${dataset.id} has expired`);
   if (file.completedAt === undefined) {
     if (file.upload === undefined)
       throw new ServiceError('not_uploaded', `file ${file.name} has not been uploaded`);

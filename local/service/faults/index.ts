@@ -9,11 +9,11 @@
 export { FAULT_DEFAULTS } from './injector.js';
 export {
   FILE_ENDPOINTS,
+  GARBLE_FORMS,
   isMisbehaviour,
   LIST_ENDPOINTS,
   MISBEHAVIOUR_KINDS,
   misbehavedReply,
-  misbehaviourSettingsError,
   trickle,
   type MisbehaviourKind,
   type MisbehaviourSettings,

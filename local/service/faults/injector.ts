@@ -41,9 +41,7 @@ export class FaultInjector {
   /** How many times rules of `kind` fired (every kind when absent). */
   firedCount(kind?: FaultRule['kind']): number {
     if (kind !== undefined) return this.fired.get(kind) ?? 0;
-    let total = 0;
-    for (const count of this.fired.values()) total += count;
-    return total;
+    return [...this.fired.values()].reduce((total, count) => total + count, 0);
   }
 
   /** The rule that fires for this request to `endpoint`, if any. */

@@ -96,17 +96,6 @@ export function resolveMisbehaviour(rule: FaultRule, random: Random): FaultRule 
   return { ...rule, form };
 }
 
-/** Names the first bad setting of a misbehaviour rule, or returns undefined. */
-export function misbehaviourSettingsError(rule: FaultRule): string | undefined {
-  if (rule.form !== undefined && !(GARBLE_FORMS as readonly string[]).includes(rule.form)) {
-    return `form: unknown form ${rule.form} (one of ${GARBLE_FORMS.join(', ')})`;
-  }
-  if (rule.field !== undefined && !/^[a-z_]{1,64}$/.test(rule.field)) {
-    return `field: "${rule.field}" is not a field name`;
-  }
-  return undefined;
-}
-
 /** An answer given instead of processing the request ('redirect'), or undefined. */
 export function earlyMisbehaviour(fault: FaultRule, req: IncomingMessage): Reply | undefined {
   if (fault.kind !== 'redirect') return undefined;

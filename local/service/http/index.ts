@@ -22,5 +22,5 @@ export {
   type Sleep,
 } from './http.js';
 export { InFlightGauge } from './in-flight.js';
-export { listen, SleepRegistry, stop } from './listening.js';
+export { listen, sleepUntil, stop } from './listening.js';
 export { Signer } from './signing.js';

@@ -2,9 +2,10 @@
  * The listening side of the two servers: binding a port, stopping with every connection
  * dropped, and the timers behind delayed answers, which closing ends at once.
  */
-import { once } from 'node:events';
+import { once, setMaxListeners } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Sleep } from './http.js';
 
 /** Listens on `host`:`port` (0: a free port); resolves to the server's origin. */
@@ -22,24 +23,12 @@ export async function stop(server: Server): Promise<void> {
   await closed;
 }
 
-/** Timers behind 'stall' faults; close() ends them so it never waits on a stalled answer. */
-export class SleepRegistry {
-  private readonly pending = new Map<NodeJS.Timeout, () => void>();
-
-  readonly sleep: Sleep = (ms) =>
-    new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(timer);
-        resolve();
-      }, ms);
-      this.pending.set(timer, resolve);
-    });
-
-  cancelAll(): void {
-    for (const [timer, resolve] of this.pending) {
-      clearTimeout(timer);
-      resolve();
-    }
-    this.pending.clear();
-  }
+/**
+ * The waits behind delayed answers ('stall', 'trickle'): each lasts `ms`, or ends at once when
+ * `closing` aborts, so that close() never waits on a stalled answer.
+ */
+export function sleepUntil(closing: AbortSignal): Sleep {
+  // One listener per delayed answer under way: hundreds at once under load, by design, not a leak.
+  setMaxListeners(0, closing);
+  return (ms) => delay(ms, undefined, { signal: closing }).catch(() => undefined);
 }

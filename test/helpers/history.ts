@@ -1,8 +1,9 @@
 /**
- * The size of an execution's history as Step Functions would keep it, counted from the local
- * interpreter's event log. A Standard workflow's history holds at most 25,000 events; past that
- * the execution fails (States.Runtime), so long runs (many held-out labels, days of polling) are
- * measured against it in local mode (test/local/long-run.test.ts, docs/reliability.md).
+ * The size of an execution's history as Step Functions would keep it, counted from local mode's
+ * event log of the execution (the interpreter's). A Standard workflow's history holds at most
+ * 25,000 events; past that the execution fails (States.Runtime), so long runs (many held-out
+ * labels, days of polling) are measured against it (test/reliability/long-run.test.ts,
+ * docs/reliability.md).
  *
  * The interpreter logs fewer, coarser events than Step Functions records. What Step Functions
  * records for each (a Lambda Task given by its function ARN, as Hopper's Tasks are):
@@ -16,7 +17,7 @@
  * The interpreter logs the first attempt of a Task with its StateEntered and each further one
  * as a StateRetried; a failed attempt's StateFailed is the outcome already counted with it.
  */
-import type { ExecutionEvent } from './state-machine.js';
+import type { ExecutionEvent } from '../../local/emulator/state-machine.js';
 
 /** A Standard workflow's most history events (Step Functions quotas). */
 export const HISTORY_EVENT_LIMIT = 25_000;
@@ -38,11 +39,4 @@ export function historyEventsOf(event: ExecutionEvent): number {
       // StateExited, the execution's own events, and Map/Parallel events (Hopper has none): one each.
       return 1;
   }
-}
-
-/** The history events of a whole log. */
-export function historyEventCount(events: Iterable<ExecutionEvent>): number {
-  let count = 0;
-  for (const event of events) count += historyEventsOf(event);
-  return count;
 }
