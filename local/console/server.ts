@@ -22,13 +22,12 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { CONSOLE_PAGE } from '../files.js';
+import { CONSOLE_PAGE, ERRORS_DOC } from '../files.js';
 import { messageOf } from '../../lambdas/run/errors/index.js';
 import { LISTED_RUN_STATES, type ListedRunState } from '../../lambdas/run/state/index.js';
 import type { LocalMode } from '../emulator/local-mode.js';
 import { listen as listenOn, stop } from '../service/http/index.js';
 import { BucketView } from './bucket-view.js';
-import { loadErrorAdvice, type ErrorAdvice } from './error-advice.js';
 import { RunLog } from './run-log.js';
 import { RunCatalogue, type RunPage } from './runs.js';
 import { ServiceView } from './service-view.js';
@@ -51,6 +50,14 @@ export interface LocalConsole {
   readonly url: string;
   readonly port: number;
   close(): Promise<void>;
+}
+
+/** What a run error means and what to do about it: a row of docs/errors.md's table. */
+interface ErrorAdvice {
+  /** "what happened" */
+  readonly meaning: string;
+  /** "what to do" */
+  readonly todo: string;
 }
 
 /** Runs per page when the page asks for no other number, and the most it may ask for. */
@@ -369,6 +376,21 @@ async function listen(server: Server, port: number): Promise<number> {
     );
   }
   return (server.address() as AddressInfo).port;
+}
+
+/**
+ * The rows of docs/errors.md's table by code, Markdown code spans left as backticks: the one place
+ * these words live (test/docs.test.ts keeps the table in step with RUN_ERROR_CODES). The page
+ * shows the row of a failed run's code.
+ */
+async function loadErrorAdvice(): Promise<ReadonlyMap<string, ErrorAdvice>> {
+  const rows = (await readFile(ERRORS_DOC, 'utf8')).matchAll(/^\|\s*`([a-z_]+)`\s*\|(.*)\|(.*)\|\s*$/gm);
+  return new Map(
+    [...rows].map(([, code = '', meaning = '', todo = '']) => [
+      code,
+      { meaning: meaning.trim(), todo: todo.trim() },
+    ]),
+  );
 }
 
 /** dagre's browser bundle (a global `dagre`), from the installed package. */
