@@ -88,7 +88,6 @@ async function* modelList(
   client: TrainingServiceClient,
   filter: { status: string | undefined; dataset: string | undefined; limit: number },
 ): AsyncGenerator<Model> {
-  const matches = (model: Model): boolean => filter.status === undefined || model.status === filter.status;
   if (filter.dataset === undefined) {
     yield* client.listModels({
       limit: Math.min(PAGE_MAX, filter.limit),
@@ -110,7 +109,7 @@ async function* modelList(
   }
   // The service cannot filter by dataset: paging stops at models older than the dataset.
   for await (const model of client.modelsOfDataset(filter.dataset, { datasetCreatedAt: createdAt })) {
-    if (matches(model)) yield model;
+    if (filter.status === undefined || model.status === filter.status) yield model;
   }
 }
 

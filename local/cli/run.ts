@@ -266,16 +266,15 @@ async function tellLeftovers(
   }
   const { describeLeftovers, leftAtService } = await import('./left-at-service.js');
   try {
-    const left = await untilAborted(
-      (async () =>
-        leftAtService(await local.service(), {
-          datasetName,
-          knownIds: known === undefined ? [] : [known],
-          // A minute's leeway for the service's clock.
-          since: startedAt - 60_000,
-        }))(),
-      AbortSignal.timeout(LEFTOVERS_TIMEOUT_MS),
+    const asked = local.service().then((client) =>
+      leftAtService(client, {
+        datasetName,
+        knownIds: known === undefined ? [] : [known],
+        // A minute's leeway for the service's clock.
+        since: startedAt - 60_000,
+      }),
     );
+    const left = await untilAborted(asked, AbortSignal.timeout(LEFTOVERS_TIMEOUT_MS));
     io.stderr.write(`${describeLeftovers(left, local.serviceUrl, path).join('\n')}\n`);
   } catch (error) {
     io.stderr.write(
