@@ -50,7 +50,7 @@ export const runLocalCommand = defineCommand(LOCAL_SPEC, async (args, io, { env 
   }
   let console: LocalConsole | undefined;
   try {
-    console = await consoleFor(local, options.console, options.mode);
+    console = await consoleFor(local, options);
   } catch (error) {
     await local.close();
     throw new CommandError('failed', `could not start the console: ${messageOf(error)}`);

@@ -90,7 +90,7 @@ async function runInLocalMode(run: RunOfFolder): Promise<number> {
         triggerFailed.abort(new Error(`the S3 event for ${key} started no run: ${messageOf(error)}`));
       },
     });
-    console = await consoleFor(local, options.console, options.mode);
+    console = await consoleFor(local, options);
     if (console !== undefined) watch.reporter.line(`hopper: console at ${console.url}`);
     watch.reporter.line(
       `hopper: local mode: S3 at ${local.s3.endpoint} (bucket ${local.bucket}), training service at ${local.serviceUrl}${local.simulated === undefined ? '' : ' (simulated)'}`,
