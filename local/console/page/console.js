@@ -21,19 +21,17 @@ function el(tag, attributes = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attributes)) {
     if (value === undefined || value === null) continue;
-    if (key === 'class') node.className = value;
-    else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+    if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
     else node.setAttribute(key, String(value));
   }
-  for (const child of children) {
-    if (child === null || child === undefined) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
+  // append() puts anything but a node in as text.
+  node.append(...children.filter((child) => child !== null && child !== undefined));
   return node;
 }
 
-async function getJson(path) {
-  const response = await fetch(path, { headers: { accept: 'application/json' } });
+/** The JSON answer to `path` (asked with `init`), or an error with the message of a refusal. */
+async function fetchJson(path, init = {}) {
+  const response = await fetch(path, { headers: { accept: 'application/json' }, ...init });
   const body = await response.json();
   if (!response.ok) throw new Error(body.error ?? `${path}: HTTP ${response.status}`);
   return body;
@@ -55,9 +53,9 @@ function badge(state) {
 
 /** The run list: `page` when given (the page's initial state), else asked for. */
 async function showRuns(page, service) {
-  const query = new URLSearchParams({ offset: String(view.offset), limit: String(PAGE_SIZE) });
-  if (view.filter !== '') query.set('state', view.filter);
-  page ??= await getJson(`/api/runs?${query}`);
+  // state= (no filter) lists runs in every state.
+  const query = new URLSearchParams({ offset: view.offset, limit: PAGE_SIZE, state: view.filter });
+  page ??= await fetchJson(`/api/runs?${query}`);
   const counts = Object.entries(page.counts);
   $('#filters').replaceChildren(
     filterButton('', `all (${counts.reduce((sum, [, count]) => sum + count, 0)})`),
@@ -148,7 +146,7 @@ async function showService(service) {
 // ---- One run -----------------------------------------------------------------------------
 
 async function showRun(runId) {
-  const detail = await getJson(`/api/runs/${encodeURIComponent(runId)}`);
+  const detail = await fetchJson(`/api/runs/${encodeURIComponent(runId)}`);
   view.detail = detail;
   const { summary } = detail;
   $('#run-title').replaceChildren(summary.drop, ' ', badge(summary.state));
@@ -309,11 +307,12 @@ async function dropFolder(drop, files) {
   const message = $('#drop-message');
   message.className = '';
   message.textContent = `Checking ${drop}…`;
-  const runsOfDrop = async () => (await getJson(`/api/runs?drop=${encodeURIComponent(drop)}&limit=200`)).runs;
+  const runsOfDrop = async () =>
+    (await fetchJson(`/api/runs?drop=${encodeURIComponent(drop)}&limit=200`)).runs;
   try {
     // Names and sizes, and train.json's bytes: what the server judges by the run's rules.
     const trainJson = files.find((entry) => entry.name === 'train.json')?.file;
-    const check = await fetch('/api/drops/check', {
+    const checked = await fetchJson('/api/drops/check', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
@@ -323,8 +322,6 @@ async function dropFolder(drop, files) {
         trainJson: trainJson?.size <= 1024 * 1024 ? [...new Uint8Array(await trainJson.arrayBuffer())] : [],
       }),
     });
-    const checked = await check.json();
-    if (!check.ok) throw new Error(checked.error);
     const before = new Set((await runsOfDrop()).map((run) => run.runId));
     const ordered = files.toSorted(
       (a, b) => Number(a.name === 'train.json') - Number(b.name === 'train.json'),
@@ -332,8 +329,7 @@ async function dropFolder(drop, files) {
     for (const [index, entry] of ordered.entries()) {
       message.textContent = `Uploading ${drop}/${entry.name} (${index + 1} of ${ordered.length}) to ${checked.prefix}`;
       const url = `/api/drops/${encodeURIComponent(drop)}/files?name=${encodeURIComponent(entry.name)}`;
-      const put = await fetch(url, { method: 'PUT', body: entry.file });
-      if (!put.ok) throw new Error((await put.json()).error);
+      await fetchJson(url, { method: 'PUT', body: entry.file });
     }
     message.textContent = `Dropped ${drop} (${ordered.length} files): waiting for its run to start…`;
     const deadline = Date.now() + START_WAIT_MS;
