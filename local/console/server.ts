@@ -48,7 +48,6 @@ export interface ConsoleOptions {
 export interface LocalConsole {
   /** `http://127.0.0.1:<port>/` */
   readonly url: string;
-  readonly port: number;
   close(): Promise<void>;
 }
 
@@ -66,12 +65,11 @@ const MAX_PAGE = 200;
 /** Changes are sent at most this often, gathered (a run emits dozens of events a second). */
 const EVENT_FLUSH_MS = 150;
 
-const PAGE_DIR = CONSOLE_PAGE;
 const STATIC_FILES: Readonly<Record<string, { readonly file: URL | string; readonly type: string }>> = {
-  '/static/console.js': { file: new URL('console.js', PAGE_DIR), type: 'text/javascript; charset=utf-8' },
-  '/static/graph.js': { file: new URL('graph.js', PAGE_DIR), type: 'text/javascript; charset=utf-8' },
-  '/static/console.css': { file: new URL('console.css', PAGE_DIR), type: 'text/css; charset=utf-8' },
-  '/favicon.ico': { file: new URL('favicon.svg', PAGE_DIR), type: 'image/svg+xml' },
+  '/static/console.js': { file: new URL('console.js', CONSOLE_PAGE), type: 'text/javascript; charset=utf-8' },
+  '/static/graph.js': { file: new URL('graph.js', CONSOLE_PAGE), type: 'text/javascript; charset=utf-8' },
+  '/static/console.css': { file: new URL('console.css', CONSOLE_PAGE), type: 'text/css; charset=utf-8' },
+  '/favicon.ico': { file: new URL('favicon.svg', CONSOLE_PAGE), type: 'image/svg+xml' },
   '/vendor/dagre.min.js': { file: dagreBundle(), type: 'text/javascript; charset=utf-8' },
 };
 
@@ -97,7 +95,6 @@ export async function startConsole(local: LocalMode, options: ConsoleOptions = {
   context.origins = [`http://127.0.0.1:${String(port)}`, `http://localhost:${String(port)}`];
   return {
     url: `http://127.0.0.1:${String(port)}/`,
-    port,
     async close() {
       streams.close();
       log.close();
@@ -185,7 +182,7 @@ function fromThisConsole(context: RouteContext, request: IncomingMessage): boole
  */
 async function servePage({ context, response }: Call): Promise<Answer> {
   const [html, runs, service] = await Promise.all([
-    readFile(new URL('index.html', PAGE_DIR), 'utf8'),
+    readFile(new URL('index.html', CONSOLE_PAGE), 'utf8'),
     runPage(context, new URL('http://127.0.0.1/')),
     context.service?.snapshot().catch(() => null) ?? null,
   ]);
