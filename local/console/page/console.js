@@ -121,10 +121,7 @@ function filterButton(state, label) {
 
 /** The service's side: `service` when given (null: not simulated), else asked for. */
 async function showService(service) {
-  if (service === undefined) {
-    const response = await fetch('/api/service');
-    service = response.ok ? await response.json() : null;
-  }
+  if (service === undefined) service = await fetchJson('/api/service').catch(() => null);
   const section = $('#service');
   section.hidden = service === null;
   if (service === null) return;
@@ -180,14 +177,16 @@ async function showRun(runId) {
 }
 
 function showGraph() {
-  const marks = stateMarks(view.detail.events, view.detail.summary.state);
-  const onSelect = (name) => {
-    view.selected = name;
-    showStateIo();
-  };
-  drawGraph($('#graph'), definition, marks, { compact: view.compact, zoom: view.zoom, onSelect });
+  const { events, summary } = view.detail;
+  const options = { compact: view.compact, zoom: view.zoom, onSelect: selectState };
+  drawGraph($('#graph'), definition, stateMarks(events, summary.state), options);
   for (const button of document.querySelectorAll('[data-graph]'))
     button.classList.toggle('active', (button.dataset.graph === 'compact') === view.compact);
+}
+
+function selectState(name) {
+  view.selected = name;
+  showStateIo();
 }
 
 /** The selected state's input and output, from its latest entered and exited events. */
@@ -220,11 +219,7 @@ function showHistory(events) {
       {
         class: `event ${event.type}`,
         'data-state': event.state?.name ?? '',
-        onclick: () => {
-          if (event.state === undefined) return;
-          view.selected = event.state.name;
-          showStateIo();
-        },
+        onclick: event.state === undefined ? undefined : () => selectState(event.state.name),
       },
       el('td', {}, index + 1),
       el('td', { class: 'time' }, `+${((event.timestamp - start) / 1000).toFixed(3)} s`),
@@ -245,8 +240,7 @@ function eventDetail(event) {
     return record?.waitSeconds === undefined ? 'wait' : `wait ${record.waitSeconds} s`;
   }
   if (event.type === 'StateExited' && event.state.type === 'Task') {
-    const output = event.state.output ?? {};
-    const record = output.model ?? output.dataset;
+    const record = event.state.output?.model ?? event.state.output?.dataset;
     return record === undefined ? '' : `step ${record.step}, next_action ${record.nextAction}`;
   }
   return '';
