@@ -139,7 +139,7 @@ export class CliUsageError extends CommandError {
 export class Parsed {
   constructor(
     readonly positionals: readonly string[],
-    private readonly values: ReadonlyMap<string, string | number | true | readonly string[]>,
+    private readonly values: ReadonlyMap<string, string | number | true | readonly (string | number)[]>,
   ) {}
 
   text(flag: string): string | undefined {
@@ -158,7 +158,7 @@ export class Parsed {
 
   list(flag: string): readonly string[] {
     const value = this.values.get(flag);
-    return Array.isArray(value) ? (value as readonly string[]) : [];
+    return Array.isArray(value) ? value.map(String) : [];
   }
 }
 
@@ -196,17 +196,13 @@ export function parseCommand(spec: CommandSpec, argv: readonly string[]): Parsed
         : `give one ${what}, got ${String(positionals.length)}: ${given}`,
     );
   }
-  const values = new Map<string, string | number | true | readonly string[]>();
+  const values = new Map<string, string | number | true | readonly (string | number)[]>();
   for (const [name, flag] of Object.entries(spec.flags)) {
     const value = parsed.values[name] as string | boolean | string[] | undefined;
-    if (value === undefined) continue;
+    const check = (text: string): string | number => checked(name, flag, text);
     if (typeof value === 'boolean') values.set(name, true);
-    else if (Array.isArray(value))
-      values.set(
-        name,
-        value.map((text) => checked(name, flag, text) as string),
-      );
-    else values.set(name, checked(name, flag, value));
+    else if (typeof value === 'string') values.set(name, check(value));
+    else if (value !== undefined) values.set(name, value.map(check));
   }
   return new Parsed(positionals, values);
 }
@@ -323,17 +319,14 @@ export function defineCommand(
       io.stdout.write(helpText(spec));
       return EXIT.succeeded;
     } catch (error) {
-      return reportError(spec.name, argv.includes('--json'), error, io);
+      const failure = error instanceof CommandError ? error : new CommandError('failed', messageOf(error));
+      if (argv.includes('--json'))
+        io.stdout.write(json({ error: { code: failure.code, message: failure.message } }));
+      else io.stderr.write(`hopper ${spec.name}: ${failure.text}\n`);
+      return failure.exit;
     }
   };
   return Object.assign(run, { spec });
-}
-
-export function reportError(command: string, asJson: boolean, error: unknown, io: CommandIo): ExitCode {
-  const failure = error instanceof CommandError ? error : new CommandError('failed', messageOf(error));
-  if (asJson) io.stdout.write(json({ error: { code: failure.code, message: failure.message } }));
-  else io.stderr.write(`hopper ${command}: ${failure.text}\n`);
-  return failure.exit;
 }
 
 /** `rows` under `header`, each column as wide as its widest cell, two spaces apart. */

@@ -14,9 +14,8 @@
  */
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { open, readdir, readlink, stat } from 'node:fs/promises';
+import { open, readdir, readlink, stat, type FileHandle } from 'node:fs/promises';
 import { basename, join, relative, resolve, sep } from 'node:path';
-import type { Readable } from 'node:stream';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { listingOf } from '../../lambdas/drop/listing.js';
 import type { DropFile } from '../../lambdas/run/state/index.js';
@@ -90,7 +89,7 @@ export async function readDropFolder(folder: string): Promise<DropFolder> {
   }
   const listing = listingOf(found);
   checkDropFiles(folder, [...listing.files.keys()]);
-  const read = (name: string) => openInside(join(root, name));
+  const read = async (name: string) => (await openInside(join(root, name))).createReadStream();
   return {
     root,
     drop: basename(root),
@@ -113,13 +112,13 @@ export function checkDropFiles(folder: string, names: readonly string[]): void {
 }
 
 /** O_NOFOLLOW: a file made a link since the folder was read is not followed either. */
-async function openInside(path: string): Promise<Readable> {
-  return (await open(path, constants.O_RDONLY | constants.O_NOFOLLOW)).createReadStream();
+function openInside(path: string): Promise<FileHandle> {
+  return open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
 }
 
 /** A file's size and the etag S3 gives it put whole: the MD5 of its bytes, in hex. */
 async function digestOf(path: string): Promise<{ bytes: number; etag: string }> {
-  const file = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  const file = await openInside(path);
   try {
     const hash = createHash('md5');
     const { size } = await file.stat();
@@ -159,7 +158,7 @@ export async function uploadDropFolder(
 
 async function putFile(s3: S3Client, bucket: string, folder: DropFolder, file: DropFile): Promise<string> {
   // Opened first: a file that is gone or unreadable rejects here, not in a stream mid-request.
-  const handle = await open(join(folder.root, file.name), constants.O_RDONLY | constants.O_NOFOLLOW);
+  const handle = await openInside(join(folder.root, file.name));
   try {
     const answer = await s3.send(
       new PutObjectCommand({

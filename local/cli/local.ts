@@ -6,7 +6,7 @@
 import { describeFailure, messageOf } from '../../lambdas/run/errors/index.js';
 import { consoleFor, type LocalConsole } from '../console/index.js';
 import { formatRunEvent } from '../emulator/event-bus.js';
-import { startLocalMode, type LocalMode } from '../emulator/local-mode.js';
+import { startLocalMode, type LocalMode, type LocalModeOptions } from '../emulator/local-mode.js';
 import type { ExecutionOutcome } from '../emulator/state-machine.js';
 import { LOCAL_S3_CREDENTIALS, LOCAL_S3_REGION } from '../s3/local-s3.js';
 import { CommandError, defineCommand, EXIT, stopSignal, untilStopped, type CommandIo } from './command.js';
@@ -25,25 +25,18 @@ import {
  * The lines a shell can eval to point an S3 client (aws CLI, SDK) at local mode, and `hopper
  * status`, `runs`, `models` and `retry` (local/cli/) at it too. Never the API key.
  */
-export function exportLines(
-  local: Pick<LocalMode, 'bucket'> & { s3: { endpoint: string } } & Partial<
-      Pick<LocalMode, 'executions' | 'serviceUrl'>
-    >,
-): string[] {
-  const values: Readonly<Record<string, string | undefined>> = {
+export function exportLines(local: LocalMode): string[] {
+  const values: Readonly<Record<string, string>> = {
     [S3_ENDPOINT_ENV]: local.s3.endpoint,
     AWS_ACCESS_KEY_ID: LOCAL_S3_CREDENTIALS.accessKeyId,
     AWS_SECRET_ACCESS_KEY: LOCAL_S3_CREDENTIALS.secretAccessKey,
     AWS_REGION: LOCAL_S3_REGION,
     [HOPPER_BUCKET_ENV]: local.bucket,
-    [SFN_ENDPOINT_ENV]: local.executions?.url,
-    [HOPPER_STATE_MACHINE_ENV]: local.executions?.stateMachineArn,
+    [SFN_ENDPOINT_ENV]: local.executions.url,
+    [HOPPER_STATE_MACHINE_ENV]: local.executions.stateMachineArn,
     [HOPPER_SERVICE_URL_ENV]: local.serviceUrl,
   };
-  return LOCAL_EXPORTS.flatMap((name) => {
-    const value = values[name];
-    return value === undefined ? [] : [`export ${name}=${value}`];
-  });
+  return LOCAL_EXPORTS.map((name) => `export ${name}=${String(values[name])}`);
 }
 
 export const runLocalCommand = defineCommand(LOCAL_SPEC, async (args, io, { env }) => {
@@ -57,12 +50,12 @@ export const runLocalCommand = defineCommand(LOCAL_SPEC, async (args, io, { env 
   }
   let console: LocalConsole | undefined;
   try {
-    console = await consoleFor(local, options.console, options.mode);
+    console = await consoleFor(local, options);
   } catch (error) {
     await local.close();
     throw new CommandError('failed', `could not start the console: ${messageOf(error)}`);
   }
-  serve(local, console, options.mode.dataDir, io, options.mode.waitMs);
+  serve(local, console, options.mode, io);
   await untilStopped(stop);
   io.stderr.write('hopper local: stopping\n');
   await console?.close();
@@ -74,9 +67,8 @@ export const runLocalCommand = defineCommand(LOCAL_SPEC, async (args, io, { env 
 function serve(
   local: LocalMode,
   console: LocalConsole | undefined,
-  dataDir: string | undefined,
+  { dataDir, waitMs }: LocalModeOptions,
   io: CommandIo,
-  waitMs: number | undefined,
 ): void {
   followRuns(local, io, waitMs);
   const service = `${local.serviceUrl}${local.simulated === undefined ? '' : ' (simulated)'}`;

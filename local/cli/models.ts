@@ -5,7 +5,7 @@
  * (models/<drop>/<model id>/model.json), oldest to newest, with their metrics, the change from
  * the previous model, and which is current (models/<drop>/current.json; lambdas/steps/lineage.ts).
  */
-import { MODEL_STATUSES } from '../../lambdas/service-client/contract.js';
+import { LIST_LIMIT_MAX, MODEL_STATUSES } from '../../lambdas/service-client/contract.js';
 import { NotFoundError, TrainingServiceClient, type Model } from '../../lambdas/service-client/index.js';
 import { isModelDocument } from '../../lambdas/steps/lineage.js';
 import { currentModelKey, MODELS_PREFIX } from '../../lambdas/storage/keys.js';
@@ -15,8 +15,6 @@ import { targetCommand, TARGET_FLAGS, type Target } from './target.js';
 
 export const DEFAULT_MODELS = 25;
 export const MAX_MODELS = 1000;
-/** The service's largest page (B10). */
-const PAGE_MAX = 100;
 
 export const MODELS_SPEC: CommandSpec = {
   name: 'models',
@@ -86,31 +84,19 @@ export const runModelsCommand = targetCommand(MODELS_SPEC, async (args, target, 
 /** The models asked for, newest first, as an iterator that fetches pages only when read. */
 async function* modelList(
   client: TrainingServiceClient,
-  filter: { status: string | undefined; dataset: string | undefined; limit: number },
+  { status, dataset: id, limit }: { status: string | undefined; dataset: string | undefined; limit: number },
 ): AsyncGenerator<Model> {
-  const matches = (model: Model): boolean => filter.status === undefined || model.status === filter.status;
-  if (filter.dataset === undefined) {
-    yield* client.listModels({
-      limit: Math.min(PAGE_MAX, filter.limit),
-      ...(filter.status === undefined ? {} : { status: filter.status }),
-    });
+  if (id === undefined) {
+    yield* client.listModels({ limit: Math.min(LIST_LIMIT_MAX, limit), status });
     return;
   }
-  let createdAt: string;
-  try {
-    createdAt = (await client.getDataset(filter.dataset)).created_at;
-  } catch (error) {
-    if (error instanceof NotFoundError) {
-      throw new CommandError(
-        'not_found',
-        `the training service has no dataset ${filter.dataset}: check --dataset`,
-      );
-    }
-    throw error;
-  }
+  const dataset = await client.getDataset(id).catch((error: unknown) => {
+    if (!(error instanceof NotFoundError)) throw error;
+    throw new CommandError('not_found', `the training service has no dataset ${id}: check --dataset`);
+  });
   // The service cannot filter by dataset: paging stops at models older than the dataset.
-  for await (const model of client.modelsOfDataset(filter.dataset, { datasetCreatedAt: createdAt })) {
-    if (matches(model)) yield model;
+  for await (const model of client.modelsOfDataset(id, { datasetCreatedAt: dataset.created_at })) {
+    if (status === undefined || model.status === status) yield model;
   }
 }
 

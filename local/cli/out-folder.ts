@@ -64,15 +64,7 @@ const STALE_TAKEOVER_MS = 10_000;
  */
 export async function prepareOutFolder(out: string, drop: string): Promise<OutFolder> {
   const path = join(out, drop);
-  let created: string | undefined;
-  try {
-    created = await mkdir(path, { recursive: true });
-  } catch (error) {
-    throw await cannotCreate(path, error);
-  }
-  const removeMadeFolders = async (): Promise<void> => {
-    if (created !== undefined) await removeEmptyFolders(path, created);
-  };
+  const created = await mkdir(path, { recursive: true }).catch((error: unknown) => cannotCreate(path, error));
   let lock: { release(): Promise<void> };
   try {
     for (const name of MODEL_FILES) {
@@ -85,29 +77,28 @@ export async function prepareOutFolder(out: string, drop: string): Promise<OutFo
     }
     lock = await takeLock(path);
   } catch (error) {
-    await removeMadeFolders();
+    await removeEmptyFolders(path, created);
     throw error;
   }
   return {
     path,
     async release() {
       await lock.release();
-      await removeMadeFolders();
+      await removeEmptyFolders(path, created);
     },
   };
 }
 
-async function cannotCreate(path: string, error: unknown): Promise<OutFolderError> {
+/** Why `path` could not be made. */
+async function cannotCreate(path: string, error: unknown): Promise<never> {
   const code = (error as NodeJS.ErrnoException).code;
-  if (code === 'EEXIST' || code === 'ENOTDIR') {
-    const file = await firstFileOnTheWay(path);
-    if (file !== undefined) {
-      return new OutFolderError(
-        `--out: ${file} is a file, and hopper run saves the model in the folder ${path}: give another --out, or move the file away`,
-      );
-    }
+  const file = code === 'EEXIST' || code === 'ENOTDIR' ? await firstFileOnTheWay(path) : undefined;
+  if (file !== undefined) {
+    throw new OutFolderError(
+      `--out: ${file} is a file, and hopper run saves the model in the folder ${path}: give another --out, or move the file away`,
+    );
   }
-  return new OutFolderError(
+  throw new OutFolderError(
     `--out: cannot create ${path} (${describeFsError(error)}): give --out a folder you can write to`,
   );
 }
@@ -139,19 +130,18 @@ function describeFsError(error: unknown): string {
   return reasons[(error as NodeJS.ErrnoException).code ?? ''] ?? messageOf(error);
 }
 
-/** Removes `path` and its parents up to `created` while they are empty. */
-async function removeEmptyFolders(path: string, created: string): Promise<void> {
-  const depth = relative(created, path)
-    .split(sep)
-    .filter((part) => part !== '').length;
+/** Removes `path` and its parents up to `created` (the first folder mkdir made) while they are empty. */
+async function removeEmptyFolders(path: string, created: string | undefined): Promise<void> {
+  if (created === undefined) return;
+  const depth = relative(created, path).split(sep).filter(Boolean).length;
   let folder = path;
-  for (let level = 0; level <= depth; level++) {
-    const removed = await rmdir(folder).then(
-      () => true,
-      () => false,
-    );
-    if (!removed) return;
-    folder = dirname(folder);
+  try {
+    for (let level = 0; level <= depth; level++) {
+      await rmdir(folder);
+      folder = dirname(folder);
+    }
+  } catch {
+    // Not empty (a model was saved in it): it and its parents stay.
   }
 }
 

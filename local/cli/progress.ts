@@ -62,13 +62,9 @@ export function formatProgress(elapsedMs: number, progress: RunProgress): string
 /** `1.0 MiB`, `292.9 KiB`, `12 B` */
 export function formatBytes(bytes: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit += 1;
-  }
-  return `${unit === 0 ? String(value) : value.toFixed(1)} ${units[unit] ?? 'B'}`;
+  // Each unit is 2^10 of the one before.
+  const unit = bytes < 1024 ? 0 : Math.min(units.length - 1, Math.floor(Math.log2(bytes) / 10));
+  return `${unit === 0 ? String(bytes) : (bytes / 1024 ** unit).toFixed(1)} ${units[unit] ?? 'B'}`;
 }
 
 export interface ProgressReporter {
@@ -89,8 +85,7 @@ export function liveReporter(stream: Writable, startedAt = Date.now()): Progress
   const draw = (): void => {
     if (current !== null) stream.write(`\r\x1b[2K${formatProgress(Date.now() - startedAt, current)}`);
   };
-  const timer = setInterval(draw, REDRAW_MS);
-  timer.unref();
+  const timer = setInterval(draw, REDRAW_MS).unref();
   return {
     update(progress) {
       current = progress;

@@ -11,7 +11,7 @@ import { resumeTarget } from '../../lambdas/run/lock/index.js';
 import type { ResumeFrom } from '../../lambdas/run/state/index.js';
 import { readStatus, type RunStatus } from '../../lambdas/run/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { isNotFound, putJson } from '../../lambdas/storage/objects.js';
+import { nullIfNotFound, putJson } from '../../lambdas/storage/objects.js';
 import { CommandError, EXIT, json, type CommandIo, type CommandSpec } from './command.js';
 import { targetCommand, TARGET_FLAGS, type Target } from './target.js';
 
@@ -122,19 +122,17 @@ async function readTrainJson(
   target: Pick<Target, 's3' | 'bucket'>,
   key: string,
 ): Promise<{ config: Record<string, unknown>; modified: number }> {
-  let text: string;
-  let modified: number;
-  try {
-    const object = await target.s3.send(new GetObjectCommand({ Bucket: target.bucket, Key: key }));
-    text = (await object.Body?.transformToString()) ?? '';
-    modified = object.LastModified?.getTime() ?? Date.now();
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
+  const object = await target.s3
+    .send(new GetObjectCommand({ Bucket: target.bucket, Key: key }))
+    .catch(nullIfNotFound);
+  if (object === null) {
     throw new CommandError(
       'not_resumable',
       `s3://${target.bucket}/${key} is gone (the inbox keeps objects for a limited time): upload the drop's train.json with "resume": true yourself`,
     );
   }
+  const text = (await object.Body?.transformToString()) ?? '';
+  const modified = object.LastModified?.getTime() ?? Date.now();
   try {
     const value: unknown = JSON.parse(text.replace(/^\uFEFF/, ''));
     if (typeof value === 'object' && value !== null && !Array.isArray(value))

@@ -90,7 +90,7 @@ async function runInLocalMode(run: RunOfFolder): Promise<number> {
         triggerFailed.abort(new Error(`the S3 event for ${key} started no run: ${messageOf(error)}`));
       },
     });
-    console = await consoleFor(local, options.console, options.mode);
+    console = await consoleFor(local, options);
     if (console !== undefined) watch.reporter.line(`hopper: console at ${console.url}`);
     watch.reporter.line(
       `hopper: local mode: S3 at ${local.s3.endpoint} (bucket ${local.bucket}), training service at ${local.serviceUrl}${local.simulated === undefined ? '' : ' (simulated)'}`,
@@ -266,16 +266,15 @@ async function tellLeftovers(
   }
   const { describeLeftovers, leftAtService } = await import('./left-at-service.js');
   try {
-    const left = await untilAborted(
-      (async () =>
-        leftAtService(await local.service(), {
-          datasetName,
-          knownIds: known === undefined ? [] : [known],
-          // A minute's leeway for the service's clock.
-          since: startedAt - 60_000,
-        }))(),
-      AbortSignal.timeout(LEFTOVERS_TIMEOUT_MS),
+    const asked = local.service().then((client) =>
+      leftAtService(client, {
+        datasetName,
+        knownIds: known === undefined ? [] : [known],
+        // A minute's leeway for the service's clock.
+        since: startedAt - 60_000,
+      }),
     );
+    const left = await untilAborted(asked, AbortSignal.timeout(LEFTOVERS_TIMEOUT_MS));
     io.stderr.write(`${describeLeftovers(left, local.serviceUrl, path).join('\n')}\n`);
   } catch (error) {
     io.stderr.write(

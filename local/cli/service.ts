@@ -21,7 +21,6 @@ import {
   defineCommand,
   EXIT,
   stopSignal,
-  parseCommand,
   type CommandSpec,
   type Flag,
   type Parsed,
@@ -152,13 +151,8 @@ export const runServiceCommand = defineCommand(SERVICE_SPEC, async (args, io) =>
   return EXIT.succeeded;
 });
 
-/** The service's options from a command line; --help gives 'help'. */
-export function parseServiceArgs(argv: readonly string[]): Partial<SimulatedServiceOptions> | 'help' {
-  const args = parseCommand(SERVICE_SPEC, argv);
-  return args === 'help' ? 'help' : serviceOptions(args);
-}
-
-function serviceOptions(args: Parsed): Partial<SimulatedServiceOptions> {
+/** The service's options from a command line read by SERVICE_SPEC. */
+export function serviceOptions(args: Parsed): Partial<SimulatedServiceOptions> {
   const options: Partial<Record<keyof SimulatedServiceOptions, unknown>> = {};
   for (const knob of KNOBS) {
     const flag = flagOf(knob);

@@ -14,7 +14,7 @@ import {
   type RunStatus,
 } from '../../lambdas/run/status/index.js';
 import { MODELS_PREFIX, modelRecordKey } from '../../lambdas/storage/keys.js';
-import { isNotFound, readJson } from '../../lambdas/storage/objects.js';
+import { nullIfNotFound, readJson } from '../../lambdas/storage/objects.js';
 
 export class BucketView {
   readonly #statuses = new Map<string, { etag: string; status: RunStatus | null }>();
@@ -69,14 +69,11 @@ export class BucketView {
   /** A model file's bytes as a stream, with its size; null when there is no such object. */
   async modelFile(key: string): Promise<{ body: Readable; bytes: number } | null> {
     if (!key.startsWith(MODELS_PREFIX) || key.split('/').includes('..')) return null;
-    try {
-      const { Body: body, ContentLength: bytes = 0 } = await this.s3.send(
-        new GetObjectCommand({ Bucket: this.bucket, Key: key }),
-      );
-      return body === undefined ? null : { body: body as Readable, bytes };
-    } catch (error) {
-      if (isNotFound(error)) return null;
-      throw error;
-    }
+    const answer = await this.s3
+      .send(new GetObjectCommand({ Bucket: this.bucket, Key: key }))
+      .catch(nullIfNotFound);
+    return answer?.Body === undefined
+      ? null
+      : { body: answer.Body as Readable, bytes: answer.ContentLength ?? 0 };
   }
 }

@@ -127,8 +127,7 @@ function errorOf(
   latest: RunState | null,
 ): { code: string; message: string } | null {
   if (outcome === null || !('error' in outcome)) return null;
-  const reported = latest?.report?.error;
-  if (reported !== undefined && reported !== null) return reported;
+  if (latest?.report?.error != null) return latest.report.error;
   const text = describeFailure(outcome.error, outcome.cause);
   const coded = parseCodedMessage(text);
   return coded === null ? { code: outcome.error, message: text } : { code: coded.code, message: coded.text };

@@ -61,15 +61,12 @@ export class RunCatalogue {
     drop?: string;
   }): Promise<RunPage> {
     const all = (await this.all()).filter((run) => options.drop === undefined || run.drop === options.drop);
-    const counts = Object.fromEntries(LISTED_RUN_STATES.map((state) => [state, 0])) as Record<
-      ListedRunState,
-      number
-    >;
-    for (const run of all) counts[run.state] += 1;
-    const chosen = options.state === undefined ? all : all.filter((run) => run.state === options.state);
+    const inState = (state: ListedRunState): RunSummary[] => all.filter((run) => run.state === state);
+    const counts = Object.fromEntries(LISTED_RUN_STATES.map((state) => [state, inState(state).length]));
+    const chosen = options.state === undefined ? all : inState(options.state);
     return {
       total: chosen.length,
-      counts,
+      counts: counts as RunPage['counts'],
       offset: options.offset,
       runs: chosen.slice(options.offset, options.offset + options.limit),
     };

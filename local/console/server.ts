@@ -22,13 +22,12 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { CONSOLE_PAGE } from '../files.js';
+import { CONSOLE_PAGE, ERRORS_DOC } from '../files.js';
 import { messageOf } from '../../lambdas/run/errors/index.js';
 import { LISTED_RUN_STATES, type ListedRunState } from '../../lambdas/run/state/index.js';
 import type { LocalMode } from '../emulator/local-mode.js';
 import { listen as listenOn, stop } from '../service/http/index.js';
 import { BucketView } from './bucket-view.js';
-import { loadErrorAdvice, type ErrorAdvice } from './error-advice.js';
 import { RunLog } from './run-log.js';
 import { RunCatalogue, type RunPage } from './runs.js';
 import { ServiceView } from './service-view.js';
@@ -49,8 +48,15 @@ export interface ConsoleOptions {
 export interface LocalConsole {
   /** `http://127.0.0.1:<port>/` */
   readonly url: string;
-  readonly port: number;
   close(): Promise<void>;
+}
+
+/** What a run error means and what to do about it: a row of docs/errors.md's table. */
+interface ErrorAdvice {
+  /** "what happened" */
+  readonly meaning: string;
+  /** "what to do" */
+  readonly todo: string;
 }
 
 /** Runs per page when the page asks for no other number, and the most it may ask for. */
@@ -59,12 +65,11 @@ const MAX_PAGE = 200;
 /** Changes are sent at most this often, gathered (a run emits dozens of events a second). */
 const EVENT_FLUSH_MS = 150;
 
-const PAGE_DIR = CONSOLE_PAGE;
 const STATIC_FILES: Readonly<Record<string, { readonly file: URL | string; readonly type: string }>> = {
-  '/static/console.js': { file: new URL('console.js', PAGE_DIR), type: 'text/javascript; charset=utf-8' },
-  '/static/graph.js': { file: new URL('graph.js', PAGE_DIR), type: 'text/javascript; charset=utf-8' },
-  '/static/console.css': { file: new URL('console.css', PAGE_DIR), type: 'text/css; charset=utf-8' },
-  '/favicon.ico': { file: new URL('favicon.svg', PAGE_DIR), type: 'image/svg+xml' },
+  '/static/console.js': { file: new URL('console.js', CONSOLE_PAGE), type: 'text/javascript; charset=utf-8' },
+  '/static/graph.js': { file: new URL('graph.js', CONSOLE_PAGE), type: 'text/javascript; charset=utf-8' },
+  '/static/console.css': { file: new URL('console.css', CONSOLE_PAGE), type: 'text/css; charset=utf-8' },
+  '/favicon.ico': { file: new URL('favicon.svg', CONSOLE_PAGE), type: 'image/svg+xml' },
   '/vendor/dagre.min.js': { file: dagreBundle(), type: 'text/javascript; charset=utf-8' },
 };
 
@@ -90,7 +95,6 @@ export async function startConsole(local: LocalMode, options: ConsoleOptions = {
   context.origins = [`http://127.0.0.1:${String(port)}`, `http://localhost:${String(port)}`];
   return {
     url: `http://127.0.0.1:${String(port)}/`,
-    port,
     async close() {
       streams.close();
       log.close();
@@ -178,7 +182,7 @@ function fromThisConsole(context: RouteContext, request: IncomingMessage): boole
  */
 async function servePage({ context, response }: Call): Promise<Answer> {
   const [html, runs, service] = await Promise.all([
-    readFile(new URL('index.html', PAGE_DIR), 'utf8'),
+    readFile(new URL('index.html', CONSOLE_PAGE), 'utf8'),
     runPage(context, new URL('http://127.0.0.1/')),
     context.service?.snapshot().catch(() => null) ?? null,
   ]);
@@ -369,6 +373,21 @@ async function listen(server: Server, port: number): Promise<number> {
     );
   }
   return (server.address() as AddressInfo).port;
+}
+
+/**
+ * The rows of docs/errors.md's table by code, Markdown code spans left as backticks: the one place
+ * these words live (test/docs.test.ts keeps the table in step with RUN_ERROR_CODES). The page
+ * shows the row of a failed run's code.
+ */
+async function loadErrorAdvice(): Promise<ReadonlyMap<string, ErrorAdvice>> {
+  const rows = (await readFile(ERRORS_DOC, 'utf8')).matchAll(/^\|\s*`([a-z_]+)`\s*\|(.*)\|(.*)\|\s*$/gm);
+  return new Map(
+    [...rows].map(([, code = '', meaning = '', todo = '']) => [
+      code,
+      { meaning: meaning.trim(), todo: todo.trim() },
+    ]),
+  );
 }
 
 /** dagre's browser bundle (a global `dagre`), from the installed package. */

@@ -37,17 +37,18 @@ export class ServiceView {
   }
 
   async snapshot(): Promise<ServiceSnapshot> {
+    // The first page of each: the newest.
     const [datasets, models] = await Promise.all([
-      firstPage(this.#client.listDatasets({ limit: SHOWN }).pages()),
-      firstPage(this.#client.listModels({ limit: SHOWN }).pages()),
+      this.#client.listDatasets({ limit: SHOWN }).pages().next(),
+      this.#client.listModels({ limit: SHOWN }).pages().next(),
     ]);
     const common = (record: Dataset | Model): ServiceRecord =>
       Object.fromEntries(SHOWN_FIELDS.map((field) => [field, record[field]])) as ServiceRecord;
     return {
       url: this.#simulated.apiUrl,
       credits: this.#simulated.credits(),
-      datasets: datasets.map(common),
-      models: models.map((model) => ({
+      datasets: datasets.done ? [] : datasets.value.data.map(common),
+      models: (models.done ? [] : models.value.data).map((model) => ({
         ...common(model),
         dataset_id: model.dataset_id,
         onnx_bytes: model.onnx_bytes,
@@ -58,9 +59,4 @@ export class ServiceView {
   close(): Promise<void> {
     return this.#client.close();
   }
-}
-
-async function firstPage<T>(pages: AsyncGenerator<{ data: T[] }>): Promise<T[]> {
-  for await (const page of pages) return page.data;
-  return [];
 }

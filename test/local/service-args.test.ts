@@ -1,9 +1,15 @@
 /** Argument parsing of `hopper service` (local/cli/service.ts), without spawning it. */
 import { describe, expect, it } from 'vitest';
-import { CliUsageError, helpText } from '../../local/cli/command.js';
-import { parseFaultFlag, parseServiceArgs, SERVICE_SPEC } from '../../local/cli/service.js';
+import { CliUsageError, helpText, parseCommand } from '../../local/cli/command.js';
+import { parseFaultFlag, SERVICE_SPEC, serviceOptions } from '../../local/cli/service.js';
 import { DEFAULT_OPTIONS } from '../../local/service/index.js';
 import type { SimulatedServiceOptions } from '../../local/service/index.js';
+
+/** `hopper service <argv>` read as the command reads it; --help gives 'help'. */
+function parseServiceArgs(argv: readonly string[]): Partial<SimulatedServiceOptions> | 'help' {
+  const args = parseCommand(SERVICE_SPEC, argv);
+  return args === 'help' ? 'help' : serviceOptions(args);
+}
 
 function run(argv: string[]): Partial<SimulatedServiceOptions> {
   const options = parseServiceArgs(argv);

@@ -21,19 +21,17 @@ function el(tag, attributes = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attributes)) {
     if (value === undefined || value === null) continue;
-    if (key === 'class') node.className = value;
-    else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+    if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
     else node.setAttribute(key, String(value));
   }
-  for (const child of children) {
-    if (child === null || child === undefined) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
+  // append() puts anything but a node in as text.
+  node.append(...children.filter((child) => child !== null && child !== undefined));
   return node;
 }
 
-async function getJson(path) {
-  const response = await fetch(path, { headers: { accept: 'application/json' } });
+/** The JSON answer to `path` (asked with `init`), or an error with the message of a refusal. */
+async function fetchJson(path, init = {}) {
+  const response = await fetch(path, { headers: { accept: 'application/json' }, ...init });
   const body = await response.json();
   if (!response.ok) throw new Error(body.error ?? `${path}: HTTP ${response.status}`);
   return body;
@@ -55,9 +53,9 @@ function badge(state) {
 
 /** The run list: `page` when given (the page's initial state), else asked for. */
 async function showRuns(page, service) {
-  const query = new URLSearchParams({ offset: String(view.offset), limit: String(PAGE_SIZE) });
-  if (view.filter !== '') query.set('state', view.filter);
-  page ??= await getJson(`/api/runs?${query}`);
+  // state= (no filter) lists runs in every state.
+  const query = new URLSearchParams({ offset: view.offset, limit: PAGE_SIZE, state: view.filter });
+  page ??= await fetchJson(`/api/runs?${query}`);
   const counts = Object.entries(page.counts);
   $('#filters').replaceChildren(
     filterButton('', `all (${counts.reduce((sum, [, count]) => sum + count, 0)})`),
@@ -123,10 +121,7 @@ function filterButton(state, label) {
 
 /** The service's side: `service` when given (null: not simulated), else asked for. */
 async function showService(service) {
-  if (service === undefined) {
-    const response = await fetch('/api/service');
-    service = response.ok ? await response.json() : null;
-  }
+  if (service === undefined) service = await fetchJson('/api/service').catch(() => null);
   const section = $('#service');
   section.hidden = service === null;
   if (service === null) return;
@@ -148,7 +143,7 @@ async function showService(service) {
 // ---- One run -----------------------------------------------------------------------------
 
 async function showRun(runId) {
-  const detail = await getJson(`/api/runs/${encodeURIComponent(runId)}`);
+  const detail = await fetchJson(`/api/runs/${encodeURIComponent(runId)}`);
   view.detail = detail;
   const { summary } = detail;
   $('#run-title').replaceChildren(summary.drop, ' ', badge(summary.state));
@@ -182,14 +177,16 @@ async function showRun(runId) {
 }
 
 function showGraph() {
-  const marks = stateMarks(view.detail.events, view.detail.summary.state);
-  const onSelect = (name) => {
-    view.selected = name;
-    showStateIo();
-  };
-  drawGraph($('#graph'), definition, marks, { compact: view.compact, zoom: view.zoom, onSelect });
+  const { events, summary } = view.detail;
+  const options = { compact: view.compact, zoom: view.zoom, onSelect: selectState };
+  drawGraph($('#graph'), definition, stateMarks(events, summary.state), options);
   for (const button of document.querySelectorAll('[data-graph]'))
     button.classList.toggle('active', (button.dataset.graph === 'compact') === view.compact);
+}
+
+function selectState(name) {
+  view.selected = name;
+  showStateIo();
 }
 
 /** The selected state's input and output, from its latest entered and exited events. */
@@ -222,11 +219,7 @@ function showHistory(events) {
       {
         class: `event ${event.type}`,
         'data-state': event.state?.name ?? '',
-        onclick: () => {
-          if (event.state === undefined) return;
-          view.selected = event.state.name;
-          showStateIo();
-        },
+        onclick: event.state === undefined ? undefined : () => selectState(event.state.name),
       },
       el('td', {}, index + 1),
       el('td', { class: 'time' }, `+${((event.timestamp - start) / 1000).toFixed(3)} s`),
@@ -247,8 +240,7 @@ function eventDetail(event) {
     return record?.waitSeconds === undefined ? 'wait' : `wait ${record.waitSeconds} s`;
   }
   if (event.type === 'StateExited' && event.state.type === 'Task') {
-    const output = event.state.output ?? {};
-    const record = output.model ?? output.dataset;
+    const record = event.state.output?.model ?? event.state.output?.dataset;
     return record === undefined ? '' : `step ${record.step}, next_action ${record.nextAction}`;
   }
   return '';
@@ -309,11 +301,12 @@ async function dropFolder(drop, files) {
   const message = $('#drop-message');
   message.className = '';
   message.textContent = `Checking ${drop}…`;
-  const runsOfDrop = async () => (await getJson(`/api/runs?drop=${encodeURIComponent(drop)}&limit=200`)).runs;
+  const runsOfDrop = async () =>
+    (await fetchJson(`/api/runs?drop=${encodeURIComponent(drop)}&limit=200`)).runs;
   try {
     // Names and sizes, and train.json's bytes: what the server judges by the run's rules.
     const trainJson = files.find((entry) => entry.name === 'train.json')?.file;
-    const check = await fetch('/api/drops/check', {
+    const checked = await fetchJson('/api/drops/check', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
@@ -323,8 +316,6 @@ async function dropFolder(drop, files) {
         trainJson: trainJson?.size <= 1024 * 1024 ? [...new Uint8Array(await trainJson.arrayBuffer())] : [],
       }),
     });
-    const checked = await check.json();
-    if (!check.ok) throw new Error(checked.error);
     const before = new Set((await runsOfDrop()).map((run) => run.runId));
     const ordered = files.toSorted(
       (a, b) => Number(a.name === 'train.json') - Number(b.name === 'train.json'),
@@ -332,8 +323,7 @@ async function dropFolder(drop, files) {
     for (const [index, entry] of ordered.entries()) {
       message.textContent = `Uploading ${drop}/${entry.name} (${index + 1} of ${ordered.length}) to ${checked.prefix}`;
       const url = `/api/drops/${encodeURIComponent(drop)}/files?name=${encodeURIComponent(entry.name)}`;
-      const put = await fetch(url, { method: 'PUT', body: entry.file });
-      if (!put.ok) throw new Error((await put.json()).error);
+      await fetchJson(url, { method: 'PUT', body: entry.file });
     }
     message.textContent = `Dropped ${drop} (${ordered.length} files): waiting for its run to start…`;
     const deadline = Date.now() + START_WAIT_MS;
