@@ -2,7 +2,7 @@
  * The synthesized state machine as plain Amazon States Language, for local mode: the very
  * definition the stack deploys, run by aws-local-stepfunctions with each Task state bound to
  * its handler bundle in-process (by state name). `npm run build` writes it to
- * dist/definition.json (scripts/synth-definition.ts); local mode reads that file, so the
+ * dist/definition.json (scripts/build.ts); local mode reads that file, so the
  * installed `hopper` command needs no aws-cdk-lib.
  *
  * CloudFormation receives the definition as an `Fn::Join` of strings and `Ref` tokens for the
@@ -15,7 +15,6 @@ import { Stack } from 'aws-cdk-lib';
 import { CfnVersion } from 'aws-cdk-lib/aws-lambda';
 import type { CfnStateMachine, StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import type { Hopper } from './constructs/hopper.js';
-import { createHopperApp } from './hopper-app.js';
 import { TASKS, bundleName, type TaskName } from './tasks.js';
 
 /** A placeholder Lambda ARN is this prefix followed by the logical id of the function's version. */
@@ -90,18 +89,6 @@ export function localDefinitionOf(hopper: Hopper): LocalDefinition {
     throw new Error(`Task states missing from infra/tasks.ts: ${unknown.map(([name]) => name).join(', ')}`);
   }
   return { definition, handlers };
-}
-
-/**
- * Builds the stack in memory (no cdk-nag, nothing written) and returns its state machine's
- * definition: what local mode runs.
- */
-export function synthesizeLocalDefinition(): LocalDefinition {
-  const { stack } = createHopperApp({
-    cloudFormationValidation: false,
-    context: { 'aws:cdk:bundling-stacks': [] },
-  });
-  return localDefinitionOf(stack.hopper);
 }
 
 /** The definition's text; `versions` are the logical ids of the Lambda versions it may name. */

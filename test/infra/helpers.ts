@@ -5,6 +5,7 @@
 import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { createHopperApp, type HopperApp } from '../../infra/hopper-app.js';
+import { localDefinitionOf, type LocalDefinition } from '../../infra/local-definition.js';
 import { flattenReference } from '../../infra/nag.js';
 
 export const SKIP_BUNDLING = { 'aws:cdk:bundling-stacks': [] } as const;
@@ -95,4 +96,10 @@ export function objectPattern(resource: unknown, bucketArn: unknown): string | n
 /** The bucket ARN as the template writes it, for the new bucket or an imported one. */
 export function bucketArnIn(hopper: HopperApp): unknown {
   return Stack.of(hopper.stack).resolve(hopper.stack.hopper.bucket.bucketArn);
+}
+
+/** The stack built in memory (no cdk-nag), and its state machine's definition: what `npm run build` writes. */
+export function synthesizeLocalDefinition(): LocalDefinition {
+  const { stack } = createHopperApp({ cloudFormationValidation: false, context: SKIP_BUNDLING });
+  return localDefinitionOf(stack.hopper);
 }

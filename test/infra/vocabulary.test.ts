@@ -17,7 +17,8 @@ import type { RunState } from '../../lambdas/run/state/index.js';
 import { STEPS, STOPS, type StopName } from '../../lambdas/run/state/index.js';
 import { NEXT_ACTIONS, type NextAction } from '../../lambdas/service-client/index.js';
 import { reportOf } from '../../lambdas/steps/report.js';
-import { synthesizeLocalDefinition, type AslState } from '../../infra/local-definition.js';
+import type { AslState } from '../../infra/local-definition.js';
+import { synthesizeLocalDefinition } from './helpers.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const path = (file: string) => `${ROOT}${file}`;

@@ -9,13 +9,10 @@ import '../../local/emulator/with-resolvers.js';
 import { existsSync } from 'node:fs';
 import { StateMachine, type StateMachineDefinition } from 'aws-local-stepfunctions';
 import { describe, expect, it } from 'vitest';
-import {
-  PLACEHOLDER_FUNCTION_ARN_PREFIX,
-  synthesizeLocalDefinition,
-  type AslState,
-} from '../../infra/local-definition.js';
+import { PLACEHOLDER_FUNCTION_ARN_PREFIX, type AslState } from '../../infra/local-definition.js';
 import { RunError, retryable } from '../../lambdas/run/errors/index.js';
 import { loadLocalDefinition } from '../../local/emulator/definition.js';
+import { synthesizeLocalDefinition } from '../infra/helpers.js';
 import { handlerBundle } from '../../local/files.js';
 import { executeLocally, type LocalExecution } from '../helpers/local-execution.js';
 import { stepUnderWay } from '../../lambdas/run/state/index.js';

@@ -9,7 +9,8 @@
 import '../../local/emulator/with-resolvers.js';
 import { describe, expect, it } from 'vitest';
 import { readFile } from 'node:fs/promises';
-import { synthesizeLocalDefinition, type AslState } from '../../infra/local-definition.js';
+import type { AslState } from '../../infra/local-definition.js';
+import { synthesizeLocalDefinition } from '../infra/helpers.js';
 import { RETRYABLE_ERROR } from '../../lambdas/run/errors/index.js';
 import {
   DEADLINE_MARGIN_MS,
