@@ -14,27 +14,26 @@ export interface PinnedObject {
   readonly etag: string;
 }
 
-/** The object is there, but it is no longer the version that was validated. */
-export class ObjectChangedError extends Error {
-  override readonly name = 'ObjectChangedError';
-  constructor(
-    readonly key: string,
-    cause?: unknown,
-  ) {
-    super(`s3 object ${key} changed after it was validated`, { cause });
-  }
+/** The class of an error about the pinned object at `key`: its message says it `happened`. */
+function pinnedObjectError(name: string, happened: string) {
+  return class extends Error {
+    override readonly name = name;
+    constructor(
+      readonly key: string,
+      cause?: unknown,
+    ) {
+      super(`s3 object ${key} ${happened}`, { cause });
+    }
+  };
 }
 
+/** The object is there, but it is no longer the version that was validated. */
+export class ObjectChangedError extends pinnedObjectError(
+  'ObjectChangedError',
+  'changed after it was validated',
+) {}
 /** The object is gone. */
-export class ObjectMissingError extends Error {
-  override readonly name = 'ObjectMissingError';
-  constructor(
-    readonly key: string,
-    cause?: unknown,
-  ) {
-    super(`s3 object ${key} does not exist`, { cause });
-  }
-}
+export class ObjectMissingError extends pinnedObjectError('ObjectMissingError', 'does not exist') {}
 
 /**
  * A fresh stream of the object's bytes, refused (ObjectChangedError) when it is not the pinned
