@@ -9,6 +9,7 @@ import * as z from 'zod';
 import { messageOf, RunError } from '../run/errors/index.js';
 import type { Decisions } from '../run/state/index.js';
 import { isDatasetName, MAX_DATASET_NAME_LENGTH } from '../service-client/contract.js';
+import { formatPath, valueAt } from '../service-client/http.js';
 import { isPlainFileName, PLAIN_FILE_NAME_RULE } from './file-names.js';
 import { decodeUtf8, printable, quoted } from './user-text.js';
 
@@ -201,34 +202,14 @@ function issueProblems(issues: z.ZodError['issues'], root: Record<string, unknow
   for (const issue of issues) {
     // Unknown fields of train.json itself are named by unknownFieldProblem.
     if (issue.code === 'unrecognized_keys' && issue.path.length === 0) continue;
-    const path = issue.path.filter((part): part is string | number => typeof part !== 'symbol');
-    const label = pathLabel(path);
+    const label = formatPath(issue.path);
     if (byPath.has(label)) continue;
     byPath.set(
       label,
-      `"${printable(label)}" must be ${issue.message} (got ${describeValue(valueAt(root, path))})`,
+      `"${printable(label)}" must be ${issue.message} (got ${describeValue(valueAt(root, issue.path))})`,
     );
   }
   return [...byPath.values()];
-}
-
-/** `files[2]`, `decisions.dedupe`: how a user finds the value in the file. */
-function pathLabel(path: readonly (string | number)[]): string {
-  return path
-    .map((part, index) => {
-      if (typeof part === 'number') return `[${String(part)}]`;
-      return index === 0 ? part : `.${part}`;
-    })
-    .join('');
-}
-
-function valueAt(root: unknown, path: readonly (string | number)[]): unknown {
-  let value = root;
-  for (const part of path) {
-    if (typeof value !== 'object' || value === null) return undefined;
-    value = (value as Record<string | number, unknown>)[part];
-  }
-  return value;
 }
 
 /** The given value as JSON, cut short: enough to recognise it. */

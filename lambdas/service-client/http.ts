@@ -296,7 +296,7 @@ export function parseBody<T extends z.ZodType>(
   throw unexpectedResponse(endpoint, status, fieldPath, message);
 }
 
-/** `files[0].upload_url` */
+/** `files[0].upload_url`, `decisions.dedupe`: how a user finds the value in the body or file. */
 export function formatPath(path: readonly PropertyKey[]): string {
   let text = '';
   for (const key of path) {
@@ -306,7 +306,8 @@ export function formatPath(path: readonly PropertyKey[]): string {
   return text;
 }
 
-function valueAt(body: unknown, path: readonly PropertyKey[]): unknown {
+/** The value at `path` in `body`, or undefined when there is none. */
+export function valueAt(body: unknown, path: readonly PropertyKey[]): unknown {
   let value = body;
   for (const key of path) {
     if (typeof value !== 'object' || value === null) return undefined;
