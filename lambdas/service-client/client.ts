@@ -87,11 +87,6 @@ export interface TrainingServiceClientOptions extends RequestOptions {
   readonly random?: () => number;
   /** Default: a keep-alive Agent owned (and closed) by the client. */
   readonly dispatcher?: Dispatcher;
-  /**
-   * Paces the API requests once the service has answered 429 (rate-limit.ts). Default: the
-   * process's limiter for this service (sharedRateLimiter), shared by every client to it.
-   */
-  readonly rateLimiter?: AdaptiveRateLimiter;
 }
 
 export interface ModelsOfDatasetOptions {
@@ -131,6 +126,10 @@ export class TrainingServiceClient {
   readonly #retry: RetrySettings;
   readonly #transfer: TransferSettings;
   readonly #ownAgent: Agent | undefined;
+  /**
+   * Paces the API requests once the service has answered 429 (rate-limit.ts): the process's
+   * limiter for this service (sharedRateLimiter), shared by every client to it.
+   */
   readonly #limiter: AdaptiveRateLimiter;
   readonly #options: TrainingServiceClientOptions;
   readonly #signal: AbortSignal | undefined;
@@ -142,7 +141,7 @@ export class TrainingServiceClient {
       throw new TypeError('apiKey is required');
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.#apiKey = options.apiKey;
-    this.#limiter = options.rateLimiter ?? sharedRateLimiter(this.baseUrl);
+    this.#limiter = sharedRateLimiter(this.baseUrl);
     this.#options = options;
     this.#signal = options.signal;
     const logger = options.logger ?? SILENT_LOGGER;
@@ -175,14 +174,13 @@ export class TrainingServiceClient {
 
   /**
    * This client with `options` in place of its own (as openai-node's withOptions): same key,
-   * settings and connection pool, which stays the original's to close.
+   * settings, rate limiter and connection pool, which stays the original's to close.
    */
   withOptions(options: RequestOptions): TrainingServiceClient {
     return new TrainingServiceClient({
       ...this.#options,
       ...options,
       dispatcher: this.#transport.dispatcher,
-      rateLimiter: this.#limiter,
     });
   }
 
