@@ -19,7 +19,7 @@ async function cloudTrigger(): Promise<(event: unknown) => Promise<unknown>> {
   ]);
   const tracer = new Tracer({ serviceName: SERVICE_NAME });
   const sfn = tracer.captureAWSv3Client(new SFNClient({}));
-  return createTriggerHandler(sfnStarterFromEnvironment(process.env, sfn), { logger });
+  return createTriggerHandler(sfnStarterFromEnvironment(sfn), { logger });
 }
 
 /**

@@ -12,7 +12,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
+import { StartExecutionCommand, type SFNClient } from '@aws-sdk/client-sfn';
 import type { EventBridgeEvent, S3ObjectCreatedNotificationEventDetail } from 'aws-lambda';
 import * as z from 'zod';
 import { RunError, notObjectCreatedMessage } from '../run/errors/index.js';
@@ -213,10 +213,7 @@ export function withExecutionArn(
 }
 
 /** Step Functions' StartExecution; ExecutionAlreadyExists is an outcome, any other refusal an error. */
-export function sfnExecutionStarter(
-  stateMachineArn: string,
-  sfn: SFNClient = new SFNClient({}),
-): ExecutionStarter {
+export function sfnExecutionStarter(stateMachineArn: string, sfn: SFNClient): ExecutionStarter {
   return {
     async start(name, input) {
       try {
@@ -242,14 +239,11 @@ export function sfnExecutionStarter(
  * The starter of a Lambda container: the state machine from ENV.stateMachineArn, read at first use.
  * @param sfn the Step Functions client (the handler passes one traced with X-Ray)
  */
-export function sfnStarterFromEnvironment(
-  env: NodeJS.ProcessEnv = process.env,
-  sfn?: SFNClient,
-): ExecutionStarter {
+export function sfnStarterFromEnvironment(sfn: SFNClient): ExecutionStarter {
   let starter: ExecutionStarter | undefined;
   return {
     async start(name, input) {
-      starter ??= sfnExecutionStarter(requireEnv(env, ENV.stateMachineArn), sfn);
+      starter ??= sfnExecutionStarter(requireEnv(process.env, ENV.stateMachineArn), sfn);
       return await starter.start(name, input);
     },
   };
