@@ -146,18 +146,16 @@ export function stepHandler<N extends StepName>(
   const bound =
     (runtime: () => Runtime | Promise<Runtime>) => async (event: unknown, context: InvocationContext) =>
       invoke(step, await runtime(), event, context);
-  const local = ({ service, ...options }: LocalRuntimeOptions): Runtime =>
-    createRuntime({
-      ...options,
-      ...(service === undefined ? {} : { service: connections.service?.fromOptions(service) }),
-    });
   return Object.assign(
     bound(() => runtimeFromEnvironment(process.env, connections)),
     {
       step: step.name,
       withRuntime: (runtime: Runtime) => bound(() => runtime),
-      withLocalRuntime: (options: LocalRuntimeOptions) => {
-        const runtime = local(options);
+      withLocalRuntime: ({ service, ...options }: LocalRuntimeOptions) => {
+        const runtime = createRuntime({
+          ...options,
+          ...(service === undefined ? {} : { service: connections.service?.fromOptions(service) }),
+        });
         return bound(() => runtime);
       },
     },
