@@ -10,14 +10,7 @@
  */
 export type { ServiceClock } from './clock.js';
 export { DataFileReader } from './data-reader.js';
-export {
-  datasetState,
-  QUESTIONS,
-  readDataset,
-  renderDataset,
-  type Dataset,
-  type DatasetFile,
-} from './datasets.js';
+export { datasetState, QUESTIONS, readDataset, renderDataset, type Dataset } from './datasets.js';
 export { conflict, invalidRequest, notFound, ServiceError } from './errors.js';
 export { findTask, firstOpenTask, labelTask, openTaskCount } from './held-out.js';
 export { maskText } from './masking.js';
