@@ -19,7 +19,7 @@ import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build, type BuildOptions } from 'esbuild';
 import { createHopperApp } from '../infra/hopper-app.js';
-import { localDefinitionOf } from '../infra/local-definition.js';
+import { localDefinitionOf } from './local-definition.js';
 import { HANDLER_BUNDLING } from './bundling.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

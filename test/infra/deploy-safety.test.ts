@@ -7,7 +7,7 @@
  * (docs/deploy.md#a-deploy-during-a-run).
  */
 import { describe, expect, it } from 'vitest';
-import { aslOf, PLACEHOLDER_FUNCTION_ARN_PREFIX } from '../../infra/local-definition.js';
+import { aslOf, PLACEHOLDER_FUNCTION_ARN_PREFIX } from '../../scripts/local-definition.js';
 import { TASKS } from '../../infra/tasks.js';
 import { flattenReference } from '../../infra/nag.js';
 import {

@@ -5,7 +5,8 @@
 import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { createHopperApp, type HopperApp } from '../../infra/hopper-app.js';
-import { localDefinitionOf, type LocalDefinition } from '../../infra/local-definition.js';
+import type { LocalDefinition } from '../../local/emulator/definition.js';
+import { localDefinitionOf } from '../../scripts/local-definition.js';
 import { flattenReference } from '../../infra/nag.js';
 
 export const SKIP_BUNDLING = { 'aws:cdk:bundling-stacks': [] } as const;

@@ -17,7 +17,7 @@ import type { RunState } from '../../lambdas/run/state/index.js';
 import { STEPS, STOPS, type StopName } from '../../lambdas/run/state/index.js';
 import { NEXT_ACTIONS, type NextAction } from '../../lambdas/service-client/index.js';
 import { reportOf } from '../../lambdas/steps/report.js';
-import type { AslState } from '../../infra/local-definition.js';
+import type { AslState } from '../../local/emulator/definition.js';
 import { synthesizeLocalDefinition } from './helpers.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));

@@ -1,5 +1,5 @@
 /**
- * The state machine definition as local mode gets it (infra/local-definition.ts, built into
+ * The state machine definition as local mode gets it (scripts/local-definition.ts, built into
  * dist/definition.json): its shape as
  * docs/pipeline.md says, accepted by aws-local-stepfunctions, and routed as docs/pipeline.md says. The
  * routing tests run the extracted ASL with scripted Task handlers (by state name): they test the
@@ -9,9 +9,9 @@ import '../../local/emulator/with-resolvers.js';
 import { existsSync } from 'node:fs';
 import { StateMachine, type StateMachineDefinition } from 'aws-local-stepfunctions';
 import { describe, expect, it } from 'vitest';
-import { PLACEHOLDER_FUNCTION_ARN_PREFIX, type AslState } from '../../infra/local-definition.js';
+import { PLACEHOLDER_FUNCTION_ARN_PREFIX } from '../../scripts/local-definition.js';
 import { RunError, retryable } from '../../lambdas/run/errors/index.js';
-import { loadLocalDefinition } from '../../local/emulator/definition.js';
+import { loadLocalDefinition, type AslState } from '../../local/emulator/definition.js';
 import { synthesizeLocalDefinition } from '../infra/helpers.js';
 import { handlerBundle } from '../../local/files.js';
 import { executeLocally, type LocalExecution } from '../helpers/local-execution.js';

@@ -9,7 +9,7 @@
 import '../../local/emulator/with-resolvers.js';
 import { describe, expect, it } from 'vitest';
 import { readFile } from 'node:fs/promises';
-import type { AslState } from '../../infra/local-definition.js';
+import type { AslState } from '../../local/emulator/definition.js';
 import { synthesizeLocalDefinition } from '../infra/helpers.js';
 import { RETRYABLE_ERROR } from '../../lambdas/run/errors/index.js';
 import {

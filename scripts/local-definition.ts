@@ -1,5 +1,6 @@
 /**
- * The synthesized state machine as plain Amazon States Language, for local mode: the very
+ * The synthesized state machine as plain Amazon States Language, for local mode (part of
+ * `npm run build`, never shipped: local mode reads the file it writes): the very
  * definition the stack deploys, run by aws-local-stepfunctions with each Task state bound to
  * its handler bundle in-process (by state name). `npm run build` writes it to
  * dist/definition.json (scripts/build.ts); local mode reads that file, so the
@@ -14,8 +15,9 @@
 import { Stack } from 'aws-cdk-lib';
 import { CfnVersion } from 'aws-cdk-lib/aws-lambda';
 import type { CfnStateMachine, StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
-import type { Hopper } from './constructs/hopper.js';
-import { TASKS, bundleName, type TaskName } from './tasks.js';
+import type { Hopper } from '../infra/constructs/hopper.js';
+import type { AslDefinition, LocalDefinition } from '../local/emulator/definition.js';
+import { TASKS, bundleName, type TaskName } from '../infra/tasks.js';
 
 /** A placeholder Lambda ARN is this prefix followed by the logical id of the function's version. */
 export const PLACEHOLDER_FUNCTION_ARN_PREFIX = 'arn:aws:lambda:us-east-1:123456789012:function:';
@@ -27,25 +29,6 @@ const PSEUDO_PARAMETERS: Readonly<Record<string, string>> = {
   'AWS::AccountId': '123456789012',
   'AWS::URLSuffix': 'amazonaws.com',
 };
-
-export interface AslState {
-  readonly Type: string;
-  readonly Resource?: string;
-  readonly [field: string]: unknown;
-}
-
-export interface AslDefinition {
-  readonly StartAt: string;
-  readonly States: Readonly<Record<string, AslState>>;
-  readonly [field: string]: unknown;
-}
-
-export interface LocalDefinition {
-  /** The definition, Lambda ARNs replaced by placeholders. */
-  readonly definition: AslDefinition;
-  /** The handler bundle of every Task state (dist/handlers/<bundle>/index.mjs), by state name. */
-  readonly handlers: Readonly<Record<TaskName, string>>;
-}
 
 /** The plain ASL of a synthesized state machine. */
 export function aslOf(stateMachine: StateMachine): AslDefinition {
