@@ -153,11 +153,8 @@ async function takeLock(folder: string): Promise<{ release(): Promise<void> }> {
     try {
       await writeFile(lockPath, text, { flag: 'wx' });
       return {
-        async release() {
-          // A lock someone removed and retook (they judged it stale) is theirs to remove.
-          if ((await readFile(lockPath, 'utf8').catch(() => null)) === text)
-            await rm(lockPath, { force: true });
-        },
+        // A lock someone removed and retook (they judged it stale) is theirs to remove.
+        release: () => removeIfHolding(lockPath, text),
       };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
@@ -227,11 +224,15 @@ async function removeStaleLock(lockPath: string, staleText: string): Promise<voi
     return;
   }
   try {
-    if ((await readFile(lockPath, 'utf8').catch(() => null)) === staleText)
-      await rm(lockPath, { force: true });
+    await removeIfHolding(lockPath, staleText);
   } finally {
     await rm(takeover, { force: true });
   }
+}
+
+/** Removes the lock at `lockPath` if it still holds `text`. */
+async function removeIfHolding(lockPath: string, text: string): Promise<void> {
+  if ((await readFile(lockPath, 'utf8').catch(() => null)) === text) await rm(lockPath, { force: true });
 }
 
 export interface ModelOnDisk {
