@@ -23,11 +23,9 @@ export interface ServiceSnapshot {
 const SHOWN = 25;
 
 export class ServiceView {
-  readonly #simulated: SimulatedService;
   readonly #client: TrainingServiceClient;
 
-  constructor(simulated: SimulatedService) {
-    this.#simulated = simulated;
+  constructor(private readonly simulated: SimulatedService) {
     this.#client = new TrainingServiceClient({
       baseUrl: simulated.apiUrl,
       apiKey: simulated.apiKey,
@@ -45,8 +43,8 @@ export class ServiceView {
     const common = (record: Dataset | Model): ServiceRecord =>
       Object.fromEntries(SHOWN_FIELDS.map((field) => [field, record[field]])) as ServiceRecord;
     return {
-      url: this.#simulated.apiUrl,
-      credits: this.#simulated.credits(),
+      url: this.simulated.apiUrl,
+      credits: this.simulated.credits(),
       datasets: datasets.done ? [] : datasets.value.data.map(common),
       models: (models.done ? [] : models.value.data).map((model) => ({
         ...common(model),
