@@ -74,9 +74,7 @@ async function showRuns(page, service) {
         el('code', {}, run.runId.split('-').at(-1).slice(0, 12)),
       ),
       el('td', {}, badge(run.state)),
-      el('td', {}, run.currentState ?? '—'),
-      el('td', {}, run.step ?? '—'),
-      el('td', {}, run.nextAction ?? '—'),
+      ...[run.currentState, run.step, run.nextAction].map((cell) => el('td', {}, cell ?? '—')),
       el(
         'td',
         { class: 'elapsed', 'data-started': run.startedAt, 'data-finished': run.finishedAt ?? '' },
