@@ -235,19 +235,8 @@ async function removeIfHolding(lockPath: string, text: string): Promise<void> {
   if ((await readFile(lockPath, 'utf8').catch(() => null)) === text) await rm(lockPath, { force: true });
 }
 
-export interface ModelOnDisk {
-  readonly folder: string;
-  readonly onnx: string;
-  readonly record: string;
-  readonly bytes: number;
-}
-
-export async function copyModelOut(
-  s3: S3Client,
-  bucket: string,
-  copy: CopySlot,
-  folder: string,
-): Promise<ModelOnDisk> {
+/** Copies the run's model into `folder`; resolves to where its files are, and the model's size. */
+export async function copyModelOut(s3: S3Client, bucket: string, copy: CopySlot, folder: string) {
   await mkdir(folder, { recursive: true });
   const [onnx, record] = MODEL_FILES.map((name) => join(folder, name)) as [string, string];
   // A model.json left from an earlier run would vouch for a model.onnx not yet replaced.
