@@ -12,13 +12,6 @@ const SHOWN_FIELDS = ['id', 'name', 'status', 'step', 'next_action', 'created_at
 export type ServiceRecord = Pick<Dataset | Model, (typeof SHOWN_FIELDS)[number]> &
   Partial<Pick<Model, 'dataset_id' | 'onnx_bytes'>>;
 
-export interface ServiceSnapshot {
-  readonly url: string;
-  readonly credits: number;
-  readonly datasets: readonly ServiceRecord[];
-  readonly models: readonly ServiceRecord[];
-}
-
 /** How many of each the console shows (the newest). */
 const SHOWN = 25;
 
@@ -34,7 +27,8 @@ export class ServiceView {
     });
   }
 
-  async snapshot(): Promise<ServiceSnapshot> {
+  /** The service's URL, its credits left, and its newest datasets and models. */
+  async snapshot() {
     // The first page of each: the newest.
     const [datasets, models] = await Promise.all([
       this.#client.listDatasets({ limit: SHOWN }).pages().next(),
