@@ -308,11 +308,7 @@ export function defineCommand(
   spec: CommandSpec,
   body: (args: Parsed, io: CommandIo, deps: CommandDeps) => Promise<number>,
 ): Command {
-  const run = async (
-    argv: readonly string[],
-    io = processIo(),
-    deps = { env: process.env },
-  ): Promise<number> => {
+  const run = async (argv: readonly string[], io = processIo(), deps: CommandDeps = { env: process.env }) => {
     try {
       const args = parseCommand(spec, argv);
       if (args !== 'help') return await body(args, io, deps);

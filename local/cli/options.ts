@@ -78,14 +78,8 @@ export const LOCAL_SPEC: CommandSpec = {
 
 export interface LocalCommandOptions {
   readonly mode: LocalModeOptions;
-  /** The local console (local/console/): served unless `enabled` is false. */
-  readonly console?: ConsoleChoice;
-}
-
-export interface ConsoleChoice {
-  readonly enabled: boolean;
-  /** Default: a free port. */
-  readonly port?: number;
+  /** The local console (local/console/): served unless `enabled` is false, on `port` (default: a free port). */
+  readonly console?: { readonly enabled: boolean; readonly port?: number };
 }
 
 /** What a command line of `hopper run` asks: the folder, where its model goes, and local mode. */

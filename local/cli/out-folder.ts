@@ -153,11 +153,8 @@ async function takeLock(folder: string): Promise<{ release(): Promise<void> }> {
     try {
       await writeFile(lockPath, text, { flag: 'wx' });
       return {
-        async release() {
-          // A lock someone removed and retook (they judged it stale) is theirs to remove.
-          if ((await readFile(lockPath, 'utf8').catch(() => null)) === text)
-            await rm(lockPath, { force: true });
-        },
+        // A lock someone removed and retook (they judged it stale) is theirs to remove.
+        release: () => removeIfHolding(lockPath, text),
       };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
@@ -227,26 +224,19 @@ async function removeStaleLock(lockPath: string, staleText: string): Promise<voi
     return;
   }
   try {
-    if ((await readFile(lockPath, 'utf8').catch(() => null)) === staleText)
-      await rm(lockPath, { force: true });
+    await removeIfHolding(lockPath, staleText);
   } finally {
     await rm(takeover, { force: true });
   }
 }
 
-export interface ModelOnDisk {
-  readonly folder: string;
-  readonly onnx: string;
-  readonly record: string;
-  readonly bytes: number;
+/** Removes the lock at `lockPath` if it still holds `text`. */
+async function removeIfHolding(lockPath: string, text: string): Promise<void> {
+  if ((await readFile(lockPath, 'utf8').catch(() => null)) === text) await rm(lockPath, { force: true });
 }
 
-export async function copyModelOut(
-  s3: S3Client,
-  bucket: string,
-  copy: CopySlot,
-  folder: string,
-): Promise<ModelOnDisk> {
+/** Copies the run's model into `folder`; resolves to where its files are, and the model's size. */
+export async function copyModelOut(s3: S3Client, bucket: string, copy: CopySlot, folder: string) {
   await mkdir(folder, { recursive: true });
   const [onnx, record] = MODEL_FILES.map((name) => join(folder, name)) as [string, string];
   // A model.json left from an earlier run would vouch for a model.onnx not yet replaced.

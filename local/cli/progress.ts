@@ -119,9 +119,6 @@ export function lineReporter(stream: Writable, startedAt = Date.now()): Progress
 }
 
 /** The reporter that suits `stream`: live on a terminal, plain lines otherwise. */
-export function reporterFor(
-  stream: Writable & { isTTY?: boolean },
-  startedAt = Date.now(),
-): ProgressReporter {
+export function reporterFor(stream: Writable & { isTTY?: boolean }, startedAt = Date.now()) {
   return stream.isTTY === true ? liveReporter(stream, startedAt) : lineReporter(stream, startedAt);
 }

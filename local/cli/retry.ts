@@ -76,12 +76,7 @@ export const runRetryCommand = targetCommand(RETRY_SPEC, async (args, target, ou
 });
 
 /** Uploads train.json again as it is (without "resume"): a new run of the drop's files. */
-async function startAgain(
-  target: Target,
-  status: RunStatus,
-  out: CommandIo,
-  asJson: boolean,
-): Promise<number> {
+async function startAgain(target: Target, status: RunStatus, out: CommandIo, asJson: boolean) {
   const key = inboxKey(status.drop, TRAIN_JSON);
   const { resume: _resume, ...config } = (await readTrainJson(target, key)).config;
   const put = await putTrainJson(target, key, config);
@@ -118,10 +113,7 @@ async function putTrainJson(target: Target, key: string, config: Record<string, 
 }
 
 /** The drop's train.json as an object, and when it was last written. */
-async function readTrainJson(
-  target: Pick<Target, 's3' | 'bucket'>,
-  key: string,
-): Promise<{ config: Record<string, unknown>; modified: number }> {
+async function readTrainJson(target: Pick<Target, 's3' | 'bucket'>, key: string) {
   const object = await target.s3
     .send(new GetObjectCommand({ Bucket: target.bucket, Key: key }))
     .catch(nullIfNotFound);

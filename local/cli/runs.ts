@@ -9,7 +9,7 @@
  * older than Step Functions keeps.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
-import { DescribeExecutionCommand, ListExecutionsCommand, type SFNClient } from '@aws-sdk/client-sfn';
+import { DescribeExecutionCommand, paginateListExecutions, type SFNClient } from '@aws-sdk/client-sfn';
 import { readRunRecord, readStatus, runRecordKeys, type RunStatus } from '../../lambdas/run/status/index.js';
 import { listedRunState, type ListedRunState } from '../../lambdas/run/state/index.js';
 import { runRecordKey, runRecordsPrefix } from '../../lambdas/storage/keys.js';
@@ -86,11 +86,9 @@ async function runsOf(
   const name = new RegExp(`^${executionNameDrop(drop)}-[0-9a-f]{${String(NAME_HASH_HEX)}}$`);
   const kept = await recordedRuns(records, drop);
   const runs: RunSummary[] = [];
+  let pages = 0;
   let token: string | undefined;
-  for (let page = 0; page < MAX_EXECUTION_PAGES && runs.length < limit; page++) {
-    const listed = await sfn.send(
-      new ListExecutionsCommand({ stateMachineArn, maxResults: 1000, nextToken: token }),
-    );
+  for await (const listed of paginateListExecutions({ client: sfn, pageSize: 1000 }, { stateMachineArn })) {
     for (const item of listed.executions ?? []) {
       if (runs.length >= limit) break;
       if (item.name === undefined || item.executionArn === undefined || !name.test(item.name)) continue;
@@ -115,7 +113,7 @@ async function runsOf(
       });
     }
     token = listed.nextToken;
-    if (token === undefined) break;
+    if (++pages === MAX_EXECUTION_PAGES || runs.length >= limit) break;
   }
   runs.push(...(await unlistedRuns(records, drop, kept, runs, stateMachineArn)));
   runs.sort((a, b) => b.started_at.localeCompare(a.started_at));

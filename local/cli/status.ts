@@ -7,7 +7,7 @@ import { HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { DescribeExecutionCommand } from '@aws-sdk/client-sfn';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readCreditUse, type WindowUse } from '../../lambdas/run/lock/index.js';
-import { listedRunState, type ListedRunState } from '../../lambdas/run/state/index.js';
+import { listedRunState } from '../../lambdas/run/state/index.js';
 import { readStatus, statusFiles, type RunStatus } from '../../lambdas/run/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { nullIfNotFound } from '../../lambdas/storage/objects.js';
@@ -116,10 +116,7 @@ export const runWaitCommand = targetCommand(WAIT_SPEC, async (args, target, io) 
  * status yet. A run whose status says running but whose execution ended without a report
  * (timed out, stopped) is as its execution says.
  */
-async function latestRun(
-  target: Target,
-  drop: string,
-): Promise<{ state: ListedRunState; status: RunStatus } | null> {
+async function latestRun(target: Target, drop: string) {
   const [status, uploaded] = await Promise.all([
     readStatus(target.s3, target.bucket, drop),
     trainJsonUploaded(target, drop),

@@ -247,26 +247,9 @@ async function stackTarget(stack: string, { env, aws }: CommandDeps): Promise<Ta
   };
 }
 
-/**
- * `use` of a client made for it, destroyed after; any failure but a CommandError is the
- * no_target error `failure` describes.
- */
-async function withClient<C extends { destroy(): void }, T>(
-  client: C,
-  use: (client: C) => Promise<T>,
-  failure: (error: unknown) => string,
-): Promise<T> {
+async function stackOutputs(stack: string, aws: AwsOverrides | undefined): Promise<Map<string, string>> {
+  const cloudformation = new CloudFormationClient({ ...aws?.cloudformation });
   try {
-    return await use(client);
-  } catch (error) {
-    throw error instanceof CommandError ? error : noTarget(failure(error));
-  } finally {
-    client.destroy();
-  }
-}
-
-function stackOutputs(stack: string, aws: AwsOverrides | undefined): Promise<Map<string, string>> {
-  const read = async (cloudformation: CloudFormationClient) => {
     const answer = await cloudformation.send(new DescribeStacksCommand({ StackName: stack }));
     const found = answer.Stacks?.[0];
     if (found === undefined) throw noTarget(`CloudFormation has no stack "${stack}"`);
@@ -275,29 +258,33 @@ function stackOutputs(stack: string, aws: AwsOverrides | undefined): Promise<Map
         key === undefined || value === undefined ? [] : [[key, value] as const],
       ),
     );
-  };
-  return withClient(
-    new CloudFormationClient({ ...aws?.cloudformation }),
-    read,
-    (error) =>
-      `could not read stack "${stack}" from CloudFormation (${messageOf(error)}): check --stack, AWS_REGION and your AWS credentials`,
-  );
+  } catch (error) {
+    throw error instanceof CommandError
+      ? error
+      : noTarget(
+          `could not read stack "${stack}" from CloudFormation (${messageOf(error)}): check --stack, AWS_REGION and your AWS credentials`,
+        );
+  } finally {
+    cloudformation.destroy();
+  }
 }
 
 /** The training service's API key, from the stack's secret. */
-function secretApiKey(secretId: string, aws: AwsOverrides | undefined): Promise<string> {
-  const read = async (secrets: SecretsManagerClient) => {
+async function secretApiKey(secretId: string, aws: AwsOverrides | undefined): Promise<string> {
+  const secrets = new SecretsManagerClient({ ...aws?.secretsmanager });
+  try {
     const secret = await secrets.send(new GetSecretValueCommand({ SecretId: secretId }));
     const apiKey = secret.SecretString?.trim() ?? '';
     if (apiKey === '') throw noTarget(`the secret ${secretId} holds no API key: put the key in it`);
     return apiKey;
-  };
-  // The SDK's message names the secret and the failure, never its value.
-  return withClient(
-    new SecretsManagerClient({ ...aws?.secretsmanager }),
-    read,
-    (error) => `could not read the API key from the secret ${secretId}: ${messageOf(error)}`,
-  );
+  } catch (error) {
+    // The SDK's message names the secret and the failure, never its value.
+    throw error instanceof CommandError
+      ? error
+      : noTarget(`could not read the API key from the secret ${secretId}: ${messageOf(error)}`);
+  } finally {
+    secrets.destroy();
+  }
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -100,16 +100,11 @@ export function summarize(run: LoggedRun): RunSummary {
     }
   }
   const record = latest?.model ?? latest?.dataset;
+  const report = asRunState(outcome !== null && 'output' in outcome ? outcome.output : null)?.report;
   return {
     runId: execution.name,
     drop: execution.input.run.drop,
-    state:
-      outcome === null
-        ? 'running'
-        : listedRunState(
-            outcome.status,
-            asRunState('output' in outcome ? outcome.output : null)?.report?.outcome,
-          ),
+    state: outcome === null ? 'running' : listedRunState(outcome.status, report?.outcome),
     currentState,
     step: record?.step ?? null,
     nextAction: record?.nextAction ?? null,

@@ -143,11 +143,7 @@ const ROUTES: readonly (readonly [method: string, path: string | RegExp, route: 
   ['PUT', /^\/api\/drops\/([^/]+)\/files$/, putDropRequest],
 ];
 
-async function handle(
-  context: RouteContext,
-  request: IncomingMessage,
-  response: ServerResponse,
-): Promise<void> {
+async function handle(context: RouteContext, request: IncomingMessage, response: ServerResponse) {
   const url = new URL(request.url ?? '/', 'http://127.0.0.1');
   const reply = (status: number, body: unknown): void => {
     sendJson(response, status, body, context.secret);

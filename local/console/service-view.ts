@@ -12,22 +12,13 @@ const SHOWN_FIELDS = ['id', 'name', 'status', 'step', 'next_action', 'created_at
 export type ServiceRecord = Pick<Dataset | Model, (typeof SHOWN_FIELDS)[number]> &
   Partial<Pick<Model, 'dataset_id' | 'onnx_bytes'>>;
 
-export interface ServiceSnapshot {
-  readonly url: string;
-  readonly credits: number;
-  readonly datasets: readonly ServiceRecord[];
-  readonly models: readonly ServiceRecord[];
-}
-
 /** How many of each the console shows (the newest). */
 const SHOWN = 25;
 
 export class ServiceView {
-  readonly #simulated: SimulatedService;
   readonly #client: TrainingServiceClient;
 
-  constructor(simulated: SimulatedService) {
-    this.#simulated = simulated;
+  constructor(private readonly simulated: SimulatedService) {
     this.#client = new TrainingServiceClient({
       baseUrl: simulated.apiUrl,
       apiKey: simulated.apiKey,
@@ -36,7 +27,8 @@ export class ServiceView {
     });
   }
 
-  async snapshot(): Promise<ServiceSnapshot> {
+  /** The service's URL, its credits left, and its newest datasets and models. */
+  async snapshot() {
     // The first page of each: the newest.
     const [datasets, models] = await Promise.all([
       this.#client.listDatasets({ limit: SHOWN }).pages().next(),
@@ -45,8 +37,8 @@ export class ServiceView {
     const common = (record: Dataset | Model): ServiceRecord =>
       Object.fromEntries(SHOWN_FIELDS.map((field) => [field, record[field]])) as ServiceRecord;
     return {
-      url: this.#simulated.apiUrl,
-      credits: this.#simulated.credits(),
+      url: this.simulated.apiUrl,
+      credits: this.simulated.credits(),
       datasets: datasets.done ? [] : datasets.value.data.map(common),
       models: (models.done ? [] : models.value.data).map((model) => ({
         ...common(model),

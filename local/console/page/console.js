@@ -74,9 +74,7 @@ async function showRuns(page, service) {
         el('code', {}, run.runId.split('-').at(-1).slice(0, 12)),
       ),
       el('td', {}, badge(run.state)),
-      el('td', {}, run.currentState ?? '—'),
-      el('td', {}, run.step ?? '—'),
-      el('td', {}, run.nextAction ?? '—'),
+      ...[run.currentState, run.step, run.nextAction].map((cell) => el('td', {}, cell ?? '—')),
       el(
         'td',
         { class: 'elapsed', 'data-started': run.startedAt, 'data-finished': run.finishedAt ?? '' },
@@ -110,11 +108,7 @@ async function showRuns(page, service) {
 }
 
 function filterButton(state, label) {
-  const onclick = () => {
-    view.filter = state;
-    view.offset = 0;
-    void refresh();
-  };
+  const onclick = () => go({ filter: state, offset: 0 });
   const active = view.filter === state ? 'active' : '';
   return el('button', { type: 'button', class: active, 'data-filter': state, onclick }, label);
 }
@@ -402,6 +396,12 @@ async function refresh(known = {}) {
   }
 }
 
+/** Changes the view (a filter, a page of the run list) and shows it. */
+function go(change) {
+  Object.assign(view, change);
+  void refresh();
+}
+
 let pending = null;
 function refreshSoon() {
   pending ??= setTimeout(() => {
@@ -435,14 +435,8 @@ function start() {
     frame.scrollTo((frame.scrollWidth - frame.clientWidth) / 2, 0);
   });
   panWithPointer($('#graph-frame'));
-  $('#prev-page').addEventListener('click', () => {
-    view.offset = Math.max(0, view.offset - PAGE_SIZE);
-    void refresh();
-  });
-  $('#next-page').addEventListener('click', () => {
-    view.offset += PAGE_SIZE;
-    void refresh();
-  });
+  $('#prev-page').addEventListener('click', () => go({ offset: Math.max(0, view.offset - PAGE_SIZE) }));
+  $('#next-page').addEventListener('click', () => go({ offset: view.offset + PAGE_SIZE }));
   $('#folder-input').addEventListener('change', (event) => {
     dropChosen(event.target.files);
     event.target.value = '';

@@ -119,18 +119,10 @@ function nodeOf(name, node, definition, onSelect) {
   const rx = type === 'Choice' ? 14 : 4;
   group.append(element('rect', { width: node.width, height: node.height, rx, ry: rx }));
   node.lines.forEach((line, index) => {
-    const text = element('text', {
-      x: node.width / 2,
-      y: 6 + LINE_HEIGHT * (index + 0.75),
-      'text-anchor': 'middle',
-      class: index === 0 ? 'label' : 'folded',
-    });
-    text.textContent = line;
-    group.append(text);
+    const attributes = { x: node.width / 2, y: 6 + LINE_HEIGHT * (index + 0.75), 'text-anchor': 'middle' };
+    group.append(element('text', { ...attributes, class: index === 0 ? 'label' : 'folded' }, line));
   });
-  const title = element('title');
-  title.textContent = `${node.members.join(', ')} (${type}): ${node.mark}`;
-  group.append(title);
+  group.append(element('title', {}, `${node.members.join(', ')} (${type}): ${node.mark}`));
   group.addEventListener('click', () => onSelect(name));
   group.addEventListener('keydown', (event) => {
     if (event.key === 'Enter' || event.key === ' ') onSelect(name);
@@ -172,8 +164,10 @@ export function stateMarks(events, runState) {
   return marks;
 }
 
-function element(tag, attributes = {}) {
+/** An SVG element with `attributes`, holding `text` if given. */
+function element(tag, attributes, text) {
   const node = document.createElementNS(SVG, tag);
   for (const [key, value] of Object.entries(attributes)) node.setAttribute(key, String(value));
+  if (text !== undefined) node.textContent = text;
   return node;
 }
