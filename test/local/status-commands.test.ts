@@ -121,6 +121,12 @@ describe('the commands against hopper local', () => {
 
     // Dropped again with no credit left: asked at once, before the new run has written its status,
     // wait answers for the new run (failed), not with the first run's success.
+    // S3 keeps an upload's time to the second: the new upload is told from the first run only once
+    // the second that run started in has passed (a run of minutes in AWS; here it can end within it).
+    const startedAt = Date.parse(String(first.status?.started_at));
+    await new Promise((resolve) =>
+      setTimeout(resolve, Math.ceil((startedAt + 1) / 1000) * 1000 - Date.now()),
+    );
     const again = nextExecution(local, inboxKey('reviews', TRAIN_JSON));
     await putDrop(local.s3.client, local.bucket, 'reviews', { [TRAIN_JSON]: '{}' });
     const failed = await run(runWaitCommand, ['reviews', '--timeout', '60'], env);
