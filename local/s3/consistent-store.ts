@@ -25,7 +25,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -41,6 +41,10 @@ interface StoredObject {
   readonly content: Buffer | Readable;
   readonly metadata: Record<string, string>;
 }
+
+/** An object's commit under way: written beside its bytes' file until the commit is done. */
+const INTENT = '.committing';
+type Commit = Omit<StoredObject, 'content'> & { readonly etag: string; readonly file: string };
 
 interface FilesystemStore {
   getResourcePath(bucket: string, key: string | undefined, resource: string): string;
@@ -60,7 +64,7 @@ interface FilesystemStore {
   ): Promise<{ size: number; md5: string }>;
 }
 
-type FilesystemStoreClass = new (rootDirectory: string) => FilesystemStore;
+type FilesystemStoreClass = new (rootDirectory: string) => FilesystemStore & { rootDirectory: string };
 
 type S3ErrorClass = new (code: string, message: string, detail?: Record<string, string>) => Error;
 
@@ -216,9 +220,27 @@ class ConsistentStore extends BaseStore {
     await this.#locks.with(`${object.bucket}/${object.key}`, async () => {
       const refusal = await this.#conditionRefusal(object, objectPath, conditions);
       if (refusal !== null) throw refusal;
+      // A kill between the bytes' rename and their metadata would leave an object s3rver cannot
+      // read (InternalError on every read and listing): the intent, first, lets the next start
+      // finish it (finishCommits).
+      const intent = `${objectPath}${INTENT}`;
+      const { bucket, key, metadata } = object; // (a PutObject's object holds its stream too)
+      await writeFile(intent, JSON.stringify({ bucket, key, metadata, etag, file }));
       await rename(file, objectPath);
       await this.putMetadata(object.bucket, object.key, object.metadata, etag);
+      await rm(intent);
     });
+  }
+
+  /** The commits a killed process left unfinished: metadata for bytes renamed into place. */
+  async finishCommits(): Promise<void> {
+    const root = this.rootDirectory;
+    const intents = (await readdir(root, { recursive: true })).filter((path) => path.endsWith(INTENT));
+    for (const path of intents.map((intent) => join(root, intent))) {
+      const { bucket, key, metadata, etag, file } = JSON.parse(await readFile(path, 'utf8')) as Commit;
+      if ((await stat(file).catch(() => null)) === null) await this.putMetadata(bucket, key, metadata, etag);
+      await rm(path);
+    }
   }
 
   #uploadDirectory(bucket: string, uploadId: string): string {
@@ -259,6 +281,10 @@ function preconditionFailed(condition: string): Error {
     Condition: condition,
   });
 }
+
+/** Finishes what a killed process left half-committed in `directory`, before its partial writes go. */
+export const finishCommits = (directory: string, partial: string): Promise<void> =>
+  new ConsistentStore(directory, partial).finishCommits();
 
 /**
  * Gives `server`, whose store is in `directory`, the consistent store, the conditional

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
-import { useConsistentStore } from './consistent-store.js';
+import { finishCommits, useConsistentStore } from './consistent-store.js';
 import { useWorkingContinuationTokens } from './continuation-tokens.js';
 
 /** Static credentials s3rver accepts (it checks signatures against these). */
@@ -89,10 +89,13 @@ async function prepareDirectory(given: string | undefined) {
   const objects = join(directory, 'objects');
   const partial = join(directory, 'partial');
   // What an earlier process on this directory left unfinished (it was killed mid-write) is no
-  // one's now, no client of it living: its objects half-written go, and its multipart uploads
+  // one's now, no client of it living: an object whose bytes were in place gets its metadata,
+  // one half-written goes, and so do its multipart uploads
   // below, as the bucket's lifecycle rule aborts them on AWS.
+  await mkdir(objects, { recursive: true });
+  await finishCommits(objects, partial);
   await rm(partial, { recursive: true, force: true });
-  await Promise.all([mkdir(objects, { recursive: true }), mkdir(partial, { recursive: true })]);
+  await mkdir(partial, { recursive: true });
   return { directory, objects, partial };
 }
 

@@ -1,9 +1,13 @@
 /**
  * The local S3 server under a read and a write of one key at once (local/s3/consistent-store.ts):
  * what two runs of one drop do to status/<drop>.json. s3rver's own store fails this (a GET
- * announces one length and streams another, and the client hangs until the socket drops).
+ * announces one length and streams another, and the client hangs until the socket drops); and its
+ * start after a process was killed in the middle of a write.
  */
 import { createHash } from 'node:crypto';
+import { mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
@@ -147,5 +151,63 @@ describe('the local S3 server, If-Match: <etag> on PutObject', () => {
     expect(results.filter((result) => result === 'PreconditionFailed 412')).toHaveLength(7);
     const winner = results.findIndex((result) => result.startsWith('written'));
     expect((await get(key)).body.toString()).toBe(`writer ${String(winner)}`);
+  });
+});
+
+describe('the local S3 server started again after a kill in the middle of a PutObject', () => {
+  /**
+   * `status/x.json` put as `v1`, then a commit of `v2` cut short as a kill cuts it: its intent
+   * written beside the bytes' file, and `stage` of what followed done.
+   */
+  async function killedMidCommit(stage: 'before the rename' | 'during the metadata'): Promise<LocalS3> {
+    const directory = await mkdtemp(join(tmpdir(), 'hopper-s3-kill-'));
+    const before = await startLocalS3({ directory });
+    const key = 'status/x.json';
+    await before.client.send(new PutObjectCommand({ Bucket: before.bucket, Key: key, Body: 'v1' }));
+    const objectFile = before.objectFile(key);
+    await before.close();
+    const metadataFile = objectFile.replace(/object$/, 'metadata.json');
+    const metadata = JSON.parse(await readFile(metadataFile, 'utf8')) as Record<string, string>;
+    const partial = join(directory, 'partial', 'v2');
+    await writeFile(partial, 'v2, longer');
+    const intent = {
+      bucket: before.bucket,
+      key,
+      metadata,
+      etag: md5(Buffer.from('v2, longer')),
+      file: partial,
+    };
+    await writeFile(`${objectFile}.committing`, JSON.stringify(intent));
+    if (stage === 'during the metadata') {
+      await rename(partial, objectFile);
+      await writeFile(metadataFile, '{"content-ty'); // a write cut off: not JSON
+    }
+    return startLocalS3({ directory });
+  }
+
+  it.each([
+    ['during the metadata', 'v2, longer'],
+    ['before the rename', 'v1'],
+  ] as const)('killed %s: serves %j, whole, with its ETag, and lists it', async (stage, body) => {
+    const after = await killedMidCommit(stage);
+    try {
+      const answer = await after.client.send(
+        new GetObjectCommand({ Bucket: after.bucket, Key: 'status/x.json' }),
+      );
+      expect(await answer.Body?.transformToString()).toBe(body);
+      expect(answer.ETag).toBe(`"${md5(Buffer.from(body))}"`);
+      const listed = await after.client.send(
+        new ListObjectsV2Command({ Bucket: after.bucket, Prefix: 'status/' }),
+      );
+      expect(listed.Contents?.map((object) => [object.Key, object.Size])).toEqual([
+        ['status/x.json', body.length],
+      ]);
+      expect(await readdir(dirname(after.objectFile('status/x.json')))).not.toContainEqual(
+        expect.stringMatching(/committing$/),
+      );
+    } finally {
+      await after.close();
+      await rm(after.directory, { recursive: true, force: true });
+    }
   });
 });
