@@ -176,7 +176,10 @@ describe('train.json uploaded again before the first run trains: the first run s
 describe('train.json uploaded again while the newer run waits for its folder to settle', () => {
   it("the newer run shows once its folder settled (validate_drop's one write), and the older run gives way at its next step: one training", async () => {
     const holder = holdAt('UploadFiles');
-    const local = await fixture.start({ wrapTask: holder.wrapTask, dropQuietMs: 2_000 });
+    // The newer run is held before its next step, whose status write would replace validate_drop's.
+    const newer = holdAt('CreateDataset');
+    const wrapTask = (name: TaskName, task: LocalTask) => newer.wrapTask(name, holder.wrapTask(name, task));
+    const local = await fixture.start({ wrapTask, dropQuietMs: 2_000 });
     const drop = 'redrop-settling';
     const key = inboxKey(drop, TRAIN_JSON);
     const firstStarted = nextExecution(local, key);
@@ -188,10 +191,13 @@ describe('train.json uploaded again while the newer run waits for its folder to 
     const secondStarted = nextExecution(local, key);
     await putDrop(local.s3.client, local.bucket, drop, { [TRAIN_JSON]: '{"maxAttempts": 2}' });
     const secondExecution = await secondStarted.execution;
+    newer.hold(secondExecution.name);
     // Once its folder settled (2 s quiet), validate_drop's one status write puts the newer run on top.
+    await withTimeout(newer.reached, 'the newer run did not reach CreateDataset', RUN_TIMEOUT_MS);
     const shown = await statusTakenBy(local, drop, secondExecution.name, () => true, RUN_TIMEOUT_MS);
     expect(shown).toMatchObject({ state: 'running', hopper_step: 'validate_drop', files: ['reviews.csv'] });
     holder.release();
+    newer.release();
     const [first, second] = await Promise.all([
       finished(local, firstExecution, firstStarted.events),
       finished(local, secondExecution, secondStarted.events),
