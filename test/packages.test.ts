@@ -9,7 +9,7 @@
  *   checks the app's template with the simulator installed in the app.
  * - hopper-cli installed globally (`npm install -g`) into a prefix of its own: `hopper run` on a copy
  *   of examples/reviews, from a folder outside the clone, trains a model; `hopper permissions` says
- *   how to get the simulator it does not ship, then checks with one installed in the folder; and
+ *   how to get the simulator it does not ship, then checks with one installed beside it; and
  *   `npx hopper-cli` runs the same command where the package is installed.
  *
  * 140 s in a full npm test on the 2-core machine (docs/packages.md), most of it npm installing
@@ -237,9 +237,8 @@ describe('hopper-cli installed globally, outside the clone', () => {
     };
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('npm install -g @cloud-copilot/iam-simulate');
-    // Installed in the folder's own project, it is found from there; the check is Hopper's own stack.
-    await run('npm', ['init', '-y'], { cwd: folder });
-    await npm(folder, ['install', pinned('@cloud-copilot/iam-simulate')]);
+    // Installed globally beside hopper, it is found there; the check is Hopper's own stack.
+    await npm(work, ['install', '-g', '--prefix', prefix, pinned('@cloud-copilot/iam-simulate')]);
     const { stdout } = await run(hopper, ['permissions'], { cwd: folder });
     expect(stdout).toMatch(/\nTrigger +states:StartExecution +arn:aws:states:\S+ +allowed /);
     expect(stdout).toMatch(/ requests allowed; 0 unused grants\n$/);

@@ -49,9 +49,8 @@ Commands:
   retry <drop>      resume a failed run from its dataset, without uploading again
   check <folder>    judge a drop offline with the run's own rules, before paying: files,
                     bytes, credits it may spend, estimated cost; exit 0 or 1
-  permissions       prove each function's role allows every AWS call it makes and grants no
-                    more, with an IAM policy simulator; exit 0 or 1
-                    (--template FILE: your own app's synthesized template)
+  permissions       prove each function's role allows its AWS calls and no more (an IAM policy
+                    simulator; --template FILE: your app's synthesized template); exit 0 or 1
 
 status, wait, runs, models and retry talk to a deployed stack (--stack NAME) or to a running
 \`hopper local\` (the settings it prints); --json on each for scripts.

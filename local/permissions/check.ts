@@ -7,6 +7,7 @@
  */
 import type { runSimulation } from '@cloud-copilot/iam-simulate';
 import { iamRequests, type AwsCall, type IamRequest, type Targets } from './actions.js';
+import calls from './recorded-calls.json' with { type: 'json' };
 import {
   ACCOUNT,
   arn,
@@ -50,6 +51,9 @@ export interface PermissionsReport {
 }
 
 export type Simulate = typeof runSimulation;
+
+/** The kept set of recorded calls (recorded-calls.json, inlined into the built command). */
+export const RECORDED_CALLS = calls as readonly AwsCall[];
 
 /** An ARN for `id`, which a template may give as a name: a secret's, a KMS key's id. */
 const asArn = (id: string | undefined, service: string, path: (id: string) => string) =>

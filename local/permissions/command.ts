@@ -5,39 +5,28 @@
  * synthesized it (dist/hopper.template.json).
  *
  * The IAM policy simulator it runs, @cloud-copilot/iam-simulate, is AGPL-3.0: hopper-cli neither
- * bundles nor installs it (an optional peer dependency). It is loaded from beside hopper (a global
- * install, `npx -p`, a clone's devDependencies) or from the current folder's project.
+ * bundles nor installs it (an optional peer dependency). It is loaded from beside hopper: a global
+ * install beside a global hopper, the same project's node_modules, `npx -p`, a clone's
+ * devDependencies.
  */
 import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { messageOf } from '../../lambdas/run/errors/index.js';
 import { CommandError, defineCommand, EXIT, json, table } from '../cli/command.js';
 import { HOPPER_TEMPLATE } from '../files.js';
-import { checkPermissions, type PermissionsReport, type Simulate } from './check.js';
-import { RECORDED_CALLS } from './recorded-calls.js';
+import { checkPermissions, RECORDED_CALLS, type PermissionsReport, type Simulate } from './check.js';
 import type { Template } from './template.js';
 
 const SIMULATOR = '@cloud-copilot/iam-simulate';
 
-/** The simulator's runSimulation, from beside hopper or from the current folder's project. */
+/** The simulator's runSimulation, where it is installed beside hopper (or in the same project). */
 async function simulator(): Promise<Simulate> {
-  type Module = { runSimulation?: Simulate; default?: { runSimulation?: Simulate } };
-  const fromCwd = async () =>
-    (await import(
-      pathToFileURL(createRequire(join(process.cwd(), 'package.json')).resolve(SIMULATOR)).href
-    )) as Module;
-  for (const load of [async () => (await import('@cloud-copilot/iam-simulate')) as Module, fromCwd]) {
-    const loaded = await load().catch(() => undefined);
-    const simulate = loaded?.runSimulation ?? loaded?.default?.runSimulation;
-    if (simulate !== undefined) return simulate;
-  }
+  const loaded = await import('@cloud-copilot/iam-simulate').catch(() => undefined);
+  if (loaded !== undefined) return loaded.runSimulation;
   throw new CommandError(
     'simulator_missing',
     `the check runs the IAM policy simulator ${SIMULATOR} (AGPL-3.0), which hopper-cli does not install: ` +
-      `install it beside hopper (npm install -g ${SIMULATOR}) or in this folder's project ` +
-      `(npm install --save-dev ${SIMULATOR}), or run npx -p hopper-cli -p ${SIMULATOR} hopper permissions`,
+      `install it beside hopper (npm install -g ${SIMULATOR} for a global hopper; npm install --save-dev ` +
+      `${SIMULATOR} in the project hopper-cli is installed in), or run npx -p hopper-cli -p ${SIMULATOR} hopper permissions`,
   );
 }
 

@@ -14,10 +14,10 @@ export { CALL_ACTIONS, iamRequests, type AwsCall } from './actions.js';
 export {
   checkPermissions,
   EXEMPT,
+  RECORDED_CALLS,
   type CallDecision,
   type PermissionsReport,
   type Simulate,
 } from './check.js';
 export { templateFunctions, type Template } from './template.js';
-export { RECORDED_CALLS } from './recorded-calls.js';
 export { runPermissionsCommand } from './command.js';

@@ -19,7 +19,6 @@ export interface Template {
 }
 
 export interface Statement {
-  readonly Sid?: string;
   readonly Effect: string;
   readonly Action: string | string[];
   readonly Resource?: unknown;
