@@ -94,7 +94,10 @@ export async function endedRun(
 ): Promise<RunPage['runs'][number]> {
   const deadline = Date.now() + RUN_TIMEOUT_MS;
   while (Date.now() < deadline) {
-    const { body: page } = await consoleJson<RunPage>(console, `/api/runs?drop=${encodeURIComponent(drop)}`);
+    const answer = await consoleJson<RunPage>(console, `/api/runs?drop=${encodeURIComponent(drop)}`);
+    if (answer.status !== 200)
+      throw new Error(`GET /api/runs answered ${String(answer.status)}: ${answer.text}`);
+    const page = answer.body;
     const run = page.runs[0];
     if (page.total >= runs && run !== undefined && run.state !== 'running') return run;
     await new Promise((resolve) => setTimeout(resolve, 50));
