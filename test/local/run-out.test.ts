@@ -166,7 +166,7 @@ describe('two hopper run into one --out at once', () => {
       await Promise.all(runs.map((running) => running.stop()));
     }
     const codes = results.map((result) => result.code).sort();
-    expect(codes).toEqual([0, 2]);
+    expect(codes, results.map((result) => result.stderr).join('\n---\n')).toEqual([0, 2]);
     const refused = results.find((result) => result.code === 2);
     expect(refused?.stdout).toBe('');
     expect(refused?.stderr).toMatch(
