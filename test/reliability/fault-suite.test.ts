@@ -19,7 +19,7 @@ import { messageOf } from '../../lambdas/run/errors/index.js';
 import { LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/invocation/index.js';
 import { readStatus, type RunStatus } from '../../lambdas/run/status/index.js';
 import { MODELS_PREFIX, STATUS_PREFIX } from '../../lambdas/storage/keys.js';
-import { TrainingServiceClient, type Dataset, type Model } from '../../lambdas/service-client/index.js';
+import { TrainingServiceClient, type Dataset } from '../../lambdas/service-client/index.js';
 import { HandlerKills } from '../helpers/handler-kills.js';
 import { startLocalMode, type LocalMode } from '../../local/emulator/local-mode.js';
 import type { ExecutionOutcome } from '../../local/emulator/state-machine.js';
@@ -28,6 +28,7 @@ import { synthesize } from '../infra/helpers.js';
 import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
 import { dropAndRun, type FinishedRun } from '../helpers/local-mode.js';
 import { reviewsDrop } from '../helpers/fixtures.js';
+import { allOf } from '../client/helpers.js';
 
 const FULL = process.env.HOPPER_RELIABILITY === 'full';
 const DROPS = FULL ? 50 : 4;
@@ -136,8 +137,8 @@ async function measure() {
   const started = local ?? fail('local mode did not start');
   const service = new TrainingServiceClient({ baseUrl: started.serviceUrl, apiKey: API_KEY });
   try {
-    const models = await all(service.listModels({ limit: 100 }));
-    const datasets = await all(service.listDatasets({ limit: 100 }));
+    const models = await allOf(service.listModels({ limit: 100 }));
+    const datasets = await allOf(service.listDatasets({ limit: 100 }));
     const statuses = new Map<string, RunStatus | null>();
     for (const { drop } of results)
       statuses.set(drop, await readStatus(started.s3.client, started.bucket, drop));
@@ -221,12 +222,6 @@ function histogram(values: readonly (string | number)[]): Record<string, number>
   const counts: Record<string, number> = {};
   for (const value of values) counts[String(value)] = (counts[String(value)] ?? 0) + 1;
   return counts;
-}
-
-async function all<T extends Model | Dataset>(list: AsyncIterable<T>): Promise<T[]> {
-  const items: T[] = [];
-  for await (const item of list) items.push(item);
-  return items;
 }
 
 async function objectBytes(started: LocalMode, key: string): Promise<Buffer | undefined> {
