@@ -41,7 +41,7 @@ async function templateAt(file: string | URL): Promise<Template> {
   );
 }
 
-export function formatReport(report: PermissionsReport): string {
+function formatReport(report: PermissionsReport): string {
   const rows = report.decisions.map((d) => [
     d.function,
     d.action,
