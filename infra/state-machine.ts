@@ -42,24 +42,10 @@ import {
 } from 'aws-cdk-lib/aws-stepfunctions';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import { Construct } from 'constructs';
-import { LAMBDA_DEATH_ERRORS, RETRYABLE_ERROR } from '../lambdas/run/errors/index.js';
-import {
-  LAMBDA_DEATH_RETRY,
-  TRANSIENT_RETRY,
-  type RetrierSettings,
-} from '../lambdas/run/invocation/index.js';
+import type { RetrierSettings } from '../lambdas/run/invocation/index.js';
 import { STOPS, type StopName } from '../lambdas/run/state/index.js';
 import type { NextAction } from '../lambdas/service-client/contract.js';
-import { taskNamed, taskTimeoutSeconds, type TaskName, type TaskSpec } from './tasks.js';
-
-/** Transient failures: a step's own retryable error, and Lambda's service-side errors. */
-const TRANSIENT_ERRORS = [
-  RETRYABLE_ERROR,
-  'Lambda.ServiceException',
-  'Lambda.AWSLambdaException',
-  'Lambda.SdkClientException',
-  'Lambda.TooManyRequestsException',
-] as const;
+import { TASK_RETRIERS, taskNamed, taskTimeoutSeconds, type TaskName, type TaskSpec } from './tasks.js';
 
 /**
  * Where a Choice sends each next_action of its record: a state, or `unexpected` for a value the
@@ -232,8 +218,8 @@ function taskState(scope: Construct, spec: TaskSpec, fn: IFunction): LambdaInvok
   // Few retries: each invocation already retried within its client budget, and both layers
   // together are bounded (lambdas/run/invocation/retry-budget.ts): a run against a service that does not
   // answer ends with service_unavailable rather than sit in one step.
-  state.addRetry({ errors: [...TRANSIENT_ERRORS], ...retryProps(TRANSIENT_RETRY) });
-  state.addRetry({ errors: [...LAMBDA_DEATH_ERRORS], ...retryProps(LAMBDA_DEATH_RETRY) });
+  for (const { errors, settings } of TASK_RETRIERS)
+    state.addRetry({ errors: [...errors], ...retryProps(settings) });
   return state;
 }
 

@@ -11,6 +11,12 @@
  * runs out of time fails as Sandbox.Timedout first.
  */
 import { fileURLToPath } from 'node:url';
+import { LAMBDA_DEATH_ERRORS, RETRYABLE_ERROR } from '../lambdas/run/errors/lambda-error.js';
+import {
+  LAMBDA_DEATH_RETRY,
+  TRANSIENT_RETRY,
+  type RetrierSettings,
+} from '../lambdas/run/invocation/retry-budget.js';
 import {
   STEP_NAMES,
   STEPS,
@@ -129,6 +135,36 @@ const TASK_SETTINGS: Readonly<Record<TaskName, TaskSettings>> = {
     access: { bucket: { models: 'readWrite', ...STATUS }, apiKey: false, events: true },
   },
 };
+
+/**
+ * Lambda's own transient errors as a Task sees them: AWS's best-practice retrier for a Lambda
+ * Task (Step Functions developer guide, "Handle Lambda service exceptions",
+ * https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html), and
+ * throttling (TooManyRequestsException, named on the same page).
+ */
+export const LAMBDA_SERVICE_ERRORS = [
+  'Lambda.ClientExecutionTimeoutException',
+  'Lambda.ServiceException',
+  'Lambda.AWSLambdaException',
+  'Lambda.SdkClientException',
+  'Lambda.TooManyRequestsException',
+] as const;
+
+/** One Retry of a Task: the errors it matches, and how it retries them. */
+export interface TaskRetrier {
+  readonly errors: readonly string[];
+  readonly settings: RetrierSettings;
+}
+
+/**
+ * Every Task's Retry, in the order the definition lists them (the first that matches applies):
+ * transient errors (a step's own retryable error, Lambda's service errors) a few times with
+ * backoff, and a Task that timed out or whose Lambda died once.
+ */
+export const TASK_RETRIERS: readonly TaskRetrier[] = [
+  { errors: [RETRYABLE_ERROR, ...LAMBDA_SERVICE_ERRORS], settings: TRANSIENT_RETRY },
+  { errors: LAMBDA_DEATH_ERRORS, settings: LAMBDA_DEATH_RETRY },
+];
 
 /** Every Task, in the order a run meets them: the step's declaration with its Lambda's settings. */
 export const TASKS: readonly TaskSpec[] = STEP_NAMES.map((step) => {

@@ -13,6 +13,7 @@ import { PLACEHOLDER_FUNCTION_ARN_PREFIX } from '../../scripts/local-definition.
 import { RunError, retryable } from '../../lambdas/run/errors/index.js';
 import { loadLocalDefinition, type AslState } from '../../local/emulator/definition.js';
 import { synthesizeLocalDefinition } from '../infra/helpers.js';
+import { TASK_RETRIERS } from '../../infra/tasks.js';
 import { handlerBundle } from '../../local/files.js';
 import { executeLocally, type LocalExecution } from '../helpers/local-execution.js';
 import { stepUnderWay } from '../../lambdas/run/state/index.js';
@@ -113,6 +114,7 @@ describe('the extracted definition', () => {
         {
           ErrorEquals: [
             'Hopper.Retryable',
+            'Lambda.ClientExecutionTimeoutException',
             'Lambda.ServiceException',
             'Lambda.AWSLambdaException',
             'Lambda.SdkClientException',
@@ -132,6 +134,25 @@ describe('the extracted definition', () => {
           JitterStrategy: 'FULL',
         },
       ]);
+    },
+  );
+
+  it.each(TASK_NAMES)(
+    "%s's Retry is infra/tasks.ts's table, AWS's best-practice Lambda retrier in it",
+    (name) => {
+      const retry = (state(name).Retry ?? []) as { ErrorEquals: string[] }[];
+      expect(retry.map((retrier) => retrier.ErrorEquals)).toEqual(
+        TASK_RETRIERS.map((retrier) => retrier.errors),
+      );
+      // https://docs.aws.amazon.com/step-functions/latest/dg/bp-lambda-serviceexception.html
+      const bestPractice = [
+        'Lambda.ClientExecutionTimeoutException',
+        'Lambda.ServiceException',
+        'Lambda.AWSLambdaException',
+        'Lambda.SdkClientException',
+      ];
+      const transient = retry.find((retrier) => retrier.ErrorEquals.includes('Lambda.ServiceException'));
+      expect(transient?.ErrorEquals).toEqual(expect.arrayContaining(bestPractice));
     },
   );
 
@@ -404,6 +425,18 @@ describe('errors', () => {
       CreateDataset: [dataset('start_over')],
     });
     expect(record.calls.ValidateDrop).toBe(3);
+    expect(record.path).toEqual([...START, 'DatasetUnreadable', ...FAILED_END]);
+  });
+
+  it("retries Lambda's client-side invocation timeout (ClientExecutionTimeoutException) as transient", async () => {
+    const lambdaError = Object.assign(new Error('the Invoke call timed out'), {
+      name: 'Lambda.ClientExecutionTimeoutException',
+    });
+    const record = await runScript({
+      ValidateDrop: [lambdaError, CONFIG],
+      CreateDataset: [dataset('start_over')],
+    });
+    expect(record.calls.ValidateDrop).toBe(2);
     expect(record.path).toEqual([...START, 'DatasetUnreadable', ...FAILED_END]);
   });
 
