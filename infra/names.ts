@@ -2,8 +2,8 @@
  * The physical names the stack gives, in one place; everything else is named by CloudFormation
  * (a generated name is unique by construction). A name given here must not collide when Hopper is
  * deployed again in the same account: under another stack name, in another region, or under the
- * same name after a `cdk destroy` that left something behind (a retained log group, a secret in
- * its recovery window). test/infra/names.test.ts checks every name-like property of the template.
+ * same name after a `cdk destroy` that left something behind (a retained log group or secret).
+ * test/infra/names.test.ts checks every name-like property of the template.
  */
 import { Fn, Stack } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
@@ -18,8 +18,8 @@ export function stackCreationId(scope: IConstruct): string {
 }
 
 /**
- * The new API key secret: readable, and unique per stack creation (a destroyed stack's secret keeps
- * its name through its recovery window). Secrets are regional and stack names unique per region.
+ * The new API key secret: readable, and unique per stack creation (a destroyed stack's secret is
+ * retained, and keeps its name). Secrets are regional and stack names unique per region.
  */
 export function apiKeySecretName(scope: IConstruct): string {
   return `${Stack.of(scope).stackName}/training-service-api-key-${stackCreationId(scope)}`;

@@ -42,6 +42,8 @@ export class HopperFunction extends Construct {
     const description = `Hopper ${id}: ${props.description}`;
     this.logGroup = new LogGroup(this, 'Logs', {
       retention: props.logRetention ?? RetentionDays.THREE_MONTHS,
+      // Kept past an update or a delete (the logs of what ran), not after a failed first create.
+      removalPolicy: RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
     });
     // An own role instead of the default one, which would carry the AWSLambdaBasicExecutionRole
     // managed policy (logs on every log group); this one may write to its own log group only.
@@ -72,8 +74,9 @@ export class HopperFunction extends Construct {
       deadLetterQueue: props.deadLetterQueue,
       retryAttempts: props.retryAttempts,
       // A deploy publishes a new version and keeps the old ones: an execution that started
-      // before it still invokes them (docs/deploy.md#a-deploy-during-a-run).
-      currentVersionOptions: { removalPolicy: RemovalPolicy.RETAIN },
+      // before it still invokes them (docs/deploy.md#a-deploy-during-a-run); a failed first create
+      // has no execution to keep them for.
+      currentVersionOptions: { removalPolicy: RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE },
     });
     acknowledgeWildcardResource(
       this.role,

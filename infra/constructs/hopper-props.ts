@@ -37,7 +37,7 @@ export interface HopperProps {
   readonly bucket?: IBucket;
   /** Days an object under inbox/ is kept; a new bucket only. @default 30 */
   readonly inboxRetentionDays?: number;
-  /** What happens to a new bucket and its log bucket when the stack is deleted. @default RemovalPolicy.RETAIN */
+  /** What happens to a new bucket and its log bucket when the stack is deleted. @default RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE */
   readonly removalPolicy?: RemovalPolicy;
   /**
    * The secret whose plain-text value is the training service's API key. One encrypted with your

@@ -9,6 +9,7 @@ import type { Alarm, AlarmBase, Dashboard } from 'aws-cdk-lib/aws-cloudwatch';
 import { Rule, type RuleProps } from 'aws-cdk-lib/aws-events';
 import type { Function as LambdaFunction, IVersion } from 'aws-cdk-lib/aws-lambda';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
+import { RemovalPolicy } from 'aws-cdk-lib';
 import { Secret, type ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
@@ -160,6 +161,9 @@ export class Hopper extends Construct {
       secretName,
       description:
         "Hopper: the training service's API key. Replace the generated value with the key, as plain text.",
+      // The key the operator filled in outlives a delete, and a refactor that moves the secret to
+      // another logical id (docs/deploy.md#what-a-failed-deploy-or-a-delete-leaves-behind).
+      removalPolicy: RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
     });
     acknowledgeRule(
       secret,

@@ -4,7 +4,7 @@
  * "Object Created" events invoking the trigger Lambda, which starts one execution per
  * train.json object. Deliveries that fail every retry land in a dead-letter queue.
  */
-import { Duration } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { Match, Rule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -84,6 +84,7 @@ export class HopperPipeline extends Construct {
     this.executionLogs = new LogGroup(this, 'ExecutionLogs', {
       logGroupName: executionLogGroupName(this),
       retention: logRetention,
+      removalPolicy: RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
     });
     this.stateMachine = this.createStateMachine();
     this.deadLetterQueue = deadLetterQueue(this, 'TriggerDeadLetters');

@@ -30,7 +30,7 @@ export interface HopperStorageProps {
   readonly bucket?: IBucket;
   /** Days an object under inbox/ is kept (new bucket only). @default 30 */
   readonly inboxRetentionDays?: number;
-  /** What happens to the new buckets when the stack is deleted. @default RemovalPolicy.RETAIN */
+  /** What happens to the new buckets when the stack is deleted. @default RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE */
   readonly removalPolicy?: RemovalPolicy;
 }
 
@@ -65,7 +65,8 @@ export class HopperStorage extends Construct {
       this.bucket = props.bucket;
       return;
     }
-    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+    // Kept on update and delete, but removed when the stack's first create fails (nothing in them yet).
+    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE;
     this.accessLogBucket = new Bucket(this, 'AccessLogs', {
       ...PRIVATE_TLS_ONLY,
       lifecycleRules: [

@@ -17,7 +17,7 @@ export interface PhysicalName {
   /** Where in the properties: `LogGroupName`, `Tags[].Name`, ... */
   readonly path: string;
   readonly name: string;
-  /** DeletionPolicy Retain or Snapshot: the resource outlives a `cdk destroy`. */
+  /** DeletionPolicy Retain, RetainExceptOnCreate or Snapshot: the resource outlives a `cdk destroy`. */
   readonly retained: boolean;
 }
 
@@ -57,7 +57,7 @@ export function physicalNames(template: TemplateJson, deployment: Deployment): P
             logicalId,
             path: childPath,
             name: evaluate(child, deployment, template),
-            retained: resource.DeletionPolicy === 'Retain' || resource.DeletionPolicy === 'Snapshot',
+            retained: ['Retain', 'RetainExceptOnCreate', 'Snapshot'].includes(resource.DeletionPolicy ?? ''),
           });
         } else {
           visit(child, childPath);
