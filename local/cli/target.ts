@@ -156,17 +156,10 @@ function localTarget({ env, aws }: CommandDeps): Target {
         : { accessKeyId, secretAccessKey },
   };
   const s3Endpoint = nonEmpty(env[S3_ENDPOINT_ENV]);
-  // s3rver needs path-style addressing and checksums only when required (local/s3/local-s3.ts).
+  // The local S3 needs path-style addressing (local/s3/local-s3.ts); checksums are the SDK's default.
   const s3 = new S3Client({
     ...common,
-    ...(s3Endpoint === undefined
-      ? {}
-      : {
-          endpoint: s3Endpoint,
-          forcePathStyle: true,
-          requestChecksumCalculation: 'WHEN_REQUIRED',
-          responseChecksumValidation: 'WHEN_REQUIRED',
-        }),
+    ...(s3Endpoint === undefined ? {} : { endpoint: s3Endpoint, forcePathStyle: true }),
     ...aws?.s3,
   });
   const arn = nonEmpty(env[HOPPER_STATE_MACHINE_ENV]);

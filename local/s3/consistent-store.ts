@@ -18,6 +18,10 @@
  * condition is checked under the key's lock, just before the rename, so of two conditional PUTs
  * made against the same state of a key exactly one succeeds.
  *
+ * s3rver ignores checksums: here they are checked, kept and answered as S3 does (checksums.ts,
+ * on the store's own steps: a body's checksum before its commit, a part's before its record, the
+ * parts' at completion).
+ *
  * s3rver refuses AbortMultipartUpload (405 MethodNotAllowed), so an upload a failed copy gave up
  * kept its parts on disk: here it is answered as S3 does, 204 with the parts removed, 404
  * NoSuchUpload for an upload the store does not hold.
@@ -31,7 +35,9 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import type S3rver from 's3rver';
+import * as checksums from './checksums.js';
 import * as multipart from './multipart-upload.js';
+import { S3Error } from './s3-error.js';
 import { keyPath, listInKeyOrder, type KeyOrderListing, type ListOptions } from './key-order-listing.js';
 
 /** The parts of s3rver's (untyped) FilesystemStore this module uses. */
@@ -55,7 +61,12 @@ interface FilesystemStore {
   putMetadata(bucket: string, key: string, metadata: Record<string, string>, md5: string): Promise<void>;
   getObject(bucket: string, key: string, options?: unknown): Promise<unknown>;
   putObject(object: StoredObject): Promise<{ size: number; md5: string }>;
-  initiateUpload(bucket: string, key: string, uploadId: string, metadata: unknown): Promise<void>;
+  initiateUpload(
+    bucket: string,
+    key: string,
+    uploadId: string,
+    metadata: Record<string, unknown>,
+  ): Promise<void>;
   putPart(bucket: string, uploadId: string, partNumber: string, content: IncomingMessage): Promise<unknown>;
   putObjectMultipart(
     bucket: string,
@@ -65,8 +76,6 @@ interface FilesystemStore {
 }
 
 type FilesystemStoreClass = new (rootDirectory: string) => FilesystemStore & { rootDirectory: string };
-
-type S3ErrorClass = new (code: string, message: string, detail?: Record<string, string>) => Error;
 
 /** The part of s3rver's (Koa) request context the middleware here use. */
 interface RequestContext {
@@ -80,8 +89,10 @@ type Middleware = (context: RequestContext, next: () => Promise<void>) => Promis
 
 const require = createRequire(import.meta.url);
 const BaseStore = require('s3rver/lib/stores/filesystem.js') as FilesystemStoreClass;
-/** s3rver's S3 error: thrown in a request, it is answered as S3 answers that error. */
-export const S3Error = require('s3rver/lib/models/error.js') as S3ErrorClass;
+/** The metadata s3rver keeps of an object (its headers it stores). */
+const { ALLOWED_METADATA } = require('s3rver/lib/models/object.js') as {
+  ALLOWED_METADATA: readonly string[];
+};
 
 /** The conditions of the request being served, for the store (which sees no headers). */
 interface WriteConditions {
@@ -148,6 +159,28 @@ class ConsistentStore extends BaseStore {
     await super.deleteObject(bucket, keyPath(key));
   }
 
+  /** Its checksum noted for a read's answer (checksums.ts): read with the bytes, under the key's lock. */
+  override async getMetadata(bucket: string, key: string): Promise<Record<string, string>> {
+    const metadata = await super.getMetadata(bucket, key);
+    checksums.noteRead(metadata);
+    return metadata;
+  }
+
+  /** s3rver's own, and the object's checksum (checksums.ts). */
+  override async putMetadata(bucket: string, key: string, metadata: Record<string, string>, md5: string) {
+    const kept = Object.entries(metadata).filter(
+      ([name]) =>
+        ALLOWED_METADATA.includes(name) ||
+        name.startsWith('x-amz-meta-') ||
+        checksums.isChecksumMetadata(name),
+    );
+    if (md5) await writeFile(this.getResourcePath(bucket, key, 'object.md5'), md5);
+    await writeFile(
+      this.getResourcePath(bucket, key, 'metadata.json'),
+      JSON.stringify(Object.fromEntries(kept), null, 2),
+    );
+  }
+
   override async getObject(bucket: string, key: string, options?: unknown): Promise<unknown> {
     // The base resolves once the file is open: metadata and bytes are then of one version.
     return this.#locks.with(`${bucket}/${key}`, () => super.getObject(bucket, key, options));
@@ -158,7 +191,13 @@ class ConsistentStore extends BaseStore {
     return listInKeyOrder(this, bucket, options);
   }
 
-  override async initiateUpload(bucket: string, key: string, uploadId: string, metadata: unknown) {
+  override async initiateUpload(
+    bucket: string,
+    key: string,
+    uploadId: string,
+    metadata: Record<string, unknown>,
+  ) {
+    checksums.assertUploadSupported(metadata);
     await super.initiateUpload(bucket, key, uploadId, metadata);
     this.#partSizes.set(this.#uploadDirectory(bucket, uploadId), null);
   }
@@ -167,9 +206,11 @@ class ConsistentStore extends BaseStore {
   override async putPart(bucket: string, uploadId: string, partNumber: string, content: IncomingMessage) {
     const uploadDirectory = this.#uploadDirectory(bucket, uploadId);
     const number = Number(partNumber);
-    return this.#locks.with(`${uploadDirectory}#${number}`, () =>
-      multipart.writePart(this.#partSizes, uploadDirectory, number, content),
-    );
+    return this.#locks.with(`${uploadDirectory}#${number}`, async () => {
+      const declared = checksums.uploadAlgorithm(await multipart.uploadHeaders(uploadDirectory));
+      const verified = () => checksums.verifiedPart(declared);
+      return multipart.writePart(this.#partSizes, uploadDirectory, { number, content, verified });
+    });
   }
 
   /** AbortMultipartUpload: the upload's parts removed, or NoSuchUpload when there is no such upload. */
@@ -187,7 +228,11 @@ class ConsistentStore extends BaseStore {
   override async putObjectMultipart(bucket: string, uploadId: string, parts: readonly multipart.PartRef[]) {
     const uploadDirectory = this.#uploadDirectory(bucket, uploadId);
     this.#partSizes.delete(uploadDirectory);
-    const { key, metadata, etag, size, ...bytes } = await multipart.completedObject(uploadDirectory, parts);
+    const completed = await multipart.completedObject(uploadDirectory, parts, async (stored, headers) =>
+      checksums.completedChecksum(checksums.uploadAlgorithm(headers), stored),
+    );
+    const { key, etag, size, checksum, ...bytes } = completed;
+    const metadata = { ...completed.metadata, ...checksums.checksumMetadata(checksum) };
     const result =
       bytes.content === undefined
         ? await this.#commit({ bucket, key, metadata }, bytes.file, etag).then(() => ({ size, md5: etag }))
@@ -204,7 +249,8 @@ class ConsistentStore extends BaseStore {
       const source = Buffer.isBuffer(object.content) ? Readable.from([object.content]) : object.content;
       const size = await multipart.writeCounted(source, createWriteStream(partial), md5);
       const etag = digest ?? md5?.digest('hex') ?? '';
-      await this.#commit(object, partial, etag);
+      const checksum = checksums.checksumMetadata(await checksums.verifiedBody());
+      await this.#commit({ ...object, metadata: { ...object.metadata, ...checksum } }, partial, etag);
       return { size, md5: etag };
     } catch (error) {
       await rm(partial, { force: true });
@@ -308,6 +354,11 @@ export function useConsistentStore(
   // First, so the conditions are known for the whole request (Koa composes this list on listen).
   internals.middleware.unshift(conditionsMiddleware);
   // Just before s3rver's routes, the last: after its logging, error answers and bucket-in-host.
-  internals.middleware.splice(-1, 0, abortMiddleware(store));
+  internals.middleware.splice(
+    -1,
+    0,
+    abortMiddleware(store),
+    checksums.checksumMiddleware as unknown as Middleware,
+  );
   return store;
 }

@@ -12,7 +12,7 @@
  * controller through its module's exports, so replacing the export is enough.
  */
 import { createRequire } from 'node:module';
-import { S3Error } from './consistent-store.js';
+import { S3Error } from './s3-error.js';
 import type { KeyOrderListing } from './key-order-listing.js';
 
 /** What the wrapper touches of s3rver's Koa context (untyped in s3rver). */

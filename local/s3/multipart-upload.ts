@@ -20,6 +20,7 @@ import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { PartChecksum, StoredChecksum } from './checksums.js';
 
 /** A part as CompleteMultipartUpload lists it (s3rver's shape). */
 export interface PartRef {
@@ -31,6 +32,8 @@ interface StoredPart {
   readonly md5: string;
   readonly size: number;
   readonly offset: number | null;
+  /** The checksum the part came with (checksums.ts), null when none. */
+  readonly checksum: StoredChecksum | null;
 }
 
 const PARTS_FILE = 'parts';
@@ -67,13 +70,23 @@ export async function writeCounted(source: Readable, to: NodeJS.WritableStream, 
   return size;
 }
 
-/** UploadPart: the request's body stored as part `number` (one request per part at a time: the store's lock). */
-export async function writePart(
-  partSizes: PartSizes,
-  uploadDirectory: string,
-  number: number,
-  content: IncomingMessage,
-) {
+/** The headers of the upload's CreateMultipartUpload (s3rver keeps them as its metadata). */
+export const uploadHeaders = async (uploadDirectory: string): Promise<Record<string, unknown>> =>
+  JSON.parse(await readFile(join(uploadDirectory, 'metadata'), 'utf8')) as Record<string, unknown>;
+
+/** An UploadPart: `verified` checks its bytes once they are written, and gives their checksum. */
+export interface PartUpload {
+  readonly number: number;
+  readonly content: IncomingMessage;
+  readonly verified: () => Promise<StoredChecksum | null>;
+}
+
+/**
+ * UploadPart: the request's body stored as its part, once verified (one request per part at a
+ * time: the store's lock).
+ */
+export async function writePart(partSizes: PartSizes, uploadDirectory: string, upload: PartUpload) {
+  const { number, content } = upload;
   const offset = placeOf(partSizes, uploadDirectory, number, Number(content.headers['content-length']));
   const ownFile = join(uploadDirectory, String(number));
   // An earlier upload of the part is gone first: a part that fails midway is no part.
@@ -82,22 +95,32 @@ export async function writePart(
   const file = await open(path, constants.O_WRONLY | constants.O_CREAT);
   const md5 = createHash('md5');
   const size = await writeCounted(content, file.createWriteStream({ start: offset ?? 0 }), md5);
-  const part: StoredPart = { md5: md5.digest('hex'), size, offset };
+  // A part refused here has no record: it is no part, as after a failure midway.
+  const part: StoredPart = { md5: md5.digest('hex'), size, offset, checksum: await upload.verified() };
   await writeFile(recordOf(uploadDirectory, number), JSON.stringify(part));
   return part;
 }
 
+/** The object's checksum from its parts' and the upload's headers; it throws to refuse the completion. */
+export type CompletionCheck = (
+  parts: readonly PartChecksum[],
+  uploadHeaders: Readonly<Record<string, unknown>>,
+) => Promise<StoredChecksum | null>;
+
 /**
- * The object a multipart upload in `uploadDirectory` (s3rver's layout) completes to: its ETag and
- * size, and either the file that holds exactly its bytes or its bytes, read as they are consumed.
+ * The object a multipart upload in `uploadDirectory` (s3rver's layout) completes to: its ETag,
+ * size and checksum (`check`, before anything is changed), and either the file that holds exactly
+ * its bytes or its bytes, read as they are consumed.
  */
-export async function completedObject(uploadDirectory: string, parts: readonly PartRef[]) {
+export async function completedObject(
+  uploadDirectory: string,
+  parts: readonly PartRef[],
+  check: CompletionCheck,
+) {
   const ordered = [...parts].sort((a, b) => a.number - b.number);
-  const [key, metadata, stored] = await Promise.all([
+  const [key, headers, stored] = await Promise.all([
     readFile(join(uploadDirectory, 'key'), 'utf8'),
-    readFile(join(uploadDirectory, 'metadata'), 'utf8').then(
-      (text) => JSON.parse(text) as Record<string, string>,
-    ),
+    uploadHeaders(uploadDirectory),
     Promise.all(
       ordered.map(async ({ number }) => ({
         number,
@@ -105,6 +128,8 @@ export async function completedObject(uploadDirectory: string, parts: readonly P
       })),
     ),
   ]);
+  const checksum = await check(stored, headers);
+  const metadata = headers as Record<string, string>;
   const digests = Buffer.concat(stored.map((part) => Buffer.from(part.md5, 'hex')));
   const etag = `${createHash('md5').update(digests).digest('hex')}-${String(ordered.length)}`;
   let size = 0;
@@ -115,7 +140,8 @@ export async function completedObject(uploadDirectory: string, parts: readonly P
   }
   const file = join(uploadDirectory, PARTS_FILE);
   // Parts uploaded past the last one completed, if any, are cut off.
-  if (inPlace) return { key, metadata, etag, size, file: await truncate(file, size).then(() => file) };
+  if (inPlace)
+    return { key, metadata, etag, size, checksum, file: await truncate(file, size).then(() => file) };
   async function* bytes(): AsyncGenerator<Buffer> {
     for (const { number, size, offset } of stored) {
       const start = offset ?? 0;
@@ -124,5 +150,5 @@ export async function completedObject(uploadDirectory: string, parts: readonly P
         yield* createReadStream(offset === null ? join(uploadDirectory, String(number)) : file, options);
     }
   }
-  return { key, metadata, etag, size, content: Readable.from(bytes(), { objectMode: false }) };
+  return { key, metadata, etag, size, checksum, content: Readable.from(bytes(), { objectMode: false }) };
 }

@@ -153,7 +153,6 @@ describe('hopper local', { timeout: SUBPROCESS_TEST_MS }, () => {
           secretAccessKey: settings.AWS_SECRET_ACCESS_KEY ?? '',
         },
         forcePathStyle: true,
-        requestChecksumCalculation: 'WHEN_REQUIRED',
       });
       const bucket = settings.HOPPER_BUCKET ?? '';
       for (const name of ['reviews.csv', 'labels.csv', TRAIN_JSON]) {

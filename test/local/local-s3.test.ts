@@ -11,6 +11,7 @@ import {
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
+  HeadObjectCommand,
   ListObjectsCommand,
   ListObjectsV2Command,
   NoSuchKey,
@@ -21,6 +22,9 @@ import {
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { crc32 as zlibCrc32 } from 'node:zlib';
+import { Crc32c } from '@aws-sdk/checksums/crc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
 
@@ -439,5 +443,257 @@ describe('multipart uploads (local/s3/multipart-upload.ts)', () => {
     );
     const uploads = await readdir(join(s3.directory, 'objects', s3.bucket, '._S3rver_uploads'));
     expect(uploads).toEqual([]);
+  });
+});
+
+describe('checksums, as S3 checks and keeps them (local/s3/checksums.ts)', () => {
+  let s3: LocalS3;
+  beforeAll(async () => {
+    s3 = await startLocalS3();
+  });
+  afterAll(async () => {
+    await s3.close();
+  });
+
+  const Bucket = () => s3.bucket;
+  /** Big-endian CRC32 in base64, as S3 writes it (computed here apart from the SDK's). */
+  const crc32 = (bytes: Uint8Array) => {
+    const digest = Buffer.alloc(4);
+    digest.writeUInt32BE(zlibCrc32(bytes));
+    return digest.toString('base64');
+  };
+  const sha = (algorithm: 'sha1' | 'sha256', bytes: Uint8Array) =>
+    createHash(algorithm).update(bytes).digest('base64');
+  const refusal = async (sending: Promise<unknown>) => {
+    const error = await sending.then(
+      () => null,
+      (thrown: unknown) => thrown,
+    );
+    expect(error).toBeInstanceOf(S3ServiceException);
+    const { name, message, $metadata } = error as S3ServiceException;
+    return { name, message, status: $metadata.httpStatusCode };
+  };
+
+  it('refuses a PutObject whose checksum is not its bytes, with BadDigest, for each algorithm', async () => {
+    const body = Buffer.from('the bytes sent');
+    const wrong = Buffer.from('other bytes');
+    const given = {
+      ChecksumCRC32: crc32(wrong),
+      ChecksumCRC32C: Buffer.from(await new Crc32c().digest()).toString('base64'),
+      ChecksumCRC64NVME: 'AAAAAAAAAAA=',
+      ChecksumSHA1: sha('sha1', wrong),
+      ChecksumSHA256: sha('sha256', wrong),
+    };
+    for (const [field, value] of Object.entries(given)) {
+      const algorithm = field.slice('Checksum'.length);
+      const put = new PutObjectCommand({ Bucket: Bucket(), Key: `sum/${field}`, Body: body, [field]: value });
+      expect(await refusal(s3.client.send(put))).toEqual({
+        name: 'BadDigest',
+        message: `The ${algorithm} you specified did not match the calculated checksum.`,
+        status: 400,
+      });
+      await expect(
+        s3.client.send(new HeadObjectCommand({ Bucket: Bucket(), Key: `sum/${field}` })),
+      ).rejects.toThrow();
+    }
+  });
+
+  it('refuses a checksum value that is no checksum with InvalidRequest', async () => {
+    const put = new PutObjectCommand({
+      Bucket: Bucket(),
+      Key: 'sum/bad',
+      Body: 'x',
+      ChecksumCRC32: 'not-it',
+    });
+    expect(await refusal(s3.client.send(put))).toEqual({
+      name: 'InvalidRequest',
+      message: 'Value for x-amz-checksum-crc32 header is invalid.',
+      status: 400,
+    });
+  });
+
+  it("keeps the SDK's own checksums and answers them on Head and Get with ChecksumMode ENABLED", async () => {
+    const body = Buffer.from('checked by S3');
+    const cases = [
+      ['CRC32', crc32(body)],
+      ['SHA1', sha('sha1', body)],
+      ['SHA256', sha('sha256', body)],
+    ] as const;
+    for (const [algorithm, expected] of cases) {
+      const Key = `sum/kept-${algorithm}`;
+      const field = `Checksum${algorithm}` as const;
+      const put = await s3.client.send(
+        new PutObjectCommand({ Bucket: Bucket(), Key, Body: body, ChecksumAlgorithm: algorithm }),
+      );
+      expect(put[field]).toBe(expected);
+      const head = await s3.client.send(
+        new HeadObjectCommand({ Bucket: Bucket(), Key, ChecksumMode: 'ENABLED' }),
+      );
+      expect([head[field], head.ChecksumType]).toEqual([expected, 'FULL_OBJECT']);
+      const got = await s3.client.send(
+        new GetObjectCommand({ Bucket: Bucket(), Key, ChecksumMode: 'ENABLED' }),
+      );
+      expect([got[field], got.ChecksumType]).toEqual([expected, 'FULL_OBJECT']);
+      expect(Buffer.from((await got.Body?.transformToByteArray()) ?? []).equals(body)).toBe(true);
+    }
+    // Not asked for, or a range of the object: no checksum, as S3 answers.
+    const plain = await s3.client.send(new HeadObjectCommand({ Bucket: Bucket(), Key: 'sum/kept-CRC32' }));
+    expect(plain.ChecksumCRC32).toBeUndefined();
+    const range = await s3.client.send(
+      new GetObjectCommand({
+        Bucket: Bucket(),
+        Key: 'sum/kept-CRC32',
+        Range: 'bytes=0-3',
+        ChecksumMode: 'ENABLED',
+      }),
+    );
+    expect([await range.Body?.transformToString(), range.ChecksumCRC32]).toEqual(['chec', undefined]);
+  });
+
+  it('takes a streamed PutObject (aws-chunked, its CRC32 in the trailer) byte for byte, and refuses a wrong trailer', async () => {
+    const body = Buffer.alloc(200_000, 'streamed; ');
+    const streamed = (Key: string) =>
+      new PutObjectCommand({
+        Bucket: Bucket(),
+        Key,
+        Body: Readable.from([body]),
+        ContentLength: body.length,
+      });
+    const put = await s3.client.send(streamed('sum/streamed'));
+    expect(put.ChecksumCRC32).toBe(crc32(body));
+    const got = await s3.client.send(new GetObjectCommand({ Bucket: Bucket(), Key: 'sum/streamed' }));
+    expect(got.ContentEncoding).toBeUndefined();
+    expect(Buffer.from((await got.Body?.transformToByteArray()) ?? []).equals(body)).toBe(true);
+
+    const corrupt = streamed('sum/streamed-wrong');
+    corrupt.middlewareStack.add(
+      (next) => async (args) => {
+        const request = args.request as { headers: Record<string, string>; body: Readable };
+        expect(request.headers['x-amz-trailer']).toBe('x-amz-checksum-crc32');
+        expect(request.headers['x-amz-content-sha256']).toBe('STREAMING-UNSIGNED-PAYLOAD-TRAILER');
+        const framed = Buffer.concat(await request.body.toArray()).toString('latin1');
+        const wrong = framed.replace(
+          /x-amz-checksum-crc32:[^\r]*/,
+          `x-amz-checksum-crc32:${crc32(Buffer.from('no'))}`,
+        );
+        expect(wrong).not.toBe(framed);
+        return next({
+          ...args,
+          request: { ...request, body: Readable.from([Buffer.from(wrong, 'latin1')]) },
+        });
+      },
+      { step: 'finalizeRequest', name: 'corruptTrailer' },
+    );
+    expect(await refusal(s3.client.send(corrupt))).toMatchObject({ name: 'BadDigest', status: 400 });
+  });
+
+  const PART = 5 * 1024 * 1024;
+  const partsOf = (...sizes: number[]) =>
+    sizes.map((size, index) => Buffer.alloc(size, `part ${String(index + 1)};`));
+
+  async function crc32Upload(Key: string, parts: readonly Buffer[]) {
+    const { UploadId } = await s3.client.send(
+      new CreateMultipartUploadCommand({ Bucket: Bucket(), Key, ChecksumAlgorithm: 'CRC32' }),
+    );
+    const sent = await Promise.all(
+      parts.map((Body, index) =>
+        s3.client.send(
+          new UploadPartCommand({
+            Bucket: Bucket(),
+            Key,
+            UploadId,
+            PartNumber: index + 1,
+            Body,
+            ChecksumAlgorithm: 'CRC32',
+          }),
+        ),
+      ),
+    );
+    return { UploadId, sent };
+  }
+
+  it('refuses an UploadPart whose checksum is not its bytes with BadDigest', async () => {
+    const Key = 'sum/part-wrong';
+    const { UploadId } = await s3.client.send(
+      new CreateMultipartUploadCommand({ Bucket: Bucket(), Key, ChecksumAlgorithm: 'CRC32' }),
+    );
+    const part = new UploadPartCommand({
+      Bucket: Bucket(),
+      Key,
+      UploadId,
+      PartNumber: 1,
+      Body: Buffer.from('a part'),
+      ChecksumCRC32: crc32(Buffer.from('another part')),
+    });
+    expect(await refusal(s3.client.send(part))).toEqual({
+      name: 'BadDigest',
+      message: 'The CRC32 you specified did not match the calculated checksum.',
+      status: 400,
+    });
+  });
+
+  it('completes a CRC32 upload with the composite checksum, -N, of its parts', async () => {
+    const Key = 'sum/composite';
+    const parts = partsOf(PART, PART, 1000);
+    const { UploadId, sent } = await crc32Upload(Key, parts);
+    expect(sent.map((answer) => answer.ChecksumCRC32)).toEqual(parts.map(crc32));
+    const completed = await s3.client.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: Bucket(),
+        Key,
+        UploadId,
+        MultipartUpload: {
+          Parts: sent.map(({ ETag, ChecksumCRC32 }, index) => ({
+            PartNumber: index + 1,
+            ETag,
+            ChecksumCRC32,
+          })),
+        },
+      }),
+    );
+    const composite = `${crc32(Buffer.concat(parts.map((part) => Buffer.from(crc32(part), 'base64'))))}-3`;
+    expect([completed.ChecksumCRC32, completed.ChecksumType]).toEqual([composite, 'COMPOSITE']);
+    const head = await s3.client.send(
+      new HeadObjectCommand({ Bucket: Bucket(), Key, ChecksumMode: 'ENABLED' }),
+    );
+    expect([head.ChecksumCRC32, head.ChecksumType]).toEqual([composite, 'COMPOSITE']);
+    const got = await s3.client.send(new GetObjectCommand({ Bucket: Bucket(), Key }));
+    expect(Buffer.from((await got.Body?.transformToByteArray()) ?? []).equals(Buffer.concat(parts))).toBe(
+      true,
+    );
+  });
+
+  it('refuses a completion that names a part checksum other than the stored one, or none; the upload then completes', async () => {
+    const Key = 'sum/complete-wrong';
+    const parts = partsOf(PART, 10);
+    const { UploadId, sent } = await crc32Upload(Key, parts);
+    const complete = (checksums: readonly (string | undefined)[]) =>
+      s3.client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: Bucket(),
+          Key,
+          UploadId,
+          MultipartUpload: {
+            Parts: sent.map(({ ETag }, index) => ({
+              PartNumber: index + 1,
+              ETag,
+              ChecksumCRC32: checksums[index],
+            })),
+          },
+        }),
+      );
+    const right = sent.map((answer) => answer.ChecksumCRC32);
+    expect(await refusal(complete([right[0], crc32(Buffer.from('not part 2'))]))).toMatchObject({
+      name: 'InvalidPart',
+      status: 400,
+    });
+    expect(await refusal(complete([right[0], undefined]))).toEqual({
+      name: 'InvalidRequest',
+      message:
+        'The upload was created using a crc32 checksum. The complete request must include the checksum for each part. It was missing for part 2 in the request.',
+      status: 400,
+    });
+    await expect(s3.client.send(new HeadObjectCommand({ Bucket: Bucket(), Key }))).rejects.toThrow();
+    expect((await complete(right)).ChecksumCRC32).toMatch(/-2$/);
   });
 });

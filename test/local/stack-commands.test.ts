@@ -146,8 +146,6 @@ function aws(): AwsOverrides {
       region: 'us-east-1',
       credentials: LOCAL_S3_CREDENTIALS,
       forcePathStyle: true,
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
     },
   };
 }
