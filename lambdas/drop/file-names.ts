@@ -1,5 +1,5 @@
 /**
- * What a file of a drop may be called. The service takes plain names only (contract B2: no `/`,
+ * What a file of a drop may be called. The service takes plain names only (docs/service-contract.md, B2: no `/`,
  * no `..`), so a drop is one flat folder: these rules decide which train.json entries and which
  * objects of the folder can be sent. Control characters (a tab, a newline) are refused too: a
  * service that takes them is rare, and such a name is almost always a slip of a script.
@@ -27,7 +27,7 @@ export function fileNameProblem(name: string): string | undefined {
 /**
  * A file operating systems leave in folders (Finder's `.DS_Store` and `._x`, Windows' `Thumbs.db`
  * and `desktop.ini`; any name starting with `.`): left out of a drop's default file list, never
- * data (DESIGN.md's train.json table).
+ * data (docs/drop-format.md, the train.json table).
  */
 export function isLeftBySystem(name: string): boolean {
   return name.startsWith('.') || ['thumbs.db', 'desktop.ini'].includes(name.toLowerCase());

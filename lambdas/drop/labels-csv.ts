@@ -1,5 +1,5 @@
 /**
- * Reading a labels file (DESIGN.md section 1): a CSV with a header row, a `label` column and an
+ * Reading a labels file (docs/drop-format.md, labels.csv): a CSV with a header row, a `label` column and an
  * `id` or a `text` column. Rows stream in one at a time from the pinned object, so the only
  * memory a file costs is what the caller keeps of each row.
  *

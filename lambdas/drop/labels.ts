@@ -1,6 +1,6 @@
 /**
- * The labels file as an index of held-out examples' answers, and the match rules of DESIGN.md
- * section 1:
+ * The labels file as an index of held-out examples' answers, and the match rules of
+ * docs/drop-format.md (labels.csv):
  *
  * - `id` matches the example's `id` exactly (case and spaces kept);
  * - `text` matches the example's `text` after both are whitespace-normalised (trimmed, runs of
@@ -50,7 +50,7 @@ import {
 } from './labels-csv.js';
 import { quoted } from './user-text.js';
 
-/** A held-out example as the service shows it (B6). */
+/** A held-out example as the service shows it (docs/service-contract.md, B6). */
 export interface HeldOutExample {
   readonly id: string;
   readonly text: string;

@@ -1,5 +1,5 @@
 /**
- * train.json (DESIGN.md section 1): parsed and checked field by field. Every field is optional
+ * train.json (docs/drop-format.md): parsed and checked field by field. Every field is optional
  * and `{}` is valid; defaults that need the drop folder (name, files, labels) are applied by
  * validate.ts. Every problem is reported at once, each naming the field, what was given and
  * what is allowed, so one upload of a fixed file is enough. Unknown fields are refused (a typo

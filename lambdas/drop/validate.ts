@@ -1,6 +1,6 @@
 /**
  * validate_drop's work: from the drop folder and its train.json to the run's configuration
- * (RunConfig), every default of DESIGN.md section 1 applied and every file pinned by size and
+ * (RunConfig), every default of docs/drop-format.md applied and every file pinned by size and
  * etag, so later steps send exactly what was checked here.
  *
  * The rules (judgeDrop) read a drop through a DropSource, so that one code judges it wherever it

@@ -196,7 +196,7 @@ export class TrainingServiceClient {
    * an orphan dataset that costs nothing and expires on its own.
    */
   async createDataset(input: NewDataset): Promise<Dataset> {
-    // Only the fields of B2 (JSON leaves out a content_type not given).
+    // Only the fields of docs/service-contract.md, B2 (JSON leaves out a content_type not given).
     const files = input.files.map(({ name, bytes, content_type }) => ({ name, bytes, content_type }));
     return this.#record('createDataset', {}, DatasetSchema, { body: { name: input.name, files } });
   }

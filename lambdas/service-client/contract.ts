@@ -1,6 +1,6 @@
 /**
  * Everything this client assumes about the training service where its published interface is
- * silent (service-contract.md, Part B), in one place: paths, record schemas, error codes and
+ * silent (docs/service-contract.md, Part B), in one place: paths, record schemas, error codes and
  * their statuses, which failures are transient, the known next_action values, link lifetimes.
  * When the real service turns out different, this is the file to edit.
  *
@@ -10,7 +10,7 @@
 import * as z from 'zod';
 
 // ---------------------------------------------------------------------------------------------
-// Endpoints (Part A section 4.2; B2-B8)
+// Endpoints (A4; B2-B8)
 
 export type HttpMethod = 'GET' | 'POST';
 
@@ -93,7 +93,7 @@ export const FILE_DOWNLOAD_LABEL = 'GET download url';
 export const UPLOAD_CONTENT_TYPE = 'application/octet-stream';
 
 // ---------------------------------------------------------------------------------------------
-// Lists (Part A 4.1, B10)
+// Lists (A4, B10)
 
 export const LIST_LIMIT_MAX = 100;
 
@@ -122,7 +122,7 @@ export function listQuery(params: ListParams, cursor: string | undefined): Recor
 }
 
 // ---------------------------------------------------------------------------------------------
-// next_action (Part A section 3, B3)
+// next_action (A3, B3)
 
 /** What the client does next, with the steps where each value is seen (B3). */
 export const NEXT_ACTIONS = {
@@ -158,7 +158,7 @@ export function isKnownNextAction(value: string): value is NextAction {
 export const TRAINABLE_NEXT_ACTIONS: readonly NextAction[] = ['start_training', 'retry'];
 
 // ---------------------------------------------------------------------------------------------
-// Statuses (B2, B4-B7). The service shows no full list (section 2): these are the ones assumed,
+// Statuses (B2, B4-B7). The service shows no full list (A2): these are the ones assumed,
 // and a record with any other fails the schema, naming the field, like an unknown next_action.
 
 export const FILE_STATUS = { pending: 'pending', uploaded: 'uploaded' } as const;
@@ -323,7 +323,7 @@ export const NOT_SENT_ERROR_CODES: ReadonlySet<string> = new Set([
 ]);
 
 // ---------------------------------------------------------------------------------------------
-// Record schemas (Part A 2.1-2.3, B1-B8)
+// Record schemas (A2, B1-B8)
 
 const timestamp = z.string();
 const nullableString = z.string().nullable().default(null);
@@ -365,7 +365,7 @@ export const DatasetSchema = z.object({
   questions: z.array(QuestionSchema).nullable().default(null),
 });
 
-/** Section 2.2. B1: any field may be null, except those Hopper cannot work without (B7). */
+/** A2's model record. B1: any field may be null, except those Hopper cannot work without (B7). */
 export const ModelSchema = z.object({
   kind: z.literal('model'),
   id: z.string(),

@@ -88,7 +88,7 @@ function errorClass<C extends ServiceErrorCode, Init extends ServiceErrorInit = 
   };
 }
 
-// Answers of the service (B9).
+// Answers of the service (docs/service-contract.md, B9).
 export class InvalidRequestError extends errorClass('InvalidRequestError', 'invalid_request') {}
 export class InvalidLabelError extends errorClass('InvalidLabelError', 'invalid_label') {}
 export class UnknownEncoderError extends errorClass('UnknownEncoderError', 'unknown_encoder') {}

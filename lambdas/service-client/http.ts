@@ -199,7 +199,7 @@ export function answerError(
   try {
     parsed = JSON.parse(text);
   } catch {
-    // Not the B9 shape (a proxy's page, say): the status alone decides the class.
+    // Not the shape of docs/service-contract.md, B9 (a proxy's page, say): the status alone decides the class.
   }
   const { error, message } = (parsed ?? {}) as { error?: unknown; message?: unknown };
   return errorFromAnswer({

@@ -1,5 +1,5 @@
 /**
- * Cursor-paged lists (B10) as async iterators: `for await (const item of list)` walks every
+ * Cursor-paged lists (docs/service-contract.md, B10) as async iterators: `for await (const item of list)` walks every
  * item, newest first; `list.pages()` walks whole pages. Pages are fetched only as they are read.
  */
 import type { Page } from './contract.js';

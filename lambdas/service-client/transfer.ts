@@ -1,5 +1,5 @@
 /**
- * Streaming file transfers to and from presigned URLs (B2, B8): never with the Authorization
+ * Streaming file transfers to and from presigned URLs (docs/service-contract.md, B2 and B8): never with the Authorization
  * header, never holding a whole file in memory, each bounded in attempts.
  */
 import { Readable } from 'node:stream';

@@ -1,6 +1,6 @@
 /**
- * label_examples: answers the service's held-out examples (B6) from the drop's labels file,
- * matched as DESIGN.md section 1 says (lambdas/drop/labels.ts). The file is read once per
+ * label_examples: answers the service's held-out examples (docs/service-contract.md, B6) from the drop's labels file,
+ * matched as docs/drop-format.md says (lambdas/drop/labels.ts). The file is read once per
  * invocation into an index; then tasks are taken one by one. Time-boxed: no new task is taken
  * when less than a minute of the invocation is left or after a ten-minute batch, and the slot
  * then still says label_examples, so the state machine calls this step again. Every label is

@@ -1,6 +1,6 @@
 /**
  * start_training: starts a training of the dataset, or adopts the one already under way, so
- * that a retried invocation never spends a second credit (DESIGN.md section 2).
+ * that a retried invocation never spends a second credit (docs/reliability.md, "One credit per drop").
  *
  * startTraining is not idempotent: when its answer is lost (dropped connection, timeout, 5xx)
  * the client throws a retryable error although the service may have started the training. So

@@ -1,5 +1,5 @@
 /**
- * The bucket's layout (DESIGN.md section 1), in one place:
+ * The bucket's layout (docs/drop-format.md), in one place:
  *   inbox/<drop>/...                           what the user drops; train.json last
  *   status/<drop>.json                         live state of the drop's latest run
  *   models/<drop>/<model id>/model.onnx        the trained model

@@ -1,5 +1,5 @@
 /**
- * The `hopper` command line (bin/hopper.mjs). This folder owns every command (but `hopper
+ * The `hopper` command line (dist/hopper.mjs, built by scripts/build.ts). This folder owns every command (but `hopper
  * permissions`, local/permissions/) and the one way they read their command line, show --help, end
  * (exit codes) and report errors (command.ts).
  *

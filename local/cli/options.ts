@@ -1,5 +1,5 @@
 /**
- * The command lines of `hopper run` and `hopper local` (DESIGN.md section 3), which start local
+ * The command lines of `hopper run` and `hopper local` (docs/local-mode.md), which start local
  * mode: their specs and what they make of them, read apart from the commands so that tests
  * parse without starting anything.
  */

@@ -1,6 +1,6 @@
 /**
  * The simulated training service: an in-memory, strict implementation of
- * ../shared/service-contract.md (Parts A and B), served over real HTTP on loopback.
+ * docs/service-contract.md (Parts A and B), served over real HTTP on loopback.
  *
  * PUBLIC SURFACE (tests, local mode and benchmarks use only this):
  *
@@ -31,8 +31,9 @@
  *   domain/      records, phases on the service clock, credits, persistence: no HTTP, no faults
  *   http/        replies, bodies, paths, signatures and cursors: no endpoint, no fault
  *   faults/      fault rules, misbehaviours, the rate limit, and where each acts on a request
- *   endpoints/   the routes (names, methods, paths from contract.ts) and their handlers
- *   cli.ts, cli-args.ts   `hopper service`
+ *   endpoints/   the routes (names, methods, paths from lambdas/service-client/contract.ts) and
+ *                their handlers
+ * `hopper service` (local/cli/service.ts) maps its flags onto options.ts.
  */
 export type { SimulatedServiceOptions, FaultRule, EndpointName, Encoder } from './options.js';
 export { DEFAULT_OPTIONS, ENDPOINTS, FAULT_COUNTS, validateOptions } from './options.js';

@@ -70,7 +70,7 @@ export interface FaultRule extends MisbehaviourSettings {
   cutAfterBytes?: number;
 }
 
-/** An encoder on offer (B7): the client's record type. */
+/** An encoder on offer (docs/service-contract.md, B7): the client's record type. */
 export type { Encoder };
 
 const HOUR = 60 * 60_000;

@@ -32,6 +32,7 @@ function answer(status: number, body: unknown, headers: Record<string, string> =
   return answerError(transport, endpoint, target, status, headers, text);
 }
 
+// docs/service-contract.md, B9: the codes and their statuses.
 describe('error answers map to one class per code (B9)', () => {
   const cases: [number, string, new (...args: never[]) => ServiceError][] = [
     [400, 'invalid_request', InvalidRequestError],

@@ -1,5 +1,5 @@
 /**
- * Every next_action of the contract (B3), reached on the simulated service and read through the
+ * Every next_action of the contract (docs/service-contract.md, B3), reached on the simulated service and read through the
  * client, with the step the contract puts it at; and a value the contract does not know, which the
  * client names instead of crashing.
  */

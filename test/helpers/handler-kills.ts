@@ -325,7 +325,7 @@ export function endpointOf(path: string): string {
     .join('/');
 }
 
-/** The fixed words of the service's paths (contract B2 to B8) and of its file URLs. */
+/** The fixed words of the service's paths (docs/service-contract.md, B2 to B8) and of its file URLs. */
 const NAMED_SEGMENTS = new Set([
   'v1',
   'datasets',

@@ -163,7 +163,7 @@ export async function readResponse<T>(res: Response): Promise<ApiResponse<T>> {
   return { status: res.status, headers: res.headers, text, body };
 }
 
-/** Asserts the status and the exact error body shape of contract B9. */
+/** Asserts the status and the exact error body shape of docs/service-contract.md, B9. */
 export function expectError(res: ApiResponse<unknown>, status: number, code: string): void {
   expect({ status: res.status, body: res.body }).toMatchObject({ status, body: { error: code } });
   expect(res.headers.get('content-type')).toMatch(/^application\/json/);

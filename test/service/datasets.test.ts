@@ -1,4 +1,4 @@
-/** Creating datasets, presigned uploads, completing files and the reading phase (contract B1-B3). */
+/** Creating datasets, presigned uploads, completing files and the reading phase (docs/service-contract.md, B1-B3). */
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { Readable } from 'node:stream';

@@ -1,4 +1,4 @@
-/** Routing, authentication on every /v1 endpoint, and failure injection (contract B9, BRIEF pipeline). */
+/** Routing, authentication on every /v1 endpoint, and failure injection (docs/service-contract.md, B9; docs/simulated-service.md). */
 import { describe, expect, it } from 'vitest';
 import {
   api,

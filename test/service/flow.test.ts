@@ -1,5 +1,5 @@
 /**
- * Every next_action with its step number (contract B3), observed along whole walks through the
+ * Every next_action with its step number (docs/service-contract.md, B3), observed along whole walks through the
  * flow, each state entered by a real request or a clock move.
  */
 import { describe, expect, it } from 'vitest';

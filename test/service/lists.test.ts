@@ -1,4 +1,4 @@
-/** GET /v1/datasets and GET /v1/models: paging, order, filters and cursor binding (contract B10). */
+/** GET /v1/datasets and GET /v1/models: paging, order, filters and cursor binding (docs/service-contract.md, B10). */
 import { describe, expect, it } from 'vitest';
 import {
   HOUR,

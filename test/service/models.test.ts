@@ -1,4 +1,4 @@
-/** Encoders, starting trainings, credits, model phases, download links and files going away (B7, B8). */
+/** Encoders, starting trainings, credits, model phases, download links and files going away (docs/service-contract.md, B7 and B8). */
 import { describe, expect, it } from 'vitest';
 import {
   HOUR,

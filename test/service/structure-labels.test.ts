@@ -1,4 +1,4 @@
-/** Suggested decisions, structuring and held-out labels (contract B4-B6). */
+/** Suggested decisions, structuring and held-out labels (docs/service-contract.md, B4-B6). */
 import { describe, expect, it } from 'vitest';
 import {
   HOUR,

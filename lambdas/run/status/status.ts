@@ -59,7 +59,7 @@ export type SupersededRun = Pick<RunStatus, SupersededField> & { readonly credit
 export interface RunStatus {
   readonly run_id: string;
   readonly drop: string;
-  /** The run's state (DESIGN.md's word): running, succeeded, failed, or interrupted (local mode). */
+  /** The run's state (docs/drop-format.md's word): running, succeeded, failed, or interrupted (local mode). */
   readonly state: RunPhase;
   /** Hopper's step that wrote this status (`upload_files`, ...). */
   readonly hopper_step: StepName;

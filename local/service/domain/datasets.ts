@@ -52,7 +52,7 @@ export interface Dataset {
   structuring?: { startedAt: number; endsAt: number; answers: Record<string, string> };
 }
 
-/** The next_actions of a dataset (B3): all but a model's. */
+/** The next_actions of a dataset (docs/service-contract.md, B3): all but a model's. */
 export type DatasetNextAction = Exclude<NextAction, 'retry' | 'download' | 'none'>;
 
 export interface DatasetState {

@@ -1,5 +1,5 @@
 /**
- * Error answers of the service (contract B9): every error is `{"error": code, "message": text}`
+ * Error answers of the service (docs/service-contract.md, B9): every error is `{"error": code, "message": text}`
  * with the status its code implies (ERROR_STATUS, which the client's contract.ts owns).
  */
 import { ERROR_STATUS, type ServiceErrorKind } from '../../../lambdas/service-client/contract.js';

@@ -76,7 +76,7 @@ export function creditReturned(model: Model, now: number): boolean {
 const iso = (ms: number): string => new Date(ms).toISOString();
 const round = (value: number, digits: number): number => Number(value.toFixed(digits));
 
-/** The model record (section 2.2 of the interface; every field present, null until known). */
+/** The model record (docs/service-contract.md, A2; every field present, null until known). */
 export function renderModel(model: Model, now: number): Record<string, unknown> {
   const state = modelState(model, now);
   const finished = now >= model.finishedAt;

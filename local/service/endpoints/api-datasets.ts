@@ -27,7 +27,7 @@ const fileNameSchema = z
   .min(1)
   .max(255)
   .refine((name) => !name.includes('/') && !name.includes('\\'), 'must be a plain file name (no / or \\)')
-  // B2: "no `..`", anywhere in the name.
+  // docs/service-contract.md, B2: "no `..`", anywhere in the name.
   .refine((name) => name !== '.' && !name.includes('..'), 'must not be . or contain ..');
 
 const createDatasetSchema = z.strictObject({
