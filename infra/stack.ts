@@ -101,9 +101,13 @@ export class HopperStack extends Stack {
       ],
       TriggerDeadLetterQueueUrl: [hopper.deadLetterQueue.queueUrl],
       RunNotificationDeadLetterQueueUrl: [hopper.runNotificationDeadLetterQueue.queueUrl],
-      DashboardUrl: [
-        `${consoleUrl}/cloudwatch/home?region=${this.region}#dashboards:name=${hopper.dashboard.dashboardName}`,
-      ],
+      ...(hopper.dashboard === undefined
+        ? {}
+        : {
+            DashboardUrl: [
+              `${consoleUrl}/cloudwatch/home?region=${this.region}#dashboards:name=${hopper.dashboard.dashboardName}`,
+            ] as [string],
+          }),
     };
     for (const [id, [value, description]] of Object.entries(outputs))
       new CfnOutput(this, id, { value, description });

@@ -43,14 +43,17 @@ export interface HopperProps {
    * The secret whose plain-text value is the training service's API key. One encrypted with your
    * own KMS key works when imported with that key (`Secret.fromSecretAttributes(this, 'Key',
    * { secretCompleteArn, encryptionKey })`): the functions that read it may decrypt with it.
-   * @default - a new secret `<stack>/training-service-api-key-<id>` holding a placeholder: put the
-   * key in it after the first deploy
+   * @default - a new secret `<stack>/training-service-api-key-<creation id>` holding a placeholder
+   * (`<stack>-<Hopper's path in the stack>/...` when the stack holds several Hoppers): put the key
+   * in it after the first deploy
    */
   readonly apiKeySecret?: ISecret;
   /**
    * The topic alarms and run notifications go to, instead of two new encrypted topics (no topic or
    * KMS key is created then). Its policy must let CloudWatch and EventBridge publish, and its key,
-   * if any, let them use it (docs/deploy.md). @default - two new topics, each with its own key
+   * if any, let them use it (docs/deploy.md). It must be in the region the stack is deployed to:
+   * EventBridge delivers run notifications only to a topic of the rule's own region.
+   * @default - two new topics, each with its own key
    */
   readonly alarmTopic?: ITopic;
   /**
@@ -71,6 +74,19 @@ export interface HopperProps {
   readonly notificationEmail?: string;
   /** An e-mail address subscribed to the new run notification topic. @default - no subscription */
   readonly runNotificationEmail?: string;
+  /**
+   * A CloudWatch dashboard of the runs, the alarms, and the functions' errors, durations and
+   * throttles. `false` leaves it out, saving its monthly charge (docs/operations.md, "What it
+   * costs"). @default true
+   */
+  readonly dashboard?: boolean;
+  /**
+   * One alarm per function on throttled invocations, combined into the LambdaThrottles composite
+   * alarm. `false` leaves the 12 alarms and the composite alarm out (a throttled step still retries,
+   * and fails its run if still throttled: the ExecutionsFailed alarm fires then), saving their
+   * monthly charge (docs/operations.md, "What it costs"). @default true
+   */
+  readonly throttleAlarms?: boolean;
 }
 
 /** A value known at synth (not a token such as a CloudFormation parameter's). */

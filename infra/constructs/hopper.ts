@@ -5,6 +5,7 @@
  * resources every behaviour it relies on, so it synthesizes the same under CDK's defaults as
  * under this repository's feature flags.
  */
+import { CfnOutput, Stack } from 'aws-cdk-lib';
 import type { Alarm, AlarmBase, Dashboard } from 'aws-cdk-lib/aws-cloudwatch';
 import { Rule, type RuleProps } from 'aws-cdk-lib/aws-events';
 import type { Function as LambdaFunction, IVersion } from 'aws-cdk-lib/aws-lambda';
@@ -16,7 +17,7 @@ import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import type { StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { RUN_EVENT_TYPES } from '../../lambdas/run/events/index.js';
-import { apiKeySecretName } from '../names.js';
+import { apiKeySecretName, hopperPathInStack, markAsHopper } from '../names.js';
 import { acknowledgeRule } from '../nag.js';
 import { HopperMonitoring } from './monitoring.js';
 import { HopperNotifications } from './notifications.js';
@@ -68,7 +69,8 @@ export class Hopper extends Construct {
   readonly alarms: Readonly<Record<string, AlarmBase>>;
   /** One alarm per function, inputs of the LambdaThrottles composite alarm. */
   readonly throttleAlarms: readonly Alarm[];
-  readonly dashboard: Dashboard;
+  /** The CloudWatch dashboard; undefined with `dashboard: false`. */
+  readonly dashboard?: Dashboard;
   /** Where alarms go: `alarmTopic`, or a new encrypted topic. */
   readonly alarmTopic: ITopic;
   /** Where a summary of every ended run goes: `alarmTopic`, or a new encrypted topic. */
@@ -89,6 +91,7 @@ export class Hopper extends Construct {
 
   constructor(scope: Construct, id: string, props: HopperProps) {
     super(scope, id);
+    markAsHopper(this);
     const problems = hopperPropsProblems(props);
     if (problems.length > 0) {
       throw new Error(
@@ -132,11 +135,34 @@ export class Hopper extends Construct {
       runNotifications: notifications,
       notificationEmail: props.notificationEmail,
       topic: props.alarmTopic,
+      dashboard: props.dashboard,
+      throttleAlarms: props.throttleAlarms,
     });
     this.alarmTopic = monitoring.topic;
     this.alarms = monitoring.alarms;
     this.throttleAlarms = monitoring.throttleAlarms;
     this.dashboard = monitoring.dashboard;
+    this.addCliOutput(props.serviceUrl);
+  }
+
+  /**
+   * One stack output per Hopper, which `hopper <command> --stack` finds it by (local/cli/target.ts):
+   * a JSON object marked `"hopper": <its path in the stack>`, so a stack with several is read right.
+   */
+  private addCliOutput(serviceUrl: string): void {
+    const stack = Stack.of(this);
+    const path = hopperPathInStack(this);
+    new CfnOutput(this, 'CliTarget', {
+      description: `Hopper ${path}: what hopper --stack reads to find it (bucket, state machine, service, secret, dashboard)`,
+      value: stack.toJsonString({
+        hopper: path,
+        bucket: this.bucket.bucketName,
+        stateMachineArn: this.stateMachine.stateMachineArn,
+        serviceUrl,
+        apiKeySecret: this.apiKeySecretId,
+        dashboard: this.dashboard?.dashboardName,
+      }),
+    });
   }
 
   /**

@@ -54,6 +54,10 @@ export interface HopperMonitoringProps {
   readonly topic?: ITopic;
   /** The run notifications, watched for ones that could not be delivered. @default - not watched */
   readonly runNotifications?: { readonly rule: IRule; readonly deadLetterQueue: IQueue };
+  /** A dashboard; `false` leaves it out. @default true */
+  readonly dashboard?: boolean;
+  /** The per-function throttle alarms and their composite; `false` leaves them out. @default true */
+  readonly throttleAlarms?: boolean;
 }
 
 /** The period each alarm and graph looks at. */
@@ -80,35 +84,43 @@ export class HopperMonitoring extends Construct {
    * themselves: an alarm can combine at most 10 metrics, and the pipeline has 12 functions.
    */
   readonly throttleAlarms: readonly Alarm[];
-  readonly dashboard: Dashboard;
+  /** Undefined when the props leave it out. */
+  readonly dashboard?: Dashboard;
 
   constructor(scope: Construct, id: string, props: HopperMonitoringProps) {
     super(scope, id);
     this.topic = props.topic ?? this.createTopic(props.notificationEmail);
     const functions = { ...props.taskFunctions, Trigger: props.trigger };
-    this.throttleAlarms = Object.entries(functions).map(([name, fn]) =>
-      this.anyInPeriod(`Throttles${name}`, [
-        `Lambda throttled Hopper's ${name} function (an input of the LambdaThrottles alarm).`,
-        fn.metricThrottles(SUM),
-      ]),
-    );
+    this.throttleAlarms =
+      props.throttleAlarms === false
+        ? []
+        : Object.entries(functions).map(([name, fn]) =>
+            this.anyInPeriod(`Throttles${name}`, [
+              `Lambda throttled Hopper's ${name} function (an input of the LambdaThrottles alarm).`,
+              fn.metricThrottles(SUM),
+            ]),
+          );
     const single = Object.entries(metricAlarms(props)).map(([name, spec]) => [
       name,
       this.notifying(this.anyInPeriod(name, spec)),
     ]);
     this.alarms = {
       ...(Object.fromEntries(single) as Record<string, Alarm>),
-      LambdaThrottles: this.notifying(
-        new CompositeAlarm(this, 'LambdaThrottles', {
-          alarmDescription:
-            "Lambda throttled one of Hopper's functions (the account's or region's concurrency is used " +
-            'up). The steps retry throttled invocations with backoff; runs slow down, and a step still ' +
-            'throttled after its retries fails its run.',
-          alarmRule: AlarmRule.anyOf(...this.throttleAlarms),
-        }),
-      ),
+      ...(this.throttleAlarms.length === 0 ? {} : { LambdaThrottles: this.throttleComposite() }),
     };
-    this.dashboard = this.createDashboard(props, functions);
+    if (props.dashboard !== false) this.dashboard = this.createDashboard(props, functions);
+  }
+
+  private throttleComposite(): CompositeAlarm {
+    return this.notifying(
+      new CompositeAlarm(this, 'LambdaThrottles', {
+        alarmDescription:
+          "Lambda throttled one of Hopper's functions (the account's or region's concurrency is used " +
+          'up). The steps retry throttled invocations with backoff; runs slow down, and a step still ' +
+          'throttled after its retries fails its run.',
+        alarmRule: AlarmRule.anyOf(...this.throttleAlarms),
+      }),
+    );
   }
 
   /**

@@ -6,6 +6,7 @@
  * when an event does (lambdas/run/events/events.ts writes the summary; docs/operations.md,
  * "Notifications"). What cannot be delivered after a day of retries lands in a dead-letter queue.
  */
+import { Annotations } from 'aws-cdk-lib';
 import { Rule, RuleTargetInput, type IRule, type RuleTargetInputProperties } from 'aws-cdk-lib/aws-events';
 import { SnsTopic } from 'aws-cdk-lib/aws-events-targets';
 import { Topic, type ITopic } from 'aws-cdk-lib/aws-sns';
@@ -77,6 +78,15 @@ export class HopperNotifications extends Construct {
         'which cdk-nag does not recognize as a dead-letter queue use).',
     );
     const byArn = props.topic ?? Topic.fromTopicArn(this, 'RunTopicByArn', this.topic.topicArn);
+    // A topic imported by ARN names its region, and an environment-agnostic stack does not, so CDK
+    // cannot tell whether the two differ and warns. EventBridge delivers only to a topic of the
+    // rule's own region: the topic must be in the region the stack is deployed to (API.md, alarmTopic).
+    if (props.topic !== undefined) {
+      Annotations.of(this.rule).acknowledgeWarning(
+        '@aws-cdk/aws-events:ruleUnresolvedEnvironment',
+        "The alarm topic is given by ARN; it must be in the stack's region (API.md, alarmTopic).",
+      );
+    }
     this.rule.addTarget(
       new SnsTopic(byArn, {
         message: new SummaryText(),

@@ -12,7 +12,17 @@ import { readStatus, statusFiles, type RunStatus } from '../../lambdas/run/statu
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { nullIfNotFound } from '../../lambdas/storage/objects.js';
 import { executionArnOf } from '../../lambdas/trigger/start-execution.js';
-import { CommandError, EXIT, formatAge, json, stopSignal, table, type CommandSpec } from './command.js';
+import {
+  CliUsageError,
+  CommandError,
+  EXIT,
+  formatAge,
+  json,
+  stopSignal,
+  table,
+  type CommandSpec,
+} from './command.js';
+import { consoleLinks } from './stack-hoppers.js';
 import { targetCommand, TARGET_FLAGS, type Target } from './target.js';
 
 export const STATUS_SPEC: CommandSpec = {
@@ -20,7 +30,12 @@ export const STATUS_SPEC: CommandSpec = {
   usage: '[drop] [options]',
   about:
     "Shows the latest run of one drop (status/<drop>.json), or a table of every drop: its state, the service's step and next_action, how long since the status changed, and the error code of a failed run, newest first, and the credit budget's use.",
-  flags: TARGET_FLAGS,
+  flags: {
+    links: {
+      help: "with --stack: print the AWS console's pages of the stack's Hopper instead (state machine, dashboard, bucket)",
+    },
+    ...TARGET_FLAGS,
+  },
   positionals: { min: 0, max: 1, what: 'drop', hint: 'hopper status reviews' },
   exits: { 0: true, 1: true, 2: true },
 };
@@ -28,6 +43,20 @@ export const STATUS_SPEC: CommandSpec = {
 export const runStatusCommand = targetCommand(STATUS_SPEC, async (args, target, out, { now = Date.now }) => {
   const drop = args.positionals[0];
   const asJson = args.on('json');
+  if (args.on('links')) {
+    if (target.stackHopper === null)
+      throw new CliUsageError("--links shows a deployed stack's pages: give --stack NAME");
+    const links = consoleLinks(target.stackHopper);
+    out.stdout.write(
+      asJson
+        ? json(links)
+        : table(
+            ['PAGE', 'URL'],
+            Object.entries(links).map(([page, url]) => [LINK_NAMES[page] ?? page, url]),
+          ),
+    );
+    return EXIT.succeeded;
+  }
   if (drop !== undefined) {
     const status = await readStatus(target.s3, target.bucket, drop);
     if (status === null) throw noRun(target, drop);
@@ -41,6 +70,12 @@ export const runStatusCommand = targetCommand(STATUS_SPEC, async (args, target, 
   if (!asJson) out.stdout.write(budgetLines(await readCreditUse(target.s3, target.bucket, now())));
   return EXIT.succeeded;
 });
+
+const LINK_NAMES: Readonly<Record<string, string>> = {
+  stateMachine: 'state machine',
+  dashboard: 'dashboard',
+  bucket: 'bucket',
+};
 
 function noRun(target: Target, drop: string): CommandError {
   return new CommandError(

@@ -1,7 +1,7 @@
 /**
- * Where `hopper status`, `runs`, `models` and `retry` look: a deployed stack (`--stack NAME`:
- * bucket, state machine, service URL and API key secret from the stack's outputs, with the
- * user's normal AWS credentials) or a running `hopper local` (from the export lines it printed:
+ * Where `hopper status`, `runs`, `models` and `retry` look: a deployed stack (`--stack NAME`
+ * [`--hopper ID`]: bucket, state machine, service URL and API key secret from the output each
+ * Hopper construct declares (stack-hoppers.ts), with the user's normal AWS credentials) or a running `hopper local` (from the export lines it printed:
  * the names below, besides the AWS SDK's own AWS_ENDPOINT_URL, credentials and region), and how
  * those commands run against it (runTargetCommand).
  */
@@ -21,7 +21,9 @@ import { ENV } from '../../lambdas/run/invocation/index.js';
 import { messageOf } from '../../lambdas/run/errors/index.js';
 import { ServiceError } from '../../lambdas/service-client/index.js';
 import { DEFAULT_OPTIONS as SIMULATED_DEFAULTS } from '../service/index.js';
+import { chooseHopper, hoppersOf, type StackHopper } from './stack-hoppers.js';
 import {
+  CliUsageError,
   CommandError,
   defineCommand,
   type Command,
@@ -38,6 +40,8 @@ export const HOPPER_SERVICE_URL_ENV = ENV.serviceUrl;
 /** Step Functions' service-specific endpoint variable, which the AWS CLI and SDKs read too. */
 export const SFN_ENDPOINT_ENV = 'AWS_ENDPOINT_URL_SFN';
 export const S3_ENDPOINT_ENV = 'AWS_ENDPOINT_URL';
+/** CloudFormation's service-specific endpoint variable, read for --stack as the SDKs read it. */
+export const CLOUDFORMATION_ENDPOINT_ENV = 'AWS_ENDPOINT_URL_CLOUDFORMATION';
 /** The environment variable read when --api-key is not given (keeps the key out of `ps`). */
 export const API_KEY_ENV = 'HOPPER_API_KEY';
 
@@ -47,16 +51,14 @@ export const TARGET_FLAGS: Flags = {
     value: 'NAME',
     help: 'a deployed stack (its outputs, with your AWS credentials and region); without it, the `hopper local` whose printed settings are in the environment',
   },
+  hopper: {
+    value: 'ID',
+    help: 'with --stack, of a stack that holds several Hoppers: which one (its path in the stack, as the error without it lists them)',
+  },
   json: { help: 'print JSON for scripts; an error too, as {"error": {"code", "message"}} on stdout' },
 };
 
-/** The stack outputs the commands read (infra/stack.ts). */
-export const STACK_OUTPUTS = {
-  bucket: 'BucketName',
-  stateMachine: 'StateMachineArn',
-  apiKeySecret: 'ApiKeySecretName',
-  serviceUrl: 'TrainingServiceUrl',
-} as const;
+export { STACK_OUTPUTS } from './stack-hoppers.js';
 
 /** Settings that replace the SDK's defaults per AWS service (tests point them at loopback). */
 export interface AwsOverrides {
@@ -81,6 +83,8 @@ export interface Target {
   readonly stateMachine: { readonly client: SFNClient; readonly arn: string } | null;
   /** The training service's URL and API key (the key is read only when asked for). */
   service(): Promise<{ readonly url: string; readonly apiKey: string }>;
+  /** A deployed stack's Hopper, as its outputs give it; null for `hopper local`. */
+  readonly stackHopper: StackHopper | null;
 }
 
 /**
@@ -93,7 +97,10 @@ export function targetCommand(
 ): Command {
   return defineCommand(spec, async (args, io, deps) => {
     const stack = args.text('stack');
-    const target = stack === undefined ? localTarget(deps) : await stackTarget(stack, deps);
+    const hopper = args.text('hopper');
+    if (hopper !== undefined && stack === undefined)
+      throw new CliUsageError('--hopper chooses a Hopper of a stack: give --stack NAME too');
+    const target = stack === undefined ? localTarget(deps) : await stackTarget(stack, hopper, deps);
     try {
       return await body(args, target, io, deps);
     } catch (error) {
@@ -171,6 +178,7 @@ function localTarget({ env, aws }: CommandDeps): Target {
     stateMachine:
       arn === undefined ? null : { client: new SFNClient({ ...common, endpoint, ...aws?.sfn }), arn },
     service: () => Promise.resolve().then(() => localService(env)),
+    stackHopper: null,
   };
 }
 
@@ -209,7 +217,8 @@ export const LOCAL_EXPORTS = [
   HOPPER_SERVICE_URL_ENV,
 ];
 
-async function stackTarget(stack: string, { env, aws }: CommandDeps): Promise<Target> {
+async function stackTarget(stack: string, id: string | undefined, deps: CommandDeps): Promise<Target> {
+  const { env, aws } = deps;
   // The SDK reads the endpoint variables too: with local mode's, the stack's requests go there.
   const endpoint = [S3_ENDPOINT_ENV, SFN_ENDPOINT_ENV].find((name) => nonEmpty(env[name]) !== undefined);
   if (endpoint !== undefined && nonEmpty(env[HOPPER_BUCKET_ENV]) !== undefined) {
@@ -218,30 +227,25 @@ async function stackTarget(stack: string, { env, aws }: CommandDeps): Promise<Ta
       `--stack ${stack} talks to AWS, but this shell holds the settings \`hopper local\` prints (${endpoint}=${String(env[endpoint])}), which send AWS requests to local mode: run it in a shell without them, or first: unset ${LOCAL_EXPORTS.filter((name) => env[name] !== undefined).join(' ')}`,
     );
   }
-  const outputs = await stackOutputs(stack, aws);
-  const output = (key: string): string => {
-    const value = outputs.get(key);
-    if (value !== undefined) return value;
-    throw noTarget(
-      `stack "${stack}" has no output ${key}: is it a Hopper stack, deployed with this version of Hopper?`,
-    );
-  };
-  const bucket = output(STACK_OUTPUTS.bucket);
-  const arn = output(STACK_OUTPUTS.stateMachine);
+  const hopper = chooseHopper(stack, hoppersOf(await stackOutputs(stack, deps)), id);
   return {
-    label: `stack ${stack}`,
+    label: `stack ${stack}${id === undefined ? '' : ` (Hopper ${id})`}`,
     s3: new S3Client({ ...aws?.s3 }),
-    bucket,
-    stateMachine: { client: new SFNClient({ ...aws?.sfn }), arn },
+    bucket: hopper.bucket,
+    stateMachine: { client: new SFNClient({ ...aws?.sfn }), arn: hopper.stateMachineArn },
     service: async () => ({
-      url: output(STACK_OUTPUTS.serviceUrl),
-      apiKey: await secretApiKey(output(STACK_OUTPUTS.apiKeySecret), aws),
+      url: hopper.serviceUrl,
+      apiKey: await secretApiKey(hopper.apiKeySecret, aws),
     }),
+    stackHopper: hopper,
   };
 }
 
-async function stackOutputs(stack: string, aws: AwsOverrides | undefined): Promise<Map<string, string>> {
-  const cloudformation = new CloudFormationClient({ ...aws?.cloudformation });
+async function stackOutputs(stack: string, { env, aws }: CommandDeps): Promise<Map<string, string>> {
+  const cloudformation = new CloudFormationClient({
+    endpoint: nonEmpty(env[CLOUDFORMATION_ENDPOINT_ENV]),
+    ...aws?.cloudformation,
+  });
   try {
     const answer = await cloudformation.send(new DescribeStacksCommand({ StackName: stack }));
     const found = answer.Stacks?.[0];

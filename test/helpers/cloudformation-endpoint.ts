@@ -59,3 +59,51 @@ export async function startCloudFormationEndpoint(
 function escape(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
+
+/** A synthesized template's parts that outputsOfTemplate reads. */
+export interface OutputTemplate {
+  readonly Resources: Record<
+    string,
+    { readonly Type: string; readonly Properties?: Record<string, unknown> }
+  >;
+  readonly Outputs?: Record<string, { readonly Value: unknown }>;
+}
+
+/**
+ * The outputs a deployment of `template` would have, as DescribeStacks answers them: each value
+ * evaluated with the pseudo parameters given (`AWS::Region`, `AWS::StackId`, ...), a Ref to one of
+ * the template's resources as `refOf` says (its physical id), and a named resource's name property.
+ */
+export function outputsOfTemplate(
+  template: OutputTemplate,
+  pseudo: Readonly<Record<string, string>>,
+  refOf: (logicalId: string, type: string) => string,
+): Record<string, string> {
+  const evaluate = (value: unknown): string => {
+    if (typeof value === 'string') return value;
+    const node = value as Record<string, unknown>;
+    const ref = node.Ref;
+    if (typeof ref === 'string') {
+      const resource = template.Resources[ref];
+      if (resource === undefined) return pseudo[ref] ?? fail(value);
+      // A dashboard's Ref is its name: the one the template gives it.
+      const named = resource.Properties?.DashboardName;
+      return named === undefined ? refOf(ref, resource.Type) : evaluate(named);
+    }
+    const join = node['Fn::Join'] as [string, unknown[]] | undefined;
+    if (join !== undefined) return join[1].map(evaluate).join(join[0]);
+    const select = node['Fn::Select'] as [number, unknown] | undefined;
+    const split = (select?.[1] as Record<string, unknown> | undefined)?.['Fn::Split'] as
+      [string, unknown] | undefined;
+    if (select !== undefined && split !== undefined)
+      return evaluate(split[1]).split(split[0])[select[0]] ?? fail(value);
+    return fail(value);
+  };
+  return Object.fromEntries(
+    Object.entries(template.Outputs ?? {}).map(([key, output]) => [key, evaluate(output.Value)]),
+  );
+}
+
+function fail(value: unknown): never {
+  throw new Error(`outputsOfTemplate cannot evaluate ${JSON.stringify(value)}`);
+}
