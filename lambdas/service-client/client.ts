@@ -9,6 +9,7 @@ import { Agent } from './undici.js';
 import type * as z from 'zod';
 import {
   isPastStructure,
+  DATASET_CLOCK_SKEW_MS,
   DatasetSchema,
   DownloadLinkSchema,
   EncoderListSchema,
@@ -192,8 +193,9 @@ export class TrainingServiceClient {
   // ---- Datasets -------------------------------------------------------------------------------
 
   /**
-   * POST /v1/datasets. Retried on transient failures although not idempotent: a duplicate is
-   * an orphan dataset that costs nothing and expires on its own.
+   * POST /v1/datasets. Not idempotent, so retried only when the failure proves the request was
+   * not processed (as startTraining): after any other transient failure the dataset may exist,
+   * and the caller finds it by name (findDataset) rather than leave an orphan at the service.
    */
   async createDataset(input: NewDataset): Promise<Dataset> {
     // Only the fields of docs/service-contract.md, B2 (JSON leaves out a content_type not given).
@@ -208,6 +210,21 @@ export class TrainingServiceClient {
 
   listDatasets(params: ListParams = {}): CursorList<Dataset> {
     return this.#list('listDatasets', params, DatasetSchema);
+  }
+
+  /**
+   * The newest dataset named `name` created since `askedAt` (less DATASET_CLOCK_SKEW_MS), read
+   * through the paged list newest first, or null. The interface has no idempotency key: a run
+   * whose creation answer was lost finds its dataset so (runDatasetName), before it creates again.
+   */
+  async findDataset(name: string, askedAt: number): Promise<Dataset | null> {
+    const notBefore = askedAt - DATASET_CLOCK_SKEW_MS;
+    for await (const dataset of this.listDatasets({ limit: 100 })) {
+      // Newest first: past this one, every dataset is older than the ask.
+      if (Date.parse(dataset.created_at) < notBefore) return null;
+      if (dataset.name === name) return dataset;
+    }
+    return null;
   }
 
   /** POST .../files/{file}/complete once the bytes are uploaded. Idempotent. */

@@ -7,6 +7,7 @@
  * Schemas are tolerant: unknown fields are dropped, optional fields default to null. They are
  * strict only about what Hopper relies on, so a change there fails loudly at the edge.
  */
+import { createHash } from 'node:crypto';
 import * as z from 'zod';
 
 // ---------------------------------------------------------------------------------------------
@@ -32,8 +33,9 @@ export interface Endpoint {
 
 export const ENDPOINTS = {
   listDatasets: { method: 'GET', template: '/v1/datasets', retry: 'transient' },
-  // Not idempotent, but a duplicate is only an orphan dataset that expires on its own (no credit).
-  createDataset: { method: 'POST', template: '/v1/datasets', retry: 'transient' },
+  // Not idempotent, and a duplicate is an orphan the run never names: after a lost answer the
+  // caller finds the dataset by its run's name (runDatasetName) before it creates again.
+  createDataset: { method: 'POST', template: '/v1/datasets', retry: 'unprocessed' },
   getDataset: { method: 'GET', template: '/v1/datasets/{dataset}', retry: 'transient' },
   // B2: completing a file twice is not an error.
   completeFile: {
@@ -477,6 +479,45 @@ export interface NewDatasetFile {
 export const MAX_DATASET_NAME_LENGTH = 200;
 export const isDatasetName = (name: string): boolean =>
   name.length >= 1 && name.length <= MAX_DATASET_NAME_LENGTH;
+
+/**
+ * The name a run gives the dataset it creates: the user's name, then ` · run ` and 12 hex digits
+ * of sha256(run id), e.g. `reviews · run 3f2a9c0d41be`. The interface has no idempotency key, so
+ * this name is how a run finds again a dataset whose creation answer it lost (findRunDataset):
+ * unique to the run, and still the user's name first in the service's dashboard. Assumptions
+ * (the interface and B2 are silent beyond "1-200 chars"): any characters are allowed, names need
+ * not be unique at the service (two runs never share this one), and a dataset keeps its name.
+ * The user's name is cut (never inside a surrogate pair) so the whole fits
+ * MAX_DATASET_NAME_LENGTH.
+ */
+export function runDatasetName(name: string, runId: string): string {
+  const suffix = `${RUN_NAME_SEPARATOR}${createHash('sha256').update(runId).digest('hex').slice(0, 12)}`;
+  let base = name.slice(0, MAX_DATASET_NAME_LENGTH - suffix.length);
+  // A lone high surrogate left by the cut would not be a whole character.
+  if (/[\uD800-\uDBFF]$/.test(base)) base = base.slice(0, -1);
+  return `${base}${suffix}`;
+}
+
+const RUN_NAME_SEPARATOR = ' · run ';
+
+/**
+ * True when `datasetName` is the dataset a run of a drop named `name` creates (runDatasetName),
+ * or `name` itself (datasets of earlier versions, named by the user's name alone).
+ */
+export function isDatasetNamed(datasetName: string, name: string): boolean {
+  if (datasetName === name) return true;
+  const at = datasetName.lastIndexOf(RUN_NAME_SEPARATOR);
+  if (at < 0 || !/^[0-9a-f]{12}$/.test(datasetName.slice(at + RUN_NAME_SEPARATOR.length))) return false;
+  const base = datasetName.slice(0, at);
+  // A cut name is a prefix of the user's; an uncut one is the whole of it.
+  return base === name || (datasetName.length >= MAX_DATASET_NAME_LENGTH - 1 && name.startsWith(base));
+}
+
+/**
+ * How far the service's clock (a dataset's created_at) may be behind the clock that stamped the
+ * moment a run asked for it: findRunDataset pages back that far before the moment, no further.
+ */
+export const DATASET_CLOCK_SKEW_MS = 5 * 60_000;
 
 export interface NewDataset {
   /** 1 to MAX_DATASET_NAME_LENGTH UTF-16 code units. */

@@ -3,24 +3,68 @@
  * `upload_files`, and the Choice after this Task sends the run to UploadFiles. A resuming run
  * (train.json `"resume": true`) takes its failed run's dataset instead, once the service shows it
  * ready to train, and the Choice sends it straight to StartTraining (lambdas/run/lock/resume.ts).
+ *
+ * POST /v1/datasets is not idempotent and the interface has no idempotency key, so the dataset
+ * is named for the run (runDatasetName, contract.ts), and that name is the intent: validate_drop's
+ * status carries it (`dataset_name`) before this step asks for it. Every invocation looks for a
+ * dataset of that name first (one page of the list, newest first, seldom more), and so does an
+ * invocation whose creation answer is lost: a retried invocation, a kill between the request and
+ * its answer, or a garbled answer never leave a second dataset at the service. A run resumed
+ * after a restart that cut off the answer finds the dataset by its predecessor's name.
  */
+import {
+  mayHaveActed,
+  runDatasetName,
+  ServiceError,
+  type Dataset,
+  type NewDataset,
+  type TrainingServiceClient,
+} from '../service-client/index.js';
 import { defineStep } from '../run/invocation/index.js';
 import { resumableDataset } from '../run/lock/index.js';
-import { datasetSlot } from '../run/state/index.js';
+import { datasetSlot, type ResumeFrom } from '../run/state/index.js';
 
 export const createDatasetStep = defineStep('create_dataset', async (state, env) => {
-  const { config } = state;
+  const { config, run } = state;
   const client = await env.runtime.service();
-  if (config.resumeFrom !== undefined) {
-    const dataset = await resumableDataset(client, config.resumeFrom, env.runtime.now(), config.files);
+  const from = config.resumeFrom === undefined ? undefined : await withDataset(client, config.resumeFrom);
+  if (from !== undefined) {
+    const dataset = await resumableDataset(client, from, env.runtime.now(), config.files);
     return datasetSlot(dataset, state.dataset, env.runtime.now());
   }
-  // Not idempotent: a Lambda retried after the service acted (or the client's own retry of a
-  // dropped answer) creates a second dataset. That is harmless: a dataset costs no credit, the
-  // orphan is never used, and the service deletes it when it expires.
-  const record = await client.createDataset({
-    name: config.name,
+  const wanted: NewDataset = {
+    name: runDatasetName(config.name, run.runId),
     files: config.files.map((file) => ({ name: file.name, bytes: file.bytes })),
-  });
+  };
+  const askedAt = Date.parse(run.startedAt);
+  const record =
+    (await client.findDataset(wanted.name, askedAt)) ?? (await createOnce(client, wanted, askedAt));
   return datasetSlot(record, state.dataset, env.runtime.now());
 });
+
+/**
+ * The run to resume with its dataset's id: a run interrupted while it created its dataset names
+ * only the dataset's name, found at the service now; undefined when the service never created
+ * it (the resumed run creates its own).
+ */
+async function withDataset(client: TrainingServiceClient, from: ResumeFrom): Promise<ResumeFrom | undefined> {
+  if (from.datasetId !== '' || from.datasetName === undefined) return from;
+  const found = await client.findDataset(from.datasetName, Date.parse(from.startedAt ?? ''));
+  return found === null ? undefined : { ...from, datasetId: found.id };
+}
+
+/** POST /v1/datasets; after an answer lost once the request left, the dataset it may have made. */
+async function createOnce(
+  client: TrainingServiceClient,
+  wanted: NewDataset,
+  askedAt: number,
+): Promise<Dataset> {
+  try {
+    return await client.createDataset(wanted);
+  } catch (error) {
+    if (!(error instanceof ServiceError && mayHaveActed(error))) throw error;
+    const made = await client.findDataset(wanted.name, askedAt);
+    if (made === null) throw error;
+    return made;
+  }
+}

@@ -11,7 +11,7 @@ import {
   leftModelCredit,
   trainingUnderWayMessage,
 } from '../../lambdas/run/errors/index.js';
-import { holdsCredit, TRAINING_STATUSES } from '../../lambdas/service-client/index.js';
+import { holdsCredit, isDatasetNamed, TRAINING_STATUSES } from '../../lambdas/service-client/index.js';
 import type { Dataset, Model, TrainingServiceClient } from '../../lambdas/service-client/index.js';
 
 /** Pages of a list read at most while looking (100 records each). */
@@ -36,7 +36,7 @@ export async function leftAtService(
   let pages = 0;
   for await (const page of client.listDatasets({ limit: PAGE }).pages()) {
     for (const dataset of page.data) {
-      if (dataset.name === datasetName && Date.parse(dataset.created_at) >= since)
+      if (isDatasetNamed(dataset.name, datasetName) && Date.parse(dataset.created_at) >= since)
         found.set(dataset.id, dataset);
     }
     const oldest = page.data.at(-1);
@@ -105,7 +105,7 @@ export async function underWayRefusal(
       for (const model of page.data) {
         const dataset = names.get(model.dataset_id) ?? (await client.getDataset(model.dataset_id));
         names.set(dataset.id, dataset);
-        if (dataset.name === datasetName) found.push(model);
+        if (isDatasetNamed(dataset.name, datasetName)) found.push(model);
       }
       if (++pages >= MAX_PAGES) break;
     }

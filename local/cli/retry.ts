@@ -64,13 +64,19 @@ export const runRetryCommand = targetCommand(RETRY_SPEC, async (args, target, ou
     drop,
     resumes_run: from.runId,
     error_code: from.errorCode,
-    dataset_id: from.datasetId,
+    dataset_id: from.datasetId === '' ? null : from.datasetId,
+    ...(from.datasetName === undefined ? {} : { dataset_name: from.datasetName }),
     ...(await putTrainJson(target, key, resumed)),
   };
+  // A run cut off while it created its dataset names the dataset, not its id (lambdas/steps/create-dataset.ts).
+  const dataset =
+    from.datasetId === ''
+      ? `its dataset "${from.datasetName ?? ''}", which the resumed run looks for at the service (from the drop's files if the service never created it)`
+      : `dataset ${from.datasetId}`;
   out.stdout.write(
     args.on('json')
       ? json(result)
-      : `hopper retry: resuming run ${from.runId} of "${drop}"${from.errorCode === null ? '' : ` (${from.errorCode})`} from dataset ${from.datasetId}: uploaded ${result.train_json} with "resume": true. Follow it with: hopper status ${drop}\n`,
+      : `hopper retry: resuming run ${from.runId} of "${drop}"${from.errorCode === null ? '' : ` (${from.errorCode})`} from ${dataset}: uploaded ${result.train_json} with "resume": true. Follow it with: hopper status ${drop}\n`,
   );
   return EXIT.succeeded;
 });

@@ -31,7 +31,10 @@ export async function markInterruptedRuns(s3: S3Client, bucket: string, now = Da
 
 /** What changes in the status of a run still `running` when local mode stopped. */
 function interrupted(
-  run: Pick<RunStatus, 'hopper_step' | 'next_action' | 'model_id' | 'model' | 'paid_model' | 'dataset_id'>,
+  run: Pick<
+    RunStatus,
+    'hopper_step' | 'next_action' | 'model_id' | 'model' | 'paid_model' | 'dataset_id' | 'dataset_name'
+  >,
   drop: string,
   now: number,
 ): Pick<RunStatus, 'state' | 'updated_at' | 'finished_at' | 'error'> {
@@ -41,6 +44,7 @@ function interrupted(
     step: stepUnderWay(run),
     paidModel: run.paid_model,
     datasetId: run.dataset_id,
+    datasetName: run.dataset_name,
   });
   return {
     state: 'interrupted',

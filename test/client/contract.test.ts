@@ -5,10 +5,13 @@ import {
   ENDPOINTS,
   endpointLabel,
   filesRetentionMs,
+  isDatasetNamed,
   listQuery,
+  MAX_DATASET_NAME_LENGTH,
   ModelSchema,
   pageSchema,
   pathOf,
+  runDatasetName,
   structureBody,
 } from '../../lambdas/service-client/contract.js';
 import { formatPath, parseBody } from '../../lambdas/service-client/http.js';
@@ -74,11 +77,38 @@ describe('paths', () => {
     expect(() => pathOf(ENDPOINTS.getDataset, { dataset: '' })).toThrow(TypeError);
   });
 
-  it('marks only training start as not retried on ambiguous failures', () => {
+  it('marks only the creating and paying calls as not retried on ambiguous failures', () => {
     const unprocessedOnly = Object.entries(ENDPOINTS)
       .filter(([, endpoint]) => endpoint.retry === 'unprocessed')
       .map(([name]) => name);
-    expect(unprocessedOnly).toEqual(['startTraining']);
+    expect(unprocessedOnly).toEqual(['createDataset', 'startTraining']);
+  });
+});
+
+describe("a run's dataset name", () => {
+  it("is the user's name and a tag of the run: the same for a run, another for another run", () => {
+    const name = runDatasetName('my reviews', 'reviews-0123456789abcdef');
+    expect(name).toMatch(/^my reviews · run [0-9a-f]{12}$/);
+    expect(runDatasetName('my reviews', 'reviews-0123456789abcdef')).toBe(name);
+    expect(runDatasetName('my reviews', 'reviews-fedcba9876543210')).not.toBe(name);
+  });
+
+  it("fits the service's 200 code units, cutting the name, never inside a surrogate pair", () => {
+    for (const long of ['x'.repeat(500), `${'x'.repeat(180)}😀😀😀`, `${'x'.repeat(179)}😀😀😀`]) {
+      const name = runDatasetName(long, 'run-1');
+      expect(name.length).toBeLessThanOrEqual(MAX_DATASET_NAME_LENGTH);
+      expect(name).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])/);
+      expect(isDatasetNamed(name, long)).toBe(true);
+    }
+  });
+
+  it("is told from other names: the user's own is one of it, another name or tag is not", () => {
+    const name = runDatasetName('reviews', 'run-1');
+    expect(isDatasetNamed(name, 'reviews')).toBe(true);
+    expect(isDatasetNamed('reviews', 'reviews')).toBe(true);
+    expect(isDatasetNamed(name, 'reviews2')).toBe(false);
+    expect(isDatasetNamed(runDatasetName('reviews2', 'run-1'), 'reviews')).toBe(false);
+    expect(isDatasetNamed('reviews · run nothex', 'reviews')).toBe(false);
   });
 });
 

@@ -20,7 +20,14 @@ import {
 import type { LocalMode } from '../../local/emulator/local-mode.js';
 import { startLocalS3 } from '../../local/s3/local-s3.js';
 import { modelBytesAt } from '../../local/service/index.js';
-import { dropAndRun, modelObjects, statesEntered, useLocalMode } from '../helpers/local-mode.js';
+import {
+  dropAndRun,
+  modelObjects,
+  serviceList,
+  simulatedOf,
+  statesEntered,
+  useLocalMode,
+} from '../helpers/local-mode.js';
 import { expectSaved } from '../helpers/local-runs.js';
 import { reviewsDrop } from '../helpers/fixtures.js';
 
@@ -48,6 +55,11 @@ const service = (endpoint: string, status: number) => (effect: SideEffect) =>
 
 /** The riskiest point of each step that has one: its side effect done, its answer not yet returned. */
 const POINTS: readonly { name: string; task: KillRule['task']; after: () => KillRule['after'] }[] = [
+  {
+    name: 'after POST datasets, before the slot is returned',
+    task: 'CreateDataset',
+    after: () => service('POST /v1/datasets', 201),
+  },
   {
     name: 'after a file PUT, before complete',
     task: 'UploadFiles',
@@ -96,6 +108,9 @@ describe('a handler killed after its side effect: the retried step finishes the 
     expect(local.simulated?.requestCount('createDataset')).toBe(1);
     expect(local.simulated?.requestCount('startTraining')).toBe(1);
     expect(local.simulated?.credits()).toBe(9);
+    // The one dataset at the service is the one the status names.
+    const datasets = await serviceList<{ id: string }>(simulatedOf(local), 'datasets');
+    expect(datasets.map((dataset) => dataset.id)).toEqual([run.status?.dataset_id]);
     // Every held-out example was answered once (a second, different answer would have been a 409).
     expect(local.simulated?.requestCount('submitLabel')).toBe(4);
     // A kill while labelling loses the killed invocation's count (see docs/reliability.md).

@@ -23,6 +23,7 @@ import {
   useKeptLocalMode,
 } from '../helpers/local-mode.js';
 import { putDrop } from '../helpers/pipeline.js';
+import { HandlerKills, LAMBDA_CRASH_ERROR, type SideEffect } from '../helpers/handler-kills.js';
 import { reviewsDrop } from '../helpers/fixtures.js';
 
 const kept = useKeptLocalMode();
@@ -63,6 +64,64 @@ async function serviceRecords(
     creditsSpent: 10 - simulated.credits(),
   };
 }
+
+/** Bounded: resolves once `done` holds, polling every 20 ms for at most `ms`. */
+async function until(done: () => boolean, what: string, ms = 30_000): Promise<void> {
+  for (let waited = 0; !done(); waited += 20) {
+    if (waited >= ms) throw new Error(`${what} within ${String(ms)} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/**
+ * A data directory whose last local mode was stopped once a request of `task` had reached the
+ * service and before its answer came back (`after`), as a kill -9 of `hopper local` does.
+ */
+async function stoppedAfter(
+  dataDir: string,
+  drop: string,
+  task: 'CreateDataset' | 'StartTraining',
+  after: (effect: SideEffect) => boolean,
+): Promise<void> {
+  const kills = new HandlerKills({ rules: [{ task, death: LAMBDA_CRASH_ERROR, after }] });
+  const first = await kept.start(dataDir, { ...kills.modeOptions(), simulated: { credits: 10 } });
+  kills.watchFunctions(first);
+  const started = nextExecution(first, inboxKey(drop, TRAIN_JSON));
+  await putDrop(first.s3.client, first.bucket, drop, FILES);
+  await started.execution;
+  // Stopped before the state machine's retry of the killed Task (2 s later) can run.
+  await until(() => kills.kills.length === 1, `${task} was not killed`);
+  const closing = first.close();
+  await kills.close();
+  await closing;
+}
+
+const answered = (endpoint: string, status: number) => (effect: SideEffect) =>
+  effect.kind === 'service' && effect.endpoint === endpoint && effect.status === status;
+
+describe('a run stopped between a request that creates and its answer', { timeout: 90_000 }, () => {
+  it('POST /v1/datasets: the restart names the dataset it asked for, and hopper retry finds it there: one dataset', async () => {
+    const dataDir = await kept.dataDir();
+    await stoppedAfter(dataDir, 'cut', 'CreateDataset', answered('POST /v1/datasets', 201));
+
+    const second = await start(dataDir);
+    second.simulated?.configure({ trainingMs: BRISK_SERVICE.trainingMs });
+    const [made] = await serviceList<{ id: string; name: string }>(simulatedOf(second), 'datasets');
+    const interrupted = await readStatus(second.s3.client, second.bucket, 'cut');
+    expect(interrupted).toMatchObject({ state: 'interrupted', dataset_id: null, dataset_name: made?.name });
+    expect(interrupted?.error?.message).toContain(`its dataset "${made?.name ?? ''}"`);
+    expect(interrupted?.error?.message).not.toContain("starts it again from the drop's files");
+
+    const again = nextExecution(second, inboxKey('cut', TRAIN_JSON));
+    const retry = await runCommandCaptured(runRetryCommand, ['cut'], settingsOf(second));
+    expect(retry).toMatchObject({ code: 0, stderr: '' });
+    expect(retry.stdout).toContain(`its dataset "${made?.name ?? ''}"`);
+    const run = await finished(second, await again.execution, again.events);
+    expect(run.outcome.status).toBe('SUCCEEDED');
+    expect(run.status?.dataset_id).toBe(made?.id);
+    expect(await serviceRecords(second)).toMatchObject({ datasets: 1, creditsSpent: 1 });
+  });
+});
 
 describe('a run interrupted while its paid model trains', { timeout: 90_000 }, () => {
   it('advises hopper retry everywhere, and the same train.json again adopts the paid model: one credit, one dataset', async () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { toRunError, RunError } from '../../lambdas/run/errors/index.js';
 import { createDatasetStep } from '../../lambdas/steps/create-dataset.js';
 import { DEFAULT_OPTIONS } from '../../local/service/index.js';
-import { CLOCK_START, rejectionOf } from '../client/helpers.js';
+import { allOf, CLOCK_START, rejectionOf } from '../client/helpers.js';
 import { stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
 import { configOf, datasetSlotOf, stateOf } from '../helpers/fixtures.js';
 
@@ -30,14 +30,14 @@ describe('create_dataset', () => {
       }),
     );
     const record = await (await runtime.service()).getDataset(slot.id);
-    expect(record.name).toBe('my reviews');
+    expect(record.name).toMatch(/^my reviews · run [0-9a-f]{12}$/);
     expect(record.files.map(({ name, bytes, status }) => ({ name, bytes, status }))).toEqual([
       { name: 'a.csv', bytes: 10, status: 'pending' },
       { name: 'b.jsonl', bytes: 0, status: 'pending' },
     ]);
   });
 
-  it('a retried invocation creates a second dataset, which costs no credit', async () => {
+  it("a retried invocation finds the run's dataset at the service: one dataset", async () => {
     const service = await fixtures.service();
     const runtime = fixtures.runtime(service);
     const state = stateOf(fixtures.s3().bucket, { config: configOf() });
@@ -45,11 +45,36 @@ describe('create_dataset', () => {
     const first = await createDatasetStep.run(state, stepEnv(runtime));
     const second = await createDatasetStep.run(state, stepEnv(runtime));
 
-    expect(second.id).not.toBe(first.id);
-    expect(service.credits()).toBe(DEFAULT_OPTIONS.credits);
+    expect(second.id).toBe(first.id);
+    expect(service.requestCount('createDataset')).toBe(1);
+    // Another run of the same drop and name has a dataset of its own.
+    const other = stateOf(
+      fixtures.s3().bucket,
+      { config: configOf() },
+      { drop: state.run.drop, runId: 'other-run' },
+    );
+    expect((await createDatasetStep.run(other, stepEnv(runtime))).id).not.toBe(first.id);
   });
 
-  it('a service that stays unavailable fails retryable, after the client has retried', async () => {
+  it.each(['html_502', 'truncated', 'empty'] as const)(
+    'a creation answer garbled after the service acted (%s): the dataset it made is found by name, none is created again',
+    async (form) => {
+      const service = await fixtures.service({
+        faults: [{ endpoint: 'createDataset', kind: 'garble', form, count: 1 }],
+      });
+      const runtime = fixtures.runtime(service);
+      const state = stateOf(fixtures.s3().bucket, { config: configOf() });
+
+      const slot = await createDatasetStep.run(state, stepEnv(runtime));
+
+      const client = await runtime.service();
+      const datasets = await allOf(client.listDatasets({ limit: 100 }));
+      expect(datasets.map((dataset) => dataset.id)).toEqual([slot.id]);
+      expect(service.requestCount('createDataset')).toBe(1);
+    },
+  );
+
+  it('a service that stays unavailable fails retryable without sending the creation twice', async () => {
     const service = await fixtures.service({
       faults: [{ endpoint: 'createDataset', kind: '503', count: 100 }],
     });
@@ -61,8 +86,9 @@ describe('create_dataset', () => {
       ),
     );
 
+    // A 503 does not say the dataset was not made: the next invocation looks for it first.
     expect(error).toMatchObject({ code: 'service_unavailable', retryable: true, name: 'Hopper.Retryable' });
-    expect(service.requestCount('createDataset')).toBe(6);
+    expect(service.requestCount('createDataset')).toBe(1);
   });
 
   it('without $.config it fails as a bug of the definition, before calling the service', async () => {

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { LocalMode } from '../../local/emulator/local-mode.js';
+import { runDatasetName } from '../../lambdas/service-client/index.js';
 import { runRunCommand } from '../../local/cli/run.js';
 import { runCommandCaptured } from '../helpers/commands.js';
 import { dropAndRun, startBriskLocalMode, statesEntered, type FinishedRun } from '../helpers/local-mode.js';
@@ -142,7 +143,11 @@ it(
     const trained = await run('emoji100');
     expect(trained.status?.state).toBe('succeeded');
     const service = await (local as LocalMode).service();
-    expect((await service.getDataset(trained.status?.dataset_id ?? '')).name).toBe('😀'.repeat(100));
+    // The run's tag follows the name, which is cut to fit 200 units, between two emoji.
+    expect((await service.getDataset(trained.status?.dataset_id ?? '')).name).toBe(
+      runDatasetName('😀'.repeat(100), trained.status?.run_id ?? ''),
+    );
+    expect(trained.status?.dataset_name).toMatch(/^(😀){90} · run [0-9a-f]{12}$/u);
     expectRefusedAtValidate(
       await run('emoji150'),
       'invalid_train_json',

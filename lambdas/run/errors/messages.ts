@@ -157,12 +157,17 @@ export function retryAdvice(run: {
   readonly drop: string;
   readonly paidModel: { readonly id: string; readonly status: string } | null;
   readonly datasetId: string | null;
+  /** The name of the dataset the run creates (status `dataset_name`), when it has no id yet. */
+  readonly datasetName?: string | null;
 }): string {
   if (run.paidModel !== null) {
     return `its model ${run.paidModel.id} was paid for (1 credit) and was ${run.paidModel.status} at the service: hopper retry ${run.drop} adopts it and copies it without a second credit`;
   }
   if (run.datasetId !== null) {
     return `hopper retry ${run.drop} resumes it from its dataset ${run.datasetId} at the service, where the dataset stands: files already uploaded are not sent again`;
+  }
+  if (typeof run.datasetName === 'string') {
+    return `the run may have asked the service for its dataset "${run.datasetName}" without hearing back: hopper retry ${run.drop} looks for it there by that name and resumes from it, or starts again from the drop's files if the service never created it`;
   }
   return `hopper retry ${run.drop} starts it again from the drop's files, which are still in the bucket`;
 }

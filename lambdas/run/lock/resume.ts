@@ -25,6 +25,8 @@ type RunOfDrop = Pick<
   | 'hopper_step'
   | 'next_action'
   | 'dataset_id'
+  | 'dataset_name'
+  | 'started_at'
   | 'model_id'
   | 'model'
   | 'error'
@@ -42,7 +44,10 @@ function runsOf(status: RunStatus | null, runId: string): RunOfDrop[] {
 }
 
 function resumeFrom(run: RunOfDrop): ResumeFrom {
-  return { runId: run.run_id, datasetId: run.dataset_id ?? '', errorCode: run.error?.code ?? null };
+  const from = { runId: run.run_id, datasetId: run.dataset_id ?? '', errorCode: run.error?.code ?? null };
+  // Cut off before the service's answer named its dataset: it is looked for by its name.
+  const named = run.dataset_id === null && typeof run.dataset_name === 'string';
+  return named ? { ...from, datasetName: run.dataset_name ?? '', startedAt: run.started_at } : from;
 }
 
 /** The newest run that ended holding a paid model (with settings `fingerprint`, when given). */
@@ -106,7 +111,7 @@ export function resumeTarget(status: RunStatus | null, drop: string, runId = '')
       `run ${latest.run_id} of ${drop} failed with ${code}, which a resumed run would fail with again: ${latest.error?.message ?? ''}`,
     );
   }
-  if (latest.dataset_id === null) {
+  if (latest.dataset_id === null && typeof latest.dataset_name !== 'string') {
     throw notResumable(
       `the failed run ${latest.run_id} of ${drop}${code === undefined ? '' : ` (${code})`} ended before it created a dataset at the service, so nothing can be reused: fix what its error says, then ${START_OVER}`,
     );

@@ -86,7 +86,14 @@ export type PromoteRule = Readonly<NonNullable<TrainJson['promote']>>;
 /** The failed run a resuming run takes its dataset from (its status file named it). */
 export interface ResumeFrom {
   readonly runId: string;
+  /** '' when the run was interrupted before the service's answer named its dataset: see datasetName. */
   readonly datasetId: string;
+  /**
+   * The name the run gave the dataset it was creating (runDatasetName), when its dataset id is not
+   * known: create_dataset looks for it at the service, asked for since `startedAt`.
+   */
+  readonly datasetName?: string;
+  readonly startedAt?: string;
   /** The earlier run's error code, for the status and the messages. */
   readonly errorCode: string | null;
 }

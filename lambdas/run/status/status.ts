@@ -10,7 +10,7 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import { runRecordsPrefix, STATUS_PREFIX, statusKey } from '../../storage/keys.js';
 import { objectsUnder, readJson, updateJsonConditionally } from '../../storage/objects.js';
-import type { NextAction } from '../../service-client/contract.js';
+import { runDatasetName, type NextAction } from '../../service-client/contract.js';
 import { contendedWrite } from '../errors/index.js';
 import { paidModelOf } from '../lock/index.js';
 import {
@@ -38,6 +38,7 @@ const SUPERSEDED_FIELDS = [
   'hopper_step',
   'next_action',
   'dataset_id',
+  'dataset_name',
   'model_id',
   'paid_model',
   'config_fingerprint',
@@ -67,6 +68,13 @@ export interface RunStatus {
   readonly step: number | null;
   readonly next_action: NextAction | null;
   readonly dataset_id: string | null;
+  /**
+   * The name of the dataset the run creates at the service (runDatasetName: the user's name and
+   * the run's tag), from validate_drop on: written before create_dataset asks for it, so a run
+   * whose creation answer was lost (a kill, a restart) is found again at the service by it.
+   * Absent in files older than the field.
+   */
+  readonly dataset_name?: string | null;
   readonly model_id: string | null;
   readonly attempts: number;
   readonly max_attempts: number | null;
@@ -162,6 +170,7 @@ export function statusOf(state: RunState, update: StatusUpdate, now: number): Ru
     step: record?.step ?? null,
     next_action: record?.nextAction ?? null,
     dataset_id: dataset?.id ?? null,
+    dataset_name: config === undefined ? null : runDatasetName(config.name, run.runId),
     model_id: model?.id ?? null,
     attempts: model?.attempts ?? 0,
     max_attempts: config?.maxAttempts ?? null,
