@@ -140,7 +140,7 @@ export async function startLocalMode(options: LocalModeOptions = {}) {
     const events = new LocalEventBus();
     const s3Clients = functionS3Clients(s3.endpoint, cleanups);
     const runtime = { ...handlerRuntime(options, { events, logger, service }), s3: s3Clients.create };
-    const tasks = await taskHandlers(local, runtime, invocations, options);
+    const tasks = taskHandlers(local, runtime, invocations, options);
     const { stateMachine, executions } = await startStateMachine(local, tasks, options, cleanups);
     const trigger = await startTrigger(stateMachine, s3, logger, options, cleanups);
 
@@ -273,24 +273,31 @@ async function startSimulated(
 type BundleRuntime = Omit<LocalRuntimeOptions, 's3'> & { readonly s3: (functionName: string) => S3Client };
 
 /** Each Task state's handler bundle, called as Lambda calls it (and wrapped, when the options ask). */
-async function taskHandlers(
+function taskHandlers(
   local: LocalDefinition,
   runtime: BundleRuntime,
   invocations: RunningInvocations,
   { wrapTask, recorder }: LocalModeOptions,
-): Promise<Record<string, LocalTask>> {
+): Record<string, LocalTask> {
   const tasks: Record<string, LocalTask> = {};
   for (const task of TASKS) {
-    const module = (await import(handlerBundle(local.handlers[task.name]).href)) as {
-      handler: TaskHandler<StepName>;
-    };
     const s3 = runtime.s3(task.name);
     recorder?.attach(s3);
-    const handler = module.handler.withLocalRuntime({ ...runtime, s3 });
-    const lambda = asLambda(invocations.track(handler), task.timeoutSeconds, {
-      functionName: task.name,
-      memoryMb: task.memoryMb,
-    });
+    // Loaded when the Task first runs, as Lambda loads a function's code on its first invocation
+    // (and before its timeout starts): a bundle takes a few hundred milliseconds to load, and
+    // many local modes never reach most Tasks.
+    let loading: Promise<LocalTask> | undefined;
+    const load = async (): Promise<LocalTask> => {
+      const module = (await import(handlerBundle(local.handlers[task.name]).href)) as {
+        handler: TaskHandler<StepName>;
+      };
+      const handler = module.handler.withLocalRuntime({ ...runtime, s3 });
+      return asLambda(invocations.track(handler), task.timeoutSeconds, {
+        functionName: task.name,
+        memoryMb: task.memoryMb,
+      });
+    };
+    const lambda: LocalTask = async (input) => (await (loading ??= load()))(input);
     const recorded = recorder?.as(task.name, lambda) ?? lambda;
     tasks[task.name] = wrapTask?.(task.name, recorded) ?? recorded;
   }
