@@ -5,7 +5,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { runCheckCommand } from '../../local/cli/drop-folder.js';
+import { runCheckCommand } from '../../local/cli/check.js';
 import type { ClientResult, Measure } from '../harness/protocol.js';
 
 /** `hopper check <folder> --json`, in this process, its output kept (and checked) but not printed. */

@@ -2,15 +2,10 @@
  * A local drop folder, read once as the bucket lists a drop (plain files with their size and the
  * etag S3 gives a file put whole, the MD5 of its bytes; names in sub-folders), so that the run's
  * own rules judge it (lambdas/drop/validate.ts's judgeDrop) before anything is sent: the one
- * reader of a folder for `hopper check` and `hopper run`. Nothing outside the folder is ever read
- * (the service is a third party): a symbolic link is refused, and no file is opened through one.
- *
- * `hopper check <folder> [--json]` (runCheckCommand) judges it offline, with the code ValidateDrop
- * runs, before anything is uploaded or paid for: its files and their bytes, the credits it may
- * spend, the estimated AWS cost of its run, and what would stop it, with the run's error code and
- * message. It asks neither a bucket nor the training service: what only they can tell is said,
- * not guessed (docs/spending.md, "Check before paying"). `hopper run` uploads a folder the rules
- * let through under inbox/<folder name>/, train.json last, since its arrival starts the run.
+ * reader of a folder for `hopper check` (check.ts) and `hopper run`. Nothing outside the folder is
+ * ever read (the service is a third party): a symbolic link is refused, and no file is opened
+ * through one. `hopper run` uploads a folder the rules let through under inbox/<folder name>/,
+ * train.json last, since its arrival starts the run.
  */
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
@@ -21,12 +16,9 @@ import { listingOf } from '../../lambdas/drop/listing.js';
 import type { DropFile } from '../../lambdas/run/state/index.js';
 import { listForMessage, quoted } from '../../lambdas/drop/user-text.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { DROP_QUIET_MS } from '../../lambdas/drop/settle.js';
-import { judgeDrop, type DropSource, type JudgedDrop } from '../../lambdas/drop/validate.js';
+import type { DropSource } from '../../lambdas/drop/validate.js';
 import { codedMessage, RunError } from '../../lambdas/run/errors/index.js';
-import { awsUsdOf, PRICES_AS_OF, PRICES_REGION, typicalRunUsage } from '../../lambdas/run/status/index.js';
-import { CommandError, defineCommand, EXIT, json, table, type CommandSpec } from './command.js';
-import { formatBytes } from './progress.js';
+import { CommandError } from './command.js';
 
 /**
  * A folder refused before anything is sent (exit 1, as a run that fails): its `code` (not_a_drop,
@@ -175,114 +167,7 @@ async function putFile(s3: S3Client, bucket: string, folder: DropFolder, file: D
   }
 }
 
-export const CHECK_SPEC: CommandSpec = {
-  name: 'check',
-  usage: '<folder> [--json]',
-  about:
-    "Judges a drop folder offline with the run's own rules (ValidateDrop's code), before anything is uploaded or paid for: its files and their bytes, the credits it may spend, the estimated AWS cost of its run, and anything that will stop it, with the run's error code and message. It asks neither a bucket nor the training service, and says what only they decide.",
-  flags: { json: { help: 'print the verdict as one JSON object' } },
-  positionals: { min: 1, max: 1, what: 'folder to check', hint: 'hopper check examples/reviews' },
-  exits: {
-    0: 'the drop would go through',
-    1: 'it would not, or the folder is no drop: the error code and message are printed (hopper run exits 1 on it too)',
-    2: true,
-  },
-};
-
-/** What the run decides only once it starts, from the bucket or the service: said, not guessed. */
-const AT_RUN_START = [
-  `the folder is taken once nothing in it has changed for ${String(DROP_QUIET_MS / 1000)} s, train.json written last (files_still_arriving)`,
-  "the service's verdicts: whether it reads the data files (dataset_unreadable), the held-out examples the labels must answer (labels_required, label_missing, label_ambiguous, invalid_label), the decisions (invalid_decision), the encoder (unknown_encoder), the account's credits (no_credits)",
-  "the credit budget, when one is set: room for a training's credit when it starts (credit_budget)",
-];
-const RESUME_AT_RUN_START = `"resume": true: the failed run to resume is found in the drop's status in the bucket (not_resumable)`;
-
-/** What `hopper check` says of a drop: its --json, and what its text shows. */
-export type CheckVerdict = ReturnType<typeof verdictOf>;
-
-export const runCheckCommand = defineCommand(CHECK_SPEC, async (args, io) => {
-  const folder = await readDropFolder(args.positionals[0] ?? '');
-  const verdict = verdictOf(folder, await judgeDrop(folder).catch(refusal));
-  io.stdout.write(args.on('json') ? json(verdict) : describe(verdict));
-  return verdict.error === null ? EXIT.succeeded : EXIT.failed;
-});
-
-/** The error the rules refused the drop with (any other is a failure of the command). */
-function refusal(error: unknown): RunError {
-  if (error instanceof RunError) return error;
-  throw error;
-}
-
-/**
- * Every plain file of the folder, with what the run sends it as (null: not sent, or the drop is
- * refused), the bytes sent, the credits the drop may spend and the estimated AWS cost of a run
- * that trains at its first attempt (lambdas/run/status/usage.ts), or what would stop the run.
- */
-export function verdictOf(folder: DropFolder, judged: JudgedDrop | RunError) {
-  const passed = judged instanceof RunError ? undefined : judged;
-  const data = new Set(passed?.config.files.map((file) => file.name));
-  const sentAs = (name: string): 'data' | 'labels' | 'settings' | null => {
-    if (passed === undefined) return null;
-    if (name === TRAIN_JSON) return 'settings';
-    return name === passed.config.labels?.name ? 'labels' : data.has(name) ? 'data' : null;
-  };
-  const files = [...folder.files.values()].map(({ name, bytes }) => ({ name, bytes, sent_as: sentAs(name) }));
-  const sent = files.filter((file) => file.sent_as === 'data' || file.sent_as === 'labels');
-  const usage = typicalRunUsage(data.size);
-  const prices = { region: PRICES_REGION, as_of: PRICES_AS_OF };
-  const resume = passed?.trainJson.resume === true ? [RESUME_AT_RUN_START] : [];
-  return {
-    drop: folder.drop,
-    error: judged instanceof RunError ? { code: judged.code, message: judged.detail } : null,
-    files,
-    left_out: passed?.leftOut ?? [],
-    bytes: sent.reduce((sum, file) => sum + file.bytes, 0),
-    credits: passed === undefined ? null : creditsOf(passed),
-    aws: passed === undefined ? null : { usd: awsUsdOf(usage), usage, prices },
-    checked_when_the_run_starts: [...AT_RUN_START, ...resume],
-  };
-}
-
-/**
- * 1 credit per training attempt, up to maxAttempts, for each encoder of train.json "encoders"
- * (one training each from the dataset); with "all", as many as the service offers: not known here.
- */
-function creditsOf({ config, trainJson }: JudgedDrop) {
-  const { encoders } = trainJson;
-  const trainings = encoders === 'all' ? 'all' : (encoders?.length ?? 1);
-  const atMost = trainings === 'all' ? null : trainings * config.maxAttempts;
-  return { per_attempt: 1, max_attempts: config.maxAttempts, trainings, at_most: atMost };
-}
-
 /** Files left out of the default file list, and why, as `hopper check` and `hopper run` say it. */
 export function leftOutText(names: readonly string[]): string {
   return `${listForMessage(names)} (files operating systems leave in folders; name them in train.json "files" to send them)`;
-}
-
-function describe(verdict: CheckVerdict): string {
-  const { error, credits, aws } = verdict;
-  const rows = verdict.files.map((file) => [file.name, String(file.bytes), file.sent_as ?? '-']);
-  const lines = [
-    `drop "${verdict.drop}": ${error === null ? 'would go through' : `refused: ${error.code}: ${error.message}`}`,
-    table(['FILE', 'BYTES', 'SENT AS'], rows).trimEnd(),
-    `sent: ${formatBytes(verdict.bytes)}`,
-  ];
-  if (verdict.left_out.length > 0) lines.push(`left out: ${leftOutText(verdict.left_out)}`);
-  if (credits !== null) {
-    const each = `1 per attempt, up to maxAttempts ${String(credits.max_attempts)} (a failed attempt's credit comes back)`;
-    const encoders = credits.trainings === 1 ? '' : `, for each of ${String(credits.trainings)} encoders`;
-    const all = `credits: ${each}, for each encoder the service offers ("encoders": "all")`;
-    lines.push(
-      credits.at_most === null ? all : `credits: at most ${String(credits.at_most)}: ${each}${encoders}`,
-    );
-  }
-  if (aws !== null) {
-    const { usage, prices } = aws;
-    lines.push(
-      `estimated AWS cost: $${aws.usd.total.toFixed(5)} for a run that trains at its first attempt (${String(usage.lambda_invocations)} Lambda invocations, ${String(usage.lambda_gb_seconds)} GB-seconds, ${String(usage.state_transitions)} state transitions, ${String(usage.s3_requests.put)} S3 PUTs and ${String(usage.s3_requests.get)} GETs, at ${prices.region} list prices of ${prices.as_of})`,
-    );
-  }
-  const atStart = verdict.checked_when_the_run_starts.map((rule) => `  - ${rule}`);
-  lines.push('checked when the run starts:', ...atStart);
-  return `${lines.join('\n')}\n`;
 }

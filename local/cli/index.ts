@@ -7,12 +7,13 @@
  *   command.ts          the flag table (CommandSpec), its parser, --help, exit codes, errors, --json
  *   run.ts, options.ts  hopper run and hopper local's shared options (local.ts: hopper local)
  *   out-folder.ts       <out>/<drop>/ for hopper run: checked and locked before, the model after
- *   drop-folder.ts      a local drop folder as the run's rules read it: hopper check, and
+ *   drop-folder.ts      a local drop folder as the run's rules read it, for hopper check and
  *                       hopper run's upload; progress.ts hopper run's progress line
+ *   check.ts            hopper check
  *   left-at-service.ts  what a stopped hopper run left at the training service
  *   service.ts          hopper service: the simulated service's knobs as flags
  *   target.ts           where status, runs, models and retry look: --stack or hopper local
- *   status.ts (and wait), runs.ts, models.ts, retry.ts   those commands
+ *   status.ts, wait.ts, runs.ts, models.ts, retry.ts   those commands
  *
  * It must not hold the pipeline's rules (lambdas/) or the emulator (local/emulator/): a command
  * only starts, reads or asks them.
@@ -25,11 +26,11 @@ import { processIo, type Command, type CommandIo } from './command.js';
 // answers without loading local mode, the CDK app and the local S3 server.
 export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   run: async () => (await import('./run.js')).runRunCommand,
-  check: async () => (await import('./drop-folder.js')).runCheckCommand,
+  check: async () => (await import('./check.js')).runCheckCommand,
   local: async () => (await import('./local.js')).runLocalCommand,
   service: async () => (await import('./service.js')).runServiceCommand,
   status: async () => (await import('./status.js')).runStatusCommand,
-  wait: async () => (await import('./status.js')).runWaitCommand,
+  wait: async () => (await import('./wait.js')).runWaitCommand,
   runs: async () => (await import('./runs.js')).runRunsCommand,
   models: async () => (await import('./models.js')).runModelsCommand,
   retry: async () => (await import('./retry.js')).runRetryCommand,

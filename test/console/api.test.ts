@@ -15,12 +15,8 @@ import { statusKey } from '../../lambdas/storage/keys.js';
 import type { RunStatus } from '../../lambdas/run/status/index.js';
 import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
 import type { RunDetail, RunPage } from '../../local/console/runs.js';
-import {
-  DropFolderError,
-  readDropFolder,
-  runCheckCommand,
-  type CheckVerdict,
-} from '../../local/cli/drop-folder.js';
+import { runCheckCommand, type CheckVerdict } from '../../local/cli/check.js';
+import { DropFolderError, readDropFolder } from '../../local/cli/drop-folder.js';
 import { runCommandCaptured } from '../helpers/commands.js';
 import { consoleJson, dropThroughConsole, endedRun, folderFiles, useConsole } from '../helpers/console.js';
 import { startConsole } from '../../local/console/index.js';

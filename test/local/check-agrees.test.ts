@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { runCheckCommand, type CheckVerdict } from '../../local/cli/drop-folder.js';
+import { runCheckCommand, type CheckVerdict } from '../../local/cli/check.js';
 import { runRunCommand } from '../../local/cli/run.js';
 import { ENDPOINTS, startSimulatedService, type SimulatedService } from '../../local/service/index.js';
 import { BRISK_SERVICE } from '../../testkit/brisk-service.js';

@@ -10,12 +10,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TrainJson } from '../../lambdas/drop/train-json.js';
 import { judgeDrop } from '../../lambdas/drop/validate.js';
-import {
-  readDropFolder,
-  runCheckCommand,
-  verdictOf,
-  type CheckVerdict,
-} from '../../local/cli/drop-folder.js';
+import { runCheckCommand, verdictOf, type CheckVerdict } from '../../local/cli/check.js';
+import { readDropFolder } from '../../local/cli/drop-folder.js';
 import { runRunCommand } from '../../local/cli/run.js';
 import { ENDPOINTS, startSimulatedService, type SimulatedService } from '../../local/service/index.js';
 import { runCommandCaptured } from '../helpers/commands.js';

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunStatus } from '../../lambdas/run/status/index.js';
 import { statusKey } from '../../lambdas/storage/keys.js';
 import { runRunsCommand } from '../../local/cli/runs.js';
-import { runWaitCommand } from '../../local/cli/status.js';
+import { runWaitCommand } from '../../local/cli/wait.js';
 import { RunLog, summarize } from '../../local/console/run-log.js';
 import { startExecutionsEndpoint } from '../../local/emulator/executions-endpoint.js';
 import { LOCAL_STATE_MACHINE_ARN, LocalStateMachine } from '../../local/emulator/state-machine.js';

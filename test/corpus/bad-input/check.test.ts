@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunError } from '../../../lambdas/run/errors/index.js';
 import { validateDropStep } from '../../../lambdas/steps/validate-drop.js';
-import { runCheckCommand, type CheckVerdict } from '../../../local/cli/drop-folder.js';
+import { runCheckCommand, type CheckVerdict } from '../../../local/cli/check.js';
 import { ENDPOINTS, startSimulatedService, type SimulatedService } from '../../../local/service/index.js';
 import { runCommandCaptured } from '../../helpers/commands.js';
 import { stepEnv, usePipelineFixtures } from '../../helpers/pipeline.js';
