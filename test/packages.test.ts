@@ -16,7 +16,7 @@
  * aws-cdk-lib and the CLI's dependencies; it runs beside the other test files.
  */
 import { execFile } from 'node:child_process';
-import { cp, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -74,11 +74,26 @@ afterAll(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
+const README = await readFile(join(ROOT, 'README.md'), 'utf8');
+
+/** The README's install line for the construct ("Use Hopper in your own CDK app"), as written. */
+const README_INSTALL = (() => {
+  const section = README.slice(README.indexOf('## Use Hopper in your own CDK app'));
+  const line = /`npm install (hopper-cdk[^`]*)`/.exec(section)?.[1];
+  if (line === undefined) throw new Error('the README names no npm install line for hopper-cdk');
+  return line.split(' ');
+})();
+
+/** API.md's examples (typedoc's "#### Example" sections), each a whole app. */
+const API_EXAMPLES = [
+  ...(await readFile(join(ROOT, 'API.md'), 'utf8')).matchAll(/#### Example\n\n```ts\n([\s\S]*?)```\n/g),
+].map((match) => match[1]!);
+
 describe('the README', () => {
   it('shows the very app this test installs and synthesizes (Use Hopper in your own CDK app)', async () => {
-    const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
     const app = await readFile(join(ROOT, 'test/consumers/cjs/app.ts'), 'utf8');
-    expect(readme).toContain(`\`\`\`ts\n${app}\`\`\`\n`);
+    expect(README).toContain(`\`\`\`ts\n${app}\`\`\`\n`);
+    expect(API_EXAMPLES.length).toBeGreaterThan(0);
   });
 });
 
@@ -115,15 +130,20 @@ describe('hopper-cdk in a team CDK app, outside the clone', () => {
   beforeAll(async () => {
     project = join(work, 'team-app');
     await cp(join(ROOT, 'test/consumers'), project, { recursive: true });
+    // API.md's examples are apps of the CommonJS project too: its tsc checks them, node runs them.
+    for (const [index, example] of API_EXAMPLES.entries())
+      await writeFile(join(project, 'cjs', `api-example-${String(index)}.ts`), example);
     await run('npm', ['init', '-y'], { cwd: project });
+    // What `cdk init app` installs (aws-cdk-lib, constructs, @types/node), then the README's own
+    // install line as written: only the name of the tarball stands for hopper-cdk, not yet on npm.
+    // One npm install for both, and hopper-cli beside them.
     await npm(project, [
       'install',
-      tarballs['hopper-cdk']!,
-      tarballs['hopper-cli']!,
       pinned('aws-cdk-lib'),
       pinned('constructs'),
-      pinned('cdk-nag'),
       pinned('@types/node'),
+      tarballs['hopper-cli']!,
+      ...README_INSTALL.map((spec) => (spec === 'hopper-cdk' ? tarballs['hopper-cdk']! : spec)),
     ]);
   }, 10 * MINUTES);
 
@@ -155,7 +175,12 @@ describe('hopper-cdk in a team CDK app, outside the clone', () => {
         entry = join(app, 'build/app.js');
       }
       const outdir = join(app, 'cdk.out');
-      await run(process.execPath, [entry], { cwd: app, env: { ...process.env, CDK_OUTDIR: outdir } });
+      const synth = await run(process.execPath, [entry], {
+        cwd: app,
+        env: { ...process.env, CDK_OUTDIR: outdir },
+      });
+      // The imported topic's region brings no warning about the run notification rule.
+      expect(synth.stderr).not.toMatch(/warning/i);
       const template = JSON.parse(
         await readFile(join(outdir, 'TeamStack.template.json'), 'utf8'),
       ) as CfnTemplate;
@@ -184,6 +209,27 @@ describe('hopper-cdk in a team CDK app, outside the clone', () => {
     },
     5 * MINUTES,
   );
+  it("synthesizes API.md's examples and two Hoppers in one stack, with no warning (after the cjs project's tsc)", async () => {
+    const app = join(project, 'cjs');
+    const entries = [...API_EXAMPLES.keys()].map((index) => `api-example-${String(index)}.js`);
+    for (const entry of [...entries, 'two-hoppers.js']) {
+      const outdir = join(app, `cdk.out.${entry}`);
+      const { stdout, stderr } = await run(process.execPath, [join(app, 'build', entry)], {
+        cwd: app,
+        env: { ...process.env, CDK_OUTDIR: outdir },
+      });
+      expect(`${stdout}${stderr}`).not.toMatch(/warning|Primary identifiers/i);
+      expect((await readdir(outdir)).filter((file) => file.endsWith('.template.json')).length).toBe(1);
+    }
+    const two = JSON.parse(
+      await readFile(join(app, 'cdk.out.two-hoppers.js/TwoHoppers.template.json'), 'utf8'),
+    ) as CfnTemplate & { Outputs: Record<string, { Value: unknown }> };
+    // Each declares the output hopper --stack finds it by (test/local/stack-hoppers.test.ts reads them).
+    expect(
+      Object.values(two.Outputs).filter((output) => JSON.stringify(output.Value).includes('\\"hopper\\":')),
+    ).toHaveLength(2);
+  });
+
   it("checks the team's own template with hopper permissions, the simulator installed in the app", async () => {
     await npm(project, ['install', '--save-dev', pinned('@cloud-copilot/iam-simulate')]);
     const template = join(project, 'cjs/cdk.out/TeamStack.template.json');

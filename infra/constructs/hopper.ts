@@ -33,14 +33,28 @@ export type { HopperCreditBudget, HopperLogLevel, HopperProps } from './hopper-p
  * machine that drives the training service), EventBridge wiring for the bucket, run events and
  * notifications, alarms and a dashboard.
  *
+ * A stack may hold several: in one that does, the names Hopper gives (secret, log group, dashboard)
+ * carry its path in the stack. Each declares a stack output `hopper <command> --stack` finds it by
+ * (`--hopper <path>` chooses one of several).
+ *
  * @example
- * const hopper = new Hopper(stack, 'Training', {
+ * import { App, Stack } from 'aws-cdk-lib';
+ * import { Bucket } from 'aws-cdk-lib/aws-s3';
+ * import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
+ * import { Topic } from 'aws-cdk-lib/aws-sns';
+ * import { Hopper } from 'hopper-cdk';
+ *
+ * const app = new App();
+ * const stack = new Stack(app, 'TeamStack');
+ * new Hopper(stack, 'Training', {
  *   serviceUrl: 'https://training.example.com',
  *   bucket: Bucket.fromBucketName(stack, 'Drops', 'team-drops'),
  *   apiKeySecret: Secret.fromSecretNameV2(stack, 'Key', 'team/training-key'),
- *   alarmTopic: Topic.fromTopicArn(stack, 'Ops', opsTopicArn),
+ *   // A topic of the region the stack is deployed to.
+ *   alarmTopic: Topic.fromTopicArn(stack, 'Ops', 'arn:aws:sns:eu-west-1:123456789012:team-ops'),
  *   creditBudget: { perDay: 20 },
  * });
+ * app.synth();
  */
 export class Hopper extends Construct {
   /** The bucket drops arrive in and models go to: the one given, or a new one. */
@@ -69,7 +83,10 @@ export class Hopper extends Construct {
   readonly alarms: Readonly<Record<string, AlarmBase>>;
   /** One alarm per function, inputs of the LambdaThrottles composite alarm. */
   readonly throttleAlarms: readonly Alarm[];
-  /** The CloudWatch dashboard; undefined with `dashboard: false`. */
+  /**
+   * The CloudWatch dashboard of the runs, alarms and functions: `<stack>-<region>`, or
+   * `<stack>-<Hopper's path>-<region>` in a stack of several Hoppers; undefined with `dashboard: false`.
+   */
   readonly dashboard?: Dashboard;
   /** Where alarms go: `alarmTopic`, or a new encrypted topic. */
   readonly alarmTopic: ITopic;
