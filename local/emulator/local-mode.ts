@@ -36,7 +36,7 @@ import {
 import { markInterruptedRuns } from './interrupted-runs.js';
 import { startExecutionsEndpoint } from './executions-endpoint.js';
 import { LocalEventBus } from './event-bus.js';
-import { asLambda, RunningInvocations } from './lambda-invoke.js';
+import { asLambda, refuseAbandonedRequests, RunningInvocations } from './lambda-invoke.js';
 import { connectS3Events } from './s3-events.js';
 import { LocalStateMachine } from './state-machine.js';
 
@@ -183,6 +183,8 @@ function functionS3Clients(endpoint: string, cleanups: Cleanups) {
   const clients = new Map<string, S3Client>();
   const create = (functionName: string): S3Client => {
     const client = localS3Client(endpoint);
+    // An invocation past its Lambda timeout writes nothing more (lambda-invoke.ts).
+    refuseAbandonedRequests(client);
     clients.set(functionName, client);
     cleanups.push(() => {
       client.destroy();

@@ -1,11 +1,12 @@
 /**
  * Local EventBridge: s3rver's object-created notifications become the events the cloud rule
  * delivers (S3's "Object Created" for a key matching `inbox/*\/train.json`) and go to the same
- * trigger handler. Each created object gets a version id, standing in for the versioned bucket
- * the stack deploys: writing train.json again is a new run, as in the cloud, while a repeated
+ * trigger handler, field for field as EventBridge delivers them (time to the second, a sequencer
+ * per event). Each created object gets a version id, standing in for the versioned bucket the
+ * stack deploys: writing train.json again is a new run, as in the cloud, while a repeated
  * delivery of one event keeps its version id and is a duplicate.
  */
-import { createHash } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import { HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type S3rver from 's3rver';
@@ -17,6 +18,8 @@ import type { S3ObjectCreatedEvent } from '../../lambdas/trigger/start-execution
 export interface S3NotificationRecord {
   readonly eventName: string;
   readonly eventTime: string;
+  readonly requestParameters?: { readonly sourceIPAddress?: string };
+  readonly responseElements?: { readonly 'x-amz-request-id'?: string };
   readonly s3: {
     readonly bucket: { readonly name: string };
     readonly object: { readonly key: string; readonly size?: number; readonly eTag?: string };
@@ -35,7 +38,38 @@ export function ruleMatches(key: string): boolean {
   return RULE_KEY.test(key);
 }
 
-/** The EventBridge event S3 sends for a new object (built here from s3rver's events; the account is a placeholder). */
+/** The account and region local mode stands for (those of LOCAL_STATE_MACHINE_ARN). */
+const LOCAL_ACCOUNT = '123456789012';
+const LOCAL_REGION = 'us-east-1';
+
+/** The request that created an object, as S3's `reason` names it. */
+export type ObjectCreatedReason = 'PutObject' | 'POST Object' | 'CopyObject' | 'CompleteMultipartUpload';
+
+/**
+ * S3's sequencer: a hex string, greater (left-padded to the same length) for a later event on the
+ * same key. Here microseconds since the epoch, and one more than the last when the clock has not
+ * moved on: strictly increasing within a process, and across a restart since the clock has moved
+ * on (it must not go back). 16 hex digits, as in AWS's example, until the year 2540.
+ */
+export function sequencerClock(now: () => number = Date.now): () => string {
+  let last = 0;
+  return () => {
+    last = Math.max(Math.floor(now() * 1000), last + 1);
+    return last.toString(16).padStart(16, '0');
+  };
+}
+
+/** One clock for the process: every local S3 of it gives later events greater sequencers. */
+const nextSequencer = sequencerClock();
+
+/**
+ * The EventBridge event S3 sends for a new object, field for field as AWS documents it (S3 user
+ * guide, "EventBridge event message structure"; test/local/s3-events.test.ts compares it with
+ * the documented example). What is not given is made up as S3 would: a sequencer, a request id,
+ * the time now; the version id is empty unless given. The time keeps its milliseconds: the trigger
+ * orders a drop's runs by it until it orders them by the sequencer (issue 35's ownership part);
+ * EventBridge gives it to the second.
+ */
 export function s3ObjectCreatedEvent(object: {
   readonly bucket: string;
   readonly key: string;
@@ -43,16 +77,19 @@ export function s3ObjectCreatedEvent(object: {
   readonly size: number;
   readonly time?: string;
   readonly versionId?: string;
+  readonly sequencer?: string;
+  readonly reason?: ObjectCreatedReason;
+  readonly requestId?: string;
+  readonly sourceIp?: string;
 }): S3ObjectCreatedEvent {
-  const time = object.time ?? new Date().toISOString();
   return {
     version: '0',
-    id: createHash('sha256').update(`${object.bucket}\n${object.key}\n${object.etag}\n${time}`).digest('hex'),
+    id: randomUUID(),
     'detail-type': 'Object Created',
     source: 'aws.s3',
-    account: '000000000000',
-    time,
-    region: 'us-east-1',
+    account: LOCAL_ACCOUNT,
+    time: object.time ?? new Date().toISOString(),
+    region: LOCAL_REGION,
     resources: [`arn:aws:s3:::${object.bucket}`],
     detail: {
       version: '0',
@@ -62,19 +99,32 @@ export function s3ObjectCreatedEvent(object: {
         size: object.size,
         etag: bareEtag(object.etag),
         'version-id': object.versionId ?? '',
-        sequencer: '',
+        sequencer: object.sequencer ?? nextSequencer(),
       },
-      'request-id': '',
-      requester: '',
-      'source-ip-address': '127.0.0.1',
-      reason: 'PutObject',
+      'request-id': object.requestId ?? randomBytes(8).toString('hex').toUpperCase(),
+      requester: LOCAL_ACCOUNT,
+      'source-ip-address': object.sourceIp ?? '127.0.0.1',
+      reason: object.reason ?? 'PutObject',
     },
   };
 }
 
+/** The request behind one of s3rver's events (its Post is a form upload or a completed multipart). */
+function reasonOf(record: S3NotificationRecord): ObjectCreatedReason {
+  if (record.eventName === 'ObjectCreated:Copy') return 'CopyObject';
+  if (record.eventName !== 'ObjectCreated:Post') return 'PutObject';
+  // Only a multipart upload's ETag has the `-<part count>` suffix.
+  return /-\d+$/.test(bareEtag(record.s3.object.eTag ?? '')) ? 'CompleteMultipartUpload' : 'POST Object';
+}
+
+/** The client's address as S3 reports it: IPv4 written as such. */
+function sourceIpOf(record: S3NotificationRecord): string | undefined {
+  return record.requestParameters?.sourceIPAddress?.replace(/^::ffff:/, '');
+}
+
 export interface S3EventSourceOptions {
   readonly server: S3rver;
-  /** Reads the etag of objects whose notification lacks one (s3rver's copies). */
+  /** Reads the etag and size of objects whose notification lacks them (s3rver's copies). */
   readonly s3: S3Client;
   /** What the rule's target does with an event (the trigger handler). */
   readonly deliver: (event: S3ObjectCreatedEvent) => Promise<unknown>;
@@ -97,18 +147,27 @@ export function connectS3Events(options: S3EventSourceOptions): S3EventSource {
   const pending = new Set<Promise<void>>();
   let version = 0;
 
-  const forward = async (record: S3NotificationRecord, versionId: string): Promise<void> => {
+  const forward = async (
+    record: S3NotificationRecord,
+    created: { readonly versionId: string; readonly sequencer: string },
+  ): Promise<void> => {
     const { bucket, object } = record.s3;
     try {
-      const etag = object.eTag ?? (await headEtag(options.s3, bucket.name, object.key));
+      const { etag, size } =
+        object.eTag !== undefined && object.size !== undefined
+          ? { etag: object.eTag, size: object.size }
+          : await headOf(options.s3, bucket.name, object.key);
       await options.deliver(
         s3ObjectCreatedEvent({
           bucket: bucket.name,
           key: object.key,
           etag,
-          size: object.size ?? 0,
+          size,
           time: record.eventTime,
-          versionId,
+          ...created,
+          reason: reasonOf(record),
+          ...optional('requestId', record.responseElements?.['x-amz-request-id']),
+          ...optional('sourceIp', sourceIpOf(record)),
         }),
       );
     } catch (error) {
@@ -119,11 +178,10 @@ export function connectS3Events(options: S3EventSourceOptions): S3EventSource {
   const listener = (notification: { Records?: readonly S3NotificationRecord[] }): void => {
     for (const record of notification.Records ?? []) {
       if (!record.eventName.startsWith('ObjectCreated:') || !ruleMatches(record.s3.object.key)) continue;
+      // Taken as the object is created, in order, before any await: later uploads get greater ones.
       version += 1;
-      const delivery = forward(
-        record,
-        `${options.versionPrefix ?? 'local-'}${String(version).padStart(8, '0')}`,
-      );
+      const versionId = `${options.versionPrefix ?? 'local-'}${String(version).padStart(8, '0')}`;
+      const delivery = forward(record, { versionId, sequencer: nextSequencer() });
       pending.add(delivery);
       void delivery.finally(() => pending.delete(delivery));
     }
@@ -137,8 +195,12 @@ export function connectS3Events(options: S3EventSourceOptions): S3EventSource {
   };
 }
 
-async function headEtag(s3: S3Client, bucket: string, key: string): Promise<string> {
+function optional<K extends string>(name: K, value: string | undefined): Partial<Record<K, string>> {
+  return (value === undefined ? {} : { [name]: value }) as Partial<Record<K, string>>;
+}
+
+async function headOf(s3: S3Client, bucket: string, key: string): Promise<{ etag: string; size: number }> {
   const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
   if (head.ETag === undefined) throw new Error(`s3://${bucket}/${key} has no ETag`);
-  return head.ETag;
+  return { etag: head.ETag, size: head.ContentLength ?? 0 };
 }

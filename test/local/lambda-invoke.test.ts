@@ -2,7 +2,17 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { InvocationContext } from '../../lambdas/run/invocation/index.js';
 import { LAMBDA_TIMEOUT_ERROR, retryable, RunError } from '../../lambdas/run/errors/index.js';
-import { asLambda, LambdaInvocationError, RunningInvocations } from '../../local/emulator/lambda-invoke.js';
+import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import {
+  AbandonedInvocationError,
+  asLambda,
+  LambdaInvocationError,
+  refuseAbandonedRequests,
+  RunningInvocations,
+} from '../../local/emulator/lambda-invoke.js';
+import { localS3Client, startLocalS3 } from '../../local/s3/local-s3.js';
+import { withResolvers } from '../../local/emulator/with-resolvers.js';
+import { withTimeout } from '../../testkit/timeout.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -158,6 +168,43 @@ describe('asLambda', () => {
       expect(unhandled).toEqual([]);
     } finally {
       process.off('unhandledRejection', onUnhandled);
+    }
+  });
+});
+
+describe("an invocation's requests after its timeout", () => {
+  it('are refused, so its late writes never land; before the timeout and outside an invocation they pass', async () => {
+    const s3 = await startLocalS3();
+    const client = localS3Client(s3.endpoint);
+    refuseAbandonedRequests(client);
+    const put = (key: string) =>
+      client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: key }));
+    const exists = (key: string) =>
+      s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key })).then(
+        () => true,
+        () => false,
+      );
+    try {
+      const late = withResolvers<unknown>();
+      const invoke = asLambda(async () => {
+        await put('status/early.json');
+        await sleep(200);
+        // Past the 50 ms timeout: the state machine has moved on (and may have retried the Task).
+        await put('status/late.json').then(late.resolve, late.resolve);
+      }, 0.05);
+      expect((await rejection(invoke({}))).name).toBe(LAMBDA_TIMEOUT_ERROR);
+      const refused = await withTimeout(late.promise, 'the late write', 5_000);
+      expect(refused).toBeInstanceOf(AbandonedInvocationError);
+      expect(await exists('status/early.json')).toBe(true);
+      expect(await exists('status/late.json')).toBe(false);
+      // Another invocation of the same function, and code outside any, still write.
+      await asLambda(() => put('status/next.json'), 5)({});
+      await put('status/outside.json');
+      expect(await exists('status/next.json')).toBe(true);
+      expect(await exists('status/outside.json')).toBe(true);
+    } finally {
+      client.destroy();
+      await s3.close();
     }
   });
 });

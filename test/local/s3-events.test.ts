@@ -1,17 +1,29 @@
 import type { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
+  CompleteMultipartUploadCommand,
   CopyObjectCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   HeadObjectCommand,
   PutObjectCommand,
+  UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { bareEtag } from '../../lambdas/storage/objects.js';
 import type { S3ObjectCreatedEvent } from '../../lambdas/trigger/start-execution.js';
 import { startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
-import { connectS3Events, ruleMatches, type S3EventSource } from '../../local/emulator/s3-events.js';
+import {
+  connectS3Events,
+  ruleMatches,
+  sequencerClock,
+  type S3EventSource,
+} from '../../local/emulator/s3-events.js';
 import { uniqueDrop } from '../helpers/fixtures.js';
+import { DOCUMENTED_OBJECT_CREATED } from './eventbridge-example.js';
 
 /** Bound on every wait for a delivery. */
 const WAIT_MS = 5_000;
@@ -39,12 +51,13 @@ interface Connected {
 
 function connect(
   deliver: (event: S3ObjectCreatedEvent) => Promise<unknown> = () => Promise.resolve(),
+  s3: LocalS3 = local,
 ): Connected {
   const delivered: S3ObjectCreatedEvent[] = [];
   const errors: { key: string; error: unknown }[] = [];
   const source = connectS3Events({
-    server: local.server,
-    s3: local.client,
+    server: s3.server,
+    s3: s3.client,
     deliver: (event) => {
       delivered.push(event);
       return deliver(event);
@@ -247,5 +260,173 @@ describe('connectS3Events', () => {
       await sleep(50);
       expect(events.delivered).toEqual([]);
     });
+  });
+});
+
+/** Every leaf of `value` by its path (`detail.object.etag`, `resources[0]`). */
+function leaves(value: unknown, path = ''): Map<string, unknown> {
+  const found = new Map<string, unknown>();
+  if (typeof value !== 'object' || value === null) return found.set(path, value);
+  for (const [key, child] of Object.entries(value)) {
+    const childPath = Array.isArray(value) ? `${path}[${key}]` : path === '' ? key : `${path}.${key}`;
+    for (const [leaf, leafValue] of leaves(child, childPath)) found.set(leaf, leafValue);
+  }
+  return found;
+}
+
+/**
+ * Each field's format, as the S3 user guide describes it ("EventBridge event message structure",
+ * "Event message detail field"); every one is checked against AWS's example too.
+ */
+const FORMATS: Readonly<Record<string, RegExp>> = {
+  version: /^0$/,
+  id: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
+  'detail-type': /^Object Created$/,
+  source: /^aws\.s3$/,
+  account: /^\d{12}$/,
+  // EventBridge's is to the second; local mode's keeps milliseconds until runs are ordered by the
+  // sequencer (s3-events.ts).
+  time: /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z$/,
+  region: /^[a-z]{2}(-[a-z]+)+-\d$/,
+  'resources[0]': /^arn:aws:s3:::[a-z0-9][a-z0-9.-]+$/,
+  'detail.version': /^0$/,
+  'detail.bucket.name': /^[a-z0-9][a-z0-9.-]+$/,
+  'detail.object.key': /^.+$/,
+  'detail.object.size': /^\d+$/,
+  'detail.object.etag': /^[0-9a-f]{32}(-\d+)?$/,
+  // URL-ready (S3 user guide, "How S3 Versioning works").
+  'detail.object.version-id': /^[A-Za-z0-9._-]+$/,
+  'detail.object.sequencer': /^[0-9a-f]{16}$/,
+  'detail.request-id': /^[0-9A-Z]{16}$/,
+  'detail.requester': /^\d{12}$/,
+  'detail.source-ip-address': /^\d{1,3}(\.\d{1,3}){3}$/,
+  'detail.reason': /^(PutObject|POST Object|CopyObject|CompleteMultipartUpload)$/,
+};
+
+/** Hex sequencers compared as S3 says: the shorter left-padded with zeros, then as strings. */
+function laterSequencer(a: string, b: string): boolean {
+  const width = Math.max(a.length, b.length);
+  return a.padStart(width, '0') > b.padStart(width, '0');
+}
+
+describe('events exactly as EventBridge delivers them', () => {
+  const documented = leaves(JSON.parse(DOCUMENTED_OBJECT_CREATED));
+
+  it("AWS's documented example has exactly the fields whose formats are checked", () => {
+    expect([...documented.keys()].sort()).toEqual(Object.keys(FORMATS).sort());
+    for (const [path, value] of documented) expect(String(value), path).toMatch(FORMATS[path]!);
+  });
+
+  async function createdBy(request: 'put' | 'copy' | 'multipart'): Promise<S3ObjectCreatedEvent> {
+    const events = connect();
+    const drop = uniqueDrop('events');
+    const key = `inbox/${drop}/train.json`;
+    if (request === 'put') await put(key, '{}');
+    if (request === 'copy') {
+      await put(`staging/${drop}/train.json`, '{"copied":true}');
+      await local.client.send(
+        new CopyObjectCommand({
+          Bucket: local.bucket,
+          Key: key,
+          CopySource: `${local.bucket}/staging/${drop}/train.json`,
+        }),
+      );
+    }
+    if (request === 'multipart') {
+      const { UploadId } = await local.client.send(
+        new CreateMultipartUploadCommand({ Bucket: local.bucket, Key: key }),
+      );
+      const part = await local.client.send(
+        new UploadPartCommand({
+          Bucket: local.bucket,
+          Key: key,
+          UploadId,
+          PartNumber: 1,
+          Body: '{"parts":1}',
+        }),
+      );
+      await local.client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: local.bucket,
+          Key: key,
+          UploadId,
+          MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag }] },
+        }),
+      );
+    }
+    const [event] = await events.deliveries(1);
+    expect(events.errors).toEqual([]);
+    return event!;
+  }
+
+  it.each([
+    ['put', 'PutObject'],
+    ['copy', 'CopyObject'],
+    ['multipart', 'CompleteMultipartUpload'],
+  ] as const)(
+    'a %s: every field present and formatted as in the example, reason %s',
+    async (request, reason) => {
+      const event = await createdBy(request);
+      const fields = leaves(event);
+      expect([...fields.keys()].sort()).toEqual([...documented.keys()].sort());
+      for (const [path, value] of fields) {
+        expect(typeof value, path).toBe(typeof documented.get(path));
+        expect(String(value), path).toMatch(FORMATS[path]!);
+      }
+      expect(event.detail.reason).toBe(reason);
+      expect(event.resources).toEqual([`arn:aws:s3:::${local.bucket}`]);
+      const head = await local.client.send(
+        new HeadObjectCommand({ Bucket: local.bucket, Key: event.detail.object.key }),
+      );
+      expect(event.detail.object).toMatchObject({
+        etag: bareEtag(head.ETag ?? ''),
+        size: head.ContentLength,
+      });
+    },
+  );
+
+  it('gives uploads of one key strictly increasing sequencers', async () => {
+    const events = connect();
+    const key = `inbox/${uniqueDrop('events')}/train.json`;
+    for (let upload = 0; upload < 5; upload += 1) await put(key, '{}');
+    const delivered = await events.deliveries(5);
+    const sequencers = delivered.map((event) => event.detail.object.sequencer);
+    for (let index = 1; index < sequencers.length; index += 1)
+      expect(laterSequencer(sequencers[index]!, sequencers[index - 1]!), sequencers.join(' ')).toBe(true);
+  });
+
+  it('goes on increasing after a restart on the same data directory', async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'hopper-events-'));
+    const key = `inbox/${uniqueDrop('events')}/train.json`;
+    try {
+      const sequencers: string[] = [];
+      for (let start = 0; start < 2; start += 1) {
+        const kept = await startLocalS3({ directory });
+        try {
+          const events = connect(() => Promise.resolve(), kept);
+          await kept.client.send(new PutObjectCommand({ Bucket: kept.bucket, Key: key, Body: '{}' }));
+          const [event] = await events.deliveries(1);
+          sequencers.push(event!.detail.object.sequencer);
+          await events.source.close();
+        } finally {
+          await kept.close();
+        }
+      }
+      expect(laterSequencer(sequencers[1]!, sequencers[0]!), sequencers.join(' ')).toBe(true);
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  });
+
+  it("a new process's sequencers start above an earlier one's, bursts within a millisecond included", () => {
+    let now = 1_764_000_000_000;
+    const earlier = sequencerClock(() => now);
+    const burst = Array.from({ length: 100 }, () => earlier());
+    expect(new Set(burst).size).toBe(100);
+    now += 1;
+    const restarted = sequencerClock(() => now);
+    expect(laterSequencer(restarted(), burst.at(-1)!)).toBe(true);
+    // A clock that stands still still gives greater sequencers.
+    expect(laterSequencer(earlier(), burst.at(-1)!)).toBe(true);
   });
 });
