@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { ENDPOINTS as API_ENDPOINTS } from '../../../lambdas/service-client/contract.js';
+import { readStatus } from '../../../lambdas/run/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../../lambdas/storage/keys.js';
 import { runRetryCommand } from '../../../local/cli/retry.js';
 import { startLocalMode, type LocalMode } from '../../../local/emulator/local-mode.js';
@@ -28,8 +29,8 @@ import {
   modelsCopied,
   orphans,
   worldOf,
-  type World,
 } from './invariants.js';
+import { followAdvice, type AdviceDriver } from './advice.js';
 import { pointOf, SideEffectWatch, type Effect, type WatchHooks } from './watch.js';
 
 /** The drop every trial runs. */
@@ -65,8 +66,6 @@ export interface TrialResult {
 const CREDITS = 10;
 /** How long a run may take before it counts as stuck (a run here takes 1 to 3 s). */
 const RUN_BOUND_MS = 30_000;
-/** Rounds of advice followed, at most: the advice after a kill, then after that run. */
-const ADVICE_ROUNDS = 2;
 
 function startMode(dataDir: string | undefined, hooks?: SideEffectWatch): Promise<LocalMode> {
   return startLocalMode({
@@ -154,7 +153,7 @@ async function killTrial(drop: Drop, trial: Trial, dataDir: string): Promise<Out
       );
     }
     violations.push(...interruptedAdviceTrue(atRestart, drop.name));
-    violations.push(...(await followAdvice(second, drop, atRestart)));
+    violations.push(...(await followAdvice(inProcess(second, drop), drop, atRestart.status)));
     violations.push(...(await endInvariants(second, drop, 1, 'one train.json')));
     return { reached, violations };
   } finally {
@@ -196,7 +195,7 @@ async function liveTrial(drop: Drop, trial: Trial): Promise<Outcome> {
     if (redroppedAt === undefined) return { reached: false, violations: [] };
     const violations: string[] = [];
     const ended = await worldOf(simulatedOf(local), local.s3, drop.name, CREDITS);
-    violations.push(...(await followAdvice(local, drop, ended)));
+    violations.push(...(await followAdvice(inProcess(local, drop), drop, ended.status)));
     const { allowed, why } = creditsAllowed(trial, watch, redroppedAt);
     violations.push(...(await endInvariants(local, drop, allowed, why)));
     return { reached: true, violations };
@@ -234,60 +233,32 @@ async function endInvariants(local: LocalMode, drop: Drop, allowed: number, why:
   ];
 }
 
-/**
- * Does what the drop's status advises, as a user would, until it succeeds (at most
- * ADVICE_ROUNDS times): `hopper retry <drop>`, or train.json (or the folder) uploaded again;
- * with no status at all, train.json uploaded again. What does not work is a violation.
- */
-async function followAdvice(local: LocalMode, drop: Drop, world: World): Promise<string[]> {
-  const violations: string[] = [];
-  let status = world.status;
-  for (let round = 0; round < ADVICE_ROUNDS; round += 1) {
-    if (status?.state === 'succeeded') return violations;
-    const message = status?.error?.message ?? '';
-    const next = nextRun(local, drop);
-    next.catch(() => undefined);
-    if (status !== null && message.includes(`hopper retry ${drop.name}`)) {
+/** The advice followed in this process's local mode. */
+function inProcess(local: LocalMode, drop: Drop): AdviceDriver {
+  return {
+    async retry() {
       const retry = await runCommandCaptured(runRetryCommand, [drop.name], settingsOf(local));
-      if (retry.code !== 0) {
-        violations.push(
-          `advice: "hopper retry ${drop.name}" refused (exit ${String(retry.code)}): ${(retry.stderr || retry.stdout).trim().slice(0, 200)}`,
-        );
-        return violations;
-      }
-    } else if (status === null || /upload (it|train\.json) again|drop train\.json again/i.test(message)) {
-      await putDrop(local.s3.client, local.bucket, drop.name, { [TRAIN_JSON]: drop.files[TRAIN_JSON] ?? '' });
-    } else if (/drop the folder again/i.test(message)) {
-      await putDrop(local.s3.client, local.bucket, drop.name, drop.files);
-    } else {
-      violations.push(
-        `advice: the ${status.state} status gives no advice to follow: ${message.slice(0, 200)}`,
+      return { code: retry.code, output: retry.stderr || retry.stdout };
+    },
+    upload: (files) => putDrop(local.s3.client, local.bucket, drop.name, files),
+    async runStartedBy(act) {
+      const next = nextRun(local, drop);
+      next.catch(() => undefined);
+      await act();
+      if (
+        !(await next.then(
+          () => true,
+          () => false,
+        ))
+      )
+        return 'no run';
+      return allEnded(local).then(
+        () => undefined,
+        (error: unknown) => (error instanceof Error ? error.message : String(error)),
       );
-      return violations;
-    }
-    try {
-      await next;
-    } catch {
-      violations.push(`advice: following "${adviceOf(message, drop)}" started no run`);
-      return violations;
-    }
-    const stuck = await allEnded(local).then(
-      () => undefined,
-      (error: unknown) => (error instanceof Error ? error.message : String(error)),
-    );
-    if (stuck !== undefined) {
-      violations.push(`advice: the run "${adviceOf(message, drop)}" started ${stuck}`);
-      return violations;
-    }
-    status = (await worldOf(simulatedOf(local), local.s3, drop.name, CREDITS)).status;
-  }
-  return violations;
-}
-
-function adviceOf(message: string, drop: Drop): string {
-  return message.includes(`hopper retry ${drop.name}`)
-    ? `hopper retry ${drop.name}`
-    : 'upload train.json again';
+    },
+    status: () => readStatus(local.s3.client, local.bucket, drop.name),
+  };
 }
 
 /** The next run of the drop to start (bounded). */
