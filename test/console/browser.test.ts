@@ -18,8 +18,10 @@ import type { Page } from 'playwright-core';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
 import type { RunDetail } from '../../local/console/runs.js';
+import type { LocalMode } from '../../local/emulator/local-mode.js';
 import { BROWSER_WAIT_MS, chooseChromium, launchChromium } from '../helpers/browser.js';
 import { consoleJson, dropThroughConsole, endedRun, folderFiles, useConsole } from '../helpers/console.js';
+import { finished, RUN_TIMEOUT_MS } from '../helpers/local-mode.js';
 import { withTimeout } from '../../testkit/timeout.js';
 
 const fixture = useConsole();
@@ -68,6 +70,21 @@ async function openPage(): Promise<{
   };
 }
 
+/**
+ * A browser test's own bound, from the work it waits for: its runs (each bounded by
+ * RUN_TIMEOUT_MS, waited for through local mode) and a few page waits after them (each bounded by
+ * BROWSER_WAIT_MS). Vitest's 30 s default was less than one run and one page wait together, so on
+ * a busy machine a test could time out with every wait inside its own bound.
+ */
+const BROWSER_TEST_MS = 3 * RUN_TIMEOUT_MS + 4 * BROWSER_WAIT_MS;
+
+/** Resolves once run `runId` has ended in local mode (bounded by RUN_TIMEOUT_MS). */
+async function runEnded(local: LocalMode, runId: string): Promise<void> {
+  const execution = local.stateMachine.executions().find((candidate) => candidate.name === runId);
+  if (execution === undefined) throw new Error(`local mode has no run ${runId}`);
+  await finished(local, execution);
+}
+
 /** Chooses `folder` with the page's folder input; resolves once the page shows its run. */
 async function dropFolder(page: Page, folder: string): Promise<string> {
   await page.setInputFiles('#folder-input', folder);
@@ -111,7 +128,7 @@ function smallestLabel(page: Page): Promise<number> {
     parseFloat(getComputedStyle(text).fontSize) * text.getScreenCTM().a))`);
 }
 
-describe('the console in a browser', () => {
+describe('the console in a browser', { timeout: BROWSER_TEST_MS }, () => {
   it('drops a folder from the page, follows the run to success on the graph, opens a state, downloads the model', async () => {
     const { local, console } = await fixture.start({ simulated: { apiKey: API_KEY } });
     const { page, answers, requested, refused } = await openPage();
@@ -119,6 +136,8 @@ describe('the console in a browser', () => {
     await page.waitForSelector('body[data-ready=true]');
 
     const runId = await dropFolder(page, REVIEWS);
+    // The run's end from local mode first: the page's wait then counts from there, not from the drop.
+    await runEnded(local, runId);
     await page.waitForSelector('#run-title [data-run-state=succeeded]', { timeout: BROWSER_WAIT_MS });
     expect(await page.textContent('#run-title')).toContain('reviews');
 
@@ -266,6 +285,7 @@ describe('the console in a browser', () => {
     await page.click('button[data-graph=compact]');
 
     local.simulated?.clock.advance(600_000);
+    await runEnded(local, runId);
     await page.waitForSelector('#run-title [data-run-state=succeeded]');
     expect(await graphMarks(page)).toMatchObject({
       PollModel: 'passed',
@@ -277,7 +297,7 @@ describe('the console in a browser', () => {
   });
 
   it('a folder with a bad labels file: the run fails and the page shows its code, message and what to do', async () => {
-    const { console } = await fixture.start({ simulated: { apiKey: API_KEY } });
+    const { local, console } = await fixture.start({ simulated: { apiKey: API_KEY } });
     const parent = await mkdtemp(join(tmpdir(), 'hopper-console-'));
     cleanups.push(() => rm(parent, { recursive: true, force: true }));
     const bad = join(parent, 'bad-labels');
@@ -287,11 +307,13 @@ describe('the console in a browser', () => {
     await writeFile(join(bad, 'labels.csv'), 'id,answer\n1,positive\n');
     // A good run beside it, for the run list's picture.
     expect(await dropThroughConsole(console, 'reviews', files)).toEqual({ ok: true });
+    await endedRun(console, 'reviews');
 
     const { page, answers } = await openPage();
     await page.goto(console.url);
     await page.waitForSelector('body[data-ready=true]');
     const runId = await dropFolder(page, bad);
+    await runEnded(local, runId);
     await page.waitForSelector('#run-title [data-run-state=failed]', { timeout: BROWSER_WAIT_MS });
     const { body: detail } = await consoleJson<RunDetail>(console, `/api/runs/${encodeURIComponent(runId)}`);
     expect(await page.textContent('#error-code')).toBe('invalid_labels_file');

@@ -9,9 +9,16 @@ import { createServer } from 'node:http';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FAST_TIER } from '../tiers.js';
-import { fastTierRefusal } from '../helpers/fast-tier-guard.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
+
+/**
+ * What the guard says to `what` (not imported from it: importing the guard would install it, and
+ * this file must fail where the tier's setup does not).
+ */
+function fastTierRefusal(what: string): string {
+  return `${what} in the fast tier: a test that needs one belongs in the integration tier (test/tiers.ts)`;
+}
 
 /** The files a tier entry names: a path, or `<folder>/*.test.ts`. */
 function filesOf(entry: string): string[] {
