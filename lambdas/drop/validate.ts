@@ -78,7 +78,12 @@ export interface DropSource extends Pick<DropListing, 'files' | 'nested'> {
 export const MAX_TEXT_CHECK_BYTES = 256 * 1024 * 1024;
 
 /** A drop the rules let through: the run's configuration but for `resumeFrom`, and its train.json. */
-export type JudgedDrop = Awaited<ReturnType<typeof judgeDrop>>;
+export interface JudgedDrop {
+  readonly config: RunConfig;
+  readonly trainJson: TrainJson;
+  /** Files left out of the default file list (operating systems' files), by name. */
+  readonly leftOut: string[];
+}
 
 /**
  * @param previous the drop's status before this run wrote it: with `"resume": true`, the run to
@@ -112,9 +117,7 @@ export async function validateDrop(
  * Every rule of validate_drop that the drop alone decides.
  * @throws RunError with the code and message the run fails with
  */
-export async function judgeDrop(
-  source: DropSource,
-): Promise<{ config: RunConfig; trainJson: TrainJson; leftOut: string[] }> {
+export async function judgeDrop(source: DropSource): Promise<JudgedDrop> {
   const folder = printable(inboxPrefix(source.drop));
   const trainJson = parseTrainJson(await readTrainJson(source));
 

@@ -9,8 +9,15 @@
 import { DROP_QUIET_MS } from '../../lambdas/drop/settle.js';
 import { TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { judgeDrop, type JudgedDrop } from '../../lambdas/drop/validate.js';
-import { RunError } from '../../lambdas/run/errors/index.js';
-import { awsUsdOf, PRICES_AS_OF, PRICES_REGION, typicalRunUsage } from '../../lambdas/run/status/index.js';
+import { RunError, type RunErrorCode } from '../../lambdas/run/errors/index.js';
+import {
+  awsUsdOf,
+  PRICES_AS_OF,
+  PRICES_REGION,
+  typicalRunUsage,
+  type AwsUsage,
+  type RunSummary,
+} from '../../lambdas/run/status/index.js';
 import { defineCommand, EXIT, json, table, type CommandSpec } from './command.js';
 import { leftOutText, readDropFolder, type DropFolder } from './drop-folder.js';
 import { formatBytes } from './progress.js';
@@ -38,7 +45,34 @@ const AT_RUN_START = [
 const RESUME_AT_RUN_START = `"resume": true: the failed run to resume is found in the drop's status in the bucket (not_resumable)`;
 
 /** What `hopper check` says of a drop: its --json, and what its text shows. */
-export type CheckVerdict = ReturnType<typeof verdictOf>;
+export interface CheckVerdict {
+  readonly drop: string;
+  /** What would stop the run, with the run's own code and message; null: the drop would go through. */
+  readonly error: { readonly code: RunErrorCode; readonly message: string } | null;
+  /** Every plain file of the folder, and what the run sends it as (null: not sent, or refused). */
+  readonly files: readonly { name: string; bytes: number; sent_as: 'data' | 'labels' | 'settings' | null }[];
+  readonly left_out: readonly string[];
+  /** The bytes of the data and labels files sent. */
+  readonly bytes: number;
+  readonly credits: DropCredits | null;
+  /** The estimated AWS cost of a run that trains at its first attempt. */
+  readonly aws: {
+    usd: RunSummary['aws_usd'];
+    usage: AwsUsage;
+    prices: { region: string; as_of: string };
+  } | null;
+  readonly checked_when_the_run_starts: readonly string[];
+}
+
+/** The credits a drop may spend: 1 per attempt, up to max_attempts, for each training. */
+interface DropCredits {
+  readonly per_attempt: number;
+  readonly max_attempts: number;
+  /** Trainings from the dataset: train.json's encoders, or 'all' the service offers. */
+  readonly trainings: number | 'all';
+  /** null with "encoders": "all": how many the service offers is not known here. */
+  readonly at_most: number | null;
+}
 
 export const runCheckCommand = defineCommand(CHECK_SPEC, async (args, io) => {
   const folder = await readDropFolder(args.positionals[0] ?? '');
@@ -58,7 +92,7 @@ function refusal(error: unknown): RunError {
  * refused), the bytes sent, the credits the drop may spend and the estimated AWS cost of a run
  * that trains at its first attempt (lambdas/run/status/usage.ts), or what would stop the run.
  */
-export function verdictOf(folder: DropFolder, judged: JudgedDrop | RunError) {
+export function verdictOf(folder: DropFolder, judged: JudgedDrop | RunError): CheckVerdict {
   const passed = judged instanceof RunError ? undefined : judged;
   const data = new Set(passed?.config.files.map((file) => file.name));
   const sentAs = (name: string): 'data' | 'labels' | 'settings' | null => {
@@ -87,7 +121,7 @@ export function verdictOf(folder: DropFolder, judged: JudgedDrop | RunError) {
  * 1 credit per training attempt, up to maxAttempts, for each encoder of train.json "encoders"
  * (one training each from the dataset); with "all", as many as the service offers: not known here.
  */
-function creditsOf({ config, trainJson }: JudgedDrop) {
+function creditsOf({ config, trainJson }: JudgedDrop): DropCredits {
   const { encoders } = trainJson;
   const trainings = encoders === 'all' ? 'all' : (encoders?.length ?? 1);
   const atMost = trainings === 'all' ? null : trainings * config.maxAttempts;

@@ -308,7 +308,11 @@ export function defineCommand(
   spec: CommandSpec,
   body: (args: Parsed, io: CommandIo, deps: CommandDeps) => Promise<number>,
 ): Command {
-  const run = async (argv: readonly string[], io = processIo(), deps: CommandDeps = { env: process.env }) => {
+  const run = async (
+    argv: readonly string[],
+    io = processIo(),
+    deps: CommandDeps = { env: process.env },
+  ): Promise<number> => {
     try {
       const args = parseCommand(spec, argv);
       if (args !== 'help') return await body(args, io, deps);

@@ -119,14 +119,25 @@ function modelsTable(models: readonly Model[]): string {
   );
 }
 
-/** A model of a drop as `hopper models --drop` lists it. */
-export type DropModel = Awaited<ReturnType<typeof dropModels>>[number];
+/** A model of a drop as `hopper models --drop` lists it (its --json). */
+export interface DropModel {
+  readonly model_id: string;
+  readonly encoder: string;
+  readonly created_at: string;
+  readonly run_id: string;
+  readonly metrics: Readonly<Record<string, unknown>>;
+  /** Whether models/<drop>/current.json names it. */
+  readonly current: boolean;
+  /** The model it was compared with when its run ended, and its metrics minus that one's. */
+  readonly previous_model_id: string | null;
+  readonly differences: Readonly<Record<string, number>> | null;
+}
 
 /** The drop's models in the bucket, oldest to newest (by the service's created_at), and which is current. */
-async function dropModels({ s3, bucket }: Target, drop: string) {
+async function dropModels({ s3, bucket }: Target, drop: string): Promise<DropModel[]> {
   const current = (await readJson(s3, bucket, currentModelKey(drop)))?.value as
     { model_id?: unknown } | undefined;
-  const models = [];
+  const models: DropModel[] = [];
   for await (const { Key: key = '' } of objectsUnder(s3, bucket, `${MODELS_PREFIX}${drop}/`)) {
     const record = key.endsWith('/model.json') ? (await readJson(s3, bucket, key))?.value : undefined;
     if (!isModelDocument(record)) continue;

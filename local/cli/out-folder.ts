@@ -235,8 +235,23 @@ async function removeIfHolding(lockPath: string, text: string): Promise<void> {
   if ((await readFile(lockPath, 'utf8').catch(() => null)) === text) await rm(lockPath, { force: true });
 }
 
+/** A run's model copied out of the bucket: its folder, the paths of its two files, its size. */
+export interface ModelOnDisk {
+  readonly folder: string;
+  /** `<folder>/model.onnx`. */
+  readonly onnx: string;
+  /** `<folder>/model.json`. */
+  readonly record: string;
+  readonly bytes: number;
+}
+
 /** Copies the run's model into `folder`; resolves to where its files are, and the model's size. */
-export async function copyModelOut(s3: S3Client, bucket: string, copy: CopySlot, folder: string) {
+export async function copyModelOut(
+  s3: S3Client,
+  bucket: string,
+  copy: CopySlot,
+  folder: string,
+): Promise<ModelOnDisk> {
   await mkdir(folder, { recursive: true });
   const [onnx, record] = MODEL_FILES.map((name) => join(folder, name)) as [string, string];
   // A model.json left from an earlier run would vouch for a model.onnx not yet replaced.

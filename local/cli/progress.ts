@@ -119,6 +119,9 @@ export function lineReporter(stream: Writable, startedAt = Date.now()): Progress
 }
 
 /** The reporter that suits `stream`: live on a terminal, plain lines otherwise. */
-export function reporterFor(stream: Writable & { isTTY?: boolean }, startedAt = Date.now()) {
+export function reporterFor(
+  stream: Writable & { isTTY?: boolean },
+  startedAt = Date.now(),
+): ProgressReporter {
   return stream.isTTY === true ? liveReporter(stream, startedAt) : lineReporter(stream, startedAt);
 }

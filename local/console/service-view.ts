@@ -12,6 +12,17 @@ const SHOWN_FIELDS = ['id', 'name', 'status', 'step', 'next_action', 'created_at
 export type ServiceRecord = Pick<Dataset | Model, (typeof SHOWN_FIELDS)[number]> &
   Partial<Pick<Model, 'dataset_id' | 'onnx_bytes'>>;
 
+/** What the console's page is sent of the simulated service. */
+export interface ServiceSnapshot {
+  /** The service's base URL. */
+  readonly url: string;
+  /** Credits left. */
+  readonly credits: number;
+  /** The newest datasets and models, newest first. */
+  readonly datasets: readonly ServiceRecord[];
+  readonly models: readonly ServiceRecord[];
+}
+
 /** How many of each the console shows (the newest). */
 const SHOWN = 25;
 
@@ -28,7 +39,7 @@ export class ServiceView {
   }
 
   /** The service's URL, its credits left, and its newest datasets and models. */
-  async snapshot() {
+  async snapshot(): Promise<ServiceSnapshot> {
     // The first page of each: the newest.
     const [datasets, models] = await Promise.all([
       this.#client.listDatasets({ limit: SHOWN }).pages().next(),

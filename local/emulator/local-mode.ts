@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { LogLevel } from '@aws-lambda-powertools/logger/types';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { loadLocalDefinition, type LocalDefinition } from './definition.js';
+import { loadLocalDefinition, type AslDefinition, type LocalDefinition } from './definition.js';
 import { TASKS, TRIGGER, bundleName, type TaskName } from '../../infra/tasks.js';
 import { messageOf } from '../../lambdas/run/errors/index.js';
 import type { LocalRuntimeOptions, TaskHandler } from '../../lambdas/run/invocation/index.js';
@@ -25,7 +25,7 @@ import type { StepName } from '../../lambdas/run/state/index.js';
 import type { TrainingServiceClient } from '../../lambdas/service-client/index.js';
 import type { withStarter } from '../../lambdas/handlers/trigger.handler.js';
 import type { RunEventBus } from '../../lambdas/run/events/index.js';
-import type { ExecutionStarter } from '../../lambdas/trigger/start-execution.js';
+import type { ExecutionStarter, TriggerResult } from '../../lambdas/trigger/start-execution.js';
 import { handlerBundle } from '../files.js';
 import { localS3Client, startLocalS3, type LocalS3 } from '../s3/local-s3.js';
 import {
@@ -102,7 +102,34 @@ export interface LocalModeOptions {
 }
 
 /** Local mode running: what startLocalMode returns. */
-export type LocalMode = Awaited<ReturnType<typeof startLocalMode>>;
+export interface LocalMode {
+  readonly s3: LocalS3;
+  readonly bucket: string;
+  /** The training service's base URL. */
+  readonly serviceUrl: string;
+  /** The simulated service, when local mode started one. */
+  readonly simulated: SimulatedService | undefined;
+  /** The S3 client of a Task's function (tests put faults in its way). */
+  readonly functionS3: (name: TaskName) => S3Client | undefined;
+  /** A client of the training service, as the steps have it (the key stays inside). */
+  readonly service: () => Promise<TrainingServiceClient>;
+  readonly stateMachine: LocalStateMachine;
+  /** The definition the state machine runs (synthesized from the stack). */
+  readonly definition: AslDefinition;
+  /** The drops whose run was still `running` in the data directory, now marked interrupted. */
+  readonly interrupted: readonly string[];
+  /** The state machine's executions over Step Functions' API (for `hopper runs`). */
+  readonly executions: { readonly url: string; readonly stateMachineArn: string };
+  /** Where the runs' Started, Succeeded and Failed events go (in place of EventBridge). */
+  readonly events: LocalEventBus;
+  /**
+   * Hands an event to the trigger, as the EventBridge rule does; s3rver's events arrive here on
+   * their own. Tests call it to deliver one event twice.
+   */
+  readonly deliver: (event: unknown) => Promise<TriggerResult>;
+  /** Stops every execution, then the S3 server and the simulated service. */
+  readonly close: () => Promise<void>;
+}
 
 /** What answers a Task state: its input in, the Task's result out (see lambda-invoke.ts). */
 export type LocalTask = (input: unknown) => Promise<unknown>;
@@ -118,7 +145,7 @@ interface TriggerBundle {
   readonly withStarter: typeof withStarter;
 }
 
-export async function startLocalMode(options: LocalModeOptions = {}) {
+export async function startLocalMode(options: LocalModeOptions = {}): Promise<LocalMode> {
   const cleanups: Cleanups = [];
   const closeAll = async (): Promise<void> => {
     for (const cleanup of cleanups.reverse()) await cleanup();
@@ -147,29 +174,16 @@ export async function startLocalMode(options: LocalModeOptions = {}) {
     return {
       s3,
       bucket: s3.bucket,
-      /** The training service's base URL. */
       serviceUrl: service.url,
-      /** The simulated service, when local mode started one. */
       simulated,
-      /** The S3 client of a Task's function (tests put faults in its way). */
-      functionS3: (name: TaskName): S3Client | undefined => s3Clients.clients.get(name),
-      /** A client of the training service, as the steps have it (the key stays inside). */
+      functionS3: (name) => s3Clients.clients.get(name),
       service: serviceClient(options, service),
       stateMachine,
-      /** The definition the state machine runs (synthesized from the stack). */
       definition: local.definition,
-      /** The drops whose run was still `running` in the data directory, now marked interrupted. */
-      interrupted: interrupted as readonly string[],
-      /** The state machine's executions over Step Functions' API (for `hopper runs`). */
+      interrupted,
       executions: { url: executions.url, stateMachineArn: executions.stateMachineArn },
-      /** Where the runs' Started, Succeeded and Failed events go (in place of EventBridge). */
       events,
-      /**
-       * Hands an event to the trigger, as the EventBridge rule does; s3rver's events arrive here on
-       * their own. Tests call it to deliver one event twice.
-       */
       deliver: trigger,
-      /** Stops every execution, then the S3 server and the simulated service. */
       close: closeAll,
     };
   } catch (error) {

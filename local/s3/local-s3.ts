@@ -29,9 +29,23 @@ export interface LocalS3Options {
 }
 
 /** A local S3 running: what startLocalS3 returns. */
-export type LocalS3 = Awaited<ReturnType<typeof startLocalS3>>;
+export interface LocalS3 {
+  /** `http://127.0.0.1:<port>` */
+  readonly endpoint: string;
+  readonly bucket: string;
+  readonly client: S3Client;
+  /** The s3rver instance, for its 'event' notifications (local triggers). */
+  readonly server: S3rver;
+  /** The folder holding the server's objects (a temporary one, removed by close()). */
+  readonly directory: string;
+  /** The file holding the bytes of the object `key`, as they were uploaded. */
+  objectFile(key: string): string;
+  /** Leaves `directory` on disk at close(), e.g. for a model that could not be saved elsewhere. */
+  keep(): void;
+  close(): Promise<void>;
+}
 
-export async function startLocalS3(options: LocalS3Options = {}) {
+export async function startLocalS3(options: LocalS3Options = {}): Promise<LocalS3> {
   const bucket = LOCAL_BUCKET;
   // s3rver reports a failed listen as an unhandled 'error' event, which ends the process.
   if (options.port !== undefined && options.port !== 0) await assertPortFree(options.port);
@@ -61,17 +75,12 @@ export async function startLocalS3(options: LocalS3Options = {}) {
   const endpoint = `http://127.0.0.1:${String(address.port)}`;
   const client = localS3Client(endpoint);
   return {
-    /** `http://127.0.0.1:<port>` */
     endpoint,
     bucket,
     client,
-    /** The s3rver instance, for its 'event' notifications (local triggers). */
     server,
-    /** The folder holding the server's objects (a temporary one, removed by close()). */
     directory,
-    /** The file holding the bytes of the object `key`, as they were uploaded. */
     objectFile: (key: string): string => store.getResourcePath(bucket, key, 'object'),
-    /** Leaves `directory` on disk at close(), e.g. for a model that could not be saved elsewhere. */
     keep(): void {
       kept = true;
     },
