@@ -14,6 +14,7 @@ import { withResolvers } from './with-resolvers.js';
 import { EventEmitter } from 'node:events';
 import { StateMachine, type RunOptions, type StateMachineDefinition } from 'aws-local-stepfunctions';
 import type { AslDefinition } from './definition.js';
+import { ExecutionLimits } from './limits.js';
 import {
   executionArnOf,
   repeatedStartOutcome,
@@ -66,6 +67,9 @@ export interface LocalStateMachineEvents {
 export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> implements ExecutionStarter {
   readonly #machine: StateMachine;
   readonly #overrides: Overrides;
+  readonly #tasks: LocalStateMachineOptions['tasks'];
+  /** Each Task's ResultPath slot (`$.dataset` -> `dataset`): where its result lands in its output. */
+  readonly #slots: ReadonlyMap<string, string>;
   readonly #executions = new Map<string, Execution>();
   /** The aborts of the open executions, by name: an execution leaves when it closes. */
   readonly #aborts = new Map<string, () => void>();
@@ -84,8 +88,13 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
       ms === undefined
         ? undefined
         : Object.fromEntries(states.filter(([, state]) => state.Type === type).map(([name]) => [name, ms]));
+    this.#tasks = options.tasks;
+    this.#slots = new Map(
+      states.flatMap(([name, state]) =>
+        typeof state.ResultPath === 'string' ? [[name, state.ResultPath.replace(/^\$\./, '')] as const] : [],
+      ),
+    );
     this.#overrides = {
-      taskResourceLocalHandlers: options.tasks as unknown as TaskOverrides,
       waitTimeOverrides: named('Wait', options.waitMs),
       retryIntervalOverrides: named('Task', options.retryPauseMs),
     };
@@ -117,10 +126,15 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
       return repeatedStartOutcome(known, inputText);
     }
     const arn = executionArnOf(LOCAL_STATE_MACHINE_ARN, name);
+    let stop = (): void => undefined;
+    const limits = new ExecutionLimits(() => {
+      stop();
+    });
     const run = this.#machine.run(input as unknown as Parameters<StateMachine['run']>[0], {
-      overrides: this.#overrides,
+      overrides: { ...this.#overrides, taskResourceLocalHandlers: this.#limitedTasks(limits) },
       context: { Execution: { Name: name, Id: arn } },
     });
+    stop = run.abort;
     const { promise: done, resolve } = withResolvers<ExecutionOutcome>();
     const execution: Execution = {
       name,
@@ -133,7 +147,7 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
     this.#inputTexts.set(name, inputText);
     this.#aborts.set(name, run.abort);
     this.emit('started', execution);
-    void this.#follow(execution, run, resolve);
+    void this.#follow(execution, run, limits, resolve);
     return { outcome: 'running', executionArn: arn, startDate: new Date(execution.startedAt) };
   }
 
@@ -195,13 +209,37 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
     await Promise.all([...this.#executions.values()].map((execution) => execution.done));
   }
 
+  /**
+   * The Tasks of one execution under Step Functions' payload limit: a Task whose input (the output
+   * before it) or output is too large is not run further, and the execution fails (limits.ts).
+   */
+  #limitedTasks(limits: ExecutionLimits): TaskOverrides {
+    const limited: Record<string, (input: unknown) => Promise<unknown>> = {};
+    for (const [name, task] of Object.entries(this.#tasks)) {
+      const slot = this.#slots.get(name);
+      limited[name] = async (input) => {
+        // Never settles once a limit is passed: the abort ends the execution instead.
+        if (!limits.payload(`the input of ${name}`, input)) return new Promise(() => undefined);
+        const result = await task(input);
+        const output = slot === undefined ? result : { ...(input as object), [slot]: result };
+        if (!limits.payload(`the output of ${name}`, output)) return new Promise(() => undefined);
+        return result;
+      };
+    }
+    return limited as unknown as TaskOverrides;
+  }
+
   async #follow(
     execution: Execution,
     run: ReturnType<StateMachine['run']>,
+    limits: ExecutionLimits,
     resolve: (outcome: ExecutionOutcome) => void,
   ): Promise<void> {
     const drained = (async () => {
-      for await (const event of run.eventLogs) this.emit('event', execution, event);
+      for await (const event of run.eventLogs) {
+        limits.event(event);
+        this.emit('event', execution, event);
+      }
     })();
     let outcome: ExecutionOutcome;
     try {
@@ -211,6 +249,9 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
       outcome = failureOf(error);
     }
     await drained.catch(() => undefined);
+    // A limit passed ends the execution by an abort: it failed, with the limit's error.
+    const breach = limits.failure;
+    if (breach !== undefined) outcome = { status: 'FAILED', ...breach };
     this.#aborts.delete(execution.name);
     this.emit('done', execution, outcome);
     resolve(outcome);

@@ -1,0 +1,131 @@
+/**
+ * Step Functions' limits in local mode's state machine (local/emulator/limits.ts): the
+ * synthesized definition, with scripted Tasks, fails as AWS fails it once a state's input or
+ * output passes 256 KiB (States.DataLimitExceeded, not caught into Report) or its history passes
+ * 25,000 events; and a payload at the limit goes through.
+ */
+import { describe, expect, it } from 'vitest';
+import type { DatasetSlot, RunConfig, RunInput } from '../../lambdas/run/state/index.js';
+import {
+  DATA_LIMIT_EXCEEDED,
+  HISTORY_LIMIT_ERROR,
+  MAX_HISTORY_EVENTS,
+  MAX_PAYLOAD_BYTES,
+  payloadBytes,
+} from '../../local/emulator/limits.js';
+import { synthesizeLocalDefinition } from '../infra/helpers.js';
+import { executeLocally } from '../helpers/local-execution.js';
+import { datasetSlotOf } from '../helpers/fixtures.js';
+
+const { definition } = synthesizeLocalDefinition();
+
+const RUN: RunInput = {
+  runId: 'drop-0123',
+  bucket: 'bucket',
+  drop: 'drop',
+  key: 'inbox/drop/train.json',
+  etag: 'etag',
+  startedAt: '2025-01-01T00:00:00.000Z',
+};
+
+/** A config whose name pads ValidateDrop's output (the whole state) to `bytes`. */
+function configForOutput(bytes: number): RunConfig {
+  const config: RunConfig = {
+    name: '',
+    files: [{ name: 'a.csv', bytes: 10, etag: 'e' }],
+    labels: null,
+    encoder: null,
+    decisions: 'service',
+    maxAttempts: 2,
+  };
+  // The input local mode gives it: the run with its execution's ARN (state-machine.ts).
+  const arn = 'arn:aws:states:us-east-1:123456789012:execution:hopper-local:test-execution';
+  const base = payloadBytes({ run: { ...RUN, executionArn: arn }, config });
+  return { ...config, name: 'x'.repeat(bytes - base) };
+}
+
+const startOver: DatasetSlot = datasetSlotOf({
+  id: 'ds_1',
+  status: 'read',
+  nextAction: 'start_over',
+  waitSeconds: 0,
+});
+
+/** The Tasks called, by name, and a run that ends at DatasetUnreadable after CreateDataset. */
+function scripted(config: RunConfig) {
+  const calls: string[] = [];
+  const handlers = {
+    ValidateDrop: () => {
+      calls.push('ValidateDrop');
+      return config;
+    },
+    CreateDataset: () => {
+      calls.push('CreateDataset');
+      return startOver;
+    },
+    Report: () => {
+      calls.push('Report');
+      return { outcome: 'failed', error: { code: 'dataset_unreadable', message: 'x' } };
+    },
+  };
+  return { calls, handlers };
+}
+
+describe("a state's input or output over 256 KiB", () => {
+  it('fails the execution with States.DataLimitExceeded, which no Catch takes: nothing runs after', async () => {
+    const { calls, handlers } = scripted(configForOutput(MAX_PAYLOAD_BYTES + 1));
+    const execution = await executeLocally(definition, { run: RUN }, handlers);
+    expect(execution.error?.name).toBe(DATA_LIMIT_EXCEEDED);
+    expect(execution.error?.message).toContain(
+      `the output of ValidateDrop is ${String(MAX_PAYLOAD_BYTES + 1)} bytes`,
+    );
+    expect(calls).toEqual(['ValidateDrop']);
+  });
+
+  it('at exactly 256 KiB a state passes, and the next that adds to it is over', async () => {
+    const { calls, handlers } = scripted(configForOutput(MAX_PAYLOAD_BYTES));
+    const execution = await executeLocally(definition, { run: RUN }, handlers);
+    expect(calls).toEqual(['ValidateDrop', 'CreateDataset']);
+    expect(execution.error?.name).toBe(DATA_LIMIT_EXCEEDED);
+    expect(execution.error?.message).toContain('the output of CreateDataset');
+  });
+
+  it('a state well inside the limit runs on to its report', async () => {
+    const { calls, handlers } = scripted(configForOutput(MAX_PAYLOAD_BYTES - 4_096));
+    const execution = await executeLocally(definition, { run: RUN }, handlers);
+    expect(calls).toEqual(['ValidateDrop', 'CreateDataset', 'Report']);
+    expect(execution.error?.name).not.toBe(DATA_LIMIT_EXCEEDED);
+  });
+
+  it('counts bytes of UTF-8, not characters', () => {
+    expect(payloadBytes({ name: 'é' })).toBe(Buffer.byteLength('{"name":"é"}'));
+    expect(payloadBytes({ name: 'é' })).toBe(13);
+  });
+});
+
+describe('a history over 25,000 events', () => {
+  it('fails the execution, bounded: a dataset that is never ready polls until the history is full', async () => {
+    let polls = 0;
+    const waiting = datasetSlotOf({ id: 'ds_1', status: 'read', nextAction: 'wait', waitSeconds: 1 });
+    const execution = await executeLocally(
+      definition,
+      { run: RUN },
+      {
+        ValidateDrop: () => configForOutput(1_000),
+        CreateDataset: () => waiting,
+        PollDataset: () => {
+          polls += 1;
+          // Bounded: the limit ends it long before this (each poll is 9 events of history).
+          if (polls > 5_000) throw new Error('the history limit did not stop the execution');
+          return waiting;
+        },
+        Report: () => ({ outcome: 'failed' }),
+      },
+    );
+    expect(execution.error?.name).toBe(HISTORY_LIMIT_ERROR);
+    expect(execution.error?.message).toContain(String(MAX_HISTORY_EVENTS));
+    // WaitForDataset (entered, exited), PollDataset (5), RouteDataset (2): 9 events a poll.
+    expect(polls).toBeGreaterThan(Math.floor((MAX_HISTORY_EVENTS - 20) / 9) - 2);
+    expect(polls).toBeLessThanOrEqual(Math.ceil(MAX_HISTORY_EVENTS / 9));
+  }, 120_000);
+});
