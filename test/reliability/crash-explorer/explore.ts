@@ -89,7 +89,14 @@ export async function tryPoint(drop: Drop, trial: Trial): Promise<TrialResult> {
   if (trial.kind !== 'kill-9') return runTrial(drop, trial);
   const match = /^\S+#\d+ (.+)#(\d+)$/.exec(trial.point);
   if (match?.[1] === undefined) throw new Error(`not a point: ${trial.point}`);
-  const result = await processKillTrial(drop, { request: match[1], ordinal: Number(match[2]) });
+  const started = performance.now();
+  const result = await processKillTrial(drop, { request: match[1], ordinal: Number(match[2]) }).catch(
+    (error: unknown) => ({
+      reached: true,
+      violations: [`harness: ${(error instanceof Error ? error.message : String(error)).slice(0, 300)}`],
+      seconds: (performance.now() - started) / 1000,
+    }),
+  );
   return { ...result, trial };
 }
 
