@@ -12,6 +12,7 @@ import {
   type TrialKind,
   type TrialResult,
 } from './trials.js';
+import { processKillTrial } from './process-kill.js';
 import { pointOf, type Effect } from './watch.js';
 
 /**
@@ -53,6 +54,10 @@ export function trialsOf(effects: readonly Effect[], kinds: readonly TrialKind[]
     ...of('redrop-same', taskStarts.map(pointOf)),
     ...of('redrop-changed', taskStarts.map(pointOf)),
     ...of('garble', api),
+    ...of(
+      'kill-9',
+      KILL_9_SAMPLE.filter((point) => points.includes(point)),
+    ),
   ];
 }
 
@@ -62,7 +67,38 @@ export const ALL_KINDS: readonly TrialKind[] = [
   'redrop-same',
   'redrop-changed',
   'garble',
+  'kill-9',
 ];
+
+/**
+ * The points also tried with a real kill -9 (two process starts each, so a sample): the requests
+ * that create or pay, and two that hold in-process, to compare the two ways of killing.
+ */
+export const KILL_9_SAMPLE: readonly string[] = [
+  'CreateDataset#1 POST /v1/datasets#1',
+  'UploadFiles#1 POST /v1/datasets/{id}/files/{id}/complete#1',
+  'LabelExamples#1 GET /v1/datasets/{id}/labels/next#1',
+  'StartTraining#1 POST /v1/datasets/{id}/models#1',
+];
+
+/**
+ * A trial, in this process or (kill-9) with a `hopper local` child process. The proxy counts a
+ * request among all of the run's, so KILL_9_SAMPLE holds only the first of each request.
+ */
+export async function tryPoint(drop: Drop, trial: Trial): Promise<TrialResult> {
+  if (trial.kind !== 'kill-9') return runTrial(drop, trial);
+  const match = /^\S+#\d+ (.+)#(\d+)$/.exec(trial.point);
+  if (match?.[1] === undefined) throw new Error(`not a point: ${trial.point}`);
+  const started = performance.now();
+  const result = await processKillTrial(drop, { request: match[1], ordinal: Number(match[2]) }).catch(
+    (error: unknown) => ({
+      reached: true,
+      violations: [`harness: ${(error instanceof Error ? error.message : String(error)).slice(0, 300)}`],
+      seconds: (performance.now() - started) / 1000,
+    }),
+  );
+  return { ...result, trial };
+}
 
 export interface Exploration {
   readonly effects: readonly Effect[];
@@ -87,7 +123,7 @@ export async function explore(options: {
   const results: TrialResult[] = [];
   for (const trial of chosen) {
     if (options.maxSeconds !== undefined && (performance.now() - started) / 1000 > options.maxSeconds) break;
-    const result = await runTrial(EXPLORED_DROP, trial);
+    const result = await tryPoint(EXPLORED_DROP, trial);
     results.push(result);
     log(lineOf(result));
   }

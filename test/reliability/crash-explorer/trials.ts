@@ -44,9 +44,10 @@ export interface Drop {
 /**
  * What is done at the point: the process killed once the request had its effect, its answer
  * lost (`kill`), or as it was about to send it (`kill-before`); train.json uploaded again, the
- * same or changed, before the request is sent; the request's answer garbled.
+ * same or changed, before the request is sent; the request's answer garbled; `kill-9`: a real
+ * kill -9 of a `hopper local` process as the answer comes back (process-kill.ts).
  */
-export type TrialKind = 'kill' | 'kill-before' | 'redrop-same' | 'redrop-changed' | 'garble';
+export type TrialKind = 'kill' | 'kill-before' | 'kill-9' | 'redrop-same' | 'redrop-changed' | 'garble';
 
 export interface Trial {
   readonly kind: TrialKind;
