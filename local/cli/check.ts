@@ -138,11 +138,16 @@ function describe(verdict: CheckVerdict): string {
   ];
   if (verdict.left_out.length > 0) lines.push(`left out: ${leftOutText(verdict.left_out)}`);
   if (credits !== null) {
-    const each = `1 per attempt, up to maxAttempts ${String(credits.max_attempts)} (a failed attempt's credit comes back)`;
-    const encoders = credits.trainings === 1 ? '' : `, for each of ${String(credits.trainings)} encoders`;
-    const all = `credits: ${each}, for each encoder the service offers ("encoders": "all")`;
+    // What the run keeps, then what it may take on the way: a failed training's credit comes back.
+    const each = `1 per training started (maxAttempts ${String(credits.max_attempts)}), a failed one's given back`;
+    const kept =
+      credits.trainings === 1
+        ? '1 kept if a training succeeds'
+        : `1 kept per encoder whose training succeeds (${String(credits.trainings)} encoders)`;
     lines.push(
-      credits.at_most === null ? all : `credits: at most ${String(credits.at_most)}: ${each}${encoders}`,
+      credits.at_most === null
+        ? `credits: 1 kept per encoder whose training succeeds, for each encoder the service offers ("encoders": "all"); ${each}`
+        : `credits: ${kept}; up to ${String(credits.at_most)} taken on the way, ${each}`,
     );
   }
   if (aws !== null) {

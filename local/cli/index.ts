@@ -44,17 +44,20 @@ Commands:
   local             serve local mode for any S3 client until Ctrl-C
   service           run the simulated training service alone
   status [drop]     the latest status of one drop, or a table of every drop
-  wait <drop>       wait until the drop's latest run ends; exit 0 succeeded, 1 failed, 5 timed out
+  wait <drop>       wait until the drop's latest run ends; exit 0 succeeded, 1 failed, 5 timed out,
+                    124 still running at --timeout
   runs <drop>       the drop's runs, newest first, with their outcome
   models            the training service's models, newest first, paged
   retry <drop>      resume a failed run from its dataset, without uploading again
   check <folder>    judge a drop offline with the run's own rules, before paying: files,
                     bytes, credits it may spend, estimated cost; exit 0 or 1
   permissions       prove each function's role allows its AWS calls and no more (an IAM policy
-                    simulator; --template FILE: your app's synthesized template); exit 0 or 1
+                    simulator, @cloud-copilot/iam-simulate, AGPL-3.0: install it beside hopper;
+                    --template FILE: your app's synthesized template); exit 0 or 1
 
-status, wait, runs, models and retry talk to a deployed stack (--stack NAME) or to a running
-\`hopper local\` (the settings it prints); --json on each for scripts.
+status, wait, runs, models and retry talk to a deployed stack (--stack NAME; --hopper ID for
+one of several in it) or to a running \`hopper local\` (the settings it prints); --json on each for
+scripts. hopper status --stack NAME --links prints the stack's AWS console pages.
 
 hopper <command> --help lists a command's options and exit codes; hopper --version its version.
 `;

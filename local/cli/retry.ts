@@ -6,7 +6,7 @@
  */
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { MAX_ATTEMPTS_LIMIT } from '../../lambdas/drop/train-json.js';
-import { messageOf, RunError } from '../../lambdas/run/errors/index.js';
+import { messageOf, resumableAfter, RunError } from '../../lambdas/run/errors/index.js';
 import { resumeTarget } from '../../lambdas/run/lock/index.js';
 import type { ResumeFrom } from '../../lambdas/run/state/index.js';
 import { readStatus, type RunStatus } from '../../lambdas/run/status/index.js';
@@ -45,7 +45,7 @@ export const runRetryCommand = targetCommand(RETRY_SPEC, async (args, target, ou
     if (status?.state === 'interrupted' && status.dataset_id === null) {
       return await startAgain(target, status, out, args.on('json'));
     }
-    throw new CommandError('not_resumable', error instanceof RunError ? error.detail : messageOf(error));
+    throw new CommandError('not_resumable', notResumableMessage(error, status, drop));
   }
   const key = inboxKey(drop, TRAIN_JSON);
   const { config, modified } = await readTrainJson(target, key);
@@ -80,6 +80,17 @@ export const runRetryCommand = targetCommand(RETRY_SPEC, async (args, target, ou
   );
   return EXIT.succeeded;
 });
+
+/**
+ * Why the run cannot be resumed; for a failure the drop's own files caused, what to do instead:
+ * fix them and upload train.json again (docs/errors.md says how for each code).
+ */
+function notResumableMessage(error: unknown, status: RunStatus | null, drop: string): string {
+  const detail = error instanceof RunError ? error.detail : messageOf(error);
+  const code = status?.error?.code;
+  if (code === undefined || resumableAfter(code) || status?.state !== 'failed') return detail;
+  return `${detail}. Fix it in inbox/${drop}/ (docs/errors.md, ${code}), then upload ${TRAIN_JSON} again, without "resume": a new run starts from the drop's files`;
+}
 
 /** Uploads train.json again as it is (without "resume"): a new run of the drop's files. */
 async function startAgain(target: Target, status: RunStatus, out: CommandIo, asJson: boolean) {

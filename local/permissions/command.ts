@@ -58,7 +58,8 @@ function formatReport(report: PermissionsReport): string {
       (d) => `denied: ${d.function} ${d.operation} (${d.action} on ${d.resource}): ${d.statement}\n`,
     ),
     ...report.unused.map((grant) => `granted, used by no recorded call: ${grant}\n`),
-    `${String(report.decisions.length - denied.length)} of ${String(report.decisions.length)} requests allowed; ${String(report.unused.length)} unused grants\n`,
+    // The rows are fewer than the requests: calls of one function, action and resource share a row.
+    `${String(unique.length)} rows: each function's action on each resource; ${String(report.decisions.length)} requests: every AWS call the functions make (local runs recorded them), some sharing a row. ${String(report.decisions.length - denied.length)} of ${String(report.decisions.length)} requests allowed; ${String(report.unused.length)} unused grants\n`,
   ].join('');
 }
 

@@ -99,7 +99,7 @@ describe('hopper check of a drop that would go through', () => {
       expect(result.stdout).toContain('\nnotes.txt    8      -\n');
       expect(result.stdout).toContain('\nsent: 78 B\n');
       expect(result.stdout).toContain(
-        "\ncredits: at most 2: 1 per attempt, up to maxAttempts 2 (a failed attempt's credit comes back)\n",
+        "\ncredits: 1 kept if a training succeeds; up to 2 taken on the way, 1 per training started (maxAttempts 2), a failed one's given back\n",
       );
       expect(result.stdout).toContain(
         '\nestimated AWS cost: $0.00076 for a run that trains at its first attempt',

@@ -274,6 +274,10 @@ describe('the commands against a deployed stack (--stack)', () => {
     expect(nothing.code).toBe(1);
     // The error the run failed with comes from the drop: a resume would meet it again.
     expect(nothing.stderr).toMatch(/failed with missing_file, which a resumed run would fail with again: /);
+    // What to do instead, as docs/errors.md says: fix the drop, upload train.json again.
+    expect(nothing.stderr).toMatch(
+      /Fix it in inbox\/typo\/ \(docs\/errors.md, missing_file\), then upload train.json again, without "resume"/,
+    );
   });
 
   it('hopper wait exits by how the run ended: 5 for one Step Functions timed out, 124 for one still going at --timeout', async () => {

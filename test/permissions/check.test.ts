@@ -176,6 +176,12 @@ describe('hopper permissions [--template FILE]', () => {
     expect(code).toBe(0);
     expect(stdout).toMatch(/\nCopyModel +s3:AbortMultipartUpload +arn:aws:s3:::\S+\/models\/drop +allowed /);
     expect(stdout).toMatch(/ requests allowed; 0 unused grants\n$/);
+    // The summary says what the rows above are and what the requests are, each counted.
+    const rows = stdout.split('\n').filter((line) => / (allowed|DENIED) /.test(line)).length;
+    const summary =
+      /\n(\d+) rows: each function's action on each resource; (\d+) requests: every AWS call/.exec(stdout);
+    expect(Number(summary?.[1])).toBe(rows);
+    expect(Number(summary?.[2])).toBeGreaterThan(rows);
   });
 
   it('refuses a file that is not a synthesized template, saying what to give', async () => {
