@@ -25,7 +25,8 @@ export function payloadBytes(value: unknown): number {
 /**
  * The events of AWS's history one interpreter event stands for. A Lambda Task is TaskStateEntered,
  * LambdaFunctionScheduled, LambdaFunctionStarted, then LambdaFunctionSucceeded and TaskStateExited;
- * an attempt that fails adds LambdaFunctionFailed, and a retry Scheduled and Started again; every
+ * an attempt that fails is LambdaFunctionFailed (the interpreter's StateFailed), then a retry's
+ * Scheduled and Started again (StateRetried) or, caught, TaskStateExited (StateCaught); every
  * other state is its Entered and Exited.
  */
 export function historyEventsOf(event: ExecutionEvent): number {
@@ -37,8 +38,6 @@ export function historyEventsOf(event: ExecutionEvent): number {
     case 'StateExited':
       return task ? 2 : 1;
     case 'StateRetried':
-      return 3;
-    case 'StateCaught':
       return 2;
     default:
       return 1;

@@ -16,6 +16,8 @@ import {
 import { synthesizeLocalDefinition } from '../infra/helpers.js';
 import { executeLocally } from '../helpers/local-execution.js';
 import { datasetSlotOf } from '../helpers/fixtures.js';
+import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/schedule/index.js';
+import { RunError } from '../../lambdas/run/errors/index.js';
 
 const { definition } = synthesizeLocalDefinition();
 
@@ -127,5 +129,40 @@ describe('a history over 25,000 events', () => {
     // WaitForDataset (entered, exited), PollDataset (5), RouteDataset (2): 9 events a poll.
     expect(polls).toBeGreaterThan(Math.floor((MAX_HISTORY_EVENTS - 20) / 9) - 2);
     expect(polls).toBeLessThanOrEqual(Math.ceil(MAX_HISTORY_EVENTS / 9));
+  }, 120_000);
+});
+
+describe("Hopper's loop backstop keeps a run inside the history limit", () => {
+  it('a run that polls MAX_LOOP_ROUNDS_PER_RUN times, each poll retried once, still ends in its report', async () => {
+    let polls = 0;
+    let reported = false;
+    const waiting = datasetSlotOf({ id: 'ds_1', status: 'read', nextAction: 'wait', waitSeconds: 1 });
+    const throttled = Object.assign(new Error('throttled'), { name: 'Lambda.TooManyRequestsException' });
+    let attempt = 0;
+    const execution = await executeLocally(
+      definition,
+      { run: RUN },
+      {
+        ValidateDrop: () => configForOutput(1_000),
+        CreateDataset: () => waiting,
+        PollDataset: () => {
+          // Each poll fails once first (a retry: 3 more events), the worst a transient error adds.
+          attempt += 1;
+          if (attempt % 2 === 1) throw throttled;
+          polls += 1;
+          // As nextPoll does (lambdas/run/schedule/polling.ts): past the backstop, history_limit.
+          if (polls >= MAX_LOOP_ROUNDS_PER_RUN)
+            throw new RunError('history_limit', 'the run went round its loops too often');
+          return waiting;
+        },
+        Report: () => {
+          reported = true;
+          return { outcome: 'failed', error: { code: 'history_limit', message: 'x' } };
+        },
+      },
+    );
+    expect(polls).toBe(MAX_LOOP_ROUNDS_PER_RUN);
+    expect(reported).toBe(true);
+    expect(execution.error?.name).not.toBe(HISTORY_LIMIT_ERROR);
   }, 120_000);
 });
