@@ -7,6 +7,7 @@
  * Words and codes only: it decides nothing about the run and performs no I/O but gone.ts' one
  * read of the record.
  */
+export * from './codes.js';
 export * from './error-mapping.js';
 export * from './errors.js';
 export * from './gone.js';
