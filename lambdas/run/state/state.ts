@@ -9,7 +9,7 @@ import * as z from 'zod';
 import type { DatasetStatus, ModelStatus, NextAction } from '../../service-client/index.js';
 import { modelFileKey } from '../../storage/keys.js';
 import type { RunErrorCode } from '../errors/index.js';
-import type { RunOutcome, SlotName, StopCode } from './vocabulary.js';
+import type { NeedsOf, RunOutcome, SlotName, StepName, StopCode } from './vocabulary.js';
 
 export type { SlotName };
 import type { ExpectedFinish } from '../schedule/index.js';
@@ -261,3 +261,8 @@ export interface RunState {
   readonly failure?: CaughtFailure;
   readonly report?: ReportSlot;
 }
+
+/** The run state step N gets: its needed slots present. */
+export type StateFor<N extends StepName> = RunState & {
+  readonly [K in NeedsOf<N>]-?: NonNullable<RunState[K]>;
+};
