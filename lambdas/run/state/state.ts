@@ -12,7 +12,6 @@ import type { RunErrorCode } from '../errors/index.js';
 import type { NeedsOf, RunOutcome, SlotName, StepName, StopCode } from './vocabulary.js';
 
 export type { SlotName };
-import type { ExpectedFinish } from '../schedule/index.js';
 import type { TrainJson } from '../../drop/train-json.js';
 
 /**
@@ -266,3 +265,12 @@ export interface RunState {
 export type StateFor<N extends StepName> = RunState & {
   readonly [K in NeedsOf<N>]-?: NonNullable<RunState[K]>;
 };
+
+/**
+ * When a training is expected to finish, in seconds after it was created, from how long the
+ * account's earlier trainings took: the schedule polls every few seconds inside this window.
+ */
+export interface ExpectedFinish {
+  readonly fromSeconds: number;
+  readonly toSeconds: number;
+}
