@@ -8,8 +8,7 @@
  */
 
 import { holdsCredit, keepsCredit, type Model } from '../../service-client/index.js';
-import type { TrainingClaim } from '../lock/index.js';
-import type { RunInput, RunState, StepName } from '../state/index.js';
+import type { RunInput, RunState, StepName, TrainingClaim } from '../state/index.js';
 
 /** `text` with its first letter a capital: a message that starts a sentence of another. */
 export function capitalised(text: string): string {

@@ -12,7 +12,6 @@ import type { RunErrorCode } from '../errors/index.js';
 import type { NeedsOf, RunOutcome, SlotName, StepName, StopCode } from './vocabulary.js';
 
 export type { SlotName };
-import type { TrainJson } from '../../drop/train-json.js';
 
 /**
  * Where a run comes from: the execution input the trigger builds from the S3 event. Every Task
@@ -80,7 +79,10 @@ export function configFingerprint(config: RunConfig): string {
 }
 
 /** train.json `promote`: the new model must beat the current one by `min_delta` on `metric`. */
-export type PromoteRule = Readonly<NonNullable<TrainJson['promote']>>;
+export interface PromoteRule {
+  readonly metric: string;
+  readonly min_delta: number;
+}
 
 /** The failed run a resuming run takes its dataset from (its status file named it). */
 export interface ResumeFrom {
@@ -273,4 +275,15 @@ export type StateFor<N extends StepName> = RunState & {
 export interface ExpectedFinish {
   readonly fromSeconds: number;
   readonly toSeconds: number;
+}
+
+export interface TrainingClaim {
+  /** The run that may start a training of the drop now; null once released. */
+  readonly run_id: string | null;
+  readonly started_at: string | null;
+  readonly dataset_id: string | null;
+  /** The training the run started, once it has. */
+  readonly model_id: string | null;
+  /** When the run last took (or confirmed) the claim. */
+  readonly claimed_at: string;
 }
