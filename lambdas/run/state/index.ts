@@ -7,6 +7,7 @@
  * Plain data and pure functions: no I/O, no AWS, no service calls. Everything else reads the run
  * through these types; at run time it uses only schedule/ (a slot's poll schedule) and errors/.
  */
+export * from './paid-model.js';
 export * from './require-slot.js';
 export * from './slots.js';
 export * from './state.js';

@@ -12,8 +12,8 @@ import { runRecordsPrefix, STATUS_PREFIX, statusKey } from '../../storage/keys.j
 import { objectsUnder, readJson, updateJsonConditionally } from '../../storage/objects.js';
 import type { NextAction } from '../../service-client/contract.js';
 import { contendedWrite } from '../errors/index.js';
-import { paidModelOf } from '../lock/index.js';
 import {
+  paidModelOf,
   configFingerprint,
   copiedModel,
   copyWaitOf,
@@ -82,7 +82,7 @@ export interface RunStatus {
   readonly model: { readonly onnx: string; readonly record: string; readonly bytes: number } | null;
   /**
    * The run's training that holds a credit and is not copied yet (queued, training, or done with
-   * its files at the service), or null (lambdas/run/lock/supersede.ts, paidModelOf). A run that ends
+   * its files at the service), or null (lambdas/run/state/paid-model.ts, paidModelOf). A run that ends
    * with one leaves it to `hopper retry`, which adopts it without a second credit.
    */
   readonly paid_model: { readonly id: string; readonly status: string } | null;
