@@ -8,7 +8,8 @@ import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { TrainingServiceClient } from '../../service-client/index.js';
 import { LAMBDA_CLIENT_OPTIONS } from './retry-budget.js';
 import { ENV, requireEnv } from './environment.js';
-import { RunError, emptySecretMessage } from '../errors/index.js';
+import { RunError } from '../errors/errors.js';
+import { emptySecretMessage } from '../errors/messages.js';
 import {
   invocationLogger,
   type ApiKeySource,

@@ -10,11 +10,12 @@
  * (status.ts writes it conditionally), so a run learns it is superseded when it reads the file.
  */
 import { TRAINABLE_NEXT_ACTIONS } from '../../service-client/contract.js';
-import { RunError, supersededMessage } from '../errors/index.js';
-import { nextPoll } from '../schedule/index.js';
-import type { DatasetSlot, RunState } from '../state/index.js';
-import type { RunInput } from '../state/index.js';
-import type { RunStatus } from '../status/index.js';
+import { RunError } from '../errors/errors.js';
+import { supersededMessage } from '../errors/messages.js';
+import { nextPoll } from '../schedule/polling.js';
+import type { DatasetSlot, RunState } from '../state/state.js';
+import type { RunInput } from '../state/state.js';
+import type { RunStatus } from '../status/status.js';
 
 export { holdsPaidModel, paidModelOf } from '../state/index.js';
 import { claimTraining, type ClaimContext } from './training-claim.js';

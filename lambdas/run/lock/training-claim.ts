@@ -18,8 +18,8 @@ import { TRAINING_STATUSES } from '../../service-client/contract.js';
 import type { TrainingServiceClient } from '../../service-client/index.js';
 import { trainingClaimKey } from '../../storage/keys.js';
 import { readJson, updateJsonConditionally, type JsonUpdate } from '../../storage/objects.js';
-import { contendedWrite } from '../errors/index.js';
-import type { RunInput, TrainingClaim } from '../state/index.js';
+import { contendedWrite } from '../errors/errors.js';
+import type { RunInput, TrainingClaim } from '../state/state.js';
 
 export type { TrainingClaim } from '../state/index.js';
 

@@ -6,10 +6,11 @@
  * trainings took; never sleeping past the record's deadline or a quarter of the files' retention;
  * bounded over the whole run.
  */
-import { RunError, historyLimitMessage, waitLimitMessage } from '../errors/index.js';
-import type { ExpectedFinish, PollSchedule } from '../state/index.js';
+import { RunError } from '../errors/errors.js';
+import { historyLimitMessage, waitLimitMessage } from '../errors/messages.js';
+import type { ExpectedFinish, PollSchedule } from '../state/state.js';
 
-export type { ExpectedFinish } from '../state/index.js';
+export type { ExpectedFinish } from '../state/state.js';
 
 export const POLL_FIRST_SECONDS = 2;
 /**

@@ -4,7 +4,7 @@
  * on it) both ask it without importing each other.
  */
 import { holdsCredit } from '../../service-client/contract.js';
-import type { RunErrorCode } from '../errors/index.js';
+import type { RunErrorCode } from '../errors/codes.js';
 import { modelCopied, type ModelSlot, type RunState } from './state.js';
 
 /** Failures after which the run's model holds nothing to adopt: it is gone, or its files are. */

@@ -4,7 +4,8 @@
  * StartTraining, ...), so a missing one means the definition or the local runner is broken: a
  * bug in Hopper, not in the user's drop.
  */
-import { RunError, missingSlotMessage } from '../errors/index.js';
+import { RunError } from '../errors/errors.js';
+import { missingSlotMessage } from '../errors/messages.js';
 import type { RunState, SlotName, StateFor } from './state.js';
 import { STEPS, type StepName } from './vocabulary.js';
 

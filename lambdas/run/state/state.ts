@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import * as z from 'zod';
 import type { DatasetStatus, ModelStatus, NextAction } from '../../service-client/index.js';
 import { modelFileKey } from '../../storage/keys.js';
-import type { RunErrorCode } from '../errors/index.js';
+import type { RunErrorCode } from '../errors/codes.js';
 import type { NeedsOf, RunOutcome, SlotName, StepName, StopCode } from './vocabulary.js';
 
 export type { SlotName };

@@ -9,7 +9,7 @@
  * "How to add", lists them. Plain data with type-only imports: the stack (infra/tasks.ts,
  * infra/state-machine.ts) and local mode read it without loading any step's code.
  */
-import type { RunErrorCode } from '../errors/index.js';
+import type { RunErrorCode } from '../errors/codes.js';
 
 /** A slot of the run state a Task writes (`$.<slot>`). */
 export type SlotName = 'config' | 'dataset' | 'model' | 'copy' | 'report';

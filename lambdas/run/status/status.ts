@@ -11,22 +11,22 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { runRecordsPrefix, STATUS_PREFIX, statusKey } from '../../storage/keys.js';
 import { objectsUnder, readJson, updateJsonConditionally } from '../../storage/objects.js';
 import type { NextAction } from '../../service-client/contract.js';
-import { contendedWrite } from '../errors/index.js';
+import { contendedWrite } from '../errors/errors.js';
+import { paidModelOf } from '../state/paid-model.js';
 import {
-  paidModelOf,
   configFingerprint,
   copiedModel,
   copyWaitOf,
-  encoderOutcomes,
   type CopySlot,
   type CopyWaitSlot,
   type EncoderOutcome,
   type RunFailure,
   type RunInput,
   type RunState,
-} from '../state/index.js';
+} from '../state/state.js';
+import { encoderOutcomes } from '../state/sweep.js';
 import type { RunSummary } from './usage.js';
-import type { RunPhase, StepName } from '../state/index.js';
+import type { RunPhase, StepName } from '../state/vocabulary.js';
 
 export type { RunPhase };
 

@@ -15,8 +15,8 @@
  */
 import { keepsCredit, type ModelStatus } from '../../service-client/contract.js';
 import { PRICES_AS_OF, PRICES_REGION, PRICES_USD } from './prices.js';
-import { copyWaitOf, type RunState } from '../state/index.js';
-import type { StepName } from '../state/index.js';
+import { copyWaitOf, type RunState } from '../state/state.js';
+import type { StepName } from '../state/vocabulary.js';
 
 /** S3 requests by price class: `put` (PUT, COPY, POST, LIST), `get` (GET, HEAD, the rest). */
 export interface S3Requests {
