@@ -4,6 +4,7 @@
  * synth, every wrong setting named at once with what to give, rather than at deploy. Every key
  * and its default is listed in docs/deploy.md.
  */
+import type { StackProps } from 'aws-cdk-lib';
 import type { Node } from 'constructs';
 import * as z from 'zod';
 import {
@@ -13,9 +14,11 @@ import {
   serviceUrlProblem,
   type HopperLogLevel,
 } from './constructs/hopper-props.js';
-import type { HopperStackProps } from './stack.js';
 
 export const DEFAULT_STACK_NAME = 'Hopper';
+
+/** The settings of one deployment (each described below) and the stack's own. */
+export interface HopperStackProps extends StackProps, HopperSettings {}
 
 export interface HopperConfig {
   readonly stackName: string;

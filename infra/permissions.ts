@@ -7,7 +7,7 @@
 import { Stack } from 'aws-cdk-lib';
 import { PolicyStatement, type IRole } from 'aws-cdk-lib/aws-iam';
 import { INBOX_PREFIX, MODELS_PREFIX, STATUS_PREFIX } from '../lambdas/storage/keys.js';
-import type { HopperPipelineProps } from './constructs/pipeline.js';
+import type { HopperPipelineProps } from './constructs/pipeline-props.js';
 import { acknowledgeWildcardResource } from './nag.js';
 import type { AreaAccess, BucketArea, TaskAccess } from './tasks.js';
 

@@ -3,16 +3,15 @@
  * agnostic, so `cdk synth` needs no AWS account; what varies per deployment comes in as props
  * (infra/config.ts reads them from CDK context, docs/deploy.md lists them).
  */
-import { ArnFormat, CfnOutput, CfnParameter, Stack, type StackProps } from 'aws-cdk-lib';
+import { ArnFormat, CfnOutput, CfnParameter, Stack } from 'aws-cdk-lib';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { Bucket } from 'aws-cdk-lib/aws-s3';
 import { Secret, type ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
-import type { HopperSettings } from './config.js';
+import type { HopperStackProps } from './config.js';
 import { Hopper } from './constructs/hopper.js';
 
-/** The settings of one deployment (infra/config.ts, where each is described) and the stack's own. */
-export interface HopperStackProps extends StackProps, HopperSettings {}
+export type { HopperStackProps } from './config.js';
 
 /** A URL CloudFormation accepts as ServiceUrl: https, no white space. */
 export const SERVICE_URL_PATTERN = '^https://[^\\s]+$';

@@ -14,7 +14,7 @@ import { Construct } from 'constructs';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lambdas/run/invocation/metric-names.js';
 import { acknowledgeWildcardResource } from '../nag.js';
 import { bundleFolder, type TaskSpec } from '../tasks.js';
-import type { HopperPipelineProps } from './pipeline.js';
+import type { HopperPipelineProps } from './pipeline-props.js';
 
 /** The newest Node.js runtime aws-cdk-lib offers (cdk-nag's AwsSolutions-L1 checks this). */
 export const NODE_RUNTIME = lambda.Runtime.NODEJS_24_X;

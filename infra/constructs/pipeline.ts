@@ -9,16 +9,12 @@ import { Match, Rule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
-import type { IBucket } from 'aws-cdk-lib/aws-s3';
-import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { DEFAULT_EVENT_SOURCE } from '../../lambdas/run/events/index.js';
 import { ENV } from '../../lambdas/run/invocation/index.js';
-import type { CreditBudget } from '../../lambdas/run/lock/index.js';
 import { TRAIN_JSON_KEY_WILDCARD } from '../../lambdas/storage/keys.js';
-import type { HopperLogLevel } from './hopper-props.js';
 import { executionLogGroupName } from '../names.js';
 import { acknowledgeWildcardResource } from '../nag.js';
 import { grantTaskAccess } from '../permissions.js';
@@ -27,32 +23,9 @@ import { buildDefinition } from '../state-machine.js';
 import { TASKS, TRIGGER, type TaskName } from '../tasks.js';
 import { EVENT_DELIVERY_RETRY, deadLetterQueue } from './dead-letter-queue.js';
 import { HopperFunction, type HopperFunctionProps } from './hopper-function.js';
+import type { HopperPipelineProps } from './pipeline-props.js';
 
-export interface HopperPipelineProps {
-  /** The bucket drops arrive in; it must send its events to EventBridge (HopperStorage does). */
-  readonly bucket: IBucket;
-  /** The Secrets Manager secret whose plain-text value is the training service's API key. */
-  readonly apiKeySecret: ISecret;
-  /**
-   * What the handlers are given to find the secret (HOPPER_API_KEY_SECRET_ARN).
-   * @default apiKeySecret.secretArn; pass the name for a secret imported by name, whose ARN
-   * CloudFormation only knows without its random suffix
-   */
-  readonly apiKeySecretId?: string;
-  /** The training service's base URL (https, without /v1): HOPPER_SERVICE_URL. */
-  readonly serviceUrl: string;
-  /**
-   * The `source` of the run events on the default bus (HOPPER_EVENT_SOURCE); the Tasks that put
-   * them may put no other. @default DEFAULT_EVENT_SOURCE (`hopper`)
-   */
-  readonly eventSource?: string;
-  /** How long Lambda and state machine logs are kept. @default RetentionDays.THREE_MONTHS */
-  readonly logRetention?: RetentionDays;
-  /** The level of every function's logs (POWERTOOLS_LOG_LEVEL). @default 'INFO' */
-  readonly logLevel?: HopperLogLevel;
-  /** The credit budget of the Tasks that take and give back credits. @default - none */
-  readonly creditBudget?: CreditBudget;
-}
+export type { HopperPipelineProps } from './pipeline-props.js';
 
 export class HopperPipeline extends Construct {
   readonly stateMachine: StateMachine;

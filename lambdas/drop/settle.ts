@@ -7,8 +7,9 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { RunError, stillArrivingMessage } from '../run/errors/index.js';
-import type { RunInput } from '../run/state/index.js';
+import { RunError } from '../run/errors/errors.js';
+import { stillArrivingMessage } from '../run/errors/messages.js';
+import type { RunInput } from '../run/state/state.js';
 import { inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
 import { listForMessage, printable } from './user-text.js';
 import { listDrop, type DropListing } from './listing.js';

@@ -6,8 +6,8 @@
  * such as "maxAttempt" would otherwise be ignored silently) with the closest known field.
  */
 import * as z from 'zod';
-import { messageOf, RunError } from '../run/errors/index.js';
-import type { Decisions } from '../run/state/index.js';
+import { messageOf, RunError } from '../run/errors/errors.js';
+import type { Decisions } from '../run/state/state.js';
 import { isDatasetName, MAX_DATASET_NAME_LENGTH } from '../service-client/contract.js';
 import { formatPath, valueAt } from '../service-client/http.js';
 import { isPlainFileName, PLAIN_FILE_NAME_RULE } from './file-names.js';

@@ -17,8 +17,8 @@
  */
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
+import { RunError } from '../run/errors/errors.js';
 import {
-  RunError,
   nestedFilesMessage,
   noDataFilesMessage,
   tooManyFilesMessage,
@@ -29,11 +29,11 @@ import {
   namedFilesMissingMessage,
   lostTrackMessage,
   nameTooLongMessage,
-} from '../run/errors/index.js';
-import { resumeTarget } from '../run/lock/index.js';
-import type { RunStatus } from '../run/status/index.js';
+} from '../run/errors/messages.js';
+import { resumeTarget } from '../run/lock/resume.js';
+import type { RunStatus } from '../run/status/status.js';
 import { MAX_DATASET_NAME_LENGTH } from '../service-client/contract.js';
-import type { DropFile, RunConfig, RunInput } from '../run/state/index.js';
+import type { DropFile, RunConfig, RunInput } from '../run/state/state.js';
 import { DEFAULT_LABELS_FILE, inboxPrefix, MAX_DROP_NAME_BYTES, TRAIN_JSON } from '../storage/keys.js';
 import { fileNameProblem, isLeftBySystem, PLAIN_FILE_NAME_RULE } from './file-names.js';
 import { checkedUtf8, listForMessage, printable, quoted } from './user-text.js';

@@ -38,9 +38,25 @@ import type { Promotion, RunSummary } from '../run/status/index.js';
 import { modelFileKey, modelRecordKey } from '../storage/keys.js';
 import { deleteObject, objectSize, putJson } from '../storage/objects.js';
 import { uploadStream, type StreamUploadOptions } from '../storage/multipart.js';
-import type { PreviousModel } from './lineage.js';
 
 const ONNX_CONTENT_TYPE = 'application/octet-stream';
+
+/** A model as current.json and the lineage name it. */
+export interface ModelSummary {
+  readonly model_id: string;
+  readonly run_id: string;
+  /** When the model's run started: runs are ordered by it. */
+  readonly run_started_at: string;
+  readonly encoder: string;
+  /** When the service created the model (its training started). */
+  readonly created_at: string;
+  readonly metrics: Readonly<Record<string, unknown>>;
+}
+
+/** model.json's `previous`: the model it was compared with, and its metrics minus that model's. */
+export interface PreviousModel extends ModelSummary {
+  readonly differences: Readonly<Record<string, number>>;
+}
 
 /** model.json: the service's record of the model, the run's summary and what it cost, its lineage. */
 export interface ModelDocument {

@@ -21,19 +21,9 @@ import { isNewerRun, type Promotion } from '../run/status/index.js';
 import { copiedModelIds, encoderOutcomes, type PromoteRule, type RunState } from '../run/state/index.js';
 import { currentModelKey, modelRecordKey } from '../storage/keys.js';
 import { putJson, readJson, updateJsonConditionally } from '../storage/objects.js';
-import type { ModelDocument } from './copy-model.js';
+import type { ModelDocument, ModelSummary, PreviousModel } from './copy-model.js';
 
-/** A model as current.json and the lineage name it. */
-export interface ModelSummary {
-  readonly model_id: string;
-  readonly run_id: string;
-  /** When the model's run started: runs are ordered by it. */
-  readonly run_started_at: string;
-  readonly encoder: string;
-  /** When the service created the model (its training started). */
-  readonly created_at: string;
-  readonly metrics: Readonly<Record<string, unknown>>;
-}
+export type { ModelSummary, PreviousModel } from './copy-model.js';
 
 /** models/<drop>/current.json: the drop's current (promoted) model. */
 export interface CurrentModel extends ModelSummary {
@@ -42,11 +32,6 @@ export interface CurrentModel extends ModelSummary {
   readonly promoted_at: string;
   /** The model it replaced, or null for the drop's first. */
   readonly previous: ModelSummary | null;
-}
-
-/** model.json's `previous`: the model it was compared with, and its metrics minus that model's. */
-export interface PreviousModel extends ModelSummary {
-  readonly differences: Readonly<Record<string, number>>;
 }
 
 /** What the report learnt: the promotion, and the run's model.json files as now written. */

@@ -10,7 +10,8 @@ import {
   UnsupportedNextActionError,
   type ServiceErrorCode,
 } from '../../service-client/errors.js';
-import { messageOf, RunError, type RunErrorCode } from './errors.js';
+import type { RunErrorCode } from './codes.js';
+import { messageOf, RunError } from './errors.js';
 import {
   noCreditsMessage,
   unknownEncoderMessage,

@@ -21,7 +21,8 @@ import { NotFoundError } from '../../service-client/errors.js';
 import type { TrainingServiceClient } from '../../service-client/index.js';
 import { RunError } from './errors.js';
 import { datasetGoneMessage, modelGoneMessage } from './messages.js';
-import type { RunState, StepName } from '../state/index.js';
+import type { RunState } from '../state/state.js';
+import type { StepName } from '../state/vocabulary.js';
 
 const GET_DATASET = endpointLabel(ENDPOINTS.getDataset);
 const GET_MODEL = endpointLabel(ENDPOINTS.getModel);

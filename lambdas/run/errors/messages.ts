@@ -8,8 +8,8 @@
  */
 
 import { holdsCredit, keepsCredit, type Model } from '../../service-client/index.js';
-import type { TrainingClaim } from '../lock/index.js';
-import type { RunInput, RunState, StepName } from '../state/index.js';
+import type { RunInput, RunState, TrainingClaim } from '../state/state.js';
+import type { StepName } from '../state/vocabulary.js';
 
 /** `text` with its first letter a capital: a message that starts a sentence of another. */
 export function capitalised(text: string): string {

@@ -20,7 +20,8 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import { eventMarkerKey } from '../../storage/keys.js';
 import { isLostRace, putJson, readJson } from '../../storage/objects.js';
-import { messageOf, eventNotPutMessage, retryable } from '../errors/index.js';
+import { messageOf, retryable } from '../errors/errors.js';
+import { eventNotPutMessage } from '../errors/messages.js';
 import type { RunEvent, RunEventKind } from './events.js';
 
 /** A bus that takes Hopper's events: EventBridge in the cloud, local/emulator/event-bus.ts locally. */

@@ -3,7 +3,7 @@
  * stack's event source (HOPPER_EVENT_SOURCE; docs/operations.md).
  */
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
-import { ENV, optionalEnv } from '../invocation/index.js';
+import { ENV, optionalEnv } from '../invocation/environment.js';
 import type { RunEventBus } from './event-bus.js';
 import { DEFAULT_EVENT_SOURCE } from './events.js';
 

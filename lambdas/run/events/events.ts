@@ -6,17 +6,12 @@
  * both the same way. Never the API key: nothing here comes from the runtime's secrets.
  */
 import { modelFileKey, modelRecordKey, statusKey } from '../../storage/keys.js';
-import { capitalised } from '../errors/index.js';
-import {
-  encoderOutcomes,
-  RUN_OUTCOMES,
-  type EncoderOutcome,
-  type ReportSlot,
-  type RunOutcome,
-  type RunState,
-} from '../state/index.js';
-import { modelLocation, type Promotion, type RunStatus } from '../status/index.js';
-import type { RunPhase } from '../state/index.js';
+import { capitalised } from '../errors/messages.js';
+import { encoderOutcomes } from '../state/sweep.js';
+import { RUN_OUTCOMES, type RunOutcome } from '../state/vocabulary.js';
+import type { EncoderOutcome, ReportSlot, RunState } from '../state/state.js';
+import { modelLocation, type Promotion, type RunStatus } from '../status/status.js';
+import type { RunPhase } from '../state/vocabulary.js';
 
 /** The `source` of Hopper's events unless the stack is told otherwise (`-c eventSource=...`). */
 export const DEFAULT_EVENT_SOURCE = 'hopper';

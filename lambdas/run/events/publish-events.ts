@@ -4,10 +4,10 @@
  * never got as far as the bus (a crash, a timeout, the bus down) still has both.
  */
 import { publishOnce, type PublishContext, type PublishResult } from './event-bus.js';
-import { messageOf } from '../errors/index.js';
+import { messageOf } from '../errors/errors.js';
 import { runEndedEvent, runStartedEvent, type RunEnd } from './events.js';
-import type { StepEnv } from '../invocation/index.js';
-import type { RunState } from '../state/index.js';
+import type { StepEnv } from '../invocation/handler.js';
+import type { RunState } from '../state/state.js';
 
 function publishContext(state: RunState, env: StepEnv): PublishContext {
   const { runtime } = env;

@@ -11,13 +11,10 @@
  */
 import * as z from 'zod';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import {
-  messageOf,
-  RunError,
-  toRunError,
-  goneRecordError,
-  invalidStepInputMessage,
-} from '../errors/index.js';
+import { messageOf, RunError } from '../errors/errors.js';
+import { toRunError } from '../errors/error-mapping.js';
+import { goneRecordError } from '../errors/gone.js';
+import { invalidStepInputMessage } from '../errors/messages.js';
 import { emitInvocationMetrics } from './metrics.js';
 import { DEADLINE_MARGIN_MS } from './retry-budget.js';
 import {
@@ -28,8 +25,10 @@ import {
   type LocalRuntimeOptions,
   type Runtime,
 } from './runtime.js';
-import { withNeededSlots, STEPS, type SlotOf, type StateFor, type StepName } from '../state/index.js';
-import { RunInputSchema, type DatasetSlot, type RunState, type SlotName } from '../state/index.js';
+import { withNeededSlots } from '../state/require-slot.js';
+import { STEPS, type SlotOf, type StepName } from '../state/vocabulary.js';
+import type { StateFor } from '../state/state.js';
+import { RunInputSchema, type DatasetSlot, type RunState, type SlotName } from '../state/state.js';
 import {
   isNewerRun,
   readStatus,
@@ -38,18 +37,16 @@ import {
   supersededEntryOf,
   writeStatus,
   type StatusObject,
-  addInvocation,
-  type RunSummary,
-} from '../status/index.js';
+} from '../status/status.js';
+import { addInvocation, type RunSummary } from '../status/usage.js';
 import {
   gateTraining as gateDatasetTraining,
   holdsPaidModel,
   newerRunOf,
   supersededError,
   type NewerRun,
-  releaseTraining,
-  type ClaimContext,
-} from '../lock/index.js';
+} from '../lock/supersede.js';
+import { releaseTraining, type ClaimContext } from '../lock/training-claim.js';
 import { inSubsegment } from './tracing.js';
 import { meterS3, S3RequestMeter, withStatusWrite } from './s3-requests.js';
 

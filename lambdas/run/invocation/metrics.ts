@@ -12,9 +12,9 @@ import {
   SERVICE_NAME,
   STEP_DIMENSION,
 } from './metric-names.js';
-import { copiedModel, type ReportSlot, type RunState } from '../state/index.js';
-import type { RunSummary } from '../status/index.js';
-import type { StepName } from '../state/index.js';
+import { copiedModel, type ReportSlot, type RunState } from '../state/state.js';
+import type { RunSummary } from '../status/usage.js';
+import type { StepName } from '../state/vocabulary.js';
 
 export interface InvocationOutcome {
   readonly step: StepName;

@@ -12,9 +12,8 @@ import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { S3Client } from '@aws-sdk/client-s3';
 import { DROP_QUIET_MS } from '../../drop/settle.js';
 import type { RequestOptions, TrainingServiceClient } from '../../service-client/index.js';
-import type { RunEventBus } from '../events/index.js';
-import type { TrainingServiceOptions } from './training-service.js';
-import { creditsOf, type CreditBudget, type Credits } from '../lock/index.js';
+import type { RunEventBus } from '../events/event-bus.js';
+import { creditsOf, type CreditBudget, type Credits } from '../lock/credit-ledger.js';
 import { ENV } from './environment.js';
 import { SERVICE_NAME } from './metric-names.js';
 import { emitCreditBudgetUse } from './metrics.js';
@@ -193,4 +192,16 @@ export function runtimeFromEnvironment(
     cloudRuntime = undefined; // a bad environment: the next invocation tries again (and says why)
   });
   return cloudRuntime;
+}
+
+/** Where the API key comes from; never logged, never part of a state. */
+export type ApiKeySource = () => Promise<string>;
+
+export interface TrainingServiceOptions {
+  readonly serviceUrl: string;
+  readonly apiKey: ApiKeySource;
+  /** Passed to every TrainingServiceClient (timeouts, retries); not the base URL or key. */
+  readonly clientOptions?: Partial<
+    Omit<ConstructorParameters<typeof TrainingServiceClient>[0], 'baseUrl' | 'apiKey'>
+  >;
 }

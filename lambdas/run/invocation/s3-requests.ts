@@ -5,12 +5,9 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { S3Client } from '@aws-sdk/client-s3';
+import type { S3Requests } from '../status/usage.js';
 
-/** S3 requests by price class: `put` (PUT, COPY, POST, LIST), `get` (GET, HEAD, the rest). */
-export interface S3Requests {
-  readonly put: number;
-  readonly get: number;
-}
+export type { S3Requests } from '../status/usage.js';
 
 /**
  * The requests of the status write that ends an invocation: one PUT, conditional on the status

@@ -8,8 +8,17 @@ import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { TrainingServiceClient } from '../../service-client/index.js';
 import { LAMBDA_CLIENT_OPTIONS } from './retry-budget.js';
 import { ENV, requireEnv } from './environment.js';
-import { RunError, emptySecretMessage } from '../errors/index.js';
-import { invocationLogger, type ServiceConnection, type ServiceConnector } from './runtime.js';
+import { RunError } from '../errors/errors.js';
+import { emptySecretMessage } from '../errors/messages.js';
+import {
+  invocationLogger,
+  type ApiKeySource,
+  type ServiceConnection,
+  type ServiceConnector,
+  type TrainingServiceOptions,
+} from './runtime.js';
+
+export type { ApiKeySource, TrainingServiceOptions } from './runtime.js';
 import { tracedClient } from './tracing.js';
 
 /** The X-Ray subsegment of each service call is `### service.<method>`. */
@@ -17,18 +26,6 @@ const SERVICE_SEGMENT = '### service';
 
 /** Seconds the API key is cached per container before Secrets Manager is asked again. */
 export const API_KEY_CACHE_SECONDS = 300;
-
-/** Where the API key comes from; never logged, never part of a state. */
-export type ApiKeySource = () => Promise<string>;
-
-export interface TrainingServiceOptions {
-  readonly serviceUrl: string;
-  readonly apiKey: ApiKeySource;
-  /** Passed to every TrainingServiceClient (timeouts, retries); not the base URL or key. */
-  readonly clientOptions?: Partial<
-    Omit<ConstructorParameters<typeof TrainingServiceClient>[0], 'baseUrl' | 'apiKey'>
-  >;
-}
 
 /** The service at `serviceUrl` with the key `apiKey` gives: a new client when the key changes. */
 export function trainingService(options: TrainingServiceOptions): ServiceConnector {

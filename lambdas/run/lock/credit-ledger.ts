@@ -22,8 +22,9 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { keepsCredit, ServiceError, wasRefused, type Model } from '../../service-client/index.js';
 import { CREDIT_LEDGER_KEY } from '../../storage/keys.js';
 import { readJson, updateJsonConditionally, type JsonUpdate } from '../../storage/objects.js';
-import { contendedWrite, creditBudgetMessage, RunError } from '../errors/index.js';
-import type { RunInput } from '../state/index.js';
+import { contendedWrite, RunError } from '../errors/errors.js';
+import { creditBudgetMessage } from '../errors/messages.js';
+import type { RunInput } from '../state/state.js';
 
 /** Credits trainings may take in any 24 hours, and in any 30 days; either may be left out. */
 export type CreditBudget = Readonly<{ perDay?: number | undefined; per30Days?: number | undefined }>;

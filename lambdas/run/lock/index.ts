@@ -1,8 +1,8 @@
 /**
  * The drop's lock: which run of a drop may spend its credit and what happens to a paid model.
  * The newest train.json wins (supersede.ts), one training at a time per drop (training-claim.ts,
- * status/.training/<drop>.json), and the one rule for a paid model: paidModelOf says whether a run
- * holds one, resume.ts which run a resume takes and which paid model a new run adopts.
+ * status/.training/<drop>.json), and the one rule for a paid model: paidModelOf (re-exported from
+ * state/paid-model.ts) says whether a run holds one, resume.ts which run a resume takes and which paid model a new run adopts.
  *
  * The credit budget (credit-ledger.ts, status/.credits/ledger.json) counts the credits runs take.
  *

@@ -10,10 +10,12 @@
  */
 import type { Dataset, TrainingServiceClient } from '../../service-client/index.js';
 import { NotFoundError } from '../../service-client/errors.js';
-import { resumableAfter, RunError } from '../errors/index.js';
-import type { DropFile, ResumeFrom, RunPhase } from '../state/index.js';
-import { DATASET_STEPS, stepUnderWay } from '../state/index.js';
-import type { RunStatus } from '../status/index.js';
+import { resumableAfter } from '../errors/codes.js';
+import { RunError } from '../errors/errors.js';
+import type { DropFile, ResumeFrom } from '../state/state.js';
+import type { RunPhase } from '../state/vocabulary.js';
+import { DATASET_STEPS, stepUnderWay } from '../state/under-way.js';
+import type { RunStatus } from '../status/status.js';
 
 const START_OVER = 'upload train.json (without "resume") to start over';
 

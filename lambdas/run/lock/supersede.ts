@@ -9,12 +9,15 @@
  * Which run is newer: status/<drop>.json always belongs to the newest run that has written it
  * (status.ts writes it conditionally), so a run learns it is superseded when it reads the file.
  */
-import { holdsCredit, TRAINABLE_NEXT_ACTIONS } from '../../service-client/contract.js';
-import { RunError, supersededMessage, type RunErrorCode } from '../errors/index.js';
-import { nextPoll } from '../schedule/index.js';
-import { modelCopied, type DatasetSlot, type ModelSlot, type RunState } from '../state/index.js';
-import type { RunInput } from '../state/index.js';
-import type { RunStatus } from '../status/index.js';
+import { TRAINABLE_NEXT_ACTIONS } from '../../service-client/contract.js';
+import { RunError } from '../errors/errors.js';
+import { supersededMessage } from '../errors/messages.js';
+import { nextPoll } from '../schedule/polling.js';
+import type { DatasetSlot, RunState } from '../state/state.js';
+import type { RunInput } from '../state/state.js';
+import type { RunStatus } from '../status/status.js';
+
+export { holdsPaidModel, paidModelOf } from '../state/index.js';
 import { claimTraining, type ClaimContext } from './training-claim.js';
 
 /** The run that took the drop over, as its status file names it. */
@@ -22,26 +25,6 @@ export type NewerRun = Pick<RunInput, 'runId' | 'startedAt'>;
 
 export function newerRunOf(status: Pick<RunStatus, 'run_id' | 'started_at'>): NewerRun {
   return { runId: status.run_id, startedAt: status.started_at };
-}
-
-/** Failures after which the run's model holds nothing to adopt: it is gone, or its files are. */
-const MODEL_LOST: readonly RunErrorCode[] = ['model_gone', 'model_files_gone'];
-
-/**
- * The run's paid model: its latest training while that holds a credit (contract.ts holdsCredit)
- * and is not copied yet; else null. The one rule for "this run has a paid model": supersede, the
- * training claim, the status file's `paid_model`, the report's message and resuming all ask it.
- * @param failure the code the run failed with, when it did (a model lost with it is not held)
- */
-export function paidModelOf(state: RunState, failure?: RunErrorCode): ModelSlot | null {
-  const { model } = state;
-  if (model === undefined || modelCopied(state) || !holdsCredit(model.status, model.nextAction)) return null;
-  return failure !== undefined && MODEL_LOST.includes(failure) ? null : model;
-}
-
-/** True while the run holds a paid model (paidModelOf). */
-export function holdsPaidModel(state: RunState, failure?: RunErrorCode): boolean {
-  return paidModelOf(state, failure) !== null;
 }
 
 /** The error that stops a superseded run that holds no credit, at the step it was about to take. */

@@ -18,19 +18,10 @@ import { TRAINING_STATUSES } from '../../service-client/contract.js';
 import type { TrainingServiceClient } from '../../service-client/index.js';
 import { trainingClaimKey } from '../../storage/keys.js';
 import { readJson, updateJsonConditionally, type JsonUpdate } from '../../storage/objects.js';
-import { contendedWrite } from '../errors/index.js';
-import type { RunInput } from '../state/index.js';
+import { contendedWrite } from '../errors/errors.js';
+import type { RunInput, TrainingClaim } from '../state/state.js';
 
-export interface TrainingClaim {
-  /** The run that may start a training of the drop now; null once released. */
-  readonly run_id: string | null;
-  readonly started_at: string | null;
-  readonly dataset_id: string | null;
-  /** The training the run started, once it has. */
-  readonly model_id: string | null;
-  /** When the run last took (or confirmed) the claim. */
-  readonly claimed_at: string;
-}
+export type { TrainingClaim } from '../state/index.js';
 
 /** How long a claim without a training stays held (one start_training invocation and more). */
 export const CLAIM_FRESH_MS = 10 * 60_000;

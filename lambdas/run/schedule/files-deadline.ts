@@ -8,7 +8,7 @@
  */
 import { ASSUMED_FILES_RETENTION_MS } from '../../service-client/contract.js';
 import { FILES_EXPIRY_MARGIN_SECONDS, nextPoll, pollCeilingSeconds } from './polling.js';
-import type { PollSchedule } from '../state/index.js';
+import type { PollSchedule } from '../state/state.js';
 
 export interface FilesWaitInput {
   /** Milliseconds since the epoch. */

@@ -6,8 +6,11 @@
  * trainings took; never sleeping past the record's deadline or a quarter of the files' retention;
  * bounded over the whole run.
  */
-import { RunError, historyLimitMessage, waitLimitMessage } from '../errors/index.js';
-import type { PollSchedule } from '../state/index.js';
+import { RunError } from '../errors/errors.js';
+import { historyLimitMessage, waitLimitMessage } from '../errors/messages.js';
+import type { ExpectedFinish, PollSchedule } from '../state/state.js';
+
+export type { ExpectedFinish } from '../state/state.js';
 
 export const POLL_FIRST_SECONDS = 2;
 /**
@@ -67,15 +70,6 @@ export const MAX_WAIT_SECONDS_PER_RUN = 14 * 24 * 3600;
  * few unless each makes very little progress (a label taking most of a minute).
  */
 export const MAX_LOOP_ROUNDS_PER_RUN = 2000;
-
-/**
- * When a training is expected to finish, in seconds after it was created, from how long the
- * account's earlier trainings took: the schedule polls every few seconds inside this window.
- */
-export interface ExpectedFinish {
-  readonly fromSeconds: number;
-  readonly toSeconds: number;
-}
 
 /** What the schedule knows besides the record's `next_action` and the schedule before. */
 export interface PollContext {

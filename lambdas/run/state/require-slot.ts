@@ -4,9 +4,10 @@
  * StartTraining, ...), so a missing one means the definition or the local runner is broken: a
  * bug in Hopper, not in the user's drop.
  */
-import { RunError, missingSlotMessage } from '../errors/index.js';
-import type { RunState, SlotName } from './state.js';
-import { STEPS, type StateFor, type StepName } from './vocabulary.js';
+import { RunError } from '../errors/errors.js';
+import { missingSlotMessage } from '../errors/messages.js';
+import type { RunState, SlotName, StateFor } from './state.js';
+import { STEPS, type StepName } from './vocabulary.js';
 
 /** `state`, typed with step `name`'s needed slots present. @throws RunError internal_error when one is not */
 export function withNeededSlots<N extends StepName>(name: N, state: RunState): StateFor<N> {

@@ -10,7 +10,7 @@ import {
   noWait,
   pollCeilingSeconds,
   type ExpectedFinish,
-} from '../schedule/index.js';
+} from '../schedule/polling.js';
 import type { DatasetSlot, ModelSlot } from './state.js';
 import type { TrainingPlan } from './sweep.js';
 

@@ -8,12 +8,10 @@ import { createHash } from 'node:crypto';
 import * as z from 'zod';
 import type { DatasetStatus, ModelStatus, NextAction } from '../../service-client/index.js';
 import { modelFileKey } from '../../storage/keys.js';
-import type { RunErrorCode } from '../errors/index.js';
-import type { RunOutcome, SlotName, StopCode } from './vocabulary.js';
+import type { RunErrorCode } from '../errors/codes.js';
+import type { NeedsOf, RunOutcome, SlotName, StepName, StopCode } from './vocabulary.js';
 
 export type { SlotName };
-import type { ExpectedFinish } from '../schedule/index.js';
-import type { TrainJson } from '../../drop/train-json.js';
 
 /**
  * Where a run comes from: the execution input the trigger builds from the S3 event. Every Task
@@ -81,7 +79,10 @@ export function configFingerprint(config: RunConfig): string {
 }
 
 /** train.json `promote`: the new model must beat the current one by `min_delta` on `metric`. */
-export type PromoteRule = Readonly<NonNullable<TrainJson['promote']>>;
+export interface PromoteRule {
+  readonly metric: string;
+  readonly min_delta: number;
+}
 
 /** The failed run a resuming run takes its dataset from (its status file named it). */
 export interface ResumeFrom {
@@ -267,4 +268,29 @@ export interface RunState {
   readonly stop?: StopSlot;
   readonly failure?: CaughtFailure;
   readonly report?: ReportSlot;
+}
+
+/** The run state step N gets: its needed slots present. */
+export type StateFor<N extends StepName> = RunState & {
+  readonly [K in NeedsOf<N>]-?: NonNullable<RunState[K]>;
+};
+
+/**
+ * When a training is expected to finish, in seconds after it was created, from how long the
+ * account's earlier trainings took: the schedule polls every few seconds inside this window.
+ */
+export interface ExpectedFinish {
+  readonly fromSeconds: number;
+  readonly toSeconds: number;
+}
+
+export interface TrainingClaim {
+  /** The run that may start a training of the drop now; null once released. */
+  readonly run_id: string | null;
+  readonly started_at: string | null;
+  readonly dataset_id: string | null;
+  /** The training the run started, once it has. */
+  readonly model_id: string | null;
+  /** When the run last took (or confirmed) the claim. */
+  readonly claimed_at: string;
 }

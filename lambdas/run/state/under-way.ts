@@ -4,7 +4,7 @@
  * mode's restart (local/emulator/interrupted-runs.ts); apart from status/, which asks lock/.
  */
 import type { NextAction } from '../../service-client/index.js';
-import type { RunStatus } from '../status/index.js';
+import type { RunStatus } from '../status/status.js';
 import type { StepName } from './vocabulary.js';
 
 /**

@@ -9,8 +9,7 @@
  * "How to add", lists them. Plain data with type-only imports: the stack (infra/tasks.ts,
  * infra/state-machine.ts) and local mode read it without loading any step's code.
  */
-import type { RunErrorCode } from '../errors/index.js';
-import type { RunState } from './state.js';
+import type { RunErrorCode } from '../errors/codes.js';
 
 /** A slot of the run state a Task writes (`$.<slot>`). */
 export type SlotName = 'config' | 'dataset' | 'model' | 'copy' | 'report';
@@ -53,11 +52,6 @@ export type TaskName = (typeof STEPS)[StepName]['task'];
 export type SlotOf<N extends StepName> = (typeof STEPS)[N]['slot'];
 /** The slots step N needs. */
 export type NeedsOf<N extends StepName> = (typeof STEPS)[N]['needs'][number];
-
-/** The run state step N gets: its needed slots present. */
-export type StateFor<N extends StepName> = RunState & {
-  readonly [K in NeedsOf<N>]-?: NonNullable<RunState[K]>;
-};
 
 export const STEP_NAMES = Object.keys(STEPS) as StepName[];
 

@@ -11,22 +11,22 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { runRecordsPrefix, STATUS_PREFIX, statusKey } from '../../storage/keys.js';
 import { objectsUnder, readJson, updateJsonConditionally } from '../../storage/objects.js';
 import { runDatasetName, type NextAction } from '../../service-client/contract.js';
-import { contendedWrite } from '../errors/index.js';
-import { paidModelOf } from '../lock/index.js';
+import { contendedWrite } from '../errors/errors.js';
+import { paidModelOf } from '../state/paid-model.js';
 import {
   configFingerprint,
   copiedModel,
   copyWaitOf,
-  encoderOutcomes,
   type CopySlot,
   type CopyWaitSlot,
   type EncoderOutcome,
   type RunFailure,
   type RunInput,
   type RunState,
-} from '../state/index.js';
+} from '../state/state.js';
+import { encoderOutcomes } from '../state/sweep.js';
 import type { RunSummary } from './usage.js';
-import type { RunPhase, StepName } from '../state/index.js';
+import type { RunPhase, StepName } from '../state/vocabulary.js';
 
 export type { RunPhase };
 
@@ -90,7 +90,7 @@ export interface RunStatus {
   readonly model: { readonly onnx: string; readonly record: string; readonly bytes: number } | null;
   /**
    * The run's training that holds a credit and is not copied yet (queued, training, or done with
-   * its files at the service), or null (lambdas/run/lock/supersede.ts, paidModelOf). A run that ends
+   * its files at the service), or null (lambdas/run/state/paid-model.ts, paidModelOf). A run that ends
    * with one leaves it to `hopper retry`, which adopts it without a second credit.
    */
   readonly paid_model: { readonly id: string; readonly status: string } | null;

@@ -15,9 +15,14 @@
  */
 import { keepsCredit, type ModelStatus } from '../../service-client/contract.js';
 import { PRICES_AS_OF, PRICES_REGION, PRICES_USD } from './prices.js';
-import type { S3Requests } from '../invocation/index.js';
-import { copyWaitOf, type RunState } from '../state/index.js';
-import type { StepName } from '../state/index.js';
+import { copyWaitOf, type RunState } from '../state/state.js';
+import type { StepName } from '../state/vocabulary.js';
+
+/** S3 requests by price class: `put` (PUT, COPY, POST, LIST), `get` (GET, HEAD, the rest). */
+export interface S3Requests {
+  readonly put: number;
+  readonly get: number;
+}
 
 /** One step (Task) of the run: its Lambda invocations, failed ones included, and their time. */
 export interface StepUsage {
