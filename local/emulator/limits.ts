@@ -7,7 +7,7 @@
  * for either, so the state machine checks every Task's input and output as it runs, and every
  * event as it is drained (state-machine.ts).
  */
-import type { ExecutionEvent } from './state-machine.js';
+import type { ExecutionEvent } from './execution-event.js';
 
 /** The largest input or output of a state, in bytes of its JSON text. */
 export const MAX_PAYLOAD_BYTES = 262_144;

@@ -14,6 +14,7 @@ import { withResolvers } from './with-resolvers.js';
 import { EventEmitter } from 'node:events';
 import { StateMachine, type RunOptions, type StateMachineDefinition } from 'aws-local-stepfunctions';
 import type { AslDefinition } from './definition.js';
+import type { ExecutionEvent } from './execution-event.js';
 import { ExecutionLimits } from './limits.js';
 import {
   executionArnOf,
@@ -27,9 +28,7 @@ import {
 /** The local state machine's ARN (ARN-shaped like the definition's placeholders; never called). */
 export const LOCAL_STATE_MACHINE_ARN = 'arn:aws:states:us-east-1:123456789012:stateMachine:hopper-local';
 
-/** One entry of an execution's event log (the interpreter does not export the type). */
-export type ExecutionEvent =
-  ReturnType<StateMachine['run']>['eventLogs'] extends AsyncGenerator<infer E> ? E : never;
+export type { ExecutionEvent } from './execution-event.js';
 
 type Overrides = NonNullable<RunOptions['overrides']>;
 type TaskOverrides = NonNullable<Overrides['taskResourceLocalHandlers']>;
