@@ -209,38 +209,46 @@ describe('hopper-cdk in a team CDK app, outside the clone', () => {
     },
     5 * MINUTES,
   );
-  it("synthesizes API.md's examples and two Hoppers in one stack, with no warning (after the cjs project's tsc)", async () => {
-    const app = join(project, 'cjs');
-    const entries = [...API_EXAMPLES.keys()].map((index) => `api-example-${String(index)}.js`);
-    for (const entry of [...entries, 'two-hoppers.js']) {
-      const outdir = join(app, `cdk.out.${entry}`);
-      const { stdout, stderr } = await run(process.execPath, [join(app, 'build', entry)], {
-        cwd: app,
-        env: { ...process.env, CDK_OUTDIR: outdir },
-      });
-      expect(`${stdout}${stderr}`).not.toMatch(/warning|Primary identifiers/i);
-      expect((await readdir(outdir)).filter((file) => file.endsWith('.template.json')).length).toBe(1);
-    }
-    const two = JSON.parse(
-      await readFile(join(app, 'cdk.out.two-hoppers.js/TwoHoppers.template.json'), 'utf8'),
-    ) as CfnTemplate & { Outputs: Record<string, { Value: unknown }> };
-    // Each declares the output hopper --stack finds it by (test/local/stack-hoppers.test.ts reads them).
-    expect(
-      Object.values(two.Outputs).filter((output) => JSON.stringify(output.Value).includes('\\"hopper\\":')),
-    ).toHaveLength(2);
-  });
+  it(
+    "synthesizes API.md's examples and two Hoppers in one stack, with no warning (after the cjs project's tsc)",
+    async () => {
+      const app = join(project, 'cjs');
+      const entries = [...API_EXAMPLES.keys()].map((index) => `api-example-${String(index)}.js`);
+      for (const entry of [...entries, 'two-hoppers.js']) {
+        const outdir = join(app, `cdk.out.${entry}`);
+        const { stdout, stderr } = await run(process.execPath, [join(app, 'build', entry)], {
+          cwd: app,
+          env: { ...process.env, CDK_OUTDIR: outdir },
+        });
+        expect(`${stdout}${stderr}`).not.toMatch(/warning|Primary identifiers/i);
+        expect((await readdir(outdir)).filter((file) => file.endsWith('.template.json')).length).toBe(1);
+      }
+      const two = JSON.parse(
+        await readFile(join(app, 'cdk.out.two-hoppers.js/TwoHoppers.template.json'), 'utf8'),
+      ) as CfnTemplate & { Outputs: Record<string, { Value: unknown }> };
+      // Each declares the output hopper --stack finds it by (test/local/stack-hoppers.test.ts reads them).
+      expect(
+        Object.values(two.Outputs).filter((output) => JSON.stringify(output.Value).includes('\\"hopper\\":')),
+      ).toHaveLength(2);
+    },
+    5 * MINUTES,
+  );
 
-  it("checks the team's own template with hopper permissions, the simulator installed in the app", async () => {
-    await npm(project, ['install', '--save-dev', pinned('@cloud-copilot/iam-simulate')]);
-    const template = join(project, 'cjs/cdk.out/TeamStack.template.json');
-    // A failed check exits 1: its stdout, the table, is what the assertions show.
-    const { stdout } = await run('npx', ['--no-install', 'hopper', 'permissions', '--template', template], {
-      cwd: project,
-    }).catch((error: unknown) => error as { stdout: string });
-    // The imported secret's own key is checked too: kms:Decrypt via Secrets Manager.
-    expect(stdout).toMatch(/\nCreateDataset +kms:Decrypt +arn:aws:kms:\S+ +allowed /);
-    expect(stdout).toMatch(/ requests allowed; 0 unused grants\n$/);
-  });
+  it(
+    "checks the team's own template with hopper permissions, the simulator installed in the app",
+    async () => {
+      await npm(project, ['install', '--save-dev', pinned('@cloud-copilot/iam-simulate')]);
+      const template = join(project, 'cjs/cdk.out/TeamStack.template.json');
+      // A failed check exits 1: its stdout, the table, is what the assertions show.
+      const { stdout } = await run('npx', ['--no-install', 'hopper', 'permissions', '--template', template], {
+        cwd: project,
+      }).catch((error: unknown) => error as { stdout: string });
+      // The imported secret's own key is checked too: kms:Decrypt via Secrets Manager.
+      expect(stdout).toMatch(/\nCreateDataset +kms:Decrypt +arn:aws:kms:\S+ +allowed /);
+      expect(stdout).toMatch(/ requests allowed; 0 unused grants\n$/);
+    },
+    3 * MINUTES,
+  );
 });
 
 describe('hopper-cli installed globally, outside the clone', () => {
