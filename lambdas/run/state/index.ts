@@ -8,6 +8,7 @@
  * through these types; at run time it uses only schedule/ (a slot's poll schedule) and errors/.
  */
 export * from './require-slot.js';
+export * from './run-order.js';
 export * from './slots.js';
 export * from './state.js';
 export * from './sweep.js';
