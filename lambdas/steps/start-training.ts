@@ -43,6 +43,7 @@ import {
 import { defineStep } from '../run/invocation/index.js';
 import { supersededError, claimTraining, recordTraining, type ClaimContext } from '../run/lock/index.js';
 import { expectedFinish } from '../run/schedule/index.js';
+import { runHasEnded } from '../run/status/index.js';
 import { attemptsLeft, modelSlot, sweepOnwards, trainingOrdinal, trainingPlan } from '../run/state/index.js';
 import type { AccountHistory, RunConfig, RunState, SweepSlot } from '../run/state/index.js';
 
@@ -70,6 +71,7 @@ export const startTrainingStep = defineStep(
       run: state.run,
       now: env.runtime.now(),
       service: () => Promise.resolve(client),
+      ended: (runId) => runHasEnded(env.found?.status ?? null, runId),
     };
     if (newest !== undefined && holdsCredit(newest.status, newest.next_action)) {
       // This run's own training (a lost answer, or a retried invocation), or one created before the

@@ -36,6 +36,8 @@ const TriggerEventSchema = z.object({
       etag: z.string().min(1),
       /** Present on versioned buckets. */
       'version-id': z.string().optional(),
+      /** Orders the events of one key (hex; lambdas/run/state/run-order.ts); empty in older local events. */
+      sequencer: z.string().optional(),
     }),
   }),
 });
@@ -120,8 +122,9 @@ export function executionNameDrop(drop: string): string {
 
 /**
  * The run an event starts, or null when its key is not inbox/<drop>/train.json. The run starts
- * when train.json arrived (the event's time): a late delivery of an older upload then stays
- * older than the run of a newer one, which keeps the status file (lambdas/run/status/status.ts).
+ * when train.json arrived (the event's time) and carries the event's `sequencer`: a late
+ * delivery of an older upload then stays older than the run of a newer one, even within one
+ * second (run-order.ts), which keeps the status file (lambdas/run/status/status.ts).
  */
 export function runInputFromEvent(event: TriggerEvent, now: number): RunInput | null {
   const bucket = event.detail.bucket.name;
@@ -129,6 +132,7 @@ export function runInputFromEvent(event: TriggerEvent, now: number): RunInput | 
   const drop = dropOfTrainJsonKey(key);
   if (drop === null) return null;
   const eventTime = event.time === undefined ? Number.NaN : Date.parse(event.time);
+  const sequencer = event.detail.object.sequencer ?? '';
   return {
     runId: executionName(bucket, key, etag, event.detail.object['version-id'] ?? ''),
     bucket,
@@ -136,6 +140,7 @@ export function runInputFromEvent(event: TriggerEvent, now: number): RunInput | 
     key,
     etag: bareEtag(etag),
     startedAt: new Date(Number.isNaN(eventTime) ? now : eventTime).toISOString(),
+    ...(sequencer === '' ? {} : { sequencer }),
   };
 }
 

@@ -121,6 +121,29 @@ describe('a run stopped between a request that creates and its answer', { timeou
     expect(run.status?.dataset_id).toBe(made?.id);
     expect(await serviceRecords(second)).toMatchObject({ datasets: 1, creditsSpent: 1 });
   });
+
+  it('POST /v1/datasets/{id}/models: hopper retry adopts the training at once (not after the stale claim of its predecessor): one credit', async () => {
+    const dataDir = await kept.dataDir();
+    await stoppedAfter(dataDir, 'paid', 'StartTraining', answered('POST /v1/datasets/{id}/models', 201));
+
+    const second = await start(dataDir);
+    second.simulated?.configure({ trainingMs: BRISK_SERVICE.trainingMs });
+    const [paid] = await serviceList<{ id: string }>(simulatedOf(second), 'models');
+    const interrupted = await readStatus(second.s3.client, second.bucket, 'paid');
+    expect(interrupted).toMatchObject({ state: 'interrupted' });
+
+    const again = nextExecution(second, inboxKey('paid', TRAIN_JSON));
+    const retry = await runCommandCaptured(runRetryCommand, ['paid'], settingsOf(second));
+    expect(retry).toMatchObject({ code: 0, stderr: '' });
+    // Bounded well below CLAIM_FRESH_MS (10 minutes), which the predecessor's claim had left.
+    const run = await finished(second, await again.execution, again.events);
+    expect(run.outcome.status).toBe('SUCCEEDED');
+    expect(run.status?.model_id).toBe(paid?.id);
+    expect([...(await modelObjects(second, 'paid')).keys()]).toEqual(
+      expect.arrayContaining([`${paid?.id ?? ''}/model.onnx`, `${paid?.id ?? ''}/model.json`]),
+    );
+    expect(await serviceRecords(second)).toEqual({ datasets: 1, models: [paid?.id], creditsSpent: 1 });
+  });
 });
 
 describe('a run interrupted while its paid model trains', { timeout: 90_000 }, () => {
@@ -163,15 +186,18 @@ describe('a run interrupted while its paid model trains', { timeout: 90_000 }, (
     second.simulated?.configure({ trainingMs: BRISK_SERVICE.trainingMs });
     const interrupted = await readStatus(second.s3.client, second.bucket, 'early');
     expect(interrupted).toMatchObject({ state: 'interrupted', dataset_id: null });
-    expect(interrupted?.error?.message).toContain('hopper retry early starts it again');
+    // Stopped in ValidateDrop, or (its invocation ends during the stop) just after it, when the
+    // status names the dataset the run was to create: either way a retry starts from the files.
+    expect(interrupted?.error?.message).toContain('hopper retry early');
+    expect(interrupted?.error?.message).toContain("from the drop's files");
     const again = nextExecution(second, inboxKey('early', TRAIN_JSON));
     const retry = await runCommandCaptured(runRetryCommand, ['early'], settingsOf(second));
     expect(retry).toMatchObject({ code: 0, stderr: '' });
-    expect(retry.stdout).toContain("starting it again from the drop's files");
+    expect(retry.stdout).toContain("from the drop's files");
     const run = await finished(second, await again.execution, again.events);
     expect(run.status?.error ?? null).toBeNull();
     expect(run.outcome.status).toBe('SUCCEEDED');
-    expect((await serviceRecords(second)).creditsSpent).toBe(1);
+    expect(await serviceRecords(second)).toMatchObject({ datasets: 1, creditsSpent: 1 });
   });
 
   it('other settings train anew; the paid model stays named in the status, and hopper retry then adopts it: two credits, both models kept', async () => {

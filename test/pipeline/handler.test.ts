@@ -100,7 +100,9 @@ describe('the handler wrapper: errors', () => {
 
   it('a refused request: Hopper.Failed service_error; a refused key: unauthorized', async () => {
     const service = await fixtures.service();
-    const state = stateOf(fixtures.s3().bucket, { config: configOf({ name: '' }) });
+    const state = stateOf(fixtures.s3().bucket, {
+      config: configOf({ files: [{ name: 'sub/a.csv', bytes: 1, etag: 'e' }] }),
+    });
     expect(await rejectionOf(invoke(createDatasetStep, fixtures.runtime(service), state))).toMatchObject({
       name: 'Hopper.Failed',
       code: 'service_error',
@@ -235,7 +237,9 @@ describe('the handler wrapper: status', () => {
   it('when the step fails, writes the state as it was, counting only the failed invocation', async () => {
     const service = await fixtures.service();
     const { client, bucket } = fixtures.s3();
-    const state = stateOf(bucket, { config: configOf({ name: '' }) });
+    const state = stateOf(bucket, {
+      config: configOf({ files: [{ name: 'sub/a.csv', bytes: 1, etag: 'e' }] }),
+    });
     await rejectionOf(invoke(createDatasetStep, fixtures.runtime(service), state));
     const status = await readStatus(client, bucket, state.run.drop);
     expect(status).toMatchObject({

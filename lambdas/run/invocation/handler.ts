@@ -33,6 +33,7 @@ import {
   isNewerRun,
   readStatus,
   readStatusObject,
+  runHasEnded,
   statusOf,
   supersededEntryOf,
   writeStatus,
@@ -351,8 +352,14 @@ function serviceUntilDeadline<N extends StepName>(invocation: Invocation<N>): Ru
 }
 
 function claimContext<N extends StepName>(invocation: Invocation<N>): ClaimContext {
-  const { runtime, state } = invocation;
-  return { s3: runtime.s3, run: state.run, now: runtime.now(), service: serviceUntilDeadline(invocation) };
+  const { runtime, state, found } = invocation;
+  return {
+    s3: runtime.s3,
+    run: state.run,
+    now: runtime.now(),
+    service: serviceUntilDeadline(invocation),
+    ended: (runId) => runHasEnded(found?.status ?? null, runId),
+  };
 }
 
 /**

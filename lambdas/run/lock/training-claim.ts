@@ -11,6 +11,12 @@
  * CLAIM_FRESH_MS after it was last taken: longer than one start_training invocation can take,
  * so a run about to start its training is never overtaken, and a run that stopped before it
  * (superseded, failed) frees the drop by then at the latest (it also releases the claim itself).
+ *
+ * A claim whose run has ended (its status says so: the report wrote its end, or a restart of
+ * local mode marked it interrupted) waits for nothing of that run: a run training the same
+ * dataset takes it at once, and adopts the training the ended run may have started (whose
+ * answer a kill or a stop lost); a run of another dataset waits only while that training is
+ * under way at the service.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { NotFoundError } from '../../service-client/errors.js';
@@ -33,6 +39,8 @@ export interface ClaimContext {
   readonly run: RunInput;
   readonly now: number;
   readonly service: () => Promise<TrainingServiceClient>;
+  /** True when run `runId` of the drop has ended (runHasEnded); absent: no run is known ended. */
+  readonly ended?: (runId: string) => boolean;
 }
 
 /**
@@ -45,7 +53,7 @@ export async function claimTraining(context: ClaimContext, datasetId: string): P
     if (current === null) return { write: mine(null), result: { held: true } };
     const claim = current.claim;
     if (claim.run_id === context.run.runId) return { write: mine(claim.model_id), result: { held: true } };
-    if (claim.run_id !== null && (await isBusy(claim, context))) {
+    if (claim.run_id !== null && (await isBusy(claim, context, datasetId))) {
       return { write: null, result: { held: false, holder: claim } };
     }
     return { write: mine(null), result: { held: true } };
@@ -99,10 +107,17 @@ function claimOf(
   };
 }
 
-/** True while the holder's training (or the one it is about to start) holds the credit. */
-async function isBusy(claim: TrainingClaim, context: ClaimContext): Promise<boolean> {
+/**
+ * True while the holder's training (or the one it is about to start) holds the credit, for a
+ * run that would train `wanted`.
+ */
+async function isBusy(claim: TrainingClaim, context: ClaimContext, wanted: string): Promise<boolean> {
   const { model_id: modelId, dataset_id: datasetId } = claim;
-  if (modelId === null && context.now - Date.parse(claim.claimed_at) < CLAIM_FRESH_MS) return true;
+  const ended = claim.run_id !== null && context.ended?.(claim.run_id) === true;
+  // The ended run's training of this dataset, if it started one, is the taker's to adopt.
+  if (ended && datasetId === wanted) return false;
+  const fresh = context.now - Date.parse(claim.claimed_at) < CLAIM_FRESH_MS;
+  if (modelId === null && fresh && !ended) return true;
   try {
     if (modelId !== null)
       return TRAINING_STATUSES.includes((await (await context.service()).getModel(modelId)).status);

@@ -10,6 +10,7 @@
  */
 export * from './paid-model.js';
 export * from './require-slot.js';
+export * from './run-order.js';
 export * from './slots.js';
 export * from './state.js';
 export * from './sweep.js';

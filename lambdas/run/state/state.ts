@@ -28,6 +28,8 @@ export const RunInputSchema = z.object({
   key: z.string().min(1),
   etag: z.string(),
   startedAt: z.string().min(1),
+  /** S3's `sequencer` of the event that started the run, when it carried one (run-order.ts). */
+  sequencer: z.string().min(1).optional(),
   /**
    * The execution's ARN, which the Task Lambdas cannot look up (the state machine's ARN in their
    * environment would be a circular dependency): the starter adds it (lambdas/trigger/start-execution.ts).

@@ -25,6 +25,7 @@ import {
   type RunState,
 } from '../state/state.js';
 import { encoderOutcomes } from '../state/sweep.js';
+import { isLaterRun } from '../state/run-order.js';
 import type { RunSummary } from './usage.js';
 import type { RunPhase, StepName } from '../state/vocabulary.js';
 
@@ -34,6 +35,7 @@ export type { RunPhase };
 const SUPERSEDED_FIELDS = [
   'run_id',
   'started_at',
+  'sequencer',
   'state',
   'hopper_step',
   'next_action',
@@ -83,6 +85,8 @@ export interface RunStatus {
   readonly files: readonly string[] | null;
   readonly labels: string | null;
   readonly started_at: string;
+  /** S3's `sequencer` of the run's train.json event, which orders the drop's runs (run-order.ts). */
+  readonly sequencer?: string | null;
   readonly updated_at: string;
   readonly finished_at: string | null;
   readonly error: RunFailure | null;
@@ -178,6 +182,7 @@ export function statusOf(state: RunState, update: StatusUpdate, now: number): Ru
     files: config?.files.map((file) => file.name) ?? null,
     labels: config?.labels?.name ?? null,
     started_at: run.startedAt,
+    sequencer: run.sequencer ?? null,
     updated_at: timestamp,
     finished_at: phase === 'running' ? null : timestamp,
     error: update.error ?? null,
@@ -254,14 +259,14 @@ export async function writeStatus(
 
 /** True when `current`, a status of another run, belongs to a run newer than `runId`'s. */
 export function isNewerRun(
-  current: Pick<RunStatus, 'run_id' | 'started_at'>,
-  run: Pick<RunInput, 'runId' | 'startedAt'>,
+  current: Pick<RunStatus, 'run_id' | 'started_at' | 'sequencer'>,
+  run: Pick<RunInput, 'runId' | 'startedAt' | 'sequencer'>,
 ): boolean {
-  if (current.run_id === run.runId) return false;
-  // The train.json that arrived later wins; the run id breaks a tie, the same way everywhere.
-  return current.started_at === run.startedAt
-    ? current.run_id > run.runId
-    : current.started_at > run.startedAt;
+  // The later upload of train.json wins (run-order.ts: by S3's sequencer, else the time).
+  return isLaterRun(
+    { runId: current.run_id, startedAt: current.started_at, sequencer: current.sequencer },
+    run,
+  );
 }
 
 /** The document to write over `current` for `status`, and how it was placed. */
@@ -271,7 +276,13 @@ function nextDocument(
 ): { document: RunStatus; outcome: StatusWrite } {
   const earlier = current?.superseded_runs ?? [];
   if (current === null) return { document: { ...status, superseded_runs: [] }, outcome: 'written' };
-  if (isNewerRun(current, { runId: status.run_id, startedAt: status.started_at })) {
+  if (
+    isNewerRun(current, {
+      runId: status.run_id,
+      startedAt: status.started_at,
+      sequencer: status.sequencer ?? undefined,
+    })
+  ) {
     const entries = withEntry(earlier, supersededEntry(status));
     return { document: { ...current, superseded_runs: entries }, outcome: 'superseded' };
   }
@@ -358,6 +369,15 @@ export async function readStatusObject(
 ): Promise<StatusObject | null> {
   const read = await readJson(s3, bucket, statusKey(drop));
   return read === null ? null : { status: statusFromJson(read.value), etag: read.etag };
+}
+
+/**
+ * True when the drop's status shows run `runId` ended (succeeded, failed, interrupted): nothing
+ * runs it any more. False while it runs, and for a run the status does not name.
+ */
+export function runHasEnded(status: RunStatus | null, runId: string): boolean {
+  const run = status?.run_id === runId ? status : supersededEntryOf(status, runId);
+  return run !== null && run.state !== 'running';
 }
 
 /** The run's entry in the drop's `superseded_runs`, or null when the file does not list it. */

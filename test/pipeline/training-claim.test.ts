@@ -1,0 +1,101 @@
+/**
+ * The drop's training claim (lambdas/run/lock/training-claim.ts) when its holder has ended: a
+ * run training the same dataset takes it at once (and adopts what the ended run started), not
+ * after CLAIM_FRESH_MS; a run of another dataset waits only while that training is under way.
+ * Real local S3 and the simulated service; the holder's end as its status says it.
+ */
+import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { describe, expect, it } from 'vitest';
+import { gateTraining, type ClaimContext, type TrainingClaim } from '../../lambdas/run/lock/index.js';
+import { runHasEnded, type RunStatus } from '../../lambdas/run/status/index.js';
+import { datasetSlot } from '../../lambdas/run/state/index.js';
+import { trainingClaimKey } from '../../lambdas/storage/keys.js';
+import { trainableDataset } from '../client/helpers.js';
+import { usePipelineFixtures } from '../helpers/pipeline.js';
+import { stateOf } from '../helpers/fixtures.js';
+
+const fixtures = usePipelineFixtures();
+
+/** A drop whose claim `holder` holds, and a gate context for `taker` with `status` as found. */
+async function claimedDrop(holder: Omit<TrainingClaim, 'run_id' | 'started_at'>) {
+  const { client, bucket } = fixtures.s3();
+  const taker = stateOf(bucket).run;
+  const holderRun = `${taker.runId}-older`;
+  const claim: TrainingClaim = { run_id: holderRun, started_at: taker.startedAt, ...holder };
+  await client.send(
+    new PutObjectCommand({ Bucket: bucket, Key: trainingClaimKey(taker.drop), Body: JSON.stringify(claim) }),
+  );
+  return { taker, holderRun };
+}
+
+function statusNaming(runId: string, state: RunStatus['state']): RunStatus {
+  return { run_id: runId, started_at: '2026-01-01T00:00:00.000Z', state } as RunStatus;
+}
+
+describe('a claim whose holder has ended', () => {
+  it('is taken at once by a run of the same dataset; while its holder runs, the taker waits', async () => {
+    const service = await fixtures.service();
+    const client = await fixtures.runtime(service).service();
+    const dataset = await trainableDataset(client);
+    const now = service.clock.now();
+    // Taken just now, no model yet: the holder was about to start a training (or lost its answer).
+    const fresh = { dataset_id: dataset.id, model_id: null, claimed_at: new Date(now).toISOString() };
+
+    for (const [holderState, expected] of [
+      ['running', 'wait'],
+      ['interrupted', 'start_training'],
+      ['failed', 'start_training'],
+    ] as const) {
+      const { taker, holderRun } = await claimedDrop(fresh);
+      const status = statusNaming(holderRun, holderState);
+      const context: ClaimContext = {
+        s3: fixtures.s3().client,
+        run: taker,
+        now,
+        service: () => Promise.resolve(client),
+        ended: (runId) => runHasEnded(status, runId),
+      };
+      const gated = await gateTraining(datasetSlot(dataset, undefined, now), undefined, context);
+      expect({ holderState, nextAction: gated.nextAction }).toEqual({ holderState, nextAction: expected });
+    }
+  });
+
+  it('waits for a run of another dataset while the ended run’s training is under way', async () => {
+    const service = await fixtures.service({ trainingMs: 600_000 });
+    const client = await fixtures.runtime(service).service();
+    const held = await trainableDataset(client);
+    const model = await client.startTraining(held.id, (await client.defaultEncoder()).id);
+    const other = await trainableDataset(client, 'other');
+    const now = service.clock.now();
+    const { taker, holderRun } = await claimedDrop({
+      dataset_id: held.id,
+      model_id: model.id,
+      claimed_at: new Date(now).toISOString(),
+    });
+    const context: ClaimContext = {
+      s3: fixtures.s3().client,
+      run: taker,
+      now,
+      service: () => Promise.resolve(client),
+      ended: (runId) => runHasEnded(statusNaming(holderRun, 'interrupted'), runId),
+    };
+
+    const gated = await gateTraining(datasetSlot(other, undefined, now), undefined, context);
+
+    expect(gated).toMatchObject({ nextAction: 'wait', waitingFor: { runId: holderRun, modelId: model.id } });
+  });
+});
+
+describe('runHasEnded', () => {
+  it('reads the run from the status file, its own or an older entry; an unnamed run has not', () => {
+    const status = {
+      ...statusNaming('new', 'running'),
+      superseded_runs: [{ ...statusNaming('old', 'interrupted'), credits: 0 }],
+    } as RunStatus;
+    expect(runHasEnded(status, 'new')).toBe(false);
+    expect(runHasEnded(status, 'old')).toBe(true);
+    expect(runHasEnded(status, 'unknown')).toBe(false);
+    expect(runHasEnded(null, 'old')).toBe(false);
+    expect(runHasEnded(statusNaming('new', 'succeeded'), 'new')).toBe(true);
+  });
+});
