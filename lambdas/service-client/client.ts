@@ -101,6 +101,8 @@ export interface ModelsOfDatasetOptions {
 export interface DownloadOptions {
   /** The model's onnx_bytes: the download fails if the file's size differs. */
   readonly expectedBytes?: number;
+  /** The first byte wanted (`Range: bytes=N-`, the service answers 206): a copy that resumes. */
+  readonly from?: number;
 }
 
 type Params = Readonly<Record<string, string>>;
@@ -367,6 +369,7 @@ export class TrainingServiceClient {
     return downloadStream(this.#transfer, {
       freshLink: () => this.getDownloadLink(modelId),
       expectedBytes: options.expectedBytes,
+      from: options.from,
     });
   }
 

@@ -124,6 +124,8 @@ export interface DownloadJob {
   readonly freshLink: () => Promise<DownloadLink>;
   /** Size the file must have (the model's onnx_bytes), checked against Content-Length. */
   readonly expectedBytes?: number | undefined;
+  /** The first byte wanted (a copy that resumes): asked for with Range from the first request. */
+  readonly from?: number | undefined;
 }
 
 /**
@@ -144,7 +146,7 @@ interface DownloadProgress {
 
 async function* downloadChunks(settings: TransferSettings, job: DownloadJob): AsyncGenerator<Buffer> {
   const { transport, retry, maxAttempts, signal } = settings;
-  const progress: DownloadProgress = { received: 0, total: job.expectedBytes };
+  const progress: DownloadProgress = { received: job.from ?? 0, total: job.expectedBytes };
   let link: DownloadLink | undefined;
   let failuresInARow = 0;
   for (;;) {

@@ -10,7 +10,14 @@
  * CopyWaitSlot and the state machine waits (WaitToCopy) and copies again, for as long as the
  * model's files can still be at the service, never sleeping past files_expire_at less a margin
  * (lambdas/run/schedule/files-deadline.ts). Past that the run fails with model_files_gone, saying why.
+ *
+ * A model too large for one invocation is copied over several: an invocation with less than its
+ * time box's margin left starts no new part, leaves the multipart upload open and returns its
+ * place in the slot (waitSeconds 0); the next one goes on from the parts S3 holds (ListParts),
+ * fetching the rest from the service with Range. A copy put off after a failure goes on the same
+ * way; a final failure aborts the upload.
  */
+import { Readable } from 'node:stream';
 import {
   FilesExpiredError,
   RetryLaterError,
@@ -31,13 +38,19 @@ import {
   modelStoredSizeMessage,
 } from '../run/errors/index.js';
 import { waitForFiles } from '../run/schedule/index.js';
-import { defineStep, type Step, type StepEnv, type StepRun } from '../run/invocation/index.js';
+import { defineStep, TIME_BOX, type Step, type StepEnv, type StepRun } from '../run/invocation/index.js';
 import { copyWaitOf, type CopySlot, type CopyWaitSlot, type RunState } from '../run/state/index.js';
 import type { EncoderOutcome } from '../run/state/index.js';
 import type { Promotion, RunSummary } from '../run/status/index.js';
 import { modelFileKey, modelRecordKey } from '../storage/keys.js';
 import { deleteObject, objectSize, putJson } from '../storage/objects.js';
-import { uploadStream, type StreamUploadOptions } from '../storage/multipart.js';
+import {
+  abortUpload,
+  storedParts,
+  uploadStream,
+  type StreamUploadOptions,
+  type UploadPlace,
+} from '../storage/multipart.js';
 
 const ONNX_CONTENT_TYPE = 'application/octet-stream';
 
@@ -92,21 +105,43 @@ export interface ModelDocument {
   readonly encoders?: readonly EncoderOutcome[];
 }
 
-export type CopyModelOptions = Pick<StreamUploadOptions, 'partBytes' | 'queueSize'>;
+export interface CopyModelOptions extends Pick<StreamUploadOptions, 'partBytes' | 'queueSize'> {
+  /** No part but an invocation's first starts with less time left (default: TIME_BOX.marginMs). */
+  readonly marginMs?: number;
+}
 
-/** The step with chosen part size and queue size (tests use small parts to force several). */
+/** The copy's open multipart upload, once there is one. */
+interface OpenUpload {
+  place?: UploadPlace;
+}
+
+/** The step with chosen part size, queue size and time box (tests use small parts to force several). */
 export function createCopyModelStep(options: CopyModelOptions = {}): Step<'copy_model'> {
   const copy = copyModel(options);
   return defineStep('copy_model', async (state, env) => {
+    const upload: OpenUpload = {};
     try {
-      return await copy(state, env);
+      return await copy(state, env, upload);
     } catch (error) {
-      const waiting = waitToCopy(state, error, env);
+      let waiting: CopyWaitSlot | undefined;
+      try {
+        waiting = waitToCopy(state, error, env);
+      } finally {
+        // A final failure leaves nothing behind; a copy put off goes on with its upload.
+        const { place } = upload;
+        if (waiting === undefined && place !== undefined)
+          await abortUpload(env.runtime.s3, modelObject(state), place);
+      }
       if (waiting === undefined) throw error;
-      return waiting;
+      return upload.place === undefined ? waiting : { ...waiting, upload: upload.place };
     }
   });
 }
+
+const modelObject = (state: Parameters<StepRun<'copy_model'>>[0]) => ({
+  Bucket: state.run.bucket,
+  Key: modelFileKey(state.run.drop, state.model.id),
+});
 
 export const copyModelStep = createCopyModelStep();
 
@@ -154,9 +189,16 @@ function waitToCopy(
   return { ...waiting.schedule, failingSince: waiting.failingSince, filesDeadline: waiting.deadline, reason };
 }
 
-/** One copy: the whole download, then model.json; what the step does before any failure. */
-function copyModel(options: CopyModelOptions): StepRun<'copy_model'> {
-  return async (state, env): Promise<CopySlot> => {
+/**
+ * One copy: the download (from where the last one stopped), then model.json; or the slot of a
+ * copy stopped by its time box. What the step does before any failure.
+ */
+function copyModel(options: CopyModelOptions) {
+  return async (
+    state: Parameters<StepRun<'copy_model'>>[0],
+    env: StepEnv,
+    upload: OpenUpload,
+  ): Promise<CopySlot | CopyWaitSlot> => {
     const { s3 } = env.runtime;
     const { bucket, drop } = state.run;
     const client = await env.runtime.service();
@@ -175,13 +217,15 @@ function copyModel(options: CopyModelOptions): StepRun<'copy_model'> {
     }
     const size = copyableSize(model, drop, copyWaitOf(state.copy));
     const started = Date.now();
-    await download(client, model, size, { s3, bucket, key: slot.modelKey, options }).catch(
+    const into = { s3, bucket, key: slot.modelKey, options, env, upload };
+    const stopped = await download(client, model, size, into, copyWaitOf(state.copy)?.upload).catch(
       async (error: unknown) => {
         if (!(error instanceof FilesExpiredError)) throw error;
         const now = await client.getModel(model.id).catch(() => model);
         throw filesGone(now, drop, copyWaitOf(state.copy), error);
       },
     );
+    if (stopped !== null) return timeBoxed(state, env, stopped);
     env.runtime.logger.info('model copied', { model_id: model.id, bytes: size, ms: Date.now() - started });
     await writeRecord();
     return { ...slot, bytes: size };
@@ -200,27 +244,99 @@ function copyableSize(model: Model, drop: string, waited: CopyWaitSlot | undefin
   return model.onnx_bytes;
 }
 
-/** Streams the model into model.onnx and checks the size S3 stored; a wrong copy is deleted. */
+interface CopyTarget {
+  readonly s3: S3Client;
+  readonly bucket: string;
+  readonly key: string;
+  readonly options: CopyModelOptions;
+  readonly env: StepEnv;
+  readonly upload: OpenUpload;
+}
+
+/**
+ * Streams the model into model.onnx, going on with the upload at `resumeAt` if it is still open,
+ * and checks the size S3 stored (a wrong copy is deleted). Returns null once copied, or the
+ * upload's place when the time box stopped it.
+ */
 async function download(
   client: TrainingServiceClient,
   model: Model,
   bytes: number,
-  into: { s3: S3Client; bucket: string; key: string; options: CopyModelOptions },
-): Promise<void> {
-  const { s3, bucket, key } = into;
-  const source = client.downloadModel(model.id, { expectedBytes: bytes });
-  const upload = { ...into.options, expectedBytes: bytes, contentType: ONNX_CONTENT_TYPE };
-  await uploadStream(s3, bucket, key, source, upload).catch((error: unknown) => {
+  into: CopyTarget,
+  resumeAt: UploadPlace | undefined,
+): Promise<UploadPlace | null> {
+  const { s3, bucket, key, env, options } = into;
+  const resume =
+    resumeAt === undefined ? null : await storedParts(s3, { Bucket: bucket, Key: key }, resumeAt);
+  into.upload.place = resume?.place;
+  const from = resume?.bytes ?? 0;
+  if (from > 0) env.runtime.logger.info('copy goes on', { model_id: model.id, from_byte: from, bytes });
+  // Every part stored: nothing left to fetch, only the completion.
+  const source =
+    from === bytes ? Readable.from([]) : client.downloadModel(model.id, { expectedBytes: bytes, from });
+  const marginMs = options.marginMs ?? TIME_BOX.marginMs;
+  const upload: StreamUploadOptions = {
+    ...options,
+    expectedBytes: bytes,
+    contentType: ONNX_CONTENT_TYPE,
+    resume: resume ?? undefined,
+    stopBefore: () => env.remainingMs() < marginMs,
+    onOpen: (place) => (into.upload.place = place),
+  };
+  const stopped = await uploadStream(s3, bucket, key, source, upload).catch((error: unknown) => {
     if (!(error instanceof SizeMismatchError)) throw error;
     throw new RunError('model_size_mismatch', modelSentSizeMessage(model.id, bytes, error.message), {
       cause: error,
     });
   });
+  if (stopped !== null) return stopped;
+  into.upload.place = undefined; // completed: no upload left to go on with or abort
   const stored = await objectSize(s3, bucket, key);
-  if (stored === bytes) return;
+  if (stored === bytes) return null;
   await deleteObject(s3, bucket, key);
   // The download had the right size, so S3 stored something else: a new copy may work.
   throw retryable('model_size_mismatch', modelStoredSizeMessage(`s3://${bucket}/${key}`, stored, bytes));
+}
+
+/** The slot of a copy its time box stopped: the next invocation goes on at once, from `place`. */
+function timeBoxed(
+  state: Parameters<StepRun<'copy_model'>>[0],
+  env: StepEnv,
+  place: UploadPlace,
+): CopyWaitSlot {
+  const { model } = state;
+  const previous = copyWaitOf(state.copy);
+  const now = env.runtime.now();
+  const waiting = waitForFiles({
+    now,
+    previous: previous ?? model,
+    failingSince: previous?.failingSince,
+    filesExpireAt: model.filesExpireAt,
+    filesRetentionSeconds: model.filesRetentionSeconds,
+  });
+  // Its files could be gone by now: the catch in createCopyModelStep aborts the upload.
+  if (waiting === undefined) {
+    const goneAt = previous?.filesDeadline ?? model.filesExpireAt;
+    const failedCopies = previous && { since: previous.failingSince, lastError: previous.reason };
+    const message = modelFilesGoneMessage({ id: model.id, drop: state.run.drop, goneAt, failedCopies });
+    throw new RunError('model_files_gone', message);
+  }
+  const reason = 'time box reached: the next invocation goes on from the parts stored';
+  env.runtime.logger.info('copy_model: time box reached; the next invocation goes on', {
+    model_id: model.id,
+  });
+  const schedule = {
+    ...waiting.schedule,
+    waitSeconds: 0,
+    totalWaitSeconds: (previous ?? model).totalWaitSeconds,
+  };
+  return {
+    ...schedule,
+    failingSince: waiting.failingSince,
+    filesDeadline: waiting.deadline,
+    reason,
+    upload: place,
+  };
 }
 
 /** model_files_gone; `waited` when copies failed before, so the message says why none got through. */

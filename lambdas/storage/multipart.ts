@@ -21,9 +21,11 @@ import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
+  ListPartsCommand,
   PutObjectCommand,
   UploadPartCommand,
   type CompletedPart,
+  type Part,
   type UploadPartCommandInput,
   type S3Client,
 } from '@aws-sdk/client-s3';
@@ -44,6 +46,32 @@ export interface StreamUploadOptions {
   /** The body's size when known: only to choose the part size. */
   readonly expectedBytes?: number;
   readonly contentType?: string;
+  /** Goes on with this upload: the body is then the object's bytes from `resume.bytes` on. */
+  readonly resume?: UploadResume | undefined;
+  /**
+   * Asked before each part but the first one sent: true stops the upload there, left open, and
+   * uploadStream returns its place (a time box: the next invocation goes on with it).
+   */
+  readonly stopBefore?: () => boolean;
+  /**
+   * Told the multipart upload's place once it is open. With it, a failure leaves the upload open,
+   * for the caller to go on with or abort; without it, a failure aborts the upload.
+   */
+  readonly onOpen?: (place: UploadPlace) => void;
+}
+
+/** An open multipart upload, as much as another invocation needs to go on with it. */
+export interface UploadPlace {
+  readonly uploadId: string;
+  /** The size of every part but the last: part n starts at byte (n - 1) x partBytes. */
+  readonly partBytes: number;
+}
+
+/** An open upload and its parts stored from part 1 on, one after another: `bytes` of the object. */
+export interface UploadResume {
+  readonly place: UploadPlace;
+  readonly parts: readonly CompletedPart[];
+  readonly bytes: number;
 }
 
 /** A part's bytes: a view of one of the pool's buffers, handed back when the part is sent. */
@@ -86,9 +114,16 @@ class BufferPool {
   }
 }
 
-/** The body cut into parts of `pool.bytes` (the last one shorter), each filled into a pooled buffer. */
-async function* partsOf(body: AsyncIterable<Uint8Array>, pool: BufferPool): AsyncGenerator<FilledPart, void> {
-  let number = 1;
+/**
+ * The body cut into parts of `pool.bytes` (the last one shorter), numbered from `first`, each
+ * filled into a pooled buffer.
+ */
+async function* partsOf(
+  body: AsyncIterable<Uint8Array>,
+  pool: BufferPool,
+  first: number,
+): AsyncGenerator<FilledPart, void> {
+  let number = first;
   let buffer = await pool.take();
   let filled = 0;
   for await (const chunk of body) {
@@ -128,8 +163,9 @@ function unsignedPayload<C extends PutObjectCommand | UploadPartCommand>(command
 }
 
 /**
- * Writes `body` to the object in parts (one PutObject when it fits in one). Returns once S3
- * holds the whole object; on failure nothing is left behind (see above).
+ * Writes `body` to the object in parts (one PutObject when it fits in one, unless resuming).
+ * Returns null once S3 holds the whole object, or the upload's place when `stopBefore` stopped it;
+ * on failure nothing is left behind, unless `onOpen` took the upload (see above).
  */
 export async function uploadStream(
   s3: S3Client,
@@ -137,7 +173,7 @@ export async function uploadStream(
   key: string,
   body: Readable,
   options: StreamUploadOptions = {},
-): Promise<void> {
+): Promise<UploadPlace | null> {
   // The body's own failure is the one to report (a download that failed), not what it caused.
   let bodyError: unknown;
   body.on('error', (error) => {
@@ -146,52 +182,126 @@ export async function uploadStream(
   const workers = options.queueSize ?? DEFAULT_QUEUE_SIZE;
   // The configured part size, or larger when the object needs it.
   const fitting = options.expectedBytes === undefined ? 0 : Math.ceil(options.expectedBytes / MAX_PARTS);
-  const partBytes = Math.max(MIN_PART_BYTES, options.partBytes ?? DEFAULT_PART_BYTES, fitting);
+  const { resume } = options;
+  const partBytes =
+    resume?.place.partBytes ?? Math.max(MIN_PART_BYTES, options.partBytes ?? DEFAULT_PART_BYTES, fitting);
   const pool = new BufferPool(partBytes, workers + 1);
-  const parts = partsOf(body, pool);
+  const parts = partsOf(body, pool, (resume?.parts.length ?? 0) + 1);
   const object = { Bucket: bucket, Key: key, ContentType: options.contentType };
   try {
     const first = await parts.next();
-    if (first.done === true) throw new Error('uploadStream: no part'); // partsOf always yields one
-    if (first.value.last) {
-      await s3.send(unsignedPayload(new PutObjectCommand({ ...object, Body: first.value.data })));
-    } else {
-      await uploadParts(s3, object, first.value, parts, { pool, body, workers });
+    // None only for a resumed upload whose parts are all stored (its body is empty).
+    const firstPart = first.done === true ? undefined : first.value;
+    if (resume === undefined && firstPart?.last === true) {
+      await s3.send(unsignedPayload(new PutObjectCommand({ ...object, Body: firstPart.data })));
+      return null;
     }
+    const place = await uploadParts(s3, object, firstPart, parts, { ...options, pool, body, workers });
+    if (place !== null) body.destroy(); // stopped: the rest is for another invocation
+    return place;
   } catch (error) {
     body.destroy();
     throw bodyError ?? error;
   }
 }
 
-/** The multipart upload of a body of more than one part, aborted if any part fails. */
+/**
+ * The parts of the open upload at `place` that a resumed upload keeps: from part 1 on, each of the
+ * place's part size (ListParts); null when the upload is no longer open.
+ */
+export async function storedParts(
+  s3: S3Client,
+  object: { readonly Bucket: string; readonly Key: string },
+  place: UploadPlace,
+): Promise<UploadResume | null> {
+  const listed: Part[] = [];
+  try {
+    // Pages of 1000 parts, while IsTruncated (which the SDK's paginator does not read).
+    let marker: string | undefined;
+    for (let page = 0; page <= MAX_PARTS / 1000; page++) {
+      const answer = await s3.send(
+        new ListPartsCommand({ ...object, UploadId: place.uploadId, PartNumberMarker: marker }),
+      );
+      listed.push(...(answer.Parts ?? []));
+      marker = answer.NextPartNumberMarker;
+      if (answer.IsTruncated !== true || marker === undefined) break;
+    }
+  } catch (error) {
+    if (error instanceof Error && error.name === 'NoSuchUpload') return null;
+    throw error;
+  }
+  listed.sort((a, b) => (a.PartNumber ?? 0) - (b.PartNumber ?? 0));
+  const parts: CompletedPart[] = [];
+  for (const { PartNumber, ETag, Size, ChecksumCRC32 } of listed) {
+    // A part out of order or short (the last, or cut) is sent again, with those after it.
+    if (PartNumber !== parts.length + 1 || Size !== place.partBytes) break;
+    parts.push({ PartNumber, ETag, ...(ChecksumCRC32 === undefined ? {} : { ChecksumCRC32 }) });
+  }
+  return { place, parts, bytes: parts.length * place.partBytes };
+}
+
+/** Aborts the upload at `place`; its own failure is not reported (the bucket's lifecycle rule ends it). */
+export async function abortUpload(
+  s3: S3Client,
+  object: { readonly Bucket: string; readonly Key: string },
+  place: UploadPlace,
+): Promise<void> {
+  await s3
+    .send(new AbortMultipartUploadCommand({ ...object, UploadId: place.uploadId }))
+    .catch(() => undefined);
+}
+
+/**
+ * The multipart upload of a body of more than one part (or the rest of a resumed one): null once
+ * completed, its place when stopped; aborted if a part fails, unless `run.onOpen` took it.
+ */
 async function uploadParts(
   s3: S3Client,
   object: { readonly Bucket: string; readonly Key: string; readonly ContentType: string | undefined },
-  first: FilledPart,
+  first: FilledPart | undefined,
   parts: AsyncGenerator<FilledPart, void>,
   run: SendRun,
-): Promise<void> {
+): Promise<UploadPlace | null> {
   // Where the SDK adds checksums (WHEN_SUPPORTED, its default), the upload is declared with
   // CRC32 and each part's checksum goes into the completion, as S3 requires.
   const checksum = (await s3.config.requestChecksumCalculation()) === 'WHEN_SUPPORTED' ? 'CRC32' : undefined;
-  const created = await s3.send(new CreateMultipartUploadCommand({ ...object, ChecksumAlgorithm: checksum }));
-  const upload = { Bucket: object.Bucket, Key: object.Key, UploadId: created.UploadId };
-  if (upload.UploadId === undefined)
-    throw new Error(`CreateMultipartUpload of ${upload.Key} answered no UploadId`);
+  const place = run.resume?.place ?? (await createUpload(s3, object, checksum, run.pool.bytes));
+  run.onOpen?.(place);
+  const upload = { Bucket: object.Bucket, Key: object.Key, UploadId: place.uploadId };
   try {
-    const sent = await sendParts(s3, { ...upload, ChecksumAlgorithm: checksum }, first, parts, run);
-    sent.sort((a, b) => (a.PartNumber ?? 0) - (b.PartNumber ?? 0));
-    await s3.send(new CompleteMultipartUploadCommand({ ...upload, MultipartUpload: { Parts: sent } }));
+    const sending: UploadPart = { ...upload, ChecksumAlgorithm: checksum };
+    const { sent, stopped } =
+      first === undefined ? { sent: [], stopped: false } : await sendParts(s3, sending, first, parts, run);
+    if (stopped) {
+      await parts.return(undefined);
+      return place;
+    }
+    const all = [...(run.resume?.parts ?? []), ...sent].sort(
+      (a, b) => (a.PartNumber ?? 0) - (b.PartNumber ?? 0),
+    );
+    await s3.send(new CompleteMultipartUploadCommand({ ...upload, MultipartUpload: { Parts: all } }));
+    return null;
   } catch (error) {
     await parts.return(undefined).catch(() => undefined);
     // Its own failure is not the one to report (a store may not implement abort).
-    await s3.send(new AbortMultipartUploadCommand(upload)).catch(() => undefined);
+    if (run.onOpen === undefined) await abortUpload(s3, object, place);
     throw error;
   }
 }
 
-interface SendRun {
+async function createUpload(
+  s3: S3Client,
+  object: { readonly Bucket: string; readonly Key: string; readonly ContentType: string | undefined },
+  checksum: 'CRC32' | undefined,
+  partBytes: number,
+): Promise<UploadPlace> {
+  const created = await s3.send(new CreateMultipartUploadCommand({ ...object, ChecksumAlgorithm: checksum }));
+  if (created.UploadId === undefined)
+    throw new Error(`CreateMultipartUpload of ${object.Key} answered no UploadId`);
+  return { uploadId: created.UploadId, partBytes };
+}
+
+interface SendRun extends Pick<StreamUploadOptions, 'resume' | 'stopBefore' | 'onOpen'> {
   readonly pool: BufferPool;
   readonly body: Readable;
   readonly workers: number;
@@ -203,6 +313,7 @@ type UploadPart = Pick<UploadPartCommandInput, 'Bucket' | 'Key' | 'UploadId' | '
  * Sends every part, `workers` at a time: each worker sends one part and takes the next filled
  * one when it is done, while the generator fills the next (next() calls on it queue in order).
  * The first failure stops the others: parts in flight are cancelled, and the body is destroyed.
+ * `run.stopBefore` stops them before a part but the first: the parts in flight are finished.
  */
 async function sendParts(
   s3: S3Client,
@@ -210,15 +321,23 @@ async function sendParts(
   first: FilledPart,
   parts: AsyncGenerator<FilledPart, void>,
   run: SendRun,
-): Promise<CompletedPart[]> {
+): Promise<{ sent: CompletedPart[]; stopped: boolean }> {
   const cancel = new AbortController();
   const completed: CompletedPart[] = [];
   let pending: FilledPart | undefined = first;
+  let stopped = false;
+  // Once the last part is taken there is nothing left to stop before.
+  let ended = first.last;
   const worker = async (): Promise<void> => {
     for (;;) {
+      if (pending === undefined && !ended && (stopped || run.stopBefore?.() === true)) {
+        stopped = true;
+        return;
+      }
       const part = pending ?? (await parts.next()).value;
       pending = undefined;
       if (part === undefined) return;
+      if (part.last) ended = true;
       try {
         completed.push(await sendPart(s3, upload, part, cancel.signal));
       } finally {
@@ -238,7 +357,7 @@ async function sendParts(
     ),
   );
   if (failure !== undefined) throw failure.error;
-  return completed;
+  return { sent: completed, stopped };
 }
 
 async function sendPart(

@@ -84,6 +84,7 @@ interface RequestContext {
   readonly query: Readonly<Record<string, string | string[] | undefined>>;
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   status: number;
+  body?: unknown;
 }
 type Middleware = (context: RequestContext, next: () => Promise<void>) => Promise<void>;
 
@@ -215,10 +216,7 @@ class ConsistentStore extends BaseStore {
 
   /** AbortMultipartUpload: the upload's parts removed, or NoSuchUpload when there is no such upload. */
   async abortUpload(bucket: string, uploadId: string): Promise<void> {
-    const uploadDirectory = this.#uploadDirectory(bucket, uploadId);
-    // s3rver's ids are hex: anything else (a path) names no upload.
-    if (!/^[\da-f]+$/.test(uploadId) || (await stat(uploadDirectory).catch(() => null)) === null)
-      throw new S3Error('NoSuchUpload', 'The specified upload does not exist.', { UploadId: uploadId });
+    const uploadDirectory = await this.#openUpload(bucket, uploadId);
     this.#partSizes.delete(uploadDirectory);
     // Retried: a part still arriving may add a file while the folder is removed.
     await rm(uploadDirectory, { recursive: true, force: true, maxRetries: 3 });
@@ -289,6 +287,51 @@ class ConsistentStore extends BaseStore {
     }
   }
 
+  /** ListParts: the upload's parts after part `marker`, at most `max` (1000 when not given, as in S3). */
+  async listParts(bucket: string, uploadId: string, marker: number, max: number) {
+    const uploadDirectory = await this.#openUpload(bucket, uploadId);
+    const [key, headers, parts] = await Promise.all([
+      readFile(join(uploadDirectory, 'key'), 'utf8'),
+      multipart.uploadHeaders(uploadDirectory),
+      multipart.storedParts(uploadDirectory),
+    ]);
+    const after = parts.filter((part) => part.number > marker);
+    const page = after.slice(0, max);
+    const algorithm = checksums.uploadAlgorithm(headers);
+    const Part = page.map((part) => ({
+      PartNumber: part.number,
+      LastModified: part.modified.toISOString(),
+      ETag: JSON.stringify(part.md5),
+      Size: part.size,
+      ...(part.checksum == null
+        ? {}
+        : { [`Checksum${part.checksum.algorithm.toUpperCase()}`]: part.checksum.value }),
+    }));
+    return {
+      ListPartsResult: {
+        Bucket: bucket,
+        Key: key,
+        UploadId: uploadId,
+        PartNumberMarker: marker,
+        // Only when truncated, as S3 documents it.
+        ...(after.length > page.length ? { NextPartNumberMarker: page.at(-1)?.number } : {}),
+        MaxParts: max,
+        IsTruncated: after.length > page.length,
+        Part,
+        ...(algorithm === null ? {} : { ChecksumAlgorithm: algorithm.toUpperCase() }),
+      },
+    };
+  }
+
+  /** The folder of an upload the store holds; NoSuchUpload for any other. */
+  async #openUpload(bucket: string, uploadId: string): Promise<string> {
+    const uploadDirectory = this.#uploadDirectory(bucket, uploadId);
+    // s3rver's ids are hex: anything else (a path) names no upload.
+    if (!/^[\da-f]+$/.test(uploadId) || (await stat(uploadDirectory).catch(() => null)) === null)
+      throw new S3Error('NoSuchUpload', 'The specified upload does not exist.', { UploadId: uploadId });
+    return uploadDirectory;
+  }
+
   #uploadDirectory(bucket: string, uploadId: string): string {
     return join(this.getResourcePath(bucket, undefined, 'uploads'), uploadId);
   }
@@ -320,6 +363,18 @@ const abortMiddleware =
     if (context.method !== 'DELETE' || typeof uploadId !== 'string') return next();
     await store.abortUpload(decodeURIComponent(context.path.split('/')[1] ?? ''), uploadId);
     context.status = 204;
+  };
+
+/** ListParts (`GET /<bucket>/<key>?uploadId=`), which s3rver does not answer. */
+const listPartsMiddleware =
+  (store: ConsistentStore): Middleware =>
+  async (context, next) => {
+    const { uploadId } = context.query;
+    if (context.method !== 'GET' || typeof uploadId !== 'string') return next();
+    const bucket = decodeURIComponent(context.path.split('/')[1] ?? '');
+    const marker = Number(context.query['part-number-marker'] ?? 0) || 0;
+    const max = Math.min(1000, Number(context.query['max-parts'] ?? 1000) || 1000);
+    context.body = await store.listParts(bucket, uploadId, marker, max);
   };
 
 function preconditionFailed(condition: string): Error {
@@ -358,6 +413,7 @@ export function useConsistentStore(
     -1,
     0,
     abortMiddleware(store),
+    listPartsMiddleware(store),
     checksums.checksumMiddleware as unknown as Middleware,
   );
   return store;

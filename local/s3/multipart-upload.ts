@@ -15,7 +15,7 @@
  */
 import { createHash, type Hash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { constants, open, readFile, rm, truncate, writeFile } from 'node:fs/promises';
+import { constants, open, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -151,4 +151,17 @@ export async function completedObject(
     }
   }
   return { key, metadata, etag, size, checksum, content: Readable.from(bytes(), { objectMode: false }) };
+}
+
+/** The upload's stored parts in order (ListParts), with their last-modified time. */
+export async function storedParts(uploadDirectory: string) {
+  const records = (await readdir(uploadDirectory)).filter((name) => /^\d+\.json$/.test(name));
+  const parts = await Promise.all(
+    records.map(async (name) => {
+      const path = join(uploadDirectory, name);
+      const [text, { mtime }] = await Promise.all([readFile(path, 'utf8'), stat(path)]);
+      return { number: Number.parseInt(name, 10), modified: mtime, ...(JSON.parse(text) as StoredPart) };
+    }),
+  );
+  return parts.sort((a, b) => a.number - b.number);
 }

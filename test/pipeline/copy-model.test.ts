@@ -1,7 +1,14 @@
 import { createHash } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+} from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, it } from 'vitest';
 import { RunError } from '../../lambdas/run/errors/index.js';
@@ -353,6 +360,112 @@ describe('copy_model', () => {
     } finally {
       await (await runtime.service()).close();
     }
+  });
+
+  it('copies a model too large for one invocation over three: each goes on from the parts S3 holds, fetching the rest from byte N', async () => {
+    const bytes = 12 * MiB + 5; // parts of 5, 5 and 2 MiB
+    const { model, runtime, state } = await trained(bytes);
+    const asked: (number | undefined)[] = [];
+    const wrapped = new WeakSet<object>();
+    const recording: Runtime = {
+      ...runtime,
+      service: async (options) => {
+        const client = await runtime.service(options);
+        if (wrapped.has(client)) return client;
+        wrapped.add(client);
+        const download = client.downloadModel.bind(client);
+        // The instance's own method: the client keeps its state in private fields.
+        client.downloadModel = (id, wanted) => {
+          asked.push(wanted?.from);
+          return download(id, wanted);
+        };
+        return client;
+      },
+    };
+    // Each invocation starts with less than the time box's margin left: it sends its first part only.
+    const step = createCopyModelStep({ partBytes: 5 * MiB, marginMs: 60_000 });
+    const invocation = () => stepEnv(recording, 60_000 - 1);
+    let current = state;
+    const slots: (CopySlot | CopyWaitSlot)[] = [];
+    const parts: number[] = [];
+    for (let round = 0; round < 5 && copiedModel(current.copy) === undefined; round++) {
+      const { result, commands } = await recordingCommands(() => step.run(current, invocation()));
+      slots.push(result);
+      parts.push(commands.filter((name) => name === 'UploadPartCommand').length);
+      current = { ...current, copy: result };
+    }
+    expect(slots).toHaveLength(3);
+    expect(parts).toEqual([1, 1, 1]);
+    expect(asked).toEqual([0, 5 * MiB, 10 * MiB]);
+    const [first, second] = slots.map(copyWaitOf);
+    expect(first).toMatchObject({ waitSeconds: 0, upload: { partBytes: 5 * MiB } });
+    expect(second?.upload).toEqual(first?.upload);
+    // What the state machine carries between invocations stays small.
+    expect(JSON.stringify(first).length).toBeLessThan(600);
+    const slot = copied(slots[2]!);
+    expect(await objectSha256(slot.modelKey)).toEqual({ bytes, sha256: expectedSha256(model.id, bytes) });
+    const { client, bucket } = fixtures.s3();
+    const head = await client.send(
+      new HeadObjectCommand({ Bucket: bucket, Key: slot.modelKey, ChecksumMode: 'ENABLED' }),
+    );
+    // The CRC32 path: each part's checksum checked by the local S3, the object's the composite one.
+    expect([head.ChecksumCRC32?.endsWith('-3'), head.ChecksumType]).toEqual([true, 'COMPOSITE']);
+  });
+
+  it('goes on with the open upload after a failure put the copy off, rather than from byte 0', async () => {
+    const bytes = 12 * MiB + 5;
+    const { service, model, runtime, state } = await trained(bytes);
+    const step = createCopyModelStep({ partBytes: 5 * MiB, queueSize: 1 });
+    // The download fails for good in its third part (every attempt cut): the copy is put off.
+    service.configure({
+      faults: [
+        { endpoint: 'fileDownload', kind: 'cut', count: 1, cutAfterBytes: 11 * MiB },
+        { endpoint: 'fileDownload', kind: '503', count: 10 },
+      ],
+    });
+    const waiting = copyWaitOf(await step.run(state, stepEnv(runtime)));
+    expect(waiting?.upload?.partBytes).toBe(5 * MiB);
+    service.configure({ faults: [] });
+    const before = service.requestCount('fileDownload');
+    const { result, commands } = await recordingCommands(() =>
+      step.run({ ...state, copy: waiting }, stepEnv(runtime)),
+    );
+    expect(commands.filter((name) => name === 'UploadPartCommand')).toHaveLength(1);
+    expect(service.requestCount('fileDownload')).toBe(before + 1);
+    expect(await objectSha256(copied(result).modelKey)).toEqual({
+      bytes,
+      sha256: expectedSha256(model.id, bytes),
+    });
+  });
+
+  it('fails the copy when a part checksum in the completion is not the stored one, leaving nothing behind', async () => {
+    const bytes = 12 * MiB + 5;
+    const { model, runtime, state } = await trained(bytes);
+    const { client, bucket } = fixtures.s3();
+    client.middlewareStack.add(
+      (next, context) => (args) => {
+        const input = args.input as { MultipartUpload?: { Parts?: { ChecksumCRC32?: string }[] } };
+        const part = input.MultipartUpload?.Parts?.[1];
+        if (context.commandName === 'CompleteMultipartUploadCommand' && part !== undefined)
+          part.ChecksumCRC32 = 'AAAAAA==';
+        return next(args);
+      },
+      { step: 'initialize', name: 'wrongPartChecksum' },
+    );
+    let outcome: unknown;
+    try {
+      outcome = await createCopyModelStep({ partBytes: 5 * MiB })
+        .run(state, stepEnv(runtime))
+        .catch((error: unknown) => error);
+    } finally {
+      client.middlewareStack.remove('wrongPartChecksum');
+    }
+    // S3 refuses it (400 InvalidPart): a final failure, not a copy to put off.
+    expect(outcome).toBeInstanceOf(Error);
+    expect((outcome as Error).message).toMatch(/InvalidPart|specified parts could not be found/);
+    expect(await keysUnder(modelPrefix(state.run.drop, model.id))).toEqual([]);
+    const uploads = join(fixtures.s3().directory, 'objects', bucket, '._S3rver_uploads');
+    expect(await readdir(uploads)).toEqual([]);
   });
 
   it('does not copy again when an earlier attempt finished the copy (a retried Task)', async () => {

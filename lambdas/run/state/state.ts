@@ -210,15 +210,21 @@ export interface CopySlot {
 /**
  * A copy put off ($.copy until the copy is done): it failed for a reason that may pass (the
  * service or S3 unreachable or busy) while the model's files can still be at the service, so
- * the run waits `waitSeconds` (WaitToCopy) and copies again (lambdas/run/schedule/files-deadline.ts).
+ * the run waits `waitSeconds` (WaitToCopy) and copies again (lambdas/run/schedule/files-deadline.ts);
+ * or it reached its invocation's time box, and the next invocation goes on at once (`waitSeconds` 0).
  */
 export interface CopyWaitSlot extends PollSchedule {
   /** When the first copy in a row failed. */
   readonly failingSince: string;
   /** The time the model's files could be gone by: the run does not wait past it. */
   readonly filesDeadline: string;
-  /** Why the last copy failed. */
+  /** Why the last copy failed, or stopped (its time box). */
   readonly reason: string;
+  /**
+   * The copy's multipart upload, left open: the next copy goes on with its stored parts
+   * (lambdas/storage/multipart.ts), fetching the rest from the service with Range.
+   */
+  readonly upload?: { readonly uploadId: string; readonly partBytes: number };
 }
 
 /** The copy put off, or undefined when there is none (no copy yet, or one done). */
