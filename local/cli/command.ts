@@ -9,7 +9,24 @@ import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { messageOf } from '../../lambdas/run/errors/index.js';
-import type { CommandDeps } from './target.js';
+import type { CloudFormationClientConfig } from '@aws-sdk/client-cloudformation';
+import type { S3ClientConfig } from '@aws-sdk/client-s3';
+import type { SecretsManagerClientConfig } from '@aws-sdk/client-secrets-manager';
+import type { SFNClientConfig } from '@aws-sdk/client-sfn';
+
+/** Settings that replace the SDK's defaults per AWS service (tests point them at loopback). */
+export interface AwsOverrides {
+  readonly cloudformation?: CloudFormationClientConfig;
+  readonly s3?: S3ClientConfig;
+  readonly sfn?: SFNClientConfig;
+  readonly secretsmanager?: SecretsManagerClientConfig;
+}
+
+export interface CommandDeps {
+  readonly env: NodeJS.ProcessEnv;
+  readonly aws?: AwsOverrides;
+  readonly now?: () => number;
+}
 
 /** The exit codes of the hopper commands: one meaning each, in every command. */
 export const EXIT = {

@@ -26,6 +26,8 @@ import {
   CliUsageError,
   CommandError,
   defineCommand,
+  type AwsOverrides,
+  type CommandDeps,
   type Command,
   type CommandIo,
   type CommandSpec,
@@ -60,19 +62,7 @@ export const TARGET_FLAGS: Flags = {
 
 export { STACK_OUTPUTS } from './stack-hoppers.js';
 
-/** Settings that replace the SDK's defaults per AWS service (tests point them at loopback). */
-export interface AwsOverrides {
-  readonly cloudformation?: CloudFormationClientConfig;
-  readonly s3?: S3ClientConfig;
-  readonly sfn?: SFNClientConfig;
-  readonly secretsmanager?: SecretsManagerClientConfig;
-}
-
-export interface CommandDeps {
-  readonly env: NodeJS.ProcessEnv;
-  readonly aws?: AwsOverrides;
-  readonly now?: () => number;
-}
+export type { AwsOverrides, CommandDeps } from './command.js';
 
 export interface Target {
   /** `stack NAME` or `hopper local`: for messages. */
