@@ -5,18 +5,10 @@
  * the names below, besides the AWS SDK's own AWS_ENDPOINT_URL, credentials and region), and how
  * those commands run against it (runTargetCommand).
  */
-import {
-  CloudFormationClient,
-  DescribeStacksCommand,
-  type CloudFormationClientConfig,
-} from '@aws-sdk/client-cloudformation';
-import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
-import {
-  GetSecretValueCommand,
-  SecretsManagerClient,
-  type SecretsManagerClientConfig,
-} from '@aws-sdk/client-secrets-manager';
-import { SFNClient, type SFNClientConfig } from '@aws-sdk/client-sfn';
+import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
+import { S3Client } from '@aws-sdk/client-s3';
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { SFNClient } from '@aws-sdk/client-sfn';
 import { ENV } from '../../lambdas/run/invocation/index.js';
 import { messageOf } from '../../lambdas/run/errors/index.js';
 import { ServiceError } from '../../lambdas/service-client/index.js';
