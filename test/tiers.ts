@@ -32,7 +32,6 @@ export const FAST_TIER: readonly string[] = [
   'test/infra/stack.test.ts',
   'test/infra/vocabulary.test.ts',
   'test/local/definition.test.ts',
-  'test/local/lambda-invoke.test.ts',
   'test/local/options.test.ts',
   'test/local/progress.test.ts',
   'test/local/service-args.test.ts',

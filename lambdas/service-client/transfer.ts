@@ -45,6 +45,14 @@ export interface UploadJob {
 }
 
 /**
+ * True when undici refused to send a body whose length is not the Content-Length given: the
+ * source had other bytes than the file's declared size (the object changed after validation).
+ */
+export function isBodyLengthMismatch(error: unknown): boolean {
+  return error instanceof Error && 'code' in error && error.code === 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH';
+}
+
+/**
  * PUTs the file's bytes with a Content-Length of its declared size. A failed transfer is sent
  * again whole from a fresh source; an expired URL is replaced. Returns when the service holds
  * the bytes, or the file turns out to be uploaded and completed already.

@@ -8,6 +8,7 @@
  */
 import {
   SizeMismatchError,
+  isBodyLengthMismatch,
   type Dataset,
   type DatasetFile,
   type NextAction,
@@ -143,7 +144,11 @@ async function uploadOne(env: StepEnv, state: StateFor<'upload_files'>, file: Da
     env.runtime.logger.info('uploaded', { file: file.name, bytes: file.bytes, ms: Date.now() - started });
     return record;
   } catch (error) {
-    if (error instanceof ObjectChangedError || error instanceof SizeMismatchError) {
+    const changed =
+      error instanceof ObjectChangedError ||
+      error instanceof SizeMismatchError ||
+      isBodyLengthMismatch(error);
+    if (changed) {
       throw new RunError('drop_changed', fileChangedMessage(key), { cause: error });
     }
     if (error instanceof ObjectMissingError) {

@@ -7,7 +7,11 @@
  * for either, so the state machine checks every Task's input and output as it runs, and every
  * event as it is drained (state-machine.ts).
  */
-import type { ExecutionEvent } from './execution-event.js';
+import type { StateMachine } from 'aws-local-stepfunctions';
+
+/** One entry of an execution's event log (the interpreter does not export the type). */
+export type ExecutionEvent =
+  ReturnType<StateMachine['run']>['eventLogs'] extends AsyncGenerator<infer E> ? E : never;
 
 /** The largest input or output of a state, in bytes of its JSON text. */
 export const MAX_PAYLOAD_BYTES = 262_144;

@@ -14,8 +14,7 @@ import { withResolvers } from './with-resolvers.js';
 import { EventEmitter } from 'node:events';
 import { StateMachine, type RunOptions, type StateMachineDefinition } from 'aws-local-stepfunctions';
 import type { AslDefinition } from './definition.js';
-import type { ExecutionEvent } from './execution-event.js';
-import { ExecutionLimits } from './limits.js';
+import { ExecutionLimits, type ExecutionEvent } from './limits.js';
 import {
   executionArnOf,
   repeatedStartOutcome,
@@ -28,7 +27,7 @@ import {
 /** The local state machine's ARN (ARN-shaped like the definition's placeholders; never called). */
 export const LOCAL_STATE_MACHINE_ARN = 'arn:aws:states:us-east-1:123456789012:stateMachine:hopper-local';
 
-export type { ExecutionEvent } from './execution-event.js';
+export type { ExecutionEvent } from './limits.js';
 
 type Overrides = NonNullable<RunOptions['overrides']>;
 type TaskOverrides = NonNullable<Overrides['taskResourceLocalHandlers']>;

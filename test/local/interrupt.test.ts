@@ -66,7 +66,8 @@ describe('hopper run stopped mid-run, against a service of its own', () => {
     expect(stopped.code).toBe(130);
     expect(stopped.stderr).toContain('hopper run: stopped');
     expect(stopped.stderr).toContain(`left at the training service (${service.apiUrl})`);
-    expect(stopped.stderr).toContain(`dataset ${model.dataset_id} ("stopped"`);
+    // The run names its dataset for itself: train.json's name and the run's tag.
+    expect(stopped.stderr).toMatch(new RegExp(`dataset ${model.dataset_id} \\("stopped · run [0-9a-f]{12}"`));
     expect(stopped.stderr).toMatch(new RegExp(`model ${model.id} \\((queued|training)\\): holds 1 credit`));
     expect(stopped.stderr).toContain('credits held: 1');
     expect(stopped.stderr).toContain(`\`hopper run ${folder}\` again will not start a second one`);
@@ -93,7 +94,7 @@ describe('hopper run stopped mid-run, against a service of its own', () => {
 
     expect(stopped.code).toBe(130);
     expect(stopped.stderr).toContain('hopper run: stopped (stopped by SIGTERM)');
-    expect(stopped.stderr).toMatch(/ {2}dataset [0-9a-f-]{36} \("early"/);
+    expect(stopped.stderr).toMatch(/ {2}dataset [0-9a-f-]{36} \("early · run [0-9a-f]{12}"/);
     expect(stopped.stderr).toContain('credits held: 0');
     expect(stopped.stderr).toContain('no credit was spent');
     expect(service.requestCount('startTraining')).toBe(0);

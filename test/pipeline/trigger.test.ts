@@ -49,8 +49,18 @@ function recordingStarter(): ExecutionStarter & {
   };
 }
 
+/** One upload's sequencer: a redelivery of its event carries the same one. */
+const SEQUENCER = '0062E99A88DC407460';
+
 function event(key: string, etag = 'd41d8cd98f00b204e9800998ecf8427e', bucket = 'hopper-bucket') {
-  return s3ObjectCreatedEvent({ bucket, key, etag, size: 2, time: '2026-03-01T11:59:59Z' });
+  return s3ObjectCreatedEvent({
+    bucket,
+    key,
+    etag,
+    size: 2,
+    time: '2026-03-01T11:59:59Z',
+    sequencer: SEQUENCER,
+  });
 }
 
 describe('execution names', () => {
@@ -99,6 +109,7 @@ describe('runInputFromEvent', () => {
       drop: 'reviews',
       key: 'inbox/reviews/train.json',
       etag: '0123abcd',
+      sequencer: SEQUENCER,
       startedAt: '2026-03-01T11:59:59.000Z',
     });
   });
