@@ -18,7 +18,6 @@ import { pointOf } from './crash-explorer/watch.js';
 const SAMPLE: readonly Trial[] = [
   { kind: 'kill', point: 'UploadFiles#1 POST /v1/datasets/{id}/files/{id}/complete#1' },
   { kind: 'kill', point: 'LabelExamples#1 POST /v1/datasets/{id}/labels/{id}#2' },
-  { kind: 'redrop-changed', point: 'CreateDataset#1 GET /v1/datasets#1' },
   // A lost answer to the create: the next invocation finds the dataset by its name (no orphan).
   { kind: 'kill', point: 'CreateDataset#1 POST /v1/datasets#1' },
   { kind: 'garble', point: 'PollModel#1 GET /v1/models/{id}#1' },
