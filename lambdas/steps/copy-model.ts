@@ -157,17 +157,9 @@ function waitToCopy(
   if (!(toRunError(error).retryable || error instanceof RetryLaterError)) return undefined;
   const { model } = state;
   const now = env.runtime.now();
-  const previous = copyWaitOf(state.copy);
   const reason = messageOf(error);
-  const waiting = waitForFiles({
-    now,
-    // A first failure backs off afresh (the model slot's wait is over); the run's counts go on.
-    previous: previous ?? model,
-    failingSince: previous?.failingSince,
-    filesExpireAt: model.filesExpireAt,
-    filesRetentionSeconds: model.filesRetentionSeconds,
-    retryAfterMs: error instanceof RetryLaterError ? error.retryAfterMs : undefined,
-  });
+  const retryAfterMs = error instanceof RetryLaterError ? error.retryAfterMs : undefined;
+  const { previous, waiting } = filesWaitOf(state, now, retryAfterMs);
   if (waiting === undefined) {
     const failedCopies = { since: previous?.failingSince ?? new Date(now).toISOString(), lastError: reason };
     const gone = {
@@ -298,6 +290,25 @@ async function download(
   throw retryable('model_size_mismatch', modelStoredSizeMessage(`s3://${bucket}/${key}`, stored, bytes));
 }
 
+/**
+ * The copy slot so far and the wait before the next copy, while the model's files can still be
+ * at the service (undefined once they may be gone). A first wait backs off afresh (the model
+ * slot's wait is over); the run's counts go on.
+ */
+function filesWaitOf(state: Parameters<StepRun<'copy_model'>>[0], now: number, retryAfterMs?: number) {
+  const { model } = state;
+  const previous = copyWaitOf(state.copy);
+  const waiting = waitForFiles({
+    now,
+    previous: previous ?? model,
+    failingSince: previous?.failingSince,
+    filesExpireAt: model.filesExpireAt,
+    filesRetentionSeconds: model.filesRetentionSeconds,
+    retryAfterMs,
+  });
+  return { previous, waiting };
+}
+
 /** The slot of a copy its time box stopped: the next invocation goes on at once, from `place`. */
 function timeBoxed(
   state: Parameters<StepRun<'copy_model'>>[0],
@@ -305,15 +316,7 @@ function timeBoxed(
   place: UploadPlace,
 ): CopyWaitSlot {
   const { model } = state;
-  const previous = copyWaitOf(state.copy);
-  const now = env.runtime.now();
-  const waiting = waitForFiles({
-    now,
-    previous: previous ?? model,
-    failingSince: previous?.failingSince,
-    filesExpireAt: model.filesExpireAt,
-    filesRetentionSeconds: model.filesRetentionSeconds,
-  });
+  const { previous, waiting } = filesWaitOf(state, env.runtime.now());
   // Its files could be gone by now: the catch in createCopyModelStep aborts the upload.
   if (waiting === undefined) {
     const goneAt = previous?.filesDeadline ?? model.filesExpireAt;
