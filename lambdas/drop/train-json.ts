@@ -64,17 +64,18 @@ const decisions = z.unknown().transform((value, ctx): Decisions => {
     ctx.addIssue({ code: 'custom', message: ALLOWED.decisions });
     return z.NEVER;
   }
-  const answers: Record<string, string> = {};
+  // Entries, not assignment: a question id "__proto__" would set the prototype and be lost.
+  const answers: [string, string][] = [];
   for (const [question, answer] of Object.entries(value)) {
     if (question === '') {
       ctx.addIssue({ code: 'custom', message: 'an object whose question ids are non-empty' });
     } else if (typeof answer !== 'string' || answer === '') {
       ctx.addIssue({ code: 'custom', message: ALLOWED.answer, path: [question] });
     } else {
-      answers[question] = answer;
+      answers.push([question, answer]);
     }
   }
-  return answers;
+  return Object.fromEntries(answers);
 });
 
 const TrainJsonSchema = z.object({

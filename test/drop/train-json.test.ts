@@ -44,6 +44,15 @@ describe('train.json', () => {
     expect(parseTrainJson('{"decisions": {}}')).toEqual({ decisions: {} });
   });
 
+  it('keeps a question id that is also an object key of JavaScript\'s own ("__proto__")', () => {
+    // Found by the property test (seed 2117102748): assigning it set the prototype instead.
+    const parsed = parseTrainJson('{"decisions": {"__proto__": "yes", "constructor": "no"}}');
+    expect(Object.entries(parsed.decisions as object)).toEqual([
+      ['__proto__', 'yes'],
+      ['constructor', 'no'],
+    ]);
+  });
+
   it('tolerates a byte order mark', () => {
     expect(parseTrainJson('\uFEFF{"maxAttempts": 2}')).toEqual({ maxAttempts: 2 });
   });
