@@ -30,6 +30,7 @@ import {
   lostTrackMessage,
   nameTooLongMessage,
 } from '../run/errors/messages.js';
+import type { DropPlace } from '../run/errors/messages.js';
 import { resumeTarget } from '../run/lock/resume.js';
 import type { RunStatus } from '../run/status/status.js';
 import { MAX_DATASET_NAME_LENGTH } from '../service-client/contract.js';
@@ -69,6 +70,13 @@ export interface DropSource extends Pick<DropListing, 'files' | 'nested'> {
   readonly open?: (file: DropFile) => Promise<Readable>;
   /** The most bytes of data files read for the UTF-8 check (default: all of them). */
   readonly textCheckBytes?: number;
+  /** Where the user keeps the drop, for the words of a refusal (default: the bucket's). */
+  readonly place?: DropPlace;
+}
+
+/** The bucket's place of a drop: its folder under inbox/, sent again by uploading train.json. */
+export function bucketPlace(drop: string): DropPlace {
+  return { folder: printable(inboxPrefix(drop)), sendAgain: 'upload train.json again' };
 }
 
 /**
@@ -118,21 +126,22 @@ export async function validateDrop(
  * @throws RunError with the code and message the run fails with
  */
 export async function judgeDrop(source: DropSource): Promise<JudgedDrop> {
-  const folder = printable(inboxPrefix(source.drop));
+  const place = source.place ?? bucketPlace(source.drop);
+  const { folder } = place;
   const trainJson = parseTrainJson(await readTrainJson(source));
 
   if (source.nested.length > 0) {
-    throw new RunError('nested_files', nestedFilesMessage(folder, listForMessage(source.nested)));
+    throw new RunError('nested_files', nestedFilesMessage(place, listForMessage(source.nested)));
   }
 
   checkDropName(source.drop);
   const labelsName = labelsFileName(trainJson, source);
   const dataNames = dataFileNames(trainJson, source, labelsName);
-  checkPresent(trainJson, source, folder);
+  checkPresent(trainJson, source, place);
   checkNames(dataNames, folder);
   if (dataNames.length === 0) {
     const present = listForMessage([...source.files.keys()]);
-    throw new RunError('no_data_files', noDataFilesMessage(folder, present));
+    throw new RunError('no_data_files', noDataFilesMessage(place, present));
   }
   if (dataNames.length > MAX_FILES) {
     throw new RunError('too_many_files', tooManyFilesMessage(folder, dataNames.length, MAX_FILES));
@@ -264,7 +273,7 @@ function checkNames(names: readonly string[], folder: string): void {
 }
 
 /** Every file train.json names (in `files` or `labels`) is in the folder. */
-function checkPresent(trainJson: TrainJson, source: DropSource, folder: string): void {
+function checkPresent(trainJson: TrainJson, source: DropSource, place: DropPlace): void {
   const missingData = (trainJson.files ?? []).filter((name) => !source.files.has(name));
   const missingLabels = trainJson.labels !== undefined && !source.files.has(trainJson.labels);
   if (missingData.length === 0 && !missingLabels) return;
@@ -272,7 +281,7 @@ function checkPresent(trainJson: TrainJson, source: DropSource, folder: string):
     ...(missingData.length === 0 ? [] : [`"files" names ${listForMessage(missingData)}`]),
     ...(missingLabels ? [`"labels" names ${quoted(trainJson.labels)}`] : []),
   ];
-  throw new RunError('missing_file', namedFilesMissingMessage(folder, problems));
+  throw new RunError('missing_file', namedFilesMissingMessage(place, problems));
 }
 
 function pinned(source: DropSource, name: string): DropFile {

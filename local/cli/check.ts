@@ -75,7 +75,7 @@ interface DropCredits {
 }
 
 export const runCheckCommand = defineCommand(CHECK_SPEC, async (args, io) => {
-  const folder = await readDropFolder(args.positionals[0] ?? '');
+  const folder = await readDropFolder(args.positionals[0] ?? '', 'check');
   const verdict = verdictOf(folder, await judgeDrop(folder).catch(refusal));
   io.stdout.write(args.on('json') ? json(verdict) : describe(verdict));
   return verdict.error === null ? EXIT.succeeded : EXIT.failed;

@@ -53,10 +53,11 @@ const UPLOAD_CONCURRENCY = 4;
 const READ_WHOLE_BYTES = 8 * 1024 * 1024;
 
 /**
- * Lists the folder as the bucket would list its drop, each plain file read once for its etag.
+ * Lists the folder as the bucket would list its drop, each plain file read once for its etag. A
+ * refusal's advice names the folder as given and the `command` to run again.
  * @throws DropFolderError naming what is wrong and how to fix it
  */
-export async function readDropFolder(folder: string): Promise<DropFolder> {
+export async function readDropFolder(folder: string, command: 'check' | 'run' = 'run'): Promise<DropFolder> {
   const root = resolve(folder);
   const info = await stat(root).catch(() => null);
   if (info === null) throw new DropFolderError(`${folder}: no such folder`);
@@ -85,6 +86,7 @@ export async function readDropFolder(folder: string): Promise<DropFolder> {
   return {
     root,
     drop: basename(root),
+    place: { folder: folder.endsWith('/') ? folder : `${folder}/`, sendAgain: `run hopper ${command} again` },
     ...listing,
     trainJson: () => read(TRAIN_JSON),
     open: (file) => read(file.name),

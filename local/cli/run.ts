@@ -35,7 +35,7 @@ const LEFTOVERS_TIMEOUT_MS = 20_000;
 export const runRunCommand = defineCommand(RUN_SPEC, async (args, io, { env }) => {
   const { folder: path, out: outDir, options } = runOptions(args, env);
   // The run's own rules first, as hopper check applies them: a drop they refuse is not uploaded.
-  const folder = await readDropFolder(path);
+  const folder = await readDropFolder(path, 'run');
   const { config, leftOut } = await judgeDrop(folder).catch(refusedFolder);
   // Before the run: a model paid for must have somewhere to go.
   const out = await prepareOutFolder(outDir, folder.drop);

@@ -178,8 +178,7 @@ describe('hopper check of a drop that would not go through', () => {
     expect(verdict).toMatchObject({
       error: {
         code: 'empty_file',
-        message:
-          'data files in inbox/empty-data/ are empty (0 bytes): "b.csv". Upload their content, or leave them out with train.json "files"',
+        message: `data files in ${folder}/ are empty (0 bytes): "b.csv". Give them their content, or leave them out with train.json "files"`,
       },
       credits: null,
       aws: null,
@@ -188,8 +187,21 @@ describe('hopper check of a drop that would not go through', () => {
     expect(verdict.files.every((file) => file.sent_as === null)).toBe(true);
     const text = await runCommandCaptured(runCheckCommand, [folder], {});
     expect(text.code).toBe(1);
-    expect(text.stdout).toMatch(
-      /^drop "empty-data": refused: empty_file: data files in inbox\/empty-data\/ are empty/,
+    expect(text.stdout).toContain(
+      `drop "empty-data": refused: empty_file: data files in ${folder}/ are empty`,
+    );
+  });
+
+  it('speaks of the folder on disk and of checking it again, not of the bucket and uploads', async () => {
+    const folder = await folderOf('typo', { ...GOOD, 'train.json': '{"files": ["a.csv", "A.csv"]}' });
+    const { verdict } = await checkJson(folder);
+    expect(verdict.error).toEqual({
+      code: 'missing_file',
+      message: `train.json "files" names "A.csv", not in ${folder}/: add the missing files (or fix the names; they are case-sensitive), then run hopper check again`,
+    });
+    const nested = await folderOf('nested', { ...GOOD, 'more/b.csv': 'text\nx\n' });
+    expect((await checkJson(nested)).verdict.error?.message).toMatch(
+      new RegExp(`^${nested}/ has files in sub-folders: "more/b.csv"\\..*, then run hopper check again$`),
     );
   });
 
@@ -244,8 +256,10 @@ describe('hopper run refuses what hopper check refuses, before anything is sent'
       ],
       {},
     );
-    // Refused before local mode started: it prints where its S3 and service are once it has.
-    expect(run).toEqual({ code: 1, stdout: '', stderr: `hopper run: ${code}: ${error?.message ?? ''}\n` });
+    // Refused before local mode started: it prints where its S3 and service are once it has. The
+    // advice names the command to run again.
+    const message = (error?.message ?? '').replace('run hopper check again', 'run hopper run again');
+    expect(run).toEqual({ code: 1, stdout: '', stderr: `hopper run: ${code}: ${message}\n` });
     expect(ENDPOINTS.reduce((sum, endpoint) => sum + (service?.requestCount(endpoint) ?? 0), 0)).toBe(0);
   });
 });

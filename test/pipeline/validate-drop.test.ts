@@ -251,7 +251,7 @@ describe('validate_drop', () => {
     expect(error.code).toBe('missing_file');
     expect(error.detail).toBe(
       `train.json "files" names "b.csv", "C.csv" and "labels" names "answers.csv", not in inbox/${drop}/: ` +
-        'upload the missing files (or fix the names; they are case-sensitive), then upload train.json again',
+        'add the missing files (or fix the names; they are case-sensitive), then upload train.json again',
     );
   });
 
@@ -293,7 +293,7 @@ describe('validate_drop', () => {
     );
     expect(error.code).toBe('empty_file');
     expect(error.detail).toBe(
-      `data files in inbox/${drop}/ are empty (0 bytes): "b.csv", "c.jsonl". Upload their content, or leave them out with train.json "files"`,
+      `data files in inbox/${drop}/ are empty (0 bytes): "b.csv", "c.jsonl". Give them their content, or leave them out with train.json "files"`,
     );
   });
 
@@ -308,7 +308,7 @@ describe('validate_drop', () => {
     const error = await refusal(await runStateFor(client, bucket, drop));
     expect(error.code).toBe('nested_files');
     expect(error.detail).toBe(
-      `inbox/${drop}/ has objects in sub-folders: "more/b.csv", "more/deeper/c.csv". A drop is one flat folder ` +
+      `inbox/${drop}/ has files in sub-folders: "more/b.csv", "more/deeper/c.csv". A drop is one flat folder ` +
         `(plain file names only): move them into inbox/${drop}/ or delete them, then upload train.json again`,
     );
   });

@@ -297,17 +297,25 @@ export function modelGoneMessage(model: {
 
 // The words raised at one place each, by the module that raises them. The drop (lambdas/drop/):
 
-export const nestedFilesMessage = (folder: string, nested: string): string =>
-  `${folder} has objects in sub-folders: ${nested}. A drop is one flat folder (plain file names only): move them into ${folder} or delete them, then upload train.json again`;
+/** The drop's folder as its user knows it, and what sends it again once it is fixed. */
+export interface DropPlace {
+  /** `inbox/<drop>/` in the bucket; the folder given to `hopper run` or `hopper check`. */
+  readonly folder: string;
+  /** What finishes the advice "..., then <sendAgain>". */
+  readonly sendAgain: string;
+}
 
-export const noDataFilesMessage = (folder: string, present: string): string =>
-  `${folder} holds no data files to train on (it has ${present}): put the CSV or JSONL files beside train.json, then upload train.json again`;
+export const nestedFilesMessage = ({ folder, sendAgain }: DropPlace, nested: string): string =>
+  `${folder} has files in sub-folders: ${nested}. A drop is one flat folder (plain file names only): move them into ${folder} or delete them, then ${sendAgain}`;
+
+export const noDataFilesMessage = ({ folder, sendAgain }: DropPlace, present: string): string =>
+  `${folder} holds no data files to train on (it has ${present}): put the CSV or JSONL files beside train.json, then ${sendAgain}`;
 
 export const tooManyFilesMessage = (folder: string, files: number, max: number): string =>
   `${folder} holds ${String(files)} data files and the service takes at most ${String(max)} per dataset: list the files to send in train.json "files"`;
 
 export const emptyFilesMessage = (folder: string, empty: string): string =>
-  `data files in ${folder} are empty (0 bytes): ${empty}. Upload their content, or leave them out with train.json "files"`;
+  `data files in ${folder} are empty (0 bytes): ${empty}. Give them their content, or leave them out with train.json "files"`;
 
 export const fileListTooLongMessage = (
   folder: string,
@@ -325,8 +333,11 @@ export const trainJsonTooLargeMessage = (max: number, bytes?: number): string =>
 export const invalidFileNamesMessage = (folder: string, named: string, rule: string): string =>
   `files in ${folder} have names the training service does not take: ${named}. A file name has ${rule}; rename them, or leave them out with train.json "files"`;
 
-export const namedFilesMissingMessage = (folder: string, problems: readonly string[]): string =>
-  `train.json ${problems.join(' and ')}, not in ${folder}: upload the missing files (or fix the names; they are case-sensitive), then upload train.json again`;
+export const namedFilesMissingMessage = (
+  { folder, sendAgain }: DropPlace,
+  problems: readonly string[],
+): string =>
+  `train.json ${problems.join(' and ')}, not in ${folder}: add the missing files (or fix the names; they are case-sensitive), then ${sendAgain}`;
 
 export const lostTrackMessage = (name: string): string => `validate_drop lost track of ${name}`;
 
