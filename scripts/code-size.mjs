@@ -2,12 +2,12 @@
 /**
  * The production code's size and shape (lambdas/, infra/ and local/), as `npm test` prints
  * it: lines of code (non-blank, non-comment) per area and its sub-folders, so growth shows,
- * functions over 60 and over 80 lines, and runtime import cycles (type-only imports do not
- * count). With --check it exits 1 on what costs a reader: any function over 80 lines, more than
- * 5 over 60, or a cycle. The lines are counted, not capped.
+ * functions over 60 and over 80 lines. With --check it exits 1 on what costs a reader: any
+ * function over 80 lines, or more than 5 over 60. The lines are counted, not capped. Import
+ * circles are dependency-cruiser's to find (`npm run deps`).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import ts from 'typescript';
 
 export const LIMITS = {
@@ -58,73 +58,12 @@ function nameOf(node) {
   return '(anonymous)';
 }
 
-/** The production files a file imports at run time (not `import type`, not `export type`). */
-function runtimeImports(path, source) {
-  const targets = [];
-  for (const statement of source.statements) {
-    const isImport = ts.isImportDeclaration(statement);
-    const isExport = ts.isExportDeclaration(statement);
-    if (!isImport && !isExport) continue;
-    if (statement.moduleSpecifier === undefined || !ts.isStringLiteral(statement.moduleSpecifier)) continue;
-    if (isImport && (statement.importClause?.isTypeOnly === true || typeOnlyBindings(statement))) continue;
-    if (isExport && statement.isTypeOnly) continue;
-    const specifier = statement.moduleSpecifier.text;
-    if (!specifier.startsWith('.')) continue;
-    targets.push(resolve(dirname(path), specifier).replace(/\.js$/, '.ts'));
-  }
-  return targets;
-}
-
-/** `import { type A, type B } from`: every binding type-only, so nothing is loaded. */
-function typeOnlyBindings(statement) {
-  const clause = statement.importClause;
-  if (clause === undefined || clause.name !== undefined) return false;
-  const bindings = clause.namedBindings;
-  return bindings !== undefined && ts.isNamedImports(bindings) && bindings.elements.length > 0
-    ? bindings.elements.every((element) => element.isTypeOnly)
-    : false;
-}
-
-/** Strongly connected components of more than one file, or a file importing itself (Tarjan). */
-function cycles(graph) {
-  let index = 0;
-  const stack = [];
-  const state = new Map();
-  const found = [];
-  const connect = (node) => {
-    state.set(node, { index, low: index, onStack: true });
-    index += 1;
-    stack.push(node);
-    for (const next of graph.get(node) ?? []) {
-      if (!graph.has(next)) continue;
-      if (!state.has(next)) {
-        connect(next);
-        state.get(node).low = Math.min(state.get(node).low, state.get(next).low);
-      } else if (state.get(next).onStack) {
-        state.get(node).low = Math.min(state.get(node).low, state.get(next).index);
-      }
-    }
-    if (state.get(node).low !== state.get(node).index) return;
-    const component = [];
-    let member;
-    do {
-      member = stack.pop();
-      state.get(member).onStack = false;
-      component.push(member);
-    } while (member !== node);
-    if (component.length > 1 || (graph.get(node) ?? []).includes(node)) found.push(component);
-  };
-  for (const node of graph.keys()) if (!state.has(node)) connect(node);
-  return found;
-}
-
 export function measure(root = process.cwd()) {
   const files = ROOTS.flatMap((dir) => filesUnder(join(root, dir))).filter(
     (path) => CODE.test(path) && !path.endsWith('.d.ts'),
   );
   let lines = 0;
   const functions = [];
-  const graph = new Map();
   const perArea = new Map();
   for (const path of files) {
     const text = readFileSync(path, 'utf8');
@@ -134,7 +73,6 @@ export function measure(root = process.cwd()) {
     for (const area of areasOf(shown)) perArea.set(area, (perArea.get(area) ?? 0) + count);
     const source = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true);
     functions.push(...functionsOf(shown, source));
-    graph.set(path, runtimeImports(path, source));
   }
   return {
     files: files.length,
@@ -142,7 +80,6 @@ export function measure(root = process.cwd()) {
     areas: [...perArea].sort(([a], [b]) => a.localeCompare(b)),
     over80: functions.filter((f) => f.lines > LIMITS.functionLines).sort((a, b) => b.lines - a.lines),
     over60: functions.filter((f) => f.lines > LIMITS.longFunctionLines).sort((a, b) => b.lines - a.lines),
-    cycles: cycles(graph).map((component) => component.map((path) => relative(root, path))),
   };
 }
 
@@ -160,7 +97,6 @@ export function report(size) {
     problems.push(
       `more than ${String(LIMITS.longFunctions)} functions over ${String(LIMITS.longFunctionLines)} lines`,
     );
-  if (size.cycles.length > 0) problems.push('runtime import cycles');
   const out = [
     `production code: ${String(size.linesOfCode)} lines of code in ${String(size.files)} files`,
     ...size.areas.map(
@@ -169,8 +105,6 @@ export function report(size) {
     ),
     `functions over ${String(LIMITS.longFunctionLines)} lines: ${String(size.over60.length)} (at most ${String(LIMITS.longFunctions)}); over ${String(LIMITS.functionLines)}: ${String(size.over80.length)} (none allowed)`,
     ...size.over60.map((f) => `  ${String(f.lines).padStart(4)}  ${f.name}  ${f.where}`),
-    `runtime import cycles: ${size.cycles.length === 0 ? 'none' : ''}`,
-    ...size.cycles.map((component) => `  ${component.join(' -> ')}`),
   ];
   return { text: out.join('\n'), problems };
 }

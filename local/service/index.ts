@@ -25,8 +25,10 @@
  * (tests check downloaded bytes against it), and validateOptions.
  *
  * LAYOUT (each folder's index.ts says what it owns and must not do; they depend one way,
- * domain <- http <- faults <- endpoints <- server.ts, and import each other through the index):
- *   options.ts   the knobs, their defaults and validation (the CLI's flags map onto them)
+ * options.ts <- domain <- http <- faults <- endpoints <- server.ts, and import each other through
+ * the index):
+ *   options.ts   the knobs, their defaults and validation (the CLI's flags map onto them), with the
+ *                fault kinds' names and settings; it imports no folder, so every folder reads it
  *   server.ts    startSimulatedService: the two servers, the parts they share, the handle
  *   domain/      records, phases on the service clock, credits, persistence: no HTTP, no faults
  *   http/        replies, bodies, paths, signatures and cursors: no endpoint, no fault

@@ -13,14 +13,9 @@ import {
   type Encoder,
   type EndpointName as ApiEndpointName,
 } from '../../lambdas/service-client/contract.js';
-import {
-  FILE_ENDPOINTS,
-  GARBLE_FORMS,
-  isMisbehaviour,
-  MISBEHAVIOUR_KINDS,
-  type MisbehaviourKind,
-  type MisbehaviourSettings,
-} from './faults/index.js';
+
+/** The presigned transfers (file port): no rate limit, and most kinds do not apply to them. */
+export const FILE_ENDPOINTS = ['fileUpload', 'fileDownload'] as const;
 
 /**
  * Names of the endpoints, used to aim failure injection and to count requests: the contract's
@@ -33,8 +28,45 @@ export const ENDPOINTS: readonly EndpointName[] = [
   ...FILE_ENDPOINTS,
 ];
 
-/** The fault kinds other than misbehaviours (misbehaviour.ts). */
+/** The fault kinds other than misbehaviours. */
 const PLAIN_FAULT_KINDS = ['429', '500', '503', 'drop', 'drop_after', 'stall', 'cut', 'expire'] as const;
+
+/**
+ * The misbehaviours: kinds no retry mends, or that mangle an answer after processing
+ * (faults/misbehaviour.ts says what each does). Declared here, below every layer, because
+ * FaultRule and its validation need them.
+ */
+export const MISBEHAVIOUR_KINDS = [
+  'garble',
+  'missing_field',
+  'wrong_type',
+  'huge_body',
+  'trickle',
+  'redirect',
+  'repeat_cursor',
+  'wrong_bytes',
+  'no_task',
+] as const;
+export type MisbehaviourKind = (typeof MISBEHAVIOUR_KINDS)[number];
+
+export const GARBLE_FORMS = ['html_502', 'truncated', 'empty'] as const;
+export type GarbleForm = (typeof GARBLE_FORMS)[number];
+
+/** The settings misbehaviour kinds read from their FaultRule. */
+export interface MisbehaviourSettings {
+  /** For 'garble': how the answer is mangled; absent: one of GARBLE_FORMS at random per answer. */
+  form?: GarbleForm;
+  /** For 'missing_field' and 'wrong_type': the record field to spoil. */
+  field?: string;
+  /** For 'huge_body'. Default 10 MiB. */
+  bodyBytes?: number;
+  /** For 'trickle'. Default 1000. */
+  byteIntervalMs?: number;
+}
+
+export function isMisbehaviour(kind: string): kind is MisbehaviourKind {
+  return (MISBEHAVIOUR_KINDS as readonly string[]).includes(kind);
+}
 
 /**
  * One failure-injection rule. A request to a matching endpoint fails with `kind` when the

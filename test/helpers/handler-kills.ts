@@ -207,7 +207,7 @@ export class HandlerKills {
     const endpoint = `${method} ${endpointOf(options.path)}`;
     return dispatch(
       options,
-      new WatchingHandler(
+      new WithholdingHandler(
         handler,
         (status) => this.#afterEffect(invocation, { kind: 'service', method, endpoint, status }),
         (fail) => void this.#hold().catch(fail),
@@ -254,8 +254,11 @@ export class HandlerKills {
   }
 }
 
-/** The controller handed to a held request when it is finally failed: nothing left to control. */
-const ABORTED: Dispatcher.DispatchController = {
+/**
+ * The controller handed to a request failed without being sent (held, or tried by a dead
+ * process): nothing left to control.
+ */
+export const ABORTED: Dispatcher.DispatchController = {
   aborted: true,
   paused: false,
   reason: null,
@@ -265,18 +268,19 @@ const ABORTED: Dispatcher.DispatchController = {
 };
 
 /**
- * Passes everything through, except the end of an answer that kills the invocation: that end
- * never arrives, and nothing after it is passed on until close() fails the request.
+ * Passes everything through, except the end of an answer `withholds` accepts (by its status):
+ * that end never arrives, nothing after it is passed on, and `withhold` decides when the request
+ * fails instead: HandlerKills holds it until close(), the crash explorer fails it at once.
  */
-class WatchingHandler implements Dispatcher.DispatchHandler {
+export class WithholdingHandler implements Dispatcher.DispatchHandler {
   #status = 0;
   #frozen = false;
 
   constructor(
     private readonly inner: Dispatcher.DispatchHandler,
-    private readonly kills: (status: number) => boolean,
-    /** Holds the frozen answer until close(), which fails it with the error given to `fail`. */
-    private readonly hold: (fail: (error: Error) => void) => void,
+    private readonly withholds: (status: number) => boolean,
+    /** Fails the withheld answer, now or later, by calling `fail` with an error. */
+    private readonly withhold: (fail: (error: Error) => void) => void,
   ) {}
 
   onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
@@ -302,10 +306,10 @@ class WatchingHandler implements Dispatcher.DispatchHandler {
     trailers: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseEnd']>>[1],
   ): void {
     if (this.#frozen) return;
-    if (this.kills(this.#status)) {
+    if (this.withholds(this.#status)) {
       this.#frozen = true;
-      // Failed on close(), so the abandoned handler settles and local mode closes at once.
-      this.hold((error) => this.inner.onResponseError?.(controller, error));
+      // Failed in the end, so the abandoned handler settles and local mode closes at once.
+      this.withhold((error) => this.inner.onResponseError?.(controller, error));
       return;
     }
     this.inner.onResponseEnd?.(controller, trailers);
@@ -347,7 +351,8 @@ function deathMessage(death: LambdaDeath): string {
     : 'Runtime exited with error: signal: killed (a fault test killed it after its side effect)';
 }
 
-function runIdOf(input: unknown): string {
+/** The run id of a Task's input (`$.run.runId`), or '' before the run has one. */
+export function runIdOf(input: unknown): string {
   const runId = (input as { run?: { runId?: unknown } } | null)?.run?.runId;
   return typeof runId === 'string' ? runId : '';
 }

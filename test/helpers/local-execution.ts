@@ -3,6 +3,7 @@
  * (LocalStateMachine): Task states answered by the given functions (by state name), Wait states
  * and retry pauses cut short, and every event of the execution collected.
  */
+import type { RunConfig, RunInput } from '../../lambdas/run/state/index.js';
 import type { AslDefinition } from '../../local/emulator/definition.js';
 import type { ExecutionInput } from '../../lambdas/trigger/start-execution.js';
 import {
@@ -12,6 +13,26 @@ import {
 } from '../../local/emulator/state-machine.js';
 
 export type { ExecutionEvent };
+
+/** The run a scripted execution is given (`{ run: SCRIPTED_RUN }`): no bucket behind it. */
+export const SCRIPTED_RUN: RunInput = {
+  runId: 'drop-0123',
+  bucket: 'bucket',
+  drop: 'drop',
+  key: 'inbox/drop/train.json',
+  etag: 'etag',
+  startedAt: '2025-01-01T00:00:00.000Z',
+};
+
+/** What a scripted ValidateDrop answers: one small file, the service's decisions, 2 attempts. */
+export const SCRIPTED_CONFIG: RunConfig = {
+  name: 'drop',
+  files: [{ name: 'a.csv', bytes: 10, etag: 'e' }],
+  labels: null,
+  encoder: null,
+  decisions: 'service',
+  maxAttempts: 2,
+};
 
 export interface LocalExecution {
   /** The execution's output, when it succeeded. */

@@ -15,16 +15,14 @@ import { loadLocalDefinition, type AslState } from '../../local/emulator/definit
 import { synthesizeLocalDefinition } from '../infra/helpers.js';
 import { TASK_RETRIERS } from '../../infra/tasks.js';
 import { handlerBundle } from '../../local/files.js';
-import { executeLocally, type LocalExecution } from '../helpers/local-execution.js';
-import { stepUnderWay } from '../../lambdas/run/state/index.js';
 import {
-  attemptsLeft,
-  STEPS,
-  type DatasetSlot,
-  type ModelSlot,
-  type RunConfig,
-  type RunInput,
-} from '../../lambdas/run/state/index.js';
+  executeLocally,
+  SCRIPTED_CONFIG,
+  SCRIPTED_RUN,
+  type LocalExecution,
+} from '../helpers/local-execution.js';
+import { stepUnderWay } from '../../lambdas/run/state/index.js';
+import { attemptsLeft, STEPS, type DatasetSlot, type ModelSlot } from '../../lambdas/run/state/index.js';
 import type { NextAction } from '../../lambdas/service-client/index.js';
 import { datasetSlotOf, modelSlotOf } from '../helpers/fixtures.js';
 
@@ -200,23 +198,6 @@ describe('the extracted definition', () => {
 
 // ---- Routing: the definition run locally with scripted Tasks ----
 
-const RUN: RunInput = {
-  runId: 'drop-0123',
-  bucket: 'bucket',
-  drop: 'drop',
-  key: 'inbox/drop/train.json',
-  etag: 'etag',
-  startedAt: '2025-01-01T00:00:00.000Z',
-};
-const CONFIG: RunConfig = {
-  name: 'drop',
-  files: [{ name: 'a.csv', bytes: 10, etag: 'e' }],
-  labels: null,
-  encoder: null,
-  decisions: 'service',
-  maxAttempts: 2,
-};
-
 /** `nextAction` may be a value the types exclude: the definition must route it too. */
 function dataset(nextAction: string): DatasetSlot {
   return datasetSlotOf({
@@ -234,7 +215,7 @@ function model(nextAction: string, attempts = 1): ModelSlot {
     nextAction: nextAction as NextAction,
     version: attempts,
     attempts,
-    retryLeft: attemptsLeft(attempts, CONFIG.maxAttempts),
+    retryLeft: attemptsLeft(attempts, SCRIPTED_CONFIG.maxAttempts),
     waitSeconds: nextAction === 'wait' ? 30 : 0,
   });
 }
@@ -276,7 +257,11 @@ async function runScript(script: Script): Promise<RunRecord> {
     return { outcome: 'failed', error: { code: 'internal_error', message: 'nothing to report' } };
   };
 
-  const { output, error, events } = await executeLocally(definition, { run: { ...RUN } }, localHandlers);
+  const { output, error, events } = await executeLocally(
+    definition,
+    { run: { ...SCRIPTED_RUN } },
+    localHandlers,
+  );
   const path = events.flatMap((event) => (event.type === 'StateEntered' ? [event.state.name] : []));
   return { path, calls, reportInput, output, error };
 }
@@ -292,7 +277,7 @@ const FAILED_END = ['Report', 'RunSucceeded', 'RunFailed'];
 describe('routing on next_action', () => {
   it('follows every dataset action to a trained, copied model and succeeds', async () => {
     const record = await runScript({
-      ValidateDrop: [CONFIG],
+      ValidateDrop: [SCRIPTED_CONFIG],
       CreateDataset: [dataset('upload_files')],
       UploadFiles: [dataset('upload_files'), dataset('wait')],
       PollDataset: [dataset('structure'), dataset('pick_decisions'), dataset('label_examples')],
@@ -329,8 +314,8 @@ describe('routing on next_action', () => {
       'Report', 'RunSucceeded', 'Succeeded',
     ]);
     expect(record.output).toMatchObject({
-      run: RUN,
-      config: CONFIG,
+      run: SCRIPTED_RUN,
+      config: SCRIPTED_CONFIG,
       dataset: { nextAction: 'start_training' },
       model: { nextAction: 'download' },
       copy: { bytes: 5 },
@@ -343,7 +328,7 @@ describe('routing on next_action', () => {
     ['expired', 'DatasetExpired', 'dataset_expired'],
     ['teleport', 'UnexpectedNextAction', 'unsupported_next_action'],
   ])('dataset %s ends failed via %s with $.stop.code %s', async (nextAction, stop, code) => {
-    const record = await runScript({ ValidateDrop: [CONFIG], CreateDataset: [dataset(nextAction)] });
+    const record = await runScript({ ValidateDrop: [SCRIPTED_CONFIG], CreateDataset: [dataset(nextAction)] });
     expect(record.path).toEqual([...START, stop, ...FAILED_END]);
     expect(record.reportInput?.stop).toEqual({ code });
     expect(failureCode(record)).toBe(code);
@@ -352,7 +337,7 @@ describe('routing on next_action', () => {
 
   it('dataset retry starts a training', async () => {
     const record = await runScript({
-      ValidateDrop: [CONFIG],
+      ValidateDrop: [SCRIPTED_CONFIG],
       CreateDataset: [dataset('retry')],
       StartTraining: [model('none')],
     });
@@ -361,7 +346,7 @@ describe('routing on next_action', () => {
 
   it('model retry with attempts < maxAttempts goes back to StartTraining', async () => {
     const record = await runScript({
-      ValidateDrop: [CONFIG],
+      ValidateDrop: [SCRIPTED_CONFIG],
       CreateDataset: [dataset('start_training')],
       StartTraining: [model('wait', 1), model('download', 2)],
       PollModel: [model('retry', 1)],
@@ -378,7 +363,7 @@ describe('routing on next_action', () => {
 
   it('model retry with attempts = maxAttempts ends failed via AttemptsExhausted', async () => {
     const record = await runScript({
-      ValidateDrop: [CONFIG],
+      ValidateDrop: [SCRIPTED_CONFIG],
       CreateDataset: [dataset('start_training')],
       StartTraining: [model('retry', 2)],
     });
@@ -394,7 +379,7 @@ describe('routing on next_action', () => {
     ['teleport', 'UnexpectedNextAction', 'unsupported_next_action'],
   ])('model %s ends failed via %s', async (nextAction, stop, code) => {
     const record = await runScript({
-      ValidateDrop: [CONFIG],
+      ValidateDrop: [SCRIPTED_CONFIG],
       CreateDataset: [dataset('start_training')],
       StartTraining: [model(nextAction)],
     });
@@ -406,7 +391,7 @@ describe('routing on next_action', () => {
 describe('errors', () => {
   it('a final step error is not retried: it is caught into $.failure and reported', async () => {
     const record = await runScript({
-      ValidateDrop: [CONFIG],
+      ValidateDrop: [SCRIPTED_CONFIG],
       CreateDataset: [new RunError('no_credits', 'the account has no credits left')],
     });
     expect(record.calls.CreateDataset).toBe(1);
@@ -421,7 +406,7 @@ describe('errors', () => {
   it('a transient error is retried and the run goes on', async () => {
     const lambdaError = Object.assign(new Error('throttled'), { name: 'Lambda.TooManyRequestsException' });
     const record = await runScript({
-      ValidateDrop: [retryable('storage_error', 'S3 hiccup'), lambdaError, CONFIG],
+      ValidateDrop: [retryable('storage_error', 'S3 hiccup'), lambdaError, SCRIPTED_CONFIG],
       CreateDataset: [dataset('start_over')],
     });
     expect(record.calls.ValidateDrop).toBe(3);
@@ -433,7 +418,7 @@ describe('errors', () => {
       name: 'Lambda.ClientExecutionTimeoutException',
     });
     const record = await runScript({
-      ValidateDrop: [lambdaError, CONFIG],
+      ValidateDrop: [lambdaError, SCRIPTED_CONFIG],
       CreateDataset: [dataset('start_over')],
     });
     expect(record.calls.ValidateDrop).toBe(2);
@@ -457,7 +442,7 @@ describe('errors', () => {
 
   it('a report that fails ends the run in ReportFailed with its error', async () => {
     const record = await runScript({
-      ValidateDrop: [CONFIG],
+      ValidateDrop: [SCRIPTED_CONFIG],
       CreateDataset: [dataset('expired')],
       Report: [new RunError('storage_error', 'status could not be written')],
     });

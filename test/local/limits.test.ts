@@ -5,7 +5,7 @@
  * 25,000 events; and a payload at the limit goes through.
  */
 import { describe, expect, it } from 'vitest';
-import type { DatasetSlot, RunConfig, RunInput } from '../../lambdas/run/state/index.js';
+import type { DatasetSlot, RunConfig } from '../../lambdas/run/state/index.js';
 import {
   DATA_LIMIT_EXCEEDED,
   HISTORY_LIMIT_ERROR,
@@ -14,35 +14,19 @@ import {
   payloadBytes,
 } from '../../local/emulator/limits.js';
 import { synthesizeLocalDefinition } from '../infra/helpers.js';
-import { executeLocally } from '../helpers/local-execution.js';
+import { executeLocally, SCRIPTED_CONFIG, SCRIPTED_RUN } from '../helpers/local-execution.js';
 import { datasetSlotOf } from '../helpers/fixtures.js';
 import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/schedule/index.js';
 import { RunError } from '../../lambdas/run/errors/index.js';
 
 const { definition } = synthesizeLocalDefinition();
 
-const RUN: RunInput = {
-  runId: 'drop-0123',
-  bucket: 'bucket',
-  drop: 'drop',
-  key: 'inbox/drop/train.json',
-  etag: 'etag',
-  startedAt: '2025-01-01T00:00:00.000Z',
-};
-
 /** A config whose name pads ValidateDrop's output (the whole state) to `bytes`. */
 function configForOutput(bytes: number): RunConfig {
-  const config: RunConfig = {
-    name: '',
-    files: [{ name: 'a.csv', bytes: 10, etag: 'e' }],
-    labels: null,
-    encoder: null,
-    decisions: 'service',
-    maxAttempts: 2,
-  };
+  const config: RunConfig = { ...SCRIPTED_CONFIG, name: '' };
   // The input local mode gives it: the run with its execution's ARN (state-machine.ts).
   const arn = 'arn:aws:states:us-east-1:123456789012:execution:hopper-local:test-execution';
-  const base = payloadBytes({ run: { ...RUN, executionArn: arn }, config });
+  const base = payloadBytes({ run: { ...SCRIPTED_RUN, executionArn: arn }, config });
   return { ...config, name: 'x'.repeat(bytes - base) };
 }
 
@@ -76,7 +60,7 @@ function scripted(config: RunConfig) {
 describe("a state's input or output over 256 KiB", () => {
   it('fails the execution with States.DataLimitExceeded, which no Catch takes: nothing runs after', async () => {
     const { calls, handlers } = scripted(configForOutput(MAX_PAYLOAD_BYTES + 1));
-    const execution = await executeLocally(definition, { run: RUN }, handlers);
+    const execution = await executeLocally(definition, { run: SCRIPTED_RUN }, handlers);
     expect(execution.error?.name).toBe(DATA_LIMIT_EXCEEDED);
     expect(execution.error?.message).toContain(
       `the output of ValidateDrop is ${String(MAX_PAYLOAD_BYTES + 1)} bytes`,
@@ -86,7 +70,7 @@ describe("a state's input or output over 256 KiB", () => {
 
   it('at exactly 256 KiB a state passes, and the next that adds to it is over', async () => {
     const { calls, handlers } = scripted(configForOutput(MAX_PAYLOAD_BYTES));
-    const execution = await executeLocally(definition, { run: RUN }, handlers);
+    const execution = await executeLocally(definition, { run: SCRIPTED_RUN }, handlers);
     expect(calls).toEqual(['ValidateDrop', 'CreateDataset']);
     expect(execution.error?.name).toBe(DATA_LIMIT_EXCEEDED);
     expect(execution.error?.message).toContain('the output of CreateDataset');
@@ -94,7 +78,7 @@ describe("a state's input or output over 256 KiB", () => {
 
   it('a state well inside the limit runs on to its report', async () => {
     const { calls, handlers } = scripted(configForOutput(MAX_PAYLOAD_BYTES - 4_096));
-    const execution = await executeLocally(definition, { run: RUN }, handlers);
+    const execution = await executeLocally(definition, { run: SCRIPTED_RUN }, handlers);
     expect(calls).toEqual(['ValidateDrop', 'CreateDataset', 'Report']);
     expect(execution.error?.name).not.toBe(DATA_LIMIT_EXCEEDED);
   });
@@ -105,25 +89,36 @@ describe("a state's input or output over 256 KiB", () => {
   });
 });
 
+const waiting: DatasetSlot = datasetSlotOf({
+  id: 'ds_1',
+  status: 'read',
+  nextAction: 'wait',
+  waitSeconds: 1,
+});
+
+/** A run whose dataset is never ready: after CreateDataset, PollDataset is `poll`, round after round. */
+function neverReady(poll: () => DatasetSlot, report: () => unknown = () => ({ outcome: 'failed' })) {
+  return executeLocally(
+    definition,
+    { run: SCRIPTED_RUN },
+    {
+      ValidateDrop: () => configForOutput(1_000),
+      CreateDataset: () => waiting,
+      PollDataset: poll,
+      Report: report,
+    },
+  );
+}
+
 describe('a history over 25,000 events', () => {
   it('fails the execution, bounded: a dataset that is never ready polls until the history is full', async () => {
     let polls = 0;
-    const waiting = datasetSlotOf({ id: 'ds_1', status: 'read', nextAction: 'wait', waitSeconds: 1 });
-    const execution = await executeLocally(
-      definition,
-      { run: RUN },
-      {
-        ValidateDrop: () => configForOutput(1_000),
-        CreateDataset: () => waiting,
-        PollDataset: () => {
-          polls += 1;
-          // Bounded: the limit ends it long before this (each poll is 9 events of history).
-          if (polls > 5_000) throw new Error('the history limit did not stop the execution');
-          return waiting;
-        },
-        Report: () => ({ outcome: 'failed' }),
-      },
-    );
+    const execution = await neverReady(() => {
+      polls += 1;
+      // Bounded: the limit ends it long before this (each poll is 9 events of history).
+      if (polls > 5_000) throw new Error('the history limit did not stop the execution');
+      return waiting;
+    });
     expect(execution.error?.name).toBe(HISTORY_LIMIT_ERROR);
     expect(execution.error?.message).toContain(String(MAX_HISTORY_EVENTS));
     // WaitForDataset (entered, exited), PollDataset (5), RouteDataset (2): 9 events a poll.
@@ -136,29 +131,22 @@ describe("Hopper's loop backstop keeps a run inside the history limit", () => {
   it('a run that polls MAX_LOOP_ROUNDS_PER_RUN times, each poll retried once, still ends in its report', async () => {
     let polls = 0;
     let reported = false;
-    const waiting = datasetSlotOf({ id: 'ds_1', status: 'read', nextAction: 'wait', waitSeconds: 1 });
     const throttled = Object.assign(new Error('throttled'), { name: 'Lambda.TooManyRequestsException' });
     let attempt = 0;
-    const execution = await executeLocally(
-      definition,
-      { run: RUN },
-      {
-        ValidateDrop: () => configForOutput(1_000),
-        CreateDataset: () => waiting,
-        PollDataset: () => {
-          // Each poll fails once first (a retry: 3 more events), the worst a transient error adds.
-          attempt += 1;
-          if (attempt % 2 === 1) throw throttled;
-          polls += 1;
-          // As nextPoll does (lambdas/run/schedule/polling.ts): past the backstop, history_limit.
-          if (polls >= MAX_LOOP_ROUNDS_PER_RUN)
-            throw new RunError('history_limit', 'the run went round its loops too often');
-          return waiting;
-        },
-        Report: () => {
-          reported = true;
-          return { outcome: 'failed', error: { code: 'history_limit', message: 'x' } };
-        },
+    const execution = await neverReady(
+      () => {
+        // Each poll fails once first (a retry: 3 more events), the worst a transient error adds.
+        attempt += 1;
+        if (attempt % 2 === 1) throw throttled;
+        polls += 1;
+        // As nextPoll does (lambdas/run/schedule/polling.ts): past the backstop, history_limit.
+        if (polls >= MAX_LOOP_ROUNDS_PER_RUN)
+          throw new RunError('history_limit', 'the run went round its loops too often');
+        return waiting;
+      },
+      () => {
+        reported = true;
+        return { outcome: 'failed', error: { code: 'history_limit', message: 'x' } };
       },
     );
     expect(polls).toBe(MAX_LOOP_ROUNDS_PER_RUN);

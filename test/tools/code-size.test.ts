@@ -1,6 +1,6 @@
 /**
  * scripts/code-size.mjs, the production code's size and shape that `npm test` prints (and with
- * --check enforces what costs a reader: long functions, cycles), measured on a small tree of its own.
+ * --check enforces what costs a reader: long functions), measured on a small tree of its own.
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -15,7 +15,6 @@ interface Size {
   areas: [string, number][];
   over60: { name: string; lines: number }[];
   over80: { name: string; lines: number }[];
-  cycles: string[][];
 }
 
 let root = '';
@@ -81,17 +80,5 @@ describe('scripts/code-size.mjs', () => {
     expect(problemsOf(five)).toEqual([]);
     const six = await tree({ 'local/a.ts': [1, 2, 3, 4, 5, 6].map(mid).join('') });
     expect(problemsOf(six)).toEqual(['more than 5 functions over 60 lines']);
-  });
-
-  it('finds runtime import cycles, not type-only ones', async () => {
-    const files: Record<string, string> = {
-      'local/x.ts': "import { y } from './y.js';\nexport const x = () => y;\n",
-      'local/y.ts': "import { x } from './x.js';\nexport const y = () => x;\n",
-      'infra/p.ts': "import type { Q } from './q.js';\nexport type P = Q;\n",
-      'infra/q.ts': "import { type P } from './p.js';\nexport type Q = P;\n",
-    };
-    const size = await tree(files);
-    expect(size.cycles.map((cycle) => [...cycle].sort())).toEqual([['local/x.ts', 'local/y.ts']]);
-    expect(problemsOf(size)).toEqual(['runtime import cycles']);
   });
 });

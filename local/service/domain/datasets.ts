@@ -10,7 +10,7 @@ import {
   type NextAction,
 } from '../../../lambdas/service-client/contract.js';
 import type { FileReadResult } from './data-reader.js';
-import { lastLabeledAt, openTaskCount } from './held-out.js';
+import { lastLabeledAt, openTaskCount, type HeldOutTask } from './held-out.js';
 import { maskText } from './masking.js';
 
 export interface FileUpload {
@@ -26,13 +26,6 @@ export interface DatasetFile {
   /** The last complete upload (a pending file may be PUT again). */
   upload?: FileUpload;
   completedAt?: number;
-}
-
-export interface HeldOutTask {
-  task: string;
-  example: { id: string; text: string };
-  label?: string;
-  labeledAt?: number;
 }
 
 export interface Dataset {

@@ -1,10 +1,18 @@
 /**
- * An index over a dataset's held-out tasks, so that each label request costs the same with
- * 20,000 tasks as with 5 (a scan per request made a long run's labelling quadratic). Derived
- * from the tasks array and kept beside it (a WeakMap: a dataset loaded from a state file, whose
- * array is new, gets a fresh index); labels are set through `labelTask` alone, which keeps it true.
+ * A dataset's held-out tasks (HeldOutTask, which datasets.ts records) and an index over them, so
+ * that each label request costs the same with 20,000 tasks as with 5 (a scan per request made a
+ * long run's labelling quadratic). The index is derived from the tasks array and kept beside it
+ * (a WeakMap: a dataset loaded from a state file, whose array is new, gets a fresh index); labels
+ * are set through `labelTask` alone, which keeps it true.
  */
-import type { HeldOutTask } from './datasets.js';
+
+/** A held-out example of a dataset, and the label a client gave it (labels/next, labels). */
+export interface HeldOutTask {
+  task: string;
+  example: { id: string; text: string };
+  label?: string;
+  labeledAt?: number;
+}
 
 interface TaskIndex {
   readonly byId: Map<string, HeldOutTask>;

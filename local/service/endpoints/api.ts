@@ -11,7 +11,8 @@ import { asServiceError, errorReply, sendReply, type Reply } from '../http/index
 import * as datasetHandlers from './api-datasets.js';
 import * as listHandlers from './api-lists.js';
 import * as modelHandlers from './api-models.js';
-import type { RequestContext, ServiceParts } from './context.js';
+import type { RequestContext } from './context.js';
+import type { ServiceParts } from './parts.js';
 import { serve, type Route } from './serve.js';
 
 type Handler = (ctx: RequestContext) => Reply | Promise<Reply>;

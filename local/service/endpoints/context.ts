@@ -1,30 +1,11 @@
 /**
- * What a handler receives (the running service's parts, and the request), and the lookups every
- * handler starts with.
+ * What an API handler receives (the running service's parts of parts.ts, and the request), and
+ * the lookups every handler starts with.
  */
-import {
-  notFound,
-  renderDataset,
-  renderModel,
-  type Dataset,
-  type Model,
-  type ServiceState,
-} from '../domain/index.js';
-import type { RequestGate } from '../faults/index.js';
-import type { InFlightGauge, Signer, Sleep } from '../http/index.js';
+import { notFound, renderDataset, renderModel, type Dataset, type Model } from '../domain/index.js';
 import type { EndpointName } from '../options.js';
+import type { Admitted, ServiceParts } from './parts.js';
 import { uploadPath } from './presigned.js';
-import type { Admitted } from './serve.js';
-
-/** The parts of a running service the servers work on (server.ts puts them together). */
-export interface ServiceParts {
-  readonly state: ServiceState;
-  readonly gate: RequestGate;
-  readonly signer: Signer;
-  /** PUTs to upload URLs being served at once. */
-  readonly uploadsInFlight: InFlightGauge;
-  readonly sleep: Sleep;
-}
 
 /** An API request as its handler gets it; `now`: service time when it arrived, one value for the whole request. */
 export type RequestContext = Pick<ServiceParts, 'state' | 'signer'> &

@@ -3,8 +3,8 @@
  * and GET /download/... (downloads.ts). Route -> fault injection -> handler, as on the API.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ServiceParts } from './context.js';
 import { handleDownload } from './downloads.js';
+import type { ServiceParts } from './parts.js';
 import { answerEarly, DOWNLOAD_ROUTE, UPLOAD_ROUTE } from './presigned.js';
 import { serve, type Route } from './serve.js';
 import { handleUpload } from './uploads.js';

@@ -8,5 +8,5 @@
  * not decide faults: the request pipeline of faults/ does both around them.
  */
 export { createApiHandler } from './api.js';
-export type { ServiceParts } from './context.js';
+export type { ServiceParts } from './parts.js';
 export { createFileHandler } from './files.js';

@@ -5,8 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import { invalidRequest, ServiceError } from '../domain/index.js';
 import { asServiceError, errorReply, sendReply, type Reply } from '../http/index.js';
-import type { ServiceParts } from './context.js';
-import type { Admitted } from './serve.js';
+import type { Admitted, ServiceParts } from './parts.js';
 
 export const UPLOAD_ROUTE = '/upload/{dataset}/{file}';
 export const DOWNLOAD_ROUTE = '/download/{model}';

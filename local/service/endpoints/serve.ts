@@ -5,26 +5,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { notFound } from '../domain/index.js';
 import { errorReply, guarded, matchPath, requestUrl, type Reply } from '../http/index.js';
-import type { EndpointName, FaultRule } from '../options.js';
-import type { ServiceParts } from './context.js';
+import type { EndpointName } from '../options.js';
+import type { Admitted, ServiceParts } from './parts.js';
 
 /** An endpoint's method and path template ('{name}' marks a path parameter, as in contract.ts). */
 export interface Route<E extends EndpointName> {
   readonly endpoint: E;
   readonly method: string;
   readonly template: string;
-}
-
-/** A request its route's handler takes on. */
-export interface Admitted<E extends EndpointName> {
-  readonly endpoint: E;
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
-  readonly url: URL;
-  /** Named path segments ('{dataset}' -> params.dataset). */
-  readonly params: Record<string, string>;
-  /** The fault that fired for this request, if any (drop and error kinds are handled before). */
-  readonly fault: FaultRule | undefined;
 }
 
 /**

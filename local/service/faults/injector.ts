@@ -2,14 +2,9 @@
  * Failure injection: decides, per request, which FaultRule (if any) fires. Rules are checked in
  * order and the first that fires wins; rules after it are not consulted for that request.
  */
-import {
-  isFileEndpoint,
-  isMisbehaviour,
-  misbehaviourAppliesTo,
-  resolveMisbehaviour,
-} from './misbehaviour.js';
 import type { Random } from '../domain/index.js';
-import type { EndpointName, FaultRule } from '../options.js';
+import { isMisbehaviour, type EndpointName, type FaultRule } from '../options.js';
+import { isFileEndpoint, misbehaviourAppliesTo, resolveMisbehaviour } from './misbehaviour.js';
 
 export const FAULT_DEFAULTS = { retryAfterSeconds: 1, stallMs: 5000, cutAfterBytes: 1024 } as const;
 

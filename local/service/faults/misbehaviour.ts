@@ -1,8 +1,9 @@
 /**
  * Misbehaviour knobs: fault kinds that make the service (or the network in front of it) answer
  * in ways no retry can mend, or mangle an answer after the request was processed. They are
- * FaultRule kinds like the others (aimed by endpoint, fired by count or rate), kept here so the
- * request pipeline only asks this module what to do.
+ * FaultRule kinds like the others (aimed by endpoint, fired by count or rate); their names and
+ * settings are declared with FaultRule in options.ts, which every layer reads, and what they do
+ * is here, so the request pipeline only asks this module what to do.
  *
  * - garble:        AFTER processing, a 2xx answer arrives mangled in transit: `html_502` (a
  *                  proxy's HTML 502 page), `truncated` (the JSON cut in half, framing intact) or
@@ -23,35 +24,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Random } from '../domain/index.js';
 import { encodeCursor, writeChunks, type ListName, type Reply, type Signer } from '../http/index.js';
-import type { EndpointName, FaultRule } from '../options.js';
-
-export const MISBEHAVIOUR_KINDS = [
-  'garble',
-  'missing_field',
-  'wrong_type',
-  'huge_body',
-  'trickle',
-  'redirect',
-  'repeat_cursor',
-  'wrong_bytes',
-  'no_task',
-] as const;
-export type MisbehaviourKind = (typeof MISBEHAVIOUR_KINDS)[number];
-
-export const GARBLE_FORMS = ['html_502', 'truncated', 'empty'] as const;
-export type GarbleForm = (typeof GARBLE_FORMS)[number];
-
-/** The settings misbehaviour kinds read from their FaultRule. */
-export interface MisbehaviourSettings {
-  /** For 'garble': how the answer is mangled; absent: one of GARBLE_FORMS at random per answer. */
-  form?: GarbleForm;
-  /** For 'missing_field' and 'wrong_type': the record field to spoil. */
-  field?: string;
-  /** For 'huge_body'. Default 10 MiB. */
-  bodyBytes?: number;
-  /** For 'trickle'. Default 1000. */
-  byteIntervalMs?: number;
-}
+import {
+  FILE_ENDPOINTS,
+  GARBLE_FORMS,
+  type EndpointName,
+  type FaultRule,
+  type GarbleForm,
+  type MisbehaviourKind,
+} from '../options.js';
 
 export const MISBEHAVIOUR_DEFAULTS = {
   missingField: 'next_action',
@@ -60,17 +40,11 @@ export const MISBEHAVIOUR_DEFAULTS = {
   byteIntervalMs: 1000,
 } as const;
 
-/** The presigned transfers (file port): no rate limit, and most kinds do not apply to them. */
-export const FILE_ENDPOINTS = ['fileUpload', 'fileDownload'] as const;
 /** The paged lists: they alone take a query, and 'repeat_cursor' acts on them. */
 export const LIST_ENDPOINTS: readonly EndpointName[] = ['listModels', 'listDatasets'];
 
 export function isFileEndpoint(endpoint: EndpointName): boolean {
   return (FILE_ENDPOINTS as readonly string[]).includes(endpoint);
-}
-
-export function isMisbehaviour(kind: string): kind is MisbehaviourKind {
-  return (MISBEHAVIOUR_KINDS as readonly string[]).includes(kind);
 }
 
 /** Whether a rule of this kind can act on requests to `endpoint`. */

@@ -126,6 +126,43 @@ export async function finalStatusTrue(world: World, s3: Bucket, drop: string): P
   return problems;
 }
 
+/** How many credits a trial may spend, and why that many. */
+export interface CreditsAllowed {
+  readonly allowed: number;
+  readonly why: string;
+}
+
+/**
+ * What holds at the restart after a kill: a run that had started shows (a status), and the
+ * status's advice is true of the service (interruptedAdviceTrue).
+ */
+export function restartInvariants(atRestart: World, drop: string, runStarted: boolean): string[] {
+  return [
+    ...(atRestart.status === null && runStarted
+      ? ['status: no run after the restart though one had started (hopper status says "no run")']
+      : []),
+    ...interruptedAdviceTrue(atRestart, drop),
+  ];
+}
+
+/**
+ * What holds once the advice was followed: at most `allowed` credits spent (`why`), no orphan at
+ * the service, every done model copied, a final status that is true.
+ */
+export async function endInvariants(
+  world: World,
+  s3: Bucket,
+  drop: string,
+  credits: CreditsAllowed,
+): Promise<string[]> {
+  return [
+    ...creditsWithin(world, credits.allowed, credits.why),
+    ...orphans(world),
+    ...(await modelsCopied(world, s3, drop)),
+    ...(await finalStatusTrue(world, s3, drop)),
+  ];
+}
+
 /**
  * What the status of a run interrupted by the kill says, against the service: "before it had a
  * dataset" while a dataset exists, "resumes it from its dataset" while a paid model exists or the

@@ -20,15 +20,7 @@ import { endpointOf } from '../../helpers/handler-kills.js';
 import { hopper, startHopper, type RunningHopper } from '../../helpers/hopper-cli.js';
 import { putDrop } from '../../helpers/pipeline.js';
 import { followAdvice, type AdviceDriver } from './advice.js';
-import {
-  creditsWithin,
-  finalStatusTrue,
-  interruptedAdviceTrue,
-  modelsCopied,
-  orphans,
-  worldOf,
-  type Bucket,
-} from './invariants.js';
+import { endInvariants, restartInvariants, worldOf, type Bucket } from './invariants.js';
 import type { Drop, TrialResult } from './trials.js';
 
 const CREDITS = 10;
@@ -97,12 +89,11 @@ async function afterRestart(
   service: SimulatedService,
   drop: Drop,
 ): Promise<string[]> {
-  const violations: string[] = [];
   const atRestart = await worldOf(service, second.s3, drop.name, CREDITS);
-  if (atRestart.status === null) {
-    violations.push('status: no run after the restart though one had started (hopper status says "no run")');
-  } else if (
-    atRestart.status.state === 'interrupted' &&
+  // The kill came at a request of the run: it had started.
+  const violations = restartInvariants(atRestart, drop.name, true);
+  if (
+    atRestart.status?.state === 'interrupted' &&
     !second.child
       .stdout()
       .includes(`# Run of ${drop.name} interrupted by the last stop: hopper retry ${drop.name}`)
@@ -111,7 +102,6 @@ async function afterRestart(
       'advice: the restart printed no "interrupted by the last stop" line for the interrupted run',
     );
   }
-  violations.push(...interruptedAdviceTrue(atRestart, drop.name));
   const driver: AdviceDriver = {
     async retry() {
       const retry = await hopper(['retry', drop.name], second.env);
@@ -131,10 +121,7 @@ async function afterRestart(
   violations.push(...(await followAdvice(driver, drop, atRestart.status)));
   const world = await worldOf(service, second.s3, drop.name, CREDITS);
   violations.push(
-    ...creditsWithin(world, 1, 'one train.json'),
-    ...orphans(world),
-    ...(await modelsCopied(world, second.s3, drop.name)),
-    ...(await finalStatusTrue(world, second.s3, drop.name)),
+    ...(await endInvariants(world, second.s3, drop.name, { allowed: 1, why: 'one train.json' })),
   );
   return violations;
 }

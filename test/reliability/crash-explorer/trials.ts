@@ -23,12 +23,12 @@ import { runCommandCaptured, settingsOf } from '../../helpers/commands.js';
 import { endpointOf } from '../../helpers/handler-kills.js';
 import { putDrop } from '../../helpers/pipeline.js';
 import {
-  creditsWithin,
+  endInvariants,
   finalStatusTrue,
-  interruptedAdviceTrue,
-  modelsCopied,
   orphans,
+  restartInvariants,
   worldOf,
+  type CreditsAllowed,
 } from './invariants.js';
 import { followAdvice, type AdviceDriver } from './advice.js';
 import { pointOf, SideEffectWatch, type Effect, type WatchHooks } from './watch.js';
@@ -146,16 +146,10 @@ async function killTrial(drop: Drop, trial: Trial, dataDir: string): Promise<Out
   if (!reached) return { reached, violations: [] };
   const second = await startMode(dataDir);
   try {
-    const violations: string[] = [];
     const atRestart = await worldOf(simulatedOf(second), second.s3, drop.name, CREDITS);
-    if (atRestart.status === null && startedRuns > 0) {
-      violations.push(
-        'status: no run after the restart though one had started (hopper status says "no run")',
-      );
-    }
-    violations.push(...interruptedAdviceTrue(atRestart, drop.name));
+    const violations = restartInvariants(atRestart, drop.name, startedRuns > 0);
     violations.push(...(await followAdvice(inProcess(second, drop), drop, atRestart.status)));
-    violations.push(...(await endInvariants(second, drop, 1, 'one train.json')));
+    violations.push(...(await endedAs(second, drop, { allowed: 1, why: 'one train.json' })));
     return { reached, violations };
   } finally {
     await second.close();
@@ -197,8 +191,7 @@ async function liveTrial(drop: Drop, trial: Trial): Promise<Outcome> {
     const violations: string[] = [];
     const ended = await worldOf(simulatedOf(local), local.s3, drop.name, CREDITS);
     violations.push(...(await followAdvice(inProcess(local, drop), drop, ended.status)));
-    const { allowed, why } = creditsAllowed(trial, watch, redroppedAt);
-    violations.push(...(await endInvariants(local, drop, allowed, why)));
+    violations.push(...(await endedAs(local, drop, creditsAllowed(trial, watch, redroppedAt))));
     return { reached: true, violations };
   } finally {
     await local.close();
@@ -210,11 +203,7 @@ async function liveTrial(drop: Drop, trial: Trial): Promise<Outcome> {
  * At most 1 credit per distinct train.json, and none for a train.json superseded before its run
  * began to start a training (its StartTraining invocation).
  */
-function creditsAllowed(
-  trial: Trial,
-  watch: SideEffectWatch,
-  redroppedAt: number,
-): { allowed: number; why: string } {
+function creditsAllowed(trial: Trial, watch: SideEffectWatch, redroppedAt: number): CreditsAllowed {
   if (trial.kind !== 'redrop-changed') return { allowed: 1, why: 'one train.json' };
   const olderTrained = watch.invocationStarts.some(
     (start) => start.run === 1 && start.task === 'StartTraining' && start.atEffect <= redroppedAt,
@@ -224,14 +213,10 @@ function creditsAllowed(
     : { allowed: 1, why: 'two train.json, the older superseded before it started training' };
 }
 
-async function endInvariants(local: LocalMode, drop: Drop, allowed: number, why: string): Promise<string[]> {
+/** endInvariants of the drop as `local` ends it. */
+async function endedAs(local: LocalMode, drop: Drop, credits: CreditsAllowed): Promise<string[]> {
   const world = await worldOf(simulatedOf(local), local.s3, drop.name, CREDITS);
-  return [
-    ...creditsWithin(world, allowed, why),
-    ...orphans(world),
-    ...(await modelsCopied(world, local.s3, drop.name)),
-    ...(await finalStatusTrue(world, local.s3, drop.name)),
-  ];
+  return endInvariants(world, local.s3, drop.name, credits);
 }
 
 /** The advice followed in this process's local mode. */

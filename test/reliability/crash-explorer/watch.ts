@@ -15,7 +15,7 @@ import { Agent, type Dispatcher } from 'undici';
 import { TASKS, type TaskName } from '../../../infra/tasks.js';
 import { LAMBDA_CLIENT_OPTIONS } from '../../../lambdas/run/invocation/index.js';
 import type { LocalModeOptions, LocalTask } from '../../../local/emulator/local-mode.js';
-import { endpointOf } from '../../helpers/handler-kills.js';
+import { ABORTED, endpointOf, runIdOf, WithholdingHandler } from '../../helpers/handler-kills.js';
 
 /** The S3 commands that change the bucket: every other S3 request only reads. */
 const S3_WRITES = new Set([
@@ -228,11 +228,15 @@ export class SideEffectWatch {
     if (this.killedAt !== undefined) return fail();
     const effect = this.#effectOf('service', `${options.method} ${endpointOf(options.path)}`);
     if (effect === undefined) return dispatch(options, handler);
-    void this.#diesBefore(effect).then(
-      (dead) =>
-        dead ? fail() : dispatch(options, new LosingHandler(handler, () => this.#diesAfter(effect))),
-      fail,
+    const losing = new WithholdingHandler(
+      handler,
+      () => this.#diesAfter(effect),
+      // The answer is lost with the process: the request fails at once.
+      (lose) => {
+        lose(new ProcessDead());
+      },
     );
+    void this.#diesBefore(effect).then((dead) => (dead ? fail() : dispatch(options, losing)), fail);
     return true;
   }
 }
@@ -245,62 +249,4 @@ function keyPattern(key: string, runId: string): string {
 
 function never(): Promise<never> {
   return new Promise<never>(() => undefined);
-}
-
-function runIdOf(input: unknown): string {
-  const runId = (input as { run?: { runId?: unknown } } | null)?.run?.runId;
-  return typeof runId === 'string' ? runId : '';
-}
-
-/** The controller handed to a request failed before it was sent. */
-const ABORTED: Dispatcher.DispatchController = {
-  aborted: true,
-  paused: false,
-  reason: null,
-  abort: () => undefined,
-  pause: () => undefined,
-  resume: () => undefined,
-};
-
-/** Passes an answer through, unless the process dies at its end: then the handler gets an error. */
-class LosingHandler implements Dispatcher.DispatchHandler {
-  #lost = false;
-
-  constructor(
-    private readonly inner: Dispatcher.DispatchHandler,
-    private readonly diesAtEnd: () => boolean,
-  ) {}
-
-  onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
-    this.inner.onRequestStart?.(controller, context);
-  }
-
-  onResponseStart(
-    controller: Dispatcher.DispatchController,
-    statusCode: number,
-    headers: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseStart']>>[2],
-    statusMessage?: string,
-  ): void {
-    this.inner.onResponseStart?.(controller, statusCode, headers, statusMessage);
-  }
-
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (!this.#lost) this.inner.onResponseData?.(controller, chunk);
-  }
-
-  onResponseEnd(
-    controller: Dispatcher.DispatchController,
-    trailers: Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseEnd']>>[1],
-  ): void {
-    if (this.diesAtEnd()) {
-      this.#lost = true;
-      this.inner.onResponseError?.(controller, new ProcessDead());
-      return;
-    }
-    this.inner.onResponseEnd?.(controller, trailers);
-  }
-
-  onResponseError(controller: Dispatcher.DispatchController, error: Error): void {
-    if (!this.#lost) this.inner.onResponseError?.(controller, error);
-  }
 }
