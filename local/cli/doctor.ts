@@ -22,7 +22,7 @@ import { doctorProbeKey, probeSeenKey } from '../../lambdas/storage/keys.js';
 import { deleteObject, putJson, readJson } from '../../lambdas/storage/objects.js';
 import type { ProbeSeen } from '../../lambdas/trigger/start-execution.js';
 import { EXIT, json, stopSignal, type CommandDeps, type CommandSpec } from './command.js';
-import { targetCommand, TARGET_FLAGS, type Target } from './target.js';
+import { API_KEY_ENV, targetCommand, TARGET_FLAGS, type Target } from './target.js';
 
 /** How long the probe may take to reach the trigger (--wait), by default and at most. */
 export const PROBE_WAIT_SECONDS = { byDefault: 60, max: 900 } as const;
@@ -78,7 +78,7 @@ export const runDoctorCommand = targetCommand(DOCTOR_SPEC, async (args, target, 
     checks.push(check);
     if (!args.on('json')) io.stdout.write(`${lineOf(check)}\n`);
   };
-  for (const check of await keyChecks(target)) report(check);
+  for (const check of await keyChecks(target, keySource(target, deps.env))) report(check);
   report(await bucketEventsCheck(target));
   report(await triggerCheck(target, waitMs, signal));
   report(await alarmTopicCheck(target, deps));
@@ -96,15 +96,16 @@ function lineOf({ check, result, detail, fix }: DoctorCheck): string {
 }
 
 /** Where the key comes from, for the lines (never the key itself). */
-function keySource(target: Target): string {
+function keySource(target: Target, env: NodeJS.ProcessEnv): string {
   const secret = target.stackHopper?.apiKeySecret;
-  return secret === undefined
-    ? "HOPPER_API_KEY (or the simulated service's own key)"
-    : `the secret ${secret}`;
+  if (secret !== undefined) return `the secret ${secret}`;
+  return (env[API_KEY_ENV] ?? '').trim() === ''
+    ? `the simulated service's own key (${API_KEY_ENV} is not set)`
+    : API_KEY_ENV;
 }
 
 /** The key read, then an authenticated read at the service that costs nothing (GET /v1/encoders). */
-async function keyChecks(target: Target): Promise<DoctorCheck[]> {
+async function keyChecks(target: Target, source: string): Promise<DoctorCheck[]> {
   let service: { readonly url: string; readonly apiKey: string };
   try {
     service = await target.service();
@@ -114,7 +115,7 @@ async function keyChecks(target: Target): Promise<DoctorCheck[]> {
       { check: 'service', result: 'not_checked', detail: 'no API key to present' },
     ];
   }
-  const keyOk: DoctorCheck = { check: 'api key', result: 'ok', detail: `read from ${keySource(target)}` };
+  const keyOk: DoctorCheck = { check: 'api key', result: 'ok', detail: `read from ${source}` };
   const client = new TrainingServiceClient({
     baseUrl: service.url,
     apiKey: service.apiKey,
@@ -131,7 +132,9 @@ async function keyChecks(target: Target): Promise<DoctorCheck[]> {
       ? `the training service at ${service.url} refused the key`
       : `the training service at ${service.url} did not answer GET /v1/encoders: ${messageOf(error)}`;
     const fix = refused
-      ? `put the service's API key in ${keySource(target)}, as plain text (docs/deploy.md)`
+      ? target.stackHopper === null
+        ? `set ${API_KEY_ENV} to the training service's API key`
+        : `put the service's API key in ${source}, as plain text (docs/deploy.md)`
       : `check the service URL and that it is up; then run hopper doctor again`;
     return [keyOk, { check: 'service', result: 'failed', detail, fix }];
   } finally {

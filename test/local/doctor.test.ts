@@ -89,7 +89,7 @@ describe('hopper doctor against hopper local', { timeout: 60_000 }, () => {
     expect(result.code).toBe(1);
     const lines = linesOf(result.stdout);
     expect(lines.service).toMatch(
-      /^FAIL the training service at \S+ refused the key; put the service's API key in HOPPER_API_KEY/,
+      /^FAIL the training service at \S+ refused the key; set HOPPER_API_KEY to the training service's API key$/,
     );
     expect(lines.trigger).toMatch(/^ok /);
   });
@@ -129,6 +129,7 @@ async function stackDeps(
   s3Endpoint: string,
   hopper: { bucket: string; serviceUrl: string; alarmTopic?: string },
   topics: Readonly<Record<string, number>>,
+  secretString = API_KEY,
 ): Promise<CommandDeps> {
   const output = {
     hopper: 'Hopper',
@@ -139,7 +140,7 @@ async function stackDeps(
   const cloudformation = await startCloudFormationEndpoint({ Team: { CliTarget: JSON.stringify(output) } });
   const secrets = await startAwsJsonEndpoint('application/x-amz-json-1.1', () => ({
     status: 200,
-    body: { ARN: output.apiKeySecret, Name: 'hopper-key', SecretString: API_KEY },
+    body: { ARN: output.apiKeySecret, Name: 'hopper-key', SecretString: secretString },
   }));
   const sns = await startSnsEndpoint(topics);
   closing.push(
@@ -216,6 +217,27 @@ describe('hopper doctor --stack', { timeout: 60_000 }, () => {
       `FAIL ${TOPIC} does not exist; deploy again; with your own alarmTopic, create that topic first`,
     );
     expect(await probeLeftovers(quiet.client, quiet.bucket)).toEqual([]);
+  });
+
+  it('fails the api key check of a stack whose secret holds no key, and skips the service check', async () => {
+    const local = await start();
+    const deps = await stackDeps(
+      local.s3.endpoint,
+      { bucket: local.bucket, serviceUrl: local.serviceUrl, alarmTopic: TOPIC },
+      { [TOPIC]: 0 },
+      '  ',
+    );
+    const result = await doctorStack(deps);
+    expect(result.code).toBe(1);
+    const lines = linesOf(result.stdout);
+    expect(lines['api key']).toBe(
+      'FAIL the secret arn:aws:secretsmanager:us-east-1:123456789012:secret:hopper-key-AbCdEf holds no API key: put the key in it',
+    );
+    expect(lines.service).toBe('skip no API key to present');
+    expect(lines.trigger).toMatch(/^ok /);
+    expect(lines['alarm topic']).toMatch(
+      /^ok \S+ exists, with no confirmed subscription: alarms reach no one/,
+    );
   });
 
   it('fails the alarm topic check of a stack whose outputs name none', async () => {
