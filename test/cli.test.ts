@@ -67,6 +67,7 @@ describe('every command', () => {
   it('has every command', () => {
     expect(NAMES.sort()).toEqual([
       'check',
+      'doctor',
       'local',
       'models',
       'permissions',
@@ -95,6 +96,16 @@ describe('every command', () => {
     expect(help.stdout).toMatch(/\nOptions:\n(.*\n)* {2}-h, --help +show this help\n/);
     expect(help.stdout).toMatch(/\nExit codes:\n {2}0 +\S.*\n(.*\n)* {2}2 +\S/);
     expect(await runCommandCaptured(main, [name, '-h'], {})).toEqual(help);
+  });
+
+  it('hopper --help lists hopper doctor, and hopper doctor --help its checks and exit codes', async () => {
+    const usage = await runCommandCaptured(main, ['--help'], {});
+    expect(usage.stdout).toMatch(/^ {2}doctor +check a Hopper end to end without spending a credit/m);
+    const { stdout } = await runCommandCaptured(main, ['doctor', '--help'], {});
+    expect(stdout).toMatch(/^Usage: hopper doctor \[--stack NAME \[--hopper ID\]\]/);
+    const codes = [...stdout.slice(stdout.indexOf('Exit codes:')).matchAll(/^ {2}(\d+) /gm)].map((m) => m[1]);
+    expect(codes).toEqual(['0', '1', '2', '130']);
+    expect(stdout).toMatch(/^ {2}0 +every check holds/m);
   });
 
   it('hopper run --help lists every exit code it ends with, 4 and 130 too', async () => {

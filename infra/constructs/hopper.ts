@@ -170,7 +170,7 @@ export class Hopper extends Construct {
     const stack = Stack.of(this);
     const path = hopperPathInStack(this);
     new CfnOutput(this, 'CliTarget', {
-      description: `Hopper ${path}: what hopper --stack reads to find it (bucket, state machine, service, secret, dashboard)`,
+      description: `Hopper ${path}: what hopper --stack reads to find it (bucket, state machine, service, secret, dashboard, alarm topic)`,
       value: stack.toJsonString({
         hopper: path,
         bucket: this.bucket.bucketName,
@@ -178,6 +178,7 @@ export class Hopper extends Construct {
         serviceUrl,
         apiKeySecret: this.apiKeySecretId,
         dashboard: this.dashboard?.dashboardName,
+        alarmTopic: this.alarmTopic.topicArn,
       }),
     });
   }

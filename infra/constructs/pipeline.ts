@@ -6,6 +6,7 @@
  */
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { Match, Rule } from 'aws-cdk-lib/aws-events';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -14,7 +15,7 @@ import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from 'aws-cd
 import { Construct } from 'constructs';
 import { DEFAULT_EVENT_SOURCE } from '../../lambdas/run/events/index.js';
 import { ENV } from '../../lambdas/run/invocation/index.js';
-import { TRAIN_JSON_KEY_WILDCARD } from '../../lambdas/storage/keys.js';
+import { DOCTOR_SEEN_PREFIX, TRAIN_JSON_KEY_WILDCARD } from '../../lambdas/storage/keys.js';
 import { executionLogGroupName } from '../names.js';
 import { acknowledgeWildcardResource } from '../nag.js';
 import { grantTaskAccess } from '../permissions.js';
@@ -61,7 +62,7 @@ export class HopperPipeline extends Construct {
     });
     this.stateMachine = this.createStateMachine();
     this.deadLetterQueue = deadLetterQueue(this, 'TriggerDeadLetters');
-    this.trigger = this.createTrigger();
+    this.trigger = this.createTrigger(props);
     this.rule = this.createRule(props);
   }
 
@@ -113,7 +114,7 @@ export class HopperPipeline extends Construct {
     return stateMachine;
   }
 
-  private createTrigger(): lambda.Function {
+  private createTrigger(props: HopperPipelineProps): lambda.Function {
     const trigger = new HopperFunction(this, 'Trigger', {
       ...TRIGGER,
       ...this.functionSettings,
@@ -122,6 +123,16 @@ export class HopperPipeline extends Construct {
       retryAttempts: 2,
     });
     this.stateMachine.grantStartExecution(trigger.function);
+    // The records of `hopper doctor`'s probes, written only: the trigger reads nothing of the bucket.
+    const probeRecords = props.bucket.arnForObjects(`${DOCTOR_SEEN_PREFIX}*`);
+    trigger.role.addToPrincipalPolicy(
+      new PolicyStatement({ actions: ['s3:PutObject'], resources: [probeRecords] }),
+    );
+    acknowledgeWildcardResource(
+      trigger.role,
+      probeRecords,
+      `The trigger records each hopper doctor probe it sees as ${DOCTOR_SEEN_PREFIX}<probe id>.json; probe ids are chosen at run time, and the grant is PutObject under that prefix only.`,
+    );
     return trigger.function;
   }
 

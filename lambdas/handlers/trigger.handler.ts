@@ -13,18 +13,21 @@ let trigger: ((event: unknown) => Promise<unknown>) | undefined;
 
 /** In Lambda: StartExecution through the SDK, with its own X-Ray subsegment. Built on first use. */
 async function cloudTrigger(): Promise<(event: unknown) => Promise<unknown>> {
-  const [{ Tracer }, { SFNClient }] = await Promise.all([
+  const [{ Tracer }, { SFNClient }, { S3Client }] = await Promise.all([
     import('@aws-lambda-powertools/tracer'),
     import('@aws-sdk/client-sfn'),
+    import('@aws-sdk/client-s3'),
   ]);
   const tracer = new Tracer({ serviceName: SERVICE_NAME });
   const sfn = tracer.captureAWSv3Client(new SFNClient({}));
-  return createTriggerHandler(sfnStarterFromEnvironment(sfn), { logger });
+  // Writes only the records of `hopper doctor`'s probes (status/.doctor/).
+  const s3 = tracer.captureAWSv3Client(new S3Client({}));
+  return createTriggerHandler(sfnStarterFromEnvironment(sfn), { logger, s3 });
 }
 
 /**
  * EventBridge "Object Created" for inbox/<drop>/train.json -> StartExecution (not a state machine
- * Task). A container runs one invocation at a time, so its logger takes each invocation's
+ * Task); for a `hopper doctor` probe, a record that it came. A container runs one invocation at a time, so its logger takes each invocation's
  * context (request id, cold start) in turn.
  */
 export async function handler(event: unknown, context?: Context): Promise<unknown> {

@@ -9,6 +9,8 @@
  *   status/.training/<drop>.json               which run of the drop may hold a credit (training-claim.ts)
  *   status/.runs/<drop>/<run id>.json          each run's final status: the drop's runs history
  *   status/.credits/ledger.json                the credits taken from the budget (credit-ledger.ts)
+ *   inbox/.hopper-doctor/<probe id>/train.json `hopper doctor`'s probe: reaches the trigger, starts no run
+ *   status/.doctor/<probe id>.json             the trigger's record that it saw that probe
  */
 export const INBOX_PREFIX = 'inbox/';
 export const STATUS_PREFIX = 'status/';
@@ -86,4 +88,31 @@ export function currentModelKey(drop: string): string {
 export function dropOfTrainJsonKey(key: string): string | null {
   const match = /^inbox\/([^/]+)\/train\.json$/.exec(key);
   return match?.[1] ?? null;
+}
+
+/**
+ * `hopper doctor`'s probes (local/cli/doctor.ts): `inbox/.hopper-doctor/<probe id>/train.json`
+ * matches the rule's wildcard, so it takes the way a drop's train.json takes to the trigger, yet is
+ * one folder deeper than any drop's train.json (`inbox/<drop>/train.json`), so it is never one.
+ */
+export const DOCTOR_PROBE_PREFIX = `${INBOX_PREFIX}.hopper-doctor/`;
+/** Where the trigger records each probe it saw: under status/, beside the other dot folders. */
+export const DOCTOR_SEEN_PREFIX = `${STATUS_PREFIX}.doctor/`;
+/** A probe id: letters, digits, `-` and `_`, up to 64. */
+const PROBE_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+export function doctorProbeKey(probeId: string): string {
+  if (!PROBE_ID.test(probeId)) throw new RangeError(`${probeId} is not a probe id ([A-Za-z0-9_-]{1,64})`);
+  return `${DOCTOR_PROBE_PREFIX}${probeId}/${TRAIN_JSON}`;
+}
+
+/** The probe id of a probe's key, or null for any other key. */
+export function probeOfKey(key: string): string | null {
+  if (!key.startsWith(DOCTOR_PROBE_PREFIX) || !key.endsWith(`/${TRAIN_JSON}`)) return null;
+  const id = key.slice(DOCTOR_PROBE_PREFIX.length, -`/${TRAIN_JSON}`.length);
+  return PROBE_ID.test(id) ? id : null;
+}
+
+export function probeSeenKey(probeId: string): string {
+  return `${DOCTOR_SEEN_PREFIX}${probeId}.json`;
 }

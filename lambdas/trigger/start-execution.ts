@@ -12,14 +12,15 @@
  */
 import { createHash } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { StartExecutionCommand, type SFNClient } from '@aws-sdk/client-sfn';
 import type { EventBridgeEvent, S3ObjectCreatedNotificationEventDetail } from 'aws-lambda';
 import * as z from 'zod';
 import { RunError, notObjectCreatedMessage } from '../run/errors/index.js';
 import { ENV, requireEnv } from '../run/invocation/index.js';
 import type { RunInput } from '../run/state/index.js';
-import { dropOfTrainJsonKey } from '../storage/keys.js';
-import { bareEtag } from '../storage/objects.js';
+import { dropOfTrainJsonKey, probeOfKey, probeSeenKey } from '../storage/keys.js';
+import { bareEtag, putJson } from '../storage/objects.js';
 
 export type S3ObjectCreatedEvent = EventBridgeEvent<'Object Created', S3ObjectCreatedNotificationEventDetail>;
 
@@ -148,11 +149,52 @@ export interface TriggerOptions {
   /** Milliseconds since the epoch (the run's startedAt). Default Date.now. */
   readonly now?: () => number;
   readonly logger?: Logger;
+  /** Where the trigger records the `hopper doctor` probes it sees (recordProbe). */
+  readonly s3?: S3Client;
+}
+
+/** What the trigger writes when it sees a `hopper doctor` probe: status/.doctor/<probe id>.json. */
+export interface ProbeSeen {
+  readonly probe_id: string;
+  readonly key: string;
+  readonly etag: string;
+  /** When S3 created the probe, as the event says (null when it says not). */
+  readonly event_time: string | null;
+  readonly seen_at: string;
+  /** Always false: a probe starts no run. */
+  readonly run_started: false;
 }
 
 /**
- * The trigger's handler over `starter`. Events for other keys are ignored (logged, not failed:
- * the rule's wildcard also matches deeper keys). An event that is not S3's at all is an error,
+ * A probe of `hopper doctor` (inbox/.hopper-doctor/<probe id>/train.json) reached the trigger:
+ * recorded beside the statuses, for the doctor to find, and no execution started.
+ */
+async function recordProbe(
+  { s3, logger }: { readonly s3: S3Client | undefined; readonly logger: Logger },
+  event: TriggerEvent,
+  probeId: string,
+  now: number,
+): Promise<TriggerResult> {
+  if (s3 === undefined) throw new Error(`the trigger has no S3 client to record the probe ${probeId}`);
+  const { bucket, object } = event.detail;
+  const seen: ProbeSeen = {
+    probe_id: probeId,
+    key: object.key,
+    etag: bareEtag(object.etag),
+    event_time: event.time ?? null,
+    seen_at: new Date(now).toISOString(),
+    run_started: false,
+  };
+  await putJson(s3, bucket.name, probeSeenKey(probeId), seen);
+  const reason = `probe: hopper doctor's probe ${probeId} seen and recorded, no run started`;
+  logger.info(reason, { bucket: bucket.name, key: object.key });
+  return { started: false, reason };
+}
+
+/**
+ * The trigger's handler over `starter`. A `hopper doctor` probe is recorded (recordProbe) and
+ * starts nothing; events for other keys are ignored (logged, not failed: the rule's wildcard also
+ * matches deeper keys). An event that is not S3's at all is an error,
  * so it lands in the dead-letter queue where someone can look at it.
  */
 export function createTriggerHandler(
@@ -173,6 +215,8 @@ export function createTriggerHandler(
       logger.info(reason, { key });
       return { started: false, reason };
     }
+    const probe = probeOfKey(key);
+    if (probe !== null) return await recordProbe({ s3: options.s3, logger }, parsed.data, probe, now());
     const run = runInputFromEvent(parsed.data, now());
     if (run === null) {
       const reason = `ignored: ${key} is not inbox/<drop>/train.json`;

@@ -13,6 +13,7 @@ import type { CloudFormationClientConfig } from '@aws-sdk/client-cloudformation'
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
 import type { SecretsManagerClientConfig } from '@aws-sdk/client-secrets-manager';
 import type { SFNClientConfig } from '@aws-sdk/client-sfn';
+import type { SNSClientConfig } from '@aws-sdk/client-sns';
 
 /** Settings that replace the SDK's defaults per AWS service (tests point them at loopback). */
 export interface AwsOverrides {
@@ -20,6 +21,7 @@ export interface AwsOverrides {
   readonly s3?: S3ClientConfig;
   readonly sfn?: SFNClientConfig;
   readonly secretsmanager?: SecretsManagerClientConfig;
+  readonly sns?: SNSClientConfig;
 }
 
 export interface CommandDeps {

@@ -14,6 +14,7 @@
  *   service.ts          hopper service: the simulated service's knobs as flags
  *   target.ts           where status, runs, models and retry look: --stack or hopper local
  *   status.ts, wait.ts, runs.ts, models.ts, retry.ts   those commands
+ *   doctor.ts           hopper doctor: a Hopper checked end to end, no credit spent
  *
  * It must not hold the pipeline's rules (lambdas/) or the emulator (local/emulator/): a command
  * only starts, reads or asks them.
@@ -34,6 +35,7 @@ export const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   runs: async () => (await import('./runs.js')).runRunsCommand,
   models: async () => (await import('./models.js')).runModelsCommand,
   retry: async () => (await import('./retry.js')).runRetryCommand,
+  doctor: async () => (await import('./doctor.js')).runDoctorCommand,
   permissions: async () => (await import('../permissions/index.js')).runPermissionsCommand,
 };
 
@@ -49,13 +51,16 @@ Commands:
   runs <drop>       the drop's runs, newest first, with their outcome
   models            the training service's models, newest first, paged
   retry <drop>      resume a failed run from its dataset, without uploading again
+  doctor            check a Hopper end to end without spending a credit: the API key, the
+                    service accepting it, the bucket's events, a probe reaching the trigger,
+                    the alarm topic; one line per check; exit 0 only when all hold
   check <folder>    judge a drop offline with the run's own rules, before paying: files,
                     bytes, credits it may spend, estimated cost; exit 0 or 1
   permissions       prove each function's role allows its AWS calls and no more (an IAM policy
                     simulator, @cloud-copilot/iam-simulate, AGPL-3.0: install it beside hopper;
                     --template FILE: your app's synthesized template); exit 0 or 1
 
-status, wait, runs, models and retry talk to a deployed stack (--stack NAME; --hopper ID for
+status, wait, runs, models, retry and doctor talk to a deployed stack (--stack NAME; --hopper ID for
 one of several in it) or to a running \`hopper local\` (the settings it prints); --json on each for
 scripts. hopper status --stack NAME --links prints the stack's AWS console pages.
 

@@ -18,6 +18,8 @@ export interface StackHopper {
   readonly apiKeySecret: string;
   /** Undefined for a Hopper made with `dashboard: false`. */
   readonly dashboard?: string;
+  /** The alarm topic's ARN; undefined for a Hopper deployed before hopper-cdk 0.3 declared it. */
+  readonly alarmTopic?: string;
 }
 
 /** The output each Hopper construct declares (its value). */
@@ -28,6 +30,7 @@ const HopperOutput = z.object({
   serviceUrl: z.string().min(1),
   apiKeySecret: z.string().min(1),
   dashboard: z.string().min(1).optional(),
+  alarmTopic: z.string().min(1).optional(),
 });
 
 /** The outputs of Hopper's own stack (infra/stack.ts) the commands read in 0.2.0. */

@@ -85,6 +85,12 @@ export interface LocalModeOptions {
    * its handler ran, say). Default: none.
    */
   readonly wrapTask?: (name: TaskName, task: LocalTask) => LocalTask;
+  /**
+   * Milliseconds after the start during which the bucket's S3 events are lost, as S3 may send
+   * none for minutes after a bucket's EventBridge notifications are turned on (docs/deploy.md,
+   * "Check the deployment"; what `hopper doctor`'s probe finds). Default 0: delivered at once.
+   */
+  readonly eventBridgeWarmUpMs?: number;
   /** Told about an S3 event the trigger could not take (default: written to stderr). */
   readonly onTriggerError?: (key: string, error: unknown) => void;
   /**
@@ -169,7 +175,11 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
     const runtime = { ...handlerRuntime(options, { events, logger, service }), s3: s3Clients.create };
     const tasks = taskHandlers(local, runtime, invocations, options);
     const { stateMachine, executions } = await startStateMachine(local, tasks, options, cleanups);
-    const trigger = await startTrigger(stateMachine, s3, logger, options, cleanups);
+    const trigger = await startTrigger(
+      { stateMachine, s3, functionS3: s3Clients.create('Trigger'), logger },
+      options,
+      cleanups,
+    );
 
     return {
       s3,
@@ -233,15 +243,20 @@ async function startStateMachine(
  * events delivered to it as the EventBridge rule does.
  */
 async function startTrigger(
-  stateMachine: LocalStateMachine,
-  s3: LocalS3,
-  logger: Logger,
+  {
+    stateMachine,
+    s3,
+    functionS3,
+    logger,
+  }: { stateMachine: LocalStateMachine; s3: LocalS3; functionS3: S3Client; logger: Logger },
   options: LocalModeOptions,
   cleanups: Cleanups,
 ): Promise<ReturnType<typeof withStarter>> {
   const { recorder } = options;
+  recorder?.attach(functionS3);
   const bundle = (await import(handlerBundle(bundleName(TRIGGER.handlerFile)).href)) as TriggerBundle;
-  const starts = bundle.withStarter(recorder?.starter(stateMachine) ?? stateMachine, { logger });
+  const starter = recorder?.starter(stateMachine) ?? stateMachine;
+  const starts = bundle.withStarter(starter, { logger, s3: functionS3 });
   const trigger = recorder?.as('Trigger', starts) ?? starts;
   const s3Events = connectS3Events({
     // A kept bucket outlives this start: its version ids (hence run ids) must not repeat.
@@ -249,6 +264,7 @@ async function startTrigger(
     server: s3.server,
     s3: s3.client,
     deliver: trigger,
+    warmUpMs: options.eventBridgeWarmUpMs,
     onError:
       options.onTriggerError ??
       ((key, error) => {
@@ -262,7 +278,8 @@ async function startTrigger(
 
 function startS3(options: LocalModeOptions): Promise<LocalS3> {
   const directory = options.dataDir === undefined ? undefined : join(options.dataDir, 's3');
-  return startLocalS3({ port: options.s3Port, directory });
+  // Its bucket sends EventBridge events (connectS3Events), and says so when asked.
+  return startLocalS3({ port: options.s3Port, directory, eventBridge: true });
 }
 
 /** The simulated service, unless the options give another; `cleanups` close it. */

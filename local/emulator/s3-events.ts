@@ -135,6 +135,11 @@ export interface S3EventSourceOptions {
    * of its own per start: the count restarts, and a repeated version id would rename no run.
    */
   readonly versionPrefix?: string;
+  /**
+   * Milliseconds from now during which no event is delivered, as S3 may send none for minutes
+   * after a bucket's EventBridge notifications are turned on (docs/deploy.md). Default 0.
+   */
+  readonly warmUpMs?: number;
 }
 
 export interface S3EventSource {
@@ -146,6 +151,7 @@ export function connectS3Events(options: S3EventSourceOptions): S3EventSource {
   const emitter = options.server as unknown as EventEmitter;
   const pending = new Set<Promise<void>>();
   let version = 0;
+  const deliversFrom = Date.now() + (options.warmUpMs ?? 0);
 
   const forward = async (
     record: S3NotificationRecord,
@@ -178,6 +184,8 @@ export function connectS3Events(options: S3EventSourceOptions): S3EventSource {
   const listener = (notification: { Records?: readonly S3NotificationRecord[] }): void => {
     for (const record of notification.Records ?? []) {
       if (!record.eventName.startsWith('ObjectCreated:') || !ruleMatches(record.s3.object.key)) continue;
+      // Still warming up: the event is lost, as on AWS, where nothing retries it.
+      if (Date.now() < deliversFrom) continue;
       // Taken as the object is created, in order, before any await: later uploads get greater ones.
       version += 1;
       const versionId = `${options.versionPrefix ?? 'local-'}${String(version).padStart(8, '0')}`;

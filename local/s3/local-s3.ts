@@ -11,6 +11,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
 import { finishCommits, useConsistentStore } from './consistent-store.js';
 import { useWorkingContinuationTokens } from './continuation-tokens.js';
+import { answerNotificationConfiguration } from './notification.js';
 
 /** Static credentials s3rver accepts (it checks signatures against these). */
 export const LOCAL_S3_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } as const;
@@ -26,6 +27,11 @@ export interface LocalS3Options {
    * temporary folder, removed on close.
    */
   readonly directory?: string;
+  /**
+   * Whether its buckets' events are delivered as EventBridge's (local mode connects them): what
+   * GetBucketNotificationConfiguration answers. Default false.
+   */
+  readonly eventBridge?: boolean;
 }
 
 /** A local S3 running: what startLocalS3 returns. */
@@ -64,6 +70,7 @@ export async function startLocalS3(options: LocalS3Options = {}): Promise<LocalS
   useWorkingContinuationTokens();
   // s3rver's own store breaks a read racing a write of the same key (consistent-store.ts).
   const store = useConsistentStore(server, objects, partial);
+  answerNotificationConfiguration(server, options.eventBridge === true);
   await rm(store.getResourcePath(bucket, undefined, 'uploads'), { recursive: true, force: true });
   let address: AddressInfo;
   try {

@@ -7,6 +7,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { RunEventBus } from '../../lambdas/run/events/index.js';
+import { DOCTOR_SEEN_PREFIX } from '../../lambdas/storage/keys.js';
 import type { ExecutionStarter } from '../../lambdas/trigger/start-execution.js';
 import type { AwsCall } from '../../local/permissions/index.js';
 
@@ -89,7 +90,12 @@ export class AwsCallRecorder {
   }
 }
 
-/** `status/reviews.json` -> `status/*`. */
+/**
+ * `status/reviews.json` -> `status/*`; the probe records keep their folder (`status/.doctor/*`),
+ * the only part of the bucket the trigger may write.
+ */
 function areaOf(key: unknown): string | undefined {
-  return typeof key === 'string' ? `${key.split('/')[0] ?? ''}/*` : undefined;
+  if (typeof key !== 'string') return undefined;
+  if (key.startsWith(DOCTOR_SEEN_PREFIX)) return `${DOCTOR_SEEN_PREFIX}*`;
+  return `${key.split('/')[0] ?? ''}/*`;
 }

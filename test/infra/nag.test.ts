@@ -105,7 +105,7 @@ describe.each(Object.entries(SETUPS))('cdk-nag AwsSolutions with %s', (_name, co
         for (const action of actions) expect(action).toMatch(/^(xray|logs):/);
         for (const action of actions) expect(reason).toContain(action.split(':')[1]!);
       } else {
-        expect(resource).toMatch(/(\/(inbox|status|models)\/\*|\.Arn>:\*)$/);
+        expect(resource).toMatch(/(\/(inbox|status|models|status\/\.doctor)\/\*|\.Arn>:\*)$/);
       }
     }
   });

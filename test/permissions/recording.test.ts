@@ -10,7 +10,7 @@
  * upload; a sweep with promotion, one encoder failing (its credit refunded to the budget) and
  * `hopper retry` resuming it; a second run of the drop (lineage against the current model); a
  * run superseded by a newer train.json; a failed run's report; a run the credit budget refuses;
- * the trigger and the run events all along.
+ * `hopper doctor`'s probe, which the trigger records; the trigger and the run events all along.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
@@ -19,6 +19,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { secretsManagerKey } from '../../lambdas/run/invocation/index.js';
 import type { RunState } from '../../lambdas/run/state/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { runDoctorCommand } from '../../local/cli/doctor.js';
 import { runRetryCommand } from '../../local/cli/retry.js';
 import { AwsCallRecorder } from '../helpers/aws-call-recorder.js';
 import type { LocalMode, LocalModeOptions } from '../../local/emulator/local-mode.js';
@@ -186,6 +187,12 @@ describe('the AWS calls of every path', { timeout: 120_000 }, () => {
     const local = await fixture.start({ recorder, creditBudget: { perDay: 1 } });
     expect(await run(local, 'first', {})).toEqual(['succeeded', null]);
     expect(await run(local, 'refused', {})).toEqual(['failed', 'credit_budget']);
+  });
+
+  it("hopper doctor's probe, which the trigger records (and starts no run)", async () => {
+    const local = await fixture.start({ recorder });
+    const doctor = await runCommandCaptured(runDoctorCommand, ['--wait', '30'], settingsOf(local));
+    expect(doctor).toMatchObject({ code: 0 });
   });
 
   it('are the calls kept in local/permissions/recorded-calls.json, no more and no fewer', () => {

@@ -12,6 +12,8 @@ import {
   type ExecutionStarter,
   type KnownExecution,
 } from '../../lambdas/trigger/start-execution.js';
+import { DOCTOR_PROBE_PREFIX, doctorProbeKey, probeSeenKey } from '../../lambdas/storage/keys.js';
+import { readJson } from '../../lambdas/storage/objects.js';
 import { s3ObjectCreatedEvent } from '../../local/emulator/s3-events.js';
 import { usePipelineFixtures } from '../helpers/pipeline.js';
 import { uniqueDrop } from '../helpers/fixtures.js';
@@ -201,6 +203,39 @@ describe('the trigger handler', () => {
     const result = await handler(event(key));
 
     expect(result).toEqual({ started: false, reason: `ignored: ${key} is not inbox/<drop>/train.json` });
+    expect(starter.started).toEqual([]);
+  });
+
+  it("records hopper doctor's probe in status/.doctor/ and starts no run; a probe-like key of another shape is no probe", async () => {
+    const { client, bucket } = fixtures.s3();
+    const starter = recordingStarter();
+    const handler = createTriggerHandler(starter, { now: () => NOW, logger: SILENT, s3: client });
+    const probeId = `doctor-${uniqueDrop('p')}`;
+    const key = doctorProbeKey(probeId);
+
+    const result = await handler(s3ObjectCreatedEvent({ bucket, key, etag: '"abc"', size: 2 }));
+
+    expect(result).toEqual({
+      started: false,
+      reason: `probe: hopper doctor's probe ${probeId} seen and recorded, no run started`,
+    });
+    expect(starter.started).toEqual([]);
+    expect((await readJson(client, bucket, probeSeenKey(probeId)))?.value).toMatchObject({
+      probe_id: probeId,
+      key,
+      etag: 'abc',
+      seen_at: new Date(NOW).toISOString(),
+      run_started: false,
+    });
+    // Deeper than a probe, or with a folder name that is no probe id: ignored as any deeper key.
+    const deeper = `${DOCTOR_PROBE_PREFIX}a/b/train.json`;
+    expect(await handler(event(deeper))).toEqual({
+      started: false,
+      reason: `ignored: ${deeper} is not inbox/<drop>/train.json`,
+    });
+    // Without an S3 client, a probe is an error (the dead-letter queue keeps it), never a run.
+    const bare = createTriggerHandler(starter, { now: () => NOW, logger: SILENT });
+    await expect(bare(event(key))).rejects.toThrow(/no S3 client to record the probe/);
     expect(starter.started).toEqual([]);
   });
 
