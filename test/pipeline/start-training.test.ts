@@ -228,7 +228,7 @@ describe('start_training', () => {
     const startedAt = new Date(Math.floor(Date.parse(createdAt) / 1000) * 1000).toISOString();
     const resumeFrom = {
       runId: 'earlier',
-      datasetId: paid.id,
+      datasetId: dataset.id,
       errorCode: 'training_failed',
       paidModelId: paid.id,
     };
