@@ -24,6 +24,7 @@ import {
   tooManyFilesMessage,
   emptyFilesMessage,
   fileListTooLongMessage,
+  trainJsonTooLargeForRunMessage,
   trainJsonTooLargeMessage,
   invalidFileNamesMessage,
   namedFilesMissingMessage,
@@ -177,11 +178,21 @@ export async function judgeDrop(source: DropSource): Promise<JudgedDrop> {
  */
 export const MAX_CONFIG_BYTES = 192 * 1024;
 
-/** @throws RunError too_many_files when the file list would not fit in the run's state */
+/**
+ * @throws RunError when the configuration would not fit in the run's state: too_many_files when
+ *   the file list takes most of it, invalid_train_json when train.json's own values do
+ */
 function checkStateSize(config: RunConfig, folder: string): void {
   const bytes = Buffer.byteLength(JSON.stringify(config));
   if (bytes <= MAX_CONFIG_BYTES) return;
   const kib = { list: Math.ceil(bytes / 1024), max: MAX_CONFIG_BYTES / 1024 };
+  const { files: _files, labels: _labels, ...settings } = config;
+  const settingsBytes = Buffer.byteLength(JSON.stringify(settings));
+  if (settingsBytes > bytes - settingsBytes)
+    throw new RunError(
+      'invalid_train_json',
+      trainJsonTooLargeForRunMessage({ config: bytes, max: MAX_CONFIG_BYTES }),
+    );
   throw new RunError('too_many_files', fileListTooLongMessage(folder, config.files.length, kib));
 }
 

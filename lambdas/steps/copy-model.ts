@@ -58,8 +58,10 @@ const ONNX_CONTENT_TYPE = 'application/octet-stream';
 export interface ModelSummary {
   readonly model_id: string;
   readonly run_id: string;
-  /** When the model's run started: runs are ordered by it. */
+  /** When the model's run started: runs are ordered by it, after its sequencer. */
   readonly run_started_at: string;
+  /** S3's sequencer of the run's train.json event, when it had one (run-order.ts): orders runs first. */
+  readonly run_sequencer?: string;
   readonly encoder: string;
   /** When the service created the model (its training started). */
   readonly created_at: string;
@@ -80,6 +82,8 @@ export interface ModelDocument {
     readonly dataset_id: string;
     readonly attempts: number;
     readonly started_at: string;
+    /** S3's sequencer of the run's train.json event, when it had one (orders the drop's runs). */
+    readonly sequencer?: string;
     readonly finished_at: string;
     readonly encoder: string;
     readonly files: readonly string[];
@@ -368,6 +372,7 @@ export function modelDocument(
       dataset_id: model.dataset_id,
       attempts: state.model?.attempts ?? 1,
       started_at: state.run.startedAt,
+      ...(state.run.sequencer === undefined ? {} : { sequencer: state.run.sequencer }),
       finished_at: new Date(now).toISOString(),
       encoder: model.encoder,
       files: state.config?.files.map((file) => file.name) ?? [],

@@ -137,8 +137,17 @@ export function decide(candidate: ModelSummary, current: CurrentModel | null, ru
   }
   const verdict = (promoted: boolean, reason: string): Decision => ({ promoted, reason, previous });
   if (rule === undefined) {
-    const theirs = { run_id: current.run_id, started_at: current.run_started_at };
-    if (!isNewerRun(theirs, { runId: candidate.run_id, startedAt: candidate.run_started_at }))
+    const theirs = {
+      run_id: current.run_id,
+      started_at: current.run_started_at,
+      sequencer: current.run_sequencer,
+    };
+    const mine = {
+      runId: candidate.run_id,
+      startedAt: candidate.run_started_at,
+      sequencer: candidate.run_sequencer,
+    };
+    if (!isNewerRun(theirs, mine))
       return verdict(true, 'train.json has no "promote": every new model becomes current');
     const which = `model ${current.model_id} of run ${current.run_id}, which started later`;
     return verdict(false, `${which}, stays current: without "promote" no model replaces a later run's`);
@@ -173,7 +182,12 @@ function previousOf(record: ModelDocument, previous: ModelSummary | null): Previ
 
 function summaryOf({ model, run }: ModelDocument): ModelSummary {
   const { id, encoder, created_at, metrics } = model;
-  const ids = { model_id: id, run_id: run.run_id, run_started_at: run.started_at };
+  const ids = {
+    model_id: id,
+    run_id: run.run_id,
+    run_started_at: run.started_at,
+    ...(run.sequencer === undefined ? {} : { run_sequencer: run.sequencer }),
+  };
   return { ...ids, encoder, created_at, metrics: metrics ?? {} };
 }
 

@@ -78,7 +78,9 @@ export const startTrainingStep = defineStep(
       // run started: the paid model of the run it resumes. Its credit is spent either way.
       await recordTraining(claim, dataset.id, newest.id);
       const slot = modelSlot(newest, plan(models.length), previous, env.runtime.now(), history);
-      const paidEarlier = Date.parse(newest.created_at) < Date.parse(state.run.startedAt);
+      const paidEarlier =
+        newest.id === config.resumeFrom?.paidModelId ||
+        Date.parse(newest.created_at) < Date.parse(state.run.startedAt);
       return config.resumeFrom !== undefined && paidEarlier
         ? { ...slot, paidBy: config.resumeFrom.runId }
         : slot;

@@ -53,12 +53,26 @@ export interface LimitFailure {
   readonly cause: string;
 }
 
+/** How close an execution came to the limits so far. */
+export interface ExecutionMeasures {
+  /** The events of its history, as Step Functions would count them. */
+  readonly historyEvents: number;
+  /** The largest input or output of any of its states, in bytes. */
+  readonly largestPayloadBytes: number;
+}
+
 /** One execution's count of history events and check of payloads; `stop` ends it at the first breach. */
 export class ExecutionLimits {
   #events = 0;
+  #largestPayload = 0;
   #failure: LimitFailure | undefined;
 
   constructor(private readonly stop: () => void) {}
+
+  /** How close the execution came to the limits so far (tests show a run stays inside). */
+  get measures(): ExecutionMeasures {
+    return { historyEvents: this.#events, largestPayloadBytes: this.#largestPayload };
+  }
 
   /** What the execution failed with, once a limit was passed. */
   get failure(): LimitFailure | undefined {
@@ -68,6 +82,7 @@ export class ExecutionLimits {
   /** Checks `value`, the input or output (`what`) of a state; false once the execution has failed. */
   payload(what: string, value: unknown): boolean {
     const bytes = payloadBytes(value);
+    this.#largestPayload = Math.max(this.#largestPayload, bytes);
     if (bytes > MAX_PAYLOAD_BYTES)
       this.#fail({
         error: DATA_LIMIT_EXCEEDED,

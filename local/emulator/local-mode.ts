@@ -101,6 +101,13 @@ export interface LocalModeOptions {
   readonly dataDir?: string;
   /** The credit budget (`--credit-budget`), as `-c creditBudget` sets it at deploy. Default: none. */
   readonly creditBudget?: CreditBudget;
+  /**
+   * Lambda timeouts in seconds for some Tasks, in place of infra/tasks.ts's (tests make a function
+   * time out, or its time box end, in seconds). The definition's TimeoutSeconds stay as deployed
+   * (the Lambda timeout plus a minute), so a shorter Lambda timeout still ends as Sandbox.Timedout.
+   * Default: each Task's own.
+   */
+  readonly lambdaTimeoutSeconds?: Partial<Readonly<Record<TaskName, number>>>;
   /** Records each function's AWS calls (the permissions check). Default: none. */
   readonly recorder?: AwsCallRecorder;
   /** Where the handlers read the service's API key, as Lambda reads its secret. Default: the service's key. */
@@ -310,7 +317,7 @@ function taskHandlers(
   local: LocalDefinition,
   runtime: BundleRuntime,
   invocations: RunningInvocations,
-  { wrapTask, recorder }: LocalModeOptions,
+  { wrapTask, recorder, lambdaTimeoutSeconds }: LocalModeOptions,
 ): Record<string, LocalTask> {
   const tasks: Record<string, LocalTask> = {};
   for (const task of TASKS) {
@@ -325,7 +332,8 @@ function taskHandlers(
         handler: TaskHandler<StepName>;
       };
       const handler = module.handler.withLocalRuntime({ ...runtime, s3 });
-      return asLambda(invocations.track(handler), task.timeoutSeconds, {
+      const timeoutSeconds = lambdaTimeoutSeconds?.[task.name] ?? task.timeoutSeconds;
+      return asLambda(invocations.track(handler), timeoutSeconds, {
         functionName: task.name,
         memoryMb: task.memoryMb,
       });

@@ -66,9 +66,8 @@ const nextSequencer = sequencerClock();
  * The EventBridge event S3 sends for a new object, field for field as AWS documents it (S3 user
  * guide, "EventBridge event message structure"; test/local/s3-events.test.ts compares it with
  * the documented example). What is not given is made up as S3 would: a sequencer, a request id,
- * the time now; the version id is empty unless given. The time keeps its milliseconds: the trigger
- * orders a drop's runs by it until it orders them by the sequencer (issue 35's ownership part);
- * EventBridge gives it to the second.
+ * the time now; the version id is empty unless given. The time is to the second, as EventBridge
+ * gives it: two uploads of a key in one second are ordered by their sequencers (run-order.ts).
  */
 export function s3ObjectCreatedEvent(object: {
   readonly bucket: string;
@@ -88,7 +87,7 @@ export function s3ObjectCreatedEvent(object: {
     'detail-type': 'Object Created',
     source: 'aws.s3',
     account: LOCAL_ACCOUNT,
-    time: object.time ?? new Date().toISOString(),
+    time: eventTimeOf(object.time === undefined ? new Date() : new Date(object.time)),
     region: LOCAL_REGION,
     resources: [`arn:aws:s3:::${object.bucket}`],
     detail: {
@@ -107,6 +106,11 @@ export function s3ObjectCreatedEvent(object: {
       reason: object.reason ?? 'PutObject',
     },
   };
+}
+
+/** A time as EventBridge writes an event's `time`: to the second, `2021-11-12T00:00:00Z`. */
+export function eventTimeOf(time: Date): string {
+  return time.toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
 /** The request behind one of s3rver's events (its Post is a form upload or a completed multipart). */

@@ -14,7 +14,7 @@ import { withResolvers } from './with-resolvers.js';
 import { EventEmitter } from 'node:events';
 import { StateMachine, type RunOptions, type StateMachineDefinition } from 'aws-local-stepfunctions';
 import type { AslDefinition } from './definition.js';
-import { ExecutionLimits, type ExecutionEvent } from './limits.js';
+import { ExecutionLimits, type ExecutionEvent, type ExecutionMeasures } from './limits.js';
 import {
   executionArnOf,
   repeatedStartOutcome,
@@ -42,6 +42,8 @@ export interface Execution {
   readonly arn: string;
   readonly input: ExecutionInput;
   readonly startedAt: number;
+  /** Its history's length and its largest state payload so far, as limits.ts counts them. */
+  readonly measures: () => ExecutionMeasures;
   /** Settles when the execution ends; never rejects. */
   readonly done: Promise<ExecutionOutcome>;
 }
@@ -139,6 +141,7 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
       arn,
       input,
       startedAt: Date.now(),
+      measures: () => limits.measures,
       done,
     };
     this.#executions.set(name, execution);

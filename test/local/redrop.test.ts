@@ -8,12 +8,17 @@
  * run has taken status/<drop>.json, then lets it go, and checks the outcomes, the credits (net,
  * per drop), the models in the bucket, the status file and `hopper runs`.
  */
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
+import { compareSequencers } from '../../lambdas/run/state/run-order.js';
 import { readStatus, type RunStatus } from '../../lambdas/run/status/index.js';
 import type { ReportSlot, RunState } from '../../lambdas/run/state/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { executionName } from '../../lambdas/trigger/start-execution.js';
 import { runRunsCommand, type RunSummary } from '../../local/cli/runs.js';
 import type { LocalMode, LocalTask } from '../../local/emulator/local-mode.js';
+import type { Execution } from '../../local/emulator/state-machine.js';
 import type { TaskName } from '../../infra/tasks.js';
 import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
 import {
@@ -32,6 +37,11 @@ import { gate, withTimeout } from '../../testkit/timeout.js';
 import { REVIEWS_FILES as DATA } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
+
+/** S3's ETag of a PutObject: the MD5 of its bytes. */
+function md5(body: string): string {
+  return createHash('md5').update(body).digest('hex');
+}
 
 /** Holds the first invocation of `task` by the run `runId()` names until release() is called. */
 function holdAt(task: TaskName): {
@@ -370,5 +380,66 @@ describe('train.json uploaded three more times in a burst', () => {
         .sort(),
     );
     expect(inFlightMax).toBe(1);
+  });
+});
+
+describe('train.json uploaded twice in one second (EventBridge gives the time to the second)', () => {
+  /** A train.json like `first` whose run (version `versionId`) has a run id that sorts before `firstRunId`'s. */
+  function bodySortingBefore(bucket: string, key: string, firstRunId: string, versionId: string): string {
+    for (let spaces = 1; spaces < 100; spaces++) {
+      const body = `{${' '.repeat(spaces)}}`;
+      if (executionName(bucket, key, md5(body), versionId) < firstRunId) return body;
+    }
+    throw new Error('no train.json found whose run id sorts first');
+  }
+
+  it('the later upload takes the drop by its sequencer, though its time and a run id that sorts first say otherwise', async () => {
+    // Both runs take the folder once it is quiet, so neither trains before the other has started.
+    const local = await fixture.start({ dropQuietMs: 500 });
+    const drop = 'redrop-same-second';
+    const key = inboxKey(drop, TRAIN_JSON);
+    // A fresh local mode numbers its train.json versions from 1.
+    const firstBody = '{}';
+    const firstRunId = executionName(local.bucket, key, md5(firstBody), 'local-00000001');
+    const laterBody = bodySortingBefore(local.bucket, key, firstRunId, 'local-00000002');
+    const laterRunId = executionName(local.bucket, key, md5(laterBody), 'local-00000002');
+    const started: Execution[] = [];
+    local.stateMachine.on('started', (execution) => {
+      if (execution.input.run.key === key) started.push(execution);
+    });
+
+    await putDrop(local.s3.client, local.bucket, drop, DATA);
+    // Both uploads at the start of one second (a PutObject takes milliseconds).
+    await sleep(1000 - (Date.now() % 1000));
+    await putDrop(local.s3.client, local.bucket, drop, { [TRAIN_JSON]: firstBody });
+    await putDrop(local.s3.client, local.bucket, drop, { [TRAIN_JSON]: laterBody });
+    await withTimeout(
+      (async () => {
+        while (started.length < 2) await sleep(10);
+      })(),
+      'the two runs did not start',
+      RUN_TIMEOUT_MS,
+    );
+    const runNamed = (name: string): Execution => {
+      const found = started.find((execution) => execution.name === name);
+      if (found === undefined) throw new Error(`no run ${name} started`);
+      return found;
+    };
+    const [first, later] = [runNamed(firstRunId), runNamed(laterRunId)];
+    expect(laterRunId < firstRunId).toBe(true);
+    // The same time to the second: only the sequencer tells which upload came later.
+    expect(first.input.run.startedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z$/);
+    expect(later.input.run.startedAt).toBe(first.input.run.startedAt);
+    expect(compareSequencers(later.input.run.sequencer ?? '', first.input.run.sequencer ?? '')).toBe(1);
+
+    const [firstRun, laterRun] = await Promise.all([finished(local, first), finished(local, later)]);
+    // The first run found its train.json replaced (another etag) and stopped before spending.
+    expect(firstRun.outcome).toMatchObject({ status: 'FAILED', error: 'drop_changed' });
+    expectSucceeded(laterRun.status, laterRunId);
+    expect(laterRun.status?.superseded_runs).toEqual([
+      expect.objectContaining({ run_id: firstRunId, credits: 0, model_id: null }),
+    ]);
+    expect(local.simulated?.requestCount('startTraining')).toBe(1);
+    expect(local.simulated?.credits()).toBe(9);
   });
 });

@@ -284,9 +284,8 @@ const FORMATS: Readonly<Record<string, RegExp>> = {
   'detail-type': /^Object Created$/,
   source: /^aws\.s3$/,
   account: /^\d{12}$/,
-  // EventBridge's is to the second; local mode's keeps milliseconds until runs are ordered by the
-  // sequencer (s3-events.ts).
-  time: /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z$/,
+  // To the second, as EventBridge gives it.
+  time: /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/,
   region: /^[a-z]{2}(-[a-z]+)+-\d$/,
   'resources[0]': /^arn:aws:s3:::[a-z0-9][a-z0-9.-]+$/,
   'detail.version': /^0$/,

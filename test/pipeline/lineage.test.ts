@@ -72,6 +72,20 @@ describe('decide: whether a new model replaces the current one', () => {
     ).toBe(true);
   });
 
+  it("runs whose train.json came in one second (EventBridge's time): the later sequencer's model stays current, whatever the run ids", () => {
+    // run-a sorts after run-0 by id, but its upload came first (a smaller sequencer).
+    const later = {
+      ...currentOf('0', { f1: 0.8 }),
+      run_started_at: '2026-01-01T00:00:00.000Z',
+      run_sequencer: '00B2',
+    };
+    const earlier = { ...summary('a', { f1: 0.9 }), run_sequencer: '00A1' };
+    expect(decide(earlier, later)).toMatchObject({ promoted: false, previous: { model_id: '0' } });
+    const { record: _record, promoted_at: _at, previous: _previous, ...laterSummary } = later;
+    const earlierCurrent = { ...currentOf('a', { f1: 0.9 }), ...earlier };
+    expect(decide(laterSummary, earlierCurrent).promoted).toBe(true);
+  });
+
   it('never compares a model with itself: the current one keeps the previous it had', () => {
     const previous = summary('older', { f1: 0.7 });
     const decision = decide(summary('old', { f1: 0.8 }), currentOf('old', { f1: 0.8 }, previous), F1);

@@ -220,6 +220,26 @@ describe('start_training', () => {
     expect(service.requestCount('startTraining')).toBe(2);
   });
 
+  it("a resumed run adopts the earlier run's paid model as paid by that run, though it was created in the second this run's train.json came", async () => {
+    const { service, base, dataset, run } = await readyDataset();
+    const paid = await run();
+    // EventBridge's time is to the second: this run "started" at the start of the model's second.
+    const createdAt = (await (await fixtures.runtime(service).service()).getModel(paid.id)).created_at;
+    const startedAt = new Date(Math.floor(Date.parse(createdAt) / 1000) * 1000).toISOString();
+    const resumeFrom = {
+      runId: 'earlier',
+      datasetId: dataset.id,
+      errorCode: 'training_failed',
+      paidModelId: paid.id,
+    };
+    const resumed = await startTrainingStep.run(
+      { ...base, run: { ...base.run, startedAt }, config: configOf({ resumeFrom }) },
+      stepEnv(fixtures.runtime(service)),
+    );
+    expect(resumed).toMatchObject({ id: paid.id, paidBy: 'earlier' });
+    expect(service.requestCount('startTraining')).toBe(1);
+  });
+
   it('no credits: no_credits, saying what to do', async () => {
     const { dataset, run } = await readyDataset({ credits: 0 });
     const error = await rejectionOf(run());

@@ -324,6 +324,10 @@ export const fileListTooLongMessage = (
 ): string =>
   `the names of the ${String(files)} data files in ${folder} are too long for one run: the list takes ${String(kib.list)} KiB and a run carries at most ${String(kib.max)} KiB of it (Step Functions caps a run's state). Send fewer files per drop (train.json "files"), merge files, or use shorter names`;
 
+/** invalid_train_json: train.json's values take more of the run's state than it carries. */
+export const trainJsonTooLargeForRunMessage = (bytes: { config: number; max: number }): string =>
+  `train.json's values make the run's configuration ${String(bytes.config)} bytes, and a run carries at most ${String(bytes.max)} bytes of its settings and file names (Step Functions caps a run's state): shorten its longest values (the answers in "decisions", the encoder ids, "promote"'s metric)`;
+
 /** invalid_train_json: train.json is over `max` bytes (`bytes` when listed, else found reading it). */
 export const trainJsonTooLargeMessage = (max: number, bytes?: number): string =>
   bytes === undefined

@@ -46,7 +46,12 @@ function runsOf(status: RunStatus | null, runId: string): RunOfDrop[] {
 }
 
 function resumeFrom(run: RunOfDrop): ResumeFrom {
-  const from = { runId: run.run_id, datasetId: run.dataset_id ?? '', errorCode: run.error?.code ?? null };
+  const from = {
+    runId: run.run_id,
+    datasetId: run.dataset_id ?? '',
+    errorCode: run.error?.code ?? null,
+    ...(run.paid_model === null ? {} : { paidModelId: run.paid_model.id }),
+  };
   // Cut off before the service's answer named its dataset: it is looked for by its name.
   const named = run.dataset_id === null && typeof run.dataset_name === 'string';
   return named ? { ...from, datasetName: run.dataset_name ?? '', startedAt: run.started_at } : from;

@@ -99,6 +99,12 @@ export interface ResumeFrom {
   readonly startedAt?: string;
   /** The earlier run's error code, for the status and the messages. */
   readonly errorCode: string | null;
+  /**
+   * The model the earlier run paid for, when its status names one: StartTraining adopts it as
+   * paid by that run even when it was created in the second this run's train.json came (the
+   * event's time is to the second).
+   */
+  readonly paidModelId?: string;
 }
 
 /** How long to wait before the next poll, and how many polls came before ($.dataset, $.model). */
