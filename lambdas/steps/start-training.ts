@@ -8,6 +8,7 @@
  * when it holds a credit (contract.ts holdsCredit); a failed or refunded newest model, one whose
  * files are gone (a resumed run's after model_files_gone), or none, starts another.
  *
+ * Whether to adopt, stop or start is one pure rule, lambdas/run/lock/adoption.ts spendDecision.
  * Two more rules before a new training (lambdas/run/lock/supersede.ts): a run a newer train.json of
  * the drop has taken over starts none (it stops, `superseded`; a training of its own it finds
  * under way is adopted, since that credit is spent), and a run starts one only while it holds
@@ -24,7 +25,6 @@ import {
   NoCreditsError,
   ServiceError,
   trainingDurationMs,
-  holdsCredit,
   UnknownEncoderError,
   type Dataset,
   type Encoder,
@@ -41,7 +41,13 @@ import {
   unknownEncoderMessage,
 } from '../run/errors/index.js';
 import { defineStep } from '../run/invocation/index.js';
-import { supersededError, claimTraining, recordTraining, type ClaimContext } from '../run/lock/index.js';
+import {
+  supersededError,
+  claimTraining,
+  recordTraining,
+  spendDecision,
+  type ClaimContext,
+} from '../run/lock/index.js';
 import { expectedFinish } from '../run/schedule/index.js';
 import { runHasEnded } from '../run/status/index.js';
 import { attemptsLeft, modelSlot, sweepOnwards, trainingOrdinal, trainingPlan } from '../run/state/index.js';
@@ -73,19 +79,22 @@ export const startTrainingStep = defineStep(
       service: () => Promise.resolve(client),
       ended: (runId) => runHasEnded(env.found?.status ?? null, runId),
     };
-    if (newest !== undefined && holdsCredit(newest.status, newest.next_action)) {
-      // This run's own training (a lost answer, or a retried invocation), or one created before the
-      // run started: the paid model of the run it resumes. Its credit is spent either way.
+    const found = env.found?.status ?? null;
+    const decision = spendDecision({
+      newest,
+      run: state.run,
+      resumeFrom: config.resumeFrom,
+      otherRuns: found === null ? [] : [found, ...(found.superseded_runs ?? [])],
+      supersededBy: env.supersededBy,
+    });
+    if (decision.act === 'adopt' && newest !== undefined) {
+      // This run's own training (a lost answer, or a retried invocation), or an earlier run's: the
+      // paid model of the run it resumes or adopts. Its credit is spent either way.
       await recordTraining(claim, dataset.id, newest.id);
       const slot = modelSlot(newest, plan(models.length), previous, env.runtime.now(), history);
-      const paidEarlier = Date.parse(newest.created_at) < Date.parse(state.run.startedAt);
-      return config.resumeFrom !== undefined && paidEarlier
-        ? { ...slot, paidBy: config.resumeFrom.runId }
-        : slot;
+      return decision.paidBy === undefined ? slot : { ...slot, paidBy: decision.paidBy };
     }
-    if (env.supersededBy !== undefined && env.supersededBy !== null) {
-      throw supersededError(state, env.supersededBy, 'start_training');
-    }
+    if (decision.act === 'stop') throw supersededError(state, decision.newer, 'start_training');
     refuseToTrain(dataset, models, config);
     const held = await claimTraining(claim, dataset.id);
     if (!held.held) {
