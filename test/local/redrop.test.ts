@@ -3,7 +3,9 @@
  * mode: the real s3rver, the synthesized state machine with the real handlers, the simulated
  * service over HTTP. The newest train.json wins: an older run that has not started a training
  * stops at its next step (`superseded`) and spends nothing; one whose training holds a credit
- * finishes it and keeps its model under its own id; the drop never has two trainings at once.
+ * finishes it and keeps its model under its own id, which a newer run with the same settings
+ * adopts (lambdas/run/lock/adoption.ts) instead of training again; the drop never has two
+ * trainings at once.
  * Each test holds the first run at one stage (before that Task runs) until the second upload's
  * run has taken status/<drop>.json, then lets it go, and checks the outcomes, the credits (net,
  * per drop), the models in the bucket, the status file and `hopper runs`.
@@ -11,7 +13,8 @@
 import { describe, expect, it } from 'vitest';
 import { readStatus, type RunStatus } from '../../lambdas/run/status/index.js';
 import type { ReportSlot, RunState } from '../../lambdas/run/state/index.js';
-import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { currentModelKey, inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { readJson } from '../../lambdas/storage/objects.js';
 import { runRunsCommand, type RunSummary } from '../../local/cli/runs.js';
 import type { LocalMode, LocalTask } from '../../local/emulator/local-mode.js';
 import type { TaskName } from '../../infra/tasks.js';
@@ -100,6 +103,7 @@ async function redropAt(
   holder: ReturnType<typeof holdAt>,
   drop: string,
   releaseWhen?: (status: RunStatus, firstRunId: string) => boolean,
+  secondTrainJson = '{}',
 ): Promise<{ first: FinishedRun; second: FinishedRun }> {
   const key = inboxKey(drop, TRAIN_JSON);
   const firstStarted = nextExecution(local, key);
@@ -109,7 +113,7 @@ async function redropAt(
   await withTimeout(holder.reached, 'the first run did not reach the held step', RUN_TIMEOUT_MS);
 
   const secondStarted = nextExecution(local, key);
-  await putDrop(local.s3.client, local.bucket, drop, { [TRAIN_JSON]: '{}' });
+  await putDrop(local.s3.client, local.bucket, drop, { [TRAIN_JSON]: secondTrainJson });
   const secondExecution = await secondStarted.execution;
   await statusTakenBy(local, drop, secondExecution.name, (status) =>
     releaseWhen === undefined ? true : releaseWhen(status, firstExecution.name),
@@ -211,7 +215,47 @@ describe('train.json uploaded again while the newer run waits for its folder to 
   });
 });
 
-describe('train.json uploaded again once the first run holds a credit: it finishes, its model is kept', () => {
+/** The id of the model the run ended with ($.model of its output), or ''. */
+function modelOf(run: FinishedRun): string {
+  return (run.outcome.status === 'SUCCEEDED' && (run.outcome.output as RunState).model?.id) || '';
+}
+
+describe('the same train.json uploaded again once the first run holds a credit: the newer run adopts its model', () => {
+  const cases: readonly [string, TaskName, Parameters<typeof fixture.start>[0]][] = [
+    ['while it trains', 'PollModel', { simulated: { queuedMs: 20, trainingMs: 6000 } }],
+    ['while it copies', 'CopyModel', {}],
+  ];
+  for (const [when, task, options] of cases) {
+    it(`${when}: one training, one credit, one model, the newer run's`, async () => {
+      const holder = holdAt(task);
+      const local = await fixture.start({ ...options, wrapTask: holder.wrapTask });
+      const drop = `redrop-same-${task.toLowerCase()}`;
+      const { first, second } = await redropAt(local, holder, drop);
+
+      // The first run finished its paid training and copied it; the newer run adopted it.
+      expect(reportOf(first)?.outcome).toBe('superseded');
+      const model = modelOf(first);
+      expect(expectSucceeded(second.status, second.execution.name)).toBe(model);
+      expect(second.status?.dataset_id).toBe(second.status?.superseded_runs?.[0]?.dataset_id);
+      expect(second.status?.summary).toMatchObject({
+        credits: 0,
+        trainings: [{ model_id: model, paid_by: first.execution.name }],
+      });
+      const objects = await modelObjects(local, drop);
+      expect([...objects.keys()].sort()).toEqual([`${model}/model.json`, `${model}/model.onnx`]);
+      expect(local.simulated?.requestCount('createDataset')).toBe(1);
+      expect(local.simulated?.requestCount('startTraining')).toBe(1);
+      expect(local.simulated?.credits()).toBe(9);
+      const runs = await runsListed(local, drop);
+      expect(runs.map((run) => [run.run_id, run.outcome, run.credits, run.model_id])).toEqual([
+        [second.execution.name, 'succeeded', 0, model],
+        [first.execution.name, 'superseded', 1, model],
+      ]);
+    });
+  }
+});
+
+describe('a changed train.json uploaded once the first run holds a credit: it finishes, its model is kept', () => {
   it('while it trains: the second run waits for that training to end, then trains its own', async () => {
     const holder = holdAt('PollModel');
     // A training long enough for the second run to reach start_training while it is under way;
@@ -226,13 +270,13 @@ describe('train.json uploaded again once the first run holds a credit: it finish
       holder,
       drop,
       (status, firstRunId) => status.waiting_for?.run_id === firstRunId,
+      '{"maxAttempts": 2}',
     );
 
     const kept = reportOf(first);
     expect(kept?.outcome).toBe('superseded');
     expect(kept?.error?.message).toContain('held a credit, so this run finished it');
-    const firstModel =
-      (first.outcome.status === 'SUCCEEDED' && (first.outcome.output as RunState).model?.id) || '';
+    const firstModel = modelOf(first);
     expect(kept?.error?.message).toContain(`models/${drop}/${firstModel}/model.onnx`);
     expect(statesEntered(first.events)).toContain('CopyModel');
 
@@ -275,20 +319,34 @@ describe('train.json uploaded again once the first run holds a credit: it finish
     ]);
   });
 
-  it('while it copies: the copy goes on and the model is kept; the second run trains its own', async () => {
+  it("while it copies, its copy let go only once the newer run ended: its model is kept and recorded, the newer run's stays current", async () => {
     const holder = holdAt('CopyModel');
     const local = await fixture.start({ wrapTask: holder.wrapTask });
     const drop = 'redrop-copying';
-    const { first, second } = await redropAt(local, holder, drop);
+    const { first, second } = await redropAt(
+      local,
+      holder,
+      drop,
+      (status) => status.state === 'succeeded',
+      '{"maxAttempts": 2}',
+    );
 
     expect(reportOf(first)?.outcome).toBe('superseded');
-    const firstModel =
-      (first.outcome.status === 'SUCCEEDED' && (first.outcome.output as RunState).model?.id) || '';
+    const firstModel = modelOf(first);
     const secondModel = expectSucceeded(second.status, second.execution.name);
+    expect(secondModel).not.toBe(firstModel);
     const objects = await modelObjects(local, drop);
     expect(objects.size).toBe(4);
     expectCopied(objects, firstModel, first.execution.name);
     expectCopied(objects, secondModel, second.execution.name);
+    // The older run reported last; without "promote" its model does not replace the newer run's.
+    const current = await readJson(local.s3.client, local.bucket, currentModelKey(drop));
+    expect(current?.value).toMatchObject({ model_id: secondModel, run_id: second.execution.name });
+    expect(second.status?.superseded_runs?.[0]).toMatchObject({
+      run_id: first.execution.name,
+      credits: 1,
+      model: { onnx: expect.stringContaining(`${firstModel}/model.onnx`) as unknown },
+    });
     expect(local.simulated?.credits()).toBe(8);
     const runs = await runsListed(local, drop);
     expect(runs.map((run) => [run.outcome, run.credits])).toEqual([
