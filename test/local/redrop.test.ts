@@ -255,6 +255,26 @@ describe('the same train.json uploaded again once the first run holds a credit: 
   }
 });
 
+describe('the same train.json uploaded again as the first run is about to train: the newer run takes its dataset', () => {
+  it('the first run stops before it pays (its training_intent named the dataset); one dataset, one training, the newer run’s', async () => {
+    const holder = holdAt('StartTraining');
+    const local = await fixture.start({ wrapTask: holder.wrapTask });
+    const drop = 'redrop-about-to-train';
+    const { first, second } = await redropAt(local, holder, drop);
+
+    expect(reportOf(first)?.outcome).toBe('superseded');
+    expect(reportOf(first)?.error?.message).toContain('this run stopped before start_training');
+    const model = expectSucceeded(second.status, second.execution.name);
+    const firstEntry = second.status?.superseded_runs?.[0];
+    expect(firstEntry).toMatchObject({ run_id: first.execution.name, credits: 0, model_id: null });
+    expect(second.status?.dataset_id).toBe(firstEntry?.dataset_id);
+    expect(second.status?.summary).toMatchObject({ credits: 1, trainings: [{ model_id: model }] });
+    expect(local.simulated?.requestCount('createDataset')).toBe(1);
+    expect(local.simulated?.requestCount('startTraining')).toBe(1);
+    expect(local.simulated?.credits()).toBe(9);
+  });
+});
+
 describe('a changed train.json uploaded once the first run holds a credit: it finishes, its model is kept', () => {
   it('while it trains: the second run waits for that training to end, then trains its own', async () => {
     const holder = holdAt('PollModel');
