@@ -275,6 +275,52 @@ describe('the same train.json uploaded again as the first run is about to train:
   });
 });
 
+describe('the same train.json uploaded again while the first run labels, which then trains before the newer run shows', () => {
+  it('the newer run, with a dataset of its own, adopts the first run’s model at start_training: one training, one credit', async () => {
+    const holder = holdAt('LabelExamples');
+    let firstRun = '';
+    // The newer run's ValidateDrop reads the status (the first run still labelling, no intent yet)
+    // and lets the first run go; its folder settles for 3 s, in which the first run starts its training.
+    const letGo = wrapOnly('ValidateDrop', (lambda) => async (input) => {
+      if (firstRun !== '' && (input as RunState).run.runId !== firstRun) holder.release();
+      return lambda(input);
+    });
+    const wrapTask = (name: TaskName, task: LocalTask) => letGo(name, holder.wrapTask(name, task));
+    const local = await fixture.start({ wrapTask, dropQuietMs: 3_000 });
+    const drop = 'redrop-pays-meanwhile';
+    const key = inboxKey(drop, TRAIN_JSON);
+    const firstStarted = nextExecution(local, key);
+    await putDrop(local.s3.client, local.bucket, drop, { ...DATA, [TRAIN_JSON]: '{}' });
+    const firstExecution = await firstStarted.execution;
+    firstRun = firstExecution.name;
+    holder.hold(firstExecution.name);
+    await withTimeout(holder.reached, 'the first run did not reach LabelExamples', RUN_TIMEOUT_MS);
+    const secondStarted = nextExecution(local, key);
+    await putDrop(local.s3.client, local.bucket, drop, { [TRAIN_JSON]: '{}' });
+    const secondExecution = await secondStarted.execution;
+    const [first, second] = await Promise.all([
+      finished(local, firstExecution, firstStarted.events),
+      finished(local, secondExecution, secondStarted.events),
+    ]);
+    const status = await readStatus(local.s3.client, local.bucket, drop);
+
+    // The first run paid before it saw the newer run (it trained its own dataset, and may have ended).
+    expect(statesEntered(first.events)).toContain('PollModel');
+    const model = modelOf(first);
+    expect(expectSucceeded(status, second.execution.name)).toBe(model);
+    expect(status?.dataset_id).not.toBe(status?.superseded_runs?.[0]?.dataset_id);
+    expect(status?.summary).toMatchObject({
+      credits: 0,
+      trainings: [{ model_id: model, paid_by: first.execution.name }],
+    });
+    expect(local.simulated?.requestCount('createDataset')).toBe(2);
+    expect(local.simulated?.requestCount('startTraining')).toBe(1);
+    expect(local.simulated?.credits()).toBe(9);
+    const objects = await modelObjects(local, drop);
+    expect([...objects.keys()].sort()).toEqual([`${model}/model.json`, `${model}/model.onnx`]);
+  });
+});
+
 describe('a changed train.json uploaded once the first run holds a credit: it finishes, its model is kept', () => {
   it('while it trains: the second run waits for that training to end, then trains its own', async () => {
     const holder = holdAt('PollModel');

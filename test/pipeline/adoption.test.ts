@@ -3,7 +3,12 @@
  * status records before start_training pays (lambdas/run/state/training-intent.ts). Pure.
  */
 import { describe, expect, it } from 'vitest';
-import { adoptsWorkOf, spendDecision, type SpendFacts } from '../../lambdas/run/lock/index.js';
+import {
+  adoptsWorkOf,
+  siblingToAdopt,
+  spendDecision,
+  type SpendFacts,
+} from '../../lambdas/run/lock/index.js';
 import { trainingIntentOf, type RunState } from '../../lambdas/run/state/index.js';
 import { modelFileKey } from '../../lambdas/storage/keys.js';
 import { configOf, datasetSlotOf, modelSlotOf, stateOf } from '../helpers/fixtures.js';
@@ -65,6 +70,56 @@ describe('spendDecision: start_training adopts, stops or may start', () => {
     });
     const itself = [{ run_id: 'new', model_id: 'm-1', paid_model: null }];
     expect(spendDecision(facts({ newest: training, otherRuns: itself }))).toEqual({ act: 'adopt' });
+  });
+});
+
+describe('siblingToAdopt: another run with the same settings that trained another dataset', () => {
+  const sibling = {
+    run_id: 'older',
+    state: 'running' as const,
+    updated_at: '2026-01-02T00:05:00.000Z',
+    model_id: 'm-older',
+    dataset_id: 'ds-older',
+    config_fingerprint: 'same',
+  };
+  it('running, superseded, failed or interrupted; succeeded only when it ended after this run started', () => {
+    const found = { runId: 'older', modelId: 'm-older' };
+    expect(siblingToAdopt([sibling], RUN, 'same', 'ds-new')).toEqual(found);
+    for (const state of ['superseded', 'failed', 'interrupted'] as const) {
+      expect(
+        siblingToAdopt(
+          [{ ...sibling, state, updated_at: '2025-01-01T00:00:00.000Z' }],
+          RUN,
+          'same',
+          'ds-new',
+        ),
+      ).toEqual(found);
+    }
+    expect(siblingToAdopt([{ ...sibling, state: 'succeeded' }], RUN, 'same', 'ds-new')).toEqual(found);
+    // Succeeded before this train.json came: a retrain, asked for.
+    const before = { ...sibling, state: 'succeeded' as const, updated_at: '2026-01-01T00:00:00.000Z' };
+    expect(siblingToAdopt([before], RUN, 'same', 'ds-new')).toBeUndefined();
+    expect(siblingToAdopt([sibling], RUN, 'other', 'ds-new')).toBeUndefined();
+    expect(siblingToAdopt([{ ...sibling, model_id: null }], RUN, 'same', 'ds-new')).toBeUndefined();
+    expect(siblingToAdopt([sibling], RUN, 'same', 'ds-older')).toBeUndefined();
+    expect(siblingToAdopt([{ ...sibling, run_id: 'new' }], RUN, 'same', 'ds-new')).toBeUndefined();
+  });
+
+  it("spendDecision adopts the sibling's model while it holds a credit, after this dataset's own and a superseded stop", () => {
+    const holding = {
+      runId: 'older',
+      model: { status: 'done', next_action: 'download' },
+    } as SpendFacts['sibling'];
+    expect(spendDecision(facts({ sibling: holding }))).toEqual({ act: 'adopt-sibling', paidBy: 'older' });
+    const gone = {
+      runId: 'older',
+      model: { status: 'failed', next_action: 'none' },
+    } as SpendFacts['sibling'];
+    expect(spendDecision(facts({ sibling: gone }))).toEqual({ act: 'start' });
+    const newer = { runId: 'newer', startedAt: '2026-01-03T00:00:00.000Z' };
+    expect(spendDecision(facts({ sibling: holding, supersededBy: newer }))).toEqual({ act: 'stop', newer });
+    const own = model('training', undefined, 'wait') as SpendFacts['newest'];
+    expect(spendDecision(facts({ sibling: holding, newest: own }))).toEqual({ act: 'adopt' });
   });
 });
 

@@ -7,8 +7,10 @@
  *   training (its `training_intent`) and is still running or was interrupted, takes that run's
  *   dataset instead of creating one; its start_training then adopts the model found there;
  * - start_training, of the dataset's models (spendDecision): a model that holds a credit is
- *   adopted, never paid for again; a run a newer train.json took over starts none; else it may
- *   start one (the training claim and the credit budget still have their say).
+ *   adopted, never paid for again; so is the model of another run of the drop with the same
+ *   settings (siblingToAdopt: it started its training after this run had read the drop's status,
+ *   so this run made a dataset of its own); a run a newer train.json took over starts none; else it
+ *   may start one (the training claim and the credit budget still have their say).
  */
 import { holdsCredit } from '../../service-client/contract.js';
 import type { Model } from '../../service-client/index.js';
@@ -54,11 +56,15 @@ export interface SpendFacts {
   readonly otherRuns: readonly Pick<RunStatus, 'run_id' | 'model_id' | 'paid_model'>[];
   /** The newer run that took the drop over, if one did. */
   readonly supersededBy: NewerRun | null | undefined;
+  /** The model of another run with the same settings (siblingToAdopt), as the service shows it now. */
+  readonly sibling?: { readonly runId: string; readonly model: Pick<Model, 'status' | 'next_action'> };
 }
 
 export type SpendDecision =
   /** The newest model holds a credit: adopt it; `paidBy` is the earlier run whose credit it is. */
   | { readonly act: 'adopt'; readonly paidBy?: string }
+  /** The sibling's model holds a credit: adopt that one (the sibling paid for it). */
+  | { readonly act: 'adopt-sibling'; readonly paidBy: string }
   /** Superseded, with nothing paid: stop before spending. */
   | { readonly act: 'stop'; readonly newer: NewerRun }
   /** May start a training (if it holds the claim and the budget has a credit). */
@@ -72,7 +78,42 @@ export function spendDecision(facts: SpendFacts): SpendDecision {
     return paidBy === undefined ? { act: 'adopt' } : { act: 'adopt', paidBy };
   }
   if (supersededBy !== undefined && supersededBy !== null) return { act: 'stop', newer: supersededBy };
+  const sibling = facts.sibling;
+  if (sibling !== undefined && holdsCredit(sibling.model.status, sibling.model.next_action)) {
+    return { act: 'adopt-sibling', paidBy: sibling.runId };
+  }
   return { act: 'start' };
+}
+
+/** Ended runs whose model stays this train.json's to adopt, whenever they ended. */
+const SIBLINGS: readonly RunPhase[] = ['running', 'superseded', 'failed', 'interrupted'];
+
+/**
+ * The newest other run of the drop with settings `fingerprint` that started a training of
+ * another dataset than `datasetId`: its run id and model id, which start_training asks the service
+ * about (spendDecision adopts the model while it holds a credit). A run that succeeded counts only
+ * when it ended after `run` started (this train.json was uploaded while it ran): the same
+ * train.json uploaded after a run succeeded trains again, as asked. Undefined when there is none.
+ * @param runs the drop's runs as its status file names them
+ */
+export function siblingToAdopt(
+  runs: readonly Pick<
+    RunStatus,
+    'run_id' | 'state' | 'updated_at' | 'model_id' | 'dataset_id' | 'config_fingerprint'
+  >[],
+  run: { readonly runId: string; readonly startedAt: string },
+  fingerprint: string,
+  datasetId: string,
+): { readonly runId: string; readonly modelId: string } | undefined {
+  const sibling = runs.find(
+    (other) =>
+      other.run_id !== run.runId &&
+      (SIBLINGS.includes(other.state) || Date.parse(other.updated_at) >= Date.parse(run.startedAt)) &&
+      other.config_fingerprint === fingerprint &&
+      other.model_id !== null &&
+      other.dataset_id !== datasetId,
+  );
+  return sibling?.model_id == null ? undefined : { runId: sibling.run_id, modelId: sibling.model_id };
 }
 
 /**
