@@ -37,6 +37,7 @@ export const FAST_TIER: readonly string[] = [
   'test/local/service-args.test.ts',
   'test/local/state-machine.test.ts',
   'test/permissions/check.test.ts',
+  'test/pipeline/adoption.test.ts',
   'test/pipeline/lambda-error.test.ts',
   'test/pipeline/polling.test.ts',
   'test/pipeline/slots.test.ts',

@@ -8,6 +8,9 @@
  * when it holds a credit (contract.ts holdsCredit); a failed or refunded newest model, one whose
  * files are gone (a resumed run's after model_files_gone), or none, starts another.
  *
+ * Whether to adopt, stop or start is one pure rule, lambdas/run/lock/adoption.ts spendDecision;
+ * it also adopts the model of another run of the drop with the same settings that trained a
+ * dataset of its own meanwhile (siblingToAdopt), so one train.json uploaded twice pays once.
  * Two more rules before a new training (lambdas/run/lock/supersede.ts): a run a newer train.json of
  * the drop has taken over starts none (it stops, `superseded`; a training of its own it finds
  * under way is adopted, since that credit is spent), and a run starts one only while it holds
@@ -24,7 +27,7 @@ import {
   NoCreditsError,
   ServiceError,
   trainingDurationMs,
-  holdsCredit,
+  NotFoundError,
   UnknownEncoderError,
   type Dataset,
   type Encoder,
@@ -41,11 +44,25 @@ import {
   unknownEncoderMessage,
 } from '../run/errors/index.js';
 import { defineStep } from '../run/invocation/index.js';
-import { supersededError, claimTraining, recordTraining, type ClaimContext } from '../run/lock/index.js';
+import {
+  supersededError,
+  claimTraining,
+  recordTraining,
+  siblingToAdopt,
+  spendDecision,
+  type ClaimContext,
+} from '../run/lock/index.js';
 import { expectedFinish } from '../run/schedule/index.js';
 import { runHasEnded } from '../run/status/index.js';
-import { attemptsLeft, modelSlot, sweepOnwards, trainingOrdinal, trainingPlan } from '../run/state/index.js';
-import type { AccountHistory, RunConfig, RunState, SweepSlot } from '../run/state/index.js';
+import {
+  attemptsLeft,
+  configFingerprint,
+  modelSlot,
+  sweepOnwards,
+  trainingOrdinal,
+  trainingPlan,
+} from '../run/state/index.js';
+import type { AccountHistory, RunConfig, RunState, StateFor, SweepSlot } from '../run/state/index.js';
 
 export const startTrainingStep = defineStep(
   'start_training',
@@ -73,21 +90,33 @@ export const startTrainingStep = defineStep(
       service: () => Promise.resolve(client),
       ended: (runId) => runHasEnded(env.found?.status ?? null, runId),
     };
-    if (newest !== undefined && holdsCredit(newest.status, newest.next_action)) {
-      // This run's own training (a lost answer, or a retried invocation), or one created before the
-      // run started: the paid model of the run it resumes. Its credit is spent either way.
+    const found = env.found?.status ?? null;
+    const otherRuns = found === null ? [] : [found, ...(found.superseded_runs ?? [])];
+    // A sweep adopts no model of another dataset. No service call unless such a run exists.
+    const sibling = sweep === undefined ? await siblingModel(client, state, otherRuns) : undefined;
+    const decision = spendDecision({
+      newest,
+      run: state.run,
+      resumeFrom: config.resumeFrom,
+      otherRuns,
+      supersededBy: env.supersededBy,
+      sibling,
+    });
+    if (decision.act === 'adopt-sibling' && sibling !== undefined) {
+      // Another run with these settings started its training after this one read the drop's
+      // status (so this run made a dataset of its own): that model is this train.json's, paid.
+      await recordTraining(claim, dataset.id, sibling.model.id);
+      const slot = modelSlot(sibling.model, plan(1), previous, env.runtime.now(), history);
+      return { ...slot, paidBy: decision.paidBy };
+    }
+    if (decision.act === 'adopt' && newest !== undefined) {
+      // This run's own training (a lost answer, or a retried invocation), or an earlier run's: the
+      // paid model of the run it resumes or adopts. Its credit is spent either way.
       await recordTraining(claim, dataset.id, newest.id);
       const slot = modelSlot(newest, plan(models.length), previous, env.runtime.now(), history);
-      const paidEarlier =
-        newest.id === config.resumeFrom?.paidModelId ||
-        Date.parse(newest.created_at) < Date.parse(state.run.startedAt);
-      return config.resumeFrom !== undefined && paidEarlier
-        ? { ...slot, paidBy: config.resumeFrom.runId }
-        : slot;
+      return decision.paidBy === undefined ? slot : { ...slot, paidBy: decision.paidBy };
     }
-    if (env.supersededBy !== undefined && env.supersededBy !== null) {
-      throw supersededError(state, env.supersededBy, 'start_training');
-    }
+    if (decision.act === 'stop') throw supersededError(state, decision.newer, 'start_training');
     refuseToTrain(dataset, models, config);
     const held = await claimTraining(claim, dataset.id);
     if (!held.held) {
@@ -119,6 +148,27 @@ function refuseToTrain(dataset: Dataset, models: readonly Model[], config: RunCo
   if (dataset.next_action === 'expired') {
     const expired = { id: dataset.id, expiresAt: dataset.expires_at, step: dataset.step };
     throw new RunError('dataset_expired', datasetExpiredMessage(expired));
+  }
+}
+
+/**
+ * The model of another run of the drop with the same settings that trained another dataset
+ * (adoption.ts siblingToAdopt), as the service shows it now; undefined when there is none or the
+ * service no longer holds it.
+ */
+async function siblingModel(
+  client: TrainingServiceClient,
+  state: StateFor<'start_training'>,
+  runs: Parameters<typeof siblingToAdopt>[0],
+): Promise<{ readonly runId: string; readonly model: Model } | undefined> {
+  const fingerprint = configFingerprint(state.config);
+  const sibling = siblingToAdopt(runs, state.run, fingerprint, state.dataset.id);
+  if (sibling === undefined) return undefined;
+  try {
+    return { runId: sibling.runId, model: await client.getModel(sibling.modelId) };
+  } catch (error) {
+    if (error instanceof NotFoundError) return undefined;
+    throw error;
   }
 }
 

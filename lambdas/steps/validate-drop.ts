@@ -5,14 +5,14 @@
  *
  * It puts the run's Started event (lambdas/run/events/publish-events.ts); its status is written
  * once, by the invocation, when it ends (one write per step). A run with the same settings as an
- * ended run of the drop that left a paid model resumes that run and adopts its model
- * (lambdas/run/lock/resume.ts): no second credit. Both read the drop's status as the invocation
+ * earlier run of the drop that holds a paid model, or was about to start its training, resumes
+ * that run's dataset and adopts its model (lambdas/run/lock/adoption.ts): no second credit. Both read the drop's status as the invocation
  * found it.
  */
 import { validateDrop } from '../drop/validate.js';
 import { defineStep } from '../run/invocation/index.js';
 import { announceRun } from '../run/events/index.js';
-import { paidRunToAdopt } from '../run/lock/index.js';
+import { workToAdopt } from '../run/lock/index.js';
 import { configFingerprint } from '../run/state/index.js';
 
 export const validateDropStep = defineStep('validate_drop', async (state, env) => {
@@ -27,8 +27,8 @@ export const validateDropStep = defineStep('validate_drop', async (state, env) =
   if (leftOut.length > 0)
     logger.info('left out: files operating systems leave in folders', { files: leftOut });
   if (config.resumeFrom !== undefined) return config;
-  const adopt = paidRunToAdopt(previous, run.runId, configFingerprint(config));
+  const adopt = workToAdopt(previous, run.runId, configFingerprint(config));
   if (adopt === undefined) return config;
-  logger.info('adopting the paid model of an earlier run with the same settings', { from_run: adopt.runId });
+  logger.info('adopting the paid work of an earlier run with the same settings', { from_run: adopt.runId });
   return { ...config, resumeFrom: adopt };
 });

@@ -172,10 +172,16 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
     // on too): the bucket is removed only once those are done, or after a bound.
     const invocations = new RunningInvocations();
     cleanups.push(() => invocations.settled(INVOCATIONS_SETTLE_MS));
-    // Before anything can start a run: only a run of an earlier local mode is `running` now.
-    const interrupted = await markInterruptedRuns(s3.client, s3.bucket);
     const simulated = await startSimulated(options, invocations, cleanups);
     const service = options.service ?? { url: simulated?.apiUrl ?? '', apiKey: simulated?.apiKey ?? '' };
+    // Before anything can start a run: only a run of an earlier local mode is `running` now. The
+    // service is asked for the model of a training a stop cut off (its answer lost).
+    const interrupted = await markInterruptedRuns(
+      s3.client,
+      s3.bucket,
+      Date.now(),
+      serviceClient(options, service),
+    );
     const logger = new Logger({ serviceName: 'hopper', logLevel: options.logLevel ?? 'SILENT' });
     const events = new LocalEventBus();
     const s3Clients = functionS3Clients(s3.endpoint, cleanups);

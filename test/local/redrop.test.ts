@@ -3,7 +3,9 @@
  * mode: the real s3rver, the synthesized state machine with the real handlers, the simulated
  * service over HTTP. The newest train.json wins: an older run that has not started a training
  * stops at its next step (`superseded`) and spends nothing; one whose training holds a credit
- * finishes it and keeps its model under its own id; the drop never has two trainings at once.
+ * finishes it and keeps its model under its own id, which a newer run with the same settings
+ * adopts (lambdas/run/lock/adoption.ts) instead of training again; the drop never has two
+ * trainings at once.
  * Each test holds the first run at one stage (before that Task runs) until the second upload's
  * run has taken status/<drop>.json, then lets it go, and checks the outcomes, the credits (net,
  * per drop), the models in the bucket, the status file and `hopper runs`.
@@ -14,7 +16,8 @@ import { describe, expect, it } from 'vitest';
 import { compareSequencers } from '../../lambdas/run/state/run-order.js';
 import { readStatus, type RunStatus } from '../../lambdas/run/status/index.js';
 import type { ReportSlot, RunState } from '../../lambdas/run/state/index.js';
-import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { currentModelKey, inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { readJson } from '../../lambdas/storage/objects.js';
 import { executionName } from '../../lambdas/trigger/start-execution.js';
 import { runRunsCommand, type RunSummary } from '../../local/cli/runs.js';
 import type { LocalMode, LocalTask } from '../../local/emulator/local-mode.js';
@@ -110,6 +113,7 @@ async function redropAt(
   holder: ReturnType<typeof holdAt>,
   drop: string,
   releaseWhen?: (status: RunStatus, firstRunId: string) => boolean,
+  secondTrainJson = '{}',
 ): Promise<{ first: FinishedRun; second: FinishedRun }> {
   const key = inboxKey(drop, TRAIN_JSON);
   const firstStarted = nextExecution(local, key);
@@ -119,7 +123,7 @@ async function redropAt(
   await withTimeout(holder.reached, 'the first run did not reach the held step', RUN_TIMEOUT_MS);
 
   const secondStarted = nextExecution(local, key);
-  await putDrop(local.s3.client, local.bucket, drop, { [TRAIN_JSON]: '{}' });
+  await putDrop(local.s3.client, local.bucket, drop, { [TRAIN_JSON]: secondTrainJson });
   const secondExecution = await secondStarted.execution;
   await statusTakenBy(local, drop, secondExecution.name, (status) =>
     releaseWhen === undefined ? true : releaseWhen(status, firstExecution.name),
@@ -221,7 +225,113 @@ describe('train.json uploaded again while the newer run waits for its folder to 
   });
 });
 
-describe('train.json uploaded again once the first run holds a credit: it finishes, its model is kept', () => {
+/** The id of the model the run ended with ($.model of its output), or ''. */
+function modelOf(run: FinishedRun): string {
+  return (run.outcome.status === 'SUCCEEDED' && (run.outcome.output as RunState).model?.id) || '';
+}
+
+describe('the same train.json uploaded again once the first run holds a credit: the newer run adopts its model', () => {
+  const cases: readonly [string, TaskName, Parameters<typeof fixture.start>[0]][] = [
+    ['while it trains', 'PollModel', { simulated: { queuedMs: 20, trainingMs: 6000 } }],
+    ['while it copies', 'CopyModel', {}],
+  ];
+  for (const [when, task, options] of cases) {
+    it(`${when}: one training, one credit, one model, the newer run's`, async () => {
+      const holder = holdAt(task);
+      const local = await fixture.start({ ...options, wrapTask: holder.wrapTask });
+      const drop = `redrop-same-${task.toLowerCase()}`;
+      const { first, second } = await redropAt(local, holder, drop);
+
+      // The first run finished its paid training and copied it; the newer run adopted it.
+      expect(reportOf(first)?.outcome).toBe('superseded');
+      const model = modelOf(first);
+      expect(expectSucceeded(second.status, second.execution.name)).toBe(model);
+      expect(second.status?.dataset_id).toBe(second.status?.superseded_runs?.[0]?.dataset_id);
+      expect(second.status?.summary).toMatchObject({
+        credits: 0,
+        trainings: [{ model_id: model, paid_by: first.execution.name }],
+      });
+      const objects = await modelObjects(local, drop);
+      expect([...objects.keys()].sort()).toEqual([`${model}/model.json`, `${model}/model.onnx`]);
+      expect(local.simulated?.requestCount('createDataset')).toBe(1);
+      expect(local.simulated?.requestCount('startTraining')).toBe(1);
+      expect(local.simulated?.credits()).toBe(9);
+      const runs = await runsListed(local, drop);
+      expect(runs.map((run) => [run.run_id, run.outcome, run.credits, run.model_id])).toEqual([
+        [second.execution.name, 'succeeded', 0, model],
+        [first.execution.name, 'superseded', 1, model],
+      ]);
+    });
+  }
+});
+
+describe('the same train.json uploaded again as the first run is about to train: the newer run takes its dataset', () => {
+  it('the first run stops before it pays (its training_intent named the dataset); one dataset, one training, the newer run’s', async () => {
+    const holder = holdAt('StartTraining');
+    const local = await fixture.start({ wrapTask: holder.wrapTask });
+    const drop = 'redrop-about-to-train';
+    const { first, second } = await redropAt(local, holder, drop);
+
+    expect(reportOf(first)?.outcome).toBe('superseded');
+    expect(reportOf(first)?.error?.message).toContain('this run stopped before start_training');
+    const model = expectSucceeded(second.status, second.execution.name);
+    const firstEntry = second.status?.superseded_runs?.[0];
+    expect(firstEntry).toMatchObject({ run_id: first.execution.name, credits: 0, model_id: null });
+    expect(second.status?.dataset_id).toBe(firstEntry?.dataset_id);
+    expect(second.status?.summary).toMatchObject({ credits: 1, trainings: [{ model_id: model }] });
+    expect(local.simulated?.requestCount('createDataset')).toBe(1);
+    expect(local.simulated?.requestCount('startTraining')).toBe(1);
+    expect(local.simulated?.credits()).toBe(9);
+  });
+});
+
+describe('the same train.json uploaded again while the first run labels, which then trains before the newer run shows', () => {
+  it('the newer run, with a dataset of its own, adopts the first run’s model at start_training: one training, one credit', async () => {
+    const holder = holdAt('LabelExamples');
+    let firstRun = '';
+    // The newer run's ValidateDrop reads the status (the first run still labelling, no intent yet)
+    // and lets the first run go; its folder settles for 3 s, in which the first run starts its training.
+    const letGo = wrapOnly('ValidateDrop', (lambda) => async (input) => {
+      if (firstRun !== '' && (input as RunState).run.runId !== firstRun) holder.release();
+      return lambda(input);
+    });
+    const wrapTask = (name: TaskName, task: LocalTask) => letGo(name, holder.wrapTask(name, task));
+    const local = await fixture.start({ wrapTask, dropQuietMs: 3_000 });
+    const drop = 'redrop-pays-meanwhile';
+    const key = inboxKey(drop, TRAIN_JSON);
+    const firstStarted = nextExecution(local, key);
+    await putDrop(local.s3.client, local.bucket, drop, { ...DATA, [TRAIN_JSON]: '{}' });
+    const firstExecution = await firstStarted.execution;
+    firstRun = firstExecution.name;
+    holder.hold(firstExecution.name);
+    await withTimeout(holder.reached, 'the first run did not reach LabelExamples', RUN_TIMEOUT_MS);
+    const secondStarted = nextExecution(local, key);
+    await putDrop(local.s3.client, local.bucket, drop, { [TRAIN_JSON]: '{}' });
+    const secondExecution = await secondStarted.execution;
+    const [first, second] = await Promise.all([
+      finished(local, firstExecution, firstStarted.events),
+      finished(local, secondExecution, secondStarted.events),
+    ]);
+    const status = await readStatus(local.s3.client, local.bucket, drop);
+
+    // The first run paid before it saw the newer run (it trained its own dataset, and may have ended).
+    expect(statesEntered(first.events)).toContain('PollModel');
+    const model = modelOf(first);
+    expect(expectSucceeded(status, second.execution.name)).toBe(model);
+    expect(status?.dataset_id).not.toBe(status?.superseded_runs?.[0]?.dataset_id);
+    expect(status?.summary).toMatchObject({
+      credits: 0,
+      trainings: [{ model_id: model, paid_by: first.execution.name }],
+    });
+    expect(local.simulated?.requestCount('createDataset')).toBe(2);
+    expect(local.simulated?.requestCount('startTraining')).toBe(1);
+    expect(local.simulated?.credits()).toBe(9);
+    const objects = await modelObjects(local, drop);
+    expect([...objects.keys()].sort()).toEqual([`${model}/model.json`, `${model}/model.onnx`]);
+  });
+});
+
+describe('a changed train.json uploaded once the first run holds a credit: it finishes, its model is kept', () => {
   it('while it trains: the second run waits for that training to end, then trains its own', async () => {
     const holder = holdAt('PollModel');
     // A training long enough for the second run to reach start_training while it is under way;
@@ -236,13 +346,13 @@ describe('train.json uploaded again once the first run holds a credit: it finish
       holder,
       drop,
       (status, firstRunId) => status.waiting_for?.run_id === firstRunId,
+      '{"maxAttempts": 2}',
     );
 
     const kept = reportOf(first);
     expect(kept?.outcome).toBe('superseded');
     expect(kept?.error?.message).toContain('held a credit, so this run finished it');
-    const firstModel =
-      (first.outcome.status === 'SUCCEEDED' && (first.outcome.output as RunState).model?.id) || '';
+    const firstModel = modelOf(first);
     expect(kept?.error?.message).toContain(`models/${drop}/${firstModel}/model.onnx`);
     expect(statesEntered(first.events)).toContain('CopyModel');
 
@@ -285,20 +395,34 @@ describe('train.json uploaded again once the first run holds a credit: it finish
     ]);
   });
 
-  it('while it copies: the copy goes on and the model is kept; the second run trains its own', async () => {
+  it("while it copies, its copy let go only once the newer run ended: its model is kept and recorded, the newer run's stays current", async () => {
     const holder = holdAt('CopyModel');
     const local = await fixture.start({ wrapTask: holder.wrapTask });
     const drop = 'redrop-copying';
-    const { first, second } = await redropAt(local, holder, drop);
+    const { first, second } = await redropAt(
+      local,
+      holder,
+      drop,
+      (status) => status.state === 'succeeded',
+      '{"maxAttempts": 2}',
+    );
 
     expect(reportOf(first)?.outcome).toBe('superseded');
-    const firstModel =
-      (first.outcome.status === 'SUCCEEDED' && (first.outcome.output as RunState).model?.id) || '';
+    const firstModel = modelOf(first);
     const secondModel = expectSucceeded(second.status, second.execution.name);
+    expect(secondModel).not.toBe(firstModel);
     const objects = await modelObjects(local, drop);
     expect(objects.size).toBe(4);
     expectCopied(objects, firstModel, first.execution.name);
     expectCopied(objects, secondModel, second.execution.name);
+    // The older run reported last; without "promote" its model does not replace the newer run's.
+    const current = await readJson(local.s3.client, local.bucket, currentModelKey(drop));
+    expect(current?.value).toMatchObject({ model_id: secondModel, run_id: second.execution.name });
+    expect(second.status?.superseded_runs?.[0]).toMatchObject({
+      run_id: first.execution.name,
+      credits: 1,
+      model: { onnx: expect.stringContaining(`${firstModel}/model.onnx`) as unknown },
+    });
     expect(local.simulated?.credits()).toBe(8);
     const runs = await runsListed(local, drop);
     expect(runs.map((run) => [run.outcome, run.credits])).toEqual([

@@ -6,10 +6,11 @@
  * then adopts: never stranded at the service.
  */
 import { describe, expect, it } from 'vitest';
-import { readStatus } from '../../lambdas/run/status/index.js';
+import { readStatus, type RunStatus } from '../../lambdas/run/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import type { LocalMode } from '../../local/emulator/local-mode.js';
 import { runRetryCommand } from '../../local/cli/retry.js';
+import { runStatusCommand } from '../../local/cli/status.js';
 import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
 import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
 import {
@@ -129,8 +130,17 @@ describe('a run stopped between a request that creates and its answer', { timeou
     const second = await start(dataDir);
     second.simulated?.configure({ trainingMs: BRISK_SERVICE.trainingMs });
     const [paid] = await serviceList<{ id: string }>(simulatedOf(second), 'models');
-    const interrupted = await readStatus(second.s3.client, second.bucket, 'paid');
-    expect(interrupted).toMatchObject({ state: 'interrupted' });
+    // The restart found the model the lost answer named, through the dataset of the run's intent.
+    const shown = await runCommandCaptured(runStatusCommand, ['paid', '--json'], settingsOf(second));
+    expect(shown).toMatchObject({ code: 0, stderr: '' });
+    const interrupted = JSON.parse(shown.stdout) as RunStatus;
+    expect(interrupted).toMatchObject({
+      state: 'interrupted',
+      paid_model: { id: paid?.id },
+      training_intent: null,
+      summary: { credits: 1 },
+    });
+    expect(interrupted.error?.message).toContain(`its model ${paid?.id ?? ''} was paid for (1 credit)`);
 
     const again = nextExecution(second, inboxKey('paid', TRAIN_JSON));
     const retry = await runCommandCaptured(runRetryCommand, ['paid'], settingsOf(second));
@@ -140,6 +150,32 @@ describe('a run stopped between a request that creates and its answer', { timeou
     expect(run.outcome.status).toBe('SUCCEEDED');
     expect(run.status?.model_id).toBe(paid?.id);
     expect([...(await modelObjects(second, 'paid')).keys()]).toEqual(
+      expect.arrayContaining([`${paid?.id ?? ''}/model.onnx`, `${paid?.id ?? ''}/model.json`]),
+    );
+    expect(await serviceRecords(second)).toEqual({ datasets: 1, models: [paid?.id], creditsSpent: 1 });
+  });
+
+  it('POST /v1/datasets/{id}/models, then the same train.json uploaded again: it adopts the paid model, one credit, the model copied', async () => {
+    const dataDir = await kept.dataDir();
+    await stoppedAfter(dataDir, 'again', 'StartTraining', answered('POST /v1/datasets/{id}/models', 201));
+
+    const second = await start(dataDir);
+    second.simulated?.configure({ trainingMs: BRISK_SERVICE.trainingMs });
+    const [paid] = await serviceList<{ id: string }>(simulatedOf(second), 'models');
+    const interrupted = await readStatus(second.s3.client, second.bucket, 'again');
+
+    const run = await dropAndRun(second, 'again', { [TRAIN_JSON]: '{}' });
+    expect(run.outcome.status).toBe('SUCCEEDED');
+    expect(run.status).toMatchObject({
+      state: 'succeeded',
+      model_id: paid?.id,
+      dataset_id: interrupted?.dataset_id,
+    });
+    expect(run.status?.summary).toMatchObject({
+      credits: 0,
+      trainings: [{ model_id: paid?.id, paid_by: interrupted?.run_id }],
+    });
+    expect([...(await modelObjects(second, 'again')).keys()]).toEqual(
       expect.arrayContaining([`${paid?.id ?? ''}/model.onnx`, `${paid?.id ?? ''}/model.json`]),
     );
     expect(await serviceRecords(second)).toEqual({ datasets: 1, models: [paid?.id], creditsSpent: 1 });

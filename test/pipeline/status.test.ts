@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RunError } from '../../lambdas/run/errors/index.js';
-import { paidRunToAdopt, resumeTarget } from '../../lambdas/run/lock/index.js';
+import { workToAdopt, resumeTarget } from '../../lambdas/run/lock/index.js';
 import { readStatus, statusOf, writeStatus, type RunStatus } from '../../lambdas/run/status/index.js';
 import { stepUnderWay, type RunState, type StepName } from '../../lambdas/run/state/index.js';
 import { statusKey } from '../../lambdas/storage/keys.js';
@@ -312,9 +312,26 @@ describe('which run a resume takes, and which paid model a new run adopts (lambd
       paid_model: { id: 'm-1', status: 'done' },
       config_fingerprint: 'same',
     });
-    expect(paidRunToAdopt(paid, 'new', 'same')).toMatchObject({ runId: 'paid', datasetId: 'ds-paid' });
-    expect(paidRunToAdopt(paid, 'new', 'other')).toBeUndefined();
-    expect(paidRunToAdopt({ ...paid, paid_model: null }, 'new', 'same')).toBeUndefined();
-    expect(paidRunToAdopt({ ...paid, state: 'running' }, 'new', 'same')).toBeUndefined();
+    expect(workToAdopt(paid, 'new', 'same')).toMatchObject({ runId: 'paid', datasetId: 'ds-paid' });
+    expect(workToAdopt(paid, 'new', 'other')).toBeUndefined();
+    expect(workToAdopt({ ...paid, paid_model: null }, 'new', 'same')).toBeUndefined();
+    // A run still at it: its paid model is adopted (adoption.ts), not paid for a second time.
+    expect(workToAdopt({ ...paid, state: 'running' }, 'new', 'same')).toMatchObject({ runId: 'paid' });
+    expect(workToAdopt({ ...paid, state: 'succeeded' }, 'new', 'same')).toBeUndefined();
+  });
+
+  it('adopts the dataset of a run about to start its training (training_intent), running or interrupted', () => {
+    const intent = { dataset_id: 'ds-about', encoder: null, attempt: 1 };
+    const about = ended('about', '1', {
+      state: 'interrupted',
+      dataset_id: 'ds-about',
+      training_intent: intent,
+      config_fingerprint: 'same',
+    });
+    expect(workToAdopt(about, 'new', 'same')).toMatchObject({ runId: 'about', datasetId: 'ds-about' });
+    expect(workToAdopt({ ...about, state: 'running' }, 'new', 'same')).toMatchObject({ runId: 'about' });
+    expect(workToAdopt({ ...about, state: 'failed' }, 'new', 'same')).toBeUndefined();
+    expect(workToAdopt(about, 'new', 'other')).toBeUndefined();
+    expect(workToAdopt({ ...about, training_intent: null }, 'new', 'same')).toBeUndefined();
   });
 });

@@ -8,6 +8,7 @@
  *
  * Every rule about credits is asked of this module; their words come from errors/messages.ts.
  */
+export * from './adoption.js';
 export * from './credit-ledger.js';
 export * from './resume.js';
 export * from './supersede.js';

@@ -11,6 +11,7 @@
 import type { Dataset, TrainingServiceClient } from '../../service-client/index.js';
 import { NotFoundError } from '../../service-client/errors.js';
 import { resumableAfter } from '../errors/codes.js';
+import { adoptsWorkOf } from './adoption.js';
 import { RunError } from '../errors/errors.js';
 import type { DropFile, ResumeFrom } from '../state/state.js';
 import type { RunPhase } from '../state/vocabulary.js';
@@ -33,6 +34,7 @@ type RunOfDrop = Pick<
   | 'model'
   | 'error'
   | 'paid_model'
+  | 'training_intent'
   | 'config_fingerprint'
 >;
 
@@ -57,30 +59,29 @@ function resumeFrom(run: RunOfDrop): ResumeFrom {
   return named ? { ...from, datasetName: run.dataset_name ?? '', startedAt: run.started_at } : from;
 }
 
-/** The newest run that ended holding a paid model (with settings `fingerprint`, when given). */
-function paidRun(status: RunStatus | null, runId: string, fingerprint?: string): RunOfDrop | undefined {
+/** The newest run that ended holding a paid model. */
+function paidRun(status: RunStatus | null, runId: string): RunOfDrop | undefined {
   return runsOf(status, runId).find(
-    (run) =>
-      ENDED.includes(run.state) &&
-      run.paid_model !== null &&
-      run.dataset_id !== null &&
-      (fingerprint === undefined || run.config_fingerprint === fingerprint),
+    (run) => ENDED.includes(run.state) && run.paid_model !== null && run.dataset_id !== null,
   );
 }
 
 /**
- * A new run with the same settings (configFingerprint) as an ended run of the drop that left a
- * paid model adopts that model: it resumes from the run's dataset, so the same train.json
- * uploaded again never pays twice (after a restart of local mode, or a run that failed while its
- * model trained). Undefined when there is none.
+ * The earlier run of the drop whose work a new run with the same settings (configFingerprint)
+ * adopts (adoption.ts adoptsWorkOf): the newest one that holds a paid model, or that was about to
+ * start its training and runs still or was interrupted. The new run resumes from that run's
+ * dataset, and its start_training adopts the model it finds there, so the same train.json uploaded
+ * again never pays twice (after a restart of local mode, a lost answer to the training's start, a
+ * run that failed while its model trained, or while the first run is still at it). Undefined when
+ * there is none.
  * @param status the drop's status before this run wrote it
  */
-export function paidRunToAdopt(
+export function workToAdopt(
   status: RunStatus | null,
   runId: string,
   fingerprint: string,
 ): ResumeFrom | undefined {
-  const run = paidRun(status, runId, fingerprint);
+  const run = runsOf(status, runId).find((earlier) => adoptsWorkOf(earlier, fingerprint) !== null);
   return run === undefined ? undefined : resumeFrom(run);
 }
 

@@ -9,6 +9,7 @@
  * through these types; at run time it uses only schedule/ (a slot's poll schedule) and errors/.
  */
 export * from './paid-model.js';
+export * from './training-intent.js';
 export * from './require-slot.js';
 export * from './run-order.js';
 export * from './slots.js';

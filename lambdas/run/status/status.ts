@@ -13,6 +13,7 @@ import { objectsUnder, readJson, updateJsonConditionally } from '../../storage/o
 import { runDatasetName, type NextAction } from '../../service-client/contract.js';
 import { contendedWrite } from '../errors/errors.js';
 import { paidModelOf } from '../state/paid-model.js';
+import { trainingIntentOf, type TrainingIntent } from '../state/training-intent.js';
 import {
   configFingerprint,
   copiedModel,
@@ -43,6 +44,7 @@ const SUPERSEDED_FIELDS = [
   'dataset_name',
   'model_id',
   'paid_model',
+  'training_intent',
   'config_fingerprint',
   'model',
   'error',
@@ -98,6 +100,13 @@ export interface RunStatus {
    * with one leaves it to `hopper retry`, which adopts it without a second credit.
    */
   readonly paid_model: { readonly id: string; readonly status: string } | null;
+  /**
+   * The training start_training is about to start, written by the status write before it
+   * (lambdas/run/state/training-intent.ts): a run whose answer to that start was lost is found
+   * again through the dataset's models. Null when the run is not about to train; absent in files
+   * older than the field.
+   */
+  readonly training_intent?: TrainingIntent | null;
   /** The digest of the run's settings (configFingerprint), once validate_drop has taken the drop. */
   readonly config_fingerprint: string | null;
   /**
@@ -188,6 +197,7 @@ export function statusOf(state: RunState, update: StatusUpdate, now: number): Ru
     error: update.error ?? null,
     model: modelLocation(run, copy),
     paid_model: paid === null ? null : { id: paid.id, status: paid.status },
+    training_intent: trainingIntentOf(state),
     config_fingerprint: config === undefined ? null : configFingerprint(config),
     summary: update.summary ?? null,
     waiting_for:

@@ -164,8 +164,7 @@ function summaryOf(
   const gbSeconds = Object.values(steps).reduce((sum, step) => sum + step.gb_seconds, 0);
   const summary = {
     attempts: state.model?.attempts ?? 0,
-    credits: trainings.filter((training) => keepsCredit(training.status) && training.paid_by === undefined)
-      .length,
+    credits: creditsOf(trainings),
     gpu_usd: sumOf(trainings.map((training) => training.gpu_usd)),
     jev_usd: sumOf(trainings.map((training) => training.jev_usd)),
     trainings,
@@ -176,6 +175,26 @@ function summaryOf(
     s3_requests: s3,
   };
   return { ...summary, aws_usd: awsUsdOf(summary), prices: { region: PRICES_REGION, as_of: PRICES_AS_OF } };
+}
+
+/** The credits `trainings` hold: those that kept theirs and that no earlier run paid for. */
+function creditsOf(trainings: readonly TrainingUsage[]): number {
+  return trainings.filter((training) => keepsCredit(training.status) && training.paid_by === undefined)
+    .length;
+}
+
+/**
+ * `summary` with one more training of the run, found at the service after the run stopped
+ * (local mode's restart, for a start whose answer the stop cut off): its credit counts.
+ */
+export function withTraining(summary: RunSummary, training: TrainingUsage): RunSummary {
+  const trainings = [...summary.trainings.filter((known) => known.model_id !== training.model_id), training];
+  return {
+    ...summary,
+    attempts: Math.max(summary.attempts, trainings.length),
+    trainings,
+    credits: creditsOf(trainings),
+  };
 }
 
 /** AWS usage as a run's summary counts it. */
