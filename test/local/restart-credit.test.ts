@@ -85,12 +85,17 @@ async function stoppedAfter(
   after: (effect: SideEffect) => boolean,
 ): Promise<void> {
   const kills = new HandlerKills({ rules: [{ task, death: LAMBDA_CRASH_ERROR, after }] });
-  const first = await kept.start(dataDir, { ...kills.modeOptions(), simulated: { credits: 10 } });
+  // The state machine's retry of the killed Task waits a minute, not the tests' 0 ms: local mode
+  // stops first, however slowly on a loaded machine, and the run stays as the kill left it.
+  const first = await kept.start(dataDir, {
+    ...kills.modeOptions(),
+    retryPauseMs: 60_000,
+    simulated: { credits: 10 },
+  });
   kills.watchFunctions(first);
   const started = nextExecution(first, inboxKey(drop, TRAIN_JSON));
   await putDrop(first.s3.client, first.bucket, drop, FILES);
   await started.execution;
-  // Stopped before the state machine's retry of the killed Task (2 s later) can run.
   await until(() => kills.kills.length === 1, `${task} was not killed`);
   const closing = first.close();
   await kills.close();
