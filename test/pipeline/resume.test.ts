@@ -125,10 +125,13 @@ describe('a run resumed with "resume": true', () => {
   });
 
   it('fails with not_resumable when the earlier dataset has expired at the service', async () => {
-    const local = await fixture.start({ simulated: { ...QUICK, credits: 0, datasetTtlMs: 1500 } });
+    const hour = 60 * 60 * 1000;
+    const local = await fixture.start({ simulated: { ...QUICK, credits: 0, datasetTtlMs: hour } });
     const failed = await dropAndRun(local, 'stale', { ...UNLABELLED_FILES, [TRAIN_JSON]: '{}' });
     expect(failed.status?.error?.code).toBe('no_credits');
-    await new Promise((resolve) => setTimeout(resolve, 1600));
+    // The service's clock past the dataset's expiry, not a sleep of wall time past a short one
+    // (which a slow first run could also outlast).
+    local.simulated?.clock.advance(hour);
     local.simulated?.configure({ credits: 1 });
     const run = await dropAndRun(local, 'stale', { [TRAIN_JSON]: '{"resume": true}' });
     expect(run.status?.error?.code).toBe('not_resumable');
