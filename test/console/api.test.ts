@@ -16,6 +16,7 @@ import type { RunStatus } from '../../lambdas/run/status/index.js';
 import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
 import type { RunDetail, RunPage } from '../../local/console/runs.js';
 import { runCheckCommand, type CheckVerdict } from '../../local/cli/check.js';
+import { inBucketWords } from '../helpers/run-errors.js';
 import { DropFolderError, readDropFolder } from '../../local/cli/drop-folder.js';
 import { runCommandCaptured } from '../helpers/commands.js';
 import { consoleJson, dropThroughConsole, endedRun, folderFiles, useConsole } from '../helpers/console.js';
@@ -194,7 +195,7 @@ describe('the console API', () => {
       expect(await dropThroughConsole(console, 'refused', files)).toEqual({
         ok: false,
         status: 400,
-        error: `${error?.code ?? ''}: ${error?.message ?? ''}`,
+        error: `${error?.code ?? ''}: ${inBucketWords(error?.message ?? '', join(parent, 'refused'), 'refused')}`,
       });
       const listed = await local.s3.client.send(
         new ListObjectsV2Command({ Bucket: local.bucket, Prefix: 'inbox/refused/' }),

@@ -27,3 +27,14 @@ export async function runErrorOf(promise: Promise<unknown>): Promise<RunError> {
   if (error instanceof RunError) return error;
   throw error;
 }
+
+/**
+ * A refusal `hopper check <folder>` printed, in the words the run in the bucket uses for the same
+ * drop: check names the folder on disk and itself to run again (DropPlace), the run inbox/<drop>/
+ * and uploading train.json again. Everything else must already agree.
+ */
+export function inBucketWords(message: string, folder: string, drop: string): string {
+  return message
+    .replaceAll(`${folder}/`, `inbox/${drop}/`)
+    .replaceAll('run hopper check again', 'upload train.json again');
+}

@@ -163,15 +163,18 @@ describe('two runs of one drop racing to promote', () => {
     const firstStarted = nextExecution(local, key);
     await putDrop(local.s3.client, local.bucket, drop, { ...DATA, [TRAIN_JSON]: train });
     const firstExecution = await firstStarted.execution;
-    // Uploaded again while the first run trains: the first finishes its paid training.
+    // Uploaded again, changed, while the first run trains: the first finishes its paid training.
     for (let tries = 0; ; tries++) {
       const status = await readStatus(local.s3.client, local.bucket, drop);
       if (status?.next_action === 'wait' && status.model_id !== null) break;
       if (tries > 1000) throw new Error('the first run never trained');
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
+    // Changed settings, so the second run trains its own model (the same train.json would adopt
+    // the first run's: redrop.test.ts).
+    const changed = JSON.stringify({ promote: { metric: 'f1', min_delta: 0 }, maxAttempts: 2 });
     const secondStarted = nextExecution(local, key);
-    await putDrop(local.s3.client, local.bucket, drop, { [TRAIN_JSON]: train });
+    await putDrop(local.s3.client, local.bucket, drop, { [TRAIN_JSON]: changed });
     const secondExecution = await secondStarted.execution;
     const [first, second] = await Promise.all([
       finished(local, firstExecution, firstStarted.events),

@@ -58,9 +58,9 @@ describe('hopper run of a folder with more data files than the service takes', (
     const result = await hopperWithin(['run', folder], 25_000);
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
-    // The run's own words (ValidateDrop's too_many_files), as hopper check says them.
+    // The run's own words (ValidateDrop's too_many_files), as hopper check says them: of the folder.
     expect(result.stderr).toBe(
-      `hopper run: too_many_files: inbox/many/ holds ${String(MAX_FILES + 1)} data files and the service takes at most ${String(MAX_FILES)} per dataset: list the files to send in train.json "files"\n`,
+      `hopper run: too_many_files: ${folder}/ holds ${String(MAX_FILES + 1)} data files and the service takes at most ${String(MAX_FILES)} per dataset: list the files to send in train.json "files"\n`,
     );
   });
 });

@@ -108,12 +108,22 @@ export function siblingToAdopt(
   const sibling = runs.find(
     (other) =>
       other.run_id !== run.runId &&
-      (SIBLINGS.includes(other.state) || Date.parse(other.updated_at) >= Date.parse(run.startedAt)) &&
+      (SIBLINGS.includes(other.state) || endedAfterUpload(other.updated_at, run.startedAt)) &&
       other.config_fingerprint === fingerprint &&
       other.model_id !== null &&
       other.dataset_id !== datasetId,
   );
   return sibling?.model_id == null ? undefined : { runId: sibling.run_id, modelId: sibling.model_id };
+}
+
+/**
+ * Whether a run that ended at `endedAt` was still running when the train.json of a run started at
+ * `startedAt` came. The event's time is to the second, so the upload may be anywhere in that
+ * second: only a run that ended after it is known to have overlapped (a retrain asked for right
+ * after a success trains, as asked).
+ */
+function endedAfterUpload(endedAt: string, startedAt: string): boolean {
+  return Date.parse(endedAt) >= Date.parse(startedAt) + 1000;
 }
 
 /**

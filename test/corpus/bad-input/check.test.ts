@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunError } from '../../../lambdas/run/errors/index.js';
 import { validateDropStep } from '../../../lambdas/steps/validate-drop.js';
+import { inBucketWords } from '../../helpers/run-errors.js';
 import { runCheckCommand, type CheckVerdict } from '../../../local/cli/check.js';
 import { ENDPOINTS, startSimulatedService, type SimulatedService } from '../../../local/service/index.js';
 import { runCommandCaptured } from '../../helpers/commands.js';
@@ -51,7 +52,13 @@ async function checksVerdict(drop: string, files: Readonly<Record<string, string
   const env = { HOPPER_SERVICE_URL: service?.apiUrl, HOPPER_API_KEY: service?.apiKey };
   const result = await runCommandCaptured(runCheckCommand, [folder, '--json'], env);
   expect(result.stderr).toBe('');
-  return { code: result.code, verdict: JSON.parse(result.stdout) as CheckVerdict };
+  const verdict = JSON.parse(result.stdout) as CheckVerdict;
+  // Check speaks of the folder on disk; the run of the bucket's words otherwise.
+  const error = verdict.error && {
+    ...verdict.error,
+    message: inBucketWords(verdict.error.message, folder, drop),
+  };
+  return { code: result.code, verdict: { ...verdict, error } };
 }
 
 describe('hopper check agrees with the run on every case of the bad-input corpus', () => {
