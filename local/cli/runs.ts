@@ -11,7 +11,7 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import { DescribeExecutionCommand, paginateListExecutions, type SFNClient } from '@aws-sdk/client-sfn';
 import { readRunRecord, readStatus, runRecordKeys, type RunStatus } from '../../lambdas/run/status/index.js';
-import { listedRunState, type ListedRunState } from '../../lambdas/run/state/index.js';
+import { isLaterRun, listedRunState, type ListedRunState } from '../../lambdas/run/state/index.js';
 import { runRecordKey, runRecordsPrefix } from '../../lambdas/storage/keys.js';
 import { executionArnOf, executionNameDrop, NAME_HASH_HEX } from '../../lambdas/trigger/start-execution.js';
 import { CommandError, EXIT, formatAge, json, limitFlag, table, type CommandSpec } from './command.js';
@@ -85,7 +85,7 @@ async function runsOf(
   // executionNameDrop leaves only [A-Za-z0-9_-], none of them special in a pattern.
   const name = new RegExp(`^${executionNameDrop(drop)}-[0-9a-f]{${String(NAME_HASH_HEX)}}$`);
   const kept = await recordedRuns(records, drop);
-  const runs: RunSummary[] = [];
+  const runs: OrderedRun[] = [];
   let pages = 0;
   let token: string | undefined;
   for await (const listed of paginateListExecutions({ client: sfn, pageSize: 1000 }, { stateMachineArn })) {
@@ -99,6 +99,7 @@ async function runsOf(
       const outcome = listedRunState(execution.status, record?.state);
       runs.push({
         ...fromRecord(record),
+        sequencer: record?.sequencer,
         run_id: item.name,
         execution_arn: item.executionArn,
         outcome,
@@ -116,8 +117,23 @@ async function runsOf(
     if (++pages === MAX_EXECUTION_PAGES || runs.length >= limit) break;
   }
   runs.push(...(await unlistedRuns(records, drop, kept, runs, stateMachineArn)));
-  runs.sort((a, b) => b.started_at.localeCompare(a.started_at));
-  return { runs: runs.slice(0, limit), searchedAll: runs.length >= limit || token === undefined };
+  runs.sort(newestFirst);
+  const shown = runs.slice(0, limit).map(({ sequencer: _sequencer, ...run }) => run);
+  return { runs: shown, searchedAll: runs.length >= limit || token === undefined };
+}
+
+/** A run as listed, with the sequencer that orders it (runs in one second are ordered by it). */
+type OrderedRun = RunSummary & { readonly sequencer?: string | null | undefined };
+
+/** Newest first, by the drop's run order (lambdas/run/state/run-order.ts). */
+function newestFirst(a: OrderedRun, b: OrderedRun): number {
+  const key = (run: OrderedRun) => ({
+    runId: run.run_id,
+    startedAt: run.started_at,
+    sequencer: run.sequencer,
+  });
+  if (isLaterRun(key(a), key(b))) return -1;
+  return isLaterRun(key(b), key(a)) ? 1 : 0;
 }
 
 /** The runs `kept` names (records no execution matched), and the status file's run if unlisted. */
@@ -127,7 +143,7 @@ async function unlistedRuns(
   kept: ReadonlySet<string>,
   listed: readonly RunSummary[],
   stateMachineArn: string,
-): Promise<RunSummary[]> {
+): Promise<OrderedRun[]> {
   const found: RunStatus[] = [];
   for (const runId of kept) {
     const record = await runRecord(records, drop, runId);
@@ -138,6 +154,7 @@ async function unlistedRuns(
   if (status !== null && !seen.has(status.run_id)) found.push(status);
   return found.map((run) => ({
     ...fromRecord(run),
+    sequencer: run.sequencer,
     run_id: run.run_id,
     execution_arn: executionArnOf(stateMachineArn, run.run_id),
     outcome: run.state,

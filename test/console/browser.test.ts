@@ -21,7 +21,7 @@ import type { RunDetail } from '../../local/console/runs.js';
 import type { LocalMode } from '../../local/emulator/local-mode.js';
 import { BROWSER_WAIT_MS, chooseChromium, launchChromium } from '../helpers/browser.js';
 import { consoleJson, dropThroughConsole, endedRun, folderFiles, useConsole } from '../helpers/console.js';
-import { finished, RUN_TIMEOUT_MS } from '../helpers/local-mode.js';
+import { finished, nextSecond, RUN_TIMEOUT_MS } from '../helpers/local-mode.js';
 import { withTimeout } from '../../testkit/timeout.js';
 
 const fixture = useConsole();
@@ -372,6 +372,7 @@ describe('the console in a browser', { timeout: BROWSER_TEST_MS }, () => {
     const files = await folderFiles(REVIEWS);
     const runs = [];
     for (const count of [1, 2, 3]) {
+      await nextSecond();
       expect(await dropThroughConsole(console, 'reviews', files)).toEqual({ ok: true });
       runs.push(await endedRun(console, 'reviews', count));
     }
@@ -427,6 +428,7 @@ describe('the console in a browser', { timeout: BROWSER_TEST_MS }, () => {
     };
     const runs = [];
     for (const count of [1, 2]) {
+      await nextSecond();
       expect(await dropThroughConsole(console, 'reviews', promote)).toEqual({ ok: true });
       runs.push(await endedRun(console, 'reviews', count));
     }

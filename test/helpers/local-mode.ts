@@ -223,3 +223,12 @@ export async function modelObjects(local: LocalMode, drop: string): Promise<Map<
   }
   return objects;
 }
+
+/**
+ * Waits into the next whole second. S3 events give their time to the second, and a run of the same
+ * train.json that ended within the second of an upload counts as overlapping it (and is adopted):
+ * a test that asks for a retrain after a success uploads in a later second, as a person would.
+ */
+export async function nextSecond(): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 10));
+}

@@ -35,6 +35,7 @@ import {
   statesEntered,
   useLocalMode,
   wrapOnly,
+  nextSecond,
 } from '../helpers/local-mode.js';
 import { expectSucceeded } from '../helpers/local-runs.js';
 import { gate, withTimeout } from '../../testkit/timeout.js';
@@ -80,6 +81,7 @@ describe('promotion: current.json moves only to a model that beats it', () => {
     expect(await record(local, drop, m1)).toMatchObject({ previous: null, promotion: { promoted: true } });
 
     // Not better by min_delta (f1 +0.01 < 0.02): copied and kept, not current, and everyone says why.
+    await nextSecond();
     const second = await dropAndRun(local, drop, { [TRAIN_JSON]: promote });
     const m2 = expectSucceeded(second.status, second.execution.name);
     const why = `f1 0.81 does not beat 0.8 of model ${m1} by at least 0.02 (promote.min_delta; the difference is 0.01), so model ${m1} stays current`;
@@ -103,6 +105,7 @@ describe('promotion: current.json moves only to a model that beats it', () => {
     expect([...(await modelObjects(local, drop)).keys()]).toContain(`${m2}/model.onnx`);
 
     // Better by min_delta: current.json moves, naming the model it replaced.
+    await nextSecond();
     const third = await dropAndRun(local, drop, { [TRAIN_JSON]: promote });
     const m3 = expectSucceeded(third.status, third.execution.name);
     expect(third.status?.promotion).toMatchObject({ promoted: true, previous_model_id: m1 });
@@ -116,6 +119,7 @@ describe('promotion: current.json moves only to a model that beats it', () => {
     });
 
     // Without promote: a worse model becomes current all the same.
+    await nextSecond();
     const fourth = await dropAndRun(local, drop, { [TRAIN_JSON]: '{}' });
     const m4 = expectSucceeded(fourth.status, fourth.execution.name);
     expect(fourth.status?.promotion).toMatchObject({

@@ -19,6 +19,7 @@ import {
   nextExecution,
   statesEntered,
   useLocalMode,
+  nextSecond,
 } from '../helpers/local-mode.js';
 import { expectCopied, expectFailed, expectSaved, expectSucceeded } from '../helpers/local-runs.js';
 import { reviewsDrop } from '../helpers/fixtures.js';
@@ -201,6 +202,7 @@ describe('trigger events', () => {
     expectSucceeded(first.status, first.execution.name);
 
     // The same bytes again: the same etag, but a new version of train.json.
+    await nextSecond();
     const second = await dropAndRun(local, 'again', { 'train.json': '{}' });
     expect(second.execution.name).not.toBe(first.execution.name);
     expect(second.outcome.status).toBe('SUCCEEDED');

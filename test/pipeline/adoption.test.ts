@@ -99,10 +99,10 @@ describe('siblingToAdopt: another run with the same settings that trained anothe
     // Succeeded before this train.json came: a retrain, asked for.
     const before = { ...sibling, state: 'succeeded' as const, updated_at: '2026-01-01T00:00:00.000Z' };
     expect(siblingToAdopt([before], RUN, 'same', 'ds-new')).toBeUndefined();
-    // Ended within the second of the upload (the event's time is to the second): not known to
-    // have overlapped it, so a retrain asked for right after a success trains.
+    // Ended within the second of the upload (the event's time is to the second): it may have
+    // overlapped it, so its model is adopted rather than paid for again.
     const sameSecond = { ...sibling, state: 'succeeded' as const, updated_at: '2026-01-02T00:00:00.700Z' };
-    expect(siblingToAdopt([sameSecond], RUN, 'same', 'ds-new')).toBeUndefined();
+    expect(siblingToAdopt([sameSecond], RUN, 'same', 'ds-new')).toEqual(found);
     expect(siblingToAdopt([sibling], RUN, 'other', 'ds-new')).toBeUndefined();
     expect(siblingToAdopt([{ ...sibling, model_id: null }], RUN, 'same', 'ds-new')).toBeUndefined();
     expect(siblingToAdopt([sibling], RUN, 'same', 'ds-older')).toBeUndefined();

@@ -117,13 +117,13 @@ export function siblingToAdopt(
 }
 
 /**
- * Whether a run that ended at `endedAt` was still running when the train.json of a run started at
- * `startedAt` came. The event's time is to the second, so the upload may be anywhere in that
- * second: only a run that ended after it is known to have overlapped (a retrain asked for right
- * after a success trains, as asked).
+ * Whether a run that ended at `endedAt` may still have been running when the train.json of a run
+ * started at `startedAt` came. The event's time is to the second, so the upload may be anywhere
+ * in that second: a run that ended within it counts as overlapping, which spends no second credit
+ * (a retrain of the same train.json uploaded within the second of a success adopts instead).
  */
 function endedAfterUpload(endedAt: string, startedAt: string): boolean {
-  return Date.parse(endedAt) >= Date.parse(startedAt) + 1000;
+  return Date.parse(endedAt) >= Date.parse(startedAt);
 }
 
 /**
