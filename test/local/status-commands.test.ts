@@ -19,7 +19,14 @@ import { runWaitCommand } from '../../local/cli/wait.js';
 import { startLocalMode } from '../../local/emulator/local-mode.js';
 import { runCommandCaptured, settingsOf } from '../helpers/commands.js';
 import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
-import { dropAndRun, finished, nextExecution, RUN_TIMEOUT_MS, useLocalMode } from '../helpers/local-mode.js';
+import {
+  dropAndRun,
+  finished,
+  nextExecution,
+  nextSecond,
+  RUN_TIMEOUT_MS,
+  useLocalMode,
+} from '../helpers/local-mode.js';
 import { UNLABELLED_FILES } from '../helpers/fixtures.js';
 import { putDrop } from '../helpers/pipeline.js';
 
@@ -122,12 +129,9 @@ describe('the commands against hopper local', () => {
 
     // Dropped again with no credit left: asked at once, before the new run has written its status,
     // wait answers for the new run (failed), not with the first run's success.
-    // S3 keeps an upload's time to the second: the new upload is told from the first run only once
-    // the second that run started in has passed (a run of minutes in AWS; here it can end within it).
-    const startedAt = Date.parse(String(first.status?.started_at));
-    await new Promise((resolve) =>
-      setTimeout(resolve, Math.ceil((startedAt + 1) / 1000) * 1000 - Date.now()),
-    );
+    // An upload's time is to the second: uploaded within the second the first run ended in, the
+    // same train.json would adopt that run's model (nextSecond says why); a second later it trains.
+    await nextSecond();
     const again = nextExecution(local, inboxKey('reviews', TRAIN_JSON));
     await putDrop(local.s3.client, local.bucket, 'reviews', { [TRAIN_JSON]: '{}' });
     const failed = await run(runWaitCommand, ['reviews', '--timeout', '60'], env);
