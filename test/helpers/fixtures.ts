@@ -65,6 +65,19 @@ export function exampleDrop(overrides: Record<string, string> = {}): Record<stri
   return { ...files, ...overrides };
 }
 
+/** A drop of `count` held-out examples: a data file of rows with ids, and a labels file answering each. */
+export function labelledDrop(count: number): Record<string, string> {
+  const ids = Array.from({ length: count }, (_, index) => `r${String(index + 1)}`);
+  const choices = ['positive', 'negative', 'neutral'];
+  return {
+    'reviews.csv': ['id,text', ...ids.map((id) => `${id},Review number ${id} of a product.`)].join('\n'),
+    'labels.csv': ['id,label', ...ids.map((id, index) => `${id},${choices[index % 3] ?? 'neutral'}`)].join(
+      '\n',
+    ),
+    'train.json': '{}',
+  };
+}
+
 /** Folder `name` in `parent` holding `files` (names may have folders: `more/b.csv`). */
 export async function writeDropFolder(
   parent: string,

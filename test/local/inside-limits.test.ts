@@ -14,7 +14,7 @@ import { MAX_HISTORY_EVENTS, MAX_PAYLOAD_BYTES, payloadBytes } from '../../local
 import { fastClock } from '../helpers/fast-clock.js';
 import { dropAndRun, statesEntered, useLocalMode, type FinishedRun } from '../helpers/local-mode.js';
 import { expectSucceeded } from '../helpers/local-runs.js';
-import { REVIEWS_FILES } from '../helpers/fixtures.js';
+import { labelledDrop, REVIEWS_FILES } from '../helpers/fixtures.js';
 
 const fixture = useLocalMode();
 
@@ -122,19 +122,6 @@ describe('the longest sweep', () => {
     expectInside(run, 'the longest sweep');
   }, 60_000);
 });
-
-/** A data file of `count` rows with ids, and a labels file answering each. */
-function labelledDrop(count: number): Record<string, string> {
-  const ids = Array.from({ length: count }, (_, index) => `r${String(index + 1)}`);
-  const choices = ['positive', 'negative', 'neutral'];
-  return {
-    'reviews.csv': ['id,text', ...ids.map((id) => `${id},Review number ${id} of a product.`)].join('\n'),
-    'labels.csv': ['id,label', ...ids.map((id, index) => `${id},${choices[index % 3] ?? 'neutral'}`)].join(
-      '\n',
-    ),
-    'train.json': '{}',
-  };
-}
 
 describe('the longest labelling', () => {
   it(`${String(LABELS)} held-out examples, each labelled from labels.csv`, async () => {

@@ -42,13 +42,21 @@ function failuresOf(events: readonly ExecutionEvent[], state: TaskName): string[
   );
 }
 
+/**
+ * A drop run with ValidateDrop given a 1 s Lambda timeout and its first `slowed` S3 requests held
+ * 1.5 s each: each attempt that meets one runs over the timeout.
+ */
+async function runOverTimeout(slowed: number, drop: string) {
+  const local = await fixture.start({ lambdaTimeoutSeconds: { ValidateDrop: 1 } });
+  const s3 = local.functionS3('ValidateDrop');
+  if (s3 === undefined) throw new Error('no S3 client for ValidateDrop');
+  slowRequests(s3, slowed, 1_500);
+  return await dropAndRun(local, drop, reviewsDrop());
+}
+
 describe('a Lambda past its timeout: Sandbox.Timedout', () => {
   it('the Task fails with it, the definition retries it once, and the retry finishes the run', async () => {
-    const local = await fixture.start({ lambdaTimeoutSeconds: { ValidateDrop: 1 } });
-    const s3 = local.functionS3('ValidateDrop');
-    if (s3 === undefined) throw new Error('no S3 client for ValidateDrop');
-    slowRequests(s3, 1, 1_500);
-    const run = await dropAndRun(local, 'timeout-once', reviewsDrop());
+    const run = await runOverTimeout(1, 'timeout-once');
 
     expect(failuresOf(run.events, 'ValidateDrop')).toEqual([LAMBDA_TIMEOUT_ERROR]);
     expect(run.events.filter((event) => event.type === 'StateRetried')).toHaveLength(1);
@@ -57,11 +65,7 @@ describe('a Lambda past its timeout: Sandbox.Timedout', () => {
   });
 
   it('every attempt past it: retried once, then caught and reported as step_timeout', async () => {
-    const local = await fixture.start({ lambdaTimeoutSeconds: { ValidateDrop: 1 } });
-    const s3 = local.functionS3('ValidateDrop');
-    if (s3 === undefined) throw new Error('no S3 client for ValidateDrop');
-    slowRequests(s3, 2, 1_500);
-    const run = await dropAndRun(local, 'timeout-twice', reviewsDrop());
+    const run = await runOverTimeout(2, 'timeout-twice');
 
     expect(failuresOf(run.events, 'ValidateDrop')).toEqual([LAMBDA_TIMEOUT_ERROR, LAMBDA_TIMEOUT_ERROR]);
     expect(statesEntered(run.events)).toEqual(['ValidateDrop', 'Report', 'RunSucceeded', 'RunFailed']);

@@ -20,6 +20,7 @@ import { fastClock } from '../helpers/fast-clock.js';
 import { HISTORY_EVENT_LIMIT, historyEventsOf } from '../helpers/history.js';
 import { dropAndRun, statesEntered, useLocalMode } from '../helpers/local-mode.js';
 import { expectSucceeded } from '../helpers/local-runs.js';
+import { labelledDrop } from '../helpers/fixtures.js';
 import { simulatePolling } from '../../testkit/poll-simulation.js';
 
 const FULL = process.env.HOPPER_RELIABILITY === 'full';
@@ -31,19 +32,6 @@ const RUN = FULL ? TARGET : { labels: 2_000, trainingDays: 3 };
 const RUN_MS = FULL ? 30 * 60_000 : 120_000;
 
 const fixture = useLocalMode();
-
-/** A data file of `count` rows with ids, and a labels file answering each. */
-function drop(count: number): Record<string, string> {
-  const ids = Array.from({ length: count }, (_, index) => `r${String(index + 1)}`);
-  const choices = ['positive', 'negative', 'neutral'];
-  return {
-    'reviews.csv': ['id,text', ...ids.map((id) => `${id},Review number ${id} of a product.`)].join('\n'),
-    'labels.csv': ['id,label', ...ids.map((id, index) => `${id},${choices[index % 3] ?? 'neutral'}`)].join(
-      '\n',
-    ),
-    'train.json': '{}',
-  };
-}
 
 /** Real seconds from the first event of state `name` to its last. */
 function spanSeconds(events: readonly ExecutionEvent[], name: string): number {
@@ -80,7 +68,7 @@ it(
     clock.attach(local.simulated!.clock);
 
     const started = performance.now();
-    const run = await dropAndRun(local, 'long', drop(RUN.labels), RUN_MS);
+    const run = await dropAndRun(local, 'long', labelledDrop(RUN.labels), RUN_MS);
     const wallSeconds = (performance.now() - started) / 1000;
     const labellingSeconds = spanSeconds(run.events, 'LabelExamples');
     expectSucceeded(run.status, run.execution.name);

@@ -108,7 +108,7 @@ export function siblingToAdopt(
   const sibling = runs.find(
     (other) =>
       other.run_id !== run.runId &&
-      (SIBLINGS.includes(other.state) || endedAfterUpload(other.updated_at, run.startedAt)) &&
+      (SIBLINGS.includes(other.state) || mayHaveOverlappedUpload(other.updated_at, run.startedAt)) &&
       other.config_fingerprint === fingerprint &&
       other.model_id !== null &&
       other.dataset_id !== datasetId,
@@ -122,7 +122,7 @@ export function siblingToAdopt(
  * in that second: a run that ended within it counts as overlapping, which spends no second credit
  * (a retrain of the same train.json uploaded within the second of a success adopts instead).
  */
-function endedAfterUpload(endedAt: string, startedAt: string): boolean {
+function mayHaveOverlappedUpload(endedAt: string, startedAt: string): boolean {
   return Date.parse(endedAt) >= Date.parse(startedAt);
 }
 
