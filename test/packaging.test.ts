@@ -9,7 +9,8 @@
  * test/packages.test.ts installs both tarballs as a user does.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { builtinModules } from 'node:module';
+import { builtinModules, createRequire } from 'node:module';
+import { cruise, type ICruiseOptions } from 'dependency-cruiser';
 import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 
@@ -94,8 +95,8 @@ function packageOf(specifier: string): string {
   return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : (parts[0] ?? specifier);
 }
 
-/** The packages and the project's own files the import graph from `entry` reaches. */
-async function reachedFrom(entry: string): Promise<{ packages: Set<string>; files: Set<string> }> {
+/** The packages the import graph from `entry` reaches. */
+async function packagesReachedFrom(entry: string): Promise<Set<string>> {
   const result = await build({
     entryPoints: [new URL(`../${entry}`, import.meta.url).pathname],
     bundle: true,
@@ -114,7 +115,7 @@ async function reachedFrom(entry: string): Promise<{ packages: Set<string>; file
       if (!builtinModules.includes(name)) packages.add(name);
     }
   }
-  return { packages, files: new Set(Object.keys(result.metafile.inputs)) };
+  return packages;
 }
 
 /** The packages a built bundle imports or resolves at run time (bare specifiers, Node's built-ins left out). */
@@ -170,7 +171,7 @@ describe('what each package installs (npm run build, scripts/build.ts)', () => {
   });
 
   it('nothing the command loads is a devDependency of the repository', async () => {
-    const { packages } = await reachedFrom('local/main.ts');
+    const packages = await packagesReachedFrom('local/main.ts');
     const optional = Object.keys(manifest('cli').peerDependenciesMeta ?? {});
     expect([...packages].filter((name) => name in pkg.devDependencies && !optional.includes(name))).toEqual(
       [],
@@ -180,25 +181,28 @@ describe('what each package installs (npm run build, scripts/build.ts)', () => {
 
 describe('local/', () => {
   it('holds only what the command line runs: no module there is for tests alone', async () => {
-    const { files } = await reachedFrom('local/main.ts');
+    const reached = await modulesReachedFrom('local/main.ts');
     const modules = readdirSync(new URL('../local', import.meta.url), { recursive: true, encoding: 'utf8' })
       .filter((path) => path.endsWith('.ts'))
       .map((path) => `local/${path}`);
     expect(modules.length).toBeGreaterThan(50);
-    // A module of types only leaves nothing in the bundle: it counts when a reached module imports it.
-    const typesOnly = (path: string) =>
-      !/^export (?!interface |type )/m.test(readFileSync(new URL(`../${path}`, import.meta.url), 'utf8'));
-    const importedTypes = (path: string) =>
-      [...files].some((reached) =>
-        readFileSync(new URL(`../${reached}`, import.meta.url), 'utf8').includes(
-          `from './${path.split('/').at(-1)?.replace(/\.ts$/, '.js') ?? ''}'`,
-        ),
-      );
-    expect(modules.filter((path) => !files.has(path) && !(typesOnly(path) && importedTypes(path)))).toEqual(
-      [],
-    );
+    expect(modules.filter((path) => !reached.has(path))).toEqual([]);
   });
 });
+
+/**
+ * The project's files the import graph from `entry` reaches, type-only imports included (a module
+ * of types only leaves nothing in a bundle, so esbuild's graph would miss it): dependency-cruiser
+ * with the options of `npm run deps`.
+ */
+async function modulesReachedFrom(entry: string): Promise<Set<string>> {
+  const { options } = createRequire(import.meta.url)('../.dependency-cruiser.cjs') as {
+    options: ICruiseOptions;
+  };
+  const { output } = await cruise([entry], options, { extensions: ['.ts', '.js', '.mjs', '.cjs', '.d.ts'] });
+  if (typeof output === 'string') throw new Error('dependency-cruiser gave a report, not modules');
+  return new Set(output.modules.map((module) => module.source));
+}
 
 describe('package.json engines', () => {
   /** Declared Node 22, runs on 20 with local/emulator/with-resolvers.ts (README, "Node.js"). */
