@@ -61,6 +61,8 @@ function interrupted(
     paidModel: run.paid_model,
     datasetId: run.dataset_id,
     datasetName: run.dataset_name,
+    copiedModel:
+      run.model_id === null || run.model === null ? null : { id: run.model_id, at: run.model.onnx },
   });
   return {
     state: 'interrupted',

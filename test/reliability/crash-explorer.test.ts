@@ -21,6 +21,8 @@ const SAMPLE: readonly Trial[] = [
   // A lost answer to the create: the next invocation finds the dataset by its name (no orphan).
   { kind: 'kill', point: 'CreateDataset#1 POST /v1/datasets#1' },
   { kind: 'garble', point: 'PollModel#1 GET /v1/models/{id}#1' },
+  // Killed after the copy: the advice names the copied model, not "resumes it from its dataset".
+  { kind: 'kill', point: 'Report#1 PutObject models/crash/current.json#1' },
 ];
 
 describe('the crash explorer, a sample of its points', { timeout: 120_000 }, () => {

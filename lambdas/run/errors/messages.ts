@@ -159,7 +159,13 @@ export function retryAdvice(run: {
   readonly datasetId: string | null;
   /** The name of the dataset the run creates (status `dataset_name`), when it has no id yet. */
   readonly datasetName?: string | null;
+  /** Its model as copied into the bucket (status `model_id` and `model.onnx`), when it was. */
+  readonly copiedModel?: { readonly id: string; readonly at: string } | null;
 }): string {
+  // Copied, the model is no longer the run's paid_model, but its credit is spent all the same.
+  if (run.copiedModel != null) {
+    return `its model ${run.copiedModel.id} was paid for (1 credit) and copied to ${run.copiedModel.at}: hopper retry ${run.drop} adopts it and finishes the run without a second credit`;
+  }
   if (run.paidModel !== null) {
     return `its model ${run.paidModel.id} was paid for (1 credit) and was ${run.paidModel.status} at the service: hopper retry ${run.drop} adopts it and copies it without a second credit`;
   }
