@@ -117,7 +117,9 @@ const TASK_SETTINGS: Readonly<Record<TaskName, TaskSettings>> = {
   Structure: callsService('structures the dataset, or asks for suggested decisions'),
   PickDecisions: callsService('answers the structuring questions as train.json says'),
   LabelExamples: timeBoxed("labels held-out examples from the drop's labels file (time-boxed)", INBOX, 512),
+  // Reads train.json's etag before it pays: a changed upload stops the older run (lock/supersede.ts).
   StartTraining: callsService('starts a training, or adopts one already running for the dataset', {
+    bucket: INBOX,
     credits: true,
   }),
   PollModel: callsService("reads the model's state and schedules the next poll", { credits: true }),

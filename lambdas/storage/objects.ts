@@ -14,6 +14,28 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 
+/** What HeadObject says of an object's version: its etag (unquoted), version id and upload time. */
+export interface ObjectVersion {
+  readonly etag: string;
+  readonly versionId: string;
+  readonly lastModified: Date;
+}
+
+/** The object's current version, or null when there is no such object. */
+export async function objectVersion(
+  s3: S3Client,
+  bucket: string,
+  key: string,
+): Promise<ObjectVersion | null> {
+  const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key })).catch(nullIfNotFound);
+  if (head?.ETag === undefined) return null;
+  return {
+    etag: bareEtag(head.ETag),
+    versionId: head.VersionId ?? '',
+    lastModified: head.LastModified ?? new Date(0),
+  };
+}
+
 /** An object's size in bytes, or null when there is no such object. */
 export async function objectSize(s3: S3Client, bucket: string, key: string): Promise<number | null> {
   const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key })).catch(nullIfNotFound);

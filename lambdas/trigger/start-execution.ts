@@ -10,7 +10,6 @@
  * Starting goes through ExecutionStarter: Step Functions in the cloud (sfnExecutionStarter), the
  * local interpreter in local mode (local/emulator/state-machine.ts), both under that rule.
  */
-import { createHash } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { StartExecutionCommand, type SFNClient } from '@aws-sdk/client-sfn';
@@ -18,8 +17,11 @@ import type { EventBridgeEvent, S3ObjectCreatedNotificationEventDetail } from 'a
 import * as z from 'zod';
 import { RunError, notObjectCreatedMessage } from '../run/errors/index.js';
 import { ENV, requireEnv } from '../run/invocation/index.js';
-import type { RunInput } from '../run/state/index.js';
+import { executionName, type RunInput } from '../run/state/index.js';
 import { dropOfTrainJsonKey, probeOfKey, probeSeenKey } from '../storage/keys.js';
+
+// The run's name is the state's (run-name.ts); the trigger's tests and tools know it from here.
+export { executionName, executionNameDrop, NAME_DROP_CHARS, NAME_HASH_HEX } from '../run/state/index.js';
 import { bareEtag, putJson } from '../storage/objects.js';
 
 export type S3ObjectCreatedEvent = EventBridgeEvent<'Object Created', S3ObjectCreatedNotificationEventDetail>;
@@ -93,33 +95,6 @@ export function repeatedStartOutcome(existing: KnownExecution, inputText: string
 export type TriggerResult =
   | { readonly started: true; readonly runId: string }
   | { readonly started: false; readonly reason: string; readonly runId?: string };
-
-/** Characters of the drop kept in an execution name, and hex digits of the hash after it. */
-export const NAME_DROP_CHARS = 40;
-export const NAME_HASH_HEX = 32;
-
-/**
- * `<drop, sanitised to [A-Za-z0-9_-], cut to 40>-<first 32 hex of sha256(bucket\nkey\netag)>`:
- * at most 73 characters (Step Functions allows 80), readable in the console, and the same for
- * a repeated event while any change of bucket, key or etag gives another name.
- *
- * On a versioned bucket (Hopper's own is) the event's version id joins the hash: uploading the
- * same train.json again is a new version and so a new run (what the error messages tell users
- * to do), while a repeated delivery of one event still carries the same version id.
- */
-export function executionName(bucket: string, key: string, etag: string, versionId = ''): string {
-  const drop = dropOfTrainJsonKey(key);
-  if (drop === null) throw new RangeError(`${key} is not an inbox/<drop>/train.json key`);
-  const readable = executionNameDrop(drop);
-  const identity = `${bucket}\n${key}\n${bareEtag(etag)}${versionId === '' ? '' : `\n${versionId}`}`;
-  const hash = createHash('sha256').update(identity).digest('hex').slice(0, NAME_HASH_HEX);
-  return `${readable}-${hash}`;
-}
-
-/** The drop as it begins its runs' execution names (`hopper runs` finds a drop's runs by it). */
-export function executionNameDrop(drop: string): string {
-  return drop.replace(/[^A-Za-z0-9_-]+/g, '-').slice(0, NAME_DROP_CHARS);
-}
 
 /**
  * The run an event starts, or null when its key is not inbox/<drop>/train.json. The run starts

@@ -72,7 +72,7 @@ const EXPECTED: Record<
   Structure: { timeout: 300, objects: { 'status/*': READ_WRITE }, secret: true },
   PickDecisions: { timeout: 300, objects: { 'status/*': READ_WRITE }, secret: true },
   LabelExamples: { timeout: 900, objects: { 'inbox/*': READ, 'status/*': READ_WRITE }, secret: true },
-  StartTraining: { timeout: 300, objects: { 'status/*': READ_WRITE }, secret: true },
+  StartTraining: { timeout: 300, objects: { 'inbox/*': READ, 'status/*': READ_WRITE }, secret: true },
   PollModel: { timeout: 300, objects: { 'status/*': READ_WRITE }, secret: true },
   CopyModel: { timeout: 900, objects: { 'models/*': MULTIPART_WRITE, 'status/*': READ_WRITE }, secret: true },
   Report: {

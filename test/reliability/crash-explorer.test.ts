@@ -23,6 +23,9 @@ const SAMPLE: readonly Trial[] = [
   { kind: 'garble', point: 'PollModel#1 GET /v1/models/{id}#1' },
   // Killed after the copy: the advice names the copied model, not "resumes it from its dataset".
   { kind: 'kill', point: 'Report#1 PutObject models/crash/current.json#1' },
+  // A changed train.json while the older run labels: the older run reads train.json's etag before
+  // it pays and stops, rather than learning of the newer run once that run's drop settled.
+  { kind: 'redrop-changed', point: 'LabelExamples#1 GET /v1/datasets/{id}/labels/next#1' },
 ];
 
 describe('the crash explorer, a sample of its points', { timeout: 120_000 }, () => {

@@ -7,14 +7,19 @@
  * - at most one run of the drop holds a credit at a time (training-claim.ts): a run whose dataset
  *   is ready while another run's training is under way waits for it to end.
  * Which run is newer: status/<drop>.json always belongs to the newest run that has written it
- * (status.ts writes it conditionally), so a run learns it is superseded when it reads the file.
+ * (status.ts writes it conditionally), so a run learns it is superseded when it reads the file;
+ * before it pays, also from train.json's etag in the bucket (changedTrainJson), which changes at
+ * once while the newer run writes its first status only once its drop has settled.
  */
+import type { S3Client } from '@aws-sdk/client-s3';
 import { TRAINABLE_NEXT_ACTIONS } from '../../service-client/contract.js';
+import { objectVersion } from '../../storage/objects.js';
 import { RunError } from '../errors/errors.js';
 import { supersededMessage } from '../errors/messages.js';
 import { nextPoll } from '../schedule/polling.js';
 import type { DatasetSlot, RunState } from '../state/state.js';
 import type { RunInput } from '../state/state.js';
+import { executionName } from '../state/run-name.js';
 import type { RunStatus } from '../status/status.js';
 
 export { holdsPaidModel, paidModelOf } from '../state/index.js';
@@ -25,6 +30,22 @@ export type NewerRun = Pick<RunInput, 'runId' | 'startedAt'>;
 
 export function newerRunOf(status: Pick<RunStatus, 'run_id' | 'started_at'>): NewerRun {
   return { runId: status.run_id, startedAt: status.started_at };
+}
+
+/**
+ * The run a newer upload of this run's train.json starts, when that upload has other content (another
+ * etag): read from the bucket, so a run about to pay learns of it before the newer run's first
+ * status, which that run writes once its drop has settled. The same content uploaded again is not
+ * asked about here: its run adopts this one's work (adoption.ts). Null when train.json is this run's
+ * or is gone.
+ */
+export async function changedTrainJson(s3: S3Client, run: RunInput): Promise<NewerRun | null> {
+  const current = await objectVersion(s3, run.bucket, run.key);
+  if (current === null || current.etag === run.etag) return null;
+  return {
+    runId: executionName(run.bucket, run.key, current.etag, current.versionId),
+    startedAt: current.lastModified.toISOString(),
+  };
 }
 
 /** The error that stops a superseded run that holds no credit, at the step it was about to take. */

@@ -11,6 +11,7 @@
 export * from './paid-model.js';
 export * from './training-intent.js';
 export * from './require-slot.js';
+export * from './run-name.js';
 export * from './run-order.js';
 export * from './slots.js';
 export * from './state.js';
