@@ -6,7 +6,7 @@ import type { ModelSlot, RunConfig, RunState } from '../../lambdas/run/state/ind
 import { pollModelStep } from '../../lambdas/steps/poll-model.js';
 import { startTrainingStep } from '../../lambdas/steps/start-training.js';
 import { CREDIT_LEDGER_KEY } from '../../lambdas/storage/keys.js';
-import { deleteObject } from '../../lambdas/storage/objects.js';
+import { deleteObject, putJson } from '../../lambdas/storage/objects.js';
 import type { SimulatedServiceOptions } from '../../local/service/index.js';
 import { HOUR, MINUTE, rejectionOf, trainableDataset, uploadedDataset } from '../client/helpers.js';
 import { stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
@@ -238,6 +238,21 @@ describe('start_training', () => {
     );
     expect(resumed).toMatchObject({ id: paid.id, paidBy: 'earlier' });
     expect(service.requestCount('startTraining')).toBe(1);
+  });
+
+  it('a train.json changed in the bucket since the run began stops it before it pays: superseded, naming the newer upload, no training started', async () => {
+    const { service, base, run } = await readyDataset();
+    const { bucket, client: s3 } = fixtures.s3();
+    // The run began from etag-train; another train.json (another etag) is there now.
+    await putJson(s3, bucket, base.run.key, { encoder: 'enc-large' });
+    const stopped = toRunError(await rejectionOf(run()));
+    expect(stopped).toMatchObject({ code: 'superseded', retryable: false });
+    expect(stopped.message).toMatch(
+      /a newer train\.json of drop "[^"]+" \(run [A-Za-z0-9_-]+-[0-9a-f]{32}, uploaded /,
+    );
+    expect(stopped.message).toContain('start_training');
+    expect(service.requestCount('startTraining')).toBe(0);
+    expect(service.credits()).toBe(10);
   });
 
   it('no credits: no_credits, saying what to do', async () => {
