@@ -4,6 +4,7 @@
  * all of it can be eval'd), then serves until Ctrl-C, showing each run's progress on stderr.
  */
 import { describeFailure, messageOf } from '../../lambdas/run/errors/index.js';
+import type { RunState } from '../../lambdas/run/state/index.js';
 import { consoleFor, type LocalConsole } from '../console/index.js';
 import { formatRunEvent } from '../emulator/event-bus.js';
 import { startLocalMode, type LocalMode, type LocalModeOptions } from '../emulator/local-mode.js';
@@ -112,8 +113,15 @@ function followRuns(local: LocalMode, io: CommandIo, waitMs: number | undefined)
   });
 }
 
-function describeOutcome(outcome: ExecutionOutcome): string {
-  if (outcome.status === 'SUCCEEDED') return 'succeeded: the model is under models/';
+/** The line `hopper local` prints when a run ends. */
+export function describeOutcome(outcome: ExecutionOutcome): string {
+  if (outcome.status === 'SUCCEEDED') {
+    // A run a newer train.json took over ends in a Succeed state too (Superseded), with its report.
+    const report = (outcome.output as Pick<RunState, 'report'> | null)?.report;
+    if (report?.outcome === 'superseded')
+      return `superseded: ${report.error?.message ?? 'a newer train.json took over'}`;
+    return 'succeeded: the model is under models/';
+  }
   if (outcome.status === 'ABORTED') return 'stopped';
   return `failed: ${describeFailure(outcome.error, outcome.cause)}`;
 }

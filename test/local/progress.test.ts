@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { retryable } from '../../lambdas/run/errors/index.js';
+import { describeOutcome } from '../../local/cli/local.js';
 import { LambdaInvocationError } from '../../local/emulator/lambda-invoke.js';
 import {
   formatBytes,
@@ -280,5 +281,18 @@ describe('reporterFor', () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+});
+
+describe("hopper local's line when a run ends", () => {
+  it("says superseded, with the report's words, for a run a newer train.json took over; succeeded only for a run that trained", () => {
+    const message =
+      'a newer train.json of drop "reviews" (run reviews-2, uploaded 2026-12-03T10:00:00.000Z) took over';
+    const superseded = { report: { outcome: 'superseded', error: { code: 'superseded', message } } };
+    expect(describeOutcome({ status: 'SUCCEEDED', output: superseded })).toBe(`superseded: ${message}`);
+    const trained = { report: { outcome: 'succeeded', error: null } };
+    expect(describeOutcome({ status: 'SUCCEEDED', output: trained })).toBe(
+      'succeeded: the model is under models/',
+    );
   });
 });
