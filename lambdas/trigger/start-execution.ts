@@ -19,9 +19,6 @@ import { RunError, notObjectCreatedMessage } from '../run/errors/index.js';
 import { ENV, requireEnv } from '../run/invocation/index.js';
 import { executionName, type RunInput } from '../run/state/index.js';
 import { dropOfTrainJsonKey, probeOfKey, probeSeenKey } from '../storage/keys.js';
-
-// The run's name is the state's (run-name.ts); the trigger's tests and tools know it from here.
-export { executionName, executionNameDrop, NAME_DROP_CHARS, NAME_HASH_HEX } from '../run/state/index.js';
 import { bareEtag, putJson } from '../storage/objects.js';
 
 export type S3ObjectCreatedEvent = EventBridgeEvent<'Object Created', S3ObjectCreatedNotificationEventDetail>;

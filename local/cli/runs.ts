@@ -11,9 +11,15 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import { DescribeExecutionCommand, paginateListExecutions, type SFNClient } from '@aws-sdk/client-sfn';
 import { readRunRecord, readStatus, runRecordKeys, type RunStatus } from '../../lambdas/run/status/index.js';
-import { isLaterRun, listedRunState, type ListedRunState } from '../../lambdas/run/state/index.js';
+import {
+  executionNameDrop,
+  isLaterRun,
+  listedRunState,
+  NAME_HASH_HEX,
+  type ListedRunState,
+} from '../../lambdas/run/state/index.js';
 import { runRecordKey, runRecordsPrefix } from '../../lambdas/storage/keys.js';
-import { executionArnOf, executionNameDrop, NAME_HASH_HEX } from '../../lambdas/trigger/start-execution.js';
+import { executionArnOf } from '../../lambdas/trigger/start-execution.js';
 import { CommandError, EXIT, formatAge, json, limitFlag, table, type CommandSpec } from './command.js';
 import { HOPPER_STATE_MACHINE_ENV, targetCommand, TARGET_FLAGS } from './target.js';
 

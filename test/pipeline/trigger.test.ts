@@ -3,9 +3,9 @@ import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, it } from 'vitest';
 import { RunError } from '../../lambdas/run/errors/index.js';
+import { executionName } from '../../lambdas/run/state/index.js';
 import {
   createTriggerHandler,
-  executionName,
   repeatedStartOutcome,
   runInputFromEvent,
   type ExecutionInput,
