@@ -185,7 +185,9 @@ export const TRIGGER = {
   handlerFile: 'trigger.handler.ts',
   timeoutSeconds: 30,
   memoryMb: 256,
-} as const;
+  // Each run's first status, written before its execution starts, and hopper doctor's probe records.
+  access: { bucket: { status: 'readWrite' }, apiKey: false },
+} as const satisfies TaskSettings & { readonly handlerFile: string };
 
 /** A Task's TimeoutSeconds: its Lambda timeout plus a minute for Lambda to report the timeout. */
 export function taskTimeoutSeconds(task: Pick<TaskSpec, 'timeoutSeconds'>): number {

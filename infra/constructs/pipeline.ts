@@ -6,7 +6,6 @@
  */
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { Match, Rule } from 'aws-cdk-lib/aws-events';
-import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -15,7 +14,7 @@ import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from 'aws-cd
 import { Construct } from 'constructs';
 import { DEFAULT_EVENT_SOURCE } from '../../lambdas/run/events/index.js';
 import { ENV } from '../../lambdas/run/invocation/index.js';
-import { DOCTOR_SEEN_PREFIX, TRAIN_JSON_KEY_WILDCARD } from '../../lambdas/storage/keys.js';
+import { TRAIN_JSON_KEY_WILDCARD } from '../../lambdas/storage/keys.js';
 import { executionLogGroupName } from '../names.js';
 import { acknowledgeWildcardResource } from '../nag.js';
 import { grantTaskAccess } from '../permissions.js';
@@ -123,16 +122,7 @@ export class HopperPipeline extends Construct {
       retryAttempts: 2,
     });
     this.stateMachine.grantStartExecution(trigger.function);
-    // The records of `hopper doctor`'s probes, written only: the trigger reads nothing of the bucket.
-    const probeRecords = props.bucket.arnForObjects(`${DOCTOR_SEEN_PREFIX}*`);
-    trigger.role.addToPrincipalPolicy(
-      new PolicyStatement({ actions: ['s3:PutObject'], resources: [probeRecords] }),
-    );
-    acknowledgeWildcardResource(
-      trigger.role,
-      probeRecords,
-      `The trigger records each hopper doctor probe it sees as ${DOCTOR_SEEN_PREFIX}<probe id>.json; probe ids are chosen at run time, and the grant is PutObject under that prefix only.`,
-    );
+    grantTaskAccess(trigger.role, TRIGGER.access, { ...props, eventSource: this.eventSource });
     return trigger.function;
   }
 

@@ -20,7 +20,7 @@ async function cloudTrigger(): Promise<(event: unknown) => Promise<unknown>> {
   ]);
   const tracer = new Tracer({ serviceName: SERVICE_NAME });
   const sfn = tracer.captureAWSv3Client(new SFNClient({}));
-  // Writes only the records of `hopper doctor`'s probes (status/.doctor/).
+  // Writes each run's first status and the records of `hopper doctor`'s probes (status/).
   const s3 = tracer.captureAWSv3Client(new S3Client({}));
   return createTriggerHandler(sfnStarterFromEnvironment(sfn), { logger, s3 });
 }
@@ -37,6 +37,6 @@ export async function handler(event: unknown, context?: Context): Promise<unknow
 }
 
 /** The same trigger starting executions with `starter` (local mode's state machine). */
-export function withStarter(starter: ExecutionStarter, options: TriggerOptions = {}) {
+export function withStarter(starter: ExecutionStarter, options: TriggerOptions) {
   return createTriggerHandler(starter, options);
 }

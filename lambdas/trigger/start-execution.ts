@@ -18,6 +18,7 @@ import * as z from 'zod';
 import { RunError, notObjectCreatedMessage } from '../run/errors/index.js';
 import { ENV, requireEnv } from '../run/invocation/index.js';
 import { executionName, type RunInput } from '../run/state/index.js';
+import { statusOf, writeFirstStatus } from '../run/status/index.js';
 import { dropOfTrainJsonKey, probeOfKey, probeSeenKey } from '../storage/keys.js';
 import { bareEtag, putJson } from '../storage/objects.js';
 
@@ -121,8 +122,8 @@ export interface TriggerOptions {
   /** Milliseconds since the epoch (the run's startedAt). Default Date.now. */
   readonly now?: () => number;
   readonly logger?: Logger;
-  /** Where the trigger records the `hopper doctor` probes it sees (recordProbe). */
-  readonly s3?: S3Client;
+  /** Where the trigger writes a run's first status and records `hopper doctor`'s probes. */
+  readonly s3: S3Client;
 }
 
 /** What the trigger writes when it sees a `hopper doctor` probe: status/.doctor/<probe id>.json. */
@@ -142,12 +143,11 @@ export interface ProbeSeen {
  * recorded beside the statuses, for the doctor to find, and no execution started.
  */
 async function recordProbe(
-  { s3, logger }: { readonly s3: S3Client | undefined; readonly logger: Logger },
+  { s3, logger }: { readonly s3: S3Client; readonly logger: Logger },
   event: TriggerEvent,
   probeId: string,
   now: number,
 ): Promise<TriggerResult> {
-  if (s3 === undefined) throw new Error(`the trigger has no S3 client to record the probe ${probeId}`);
   const { bucket, object } = event.detail;
   const seen: ProbeSeen = {
     probe_id: probeId,
@@ -164,14 +164,16 @@ async function recordProbe(
 }
 
 /**
- * The trigger's handler over `starter`. A `hopper doctor` probe is recorded (recordProbe) and
+ * The trigger's handler over `starter`. It writes the run's first status (writeFirstStatus), then
+ * starts the execution: in Lambda, a start that fails is retried by the event's delivery, and
+ * the status is not written again. A `hopper doctor` probe is recorded (recordProbe) and
  * starts nothing; events for other keys are ignored (logged, not failed: the rule's wildcard also
  * matches deeper keys). An event that is not S3's at all is an error,
  * so it lands in the dead-letter queue where someone can look at it.
  */
 export function createTriggerHandler(
   starter: ExecutionStarter,
-  options: TriggerOptions = {},
+  options: TriggerOptions,
 ): (event: unknown) => Promise<TriggerResult> {
   const now = options.now ?? Date.now;
   const logger = options.logger ?? new Logger({ serviceName: 'hopper' });
@@ -195,6 +197,9 @@ export function createTriggerHandler(
       logger.info(reason, { bucket: detail.bucket.name, key });
       return { started: false, reason };
     }
+    // Before the start: the run shows at once, and a run cut off before its first step ends is found.
+    const status = statusOf({ run }, { hopperStep: 'validate_drop' }, now());
+    await writeFirstStatus(options.s3, run.bucket, status);
     const started = await starter.start(run.runId, { run });
     if (started.outcome === 'already_exists') {
       const reason = `duplicate: an execution named ${run.runId} has ended or has other input (${EXECUTION_ALREADY_EXISTS}; a repeated event)`;

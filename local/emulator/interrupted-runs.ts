@@ -49,7 +49,14 @@ export async function markInterruptedRuns(
 function interrupted(
   run: Pick<
     RunStatus,
-    'hopper_step' | 'next_action' | 'model_id' | 'model' | 'paid_model' | 'dataset_id' | 'dataset_name'
+    | 'hopper_step'
+    | 'next_action'
+    | 'model_id'
+    | 'model'
+    | 'paid_model'
+    | 'dataset_id'
+    | 'dataset_name'
+    | 'config_fingerprint'
   >,
   drop: string,
   now: number,

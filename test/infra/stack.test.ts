@@ -253,7 +253,7 @@ describe('the way in', () => {
     });
   });
 
-  it("lets the trigger start executions of the state machine and write hopper doctor's probe records, nothing else", () => {
+  it('lets the trigger start executions of the state machine and read and write status/ (first statuses, probe records), nothing else', () => {
     const trigger = functionNamed(defaults.template, 'Trigger');
     const [machineId] = resourcesOfType(defaults.template, 'AWS::StepFunctions::StateMachine').map(
       ([id]) => id,
@@ -271,14 +271,17 @@ describe('the way in', () => {
         ...LOGS_AND_TRACING,
         'sqs:SendMessage', // its dead-letter queue
         'states:StartExecution',
-        's3:PutObject', // status/.doctor/<probe id>.json
+        's3:GetObject', // status/<drop>.json, conditional writes read it first
+        's3:PutObject', // status/<drop>.json (a run's first status), status/.doctor/<probe id>.json
+        's3:ListBucket', // a missing status file answers 404, not 403
       ].sort(),
     );
     const start = statements.find((statement) => actionsOf(statement).includes('states:StartExecution'))!;
     expect(resourcesOf(start)).toEqual([{ Ref: machineId }]);
-    const probes = statements.find((statement) => actionsOf(statement).includes('s3:PutObject'))!;
-    expect(resourcesOf(probes)).toHaveLength(1);
-    expect(JSON.stringify(resourcesOf(probes))).toContain('"/status/.doctor/*"');
+    const status = statements.find((statement) => actionsOf(statement).includes('s3:PutObject'))!;
+    expect(actionsOf(status).sort()).toEqual(['s3:GetObject', 's3:PutObject']);
+    expect(resourcesOf(status)).toHaveLength(1);
+    expect(JSON.stringify(resourcesOf(status))).toContain('"/status/*"');
   });
 });
 

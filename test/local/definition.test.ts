@@ -482,6 +482,7 @@ describe('the step a stopped run was in follows the routes (stepUnderWay)', () =
           next_action: action,
           model_id,
           model: null,
+          config_fingerprint: 'f',
         });
         expect([choice, action, STEPS[step].task]).toEqual([choice, action, routed(choice, action)]);
       }

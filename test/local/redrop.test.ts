@@ -284,19 +284,19 @@ describe('the same train.json uploaded again as the first run is about to train:
   });
 });
 
-describe('the same train.json uploaded again while the first run labels, which then trains before the newer run shows', () => {
-  it('the newer run, with a dataset of its own, adopts the first run’s model at start_training: one training, one credit', async () => {
+describe('the same train.json uploaded again while the first run labels: the newer run shows at once', () => {
+  it('the first run gives way at its next step, before it pays; the newer run trains: one training, one credit', async () => {
     const holder = holdAt('LabelExamples');
     let firstRun = '';
-    // The newer run's ValidateDrop reads the status (the first run still labelling, no intent yet)
-    // and lets the first run go; its folder settles for 3 s, in which the first run starts its training.
+    // The first run is let go once the newer run's ValidateDrop starts: by then the trigger has
+    // written the newer run's first status, which the first run's next step reads.
     const letGo = wrapOnly('ValidateDrop', (lambda) => async (input) => {
       if (firstRun !== '' && (input as RunState).run.runId !== firstRun) holder.release();
       return lambda(input);
     });
     const wrapTask = (name: TaskName, task: LocalTask) => letGo(name, holder.wrapTask(name, task));
     const local = await fixture.start({ wrapTask, dropQuietMs: 3_000 });
-    const drop = 'redrop-pays-meanwhile';
+    const drop = 'redrop-while-labelling';
     const key = inboxKey(drop, TRAIN_JSON);
     const firstStarted = nextExecution(local, key);
     await putDrop(local.s3.client, local.bucket, drop, { ...DATA, [TRAIN_JSON]: '{}' });
@@ -313,15 +313,13 @@ describe('the same train.json uploaded again while the first run labels, which t
     ]);
     const status = await readStatus(local.s3.client, local.bucket, drop);
 
-    // The first run paid before it saw the newer run (it trained its own dataset, and may have ended).
-    expect(statesEntered(first.events)).toContain('PollModel');
-    const model = modelOf(first);
-    expect(expectSucceeded(status, second.execution.name)).toBe(model);
-    expect(status?.dataset_id).not.toBe(status?.superseded_runs?.[0]?.dataset_id);
-    expect(status?.summary).toMatchObject({
-      credits: 0,
-      trainings: [{ model_id: model, paid_by: first.execution.name }],
-    });
+    expect(reportOf(first)?.outcome).toBe('superseded');
+    expect(statesEntered(first.events)).not.toContain('StartTraining');
+    const model = expectSucceeded(status, second.execution.name);
+    expect(status?.superseded_runs?.[0]).toMatchObject({ run_id: first.execution.name, credits: 0 });
+    expect(status?.summary).toMatchObject({ credits: 1, trainings: [{ model_id: model }] });
+    // The newer run took no dataset from the first, which was labelling (issue 34: a dataset more
+    // than needed, no credit).
     expect(local.simulated?.requestCount('createDataset')).toBe(2);
     expect(local.simulated?.requestCount('startTraining')).toBe(1);
     expect(local.simulated?.credits()).toBe(9);
@@ -556,8 +554,9 @@ describe('train.json uploaded twice in one second (EventBridge gives the time to
     expect(compareSequencers(later.input.run.sequencer ?? '', first.input.run.sequencer ?? '')).toBe(1);
 
     const [firstRun, laterRun] = await Promise.all([finished(local, first), finished(local, later)]);
-    // The first run found its train.json replaced (another etag) and stopped before spending.
-    expect(firstRun.outcome).toMatchObject({ status: 'FAILED', error: 'drop_changed' });
+    // The later run's first status (the trigger's) came before the first run's next step, which
+    // gave way before spending.
+    expect(reportOf(firstRun)?.outcome).toBe('superseded');
     expectSucceeded(laterRun.status, laterRunId);
     expect(laterRun.status?.superseded_runs).toEqual([
       expect.objectContaining({ run_id: firstRunId, credits: 0, model_id: null }),

@@ -283,8 +283,18 @@ describe('which run a resume takes, and which paid model a new run adopts (lambd
       hopper_step: StepName,
       next_action: RunStatus['next_action'],
       model_id: string | null = null,
-    ) => stepUnderWay({ hopper_step, next_action, model_id, model: null });
+    ) => stepUnderWay({ hopper_step, next_action, model_id, model: null, config_fingerprint: 'f' });
     expect(run('validate_drop', null)).toBe('create_dataset');
+    // The trigger's first status: nothing validated yet, validate_drop is under way.
+    expect(
+      stepUnderWay({
+        hopper_step: 'validate_drop',
+        next_action: null,
+        model_id: null,
+        model: null,
+        config_fingerprint: null,
+      }),
+    ).toBe('validate_drop');
     expect(run('create_dataset', 'upload_files')).toBe('upload_files');
     expect(run('upload_files', 'wait')).toBe('poll_dataset');
     expect(run('poll_dataset', 'structure')).toBe('structure');
@@ -296,7 +306,13 @@ describe('which run a resume takes, and which paid model a new run adopts (lambd
     expect(run('poll_model', 'retry', 'm-1')).toBe('start_training');
     const copied = { onnx: 's3://b/m.onnx', record: 's3://b/m.json', bytes: 1 };
     expect(
-      stepUnderWay({ hopper_step: 'copy_model', next_action: 'download', model_id: 'm-1', model: copied }),
+      stepUnderWay({
+        hopper_step: 'copy_model',
+        next_action: 'download',
+        model_id: 'm-1',
+        model: copied,
+        config_fingerprint: 'f',
+      }),
     ).toBe('report');
   });
 

@@ -14,6 +14,8 @@ import {
 } from '../../lambdas/trigger/start-execution.js';
 import { DOCTOR_PROBE_PREFIX, doctorProbeKey, probeSeenKey } from '../../lambdas/storage/keys.js';
 import { readJson } from '../../lambdas/storage/objects.js';
+import { stepUnderWay } from '../../lambdas/run/state/index.js';
+import { readStatus, writeStatus, type RunStatus } from '../../lambdas/run/status/index.js';
 import { s3ObjectCreatedEvent } from '../../local/emulator/s3-events.js';
 import { usePipelineFixtures } from '../helpers/pipeline.js';
 import { uniqueDrop } from '../helpers/fixtures.js';
@@ -139,27 +141,83 @@ describe('runInputFromEvent', () => {
   });
 });
 
+/** The trigger over the local S3 server (where it writes each run's first status), at `now`. */
+function triggerOf(starter: ExecutionStarter, now: number) {
+  return createTriggerHandler(starter, { now: () => now, logger: SILENT, s3: fixtures.s3().client });
+}
+
+/** An event of `key` in the local S3 server's bucket. */
+function at(key: string, etag?: string) {
+  return event(key, etag, fixtures.s3().bucket);
+}
+
 describe('the trigger handler', () => {
   it('starts one execution with {run} as input', async () => {
     const starter = recordingStarter();
-    const handler = createTriggerHandler(starter, { now: () => NOW, logger: SILENT });
+    const handler = triggerOf(starter, NOW);
 
-    const result = await handler(event('inbox/reviews/train.json'));
+    const result = await handler(at('inbox/reviews/train.json'));
 
-    const run = runInputFromEvent(event('inbox/reviews/train.json'), NOW);
+    const run = runInputFromEvent(at('inbox/reviews/train.json'), NOW);
     expect(run?.startedAt).toBe('2026-03-01T11:59:59.000Z');
     expect(result).toEqual({ started: true, runId: run?.runId });
     expect(starter.started).toEqual([{ name: run?.runId, input: { run } }]);
   });
 
+  it("writes the run's first status before the start, and leaves a file that holds this run or a newer one", async () => {
+    const { client, bucket } = fixtures.s3();
+    const drop = uniqueDrop('first-status');
+    const key = `inbox/${drop}/train.json`;
+    const upload = (etag: string, time: string, sequencer: string) =>
+      s3ObjectCreatedEvent({ bucket, key, etag, size: 2, time, sequencer });
+    const inner = recordingStarter();
+    const atStart: (RunStatus | null)[] = [];
+    const starter: ExecutionStarter = {
+      start: async (name, input) => {
+        atStart.push(await readStatus(client, bucket, drop));
+        return await inner.start(name, input);
+      },
+    };
+    const handler = triggerOf(starter, NOW);
+    const older = upload('etag-1', '2026-03-01T11:59:59Z', '0062E99A88DC407460');
+
+    const first = await handler(older);
+
+    // Visible before its execution ran a step: running, about to validate, nothing taken yet.
+    expect(atStart[0]).toMatchObject({
+      run_id: first.runId,
+      state: 'running',
+      hopper_step: 'validate_drop',
+      config_fingerprint: null,
+      dataset_id: null,
+      summary: null,
+      superseded_runs: [],
+    });
+    expect(stepUnderWay(atStart[0] as RunStatus)).toBe('validate_drop');
+    // The run's own status since (here: it failed) is not undone by a repeated event.
+    await writeStatus(client, bucket, { ...(atStart[0] as RunStatus), state: 'failed' });
+    await handler(older);
+    expect(await readStatus(client, bucket, drop)).toMatchObject({ run_id: first.runId, state: 'failed' });
+
+    // A newer upload takes the file at once, the older run named below it.
+    const newer = await handler(upload('etag-2', '2026-03-01T12:00:05Z', '0062E99A88DC407470'));
+    const taken = await readStatus(client, bucket, drop);
+    expect(taken).toMatchObject({ run_id: newer.runId, state: 'running' });
+    expect(taken?.superseded_runs?.map((run) => run.run_id)).toEqual([first.runId]);
+    // A late event of a run older than the file's leaves it; its execution starts and gives way.
+    const late = await handler(upload('etag-0', '2026-03-01T11:59:59Z', '0062E99A88DC407450'));
+    expect(await readStatus(client, bucket, drop)).toEqual(taken);
+    expect(inner.started.map((start) => start.name)).toEqual([first.runId, newer.runId, late.runId]);
+  });
+
   it('starts nothing new for a repeated event: the open run answers it, an ended one refuses it', async () => {
     const starter = recordingStarter();
-    const handler = createTriggerHandler(starter, { now: () => NOW, logger: SILENT });
-    const first = await handler(event('inbox/reviews/train.json'));
+    const handler = triggerOf(starter, NOW);
+    const first = await handler(at('inbox/reviews/train.json'));
     // EventBridge may deliver the same event again, later: the same input while the run is open.
-    const later = createTriggerHandler(starter, { now: () => NOW + 5_000, logger: SILENT });
+    const later = triggerOf(starter, NOW + 5_000);
 
-    const whileOpen = await later(event('inbox/reviews/train.json'));
+    const whileOpen = await later(at('inbox/reviews/train.json'));
 
     expect(first).toEqual({ started: true, runId: expect.any(String) as string });
     expect(whileOpen).toEqual(first);
@@ -167,22 +225,22 @@ describe('the trigger handler', () => {
 
     // After the run has ended the same event is ExecutionAlreadyExists: a duplicate, no error.
     starter.close(first.runId ?? '');
-    const afterEnd = await later(event('inbox/reviews/train.json'));
+    const afterEnd = await later(at('inbox/reviews/train.json'));
     expect(afterEnd).toMatchObject({ started: false, runId: first.runId });
     expect(afterEnd.started ? '' : afterEnd.reason).toMatch(/^duplicate: .*ExecutionAlreadyExists/);
     expect(starter.started).toHaveLength(1);
 
     // train.json dropped again (a new etag) is a new run.
-    const third = await handler(event('inbox/reviews/train.json', 'another-etag'));
+    const third = await handler(at('inbox/reviews/train.json', 'another-etag'));
     expect(third.started).toBe(true);
     expect(starter.started).toHaveLength(2);
   });
 
   it('refuses a repeated event whose input differs (no event time) while the run is open', async () => {
     const starter = recordingStarter();
-    const { time: _time, ...timeless } = event('inbox/reviews/train.json');
-    const first = await createTriggerHandler(starter, { now: () => NOW, logger: SILENT })(timeless);
-    const again = await createTriggerHandler(starter, { now: () => NOW + 1, logger: SILENT })(timeless);
+    const { time: _time, ...timeless } = at('inbox/reviews/train.json');
+    const first = await triggerOf(starter, NOW)(timeless);
+    const again = await triggerOf(starter, NOW + 1)(timeless);
 
     expect(first.started).toBe(true);
     expect(again).toMatchObject({ started: false, runId: first.runId });
@@ -198,9 +256,9 @@ describe('the trigger handler', () => {
     'inbox/reviews/Train.json',
   ])('ignores %s', async (key) => {
     const starter = recordingStarter();
-    const handler = createTriggerHandler(starter, { now: () => NOW, logger: SILENT });
+    const handler = triggerOf(starter, NOW);
 
-    const result = await handler(event(key));
+    const result = await handler(at(key));
 
     expect(result).toEqual({ started: false, reason: `ignored: ${key} is not inbox/<drop>/train.json` });
     expect(starter.started).toEqual([]);
@@ -209,7 +267,7 @@ describe('the trigger handler', () => {
   it("records hopper doctor's probe in status/.doctor/ and starts no run; a probe-like key of another shape is no probe", async () => {
     const { client, bucket } = fixtures.s3();
     const starter = recordingStarter();
-    const handler = createTriggerHandler(starter, { now: () => NOW, logger: SILENT, s3: client });
+    const handler = triggerOf(starter, NOW);
     const probeId = `doctor-${uniqueDrop('p')}`;
     const key = doctorProbeKey(probeId);
 
@@ -229,21 +287,17 @@ describe('the trigger handler', () => {
     });
     // Deeper than a probe, or with a folder name that is no probe id: ignored as any deeper key.
     const deeper = `${DOCTOR_PROBE_PREFIX}a/b/train.json`;
-    expect(await handler(event(deeper))).toEqual({
+    expect(await handler(at(deeper))).toEqual({
       started: false,
       reason: `ignored: ${deeper} is not inbox/<drop>/train.json`,
     });
-    // Without an S3 client, a probe is an error (the dead-letter queue keeps it), never a run.
-    const bare = createTriggerHandler(starter, { now: () => NOW, logger: SILENT });
-    await expect(bare(event(key))).rejects.toThrow(/no S3 client to record the probe/);
-    expect(starter.started).toEqual([]);
   });
 
   it("ignores events that are not S3's Object Created, and rejects what is not an S3 event at all", async () => {
     const starter = recordingStarter();
-    const handler = createTriggerHandler(starter, { now: () => NOW, logger: SILENT });
+    const handler = triggerOf(starter, NOW);
 
-    const deleted = { ...event('inbox/reviews/train.json'), 'detail-type': 'Object Deleted' };
+    const deleted = { ...at('inbox/reviews/train.json'), 'detail-type': 'Object Deleted' };
     expect(await handler(deleted)).toMatchObject({ started: false });
     await expect(handler({ hello: 'world' })).rejects.toThrow(RunError);
     await expect(handler({ hello: 'world' })).rejects.toMatchObject({ code: 'invalid_event' });
@@ -271,7 +325,7 @@ describe('the trigger handler', () => {
     const created = seen.find((object) => object.key === key);
     expect(created?.eTag).toBeDefined();
     const starter = recordingStarter();
-    const handler = createTriggerHandler(starter, { now: () => NOW, logger: SILENT });
+    const handler = triggerOf(starter, NOW);
 
     const result = await handler(
       s3ObjectCreatedEvent({ bucket, key, etag: created?.eTag ?? '', size: created?.size ?? 0 }),

@@ -28,12 +28,15 @@ const MODEL_STEPS: Partial<Record<NextAction, StepName>> = {
 
 /**
  * The step a running run is in (or waits before): the one its status's next_action leads to
- * after `hopper_step`, which names the step that last wrote the status, the one before.
+ * after `hopper_step`, which names the step that last wrote the status, the one before (or,
+ * in the first status the trigger writes, the step about to run).
  */
 export function stepUnderWay(
-  run: Pick<RunStatus, 'hopper_step' | 'next_action' | 'model_id' | 'model'>,
+  run: Pick<RunStatus, 'hopper_step' | 'next_action' | 'model_id' | 'model' | 'config_fingerprint'>,
 ): StepName {
-  if (run.hopper_step === 'validate_drop') return 'create_dataset';
+  // The trigger's first status (nothing validated yet: no settings) is validate_drop's own.
+  if (run.hopper_step === 'validate_drop')
+    return run.config_fingerprint === null ? 'validate_drop' : 'create_dataset';
   if (run.hopper_step === 'copy_model' && run.model !== null) return 'report';
   const steps = run.model_id === null ? DATASET_STEPS : MODEL_STEPS;
   // An entry written before superseded_runs kept next_action has none.

@@ -267,6 +267,40 @@ export async function writeStatus(
   });
 }
 
+/**
+ * Writes a run's first status (the trigger's, before its execution starts: hopper_step
+ * validate_drop, nothing validated yet), so the newest train.json's run shows at once and a run
+ * cut off before validate_drop ends is still found. A file that already holds this run, names it
+ * among its superseded runs, or holds a newer run is left as it is ('kept'): a repeated or late
+ * event changes nothing. Otherwise the run takes the file as writeStatus places it.
+ */
+export async function writeFirstStatus(
+  s3: S3Client,
+  bucket: string,
+  status: RunStatus,
+): Promise<'written' | 'kept'> {
+  return await updateJsonConditionally(s3, {
+    bucket,
+    key: statusKey(status.drop),
+    read: async () => await readStatusObject(s3, bucket, status.drop),
+    decide: (current) => {
+      const file = current?.status ?? null;
+      const known =
+        file !== null &&
+        (file.run_id === status.run_id ||
+          supersededEntryOf(file, status.run_id) !== null ||
+          isNewerRun(file, {
+            runId: status.run_id,
+            startedAt: status.started_at,
+            sequencer: status.sequencer ?? undefined,
+          }));
+      if (known) return { write: null, result: 'kept' as const };
+      return { write: nextDocument(file, status).document, result: 'written' as const };
+    },
+    contended: contendedWrite(`status/${status.drop}.json`, ' (other runs of the drop writing it)'),
+  });
+}
+
 /** True when `current`, a status of another run, belongs to a run newer than `runId`'s. */
 export function isNewerRun(
   current: Pick<RunStatus, 'run_id' | 'started_at' | 'sequencer'>,
