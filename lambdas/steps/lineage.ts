@@ -78,7 +78,10 @@ export async function promoteRunModels(s3: S3Client, state: RunState, now: numbe
       record === best
         ? decision
         : { promoted: false, reason: `model ${best.model.id} of the sweep scored higher on ${metric}` };
-    const previous = previousOf(record, decision.previous);
+    // A model of the sweep that was the drop's current one (a resumed sweep's first) keeps the
+    // model it was compared with: a model is never its own previous.
+    const self = decision.previous?.model_id === record.model.id;
+    const previous = previousOf(record, self ? (record.previous ?? null) : decision.previous);
     return { ...record, previous, promotion: { promoted, reason }, encoders: outcomes };
   });
   await Promise.all(

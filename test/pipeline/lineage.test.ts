@@ -216,6 +216,27 @@ describe('promoteRunModels: current.json written conditionally', () => {
     expect((await readJson(client, bucket, currentModelKey(drop)))?.etag).toBe(written?.etag);
   });
 
+  it("a resumed sweep's first model, current until its sweep's better one, never names itself as previous", async () => {
+    const { client, bucket } = fixtures.s3();
+    const drop = uniqueDrop();
+    // The sweep's first run copied M1, which became current, and stopped (the credit budget).
+    await promoteRunModels(client, await copiedRun(bucket, drop, 'M1', 0.8), Date.now());
+    // The resumed run adopts M1 as the first encoder's outcome and copies M2 for the second.
+    const resumed = await copiedRun(bucket, drop, 'M2', 0.9, { startedAt: '2026-01-02T00:00:00.000Z' });
+    const first = { encoder: 'enc-a', outcome: 'copied', model_id: 'M1', attempts: 1, error: null } as const;
+    const sweep = { encoders: ['enc-a', 'enc-b'], outcomes: [first] };
+    const state = { ...resumed, model: { ...(resumed.model as ModelSlot), sweep } };
+
+    const lineage = await promoteRunModels(client, state, Date.now());
+
+    expect(lineage?.promotion).toMatchObject({ model_id: 'M2', promoted: true, previous_model_id: 'M1' });
+    const m1 = (await readJson(client, bucket, modelRecordKey(drop, 'M1')))?.value as ModelDocument;
+    expect(m1.previous).toBeNull();
+    expect(m1.promotion).toMatchObject({ promoted: false });
+    const m2 = (await readJson(client, bucket, modelRecordKey(drop, 'M2')))?.value as ModelDocument;
+    expect(m2.previous).toMatchObject({ model_id: 'M1', differences: { f1: 0.1 } });
+  });
+
   it('a run that copied no model promotes nothing', async () => {
     const { bucket } = fixtures.s3();
     const state = stateOf(bucket, { config: configOf() });
