@@ -42,6 +42,11 @@ const AT_RUN_START = [
   "the service's verdicts: whether it reads the data files (dataset_unreadable), the held-out examples the labels must answer (labels_required, label_missing, label_ambiguous, invalid_label), the decisions (invalid_decision), the encoder (unknown_encoder), the account's credits (no_credits)",
   "the credit budget, when one is set: room for a training's credit when it starts (credit_budget)",
 ];
+const NO_LABELS = {
+  code: 'labels_required',
+  message:
+    'the service holds out examples to label: the drop has no labels file, so add labels.csv with their answers (docs/drop-format.md)',
+} as const satisfies CheckVerdict['unless'];
 const RESUME_AT_RUN_START = `"resume": true: the failed run to resume is found in the drop's status in the bucket (not_resumable)`;
 
 /** What `hopper check` says of a drop: its --json, and what its text shows. */
@@ -49,6 +54,12 @@ export interface CheckVerdict {
   readonly drop: string;
   /** What would stop the run, with the run's own code and message; null: the drop would go through. */
   readonly error: { readonly code: RunErrorCode; readonly message: string } | null;
+  /**
+   * What would still stop a drop that goes through, from what it lacks, should the service ask
+   * for it: a drop without a labels file stops with labels_required when its dataset holds out
+   * examples to label. Null when nothing is (or the drop is refused).
+   */
+  readonly unless: { readonly code: RunErrorCode; readonly message: string } | null;
   /** Every plain file of the folder, and what the run sends it as (null: not sent, or refused). */
   readonly files: readonly { name: string; bytes: number; sent_as: 'data' | 'labels' | 'settings' | null }[];
   readonly left_out: readonly string[];
@@ -108,6 +119,7 @@ export function verdictOf(folder: DropFolder, judged: JudgedDrop | RunError): Ch
   return {
     drop: folder.drop,
     error: judged instanceof RunError ? { code: judged.code, message: judged.detail } : null,
+    unless: passed === undefined || passed.config.labels !== null ? null : NO_LABELS,
     files,
     left_out: passed?.leftOut ?? [],
     bytes: sent.reduce((sum, file) => sum + file.bytes, 0),
@@ -128,11 +140,16 @@ function creditsOf({ config, trainJson }: JudgedDrop): DropCredits {
   return { per_attempt: 1, max_attempts: config.maxAttempts, trainings, at_most: atMost };
 }
 
+function headline({ error, unless }: CheckVerdict): string {
+  if (error !== null) return `refused: ${error.code}: ${error.message}`;
+  return unless === null ? 'would go through' : `would go through, unless ${unless.message} (${unless.code})`;
+}
+
 function describe(verdict: CheckVerdict): string {
   const { error, credits, aws } = verdict;
   const rows = verdict.files.map((file) => [file.name, String(file.bytes), file.sent_as ?? '-']);
   const lines = [
-    `drop "${verdict.drop}": ${error === null ? 'would go through' : `refused: ${error.code}: ${error.message}`}`,
+    `drop "${verdict.drop}": ${headline(verdict)}`,
     table(['FILE', 'BYTES', 'SENT AS'], rows).trimEnd(),
     `sent: ${formatBytes(verdict.bytes)}`,
   ];

@@ -57,6 +57,7 @@ describe('hopper check of a drop that would go through', () => {
     expect(verdict).toEqual({
       drop: 'good',
       error: null,
+      unless: null,
       files: [
         { name: 'a.csv', bytes: 16, sent_as: 'data' },
         { name: 'answers.csv', bytes: 21, sent_as: 'labels' },
@@ -86,6 +87,25 @@ describe('hopper check of a drop that would go through', () => {
         expect.stringContaining('(credit_budget)') as string,
       ],
     });
+  });
+
+  it('says what would still stop a drop without a labels file: labels_required, if the service holds out examples', async () => {
+    const { 'answers.csv': _labels, ...unlabelled } = GOOD;
+    const folder = await folderOf('no-labels', {
+      ...unlabelled,
+      'train.json': '{"files": ["a.csv", "b.csv", "c.jsonl"]}',
+    });
+    const { code, verdict } = await checkJson(folder);
+    expect(code).toBe(0);
+    expect(verdict.error).toBeNull();
+    expect(verdict.unless).toEqual({
+      code: 'labels_required',
+      message: expect.stringContaining('labels.csv') as string,
+    });
+    const text = await runCommandCaptured(runCheckCommand, [folder], {});
+    expect(text.stdout).toMatch(
+      /^drop "no-labels": would go through, unless the service holds out examples to label: the drop has no labels file, .*\(labels_required\)\n/,
+    );
   });
 
   it(
