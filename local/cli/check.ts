@@ -146,7 +146,7 @@ function headline({ error, unless }: CheckVerdict): string {
 }
 
 function describe(verdict: CheckVerdict): string {
-  const { error, credits, aws } = verdict;
+  const { credits, aws } = verdict;
   const rows = verdict.files.map((file) => [file.name, String(file.bytes), file.sent_as ?? '-']);
   const lines = [
     `drop "${verdict.drop}": ${headline(verdict)}`,
