@@ -278,6 +278,30 @@ describe('which run a resume takes, and which paid model a new run adopts (lambd
     }
   });
 
+  it('never resumes a run another run has taken over: while that run goes on, a resume waits for it', () => {
+    const paid = ended('paid', '1', { state: 'interrupted', paid_model: { id: 'm-1', status: 'training' } });
+    const resuming = ended('resuming', '2', {
+      state: 'running',
+      hopper_step: 'poll_model',
+      resumed_from: 'paid',
+    });
+    // hopper retry (run id '') while the resuming run polls the adopted model: refused, not a second adoption.
+    expect(refusal(withOlder(resuming, paid), '')).toMatch(
+      /run resuming of d is still running \(at \w+\): wait for it to end/,
+    );
+    // Once the resuming run failed holding the model, it is the one to resume.
+    const failed = { ...resuming, state: 'failed' as const, paid_model: { id: 'm-1', status: 'done' } };
+    expect(resumeTarget(withOlder(failed, paid), 'd', 'new')).toMatchObject({
+      runId: 'resuming',
+      paidModelId: 'm-1',
+    });
+    // Without the field (files older than it), the paid run is resumed as before.
+    expect(
+      resumeTarget(withOlder({ ...failed, resumed_from: undefined, paid_model: null }, paid), 'd', 'new')
+        .runId,
+    ).toBe('paid');
+  });
+
   it('names the step a running run is in: the one its next_action leads to, not the one that wrote the status', () => {
     const run = (
       hopper_step: StepName,

@@ -36,15 +36,22 @@ type RunOfDrop = Pick<
   | 'paid_model'
   | 'training_intent'
   | 'config_fingerprint'
+  | 'resumed_from'
 >;
 
 /** Runs that have ended and that nothing runs any more. */
 const ENDED: readonly RunPhase[] = ['failed', 'interrupted'];
 
-/** The drop's runs the status file names but `runId`, newest first. */
+/**
+ * The drop's runs the status file names but `runId`, newest first, less those another run has
+ * taken over (`resumed_from`): their work is that run's now, so it is resumed or adopted there,
+ * never a second time from the run that left it.
+ */
 function runsOf(status: RunStatus | null, runId: string): RunOfDrop[] {
   if (status === null) return [];
-  return [status, ...(status.superseded_runs ?? [])].filter((run) => run.run_id !== runId);
+  const runs: RunOfDrop[] = [status, ...(status.superseded_runs ?? [])];
+  const taken = new Set(runs.map((run) => run.resumed_from ?? null));
+  return runs.filter((run) => run.run_id !== runId && !taken.has(run.run_id));
 }
 
 function resumeFrom(run: RunOfDrop): ResumeFrom {

@@ -46,6 +46,7 @@ const SUPERSEDED_FIELDS = [
   'paid_model',
   'training_intent',
   'config_fingerprint',
+  'resumed_from',
   'model',
   'error',
   'updated_at',
@@ -109,6 +110,12 @@ export interface RunStatus {
   readonly training_intent?: TrainingIntent | null;
   /** The digest of the run's settings (configFingerprint), once validate_drop has taken the drop. */
   readonly config_fingerprint: string | null;
+  /**
+   * The earlier run whose dataset (and paid model) this run took over: a resume (`hopper retry`,
+   * `"resume": true`) or the same settings adopting that run's work; null for a run of its own.
+   * That run is no longer resumed by anyone else (lock/resume.ts). Absent in files older than the field.
+   */
+  readonly resumed_from?: string | null;
   /**
    * What the run has used and cost so far (lambdas/run/status/usage.ts), including the invocation that
    * wrote this status; null until a step has recorded one.
@@ -199,6 +206,7 @@ export function statusOf(state: RunState, update: StatusUpdate, now: number): Ru
     paid_model: paid === null ? null : { id: paid.id, status: paid.status },
     training_intent: trainingIntentOf(state),
     config_fingerprint: config === undefined ? null : configFingerprint(config),
+    resumed_from: config?.resumeFrom?.runId ?? null,
     summary: update.summary ?? null,
     waiting_for:
       model === undefined && dataset?.waitingFor !== undefined
