@@ -7,7 +7,9 @@
  *   setup (test/helpers/fast-tier-guard.ts) fails any test there that tries.
  * - reliability: the load and fault files (test/reliability/), which `npm run test:reliability`
  *   runs on their own at full size.
- * - integration: every other file.
+ * - integration: every other file, in one process per worker (their servers and local modes are
+ *   their own, and the handler bundles and the SDK load once per worker), but for the files of
+ *   OWN_PROCESS, which run in a process each.
  */
 
 /** The fast tier's files. A file that needs a server belongs in the integration tier instead. */
@@ -49,6 +51,19 @@ export const FAST_TIER: readonly string[] = [
   'test/tools/error-words.test.ts',
   'test/tools/fast-tier.test.ts',
   // test/tools/self-contained.test.ts asks git for the tracked files: a child process.
+];
+
+/**
+ * Integration files that need a fresh module graph: they load a Lambda entry from the sources or
+ * call runtimeFromEnvironment, whose runtime a Lambda container builds once and caches in the
+ * module, so a file run after another in the same process would get that file's runtime.
+ */
+export const OWN_PROCESS: readonly string[] = [
+  'test/pipeline/cloud-events.test.ts',
+  'test/pipeline/label-examples.test.ts',
+  'test/pipeline/observability.test.ts',
+  'test/pipeline/validate-drop.test.ts',
+  'test/local/no-xray.test.ts',
 ];
 
 /** The load and fault files. */
