@@ -1,9 +1,10 @@
 /**
- * The credit budget end to end in local mode (`hopper local --credit-budget N --data-dir DIR`): 50
- * drops at once against a budget of 20 spend exactly 20 credits, and the 30 runs over budget stop
+ * The credit budget end to end in local mode (`hopper local --credit-budget N --data-dir DIR`): 20
+ * drops at once against a budget of 8 spend exactly 8 credits (issue 21's 50 against 20 with
+ * HOPPER_RELIABILITY=full), and the runs over budget stop
  * with credit_budget having spent nothing; `hopper status` shows the budget used up. Local mode
- * restarted on the same data directory with a budget of 50 (raising it, as a redeploy with
- * `-c creditBudget=50` would), `hopper retry` trains all 30 from their datasets: one credit each,
+ * restarted on the same data directory with the budget raised to the drops' number (as a redeploy
+ * with `-c creditBudget=N` would), `hopper retry` trains all the others from their datasets: one credit each,
  * no new dataset, no upload. A sweep over budget trains the encoders within it and stops before the
  * rest; hopper retry after raising the budget adopts those and trains the rest.
  */
@@ -18,9 +19,11 @@ import { dropAndRun, finished, nextExecution, useKeptLocalMode } from '../helper
 import { putDrop } from '../helpers/pipeline.js';
 import { withTimeout } from '../../testkit/timeout.js';
 
-const DROPS = 50;
-const BUDGET = 20;
-const RAISED = 50;
+const FULL = process.env.HOPPER_RELIABILITY === 'full';
+/** The whole of runs at once is what is tested; 20 of them show it in a third of 50's time. */
+const DROPS = FULL ? 50 : 20;
+const BUDGET = FULL ? 20 : 8;
+const RAISED = DROPS;
 const CREDITS = 100;
 const CSV = ['id,text', 'r1,The lamp is bright.', 'r2,The strap broke on day one.'].join('\n');
 /** A bound, not a goal: both halves took 25 to 40 s on the shared 2-core machine. */
