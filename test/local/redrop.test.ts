@@ -187,7 +187,7 @@ describe('train.json uploaded again before the first run trains: the first run s
 });
 
 describe('train.json uploaded again while the newer run waits for its folder to settle', () => {
-  it("the newer run shows once its folder settled (validate_drop's one write), and the older run gives way at its next step: one training", async () => {
+  it("the newer run shows at once (the trigger's first status), before its folder settled, and the older run gives way at its next step: one training", async () => {
     const holder = holdAt('UploadFiles');
     // The newer run is held before its next step, whose status write would replace validate_drop's.
     const newer = holdAt('CreateDataset');
@@ -205,7 +205,14 @@ describe('train.json uploaded again while the newer run waits for its folder to 
     await putDrop(local.s3.client, local.bucket, drop, { [TRAIN_JSON]: '{"maxAttempts": 2}' });
     const secondExecution = await secondStarted.execution;
     newer.hold(secondExecution.name);
-    // Once its folder settled (2 s quiet), validate_drop's one status write puts the newer run on top.
+    // As its execution starts, its folder still to settle (2 s quiet): nothing validated yet.
+    expect(await readStatus(local.s3.client, local.bucket, drop)).toMatchObject({
+      run_id: secondExecution.name,
+      state: 'running',
+      hopper_step: 'validate_drop',
+      files: null,
+    });
+    // Once it settled, validate_drop's status names the files it takes.
     await withTimeout(newer.reached, 'the newer run did not reach CreateDataset', RUN_TIMEOUT_MS);
     const shown = await statusTakenBy(local, drop, secondExecution.name, () => true, RUN_TIMEOUT_MS);
     expect(shown).toMatchObject({ state: 'running', hopper_step: 'validate_drop', files: ['reviews.csv'] });
@@ -295,7 +302,7 @@ describe('the same train.json uploaded again while the first run labels: the new
       return lambda(input);
     });
     const wrapTask = (name: TaskName, task: LocalTask) => letGo(name, holder.wrapTask(name, task));
-    const local = await fixture.start({ wrapTask, dropQuietMs: 3_000 });
+    const local = await fixture.start({ wrapTask });
     const drop = 'redrop-while-labelling';
     const key = inboxKey(drop, TRAIN_JSON);
     const firstStarted = nextExecution(local, key);
