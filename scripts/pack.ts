@@ -4,9 +4,10 @@
  * manifest lists, and writes each tarball to dist/packages/ (docs/packages.md). The version of
  * every package is the repository's (package.json), and CHANGELOG.md has a section for it.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const STAGE = `${ROOT}dist/stage`;
@@ -21,8 +22,14 @@ interface Manifest {
 /** The folder of each package's manifest and README (packages/<folder>/). */
 export const PACKAGE_FOLDERS = ['cdk', 'cli'] as const;
 
-function run(command: string, args: readonly string[]): string {
-  return execFileSync(command, args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+async function run(command: string, args: readonly string[]): Promise<string> {
+  const { stdout, stderr } = await promisify(execFile)(command, args, {
+    cwd: ROOT,
+    encoding: 'utf8',
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  process.stderr.write(stderr);
+  return stdout;
 }
 
 /** The version every package takes, after checking CHANGELOG.md has its section. */
@@ -49,17 +56,22 @@ function stage(folder: string, packageVersion: string): string {
   return target;
 }
 
-/** Each package's tarball in dist/packages/, by name. */
 /**
+ * Each package's tarball in dist/packages/, by name.
  * `build: false` packs the code `npm run build` wrote (the tests' globalSetup), adding only the
  * declarations: rebuilding would replace the bundles under tests that run them at the same time.
  */
-export function pack({ build = true }: { readonly build?: boolean } = {}): Record<string, string> {
+export async function pack({ build = true }: { readonly build?: boolean } = {}): Promise<
+  Record<string, string>
+> {
   const packageVersion = version();
-  run(process.execPath, ['--import', 'tsx', 'scripts/build.ts', build ? '--types' : '--types-only']);
-  // The API reference from the doc comments (typedoc.json); the package ships the committed
-  // API.md, which test/packages.test.ts keeps equal to this (`npm run api` rewrites it).
-  run(process.execPath, ['node_modules/typedoc/bin/typedoc', '--out', 'dist/api']);
+  // The build and the API reference from the doc comments (typedoc.json) at once: neither reads
+  // what the other writes. The package ships the committed API.md, which test/packages.test.ts
+  // keeps equal to dist/api (`npm run api` rewrites it).
+  await Promise.all([
+    run(process.execPath, ['--import', 'tsx', 'scripts/build.ts', build ? '--types' : '--types-only']),
+    run(process.execPath, ['node_modules/typedoc/bin/typedoc', '--out', 'dist/api']),
+  ]);
   // The CommonJS entry's declarations: the same types, for `require` under node16 resolution.
   cpSync(`${ROOT}dist/index.d.ts`, `${ROOT}dist/index.d.cts`);
   rmSync(PACKAGES_DIR, { recursive: true, force: true });
@@ -68,7 +80,7 @@ export function pack({ build = true }: { readonly build?: boolean } = {}): Recor
   for (const folder of PACKAGE_FOLDERS) {
     const staged = stage(folder, packageVersion);
     const [packed] = JSON.parse(
-      run('npm', ['pack', staged, '--json', '--pack-destination', PACKAGES_DIR]),
+      await run('npm', ['pack', staged, '--json', '--pack-destination', PACKAGES_DIR]),
     ) as {
       name: string;
       filename: string;
@@ -80,5 +92,5 @@ export function pack({ build = true }: { readonly build?: boolean } = {}): Recor
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  for (const [name, file] of Object.entries(pack())) process.stdout.write(`${name}: ${file}\n`);
+  for (const [name, file] of Object.entries(await pack())) process.stdout.write(`${name}: ${file}\n`);
 }

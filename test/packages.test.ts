@@ -63,11 +63,17 @@ function resourcesOf(template: CfnTemplate, type: string): Record<string, unknow
 
 let work: string;
 let tarballs: Record<string, string>;
+/** The global install of hopper-cli, started with the team app's install: both run at once. */
+let globalInstall: Promise<unknown>;
+const GLOBAL_PREFIX = (): string => join(work, 'global');
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'hopper-packages-'));
   // The code the globalSetup built: other test files run its bundles while this one packs.
-  tarballs = pack({ build: false });
+  tarballs = await pack({ build: false });
+  globalInstall = npm(work, ['install', '-g', '--prefix', GLOBAL_PREFIX(), tarballs['hopper-cli']!]);
+  // Awaited by its own describe's hook; a failure here must not be unhandled before then.
+  globalInstall.catch(() => undefined);
 }, 10 * MINUTES);
 
 afterAll(async () => {
@@ -256,10 +262,10 @@ describe('hopper-cli installed globally, outside the clone', () => {
   let folder: string;
 
   beforeAll(async () => {
-    prefix = join(work, 'global');
+    prefix = GLOBAL_PREFIX();
     folder = join(work, 'somewhere');
     await mkdir(folder, { recursive: true });
-    await npm(work, ['install', '-g', '--prefix', prefix, tarballs['hopper-cli']!]);
+    await globalInstall;
     await cp(join(ROOT, 'examples/reviews'), join(folder, 'reviews'), { recursive: true });
   }, 10 * MINUTES);
 
