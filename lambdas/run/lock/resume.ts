@@ -49,9 +49,9 @@ const ENDED: readonly RunPhase[] = ['failed', 'interrupted'];
  */
 function runsOf(status: RunStatus | null, runId: string): RunOfDrop[] {
   if (status === null) return [];
-  const runs: RunOfDrop[] = [status, ...(status.superseded_runs ?? [])];
-  const taken = new Set(runs.map((run) => run.resumed_from ?? null));
-  return runs.filter((run) => run.run_id !== runId && !taken.has(run.run_id));
+  const others = [status, ...(status.superseded_runs ?? [])].filter((run) => run.run_id !== runId);
+  const taken = new Set(others.map((run) => run.resumed_from ?? null));
+  return others.filter((run) => !taken.has(run.run_id));
 }
 
 function resumeFrom(run: RunOfDrop): ResumeFrom {
