@@ -208,6 +208,11 @@ describe('a service that misbehaves: one clear, final error per knob, within a b
     expect(service.requestCount('fileDownload')).toBe(2);
     expect(ms).toBeGreaterThanOrEqual(600);
     expect(ms).toBeLessThan(2_000);
+    // Closing the service ends a trickle still under way at once: it stops at the dropped
+    // socket, rather than writing the rest of the file byte by byte with the sleeps cut short.
+    const closing = Date.now();
+    await service.close();
+    expect(Date.now() - closing).toBeLessThan(1_000);
   });
 
   it('redirect: a 302 is not followed; UnexpectedResponseError says where it pointed and to check the URL', async () => {

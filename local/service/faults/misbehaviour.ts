@@ -147,7 +147,9 @@ export async function trickle(
   fault: FaultRule,
   sleep: (ms: number) => Promise<void>,
 ): Promise<void> {
-  for (let index = 0; index < length && !res.destroyed; index++) {
+  // The socket's own state: once close() drops the connection the sleeps end at once, and
+  // `res.destroyed` follows only at the socket's 'close' event, which this loop would outrun.
+  for (let index = 0; index < length && !res.destroyed && res.socket?.destroyed === false; index++) {
     res.write(byteAt(index));
     await sleep(fault.byteIntervalMs ?? MISBEHAVIOUR_DEFAULTS.byteIntervalMs);
   }
