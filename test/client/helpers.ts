@@ -77,11 +77,9 @@ export function useFixtures(): Fixtures {
   const clients: TrainingServiceClient[] = [];
   const stubs: (() => Promise<void>)[] = [];
   afterEach(async () => {
-    // The servers first: they drop their connections, so no client's close (which lets requests
-    // in flight end) waits on an answer still trickling or stalled at the service.
     await Promise.all(stubs.splice(0).map((close) => close()));
-    await Promise.all(services.splice(0).map((service) => service.close()));
     await Promise.all(clients.splice(0).map((client) => client.close()));
+    await Promise.all(services.splice(0).map((service) => service.close()));
   });
   return {
     async service(partial = {}) {
