@@ -1,6 +1,30 @@
 /**
+ * The layers of lambdas/, lowest first (docs/architecture.md#the-modules): a layer imports its
+ * own folders and the layers below it, never one above.
+ */
+const LAYERS = [
+  ['service-client', 'storage'], // libraries: the training service's client, S3 reads and writes
+  ['core'], // the run's state, vocabulary, codes, words and schedule; pure
+  ['drop'], // the drop format: train.json and labels to the run's configuration
+  ['records'], // what a person reads: the status file, the run events
+  ['ownership'], // who holds a drop and what it paid for: claims, ledger, supersede, resume, adopt
+  ['runtime'], // one Lambda invocation: its stages, logger, metrics, tracing, deadline
+  ['steps', 'trigger'], // each Task's domain work, and the trigger's
+  ['handlers'], // the Lambda entry points, thin
+];
+const folders = (layers) => `^lambdas/(${layers.flat().join('|')})/`;
+const layerRules = LAYERS.slice(0, -1).map((layer, i) => ({
+  name: `layer-${layer.join('-')}`,
+  severity: 'error',
+  comment: `lambdas/${layer.join('/, lambdas/')}/ imports no layer above it.`,
+  from: { path: folders([layer]) },
+  to: { path: folders(LAYERS.slice(i + 1)) },
+}));
+
+/**
  * The import rules of lambdas/, infra/ and local/ (`npm run deps`): no import circle, type-only
- * imports included, and each layer of lambdas/ imports only the layers below it
+ * imports included, and each layer of lambdas/ (LAYERS) imports only itself and the layers below
+ * it
  * (docs/architecture.md#the-modules).
  * @type {import('dependency-cruiser').IConfiguration}
  */
@@ -28,12 +52,13 @@ module.exports = {
       to: { path: '^(local|infra)/' },
     },
     {
-      name: 'libraries-not-run',
+      name: 'lambdas-in-a-layer',
       severity: 'error',
-      comment: 'service-client/ and storage/ are libraries: they import no run code.',
-      from: { path: '^lambdas/(service-client|storage)/' },
-      to: { path: '^lambdas/', pathNot: '^lambdas/(service-client|storage)/' },
+      comment: 'Every folder of lambdas/ is in one layer of LAYERS.',
+      from: { path: '^lambdas/', pathNot: folders(LAYERS) },
+      to: {},
     },
+    ...layerRules,
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

@@ -1,5 +1,5 @@
 /**
- * Budget: what the credit budget's claim (lambdas/run/lock/credit-ledger.ts: a GET and a
+ * Budget: what the credit budget's claim (lambdas/ownership/credit-ledger.ts: a GET and a
  * conditional PUT of the ledger before each training starts) adds to start_training, against the
  * same step without a budget: a fresh process per run, `BENCH_BUDGET_STARTS` trainings started
  * one after another in each, on the local S3 and the simulated service in their own processes.

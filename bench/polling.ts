@@ -3,11 +3,16 @@
  * itself, testkit/poll-simulation.ts), for trainings of 2 h, 72 h and 7 days, each over 41
  * durations spread ±1% around it: polls, state transitions, history events, Lambda invocations,
  * detection delay (median, and worst for a finish anywhere in the ±1% window), and what the
- * polling costs at the list prices of lambdas/run/status/prices.ts; without history, and with the
+ * polling costs at the list prices of lambdas/records/status/prices.ts; without history, and with the
  * history of earlier trainings like them (the dense window). Pure computation: milliseconds.
  */
-import { expectedFinish } from '../lambdas/run/schedule/index.js';
-import { PRICES_AS_OF, PRICES_REGION, PRICES_USD, TRANSITIONS_AFTER } from '../lambdas/run/status/index.js';
+import { expectedFinish } from '../lambdas/core/schedule/index.js';
+import {
+  PRICES_AS_OF,
+  PRICES_REGION,
+  PRICES_USD,
+  TRANSITIONS_AFTER,
+} from '../lambdas/records/status/index.js';
 import { TASKS } from '../infra/tasks.js';
 import { median, simulatePolling, type SimulationContext } from '../testkit/poll-simulation.js';
 import type { Benchmark } from './harness/benchmark.js';

@@ -1,9 +1,9 @@
 /**
  * How long a run may take, derived in one place from the limit the handlers enforce on waiting
- * (lambdas/run/schedule/polling.ts): the state machine's execution timeout and the slow-run alarm's
+ * (lambdas/core/schedule/polling.ts): the state machine's execution timeout and the slow-run alarm's
  * threshold. docs/deploy.md ("The alarms") explains the figures.
  */
-import { MAX_WAIT_SECONDS_PER_RUN } from '../lambdas/run/schedule/index.js';
+import { MAX_WAIT_SECONDS_PER_RUN } from '../lambdas/core/schedule/index.js';
 
 const HOUR = 3600;
 

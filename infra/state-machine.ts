@@ -16,7 +16,7 @@
  *     none -> ModelFilesGone -> Report                    anything else -> UnexpectedNextAction
  *   ModelCopied: a copy put off ($.copy.waitSeconds) -> WaitToCopy -> CopyModel,
  *     a sweep's next encoder -> StartTraining, else Report
- *   (the model slot says both: `retryLeft` and `nextEncoder`, lambdas/run/state/sweep.ts)
+ *   (the model slot says both: `retryLeft` and `nextEncoder`, lambdas/core/state/sweep.ts)
  *   Report -> RunSucceeded: outcome "succeeded" -> Succeeded, else RunFailed (the report's error)
  *
  * Every Task: the whole state in, its slot out at $.<slot>; TimeoutSeconds; Retry of transient
@@ -42,8 +42,8 @@ import {
 } from 'aws-cdk-lib/aws-stepfunctions';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import { Construct } from 'constructs';
-import type { RetrierSettings } from '../lambdas/run/invocation/index.js';
-import { STOPS, type StopName } from '../lambdas/run/state/index.js';
+import type { RetrierSettings } from '../lambdas/runtime/index.js';
+import { STOPS, type StopName } from '../lambdas/core/state/index.js';
 import type { NextAction } from '../lambdas/service-client/contract.js';
 import { TASK_RETRIERS, taskNamed, taskTimeoutSeconds, type TaskName, type TaskSpec } from './tasks.js';
 
@@ -216,7 +216,7 @@ function taskState(scope: Construct, spec: TaskSpec, fn: IFunction): LambdaInvok
     comment: spec.description,
   });
   // Few retries: each invocation already retried within its client budget, and both layers
-  // together are bounded (lambdas/run/invocation/retry-budget.ts): a run against a service that does not
+  // together are bounded (lambdas/runtime/retry-budget.ts): a run against a service that does not
   // answer ends with service_unavailable rather than sit in one step.
   for (const { errors, settings } of TASK_RETRIERS)
     state.addRetry({ errors: [...errors], ...retryProps(settings) });

@@ -4,26 +4,26 @@
  * is its state name in the definition; local mode binds handlers by that name.
  *
  * What a step is (its Task's name, the slot it writes, the slots it needs) is declared once, in
- * STEPS (lambdas/run/state/vocabulary.ts, plain data), and the registry derives from it: here are only
+ * STEPS (lambdas/core/state/vocabulary.ts, plain data), and the registry derives from it: here are only
  * the Lambda's settings, one entry per TaskName (the compiler asks for one when a step is added).
  * Every Task gets the whole state as input and returns its slot, placed at `$.<slot>`. The
  * Task's TimeoutSeconds is its Lambda timeout plus a minute (taskTimeoutSeconds), so a Lambda that
  * runs out of time fails as Sandbox.Timedout first.
  */
 import { fileURLToPath } from 'node:url';
-import { LAMBDA_DEATH_ERRORS, RETRYABLE_ERROR } from '../lambdas/run/errors/lambda-error.js';
+import { LAMBDA_DEATH_ERRORS, RETRYABLE_ERROR } from '../lambdas/core/errors/lambda-error.js';
 import {
   LAMBDA_DEATH_RETRY,
   TRANSIENT_RETRY,
   type RetrierSettings,
-} from '../lambdas/run/invocation/retry-budget.js';
+} from '../lambdas/runtime/retry-budget.js';
 import {
   STEP_NAMES,
   STEPS,
   type SlotName,
   type StepName,
   type TaskName,
-} from '../lambdas/run/state/index.js';
+} from '../lambdas/core/state/index.js';
 
 export type { TaskName };
 
@@ -46,7 +46,7 @@ export interface TaskAccess {
   readonly apiKey: boolean;
   /**
    * Puts Hopper's run events (events:PutEvents on the default bus, with the stack's source only;
-   * lambdas/run/events/events.ts). @default false
+   * lambdas/records/events/events.ts). @default false
    */
   readonly events?: boolean;
   /** Takes or gives back credits of the credit budget (its ledger is under status/). @default false */
@@ -65,7 +65,7 @@ export interface TaskSettings {
 export interface TaskSpec extends TaskSettings {
   /** The state name in the definition (local mode overrides Tasks by this name). */
   readonly name: TaskName;
-  /** The step the Task runs (STEPS in lambdas/run/state/vocabulary.ts). */
+  /** The step the Task runs (STEPS in lambdas/core/state/vocabulary.ts). */
   readonly step: StepName;
   /** The handler entry file in HANDLERS_FOLDER, named after the step; it exports `handler`. */
   readonly handlerFile: string;
@@ -78,11 +78,11 @@ const MINUTE = 60;
 const LONG = 15 * MINUTE;
 /**
  * Steps that make a few service calls: room for one call's whole retry budget in Lambda
- * (LAMBDA_CLIENT_OPTIONS in lambdas/run/invocation/retry-budget.ts, a minute) plus the others.
+ * (LAMBDA_CLIENT_OPTIONS in lambdas/runtime/retry-budget.ts, a minute) plus the others.
  */
 const SERVICE_CALLS = 5 * MINUTE;
 
-/** Every Task writes status/<drop>.json after its step (lambdas/run/invocation/handler.ts), so reads it too. */
+/** Every Task writes status/<drop>.json after its step (lambdas/runtime/handler.ts), so reads it too. */
 const STATUS = { status: 'readWrite' } as const;
 const INBOX = { inbox: 'read', ...STATUS } as const;
 
@@ -117,7 +117,7 @@ const TASK_SETTINGS: Readonly<Record<TaskName, TaskSettings>> = {
   Structure: callsService('structures the dataset, or asks for suggested decisions'),
   PickDecisions: callsService('answers the structuring questions as train.json says'),
   LabelExamples: timeBoxed("labels held-out examples from the drop's labels file (time-boxed)", INBOX, 512),
-  // Reads train.json's etag before it pays: a changed upload stops the older run (lock/supersede.ts).
+  // Reads train.json's etag before it pays: a changed upload stops the older run (ownership/supersede.ts).
   StartTraining: callsService('starts a training, or adopts one already running for the dataset', {
     bucket: INBOX,
     credits: true,

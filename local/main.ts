@@ -1,5 +1,5 @@
 /**
- * The `hopper` command's entry, compiled to dist/hopper.mjs (scripts/build.mjs): the package's
+ * The `hopper` command's entry, compiled to dist/hopper.mjs (scripts/build.ts): the package's
  * bin, and what `npm start` runs in a clone. No tsx, no TypeScript at run time.
  */
 import { main } from './cli/index.js';

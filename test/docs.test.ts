@@ -6,7 +6,7 @@ import {
   SLOW_RUN_SECONDS,
   hoursAndMinutes,
 } from '../infra/run-limits.js';
-import { RUN_ERROR_CODES } from '../lambdas/run/errors/index.js';
+import { RUN_ERROR_CODES } from '../lambdas/core/errors/index.js';
 
 describe('docs/errors.md', () => {
   it('documents every run error code, and no other', async () => {

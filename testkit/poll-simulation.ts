@@ -2,8 +2,8 @@
  * A training polled by the schedule function alone, on a simulated clock: where the polls land
  * and how late the finish is noticed. Shared by the schedule's tests and the polling benchmark.
  */
-import { nextPoll, type ExpectedFinish } from '../lambdas/run/schedule/index.js';
-import type { PollSchedule } from '../lambdas/run/state/index.js';
+import { nextPoll, type ExpectedFinish } from '../lambdas/core/schedule/index.js';
+import type { PollSchedule } from '../lambdas/core/state/index.js';
 
 const START = Date.parse('2026-01-01T00:00:00.000Z');
 

@@ -13,7 +13,7 @@
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { ENDPOINTS, type EndpointName, type SimulatedServiceOptions } from '../local/service/index.js';
 import { startLocalMode, type LocalMode, type LocalModeOptions } from '../local/emulator/local-mode.js';
-import { readStatus, type RunStatus } from '../lambdas/run/status/index.js';
+import { readStatus, type RunStatus } from '../lambdas/records/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../lambdas/storage/keys.js';
 import { BRISK_SERVICE } from './brisk-service.js';
 import { withTimeout } from './timeout.js';

@@ -5,7 +5,7 @@
  *                    without one (the same step, no ledger)
  * Set-up (the datasets, an empty ledger) happens before measure().
  */
-import { datasetSlot, type RunState } from '../../lambdas/run/state/index.js';
+import { datasetSlot, type RunState } from '../../lambdas/core/state/index.js';
 import { CREDIT_LEDGER_KEY } from '../../lambdas/storage/keys.js';
 import { deleteObject } from '../../lambdas/storage/objects.js';
 import { startTrainingStep } from '../../lambdas/steps/start-training.js';

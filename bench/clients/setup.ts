@@ -5,11 +5,11 @@
 import { Readable } from 'node:stream';
 import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { createRuntime, type Runtime, trainingService } from '../../lambdas/run/invocation/index.js';
-import type { StepEnv } from '../../lambdas/run/invocation/index.js';
-import type { CreditBudget } from '../../lambdas/run/lock/index.js';
-import { datasetSlot, modelSlot, trainingPlan } from '../../lambdas/run/state/index.js';
-import type { RunState } from '../../lambdas/run/state/index.js';
+import { createRuntime, type Runtime, trainingService } from '../../lambdas/runtime/index.js';
+import type { StepEnv } from '../../lambdas/runtime/index.js';
+import type { CreditBudget } from '../../lambdas/ownership/index.js';
+import { datasetSlot, modelSlot, trainingPlan } from '../../lambdas/core/state/index.js';
+import type { RunState } from '../../lambdas/core/state/index.js';
 import type { Dataset, TrainingServiceClient } from '../../lambdas/service-client/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { localS3Client } from '../../local/s3/local-s3.js';

@@ -9,7 +9,7 @@ import { request } from 'undici';
 import { inboxKey, modelFileKey } from '../../lambdas/storage/keys.js';
 import { objectSize } from '../../lambdas/storage/objects.js';
 import { DEFAULT_PART_BYTES, DEFAULT_QUEUE_SIZE, uploadStream } from '../../lambdas/storage/multipart.js';
-import { copiedModel } from '../../lambdas/run/state/index.js';
+import { copiedModel } from '../../lambdas/core/state/index.js';
 import { createCopyModelStep } from '../../lambdas/steps/copy-model.js';
 import { uploadFilesStep } from '../../lambdas/steps/upload-files.js';
 import type { ClientResult, Measure } from '../harness/protocol.js';

@@ -1,6 +1,6 @@
 /**
  * One Hopper Lambda: a handler bundle built by `npm run build` (dist/handlers/<name>/index.mjs,
- * scripts/build.mjs), on the newest Node.js runtime, ARM, X-Ray active, logging to its own log
+ * scripts/build.ts), on the newest Node.js runtime, ARM, X-Ray active, logging to its own log
  * group with a retention, and a role of its own that starts with nothing but writing to that log
  * group. The bundles ship inside the package, so a synth needs no esbuild, sources or lock file.
  */
@@ -11,7 +11,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lambdas/run/invocation/metric-names.js';
+import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lambdas/runtime/metric-names.js';
 import { acknowledgeWildcardResource } from '../nag.js';
 import { bundleFolder, type TaskSpec } from '../tasks.js';
 import type { HopperPipelineProps } from './pipeline-props.js';

@@ -16,7 +16,7 @@ import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import type { StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import { RUN_EVENT_TYPES } from '../../lambdas/run/events/index.js';
+import { RUN_EVENT_TYPES } from '../../lambdas/records/events/index.js';
 import { apiKeySecretName, hopperPathInStack, markAsHopper } from '../names.js';
 import { acknowledgeRule } from '../nag.js';
 import { HopperMonitoring } from './monitoring.js';

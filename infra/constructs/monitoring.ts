@@ -35,7 +35,7 @@ import {
   METRICS_NAMESPACE,
   SERVICE_NAME,
   STEP_DIMENSION,
-} from '../../lambdas/run/invocation/index.js';
+} from '../../lambdas/runtime/index.js';
 import { dashboardName } from '../names.js';
 import { SLOW_RUN_SECONDS, hoursAndMinutes } from '../run-limits.js';
 
@@ -279,7 +279,7 @@ function notificationAlarms(
   };
 }
 
-/** One of Hopper's own metrics (lambdas/run/invocation/metrics.ts) over the period. */
+/** One of Hopper's own metrics (lambdas/runtime/metrics.ts) over the period. */
 const OF_HOPPER = { namespace: METRICS_NAMESPACE, dimensionsMap: { service: SERVICE_NAME }, period: PERIOD };
 function hopper(metricName: string, label?: string, statistic = 'Sum'): Metric {
   return new Metric({ ...OF_HOPPER, metricName, statistic, label });
@@ -316,7 +316,7 @@ function awsRunWidgets(props: HopperMonitoringProps): GraphWidget[] {
 }
 
 /**
- * The dashboard's row of Hopper's own metrics (lambdas/run/invocation/metrics.ts, namespace Hopper): what
+ * The dashboard's row of Hopper's own metrics (lambdas/runtime/metrics.ts, namespace Hopper): what
  * the runs did and cost, beside the AWS metrics of the same runs. Metrics with a dimension whose
  * values are open (error codes, steps) are graphed with SEARCH, so a new one shows up by itself.
  */

@@ -3,7 +3,7 @@
  * for a person about every run that ended. An EventBridge rule on the default bus takes the
  * pipeline's own `Hopper Run Succeeded`, `Hopper Run Failed` and `Hopper Run Superseded` events and
  * hands the topic the event's `detail.summary` as plain text, so a notification goes out exactly
- * when an event does (lambdas/run/events/events.ts writes the summary; docs/operations.md,
+ * when an event does (lambdas/records/events/events.ts writes the summary; docs/operations.md,
  * "Notifications"). What cannot be delivered after a day of retries lands in a dead-letter queue.
  */
 import { Annotations } from 'aws-cdk-lib';
@@ -15,8 +15,8 @@ import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { EVENT_DELIVERY_RETRY, deadLetterQueue } from './dead-letter-queue.js';
 import { encryptedTopic } from './encrypted-topic.js';
-import { RUN_EVENT_TYPES } from '../../lambdas/run/events/index.js';
-import { RUN_OUTCOMES } from '../../lambdas/run/state/index.js';
+import { RUN_EVENT_TYPES } from '../../lambdas/records/events/index.js';
+import { RUN_OUTCOMES } from '../../lambdas/core/state/index.js';
 import { acknowledgeRule } from '../nag.js';
 
 export interface HopperNotificationsProps {

@@ -5,7 +5,7 @@
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
-import type { CreditBudget } from '../../lambdas/run/lock/index.js';
+import type { CreditBudget } from '../../lambdas/ownership/index.js';
 import type { HopperLogLevel } from './hopper-props.js';
 
 export interface HopperPipelineProps {

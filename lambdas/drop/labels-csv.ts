@@ -11,9 +11,9 @@
 import { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { CsvError, Parser } from 'csv-parse';
-import { RunError } from '../run/errors/errors.js';
-import { notCsvMessage, repeatedColumnMessage, missingColumnsMessage } from '../run/errors/messages.js';
-import type { DropFile } from '../run/state/state.js';
+import { RunError } from '../core/errors/errors.js';
+import { notCsvMessage, repeatedColumnMessage, missingColumnsMessage } from '../core/errors/messages.js';
+import type { DropFile } from '../core/state/state.js';
 import { inboxKey } from '../storage/keys.js';
 import { ObjectChangedError, ObjectMissingError, openPinnedObject } from '../storage/streams.js';
 import type { PinnedObject } from '../storage/streams.js';

@@ -31,14 +31,14 @@
  */
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { RunError } from '../run/errors/errors.js';
+import { RunError } from '../core/errors/errors.js';
 import {
   emptyLabelsMessage,
   labelAmbiguousMessage,
   labelMissingMessage,
   labelsWithoutRowsMessage,
-} from '../run/errors/messages.js';
-import type { DropFile } from '../run/state/state.js';
+} from '../core/errors/messages.js';
+import type { DropFile } from '../core/state/state.js';
 import {
   csvRecords,
   isBlank,

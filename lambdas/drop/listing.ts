@@ -3,9 +3,9 @@
  * into the plain files of the folder and objects in sub-folders (which a drop may not have).
  */
 import { ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
-import { RunError } from '../run/errors/errors.js';
-import { tooManyObjectsMessage } from '../run/errors/messages.js';
-import type { DropFile } from '../run/state/state.js';
+import { RunError } from '../core/errors/errors.js';
+import { tooManyObjectsMessage } from '../core/errors/messages.js';
+import type { DropFile } from '../core/state/state.js';
 import { inboxPrefix } from '../storage/keys.js';
 import { bareEtag } from '../storage/objects.js';
 import { printable } from './user-text.js';

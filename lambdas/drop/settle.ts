@@ -7,9 +7,9 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { RunError } from '../run/errors/errors.js';
-import { stillArrivingMessage } from '../run/errors/messages.js';
-import type { RunInput } from '../run/state/state.js';
+import { RunError } from '../core/errors/errors.js';
+import { stillArrivingMessage } from '../core/errors/messages.js';
+import type { RunInput } from '../core/state/state.js';
 import { inboxPrefix, TRAIN_JSON } from '../storage/keys.js';
 import { listForMessage, printable } from './user-text.js';
 import { listDrop, type DropListing } from './listing.js';

@@ -6,8 +6,8 @@
  * such as "maxAttempt" would otherwise be ignored silently) with the closest known field.
  */
 import * as z from 'zod';
-import { messageOf, RunError } from '../run/errors/errors.js';
-import type { Decisions } from '../run/state/state.js';
+import { messageOf, RunError } from '../core/errors/errors.js';
+import type { Decisions } from '../core/state/state.js';
 import { isDatasetName, MAX_DATASET_NAME_LENGTH } from '../service-client/contract.js';
 import { formatPath, valueAt } from '../service-client/http.js';
 import { isPlainFileName, PLAIN_FILE_NAME_RULE } from './file-names.js';
@@ -118,7 +118,7 @@ const TrainJsonSchema = z.object({
 /**
  * train.json as the user wrote it, checked; fields left out are undefined. `resume`: resume the
  * drop's latest failed run from its dataset at the service instead of starting over (no upload,
- * structuring or labelling: lambdas/run/lock/resume.ts); `encoders`: several encoders, one model
+ * structuring or labelling: lambdas/ownership/resume.ts); `encoders`: several encoders, one model
  * each from the one dataset (a sweep), or every one on offer; `promote`: when a new model replaces
  * the drop's current one (lambdas/steps/lineage.ts).
  */

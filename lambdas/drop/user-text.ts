@@ -4,9 +4,9 @@
  * wrote (a UTF-16 file read as UTF-8 is full of NULs) cannot garble the terminal or log showing it.
  */
 import { TextDecoder } from 'node:util';
-import { RunError } from '../run/errors/errors.js';
-import type { RunErrorCode } from '../run/errors/codes.js';
-import { notUtf8Message } from '../run/errors/messages.js';
+import { RunError } from '../core/errors/errors.js';
+import type { RunErrorCode } from '../core/errors/codes.js';
+import { notUtf8Message } from '../core/errors/messages.js';
 
 // eslint-disable-next-line no-control-regex -- control characters are exactly what is matched
 export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;

@@ -12,12 +12,12 @@
  * sub-folders, a drop name whose keys S3 takes, the files train.json names exist, there is data
  * to send (by default every file but those operating systems leave), no data file is empty or
  * other than UTF-8 text, the labels file (read whole: UTF-8, CSV, its header, a row, no id given
- * two labels). With `"resume": true`, validateDrop then
- * finds the failed run whose dataset to take in the drop's status (lambdas/run/lock/resume.ts).
+ * two labels). Which earlier run a drop resumes or adopts is not decided here but by the step,
+ * through the drop's owner (lambdas/ownership/).
  */
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { RunError } from '../run/errors/errors.js';
+import { RunError } from '../core/errors/errors.js';
 import {
   nestedFilesMessage,
   noDataFilesMessage,
@@ -30,12 +30,10 @@ import {
   namedFilesMissingMessage,
   lostTrackMessage,
   nameTooLongMessage,
-} from '../run/errors/messages.js';
-import type { DropPlace } from '../run/errors/messages.js';
-import { resumeTarget } from '../run/lock/resume.js';
-import type { RunStatus } from '../run/status/status.js';
+} from '../core/errors/messages.js';
+import type { DropPlace } from '../core/errors/messages.js';
 import { MAX_DATASET_NAME_LENGTH } from '../service-client/contract.js';
-import type { DropFile, RunConfig, RunInput } from '../run/state/state.js';
+import type { DropFile, RunConfig, RunInput } from '../core/state/state.js';
 import { DEFAULT_LABELS_FILE, inboxPrefix, MAX_DROP_NAME_BYTES, TRAIN_JSON } from '../storage/keys.js';
 import { fileNameProblem, isLeftBySystem, PLAIN_FILE_NAME_RULE } from './file-names.js';
 import { checkedUtf8, listForMessage, printable, quoted } from './user-text.js';
@@ -94,17 +92,9 @@ export interface JudgedDrop {
   readonly leftOut: string[];
 }
 
-/**
- * @param previous the drop's status before this run wrote it: with `"resume": true`, the run to
- *   resume is found there (lambdas/run/lock/resume.ts)
- */
-export async function validateDrop(
-  s3: S3Client,
-  run: RunInput,
-  settle: SettleOptions,
-  previous: RunStatus | null,
-): Promise<Pick<JudgedDrop, 'config' | 'leftOut'>> {
-  const { config, trainJson, leftOut } = await judgeDrop({
+/** The drop in the bucket, judged once its folder has stopped changing. */
+export async function validateDrop(s3: S3Client, run: RunInput, settle: SettleOptions): Promise<JudgedDrop> {
+  return judgeDrop({
     drop: run.drop,
     ...(await settledListing(s3, run, settle.quietMs, settle.clock)),
     // At the version that started the run (If-Match its etag): a newer copy has its own run,
@@ -118,8 +108,6 @@ export async function validateDrop(
     open: (file) => openInboxFile(s3, run.bucket, run.drop, file),
     textCheckBytes: MAX_TEXT_CHECK_BYTES,
   });
-  if (trainJson.resume !== true) return { config, leftOut };
-  return { config: { ...config, resumeFrom: resumeTarget(previous, run.drop, run.runId) }, leftOut };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { stepHandler, TRAINING_SERVICE } from '../run/invocation/index.js';
+import { stepHandler, TRAINING_SERVICE } from '../runtime/index.js';
 import { copyModelStep } from '../steps/copy-model.js';
 
 /** Task CopyModel: streams the finished model into models/<drop>/<model id>/, then writes model.json. */

@@ -1,4 +1,4 @@
-import { stepHandler, TRAINING_SERVICE } from '../run/invocation/index.js';
+import { stepHandler, TRAINING_SERVICE } from '../runtime/index.js';
 import { createDatasetStep } from '../steps/create-dataset.js';
 
 /** Task CreateDataset: declares the drop's data files to the service as a new dataset. */

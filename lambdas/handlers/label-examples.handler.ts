@@ -1,4 +1,4 @@
-import { stepHandler, TRAINING_SERVICE } from '../run/invocation/index.js';
+import { stepHandler, TRAINING_SERVICE } from '../runtime/index.js';
 import { labelExamplesStep } from '../steps/label-examples.js';
 
 /** Task LabelExamples: answers held-out examples from the labels file, in a time-boxed batch. */

@@ -1,4 +1,4 @@
-import { stepHandler, TRAINING_SERVICE } from '../run/invocation/index.js';
+import { stepHandler, TRAINING_SERVICE } from '../runtime/index.js';
 import { pickDecisionsStep } from '../steps/pick-decisions.js';
 
 /** Task PickDecisions: answers the suggested questions (train.json overrides checked first). */

@@ -1,4 +1,4 @@
-import { stepHandler, TRAINING_SERVICE } from '../run/invocation/index.js';
+import { stepHandler, TRAINING_SERVICE } from '../runtime/index.js';
 import { pollDatasetStep } from '../steps/poll-dataset.js';
 
 /** Task PollDataset: reads the dataset after a Wait and schedules the next poll. */

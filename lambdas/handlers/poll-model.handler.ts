@@ -1,4 +1,4 @@
-import { stepHandler, TRAINING_SERVICE } from '../run/invocation/index.js';
+import { stepHandler, TRAINING_SERVICE } from '../runtime/index.js';
 import { pollModelStep } from '../steps/poll-model.js';
 
 /** Task PollModel: reads the model after a Wait and schedules the next poll. */

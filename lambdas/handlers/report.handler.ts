@@ -1,5 +1,4 @@
-import { eventBridgeFromEnvironment } from '../run/events/index.js';
-import { stepHandler } from '../run/invocation/index.js';
+import { eventBridgeFromEnvironment, stepHandler } from '../runtime/index.js';
 import { reportStep } from '../steps/report.js';
 
 /** Task Report: decides the run's outcome and writes the final status/<drop>.json. */

@@ -1,4 +1,4 @@
-import { stepHandler, TRAINING_SERVICE } from '../run/invocation/index.js';
+import { stepHandler, TRAINING_SERVICE } from '../runtime/index.js';
 import { startTrainingStep } from '../steps/start-training.js';
 
 /** Task StartTraining: starts a training, or adopts the one a lost call already started. */

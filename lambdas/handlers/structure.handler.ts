@@ -1,4 +1,4 @@
-import { stepHandler, TRAINING_SERVICE } from '../run/invocation/index.js';
+import { stepHandler, TRAINING_SERVICE } from '../runtime/index.js';
 import { structureStep } from '../steps/structure.js';
 
 /** Task Structure: structures the dataset, or asks for suggested decisions, as train.json says. */

@@ -1,6 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { Context } from 'aws-lambda';
-import { SERVICE_NAME } from '../run/invocation/index.js';
+import { SERVICE_NAME } from '../runtime/index.js';
 import {
   createTriggerHandler,
   sfnStarterFromEnvironment,

@@ -1,4 +1,4 @@
-import { stepHandler, TRAINING_SERVICE } from '../run/invocation/index.js';
+import { stepHandler, TRAINING_SERVICE } from '../runtime/index.js';
 import { uploadFilesStep } from '../steps/upload-files.js';
 
 /** Task UploadFiles: streams the drop's pending data files from S3 to the service (time-boxed; loops). */

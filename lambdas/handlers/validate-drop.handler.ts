@@ -1,5 +1,4 @@
-import { eventBridgeFromEnvironment } from '../run/events/index.js';
-import { stepHandler } from '../run/invocation/index.js';
+import { eventBridgeFromEnvironment, stepHandler } from '../runtime/index.js';
 import { validateDropStep } from '../steps/validate-drop.js';
 
 /** Task ValidateDrop: checks train.json and the drop folder; returns the run's configuration. */

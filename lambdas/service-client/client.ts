@@ -56,7 +56,7 @@ export interface RequestOptions {
   /**
    * The deadline of every call, retries and transfers included: once it aborts, a call in flight
    * stops, no retry starts, and the call fails with a DeadlineError (retryable by the caller,
-   * with fresh time). In Lambda: the invocation's remaining time (lambdas/run/invocation/handler.ts).
+   * with fresh time). In Lambda: the invocation's remaining time (lambdas/runtime/handler.ts).
    */
   readonly signal?: AbortSignal | undefined;
 }

@@ -13,7 +13,7 @@ import {
 
 /**
  * The client's error codes: one per error class. Not Hopper's run error codes (RunErrorCode in
- * lambdas/run/errors/errors.ts), which lambdas/run/errors/error-mapping.ts derives from these.
+ * lambdas/core/errors/errors.ts), which lambdas/core/errors/error-mapping.ts derives from these.
  */
 export type ServiceErrorCode =
   | ServiceErrorKind

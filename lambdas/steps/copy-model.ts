@@ -9,7 +9,7 @@
  * unreachable or busy, the step out of time) does not end the run: the step returns a
  * CopyWaitSlot and the state machine waits (WaitToCopy) and copies again, for as long as the
  * model's files can still be at the service, never sleeping past files_expire_at less a margin
- * (lambdas/run/schedule/files-deadline.ts). Past that the run fails with model_files_gone, saying why.
+ * (lambdas/core/schedule/files-deadline.ts). Past that the run fails with model_files_gone, saying why.
  *
  * A model too large for one invocation is copied over several: an invocation with less than its
  * time box's margin left starts no new part, leaves the multipart upload open and returns its
@@ -36,12 +36,12 @@ import {
   modelSentSizeMessage,
   retryable,
   modelStoredSizeMessage,
-} from '../run/errors/index.js';
-import { waitForFiles } from '../run/schedule/index.js';
-import { defineStep, TIME_BOX, type Step, type StepEnv, type StepRun } from '../run/invocation/index.js';
-import { copyWaitOf, type CopySlot, type CopyWaitSlot, type RunState } from '../run/state/index.js';
-import type { EncoderOutcome } from '../run/state/index.js';
-import type { Promotion, RunSummary } from '../run/status/index.js';
+} from '../core/errors/index.js';
+import { waitForFiles } from '../core/schedule/index.js';
+import { defineStep, TIME_BOX, type Step, type StepEnv, type StepRun } from '../runtime/index.js';
+import { copyWaitOf, type CopySlot, type CopyWaitSlot, type RunState } from '../core/state/index.js';
+import type { EncoderOutcome } from '../core/state/index.js';
+import type { Promotion, RunSummary } from '../records/status/index.js';
 import { modelFileKey, modelRecordKey } from '../storage/keys.js';
 import { deleteObject, objectSize, putJson } from '../storage/objects.js';
 import {
@@ -98,7 +98,7 @@ export interface ModelDocument {
     readonly jev_usd: number | null;
   };
   /**
-   * What the run used and cost up to this copy (lambdas/run/status/usage.ts): the report that follows
+   * What the run used and cost up to this copy (lambdas/records/status/usage.ts): the report that follows
    * is in status/<drop>.json only. Null when the step ran outside the handler wrapper.
    */
   readonly summary: RunSummary | null;

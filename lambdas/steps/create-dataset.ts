@@ -2,7 +2,7 @@
  * create_dataset: declares the drop's data files to the service. The dataset comes back at
  * `upload_files`, and the Choice after this Task sends the run to UploadFiles. A resuming run
  * (train.json `"resume": true`) takes its failed run's dataset instead, once the service shows it
- * ready to train, and the Choice sends it straight to StartTraining (lambdas/run/lock/resume.ts).
+ * ready to train, and the Choice sends it straight to StartTraining (lambdas/ownership/resume.ts).
  *
  * POST /v1/datasets is not idempotent and the interface has no idempotency key, so the dataset
  * is named for the run (runDatasetName, contract.ts), and that name is the intent: validate_drop's
@@ -20,9 +20,9 @@ import {
   type NewDataset,
   type TrainingServiceClient,
 } from '../service-client/index.js';
-import { defineStep } from '../run/invocation/index.js';
-import { resumableDataset } from '../run/lock/index.js';
-import { datasetSlot, type ResumeFrom } from '../run/state/index.js';
+import { defineStep } from '../runtime/index.js';
+import { resumableDataset } from '../ownership/index.js';
+import { datasetSlot, type ResumeFrom } from '../core/state/index.js';
 
 export const createDatasetStep = defineStep('create_dataset', async (state, env) => {
   const { config, run } = state;

@@ -26,10 +26,10 @@ import {
   taskOfferedAgainMessage,
   labelsRequiredMessage,
   invalidLabelMessage,
-} from '../run/errors/index.js';
-import { defineStep, type Step, type StepEnv, TIME_BOX } from '../run/invocation/index.js';
-import { datasetSlot } from '../run/state/index.js';
-import type { DatasetSlot } from '../run/state/index.js';
+} from '../core/errors/index.js';
+import { defineStep, type Step, type StepEnv, TIME_BOX } from '../runtime/index.js';
+import { datasetSlot } from '../core/state/index.js';
+import type { DatasetSlot } from '../core/state/index.js';
 
 export interface LabelBatchLimits {
   /** No new task is taken with less than this left of the invocation. */
@@ -128,7 +128,7 @@ async function labelBatch(
  * The dataset's record when a label endpoint's refusal (409, 404, 410) came from the dataset
  * expiring under the run, else undefined (the refusal is the error to report). A dataset gone
  * altogether answers 404 to the read: that error goes on to the handler wrapper, which reports
- * it as every step does (lambdas/run/errors/gone.ts: dataset_gone, or dataset_expired once expired).
+ * it as every step does (lambdas/core/errors/gone.ts: dataset_gone, or dataset_expired once expired).
  */
 async function expiredInstead(
   client: TrainingServiceClient,

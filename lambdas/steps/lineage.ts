@@ -16,9 +16,9 @@
  * current.json's `previous`: a model is never compared with itself.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
-import { contendedWrite } from '../run/errors/index.js';
-import { isNewerRun, type Promotion } from '../run/status/index.js';
-import { copiedModelIds, encoderOutcomes, type PromoteRule, type RunState } from '../run/state/index.js';
+import { contendedWrite } from '../core/errors/index.js';
+import { isNewerRun, type Promotion } from '../records/status/index.js';
+import { copiedModelIds, encoderOutcomes, type PromoteRule, type RunState } from '../core/state/index.js';
 import { currentModelKey, modelRecordKey } from '../storage/keys.js';
 import { putJson, readJson, updateJsonConditionally } from '../storage/objects.js';
 import type { ModelDocument, ModelSummary, PreviousModel } from './copy-model.js';

@@ -4,10 +4,10 @@
  * against the questions before anything is sent, so a typo fails with the choices on offer.
  */
 import type { Question, StructureAnswer } from '../service-client/index.js';
-import { RunError, noQuestionsMessage, invalidDecisionMessage } from '../run/errors/index.js';
-import { defineStep } from '../run/invocation/index.js';
-import { datasetSlot } from '../run/state/index.js';
-import type { Decisions } from '../run/state/index.js';
+import { RunError, noQuestionsMessage, invalidDecisionMessage } from '../core/errors/index.js';
+import { defineStep } from '../runtime/index.js';
+import { datasetSlot } from '../core/state/index.js';
+import type { Decisions } from '../core/state/index.js';
 import { orWhereItIsNow } from './structure.js';
 
 export const pickDecisionsStep = defineStep('pick_decisions', async ({ config, dataset }, env) => {

@@ -6,15 +6,15 @@
  * answer lost, a Retry-After longer than a call waits) is not the end of the run: it is one
  * more wait, for as long as the model's files could still be at the service (its
  * files_expire_at once known, else the files' retention counted from the first failed poll;
- * lambdas/run/schedule/files-deadline.ts).
+ * lambdas/core/schedule/files-deadline.ts).
  * Only past that, or on a final error (a refused key, an answer Hopper cannot use), does the
  * poll fail.
  */
-import { defineStep } from '../run/invocation/index.js';
-import { waitForFiles } from '../run/schedule/index.js';
+import { defineStep } from '../runtime/index.js';
+import { waitForFiles } from '../core/schedule/index.js';
 import { keepsCredit, RetryLaterError, ServiceError } from '../service-client/index.js';
-import { modelSlot, trainingOrdinal } from '../run/state/index.js';
-import type { ModelSlot } from '../run/state/index.js';
+import { modelSlot, trainingOrdinal } from '../core/state/index.js';
+import type { ModelSlot } from '../core/state/index.js';
 
 export const pollModelStep = defineStep('poll_model', async (state, env) => {
   const { model } = state;

@@ -11,7 +11,7 @@
  * 3. $.copy, a model copied (not a copy put off, CopyWaitSlot): succeeded; in a sweep, failed with
  *    training_failed when an encoder ran out of attempts (the others' models are kept).
  * 4. Otherwise internal_error: the run got here without a model and without an error.
- * A run a newer train.json of the drop took over (lambdas/run/lock/supersede.ts) is `superseded`
+ * A run a newer train.json of the drop took over (lambdas/ownership/supersede.ts) is `superseded`
  * instead when it stopped for that (rule 1 with the code `superseded`), or when its training,
  * which held a credit, went on to the copy (rule 3): the message says which and what it cost.
  *
@@ -23,7 +23,7 @@
  * that ends lets the drop's training claim go unless its training is still under way.
  *
  * Then it puts the run's Succeeded or Failed event (and Started, if validate_drop did not),
- * once even when this step is retried (lambdas/run/events/event-bus.ts).
+ * once even when this step is retried (lambdas/records/events/event-bus.ts).
  */
 import {
   isRunErrorCode,
@@ -38,9 +38,8 @@ import {
   trainingFailedMessage,
   unsupportedNextActionMessage,
   withRetryAdvice,
-} from '../run/errors/index.js';
-import { defineStep } from '../run/invocation/index.js';
-import { announceRunEnd } from '../run/events/index.js';
+} from '../core/errors/index.js';
+import { announceRunEnd, defineStep } from '../runtime/index.js';
 import {
   copiedModel,
   encoderOutcomes,
@@ -48,10 +47,10 @@ import {
   type ReportSlot,
   type RunFailure,
   type RunState,
-} from '../run/state/index.js';
-import { modelLocation, statusOf, writeStatus } from '../run/status/index.js';
-import { holdsPaidModel, paidModelOf, type NewerRun, releaseTraining } from '../run/lock/index.js';
-import type { StopCode } from '../run/state/index.js';
+} from '../core/state/index.js';
+import { modelLocation, statusOf, writeStatus } from '../records/status/index.js';
+import { holdsPaidModel, paidModelOf, type NewerRun, releaseTraining } from '../ownership/index.js';
+import type { StopCode } from '../core/state/index.js';
 import { runRecordKey } from '../storage/keys.js';
 import { putJson } from '../storage/objects.js';
 import { promoteRunModels } from './lineage.js';

@@ -8,16 +8,16 @@
  * when it holds a credit (contract.ts holdsCredit); a failed or refunded newest model, one whose
  * files are gone (a resumed run's after model_files_gone), or none, starts another.
  *
- * Whether to adopt, stop or start is one pure rule, lambdas/run/lock/adoption.ts spendDecision;
+ * Whether to adopt, stop or start is one pure rule, lambdas/ownership/adoption.ts spendDecision;
  * it also adopts the model of another run of the drop with the same settings that trained a
  * dataset of its own meanwhile (siblingToAdopt), so one train.json uploaded twice pays once.
- * Two more rules before a new training (lambdas/run/lock/supersede.ts): a run a newer train.json of
+ * Two more rules before a new training (lambdas/ownership/supersede.ts): a run a newer train.json of
  * the drop has taken over starts none (it stops, `superseded`; a training of its own it finds
  * under way is adopted, since that credit is spent), and a run starts one only while it holds
  * the drop's training claim (training-claim.ts), so one drop never has two trainings at once.
  *
  * A sweep (train.json `encoders`) trains its encoders one after another from the one dataset
- * (lambdas/run/state/sweep.ts): each invocation trains the sweep's current encoder, and counts
+ * (lambdas/core/state/sweep.ts): each invocation trains the sweep's current encoder, and counts
  * and adopts that encoder's models only, so a resumed sweep adopts what each encoder trained.
  * A new training takes a credit from the credit budget first (credit-ledger.ts).
  */
@@ -42,8 +42,8 @@ import {
   trainingFailedMessage,
   trainingInProgressMessage,
   unknownEncoderMessage,
-} from '../run/errors/index.js';
-import { defineStep } from '../run/invocation/index.js';
+} from '../core/errors/index.js';
+import { defineStep } from '../runtime/index.js';
 import {
   supersededError,
   changedTrainJson,
@@ -52,9 +52,9 @@ import {
   siblingToAdopt,
   spendDecision,
   type ClaimContext,
-} from '../run/lock/index.js';
-import { expectedFinish } from '../run/schedule/index.js';
-import { runHasEnded } from '../run/status/index.js';
+} from '../ownership/index.js';
+import { expectedFinish } from '../core/schedule/index.js';
+import { runHasEnded } from '../records/status/index.js';
 import {
   attemptsLeft,
   configFingerprint,
@@ -62,8 +62,8 @@ import {
   sweepOnwards,
   trainingOrdinal,
   trainingPlan,
-} from '../run/state/index.js';
-import type { AccountHistory, RunConfig, RunState, StateFor, SweepSlot } from '../run/state/index.js';
+} from '../core/state/index.js';
+import type { AccountHistory, RunConfig, RunState, StateFor, SweepSlot } from '../core/state/index.js';
 
 export const startTrainingStep = defineStep(
   'start_training',

@@ -6,8 +6,8 @@
  */
 import type { Dataset, TrainingServiceClient } from '../service-client/index.js';
 import { awaitsStructure, ConflictError } from '../service-client/index.js';
-import { defineStep } from '../run/invocation/index.js';
-import { datasetSlot } from '../run/state/index.js';
+import { defineStep } from '../runtime/index.js';
+import { datasetSlot } from '../core/state/index.js';
 
 export const structureStep = defineStep('structure', async ({ config, dataset }, env) => {
   const client = await env.runtime.service();

@@ -18,10 +18,10 @@ import {
   fileChangedMessage,
   fileDeletedMessage,
   unvalidatedFileMessage,
-} from '../run/errors/index.js';
-import { defineStep, type Step, type StepEnv, TIME_BOX } from '../run/invocation/index.js';
-import { datasetSlot } from '../run/state/index.js';
-import type { DropFile, StateFor } from '../run/state/index.js';
+} from '../core/errors/index.js';
+import { defineStep, type Step, type StepEnv, TIME_BOX } from '../runtime/index.js';
+import { datasetSlot } from '../core/state/index.js';
+import type { DropFile, StateFor } from '../core/state/index.js';
 import { inboxKey } from '../storage/keys.js';
 import { ObjectChangedError, ObjectMissingError, openPinnedObject } from '../storage/streams.js';
 

@@ -3,17 +3,16 @@
  * returns the run's configuration ($.config) with every default applied and every file pinned
  * by size and etag, once the folder has stopped changing. The rules are in lambdas/drop/.
  *
- * It puts the run's Started event (lambdas/run/events/publish-events.ts); its status is written
+ * It puts the run's Started event (lambdas/runtime/publish-events.ts); its status is written
  * once, by the invocation, when it ends (one write per step). A run with the same settings as an
  * earlier run of the drop that holds a paid model, or was about to start its training, resumes
- * that run's dataset and adopts its model (lambdas/run/lock/adoption.ts): no second credit. Both read the drop's status as the invocation
+ * that run's dataset and adopts its model (lambdas/ownership/adoption.ts): no second credit. Both read the drop's status as the invocation
  * found it.
  */
 import { validateDrop } from '../drop/validate.js';
-import { defineStep } from '../run/invocation/index.js';
-import { announceRun } from '../run/events/index.js';
-import { workToAdopt } from '../run/lock/index.js';
-import { configFingerprint } from '../run/state/index.js';
+import { announceRun, defineStep } from '../runtime/index.js';
+import { resumeTarget, workToAdopt } from '../ownership/index.js';
+import { configFingerprint } from '../core/state/index.js';
 
 export const validateDropStep = defineStep('validate_drop', async (state, env) => {
   const { s3, logger } = env.runtime;
@@ -23,10 +22,12 @@ export const validateDropStep = defineStep('validate_drop', async (state, env) =
   const previous = env.found?.status ?? null;
   const clock = { now: () => env.runtime.now(), remainingMs: () => env.remainingMs() };
   const settle = { quietMs: env.runtime.dropQuietMs, clock };
-  const { config, leftOut } = await validateDrop(s3, run, settle, previous);
+  const { config, trainJson, leftOut } = await validateDrop(s3, run, settle);
   if (leftOut.length > 0)
     logger.info('left out: files operating systems leave in folders', { files: leftOut });
-  if (config.resumeFrom !== undefined) return config;
+  // `"resume": true` names the run to resume; otherwise the same settings adopt paid work.
+  if (trainJson.resume === true)
+    return { ...config, resumeFrom: resumeTarget(previous, run.drop, run.runId) };
   const adopt = workToAdopt(previous, run.runId, configFingerprint(config));
   if (adopt === undefined) return config;
   logger.info('adopting the paid work of an earlier run with the same settings', { from_run: adopt.runId });

@@ -5,7 +5,7 @@
  *   models/<drop>/<model id>/model.onnx        the trained model
  *   models/<drop>/<model id>/model.json        its record, the run's summary and cost, its lineage
  *   models/<drop>/current.json                 the drop's current (promoted) model
- *   status/.events/<run id>/<kind>             marks a run event put (lambdas/run/events/event-bus.ts)
+ *   status/.events/<run id>/<kind>             marks a run event put (lambdas/records/events/event-bus.ts)
  *   status/.training/<drop>.json               which run of the drop may hold a credit (training-claim.ts)
  *   status/.runs/<drop>/<run id>.json          each run's final status: the drop's runs history
  *   status/.credits/ledger.json                the credits taken from the budget (credit-ledger.ts)
@@ -46,7 +46,7 @@ export function trainingClaimKey(drop: string): string {
   return `${STATUS_PREFIX}.training/${drop}.json`;
 }
 
-/** The credit budget's ledger: one for the bucket (lambdas/run/lock/credit-ledger.ts). */
+/** The credit budget's ledger: one for the bucket (lambdas/ownership/credit-ledger.ts). */
 export const CREDIT_LEDGER_KEY = `${STATUS_PREFIX}.credits/ledger.json`;
 
 /** Where the run's final status is kept, beside the other runs of its drop. */

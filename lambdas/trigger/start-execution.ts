@@ -15,10 +15,10 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { StartExecutionCommand, type SFNClient } from '@aws-sdk/client-sfn';
 import type { EventBridgeEvent, S3ObjectCreatedNotificationEventDetail } from 'aws-lambda';
 import * as z from 'zod';
-import { RunError, notObjectCreatedMessage } from '../run/errors/index.js';
-import { ENV, requireEnv } from '../run/invocation/index.js';
-import { executionName, type RunInput } from '../run/state/index.js';
-import { statusOf, writeFirstStatus } from '../run/status/index.js';
+import { RunError, notObjectCreatedMessage } from '../core/errors/index.js';
+import { ENV, requireEnv } from '../runtime/index.js';
+import { executionName, type RunInput } from '../core/state/index.js';
+import { statusOf, writeFirstStatus } from '../records/status/index.js';
 import { dropOfTrainJsonKey, probeOfKey, probeSeenKey } from '../storage/keys.js';
 import { bareEtag, putJson } from '../storage/objects.js';
 
@@ -37,7 +37,7 @@ const TriggerEventSchema = z.object({
       etag: z.string().min(1),
       /** Present on versioned buckets. */
       'version-id': z.string().optional(),
-      /** Orders the events of one key (hex; lambdas/run/state/run-order.ts); empty in older local events. */
+      /** Orders the events of one key (hex; lambdas/core/state/run-order.ts); empty in older local events. */
       sequencer: z.string().optional(),
     }),
   }),
@@ -98,7 +98,7 @@ export type TriggerResult =
  * The run an event starts, or null when its key is not inbox/<drop>/train.json. The run starts
  * when train.json arrived (the event's time) and carries the event's `sequencer`: a late
  * delivery of an older upload then stays older than the run of a newer one, even within one
- * second (run-order.ts), which keeps the status file (lambdas/run/status/status.ts).
+ * second (run-order.ts), which keeps the status file (lambdas/records/status/status.ts).
  */
 export function runInputFromEvent(event: TriggerEvent, now: number): RunInput | null {
   const bucket = event.detail.bucket.name;

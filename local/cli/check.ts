@@ -9,7 +9,7 @@
 import { DROP_QUIET_MS } from '../../lambdas/drop/settle.js';
 import { TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { judgeDrop, type JudgedDrop } from '../../lambdas/drop/validate.js';
-import { RunError, type RunErrorCode } from '../../lambdas/run/errors/index.js';
+import { RunError, type RunErrorCode } from '../../lambdas/core/errors/index.js';
 import {
   awsUsdOf,
   PRICES_AS_OF,
@@ -17,7 +17,7 @@ import {
   typicalRunUsage,
   type AwsUsage,
   type RunSummary,
-} from '../../lambdas/run/status/index.js';
+} from '../../lambdas/records/status/index.js';
 import { defineCommand, EXIT, json, table, type CommandSpec } from './command.js';
 import { leftOutText, readDropFolder, type DropFolder } from './drop-folder.js';
 import { formatBytes } from './progress.js';
@@ -101,7 +101,7 @@ function refusal(error: unknown): RunError {
 /**
  * Every plain file of the folder, with what the run sends it as (null: not sent, or the drop is
  * refused), the bytes sent, the credits the drop may spend and the estimated AWS cost of a run
- * that trains at its first attempt (lambdas/run/status/usage.ts), or what would stop the run.
+ * that trains at its first attempt (lambdas/records/status/usage.ts), or what would stop the run.
  */
 export function verdictOf(folder: DropFolder, judged: JudgedDrop | RunError): CheckVerdict {
   const passed = judged instanceof RunError ? undefined : judged;

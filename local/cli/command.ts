@@ -8,7 +8,7 @@
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
-import { messageOf } from '../../lambdas/run/errors/index.js';
+import { messageOf } from '../../lambdas/core/errors/index.js';
 import type { CloudFormationClientConfig } from '@aws-sdk/client-cloudformation';
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
 import type { SecretsManagerClientConfig } from '@aws-sdk/client-secrets-manager';

@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { GetBucketNotificationConfigurationCommand } from '@aws-sdk/client-s3';
 import { GetTopicAttributesCommand, SNSClient } from '@aws-sdk/client-sns';
-import { messageOf } from '../../lambdas/run/errors/index.js';
+import { messageOf } from '../../lambdas/core/errors/index.js';
 import { ServiceError, TrainingServiceClient } from '../../lambdas/service-client/index.js';
 import { doctorProbeKey, probeSeenKey } from '../../lambdas/storage/keys.js';
 import { deleteObject, putJson, readJson } from '../../lambdas/storage/objects.js';

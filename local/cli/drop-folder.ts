@@ -13,11 +13,11 @@ import { open, readdir, readlink, stat, type FileHandle } from 'node:fs/promises
 import { basename, join, relative, resolve, sep } from 'node:path';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { listingOf } from '../../lambdas/drop/listing.js';
-import type { DropFile } from '../../lambdas/run/state/index.js';
+import type { DropFile } from '../../lambdas/core/state/index.js';
 import { listForMessage, quoted } from '../../lambdas/drop/user-text.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import type { DropSource } from '../../lambdas/drop/validate.js';
-import { codedMessage, RunError } from '../../lambdas/run/errors/index.js';
+import { codedMessage, RunError } from '../../lambdas/core/errors/index.js';
 import { CommandError } from './command.js';
 
 /**

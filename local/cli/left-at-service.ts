@@ -10,7 +10,7 @@ import {
   leftAtServiceAdvice,
   leftModelCredit,
   trainingUnderWayMessage,
-} from '../../lambdas/run/errors/index.js';
+} from '../../lambdas/core/errors/index.js';
 import { holdsCredit, isDatasetNamed, TRAINING_STATUSES } from '../../lambdas/service-client/index.js';
 import type { Dataset, Model, TrainingServiceClient } from '../../lambdas/service-client/index.js';
 

@@ -3,8 +3,8 @@
  * and the S3 settings as lines a shell can eval (everything else on stdout is a `#` comment, so
  * all of it can be eval'd), then serves until Ctrl-C, showing each run's progress on stderr.
  */
-import { describeFailure, messageOf } from '../../lambdas/run/errors/index.js';
-import type { RunState } from '../../lambdas/run/state/index.js';
+import { describeFailure, messageOf } from '../../lambdas/core/errors/index.js';
+import type { RunState } from '../../lambdas/core/state/index.js';
 import { consoleFor, type LocalConsole } from '../console/index.js';
 import { formatRunEvent } from '../emulator/event-bus.js';
 import { startLocalMode, type LocalMode, type LocalModeOptions } from '../emulator/local-mode.js';

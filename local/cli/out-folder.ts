@@ -20,8 +20,8 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout } from 'node:timers/promises';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { messageOf } from '../../lambdas/run/errors/index.js';
-import type { CopySlot } from '../../lambdas/run/state/index.js';
+import { messageOf } from '../../lambdas/core/errors/index.js';
+import type { CopySlot } from '../../lambdas/core/state/index.js';
 import * as z from 'zod';
 import { CliUsageError } from './command.js';
 

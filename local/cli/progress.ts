@@ -5,8 +5,8 @@
  * place; anywhere else (a pipe, CI's log) a plain line per Task or Wait state entered.
  */
 import type { Writable } from 'node:stream';
-import { describeFailure } from '../../lambdas/run/errors/index.js';
-import type { RunState } from '../../lambdas/run/state/index.js';
+import { describeFailure } from '../../lambdas/core/errors/index.js';
+import type { RunState } from '../../lambdas/core/state/index.js';
 import type { ExecutionEvent } from '../emulator/state-machine.js';
 
 export interface RunProgress {

@@ -2,14 +2,14 @@
  * `hopper retry <drop>`: resumes the drop's failed run from its dataset at the service. It
  * uploads the drop's train.json again with `"resume": true` (and --max-attempts as
  * `maxAttempts`), which starts a run through the normal trigger, in a deployed stack and in local
- * mode alike; that run goes on with the dataset the failed run left (lambdas/run/lock/resume.ts).
+ * mode alike; that run goes on with the dataset the failed run left (lambdas/ownership/resume.ts).
  */
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { MAX_ATTEMPTS_LIMIT } from '../../lambdas/drop/train-json.js';
-import { messageOf, resumableAfter, RunError } from '../../lambdas/run/errors/index.js';
-import { resumeTarget } from '../../lambdas/run/lock/index.js';
-import type { ResumeFrom } from '../../lambdas/run/state/index.js';
-import { readStatus, type RunStatus } from '../../lambdas/run/status/index.js';
+import { messageOf, resumableAfter, RunError } from '../../lambdas/core/errors/index.js';
+import { resumeTarget } from '../../lambdas/ownership/index.js';
+import type { ResumeFrom } from '../../lambdas/core/state/index.js';
+import { readStatus, type RunStatus } from '../../lambdas/records/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { nullIfNotFound, putJson } from '../../lambdas/storage/objects.js';
 import { CommandError, EXIT, json, type CommandIo, type CommandSpec } from './command.js';
@@ -36,7 +36,7 @@ export const runRetryCommand = targetCommand(RETRY_SPEC, async (args, target, ou
   const drop = args.positionals[0] ?? '';
   const maxAttempts = args.number('max-attempts');
   const status = await readStatus(target.s3, target.bucket, drop);
-  // The run validate_drop will resume, by the same rule (lambdas/run/lock/resume.ts).
+  // The run validate_drop will resume, by the same rule (lambdas/ownership/resume.ts).
   let from: ResumeFrom;
   try {
     from = resumeTarget(status, drop);

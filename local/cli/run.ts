@@ -7,9 +7,9 @@
  */
 import { join, posix } from 'node:path';
 import { judgeDrop } from '../../lambdas/drop/validate.js';
-import { describeFailure, messageOf } from '../../lambdas/run/errors/index.js';
-import { copiedModel, type CopySlot, type RunState } from '../../lambdas/run/state/index.js';
-import { readStatus } from '../../lambdas/run/status/index.js';
+import { describeFailure, messageOf } from '../../lambdas/core/errors/index.js';
+import { copiedModel, type CopySlot, type RunState } from '../../lambdas/core/state/index.js';
+import { readStatus } from '../../lambdas/records/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import type { LocalConsole } from '../console/index.js';
 import type { LocalMode } from '../emulator/local-mode.js';

@@ -10,14 +10,19 @@
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { DescribeExecutionCommand, paginateListExecutions, type SFNClient } from '@aws-sdk/client-sfn';
-import { readRunRecord, readStatus, runRecordKeys, type RunStatus } from '../../lambdas/run/status/index.js';
+import {
+  readRunRecord,
+  readStatus,
+  runRecordKeys,
+  type RunStatus,
+} from '../../lambdas/records/status/index.js';
 import {
   executionNameDrop,
   isLaterRun,
   listedRunState,
   NAME_HASH_HEX,
   type ListedRunState,
-} from '../../lambdas/run/state/index.js';
+} from '../../lambdas/core/state/index.js';
 import { runRecordKey, runRecordsPrefix } from '../../lambdas/storage/keys.js';
 import { executionArnOf } from '../../lambdas/trigger/start-execution.js';
 import { CommandError, EXIT, formatAge, json, limitFlag, table, type CommandSpec } from './command.js';
@@ -131,7 +136,7 @@ async function runsOf(
 /** A run as listed, with the sequencer that orders it (runs in one second are ordered by it). */
 type OrderedRun = RunSummary & { readonly sequencer?: string | null | undefined };
 
-/** Newest first, by the drop's run order (lambdas/run/state/run-order.ts). */
+/** Newest first, by the drop's run order (lambdas/core/state/run-order.ts). */
 function newestFirst(a: OrderedRun, b: OrderedRun): number {
   const key = (run: OrderedRun) => ({
     runId: run.run_id,

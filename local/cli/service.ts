@@ -4,7 +4,7 @@
  * readingMs) in the shared table (command.ts); --fault, --rename-next-action, --encoders and
  * --label-choices are read into their knobs here.
  */
-import { messageOf } from '../../lambdas/run/errors/index.js';
+import { messageOf } from '../../lambdas/core/errors/index.js';
 import {
   DEFAULT_OPTIONS,
   ENDPOINTS,

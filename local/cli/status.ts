@@ -4,8 +4,8 @@
  * status until the drop's latest run ends.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
-import { readCreditUse, type WindowUse } from '../../lambdas/run/lock/index.js';
-import { readStatus, statusFiles, type RunStatus } from '../../lambdas/run/status/index.js';
+import { readCreditUse, type WindowUse } from '../../lambdas/ownership/index.js';
+import { readStatus, statusFiles, type RunStatus } from '../../lambdas/records/status/index.js';
 import { CliUsageError, CommandError, EXIT, formatAge, json, table, type CommandSpec } from './command.js';
 import { consoleLinks } from './stack-hoppers.js';
 import { targetCommand, TARGET_FLAGS, type Target } from './target.js';

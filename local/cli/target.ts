@@ -9,8 +9,8 @@ import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-clo
 import { S3Client } from '@aws-sdk/client-s3';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SFNClient } from '@aws-sdk/client-sfn';
-import { ENV } from '../../lambdas/run/invocation/index.js';
-import { messageOf } from '../../lambdas/run/errors/index.js';
+import { ENV } from '../../lambdas/runtime/index.js';
+import { messageOf } from '../../lambdas/core/errors/index.js';
 import { ServiceError } from '../../lambdas/service-client/index.js';
 import { DEFAULT_OPTIONS as SIMULATED_DEFAULTS } from '../service/index.js';
 import { chooseHopper, hoppersOf, type StackHopper } from './stack-hoppers.js';
@@ -28,7 +28,7 @@ import {
 } from './command.js';
 
 export const HOPPER_BUCKET_ENV = 'HOPPER_BUCKET';
-/** The same names the Lambda functions read (lambdas/run/invocation/environment.ts). */
+/** The same names the Lambda functions read (lambdas/runtime/environment.ts). */
 export const HOPPER_STATE_MACHINE_ENV = ENV.stateMachineArn;
 export const HOPPER_SERVICE_URL_ENV = ENV.serviceUrl;
 /** Step Functions' service-specific endpoint variable, which the AWS CLI and SDKs read too. */

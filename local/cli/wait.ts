@@ -5,8 +5,8 @@
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { DescribeExecutionCommand } from '@aws-sdk/client-sfn';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { listedRunState, type ListedRunState } from '../../lambdas/run/state/index.js';
-import { readStatus, type RunStatus } from '../../lambdas/run/status/index.js';
+import { listedRunState, type ListedRunState } from '../../lambdas/core/state/index.js';
+import { readStatus, type RunStatus } from '../../lambdas/records/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { nullIfNotFound } from '../../lambdas/storage/objects.js';
 import { executionArnOf } from '../../lambdas/trigger/start-execution.js';

@@ -12,7 +12,7 @@ import {
   runRecordKeys,
   statusFiles,
   type RunStatus,
-} from '../../lambdas/run/status/index.js';
+} from '../../lambdas/records/status/index.js';
 import { MODELS_PREFIX, modelRecordKey } from '../../lambdas/storage/keys.js';
 import { nullIfNotFound, readJson } from '../../lambdas/storage/objects.js';
 

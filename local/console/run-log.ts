@@ -4,8 +4,8 @@
  * its listeners which run changed, so the page can refresh just that.
  */
 import { EventEmitter } from 'node:events';
-import { listedRunState, type ListedRunState, type RunState } from '../../lambdas/run/state/index.js';
-import { describeFailure, parseCodedMessage } from '../../lambdas/run/errors/index.js';
+import { listedRunState, type ListedRunState, type RunState } from '../../lambdas/core/state/index.js';
+import { describeFailure, parseCodedMessage } from '../../lambdas/core/errors/index.js';
 import type {
   Execution,
   ExecutionEvent,

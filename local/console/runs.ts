@@ -3,11 +3,11 @@
  * those known only from a status file (earlier local modes kept in a data directory), newest
  * first, filtered by state and paged.
  */
-import { describeFailure } from '../../lambdas/run/errors/index.js';
-import type { RunStatus } from '../../lambdas/run/status/index.js';
+import { describeFailure } from '../../lambdas/core/errors/index.js';
+import type { RunStatus } from '../../lambdas/records/status/index.js';
 import type { ExecutionEvent } from '../emulator/state-machine.js';
 import type { BucketView } from './bucket-view.js';
-import { LISTED_RUN_STATES, type ListedRunState } from '../../lambdas/run/state/index.js';
+import { LISTED_RUN_STATES, type ListedRunState } from '../../lambdas/core/state/index.js';
 import { summarize, type RunLog, type RunSummary } from './run-log.js';
 
 export interface RunPage {
@@ -133,7 +133,7 @@ function keyOf(url: string | undefined): string | undefined {
   return match?.[1];
 }
 
-/** The page reads a failure in the words of lambdas/run/errors/lambda-error.ts, not its own. */
+/** The page reads a failure in the words of lambdas/core/errors/lambda-error.ts, not its own. */
 function shownEvent(event: ExecutionEvent): ShownEvent {
   if (!('Error' in event) || typeof event.Error !== 'string') return event;
   return { ...event, failure: describeFailure(event.Error, 'Cause' in event ? event.Cause : undefined) };

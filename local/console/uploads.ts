@@ -10,8 +10,8 @@ import { Readable } from 'node:stream';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { listingOf } from '../../lambdas/drop/listing.js';
 import { judgeDrop } from '../../lambdas/drop/validate.js';
-import { RunError } from '../../lambdas/run/errors/index.js';
-import type { DropFile } from '../../lambdas/run/state/index.js';
+import { RunError } from '../../lambdas/core/errors/index.js';
+import type { DropFile } from '../../lambdas/core/state/index.js';
 import { inboxKey } from '../../lambdas/storage/keys.js';
 import { checkDropFiles, DropFolderError as UploadError } from '../cli/drop-folder.js';
 

@@ -6,8 +6,12 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { EventBridgeEvent } from 'aws-lambda';
-import type { RunEventBus } from '../../lambdas/run/events/index.js';
-import { DEFAULT_EVENT_SOURCE, type RunEvent, type RunEventDetail } from '../../lambdas/run/events/index.js';
+import type { RunEventBus } from '../../lambdas/records/events/index.js';
+import {
+  DEFAULT_EVENT_SOURCE,
+  type RunEvent,
+  type RunEventDetail,
+} from '../../lambdas/records/events/index.js';
 
 /** An event as a rule's target receives it from EventBridge. */
 export type DeliveredRunEvent = EventBridgeEvent<RunEvent['detailType'], RunEventDetail>;

@@ -7,7 +7,7 @@
  * trigger's sfnExecutionStarter starts one, and so does `aws stepfunctions start-execution`.
  */
 import { createServer, type ServerResponse } from 'node:http';
-import { messageOf } from '../../lambdas/run/errors/index.js';
+import { messageOf } from '../../lambdas/core/errors/index.js';
 import {
   EXECUTION_ALREADY_EXISTS,
   executionArnOf,

@@ -1,7 +1,7 @@
 /**
  * A run cannot outlive local mode: when it stops, its executions stop with it. A run still
  * `running` at the next start (`hopper local --data-dir`), the status file's own or an older one
- * it names, is marked `interrupted` with what `hopper retry` does for it (lambdas/run/errors/messages.ts),
+ * it names, is marked `interrupted` with what `hopper retry` does for it (lambdas/core/errors/messages.ts),
  * and its record joins the drop's runs (`hopper runs`), so nothing is left claiming to run.
  *
  * A run stopped between its request to start a training and the answer names the training it was
@@ -10,13 +10,13 @@
  * its credit, so `hopper status` tells it and `hopper retry` (or the same train.json again) adopts it.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
-import { interruptedMessage } from '../../lambdas/run/errors/index.js';
-import { readStatus, statusFiles, writeStatus, type RunStatus } from '../../lambdas/run/status/index.js';
-import { stepUnderWay } from '../../lambdas/run/state/index.js';
+import { interruptedMessage } from '../../lambdas/core/errors/index.js';
+import { readStatus, statusFiles, writeStatus, type RunStatus } from '../../lambdas/records/status/index.js';
+import { stepUnderWay } from '../../lambdas/records/status/index.js';
 import { runRecordKey } from '../../lambdas/storage/keys.js';
 import { putJson } from '../../lambdas/storage/objects.js';
 import { holdsCredit, type TrainingServiceClient } from '../../lambdas/service-client/index.js';
-import { withTraining } from '../../lambdas/run/status/usage.js';
+import { withTraining } from '../../lambdas/records/status/usage.js';
 
 /**
  * Marks every `running` run in `bucket` interrupted; resolves to the drops whose latest run it marked.

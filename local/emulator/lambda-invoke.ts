@@ -8,8 +8,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { S3Client } from '@aws-sdk/client-s3';
-import type { InvocationContext } from '../../lambdas/run/invocation/index.js';
-import { LAMBDA_TIMEOUT_ERROR, lambdaCause } from '../../lambdas/run/errors/index.js';
+import type { InvocationContext } from '../../lambdas/runtime/index.js';
+import { LAMBDA_TIMEOUT_ERROR, lambdaCause } from '../../lambdas/core/errors/index.js';
 import { withResolvers } from './with-resolvers.js';
 
 export type LocalTaskHandler = (event: unknown, context: InvocationContext) => Promise<unknown>;

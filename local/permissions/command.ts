@@ -10,7 +10,7 @@
  * devDependencies.
  */
 import { readFile } from 'node:fs/promises';
-import { messageOf } from '../../lambdas/run/errors/index.js';
+import { messageOf } from '../../lambdas/core/errors/index.js';
 import { CommandError, defineCommand, EXIT, json, table } from '../cli/command.js';
 import { HOPPER_TEMPLATE } from '../files.js';
 import { checkPermissions, RECORDED_CALLS, type PermissionsReport, type Simulate } from './check.js';

@@ -12,9 +12,9 @@
  *
  * s3rver also ignores a PutObject's conditional headers, which real S3 honours and Hopper relies
  * on: `If-None-Match: *` (a create that fails with 412 PreconditionFailed when the key exists:
- * the event markers, lambdas/run/events/event-bus.ts, and the training claim) and `If-Match: <etag>`
+ * the event markers, lambdas/records/events/event-bus.ts, and the training claim) and `If-Match: <etag>`
  * (a replace that fails with 412 PreconditionFailed when the object's ETag is another, and with
- * 404 NoSuchKey when there is no object: the status file, lambdas/run/status/status.ts). Here each
+ * 404 NoSuchKey when there is no object: the status file, lambdas/records/status/status.ts). Here each
  * condition is checked under the key's lock, just before the rename, so of two conditional PUTs
  * made against the same state of a key exactly one succeeds.
  *

@@ -12,7 +12,7 @@ import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { putJson } from '../../lambdas/storage/objects.js';
 import { statusKey } from '../../lambdas/storage/keys.js';
-import type { RunStatus } from '../../lambdas/run/status/index.js';
+import type { RunStatus } from '../../lambdas/records/status/index.js';
 import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
 import type { RunDetail, RunPage } from '../../local/console/runs.js';
 import { runCheckCommand, type CheckVerdict } from '../../local/cli/check.js';

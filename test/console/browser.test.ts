@@ -321,7 +321,7 @@ describe('the console in a browser', { timeout: BROWSER_TEST_MS }, () => {
     expect(await page.textContent('#error-todo')).toContain(
       'Fix the labels file (save it as UTF-8) and upload the drop again.',
     );
-    // The history row of the failed step reads the Lambda error's Cause as lambdas/run/errors/lambda-error.ts does.
+    // The history row of the failed step reads the Lambda error's Cause as lambdas/core/errors/lambda-error.ts does.
     const failure = detail.events.find((event) => event.failure !== undefined)?.failure;
     expect(failure).toMatch(/^invalid_labels_file: /);
     expect(await page.textContent('#history')).toContain(failure);

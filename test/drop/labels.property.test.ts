@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { csvRecords } from '../../lambdas/drop/labels-csv.js';
 import { indexOfRecords, normaliseWhitespace, type LabelIndex } from '../../lambdas/drop/labels.js';
-import { RunError } from '../../lambdas/run/errors/index.js';
+import { RunError } from '../../lambdas/core/errors/index.js';
 
 /** A cell as a CSV writer quotes it: always quoted, quotes doubled. */
 function cell(value: string): string {

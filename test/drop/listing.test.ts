@@ -1,7 +1,7 @@
 import { ListObjectsV2Command, type ListObjectsV2CommandOutput, type S3Client } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
 import { listDrop, MAX_LIST_PAGES } from '../../lambdas/drop/listing.js';
-import { RunError } from '../../lambdas/run/errors/index.js';
+import { RunError } from '../../lambdas/core/errors/index.js';
 
 /**
  * An S3 client that answers ListObjectsV2 from `keys` in pages of `pageSize`. The local S3

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { MAX_ATTEMPTS_LIMIT, parseTrainJson, TRAIN_JSON_FIELDS } from '../../lambdas/drop/train-json.js';
 import { MAX_DATASET_NAME_LENGTH as MAX_NAME_LENGTH } from '../../lambdas/service-client/contract.js';
 import { isPlainFileName } from '../../lambdas/drop/file-names.js';
-import { RunError } from '../../lambdas/run/errors/index.js';
+import { RunError } from '../../lambdas/core/errors/index.js';
 
 /** The RunError parseTrainJson throws for `text`, or undefined when it accepts it. */
 function refusalOf(text: string): RunError | undefined {

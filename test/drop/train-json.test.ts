@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { closestField, parseTrainJson } from '../../lambdas/drop/train-json.js';
-import { RunError } from '../../lambdas/run/errors/index.js';
+import { RunError } from '../../lambdas/core/errors/index.js';
 
 /** The RunError parseTrainJson throws for this text or these bytes. */
 function refusal(file: string | Buffer): RunError {

@@ -6,7 +6,7 @@
  * client, are recorded where local mode answers them. Nothing here reaches the deployed handlers.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { RunEventBus } from '../../lambdas/run/events/index.js';
+import type { RunEventBus } from '../../lambdas/records/events/index.js';
 import { DOCTOR_SEEN_PREFIX } from '../../lambdas/storage/keys.js';
 import type { ExecutionStarter } from '../../lambdas/trigger/start-execution.js';
 import type { AwsCall } from '../../local/permissions/index.js';

@@ -6,7 +6,7 @@
  * by the service's clock.
  */
 import type { TaskName } from '../../infra/tasks.js';
-import type { RunState } from '../../lambdas/run/state/index.js';
+import type { RunState } from '../../lambdas/core/state/index.js';
 import type { LocalModeOptions, LocalTask } from '../../local/emulator/local-mode.js';
 import type { ServiceClock } from '../../local/service/domain/index.js';
 

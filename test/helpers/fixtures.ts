@@ -8,8 +8,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { noWait } from '../../lambdas/run/schedule/index.js';
-import type { DatasetSlot, ModelSlot, RunConfig, RunState } from '../../lambdas/run/state/index.js';
+import { noWait } from '../../lambdas/core/schedule/index.js';
+import type { DatasetSlot, ModelSlot, RunConfig, RunState } from '../../lambdas/core/state/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 
 /** A drop name no other test of the file uses. */

@@ -4,7 +4,7 @@
  * had its side effect, before the handler sees the answer. Nothing in the steps knows: the
  * requests are watched where they leave the process, in the service client's undici dispatcher
  * (the API and the presigned file URLs) and in a middleware of the shared S3 client, and each is
- * tied to the invocation that sent it through the async context (as lambdas/run/invocation/s3-requests.ts
+ * tied to the invocation that sent it through the async context (as lambdas/runtime/s3-requests.ts
  * ties S3 requests to their meter).
  *
  * A killed invocation is frozen as a dead process is: the answer that killed it never reaches
@@ -21,9 +21,9 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { Agent, type Dispatcher } from 'undici';
 import { TASKS, type TaskName } from '../../infra/tasks.js';
-import { LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/invocation/index.js';
+import { LAMBDA_CLIENT_OPTIONS } from '../../lambdas/runtime/index.js';
 import { mulberry32, type Random } from '../../local/service/domain/index.js';
-import { LAMBDA_CRASH_ERROR, LAMBDA_TIMEOUT_ERROR } from '../../lambdas/run/errors/index.js';
+import { LAMBDA_CRASH_ERROR, LAMBDA_TIMEOUT_ERROR } from '../../lambdas/core/errors/index.js';
 import { LambdaInvocationError } from '../../local/emulator/lambda-invoke.js';
 import type { LocalModeOptions, LocalTask } from '../../local/emulator/local-mode.js';
 

@@ -3,7 +3,7 @@
  * (LocalStateMachine): Task states answered by the given functions (by state name), Wait states
  * and retry pauses cut short, and every event of the execution collected.
  */
-import type { RunConfig, RunInput } from '../../lambdas/run/state/index.js';
+import type { RunConfig, RunInput } from '../../lambdas/core/state/index.js';
 import type { AslDefinition } from '../../local/emulator/definition.js';
 import type { ExecutionInput } from '../../lambdas/trigger/start-execution.js';
 import {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { afterEach } from 'vitest';
-import { readStatus, type RunStatus } from '../../lambdas/run/status/index.js';
+import { readStatus, type RunStatus } from '../../lambdas/records/status/index.js';
 import { inboxKey, MODELS_PREFIX, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import type { TaskName } from '../../infra/tasks.js';
 import {

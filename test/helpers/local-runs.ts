@@ -4,7 +4,7 @@
  * everywhere a user looks and no model left).
  */
 import { expect } from 'vitest';
-import type { RunStatus } from '../../lambdas/run/status/index.js';
+import type { RunStatus } from '../../lambdas/records/status/index.js';
 import type { LocalMode } from '../../local/emulator/local-mode.js';
 import { modelBytesAt } from '../../local/service/index.js';
 import { BRISK_SERVICE } from '../../testkit/brisk-service.js';

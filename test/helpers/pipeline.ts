@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { GetObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import type { RunEventBus } from '../../lambdas/run/events/index.js';
+import type { RunEventBus } from '../../lambdas/records/events/index.js';
 import { LocalEventBus } from '../../local/emulator/event-bus.js';
 import { startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';
 import {
@@ -21,11 +21,11 @@ import {
   type Runtime,
   trainingService,
   type TrainingServiceOptions,
-} from '../../lambdas/run/invocation/index.js';
-import type { InvocationContext, StepEnv } from '../../lambdas/run/invocation/index.js';
-import type { CreditBudget } from '../../lambdas/run/lock/index.js';
+} from '../../lambdas/runtime/index.js';
+import type { InvocationContext, StepEnv } from '../../lambdas/runtime/index.js';
+import type { CreditBudget } from '../../lambdas/ownership/index.js';
 import { configOf, stateOf, uniqueDrop } from './fixtures.js';
-import { datasetSlot, type RunConfig, type RunState } from '../../lambdas/run/state/index.js';
+import { datasetSlot, type RunConfig, type RunState } from '../../lambdas/core/state/index.js';
 import type { Dataset } from '../../lambdas/service-client/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { QUICK } from '../client/helpers.js';

@@ -1,5 +1,5 @@
 /** The error a step, a parser or a command line ends with, for tests that look at its code and message. */
-import { RunError } from '../../lambdas/run/errors/index.js';
+import { RunError } from '../../lambdas/core/errors/index.js';
 import { rejectionOf } from '../client/helpers.js';
 
 /** The error of class `kind` that `action` throws; fails the test if it throws nothing, rethrows any other error. */

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { STORAGE_DEFAULTS } from '../../infra/constructs/storage.js';
 import { EXECUTION_TIMEOUT_SECONDS } from '../../infra/run-limits.js';
-import { RUN_EVENT_TYPES } from '../../lambdas/run/events/index.js';
+import { RUN_EVENT_TYPES } from '../../lambdas/records/events/index.js';
 import {
   actionsOf,
   functionNamed,

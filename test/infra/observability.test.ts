@@ -4,7 +4,7 @@
  * beside the AWS ones.
  */
 import { describe, expect, it } from 'vitest';
-import { METRIC, METRICS_NAMESPACE } from '../../lambdas/run/invocation/index.js';
+import { METRIC, METRICS_NAMESPACE } from '../../lambdas/runtime/index.js';
 import { synthesize, type CfnResource } from './helpers.js';
 
 /** The environment variables of every Lambda function in the template. */

@@ -8,8 +8,8 @@ import { Alarm, Metric } from 'aws-cdk-lib/aws-cloudwatch';
 import { describe, expect, it } from 'vitest';
 import { CONTEXT_KEYS } from '../../infra/config.js';
 import { STORAGE_DEFAULTS } from '../../infra/constructs/storage.js';
-import { RUN_EVENT_TYPES } from '../../lambdas/run/events/index.js';
-import { METRIC } from '../../lambdas/run/invocation/index.js';
+import { RUN_EVENT_TYPES } from '../../lambdas/records/events/index.js';
+import { METRIC } from '../../lambdas/runtime/index.js';
 import { synthesize, type CfnResource } from './helpers.js';
 
 const read = (path: string): string => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');

@@ -9,7 +9,7 @@ import { Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { aslOf } from '../../scripts/local-definition.js';
 import { EXECUTION_TIMEOUT_SECONDS, MAX_WAIT_SECONDS, SLOW_RUN_SECONDS } from '../../infra/run-limits.js';
-import { MAX_WAIT_SECONDS_PER_RUN } from '../../lambdas/run/schedule/index.js';
+import { MAX_WAIT_SECONDS_PER_RUN } from '../../lambdas/core/schedule/index.js';
 import { TRAIN_JSON_KEY_WILDCARD } from '../../lambdas/storage/keys.js';
 import {
   EXISTING_RESOURCES,

@@ -1,5 +1,5 @@
 /**
- * The pipeline's vocabulary (lambdas/run/state/vocabulary.ts, the contract's NEXT_ACTIONS, the run
+ * The pipeline's vocabulary (lambdas/core/state/vocabulary.ts, the contract's NEXT_ACTIONS, the run
  * error codes) reaches every place that must know it:
  * - at compile time: a scratch build with a fake next_action, a fake stop and a fake step added
  *   fails, and its errors name exactly the places docs/pipeline.md ("How to add") lists;
@@ -12,9 +12,9 @@ import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { handlerPath, TASKS } from '../../infra/tasks.js';
-import { RUN_ERROR_CODES, codedMessage, FINAL_ERROR, lambdaCause } from '../../lambdas/run/errors/index.js';
-import type { RunState } from '../../lambdas/run/state/index.js';
-import { STEPS, STOPS, type StopName } from '../../lambdas/run/state/index.js';
+import { RUN_ERROR_CODES, codedMessage, FINAL_ERROR, lambdaCause } from '../../lambdas/core/errors/index.js';
+import type { RunState } from '../../lambdas/core/state/index.js';
+import { STEPS, STOPS, type StopName } from '../../lambdas/core/state/index.js';
 import { NEXT_ACTIONS, type NextAction } from '../../lambdas/service-client/index.js';
 import { reportOf } from '../../lambdas/steps/report.js';
 import type { AslState } from '../../local/emulator/definition.js';
@@ -34,7 +34,7 @@ function inserted(text: string, anchor: string, insert: string): string {
 const SCRATCH: Readonly<Record<string, (text: string) => string>> = {
   [path('lambdas/service-client/contract.ts')]: (text) =>
     inserted(text, 'export const NEXT_ACTIONS = {\n', "  fake_action: { record: 'dataset', steps: [2] },\n"),
-  [path('lambdas/run/state/vocabulary.ts')]: (text) =>
+  [path('lambdas/core/state/vocabulary.ts')]: (text) =>
     inserted(
       inserted(text, 'export const STOPS = {\n', "  FakeStop: 'not_resumable',\n"),
       'export const STEPS = {\n',
@@ -47,7 +47,7 @@ const ROOTS = [
   'infra/state-machine.ts',
   'infra/tasks.ts',
   'lambdas/steps/report.ts',
-  'lambdas/run/status/usage.ts',
+  'lambdas/records/status/usage.ts',
 ];
 
 interface Diagnostic {
@@ -125,7 +125,7 @@ describe('compile-time coverage: adding to the vocabulary makes the compiler lis
         'lambdas/steps/report.ts: not_resumable',
         // The new step's Task needs its Lambda's settings, and its transitions are counted.
         'infra/tasks.ts: FakeStep',
-        'lambdas/run/status/usage.ts: fake_step',
+        'lambdas/records/status/usage.ts: fake_step',
       ].sort(),
     );
     const report = diagnostics.find(

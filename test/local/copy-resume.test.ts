@@ -8,7 +8,7 @@
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
-import type { CopyWaitSlot } from '../../lambdas/run/state/index.js';
+import type { CopyWaitSlot } from '../../lambdas/core/state/index.js';
 import { DEFAULT_PART_BYTES } from '../../lambdas/storage/multipart.js';
 import { modelBytesAt } from '../../local/service/index.js';
 import { dropAndRun, modelObjects, statesEntered, useLocalMode, wrapOnly } from '../helpers/local-mode.js';

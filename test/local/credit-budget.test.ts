@@ -9,7 +9,7 @@
  * rest; hopper retry after raising the budget adopts those and trains the rest.
  */
 import { describe, expect, it } from 'vitest';
-import type { RunStatus } from '../../lambdas/run/status/index.js';
+import type { RunStatus } from '../../lambdas/records/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { runRetryCommand } from '../../local/cli/retry.js';
 import { runStatusCommand } from '../../local/cli/status.js';

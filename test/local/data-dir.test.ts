@@ -5,7 +5,7 @@
  */
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
-import { readStatus } from '../../lambdas/run/status/index.js';
+import { readStatus } from '../../lambdas/records/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { startConsole } from '../../local/console/index.js';
 import type { RunPage } from '../../local/console/runs.js';

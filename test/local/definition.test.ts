@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { StateMachine, type StateMachineDefinition } from 'aws-local-stepfunctions';
 import { describe, expect, it } from 'vitest';
 import { PLACEHOLDER_FUNCTION_ARN_PREFIX } from '../../scripts/local-definition.js';
-import { RunError, retryable } from '../../lambdas/run/errors/index.js';
+import { RunError, retryable } from '../../lambdas/core/errors/index.js';
 import { loadLocalDefinition, type AslState } from '../../local/emulator/definition.js';
 import { synthesizeLocalDefinition } from '../infra/helpers.js';
 import { TASK_RETRIERS } from '../../infra/tasks.js';
@@ -21,8 +21,8 @@ import {
   SCRIPTED_RUN,
   type LocalExecution,
 } from '../helpers/local-execution.js';
-import { stepUnderWay } from '../../lambdas/run/state/index.js';
-import { attemptsLeft, STEPS, type DatasetSlot, type ModelSlot } from '../../lambdas/run/state/index.js';
+import { stepUnderWay } from '../../lambdas/records/status/index.js';
+import { attemptsLeft, STEPS, type DatasetSlot, type ModelSlot } from '../../lambdas/core/state/index.js';
 import type { NextAction } from '../../lambdas/service-client/index.js';
 import { datasetSlotOf, modelSlotOf } from '../helpers/fixtures.js';
 

@@ -6,8 +6,8 @@
  * "Expiry edges".
  */
 import { describe, expect, it } from 'vitest';
-import { FILES_EXPIRY_MARGIN_SECONDS } from '../../lambdas/run/schedule/index.js';
-import { LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/invocation/index.js';
+import { FILES_EXPIRY_MARGIN_SECONDS } from '../../lambdas/core/schedule/index.js';
+import { LAMBDA_CLIENT_OPTIONS } from '../../lambdas/runtime/index.js';
 import type { LocalMode } from '../../local/emulator/local-mode.js';
 import type { FaultRule } from '../../local/service/index.js';
 import { fastClock, type FastClock } from '../helpers/fast-clock.js';

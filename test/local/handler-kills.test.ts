@@ -8,7 +8,7 @@
  */
 import { ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LAMBDA_TIMEOUT_ERROR } from '../../lambdas/run/errors/index.js';
+import { LAMBDA_TIMEOUT_ERROR } from '../../lambdas/core/errors/index.js';
 import {
   HandlerKills,
   LAMBDA_CRASH_ERROR,

@@ -8,8 +8,8 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_CONFIG_BYTES } from '../../lambdas/drop/validate.js';
 import { MAX_ATTEMPTS_LIMIT, MAX_ENCODERS, MAX_TRAIN_JSON_BYTES } from '../../lambdas/drop/train-json.js';
-import type { RunState } from '../../lambdas/run/state/index.js';
-import { MAX_WAIT_SECONDS_PER_RUN } from '../../lambdas/run/schedule/index.js';
+import type { RunState } from '../../lambdas/core/state/index.js';
+import { MAX_WAIT_SECONDS_PER_RUN } from '../../lambdas/core/schedule/index.js';
 import { MAX_HISTORY_EVENTS, MAX_PAYLOAD_BYTES, payloadBytes } from '../../local/emulator/limits.js';
 import { fastClock } from '../helpers/fast-clock.js';
 import { dropAndRun, statesEntered, useLocalMode, type FinishedRun } from '../helpers/local-mode.js';

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { InvocationContext } from '../../lambdas/run/invocation/index.js';
-import { LAMBDA_TIMEOUT_ERROR, retryable, RunError } from '../../lambdas/run/errors/index.js';
+import type { InvocationContext } from '../../lambdas/runtime/index.js';
+import { LAMBDA_TIMEOUT_ERROR, retryable, RunError } from '../../lambdas/core/errors/index.js';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import {
   AbandonedInvocationError,

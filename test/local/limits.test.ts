@@ -5,7 +5,7 @@
  * 25,000 events; and a payload at the limit goes through.
  */
 import { describe, expect, it } from 'vitest';
-import type { DatasetSlot, RunConfig } from '../../lambdas/run/state/index.js';
+import type { DatasetSlot, RunConfig } from '../../lambdas/core/state/index.js';
 import {
   DATA_LIMIT_EXCEEDED,
   HISTORY_LIMIT_ERROR,
@@ -16,8 +16,8 @@ import {
 import { synthesizeLocalDefinition } from '../infra/helpers.js';
 import { executeLocally, SCRIPTED_CONFIG, SCRIPTED_RUN } from '../helpers/local-execution.js';
 import { datasetSlotOf } from '../helpers/fixtures.js';
-import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/schedule/index.js';
-import { RunError } from '../../lambdas/run/errors/index.js';
+import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/core/schedule/index.js';
+import { RunError } from '../../lambdas/core/errors/index.js';
 
 const { definition } = synthesizeLocalDefinition();
 
@@ -139,7 +139,7 @@ describe("Hopper's loop backstop keeps a run inside the history limit", () => {
         attempt += 1;
         if (attempt % 2 === 1) throw throttled;
         polls += 1;
-        // As nextPoll does (lambdas/run/schedule/polling.ts): past the backstop, history_limit.
+        // As nextPoll does (lambdas/core/schedule/polling.ts): past the backstop, history_limit.
         if (polls >= MAX_LOOP_ROUNDS_PER_RUN)
           throw new RunError('history_limit', 'the run went round its loops too often');
         return waiting;

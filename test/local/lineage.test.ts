@@ -14,9 +14,9 @@
  */
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
-import type { RunEventDetail } from '../../lambdas/run/events/index.js';
-import { readStatus } from '../../lambdas/run/status/index.js';
-import type { RunState } from '../../lambdas/run/state/index.js';
+import type { RunEventDetail } from '../../lambdas/records/events/index.js';
+import { readStatus } from '../../lambdas/records/status/index.js';
+import type { RunState } from '../../lambdas/core/state/index.js';
 import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
 import type { CurrentModel } from '../../lambdas/steps/lineage.js';
 import { currentModelKey, inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';

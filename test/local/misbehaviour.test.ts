@@ -6,7 +6,7 @@
  * and nothing half-written under models/<drop>/.
  */
 import { describe, expect, it } from 'vitest';
-import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/schedule/index.js';
+import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/core/schedule/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import {
   dropAndRun,

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { CopySlot } from '../../lambdas/run/state/index.js';
+import type { CopySlot } from '../../lambdas/core/state/index.js';
 import { modelFileKey, modelRecordKey } from '../../lambdas/storage/keys.js';
 import { copyModelOut } from '../../local/cli/out-folder.js';
 import { localS3Client, startLocalS3, type LocalS3 } from '../../local/s3/local-s3.js';

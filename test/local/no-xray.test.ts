@@ -23,7 +23,7 @@ describe('the X-Ray SDK', () => {
       await import('./local/emulator/local-mode.ts');
       for (const path of ${JSON.stringify(handlers)}) await import(path);
       const before = loaded();
-      const { runtimeFromEnvironment } = await import('./lambdas/run/invocation/runtime.ts');
+      const { runtimeFromEnvironment } = await import('./lambdas/runtime/runtime.ts');
       await runtimeFromEnvironment({ HOPPER_SERVICE_URL: 'https://x.example', HOPPER_API_KEY_SECRET_ARN: 'arn:x' });
       process.stdout.write(JSON.stringify({ before, after: loaded() }));`;
     const { stdout } = await run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {

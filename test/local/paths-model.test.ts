@@ -9,7 +9,7 @@
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
-import { executionName } from '../../lambdas/run/state/index.js';
+import { executionName } from '../../lambdas/core/state/index.js';
 import { runInputFromEvent } from '../../lambdas/trigger/start-execution.js';
 import { s3ObjectCreatedEvent } from '../../local/emulator/s3-events.js';
 import { putDrop } from '../helpers/pipeline.js';

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { retryable } from '../../lambdas/run/errors/index.js';
+import { retryable } from '../../lambdas/core/errors/index.js';
 import { describeOutcome } from '../../local/cli/local.js';
 import { LambdaInvocationError } from '../../local/emulator/lambda-invoke.js';
 import {

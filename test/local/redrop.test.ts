@@ -4,7 +4,7 @@
  * service over HTTP. The newest train.json wins: an older run that has not started a training
  * stops at its next step (`superseded`) and spends nothing; one whose training holds a credit
  * finishes it and keeps its model under its own id, which a newer run with the same settings
- * adopts (lambdas/run/lock/adoption.ts) instead of training again; the drop never has two
+ * adopts (lambdas/ownership/adoption.ts) instead of training again; the drop never has two
  * trainings at once.
  * Each test holds the first run at one stage (before that Task runs) until the second upload's
  * run has taken status/<drop>.json, then lets it go, and checks the outcomes, the credits (net,
@@ -13,9 +13,9 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { compareSequencers } from '../../lambdas/run/state/run-order.js';
-import { readStatus, type RunStatus } from '../../lambdas/run/status/index.js';
-import { executionName, type ReportSlot, type RunState } from '../../lambdas/run/state/index.js';
+import { compareSequencers } from '../../lambdas/core/state/run-order.js';
+import { readStatus, type RunStatus } from '../../lambdas/records/status/index.js';
+import { executionName, type ReportSlot, type RunState } from '../../lambdas/core/state/index.js';
 import { currentModelKey, inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { readJson } from '../../lambdas/storage/objects.js';
 import { runRunsCommand, type RunSummary } from '../../local/cli/runs.js';

@@ -6,7 +6,7 @@
  * then adopts: never stranded at the service.
  */
 import { describe, expect, it } from 'vitest';
-import { readStatus, type RunStatus } from '../../lambdas/run/status/index.js';
+import { readStatus, type RunStatus } from '../../lambdas/records/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import type { LocalMode } from '../../local/emulator/local-mode.js';
 import { runRetryCommand } from '../../local/cli/retry.js';

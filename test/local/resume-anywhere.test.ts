@@ -9,8 +9,8 @@
  * would); test/reliability/restart-advice.test.ts kills the process (-9) mid-upload instead.
  */
 import { describe, expect, it } from 'vitest';
-import type { StepName } from '../../lambdas/run/state/index.js';
-import { readStatus } from '../../lambdas/run/status/index.js';
+import type { StepName } from '../../lambdas/core/state/index.js';
+import { readStatus } from '../../lambdas/records/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { runRetryCommand } from '../../local/cli/retry.js';
 import type { LocalMode } from '../../local/emulator/local-mode.js';

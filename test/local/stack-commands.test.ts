@@ -6,7 +6,7 @@
  */
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { RunStatus } from '../../lambdas/run/status/index.js';
+import type { RunStatus } from '../../lambdas/records/status/index.js';
 import { inboxKey, statusKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { runModelsCommand } from '../../local/cli/models.js';
 import { runRetryCommand } from '../../local/cli/retry.js';

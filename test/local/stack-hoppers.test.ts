@@ -9,7 +9,7 @@ import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { App, Stack } from 'aws-cdk-lib';
 import { Bucket } from 'aws-cdk-lib/aws-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunStatus } from '../../lambdas/run/status/index.js';
+import type { RunStatus } from '../../lambdas/records/status/index.js';
 import { statusKey } from '../../lambdas/storage/keys.js';
 import { Hopper } from '../../infra/index.js';
 import { runStatusCommand } from '../../local/cli/status.js';

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AslDefinition, AslState } from '../../local/emulator/definition.js';
-import { retryable, RunError } from '../../lambdas/run/errors/index.js';
-import type { RunInput } from '../../lambdas/run/state/index.js';
+import { retryable, RunError } from '../../lambdas/core/errors/index.js';
+import type { RunInput } from '../../lambdas/core/state/index.js';
 import { withExecutionArn, type ExecutionInput } from '../../lambdas/trigger/start-execution.js';
 import { asLambda } from '../../local/emulator/lambda-invoke.js';
 import {

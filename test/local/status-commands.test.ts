@@ -9,7 +9,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readStatus } from '../../lambdas/run/status/index.js';
+import { readStatus } from '../../lambdas/records/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { runModelsCommand } from '../../local/cli/models.js';
 import { runRetryCommand } from '../../local/cli/retry.js';

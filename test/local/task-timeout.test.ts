@@ -10,7 +10,7 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { LAMBDA_TIMEOUT_ERROR, TASK_TIMEOUT_ERROR } from '../../lambdas/run/errors/index.js';
+import { LAMBDA_TIMEOUT_ERROR, TASK_TIMEOUT_ERROR } from '../../lambdas/core/errors/index.js';
 import { loadLocalDefinition, type AslDefinition } from '../../local/emulator/definition.js';
 import { LocalStateMachine, type ExecutionEvent } from '../../local/emulator/state-machine.js';
 import type { TaskName } from '../../infra/tasks.js';

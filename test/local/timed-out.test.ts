@@ -1,11 +1,11 @@
 /**
  * A run Step Functions stopped at the execution's TimeoutSeconds, as local mode runs it: the
- * console, `hopper runs` and `hopper wait` give it one name (lambdas/run/state/vocabulary.ts),
+ * console, `hopper runs` and `hopper wait` give it one name (lambdas/core/state/vocabulary.ts),
  * read through the real executions endpoint, the local S3 and the commands.
  */
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { RunStatus } from '../../lambdas/run/status/index.js';
+import type { RunStatus } from '../../lambdas/records/status/index.js';
 import { statusKey } from '../../lambdas/storage/keys.js';
 import { runRunsCommand } from '../../local/cli/runs.js';
 import { runWaitCommand } from '../../local/cli/wait.js';

@@ -7,8 +7,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { TASKS } from '../../infra/tasks.js';
-import { PRICES_USD } from '../../lambdas/run/status/index.js';
-import type { RunSummary } from '../../lambdas/run/status/index.js';
+import { PRICES_USD } from '../../lambdas/records/status/index.js';
+import type { RunSummary } from '../../lambdas/records/status/index.js';
 import {
   dropAndRun,
   modelObjects,

@@ -1,6 +1,6 @@
 /**
- * The one rule for whether a run spends or adopts (lambdas/run/lock/adoption.ts), and what the
- * status records before start_training pays (lambdas/run/state/training-intent.ts). Pure.
+ * The one rule for whether a run spends or adopts (lambdas/ownership/adoption.ts), and what the
+ * status records before start_training pays (lambdas/core/state/training-intent.ts). Pure.
  */
 import { describe, expect, it } from 'vitest';
 import {
@@ -8,8 +8,8 @@ import {
   siblingToAdopt,
   spendDecision,
   type SpendFacts,
-} from '../../lambdas/run/lock/index.js';
-import { trainingIntentOf, type RunState } from '../../lambdas/run/state/index.js';
+} from '../../lambdas/ownership/index.js';
+import { trainingIntentOf, type RunState } from '../../lambdas/core/state/index.js';
 import { modelFileKey } from '../../lambdas/storage/keys.js';
 import { configOf, datasetSlotOf, modelSlotOf, stateOf } from '../helpers/fixtures.js';
 

@@ -4,8 +4,8 @@
  * stand-in by the SDK's own endpoint setting. Its own file: the runtime is cached per module.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { runStartedEvent, eventBridgeFromEnvironment } from '../../lambdas/run/events/index.js';
-import { ENV, runtimeFromEnvironment } from '../../lambdas/run/invocation/index.js';
+import { runStartedEvent } from '../../lambdas/records/events/index.js';
+import { ENV, eventBridgeFromEnvironment, runtimeFromEnvironment } from '../../lambdas/runtime/index.js';
 import { startAwsJsonEndpoint, type AwsJsonEndpoint } from '../helpers/aws-json-endpoint.js';
 
 const SDK_SETTINGS = [

@@ -11,8 +11,8 @@ import {
 } from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, it } from 'vitest';
-import { RunError } from '../../lambdas/run/errors/index.js';
-import { createRuntime, type Runtime, trainingService } from '../../lambdas/run/invocation/index.js';
+import { RunError } from '../../lambdas/core/errors/index.js';
+import { createRuntime, type Runtime, trainingService } from '../../lambdas/runtime/index.js';
 import {
   datasetSlot,
   modelSlot,
@@ -22,7 +22,7 @@ import {
   type CopySlot,
   type CopyWaitSlot,
   type RunState,
-} from '../../lambdas/run/state/index.js';
+} from '../../lambdas/core/state/index.js';
 import type { Model } from '../../lambdas/service-client/index.js';
 import { modelFileKey, modelPrefix, modelRecordKey } from '../../lambdas/storage/keys.js';
 import { copyModelStep, createCopyModelStep, type ModelDocument } from '../../lambdas/steps/copy-model.js';

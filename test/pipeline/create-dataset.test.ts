@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { toRunError, RunError } from '../../lambdas/run/errors/index.js';
+import { toRunError, RunError } from '../../lambdas/core/errors/index.js';
 import { createDatasetStep } from '../../lambdas/steps/create-dataset.js';
 import { DEFAULT_OPTIONS } from '../../local/service/index.js';
 import { allOf, CLOCK_START, rejectionOf } from '../client/helpers.js';

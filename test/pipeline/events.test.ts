@@ -1,6 +1,6 @@
 /**
- * Run events: what they carry (lambdas/run/events/events.ts), that each goes out once although its
- * step is retried (lambdas/run/events/event-bus.ts, markers on the local S3 server), the EventBridge
+ * Run events: what they carry (lambdas/records/events/events.ts), that each goes out once although its
+ * step is retried (lambdas/records/events/event-bus.ts, markers on the local S3 server), the EventBridge
  * bus over the real SDK client against a loopback stand-in of PutEvents, and the report and
  * validate_drop steps putting them.
  */
@@ -12,23 +12,21 @@ import {
   publishOnce,
   type PublishContext,
   type RunEventBus,
-  eventBridgeBus,
   RUN_EVENT_TYPES,
   runEndedEvent,
   runStartedEvent,
   type RunEvent,
   type RunEventDetail,
-  announceRun,
-} from '../../lambdas/run/events/index.js';
-import { RunError } from '../../lambdas/run/errors/index.js';
-import { stepHandler } from '../../lambdas/run/invocation/index.js';
+} from '../../lambdas/records/events/index.js';
+import { RunError } from '../../lambdas/core/errors/index.js';
+import { announceRun, eventBridgeBus, stepHandler } from '../../lambdas/runtime/index.js';
 import type {
   CopySlot,
   DatasetSlot,
   ModelSlot,
   RunFailure,
   RunState,
-} from '../../lambdas/run/state/index.js';
+} from '../../lambdas/core/state/index.js';
 import { reportStep } from '../../lambdas/steps/report.js';
 import { eventMarkerKey } from '../../lambdas/storage/keys.js';
 import { LocalEventBus } from '../../local/emulator/event-bus.js';

@@ -1,11 +1,11 @@
 /**
- * The one rule for a record of the run gone at the service (lambdas/run/errors/gone.ts), against the
+ * The one rule for a record of the run gone at the service (lambdas/core/errors/gone.ts), against the
  * simulated service: a 404 is reported as the record gone only when the record itself answers
  * 404; dataset_expired instead of dataset_gone once the dataset's expiry has passed.
  */
 import { describe, expect, it } from 'vitest';
-import { goneRecordError } from '../../lambdas/run/errors/index.js';
-import { datasetSlot, modelSlot, trainingPlan } from '../../lambdas/run/state/index.js';
+import { goneRecordError } from '../../lambdas/core/errors/index.js';
+import { datasetSlot, modelSlot, trainingPlan } from '../../lambdas/core/state/index.js';
 import { NotFoundError, ServerError } from '../../lambdas/service-client/index.js';
 import { HOUR, rejectionOf, trainableDataset, uploadedDataset } from '../client/helpers.js';
 import { usePipelineFixtures } from '../helpers/pipeline.js';

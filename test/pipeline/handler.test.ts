@@ -2,7 +2,7 @@ import { inspect } from 'node:util';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, it, vi } from 'vitest';
-import { RunError } from '../../lambdas/run/errors/index.js';
+import { RunError } from '../../lambdas/core/errors/index.js';
 import {
   stepHandler,
   type Step,
@@ -11,11 +11,11 @@ import {
   createRuntime,
   type Runtime,
   trainingService,
-} from '../../lambdas/run/invocation/index.js';
-import { datasetSlot } from '../../lambdas/run/state/index.js';
-import type { TrainingClaim } from '../../lambdas/run/lock/index.js';
-import type { RunState, StepName } from '../../lambdas/run/state/index.js';
-import { readStatus, statusOf, writeStatus } from '../../lambdas/run/status/index.js';
+} from '../../lambdas/runtime/index.js';
+import { datasetSlot } from '../../lambdas/core/state/index.js';
+import type { TrainingClaim } from '../../lambdas/ownership/index.js';
+import type { RunState, StepName } from '../../lambdas/core/state/index.js';
+import { readStatus, statusOf, writeStatus } from '../../lambdas/records/status/index.js';
 import { createDatasetStep } from '../../lambdas/steps/create-dataset.js';
 import { pollDatasetStep } from '../../lambdas/steps/poll-dataset.js';
 import { startTrainingStep } from '../../lambdas/steps/start-training.js';

@@ -9,7 +9,7 @@ import {
   parseCause,
   parseCodedMessage,
   TIMEOUT_ERRORS,
-} from '../../lambdas/run/errors/index.js';
+} from '../../lambdas/core/errors/index.js';
 import { LambdaInvocationError } from '../../local/emulator/lambda-invoke.js';
 
 const STACK = 'Error: boom\n    at step (/var/task/index.mjs:10:5)\n    at process (node:internal/x:1:1)';

@@ -5,7 +5,7 @@
  * and must decide again on what the other wrote instead of overwriting it.
  */
 import { describe, expect, it } from 'vitest';
-import type { ModelSlot, PromoteRule, RunState } from '../../lambdas/run/state/index.js';
+import type { ModelSlot, PromoteRule, RunState } from '../../lambdas/core/state/index.js';
 import type { ModelDocument } from '../../lambdas/steps/copy-model.js';
 import {
   decide,

@@ -22,9 +22,9 @@ import {
   trainingService,
   TRAINING_SERVICE,
   tracedClient,
-} from '../../lambdas/run/invocation/index.js';
-import type { CreditBudget } from '../../lambdas/run/lock/index.js';
-import type { DatasetSlot, RunState } from '../../lambdas/run/state/index.js';
+} from '../../lambdas/runtime/index.js';
+import type { CreditBudget } from '../../lambdas/ownership/index.js';
+import type { DatasetSlot, RunState } from '../../lambdas/core/state/index.js';
 import type { Model } from '../../lambdas/service-client/index.js';
 import { CREDIT_LEDGER_KEY } from '../../lambdas/storage/keys.js';
 import { deleteObject } from '../../lambdas/storage/objects.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { RunError } from '../../lambdas/run/errors/index.js';
-import type { Decisions } from '../../lambdas/run/state/index.js';
+import { RunError } from '../../lambdas/core/errors/index.js';
+import type { Decisions } from '../../lambdas/core/state/index.js';
 import { answersFor, pickDecisionsStep } from '../../lambdas/steps/pick-decisions.js';
 import type { SimulatedServiceOptions } from '../../local/service/index.js';
 import { HOUR, labelAll, MINUTE, rejectionOf, uploadedDataset } from '../client/helpers.js';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { toRunError } from '../../lambdas/run/errors/index.js';
-import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/schedule/index.js';
-import { datasetSlot } from '../../lambdas/run/state/index.js';
-import type { DatasetSlot } from '../../lambdas/run/state/index.js';
+import { toRunError } from '../../lambdas/core/errors/index.js';
+import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/core/schedule/index.js';
+import { datasetSlot } from '../../lambdas/core/state/index.js';
+import type { DatasetSlot } from '../../lambdas/core/state/index.js';
 import type { Dataset, TrainingServiceClient } from '../../lambdas/service-client/index.js';
 import { pollDatasetStep } from '../../lambdas/steps/poll-dataset.js';
 import type { SimulatedService, SimulatedServiceOptions } from '../../local/service/index.js';

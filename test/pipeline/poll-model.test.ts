@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { toRunError } from '../../lambdas/run/errors/index.js';
-import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/schedule/index.js';
-import { datasetSlot, modelSlot, trainingPlan } from '../../lambdas/run/state/index.js';
-import type { ModelSlot } from '../../lambdas/run/state/index.js';
+import { toRunError } from '../../lambdas/core/errors/index.js';
+import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/core/schedule/index.js';
+import { datasetSlot, modelSlot, trainingPlan } from '../../lambdas/core/state/index.js';
+import type { ModelSlot } from '../../lambdas/core/state/index.js';
 import { pollModelStep } from '../../lambdas/steps/poll-model.js';
 import { startTrainingStep } from '../../lambdas/steps/start-training.js';
 import { DEFAULT_OPTIONS, type SimulatedServiceOptions } from '../../local/service/index.js';

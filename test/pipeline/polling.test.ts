@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RunError } from '../../lambdas/run/errors/index.js';
+import { RunError } from '../../lambdas/core/errors/index.js';
 import {
   FILES_EXPIRY_MARGIN_SECONDS,
   DENSE_POLL_SECONDS,
@@ -12,8 +12,8 @@ import {
   POLL_FIRST_SECONDS,
   POLL_MAX_SECONDS,
   pollCeilingSeconds,
-} from '../../lambdas/run/schedule/index.js';
-import type { PollSchedule } from '../../lambdas/run/state/index.js';
+} from '../../lambdas/core/schedule/index.js';
+import type { PollSchedule } from '../../lambdas/core/state/index.js';
 import { median, simulatePolling, worstCaseDelay } from '../../testkit/poll-simulation.js';
 import { runErrorThrownBy } from '../helpers/run-errors.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { stepHandler } from '../../lambdas/run/invocation/index.js';
+import { stepHandler } from '../../lambdas/runtime/index.js';
 import type {
   CaughtFailure,
   CopySlot,
@@ -7,8 +7,8 @@ import type {
   ModelSlot,
   RunState,
   StopCode,
-} from '../../lambdas/run/state/index.js';
-import { readStatus } from '../../lambdas/run/status/index.js';
+} from '../../lambdas/core/state/index.js';
+import { readStatus } from '../../lambdas/records/status/index.js';
 import { reportOf, reportStep } from '../../lambdas/steps/report.js';
 import { statusKey } from '../../lambdas/storage/keys.js';
 import { invocationContext, readText, stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';

@@ -1,12 +1,12 @@
 /**
- * Which run of a drop is the newer (lambdas/run/state/run-order.ts), from the S3 events that start
+ * Which run of a drop is the newer (lambdas/core/state/run-order.ts), from the S3 events that start
  * them (lambdas/trigger/start-execution.ts runInputFromEvent): by S3's `sequencer` for one key,
  * whatever the times say, else by the time, else by the run id. Events shaped as the EventBridge
  * "Object Created" event of the S3 user guide ("EventBridge event message structure").
  */
 import { describe, expect, it } from 'vitest';
-import { compareSequencers, isLaterRun, type RunInput } from '../../lambdas/run/state/index.js';
-import { isNewerRun } from '../../lambdas/run/status/index.js';
+import { compareSequencers, isLaterRun, type RunInput } from '../../lambdas/core/state/index.js';
+import { isNewerRun } from '../../lambdas/records/status/index.js';
 import { runInputFromEvent, type TriggerEvent } from '../../lambdas/trigger/start-execution.js';
 
 /** The user guide's example event, for inbox/reviews/train.json, with `object` fields given. */

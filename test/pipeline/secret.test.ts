@@ -6,8 +6,8 @@
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { RunError } from '../../lambdas/run/errors/index.js';
-import { API_KEY_CACHE_SECONDS, secretsManagerKey } from '../../lambdas/run/invocation/index.js';
+import { RunError } from '../../lambdas/core/errors/index.js';
+import { API_KEY_CACHE_SECONDS, secretsManagerKey } from '../../lambdas/runtime/index.js';
 import { CLIENT_SETTINGS, startAwsJsonEndpoint, type AwsJsonRequest } from '../helpers/aws-json-endpoint.js';
 
 interface FakeSecrets {

@@ -11,14 +11,14 @@ import { describe, expect, it } from 'vitest';
 import { readFile } from 'node:fs/promises';
 import type { AslState } from '../../local/emulator/definition.js';
 import { synthesizeLocalDefinition } from '../infra/helpers.js';
-import { RETRYABLE_ERROR } from '../../lambdas/run/errors/index.js';
+import { RETRYABLE_ERROR } from '../../lambdas/core/errors/index.js';
 import {
   DEADLINE_MARGIN_MS,
   LAMBDA_CLIENT_OPTIONS,
   LAMBDA_DEATH_RETRY,
   TRANSIENT_RETRY,
   type RetrierSettings,
-} from '../../lambdas/run/invocation/index.js';
+} from '../../lambdas/runtime/index.js';
 import { TASKS } from '../../infra/tasks.js';
 import { dropAndRun, statesEntered, useLocalMode } from '../helpers/local-mode.js';
 import { expectFailed } from '../helpers/local-runs.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/schedule/index.js';
-import { datasetSlot, modelSlot, trainingPlan } from '../../lambdas/run/state/index.js';
-import type { DatasetSlot, ModelSlot } from '../../lambdas/run/state/index.js';
+import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/core/schedule/index.js';
+import { datasetSlot, modelSlot, trainingPlan } from '../../lambdas/core/state/index.js';
+import type { DatasetSlot, ModelSlot } from '../../lambdas/core/state/index.js';
 import type { Dataset, Model } from '../../lambdas/service-client/index.js';
 import { datasetSlotOf, modelSlotOf } from '../helpers/fixtures.js';
 import { runErrorThrownBy } from '../helpers/run-errors.js';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { toRunError, RunError } from '../../lambdas/run/errors/index.js';
-import { paidModelOf } from '../../lambdas/run/lock/index.js';
-import { datasetSlot } from '../../lambdas/run/state/index.js';
-import type { ModelSlot, RunConfig, RunState } from '../../lambdas/run/state/index.js';
+import { toRunError, RunError } from '../../lambdas/core/errors/index.js';
+import { paidModelOf } from '../../lambdas/ownership/index.js';
+import { datasetSlot } from '../../lambdas/core/state/index.js';
+import type { ModelSlot, RunConfig, RunState } from '../../lambdas/core/state/index.js';
 import { pollModelStep } from '../../lambdas/steps/poll-model.js';
 import { startTrainingStep } from '../../lambdas/steps/start-training.js';
 import { CREDIT_LEDGER_KEY } from '../../lambdas/storage/keys.js';

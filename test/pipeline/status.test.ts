@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { RunError } from '../../lambdas/run/errors/index.js';
-import { workToAdopt, resumeTarget } from '../../lambdas/run/lock/index.js';
-import { readStatus, statusOf, writeStatus, type RunStatus } from '../../lambdas/run/status/index.js';
-import { stepUnderWay, type RunState, type StepName } from '../../lambdas/run/state/index.js';
+import { RunError } from '../../lambdas/core/errors/index.js';
+import { workToAdopt, resumeTarget } from '../../lambdas/ownership/index.js';
+import { readStatus, statusOf, writeStatus, type RunStatus } from '../../lambdas/records/status/index.js';
+import type { RunState, StepName } from '../../lambdas/core/state/index.js';
+import { stepUnderWay } from '../../lambdas/records/status/index.js';
 import { statusKey } from '../../lambdas/storage/keys.js';
 import { describeStatus } from '../../local/cli/status.js';
 import { localS3Client } from '../../local/s3/local-s3.js';
@@ -216,7 +217,7 @@ describe('status/<drop>.json', () => {
   });
 });
 
-describe('which run a resume takes, and which paid model a new run adopts (lambdas/run/lock/resume.ts)', () => {
+describe('which run a resume takes, and which paid model a new run adopts (lambdas/ownership/resume.ts)', () => {
   const at = (day: string) => `2026-01-0${day}T00:00:00.000Z`;
   const ended = (runId: string, day: string, fields: Partial<RunStatus> = {}): RunStatus => ({
     ...statusOf(

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { toRunError } from '../../lambdas/run/errors/index.js';
-import { datasetSlot } from '../../lambdas/run/state/index.js';
-import type { Decisions } from '../../lambdas/run/state/index.js';
+import { toRunError } from '../../lambdas/core/errors/index.js';
+import { datasetSlot } from '../../lambdas/core/state/index.js';
+import type { Decisions } from '../../lambdas/core/state/index.js';
 import { ConflictError } from '../../lambdas/service-client/index.js';
 import { orWhereItIsNow, structureStep } from '../../lambdas/steps/structure.js';
 import type { SimulatedServiceOptions } from '../../local/service/index.js';

@@ -1,14 +1,14 @@
 /**
- * The drop's training claim (lambdas/run/lock/training-claim.ts) when its holder has ended: a
+ * The drop's training claim (lambdas/ownership/training-claim.ts) when its holder has ended: a
  * run training the same dataset takes it at once (and adopts what the ended run started), not
  * after CLAIM_FRESH_MS; a run of another dataset waits only while that training is under way.
  * Real local S3 and the simulated service; the holder's end as its status says it.
  */
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
-import { gateTraining, type ClaimContext, type TrainingClaim } from '../../lambdas/run/lock/index.js';
-import { runHasEnded, type RunStatus } from '../../lambdas/run/status/index.js';
-import { datasetSlot } from '../../lambdas/run/state/index.js';
+import { gateTraining, type ClaimContext, type TrainingClaim } from '../../lambdas/ownership/index.js';
+import { runHasEnded, type RunStatus } from '../../lambdas/records/status/index.js';
+import { datasetSlot } from '../../lambdas/core/state/index.js';
 import { trainingClaimKey } from '../../lambdas/storage/keys.js';
 import { trainableDataset } from '../client/helpers.js';
 import { usePipelineFixtures } from '../helpers/pipeline.js';

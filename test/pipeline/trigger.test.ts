@@ -2,8 +2,8 @@ import type { EventEmitter } from 'node:events';
 import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, it } from 'vitest';
-import { RunError } from '../../lambdas/run/errors/index.js';
-import { executionName } from '../../lambdas/run/state/index.js';
+import { RunError } from '../../lambdas/core/errors/index.js';
+import { executionName } from '../../lambdas/core/state/index.js';
 import {
   createTriggerHandler,
   repeatedStartOutcome,
@@ -14,8 +14,8 @@ import {
 } from '../../lambdas/trigger/start-execution.js';
 import { DOCTOR_PROBE_PREFIX, doctorProbeKey, probeSeenKey } from '../../lambdas/storage/keys.js';
 import { readJson } from '../../lambdas/storage/objects.js';
-import { stepUnderWay } from '../../lambdas/run/state/index.js';
-import { readStatus, writeStatus, type RunStatus } from '../../lambdas/run/status/index.js';
+import { stepUnderWay } from '../../lambdas/records/status/index.js';
+import { readStatus, writeStatus, type RunStatus } from '../../lambdas/records/status/index.js';
 import { s3ObjectCreatedEvent } from '../../local/emulator/s3-events.js';
 import { usePipelineFixtures } from '../helpers/pipeline.js';
 import { uniqueDrop } from '../helpers/fixtures.js';

@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { DeleteObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
-import type { StepEnv, Runtime } from '../../lambdas/run/invocation/index.js';
-import { datasetSlot } from '../../lambdas/run/state/index.js';
-import type { DropFile, RunState } from '../../lambdas/run/state/index.js';
+import type { StepEnv, Runtime } from '../../lambdas/runtime/index.js';
+import { datasetSlot } from '../../lambdas/core/state/index.js';
+import type { DropFile, RunState } from '../../lambdas/core/state/index.js';
 import { inboxKey } from '../../lambdas/storage/keys.js';
 import {
   INITIAL_BYTES_PER_SECOND,

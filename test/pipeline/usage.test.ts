@@ -4,9 +4,9 @@
  * whole runs).
  */
 import { describe, expect, it } from 'vitest';
-import type { ModelSlot, RunState } from '../../lambdas/run/state/index.js';
-import { priceClassOf } from '../../lambdas/run/invocation/index.js';
-import { addInvocation } from '../../lambdas/run/status/index.js';
+import type { ModelSlot, RunState } from '../../lambdas/core/state/index.js';
+import { priceClassOf } from '../../lambdas/runtime/index.js';
+import { addInvocation } from '../../lambdas/records/status/index.js';
 import { modelSlotOf, stateOf } from '../helpers/fixtures.js';
 
 describe('S3 request price classes', () => {

@@ -1,11 +1,11 @@
 import { HeadObjectCommand, PutObjectCommand, DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, it, vi } from 'vitest';
-import { RunError } from '../../lambdas/run/errors/index.js';
-import { createRuntime, priceClassOf, type Runtime } from '../../lambdas/run/invocation/index.js';
-import { readStatus } from '../../lambdas/run/status/index.js';
+import { RunError } from '../../lambdas/core/errors/index.js';
+import { createRuntime, priceClassOf, type Runtime } from '../../lambdas/runtime/index.js';
+import { readStatus } from '../../lambdas/records/status/index.js';
 import { localS3Client } from '../../local/s3/local-s3.js';
-import type { RunConfig, RunState } from '../../lambdas/run/state/index.js';
+import type { RunConfig, RunState } from '../../lambdas/core/state/index.js';
 import { inboxKey, statusKey } from '../../lambdas/storage/keys.js';
 import { validateDropStep } from '../../lambdas/steps/validate-drop.js';
 import { handler } from '../../lambdas/handlers/validate-drop.handler.js';

@@ -1,13 +1,13 @@
 /**
- * The credit budget's ledger (lambdas/run/lock/credit-ledger.ts) on the real local S3 server, whose
+ * The credit budget's ledger (lambdas/ownership/credit-ledger.ts) on the real local S3 server, whose
  * conditional writes behave as S3's: many runs taking credits at once, each invocation retried
  * while the first still runs, never take more than the budget and never count an attempt twice;
  * refused starts and failed trainings give their credit back; the windows roll.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { RunError, toRunError } from '../../lambdas/run/errors/index.js';
-import { creditsOf, readCreditUse, type CreditBudget } from '../../lambdas/run/lock/index.js';
-import type { RunInput } from '../../lambdas/run/state/index.js';
+import { RunError, toRunError } from '../../lambdas/core/errors/index.js';
+import { creditsOf, readCreditUse, type CreditBudget } from '../../lambdas/ownership/index.js';
+import type { RunInput } from '../../lambdas/core/state/index.js';
 import { NoCreditsError, type Model } from '../../lambdas/service-client/index.js';
 import { CREDIT_LEDGER_KEY } from '../../lambdas/storage/keys.js';
 import { deleteObject } from '../../lambdas/storage/objects.js';

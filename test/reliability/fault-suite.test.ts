@@ -15,9 +15,9 @@
  */
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { messageOf } from '../../lambdas/run/errors/index.js';
-import { LAMBDA_CLIENT_OPTIONS } from '../../lambdas/run/invocation/index.js';
-import { readStatus, type RunStatus } from '../../lambdas/run/status/index.js';
+import { messageOf } from '../../lambdas/core/errors/index.js';
+import { LAMBDA_CLIENT_OPTIONS } from '../../lambdas/runtime/index.js';
+import { readStatus, type RunStatus } from '../../lambdas/records/status/index.js';
 import { MODELS_PREFIX, STATUS_PREFIX } from '../../lambdas/storage/keys.js';
 import { TrainingServiceClient, type Dataset } from '../../lambdas/service-client/index.js';
 import { HandlerKills } from '../helpers/handler-kills.js';

@@ -12,8 +12,8 @@
  */
 import { expect, it } from 'vitest';
 import { TASKS } from '../../infra/tasks.js';
-import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/run/schedule/index.js';
-import { TIME_BOX } from '../../lambdas/run/invocation/index.js';
+import { MAX_LOOP_ROUNDS_PER_RUN } from '../../lambdas/core/schedule/index.js';
+import { TIME_BOX } from '../../lambdas/runtime/index.js';
 import { DEFAULT_LABEL_BATCH_LIMITS } from '../../lambdas/steps/label-examples.js';
 import type { ExecutionEvent } from '../../local/emulator/state-machine.js';
 import { fastClock } from '../helpers/fast-clock.js';
@@ -92,7 +92,7 @@ it(
     const worstCase = fixed + MAX_LOOP_ROUNDS_PER_RUN * Math.max(perPoll, perBatch);
     expect(worstCase).toBeLessThan(HISTORY_EVENT_LIMIT - 5_000);
 
-    // The polls follow the schedule (lambdas/run/schedule/polling.ts): the pure simulation of it for the
+    // The polls follow the schedule (lambdas/core/schedule/polling.ts): the pure simulation of it for the
     // same training gives the count, so it can give the count for the target's training too.
     const runDays = RUN.trainingDays * DAY_SECONDS;
     expect(Math.abs(polls - simulatePolling(runDays).polls)).toBeLessThanOrEqual(2);
@@ -102,7 +102,7 @@ it(
     // batch holds at least batchMs / (time per label) labels. The history holds the target as
     // long as the target's batches fit in what the rest leaves:
     const room = HISTORY_EVENT_LIMIT - fixed - (targetPolls + 2) * perPoll;
-    // ... and in the rounds the backstop leaves a run (lambdas/run/schedule/polling.ts: polls and batches
+    // ... and in the rounds the backstop leaves a run (lambdas/core/schedule/polling.ts: polls and batches
     // that leave work for another count together, MAX_LOOP_ROUNDS_PER_RUN at most):
     const maxBatches = Math.min(Math.floor(room / perBatch), MAX_LOOP_ROUNDS_PER_RUN - (targetPolls + 2));
     const minLabelsPerBatch = Math.ceil(TARGET.labels / maxBatches);

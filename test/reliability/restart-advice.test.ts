@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readStatus, type RunStatus } from '../../lambdas/run/status/index.js';
+import { readStatus, type RunStatus } from '../../lambdas/records/status/index.js';
 import { modelFileKey } from '../../lambdas/storage/keys.js';
 import { objectSize } from '../../lambdas/storage/objects.js';
 import { localS3Client } from '../../local/s3/local-s3.js';

@@ -1,6 +1,6 @@
 /**
- * The words of the run errors are written once, in lambdas/run/errors/messages.ts (as
- * docs/architecture.md and lambdas/run/errors/index.ts say): no `new RunError(` (nor
+ * The words of the run errors are written once, in lambdas/core/errors/messages.ts (as
+ * docs/architecture.md and lambdas/core/errors/index.ts say): no `new RunError(` (nor
  * `retryable(`) anywhere else in production code spells its message inline, as a string or
  * template literal; it calls a function of messages.ts, or passes on a message made there.
  */
@@ -11,7 +11,7 @@ import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const MESSAGES = 'lambdas/run/errors/messages.ts';
+const MESSAGES = 'lambdas/core/errors/messages.ts';
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {

@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RunError } from '../../../lambdas/run/errors/index.js';
+import { RunError } from '../../../lambdas/core/errors/index.js';
 import { validateDropStep } from '../../../lambdas/steps/validate-drop.js';
 import { inBucketWords } from '../../helpers/run-errors.js';
 import { runCheckCommand, type CheckVerdict } from '../../../local/cli/check.js';

@@ -3,7 +3,7 @@
  * the real local S3: each is accepted, or refused with its code and a message naming what is wrong.
  */
 import { describe, expect, it } from 'vitest';
-import { RunError } from '../../../lambdas/run/errors/index.js';
+import { RunError } from '../../../lambdas/core/errors/index.js';
 import { validateDropStep } from '../../../lambdas/steps/validate-drop.js';
 import { stepEnv, usePipelineFixtures } from '../../helpers/pipeline.js';
 import { CASES } from './cases.js';

@@ -3,7 +3,7 @@
  * (or the whole folder) uploaded again; with no status at all, train.json uploaded again. The
  * same for local mode in this process and for a `hopper local` child process (AdviceDriver).
  */
-import type { RunStatus } from '../../../lambdas/run/status/index.js';
+import type { RunStatus } from '../../../lambdas/records/status/index.js';
 import { TRAIN_JSON } from '../../../lambdas/storage/keys.js';
 
 /** How the advice is carried out against one local mode. */

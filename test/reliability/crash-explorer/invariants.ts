@@ -4,7 +4,7 @@
  * from the simulated service (its datasets, models and credits), never from Hopper's own memory.
  */
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
-import { readStatus, type RunStatus } from '../../../lambdas/run/status/index.js';
+import { readStatus, type RunStatus } from '../../../lambdas/records/status/index.js';
 import { modelFileKey, runRecordsPrefix, MODELS_PREFIX } from '../../../lambdas/storage/keys.js';
 import { modelBytesAt, type SimulatedService } from '../../../local/service/index.js';
 

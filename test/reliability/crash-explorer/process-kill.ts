@@ -12,7 +12,7 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readStatus } from '../../../lambdas/run/status/index.js';
+import { readStatus } from '../../../lambdas/records/status/index.js';
 import { localS3Client } from '../../../local/s3/local-s3.js';
 import { startSimulatedService, type SimulatedService } from '../../../local/service/index.js';
 import { BRISK_SERVICE } from '../../../testkit/brisk-service.js';

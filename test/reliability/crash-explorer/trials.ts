@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { ENDPOINTS as API_ENDPOINTS } from '../../../lambdas/service-client/contract.js';
-import { readStatus } from '../../../lambdas/run/status/index.js';
+import { readStatus } from '../../../lambdas/records/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../../lambdas/storage/keys.js';
 import { runRetryCommand } from '../../../local/cli/retry.js';
 import { startLocalMode, type LocalMode } from '../../../local/emulator/local-mode.js';

@@ -13,7 +13,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { Agent, type Dispatcher } from 'undici';
 import { TASKS, type TaskName } from '../../../infra/tasks.js';
-import { LAMBDA_CLIENT_OPTIONS } from '../../../lambdas/run/invocation/index.js';
+import { LAMBDA_CLIENT_OPTIONS } from '../../../lambdas/runtime/index.js';
 import type { LocalModeOptions, LocalTask } from '../../../local/emulator/local-mode.js';
 import { ABORTED, endpointOf, runIdOf, WithholdingHandler } from '../../helpers/handler-kills.js';
 
