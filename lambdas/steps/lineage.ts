@@ -3,8 +3,10 @@
  * run's best copied model (in a sweep, the best by train.json `promote.metric`, or by the first
  * metric the service reports) with models/<drop>/current.json, and moves current.json to it when
  * it beats that model by `promote.min_delta` on `promote.metric` (higher is better); without
- * `promote`, when the current model's run started no later than this one (runs are ordered by
- * their start, as status.ts isNewerRun orders them, not by when their reports finish).
+ * `promote`, whenever the current model's run started no later than this one. With or without
+ * `promote`, a model never replaces that of a run that started later than the run promoting it:
+ * the newest train.json is what the user wants (runs are ordered by their start, as status.ts
+ * isNewerRun orders them, not by when their reports finish).
  * current.json is written conditionally (If-Match / If-None-Match), so two runs of a drop
  * promoting at once each decide on what the other wrote: no update is lost.
  *
@@ -116,7 +118,9 @@ async function writeCurrent(
       return found === null ? null : { current, etag: found.etag };
     },
     decide: (found) => {
-      const decision = decide(candidate, found?.current ?? null, state.config?.promote);
+      const { runId, startedAt, sequencer } = state.run;
+      const promoting = { runId, startedAt, ...(sequencer === undefined ? {} : { sequencer }) };
+      const decision = decide(candidate, found?.current ?? null, state.config?.promote, promoting);
       const record = `s3://${bucket}/${modelRecordKey(drop, candidate.model_id)}`;
       const current: CurrentModel = {
         ...candidate,
@@ -131,30 +135,36 @@ async function writeCurrent(
   });
 }
 
-/** Whether `candidate` replaces `current` as the drop's current model, and why. */
-export function decide(candidate: ModelSummary, current: CurrentModel | null, rule?: PromoteRule): Decision {
+/** The run that promotes a model, in the order runs of a drop take (run-order.ts). */
+export type PromotingRun = Pick<RunState['run'], 'runId' | 'startedAt' | 'sequencer'>;
+
+/**
+ * Whether `candidate` replaces `current` as the drop's current model, and why. `promoting` is the
+ * run whose report decides (by default the candidate's own; an adopted model's is the adopter).
+ */
+export function decide(
+  candidate: ModelSummary,
+  current: CurrentModel | null,
+  rule?: PromoteRule,
+  promoting: PromotingRun = runOf(candidate),
+): Decision {
   if (current === null) return { promoted: true, reason: 'the drop had no current model', previous: null };
   const { record: _record, promoted_at: _at, previous: earlier, ...previous } = current;
   if (current.model_id === candidate.model_id) {
     return { promoted: true, reason: "it is the drop's current model", previous: earlier };
   }
   const verdict = (promoted: boolean, reason: string): Decision => ({ promoted, reason, previous });
-  if (rule === undefined) {
-    const theirs = {
-      run_id: current.run_id,
-      started_at: current.run_started_at,
-      sequencer: current.run_sequencer,
-    };
-    const mine = {
-      runId: candidate.run_id,
-      startedAt: candidate.run_started_at,
-      sequencer: candidate.run_sequencer,
-    };
-    if (!isNewerRun(theirs, mine))
-      return verdict(true, 'train.json has no "promote": every new model becomes current');
+  const currentRun = {
+    run_id: current.run_id,
+    started_at: current.run_started_at,
+    sequencer: current.run_sequencer,
+  };
+  if (isNewerRun(currentRun, promoting)) {
     const which = `model ${current.model_id} of run ${current.run_id}, which started later`;
-    return verdict(false, `${which}, stays current: without "promote" no model replaces a later run's`);
+    return verdict(false, `${which}, stays current: no model replaces a later run's`);
   }
+  if (rule === undefined)
+    return verdict(true, 'train.json has no "promote": every new model becomes current');
   const { metric, min_delta: minDelta } = rule;
   const [mine, theirs] = [candidate.metrics[metric], current.metrics[metric]];
   const other = `model ${current.model_id}`;
@@ -170,6 +180,11 @@ export function decide(candidate: ModelSummary, current: CurrentModel | null, ru
     false,
     `${compared} by ${margin} (promote.min_delta; the difference is ${String(delta)}), so ${other} stays current`,
   );
+}
+
+function runOf(model: ModelSummary): PromotingRun {
+  const order = { runId: model.run_id, startedAt: model.run_started_at };
+  return model.run_sequencer === undefined ? order : { ...order, sequencer: model.run_sequencer };
 }
 
 function previousOf(record: ModelDocument, previous: ModelSummary | null): PreviousModel | null {

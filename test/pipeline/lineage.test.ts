@@ -59,17 +59,23 @@ describe('decide: whether a new model replaces the current one', () => {
     expect(decision.reason).not.toBe('');
   });
 
-  it("without promote, a model of an earlier run never replaces a later run's; with promote, when it is better", () => {
+  it("a model of an earlier run never replaces a later run's, with promote or without, however much better", () => {
     const later = { ...currentOf('later', { f1: 0.8 }), run_started_at: '2026-01-02T00:00:00.000Z' };
     const earlier = summary('earlier', { f1: 0.9 });
     expect(decide(earlier, later)).toMatchObject({ promoted: false, previous: { model_id: 'later' } });
     expect(decide(earlier, later).reason).toContain('run run-later, which started later');
-    expect(decide(earlier, later, F1).promoted).toBe(true);
-    expect(decide({ ...earlier, metrics: { f1: 0.7 } }, later, F1).promoted).toBe(false);
+    expect(decide(earlier, later, F1)).toMatchObject({ promoted: false, previous: { model_id: 'later' } });
+    expect(
+      decide({ ...earlier, metrics: { f1: 0.99 } }, later, { metric: 'f1', min_delta: 0 }).promoted,
+    ).toBe(false);
     // The runs' order, not the models': a later run's model replaces an earlier run's.
     expect(
       decide({ ...summary('next', {}), run_started_at: '2026-01-03T00:00:00.000Z' }, later).promoted,
     ).toBe(true);
+    // An adopted model is an earlier run's, promoted by the run that adopted it: the newest.
+    const adopter = { runId: 'run-adopter', startedAt: '2026-01-03T00:00:00.000Z' };
+    expect(decide(earlier, later, F1, adopter).promoted).toBe(true);
+    expect(decide(earlier, later, undefined, adopter).promoted).toBe(true);
   });
 
   it("runs whose train.json came in one second (EventBridge's time): the later sequencer's model stays current, whatever the run ids", () => {
@@ -179,7 +185,7 @@ describe('promoteRunModels: current.json written conditionally', () => {
   it.each([
     { promote: null, f1: 0.9, current: 'newer' },
     { promote: F1, f1: 0.7, current: 'newer' },
-    { promote: F1, f1: 0.9, current: 'older' },
+    { promote: F1, f1: 0.95, current: 'newer' },
   ])(
     'an older run reporting after a newer one (promote $promote, f1 $f1 against 0.8): $current stays current',
     async ({ promote, f1, current }) => {
