@@ -6,7 +6,8 @@
  * `promote`, whenever the current model's run started no later than this one. With or without
  * `promote`, a model never replaces that of a run that started later than the run promoting it:
  * the newest train.json is what the user wants (runs are ordered by their start, as status.ts
- * isNewerRun orders them, not by when their reports finish).
+ * isNewerRun orders them, not by when their reports finish). A run a newer train.json took over
+ * (superseded, finishing a training it had paid for) moves current.json not at all.
  * current.json is written conditionally (If-Match / If-None-Match), so two runs of a drop
  * promoting at once each decide on what the other wrote: no update is lost.
  *
@@ -21,6 +22,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { contendedWrite } from '../core/errors/index.js';
 import { isNewerRun, type Promotion } from '../records/status/index.js';
 import { copiedModelIds, encoderOutcomes, type PromoteRule, type RunState } from '../core/state/index.js';
+import type { NewerRun } from '../ownership/index.js';
 import { currentModelKey, modelRecordKey } from '../storage/keys.js';
 import { putJson, readJson, updateJsonConditionally } from '../storage/objects.js';
 import type { ModelDocument, ModelSummary, PreviousModel } from './copy-model.js';
@@ -50,9 +52,15 @@ export type Decision = Pick<Promotion, 'promoted' | 'reason'> & { readonly previ
 
 /**
  * Promotes the run's best copied model and writes the lineage into the run's model.json files;
- * null when the run copied no model.
+ * null when the run copied no model. `supersededBy`: the newer run that took the drop over, when
+ * one did; the model is then recorded but not promoted.
  */
-export async function promoteRunModels(s3: S3Client, state: RunState, now: number): Promise<Lineage | null> {
+export async function promoteRunModels(
+  s3: S3Client,
+  state: RunState,
+  now: number,
+  supersededBy: NewerRun | null = null,
+): Promise<Lineage | null> {
   const { bucket, drop } = state.run;
   const ids = copiedModelIds(state);
   const found = await Promise.all(ids.map((id) => readJson(s3, bucket, modelRecordKey(drop, id))));
@@ -71,7 +79,7 @@ export async function promoteRunModels(s3: S3Client, state: RunState, now: numbe
   const first = kept(best);
   const decision =
     first === undefined
-      ? await writeCurrent(s3, state, summaryOf(best), now)
+      ? await writeCurrent(s3, state, summaryOf(best), { now, supersededBy })
       : { ...first, previous: best.previous ?? null };
   const outcomes = encoderOutcomes(state);
   const written = records.map((record): ModelDocument => {
@@ -103,7 +111,7 @@ async function writeCurrent(
   s3: S3Client,
   state: RunState,
   candidate: ModelSummary,
-  now: number,
+  { now, supersededBy }: { readonly now: number; readonly supersededBy: NewerRun | null },
 ): Promise<Decision> {
   const { bucket, drop } = state.run;
   const key = currentModelKey(drop);
@@ -120,16 +128,20 @@ async function writeCurrent(
     decide: (found) => {
       const { runId, startedAt, sequencer } = state.run;
       const promoting = { runId, startedAt, ...(sequencer === undefined ? {} : { sequencer }) };
-      const decision = decide(candidate, found?.current ?? null, state.config?.promote, promoting);
+      const current = found?.current ?? null;
+      const decision =
+        supersededBy === null || current?.model_id === candidate.model_id
+          ? decide(candidate, current, state.config?.promote, promoting)
+          : givesWay(current, supersededBy);
       const record = `s3://${bucket}/${modelRecordKey(drop, candidate.model_id)}`;
-      const current: CurrentModel = {
+      const next: CurrentModel = {
         ...candidate,
         record,
         promoted_at: new Date(now).toISOString(),
         previous: decision.previous,
       };
-      const moves = decision.promoted && found?.current?.model_id !== candidate.model_id;
-      return { write: moves ? current : null, result: decision };
+      const moves = decision.promoted && current?.model_id !== candidate.model_id;
+      return { write: moves ? next : null, result: decision };
     },
     contended: contendedWrite(key, ' (runs of the drop promoting at once)'),
   });
@@ -149,10 +161,10 @@ export function decide(
   promoting: PromotingRun = runOf(candidate),
 ): Decision {
   if (current === null) return { promoted: true, reason: 'the drop had no current model', previous: null };
-  const { record: _record, promoted_at: _at, previous: earlier, ...previous } = current;
   if (current.model_id === candidate.model_id) {
-    return { promoted: true, reason: "it is the drop's current model", previous: earlier };
+    return { promoted: true, reason: "it is the drop's current model", previous: current.previous };
   }
+  const previous = summaryOfCurrent(current);
   const verdict = (promoted: boolean, reason: string): Decision => ({ promoted, reason, previous });
   const currentRun = {
     run_id: current.run_id,
@@ -180,6 +192,20 @@ export function decide(
     false,
     `${compared} by ${margin} (promote.min_delta; the difference is ${String(delta)}), so ${other} stays current`,
   );
+}
+
+/** A superseded run's model: kept and recorded, never current over the newer run's. */
+function givesWay(current: CurrentModel | null, newer: NewerRun): Decision {
+  return {
+    promoted: false,
+    reason: `a newer train.json of the drop (run ${newer.runId}) took over, so this run's model does not become current`,
+    previous: current === null ? null : summaryOfCurrent(current),
+  };
+}
+
+function summaryOfCurrent(current: CurrentModel): ModelSummary {
+  const { record: _record, promoted_at: _at, previous: _previous, ...summary } = current;
+  return summary;
 }
 
 function runOf(model: ModelSummary): PromotingRun {

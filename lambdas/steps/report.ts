@@ -58,11 +58,12 @@ import { promoteRunModels } from './lineage.js';
 export const reportStep = defineStep(
   'report',
   async (state, env) => {
-    const report = reportOf(state, env.supersededBy ?? null);
+    const supersededBy = env.supersededBy ?? null;
+    const report = reportOf(state, supersededBy);
     const now = env.runtime.now();
     const summary = env.summary?.(state);
     const { s3 } = env.runtime;
-    const lineage = await promoteRunModels(s3, state, now);
+    const lineage = await promoteRunModels(s3, state, now, supersededBy);
     const promotion = lineage?.promotion;
     const update = {
       hopperStep: 'report',

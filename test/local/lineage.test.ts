@@ -6,7 +6,7 @@
  *   and the status, the event and model.json say why; without `promote` every new model is current;
  * - model.json and the Succeeded event carry the previous model and the metric differences, and
  *   `hopper models --drop` lists the drop's models oldest to newest;
- * - two runs of one drop racing to promote: both copy, current.json names the better one;
+ * - two runs of one drop racing to promote: both copy, current.json names the newer run's model;
  * - a three-encoder sweep with one encoder failing: the others' models are copied and the best
  *   promoted, the run fails training_failed naming the encoder, and `hopper retry` trains that
  *   encoder again and adopts the others without a credit.
@@ -147,7 +147,7 @@ describe('promotion: current.json moves only to a model that beats it', () => {
 });
 
 describe('two runs of one drop racing to promote', () => {
-  it('both copy; current.json names the better model, whichever report writes first', async () => {
+  it("both copy; current.json names the newer run's model, although worse, whichever report writes first", async () => {
     // Each Report waits until both runs have reached theirs, then both go at once.
     let arrived = 0;
     const together = gate();
@@ -156,7 +156,7 @@ describe('two runs of one drop racing to promote', () => {
       await withTimeout(together.opened, 'the other run did not reach its report', RUN_TIMEOUT_MS);
       return lambda(input);
     });
-    // The first (older) run's model is the better one; the second run's report must not undo it.
+    // The first (older) run's model is the better one, but the newer train.json is what counts.
     const local = await fixture.start({
       wrapTask,
       simulated: { queuedMs: 20, trainingMs: 1500, trainingMetrics: [metrics(0.9), metrics(0.7)] },
@@ -198,13 +198,15 @@ describe('two runs of one drop racing to promote', () => {
         `${secondModel}/model.onnx`,
       ].sort(),
     );
-    expect(await current(local, drop)).toMatchObject({ model_id: firstModel, metrics: metrics(0.9) });
-    // Whichever report wrote first, the other decided on what it wrote: no update was lost.
+    expect(await current(local, drop)).toMatchObject({ model_id: secondModel, metrics: metrics(0.7) });
+    // The older run, superseded, recorded its model without promoting it.
     const better = await record(local, drop, firstModel);
     const worse = await record(local, drop, secondModel);
-    expect(better.promotion?.promoted).toBe(true);
-    if (worse.promotion?.promoted === true) expect(better.previous?.model_id).toBe(secondModel);
-    else expect(worse.promotion?.reason).toContain(`does not beat 0.9 of model ${firstModel}`);
+    expect(better.promotion).toMatchObject({ promoted: false });
+    expect(better.promotion?.reason).toContain(
+      `a newer train.json of the drop (run ${secondExecution.name}) took over`,
+    );
+    expect(worse.promotion).toMatchObject({ promoted: true });
     expect(local.simulated?.credits()).toBe(8);
   });
 });

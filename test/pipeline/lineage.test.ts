@@ -243,6 +243,26 @@ describe('promoteRunModels: current.json written conditionally', () => {
     expect(m2.previous).toMatchObject({ model_id: 'M1', differences: { f1: 0.1 } });
   });
 
+  it("a superseded run's model is recorded but not promoted, whichever report comes first", async () => {
+    const { client, bucket } = fixtures.s3();
+    const drop = uniqueDrop();
+    const newer = { runId: 'run-newer', startedAt: '2026-01-02T00:00:00.000Z' };
+    const older = await copiedRun(bucket, drop, 'older', 0.9);
+    const lineage = await promoteRunModels(client, older, Date.now(), newer);
+    expect(lineage?.promotion).toMatchObject({ model_id: 'older', promoted: false, previous_model_id: null });
+    expect(lineage?.promotion.reason).toContain('a newer train.json of the drop (run run-newer) took over');
+    expect(await readJson(client, bucket, currentModelKey(drop))).toBeNull();
+    expect((await readJson(client, bucket, modelRecordKey(drop, 'older')))?.value).toMatchObject({
+      promotion: { promoted: false },
+    });
+    // The newer run's model, worse but the newest train.json's, becomes current.
+    const own = await copiedRun(bucket, drop, 'newer', 0.7, { startedAt: newer.startedAt });
+    expect((await promoteRunModels(client, own, Date.now()))?.promotion).toMatchObject({ promoted: true });
+    expect((await readJson(client, bucket, currentModelKey(drop)))?.value).toMatchObject({
+      model_id: 'newer',
+    });
+  });
+
   it('a run that copied no model promotes nothing', async () => {
     const { bucket } = fixtures.s3();
     const state = stateOf(bucket, { config: configOf() });
