@@ -20,7 +20,7 @@ import type { Execution, ExecutionEvent, ExecutionOutcome } from '../../local/em
 import type { SimulatedService } from '../../local/service/index.js';
 import { putDrop } from './pipeline.js';
 import { BRISK_SERVICE } from '../../testkit/brisk-service.js';
-import { withTimeout } from '../../testkit/timeout.js';
+import { gate, withTimeout } from '../../testkit/timeout.js';
 
 /** How long a test waits for a run to end before it fails (runs take well under a second). */
 export const RUN_TIMEOUT_MS = 20_000;
@@ -122,25 +122,31 @@ export async function dropAndRun(
   files: Readonly<Record<string, string | Buffer>>,
   timeoutMs = RUN_TIMEOUT_MS,
 ): Promise<FinishedRun> {
-  const started = nextExecution(local, inboxKey(drop, TRAIN_JSON), timeoutMs);
+  const upload = gate();
+  const started = nextExecution(local, inboxKey(drop, TRAIN_JSON), timeoutMs, upload.opened);
   await putDrop(local.s3.client, local.bucket, drop, files);
+  upload.open();
   return finished(local, await started.execution, started.events, timeoutMs);
 }
 
-/** The next execution started for `key`, and its events from the first. */
+/**
+ * The next execution started for `key`, and its events from the first. The wait's deadline runs
+ * from `after` (by default now): given the upload of train.json, it bounds the trigger's work,
+ * not the upload's, however long a loaded machine takes to send a large drop.
+ */
 export function nextExecution(
   local: LocalMode,
   key: string,
   timeoutMs = RUN_TIMEOUT_MS,
+  after: Promise<unknown> = Promise.resolve(),
 ): { execution: Promise<Execution>; events: ExecutionEvent[] } {
   const events: ExecutionEvent[] = [];
-  const execution = withTimeout(
-    local.stateMachine.nextStarted((started) => started.input.run.key === key, {
-      onEvent: (event) => events.push(event),
-    }),
-    `no run started for ${key}`,
-    timeoutMs,
-  );
+  const started = local.stateMachine.nextStarted((run) => run.input.run.key === key, {
+    onEvent: (event) => events.push(event),
+  });
+  // Handled here too, so a failure before `after` is no unhandled rejection; the wait still gets it.
+  started.catch(() => undefined);
+  const execution = after.then(() => withTimeout(started, `no run started for ${key}`, timeoutMs));
   return { execution, events };
 }
 
