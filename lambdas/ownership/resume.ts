@@ -60,6 +60,7 @@ function resumeFrom(run: RunOfDrop): ResumeFrom {
     datasetId: run.dataset_id ?? '',
     errorCode: run.error?.code ?? null,
     ...(run.paid_model === null ? {} : { paidModelId: run.paid_model.id }),
+    ...(run.config_fingerprint === null ? {} : { configFingerprint: run.config_fingerprint }),
   };
   // Cut off before the service's answer named its dataset: it is looked for by its name.
   const named = run.dataset_id === null && typeof run.dataset_name === 'string';

@@ -21,7 +21,13 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import { contendedWrite } from '../core/errors/index.js';
 import { isNewerRun, type Promotion } from '../records/status/index.js';
-import { copiedModelIds, encoderOutcomes, type PromoteRule, type RunState } from '../core/state/index.js';
+import {
+  configFingerprint,
+  copiedModelIds,
+  encoderOutcomes,
+  type PromoteRule,
+  type RunState,
+} from '../core/state/index.js';
 import type { NewerRun } from '../ownership/index.js';
 import { currentModelKey, modelRecordKey } from '../storage/keys.js';
 import { putJson, readJson, updateJsonConditionally } from '../storage/objects.js';
@@ -79,7 +85,10 @@ export async function promoteRunModels(
   const first = kept(best);
   const decision =
     first === undefined
-      ? await writeCurrent(s3, state, summaryOf(best), { now, supersededBy })
+      ? await writeCurrent(s3, state, summaryOf(best), {
+          now,
+          notCurrent: notCurrentBecause(state, best, supersededBy),
+        })
       : { ...first, previous: best.previous ?? null };
   const outcomes = encoderOutcomes(state);
   const written = records.map((record): ModelDocument => {
@@ -111,7 +120,7 @@ async function writeCurrent(
   s3: S3Client,
   state: RunState,
   candidate: ModelSummary,
-  { now, supersededBy }: { readonly now: number; readonly supersededBy: NewerRun | null },
+  { now, notCurrent }: { readonly now: number; readonly notCurrent: string | null },
 ): Promise<Decision> {
   const { bucket, drop } = state.run;
   const key = currentModelKey(drop);
@@ -130,9 +139,9 @@ async function writeCurrent(
       const promoting = { runId, startedAt, ...(sequencer === undefined ? {} : { sequencer }) };
       const current = found?.current ?? null;
       const decision =
-        supersededBy === null || current?.model_id === candidate.model_id
+        notCurrent === null || current?.model_id === candidate.model_id
           ? decide(candidate, current, state.config?.promote, promoting)
-          : givesWay(current, supersededBy);
+          : givesWay(current, notCurrent);
       const record = `s3://${bucket}/${modelRecordKey(drop, candidate.model_id)}`;
       const next: CurrentModel = {
         ...candidate,
@@ -194,13 +203,32 @@ export function decide(
   );
 }
 
-/** A superseded run's model: kept and recorded, never current over the newer run's. */
-function givesWay(current: CurrentModel | null, newer: NewerRun): Decision {
-  return {
-    promoted: false,
-    reason: `a newer train.json of the drop (run ${newer.runId}) took over, so this run's model does not become current`,
-    previous: current === null ? null : summaryOfCurrent(current),
-  };
+/**
+ * Why the run's best model must not become current whatever it scores, or null: a newer
+ * train.json took the drop over, or the model was adopted from a run of other settings (a resume
+ * after train.json changed), so it is not what the drop's train.json asks for.
+ */
+function notCurrentBecause(
+  state: RunState,
+  best: ModelDocument,
+  supersededBy: NewerRun | null,
+): string | null {
+  if (supersededBy !== null)
+    return `a newer train.json of the drop (run ${supersededBy.runId}) took over, so this run's model does not become current`;
+  const from = state.config?.resumeFrom;
+  if (
+    from?.paidModelId !== best.model.id ||
+    from.configFingerprint === undefined ||
+    state.config === undefined
+  )
+    return null;
+  if (from.configFingerprint === configFingerprint(state.config)) return null;
+  return `it was trained for run ${from.runId}, whose train.json differed from this run's: it is kept, but does not become current`;
+}
+
+/** A model that must not become current: kept and recorded, current.json left as it is. */
+function givesWay(current: CurrentModel | null, reason: string): Decision {
+  return { promoted: false, reason, previous: current === null ? null : summaryOfCurrent(current) };
 }
 
 function summaryOfCurrent(current: CurrentModel): ModelSummary {

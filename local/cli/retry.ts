@@ -9,7 +9,7 @@ import { MAX_ATTEMPTS_LIMIT } from '../../lambdas/drop/train-json.js';
 import { messageOf, resumableAfter, RunError } from '../../lambdas/core/errors/index.js';
 import { resumeTarget } from '../../lambdas/ownership/index.js';
 import type { ResumeFrom } from '../../lambdas/core/state/index.js';
-import { readStatus, type RunStatus } from '../../lambdas/records/status/index.js';
+import { readStatus, supersededEntryOf, type RunStatus } from '../../lambdas/records/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { nullIfNotFound, putJson } from '../../lambdas/storage/objects.js';
 import { CommandError, EXIT, json, type CommandIo, type CommandSpec } from './command.js';
@@ -73,13 +73,24 @@ export const runRetryCommand = targetCommand(RETRY_SPEC, async (args, target, ou
     from.datasetId === ''
       ? `its dataset "${from.datasetName ?? ''}", which the resumed run looks for at the service (from the drop's files if the service never created it)`
       : `dataset ${from.datasetId}`;
+  const kept = keptNotCurrent(status, from, modified);
   out.stdout.write(
     args.on('json')
-      ? json(result)
-      : `hopper retry: resuming run ${from.runId} of "${drop}"${from.errorCode === null ? '' : ` (${from.errorCode})`} from ${dataset}: uploaded ${result.train_json} with "resume": true. Follow it with: hopper status ${drop}\n`,
+      ? json({ ...result, ...(kept === '' ? {} : { model_not_current: from.paidModelId }) })
+      : `hopper retry: resuming run ${from.runId} of "${drop}"${from.errorCode === null ? '' : ` (${from.errorCode})`} from ${dataset}: uploaded ${result.train_json} with "resume": true.${kept} Follow it with: hopper status ${drop}\n`,
   );
   return EXIT.succeeded;
 });
+
+/**
+ * What a resume adopting an older run's paid model after train.json changed does with it (the
+ * report's rule, lambdas/steps/lineage.ts): it copies it but does not make it current. '' else.
+ */
+function keptNotCurrent(status: RunStatus | null, from: ResumeFrom, modified: number): string {
+  const entry = supersededEntryOf(status, from.runId);
+  if (from.paidModelId === undefined || entry === null || modified <= Date.parse(entry.started_at)) return '';
+  return ` Its model ${from.paidModelId} was trained from the train.json of that run, which has changed since: the resumed run copies it under its own id, and the drop's current model stays as it is.`;
+}
 
 /**
  * Why the run cannot be resumed; for a failure the drop's own files caused, what to do instead:

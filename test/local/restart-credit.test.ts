@@ -7,7 +7,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { readStatus, type RunStatus } from '../../lambdas/records/status/index.js';
-import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { currentModelKey, inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { readJson } from '../../lambdas/storage/objects.js';
 import type { LocalMode } from '../../local/emulator/local-mode.js';
 import { runRetryCommand } from '../../local/cli/retry.js';
 import { runStatusCommand } from '../../local/cli/status.js';
@@ -259,9 +260,17 @@ describe('a run interrupted while its paid model trains', { timeout: 90_000 }, (
     const retried = nextExecution(second, inboxKey('slow', TRAIN_JSON));
     const retry = await runCommandCaptured(runRetryCommand, ['slow'], settingsOf(second));
     expect(retry).toMatchObject({ code: 0, stderr: '' });
+    expect(retry.stdout).toContain(
+      `Its model ${paid} was trained from the train.json of that run, which has changed since`,
+    );
     const adopted = await finished(second, await retried.execution, retried.events);
     expect(adopted.outcome.status).toBe('SUCCEEDED');
     expect(adopted.status?.model_id).toBe(paid);
+    // Trained for the first run's settings, not those of train.json now: kept, not made current.
+    expect(adopted.status?.promotion).toMatchObject({ model_id: paid, promoted: false });
+    expect(adopted.status?.promotion?.reason).toContain("whose train.json differed from this run's");
+    const current = await readJson(second.s3.client, second.bucket, currentModelKey('slow'));
+    expect(current?.value).toMatchObject({ model_id: trained });
     const objects = [...(await modelObjects(second, 'slow')).keys()];
     for (const model of [paid, trained]) {
       expect(objects).toEqual(expect.arrayContaining([`${model}/model.onnx`, `${model}/model.json`]));

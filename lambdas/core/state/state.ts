@@ -105,6 +105,12 @@ export interface ResumeFrom {
    * event's time is to the second).
    */
   readonly paidModelId?: string;
+  /**
+   * The earlier run's settings (configFingerprint), when its status names them. A paid model of
+   * other settings than this run's is adopted and copied, never stranded, but not made current:
+   * it is not what this train.json asks for (lineage.ts).
+   */
+  readonly configFingerprint?: string;
 }
 
 /** How long to wait before the next poll, and how many polls came before ($.dataset, $.model). */
