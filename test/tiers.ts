@@ -43,6 +43,7 @@ export const FAST_TIER: readonly string[] = [
   'test/pipeline/lambda-error.test.ts',
   'test/pipeline/polling.test.ts',
   'test/pipeline/slots.test.ts',
+  'test/pipeline/standing.test.ts',
   'test/pipeline/usage.test.ts',
   'test/service/data-reader.test.ts',
   'test/service/model-bytes.test.ts',

@@ -30,7 +30,6 @@ import { STEPS, type SlotOf, type StepName } from '../core/state/vocabulary.js';
 import type { StateFor } from '../core/state/state.js';
 import { RunInputSchema, type DatasetSlot, type RunState, type SlotName } from '../core/state/state.js';
 import {
-  isNewerRun,
   readStatus,
   readStatusObject,
   runHasEnded,
@@ -43,10 +42,10 @@ import { addInvocation, type RunSummary } from '../records/status/usage.js';
 import {
   gateTraining as gateDatasetTraining,
   holdsPaidModel,
-  newerRunOf,
   supersededError,
   type NewerRun,
 } from '../ownership/supersede.js';
+import { standingOf, takenOverBy, type Standing } from '../ownership/standing.js';
 import { releaseTraining, type ClaimContext } from '../ownership/training-claim.js';
 import { inSubsegment } from './tracing.js';
 import { meterS3, S3RequestMeter, withStatusWrite } from './s3-requests.js';
@@ -174,8 +173,8 @@ interface Invocation<N extends StepName> {
   readonly found: StatusObject | null;
   /** The run's usage summary before this invocation (null for its first). */
   readonly previous: RunSummary | null;
-  /** The newer run of the drop that took it over, or null while this run is the newest. */
-  readonly newer: NewerRun | null;
+  /** Where the run stands towards its drop (ownership/standing.ts), by findRun's read. */
+  readonly standing: Standing;
 }
 
 /**
@@ -216,7 +215,7 @@ async function invoke<N extends StepName>(
 
 /** Reads status/<drop>.json once: the run's summary so far, and whether a newer run took over. */
 async function findRun<N extends StepName>(
-  partial: Omit<Invocation<N>, 'found' | 'previous' | 'newer'>,
+  partial: Omit<Invocation<N>, 'found' | 'previous' | 'standing'>,
 ): Promise<Invocation<N>> {
   const { run } = partial.state;
   const found = await readStatusObject(partial.runtime.s3, run.bucket, run.drop);
@@ -226,15 +225,15 @@ async function findRun<N extends StepName>(
     ...partial,
     found,
     previous: own?.summary ?? null,
-    newer: status !== null && isNewerRun(status, run) ? newerRunOf(status) : null,
+    standing: standingOf(status, partial.state),
   };
 }
 
-/** A run a newer train.json took over stops before its step, unless it holds a paid model. */
+/** A run giving way to a newer train.json stops before its step (ownership/standing.ts). */
 async function gateSuperseded<N extends StepName>(invocation: Invocation<N>): Promise<void> {
-  const { newer, step, state } = invocation;
-  if (newer === null || step.decidesWhenSuperseded === true || holdsPaidModel(state)) return;
-  throw await giveWay(invocation, newer);
+  const { standing, step } = invocation;
+  if (standing.kind !== 'giving-way' || step.decidesWhenSuperseded === true) return;
+  throw await giveWay(invocation, standing.newer);
 }
 
 /** Lets the drop's claim go, if this run held it, and says why the run stopped. */
@@ -245,13 +244,13 @@ async function giveWay<N extends StepName>(invocation: Invocation<N>, newer: New
 
 /** The step itself, its service calls bound to the invocation's deadline. */
 async function runStep<N extends StepName>(invocation: Invocation<N>): Promise<SlotValue<SlotOf<N>>> {
-  const { step, runtime, context, state, logger, newer } = invocation;
+  const { step, runtime, context, state, logger, standing } = invocation;
   const env: StepEnv = {
     runtime: { ...runtime, logger, service: serviceUntilDeadline(invocation) },
     remainingMs: () => context.getRemainingTimeInMillis(),
     requestId: context.awsRequestId,
     summary: (after) => usageOf(invocation, true, after, true),
-    supersededBy: newer,
+    supersededBy: takenOverBy(standing),
     found: invocation.found,
   };
   return await inSubsegment(runtime.tracer, `## ${step.name}`, { run_id: state.run.runId }, () =>
@@ -286,10 +285,12 @@ async function failureOf<N extends StepName>(
   const failure = gone ?? toRunError(error);
   if (failure.retryable || failure.code === 'superseded' || step.decidesWhenSuperseded === true)
     return failure;
+  // A run holding a paid model never gives way (standing.ts): no read needed to know it.
   if (holdsPaidModel(state)) return failure;
   const status = await readStatus(runtime.s3, state.run.bucket, state.run.drop).catch(() => null);
-  if (status === null || !isNewerRun(status, state.run)) return failure;
-  return await giveWay(invocation, newerRunOf(status)).catch(() => failure);
+  const standing = standingOf(status, state);
+  if (standing.kind !== 'giving-way') return failure;
+  return await giveWay(invocation, standing.newer).catch(() => failure);
 }
 
 /**
