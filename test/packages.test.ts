@@ -142,12 +142,14 @@ describe('hopper-cdk in a team CDK app, outside the clone', () => {
     await run('npm', ['init', '-y'], { cwd: project });
     // What `cdk init app` installs (aws-cdk-lib, constructs, @types/node), then the README's own
     // install line as written: only the name of the tarball stands for hopper-cdk, not yet on npm.
-    // One npm install for both, and hopper-cli beside them.
+    // One npm install for both, with hopper-cli and the IAM simulator `hopper permissions` runs
+    // (a team installs it in its app; no package of Hopper depends on it) beside them.
     await npm(project, [
       'install',
       pinned('aws-cdk-lib'),
       pinned('constructs'),
       pinned('@types/node'),
+      pinned('@cloud-copilot/iam-simulate'),
       tarballs['hopper-cli']!,
       ...README_INSTALL.map((spec) => (spec === 'hopper-cdk' ? tarballs['hopper-cdk']! : spec)),
     ]);
@@ -243,7 +245,6 @@ describe('hopper-cdk in a team CDK app, outside the clone', () => {
   it(
     "checks the team's own template with hopper permissions, the simulator installed in the app",
     async () => {
-      await npm(project, ['install', '--save-dev', pinned('@cloud-copilot/iam-simulate')]);
       const template = join(project, 'cjs/cdk.out/TeamStack.template.json');
       // A failed check exits 1: its stdout, the table, is what the assertions show.
       const { stdout } = await run('npx', ['--no-install', 'hopper', 'permissions', '--template', template], {

@@ -8,7 +8,7 @@
  *
  * The credit budget (credit-ledger.ts, status/.credits/ledger.json) counts the credits runs take.
  *
- * Every rule about credits is asked of this module; their words come from errors/messages.ts.
+ * Every rule about credits is asked of this module; their words come from core/errors/messages.ts.
  */
 export * from './adoption.js';
 export * from './credit-ledger.js';
