@@ -8,8 +8,9 @@
  *   is ready while another run's training is under way waits for it to end.
  * Which run is newer: status/<drop>.json always belongs to the newest run that has written it
  * (status.ts writes it conditionally), so a run learns it is superseded when it reads the file;
- * before it pays, also from train.json's etag in the bucket (changedTrainJson), which changes at
- * once while the newer run writes its first status only once its drop has settled.
+ * before it pays, also from train.json's etag in the bucket (changedTrainJson), which changes the
+ * moment the newer copy lands, before S3's event has reached the trigger that writes the newer
+ * run's first status. Where a run stands is standing.ts's to say.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { TRAINABLE_NEXT_ACTIONS } from '../service-client/contract.js';
@@ -34,8 +35,8 @@ export function newerRunOf(status: Pick<RunStatus, 'run_id' | 'started_at'>): Ne
 
 /**
  * The run a newer upload of this run's train.json starts, when that upload has other content (another
- * etag): read from the bucket, so a run about to pay learns of it before the newer run's first
- * status, which that run writes once its drop has settled. The same content uploaded again is not
+ * etag): read from the bucket, so a run about to pay learns of it even before the newer run's
+ * first status (the trigger's, once S3's event reaches it). The same content uploaded again is not
  * asked about here: its run adopts this one's work (adoption.ts). Null when train.json is this run's
  * or is gone.
  */

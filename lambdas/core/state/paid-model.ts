@@ -1,6 +1,6 @@
 /**
  * The one rule for a paid model: whether a run holds a training that kept its credit and is not
- * copied yet. Pure over the run state, so the status (which records it) and the lock (which acts
+ * copied yet. Pure over the run state, so the status (which records it) and ownership/ (which acts
  * on it) both ask it without importing each other.
  */
 import { holdsCredit } from '../../service-client/contract.js';
