@@ -51,6 +51,7 @@ export const FAST_TIER: readonly string[] = [
   'test/tools/code-size.test.ts',
   'test/tools/error-words.test.ts',
   'test/tools/fast-tier.test.ts',
+  'test/tools/layers.test.ts',
   // test/tools/self-contained.test.ts asks git for the tracked files: a child process.
 ];
 
