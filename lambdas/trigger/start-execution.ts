@@ -15,7 +15,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { StartExecutionCommand, type SFNClient } from '@aws-sdk/client-sfn';
 import type { EventBridgeEvent, S3ObjectCreatedNotificationEventDetail } from 'aws-lambda';
 import * as z from 'zod';
-import { RunError, notObjectCreatedMessage } from '../core/errors/index.js';
+import { RunError, messageOf, notObjectCreatedMessage } from '../core/errors/index.js';
 import { ENV, requireEnv } from '../runtime/index.js';
 import { executionName, type RunInput } from '../core/state/index.js';
 import { statusOf, writeFirstStatus } from '../records/status/index.js';
@@ -164,6 +164,24 @@ async function recordProbe(
 }
 
 /**
+ * Writes the run's first status before its start: the run shows at once, and a run cut off before
+ * its first step ends is found. An aid, not a condition of the run: should the write not go
+ * through (other runs of the drop writing the file faster than it can, S3 out of reach), the run
+ * starts all the same and its first step writes the status. Failing the start for it would lose
+ * the run wherever the event is not delivered again (local mode) and delay it where it is.
+ */
+async function showRun(s3: S3Client, run: RunInput, now: number, logger: Logger): Promise<void> {
+  const status = statusOf({ run }, { hopperStep: 'validate_drop' }, now);
+  await writeFirstStatus(s3, run.bucket, status).catch((error: unknown) => {
+    logger.warn("the run's first status was not written; its first step writes it", {
+      run_id: run.runId,
+      drop: run.drop,
+      error: messageOf(error),
+    });
+  });
+}
+
+/**
  * The trigger's handler over `starter`. It writes the run's first status (writeFirstStatus), then
  * starts the execution: in Lambda, a start that fails is retried by the event's delivery, and
  * the status is not written again. A `hopper doctor` probe is recorded (recordProbe) and
@@ -197,9 +215,7 @@ export function createTriggerHandler(
       logger.info(reason, { bucket: detail.bucket.name, key });
       return { started: false, reason };
     }
-    // Before the start: the run shows at once, and a run cut off before its first step ends is found.
-    const status = statusOf({ run }, { hopperStep: 'validate_drop' }, now());
-    await writeFirstStatus(options.s3, run.bucket, status);
+    await showRun(options.s3, run, now(), logger);
     const started = await starter.start(run.runId, { run });
     if (started.outcome === 'already_exists') {
       const reason = `duplicate: an execution named ${run.runId} has ended or has other input (${EXECUTION_ALREADY_EXISTS}; a repeated event)`;

@@ -210,6 +210,29 @@ describe('the trigger handler', () => {
     expect(inner.started.map((start) => start.name)).toEqual([first.runId, newer.runId, late.runId]);
   });
 
+  it('starts the run although its first status cannot be written (other runs of the drop writing the file)', async () => {
+    const { client, bucket } = fixtures.s3();
+    const drop = uniqueDrop('contended');
+    // Every conditional write of the status file loses, as under a burst of runs of one drop.
+    const contended = {
+      send: (command: unknown) =>
+        command instanceof PutObjectCommand
+          ? Promise.reject(
+              Object.assign(new Error('At least one of the pre-conditions you specified did not hold'), {
+                name: 'PreconditionFailed',
+                $metadata: { httpStatusCode: 412 },
+              }),
+            )
+          : client.send(command as HeadObjectCommand),
+    } as unknown as typeof client;
+    const starter = recordingStarter();
+    const handler = createTriggerHandler(starter, { now: () => NOW, logger: SILENT, s3: contended });
+    const result = await handler(event(`inbox/${drop}/train.json`, 'etag-1', bucket));
+    expect(result).toMatchObject({ started: true });
+    expect(starter.started.map((start) => start.name)).toEqual([result.runId]);
+    expect(await readStatus(client, bucket, drop)).toBeNull();
+  });
+
   it('starts nothing new for a repeated event: the open run answers it, an ended one refuses it', async () => {
     const starter = recordingStarter();
     const handler = triggerOf(starter, NOW);
