@@ -135,12 +135,10 @@ async function writeCurrent(
       return found === null ? null : { current, etag: found.etag };
     },
     decide: (found) => {
-      const { runId, startedAt, sequencer } = state.run;
-      const promoting = { runId, startedAt, ...(sequencer === undefined ? {} : { sequencer }) };
       const current = found?.current ?? null;
       const decision =
         notCurrent === null || current?.model_id === candidate.model_id
-          ? decide(candidate, current, state.config?.promote, promoting)
+          ? decide(candidate, current, state.config?.promote, state.run)
           : givesWay(current, notCurrent);
       const record = `s3://${bucket}/${modelRecordKey(drop, candidate.model_id)}`;
       const next: CurrentModel = {
