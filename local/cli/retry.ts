@@ -73,7 +73,7 @@ export const runRetryCommand = targetCommand(RETRY_SPEC, async (args, target, ou
     from.datasetId === ''
       ? `its dataset "${from.datasetName ?? ''}", which the resumed run looks for at the service (from the drop's files if the service never created it)`
       : `dataset ${from.datasetId}`;
-  const kept = keptNotCurrent(status, from, modified);
+  const kept = keptNotCurrent(status, from);
   out.stdout.write(
     args.on('json')
       ? json({ ...result, ...(kept === '' ? {} : { model_not_current: from.paidModelId }) })
@@ -85,10 +85,15 @@ export const runRetryCommand = targetCommand(RETRY_SPEC, async (args, target, ou
 /**
  * What a resume adopting an older run's paid model after train.json changed does with it (the
  * report's rule, lambdas/steps/lineage.ts): it copies it but does not make it current. '' else.
+ * Changed is told as the report tells it, by the settings (config_fingerprint) of that run against
+ * those of the drop's latest run, not by times: S3 gives both uploads' times to the second.
  */
-function keptNotCurrent(status: RunStatus | null, from: ResumeFrom, modified: number): string {
+function keptNotCurrent(status: RunStatus | null, from: ResumeFrom): string {
   const entry = supersededEntryOf(status, from.runId);
-  if (from.paidModelId === undefined || entry === null || modified <= Date.parse(entry.started_at)) return '';
+  const latest = status?.config_fingerprint ?? null;
+  const settings = entry?.config_fingerprint ?? null;
+  if (from.paidModelId === undefined || latest === null || settings === null || latest === settings)
+    return '';
   return ` Its model ${from.paidModelId} was trained from the train.json of that run, which has changed since: the resumed run copies it under its own id, and the drop's current model stays as it is.`;
 }
 
