@@ -1,11 +1,14 @@
 /**
  * A Task's access (infra/tasks.ts) as IAM statements: S3 object actions on its own key prefixes
  * only, ListBucket (key names) on the bucket, the API key secret (and its own KMS key, if it has
- * one) only for the steps that call the training service, and PutEvents only for the steps that
- * put run events.
+ * one) only for the steps that call the training service, PutEvents only for the steps that put
+ * run events, and DescribeExecution of the state machine's own executions only for the step that
+ * asks whether another run still runs.
  */
-import { Stack } from 'aws-cdk-lib';
-import { PolicyStatement, type IRole } from 'aws-cdk-lib/aws-iam';
+import { ArnFormat, Stack } from 'aws-cdk-lib';
+import { Policy, PolicyStatement, type IRole } from 'aws-cdk-lib/aws-iam';
+import type { StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
+import type { Construct } from 'constructs';
 import { INBOX_PREFIX, MODELS_PREFIX, STATUS_PREFIX } from '../lambdas/storage/keys.js';
 import type { HopperPipelineProps } from './constructs/pipeline-props.js';
 import { acknowledgeWildcardResource } from './nag.js';
@@ -102,4 +105,36 @@ export function grantTaskAccess(role: IRole, access: TaskAccess, resources: Task
     );
   }
   if (access.events === true) role.addToPrincipalPolicy(putRunEventsStatement(role, resources.eventSource));
+}
+
+/**
+ * DescribeExecution of `stateMachine`'s executions for each role, as a policy of its own: the
+ * state machine refers to the functions, so a grant in a function role's default policy (which
+ * each function waits for) would close a reference cycle. The `:*` wildcard is the narrowest
+ * grant: execution names are the runs' ids, made at run time.
+ */
+export function grantDescribeExecutions(
+  scope: Construct,
+  id: string,
+  stateMachine: StateMachine,
+  roles: readonly IRole[],
+): Policy | undefined {
+  if (roles.length === 0) return undefined;
+  const stack = Stack.of(scope);
+  const executions = stack.formatArn({
+    service: 'states',
+    resource: 'execution',
+    resourceName: `${stateMachine.stateMachineName}:*`,
+    arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+  });
+  const policy = new Policy(scope, id, {
+    statements: [new PolicyStatement({ actions: ['states:DescribeExecution'], resources: [executions] })],
+    roles: [...roles],
+  });
+  acknowledgeWildcardResource(
+    policy,
+    executions,
+    "Execution names are Hopper's run ids, made at run time; the grant is this state machine's executions only, and reads their status.",
+  );
+  return policy;
 }

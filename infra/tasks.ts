@@ -51,6 +51,11 @@ export interface TaskAccess {
   readonly events?: boolean;
   /** Takes or gives back credits of the credit budget (its ledger is under status/). @default false */
   readonly credits?: boolean;
+  /**
+   * Asks Step Functions whether another run of the drop still runs (states:DescribeExecution on
+   * the state machine's executions; lambdas/runtime/executions.ts). @default false
+   */
+  readonly executions?: boolean;
 }
 
 /** A Task's Lambda, as the stack builds it. */
@@ -94,9 +99,10 @@ function callsService(
     timeoutSeconds = SERVICE_CALLS,
     memoryMb = 256,
     credits = false,
+    executions = false,
   }: Partial<TaskSettings & TaskAccess> = {},
 ): TaskSettings {
-  return { description, timeoutSeconds, memoryMb, access: { bucket, apiKey: true, credits } };
+  return { description, timeoutSeconds, memoryMb, access: { bucket, apiKey: true, credits, executions } };
 }
 
 /** A step that calls the service for up to Lambda's ceiling, stopping on its own well before it. */
@@ -113,7 +119,9 @@ const TASK_SETTINGS: Readonly<Record<TaskName, TaskSettings>> = {
   },
   CreateDataset: callsService('creates the dataset at the training service'),
   UploadFiles: timeBoxed('streams the drop files from S3 to the service (time-boxed)', INBOX, 1024),
-  PollDataset: callsService("reads the dataset's state and schedules the next poll"),
+  // A run whose ready dataset waits for the drop's training claim waits in this poll's loop: it
+  // takes the claim at once from a run whose execution has ended (executions).
+  PollDataset: callsService("reads the dataset's state and schedules the next poll", { executions: true }),
   Structure: callsService('structures the dataset, or asks for suggested decisions'),
   PickDecisions: callsService('answers the structuring questions as train.json says'),
   LabelExamples: timeBoxed("labels held-out examples from the drop's labels file (time-boxed)", INBOX, 512),

@@ -17,7 +17,7 @@ import { ENV } from '../../lambdas/runtime/index.js';
 import { TRAIN_JSON_KEY_WILDCARD } from '../../lambdas/storage/keys.js';
 import { executionLogGroupName } from '../names.js';
 import { acknowledgeWildcardResource } from '../nag.js';
-import { grantTaskAccess } from '../permissions.js';
+import { grantDescribeExecutions, grantTaskAccess } from '../permissions.js';
 import { EXECUTION_TIMEOUT_SECONDS } from '../run-limits.js';
 import { buildDefinition } from '../state-machine.js';
 import { TASKS, TRIGGER, type TaskName } from '../tasks.js';
@@ -110,6 +110,9 @@ export class HopperPipeline extends Construct {
     // still invokes the versions of its own definition, so the role may invoke every version.
     for (const fn of Object.values(this.taskFunctions)) fn.grantInvoke(stateMachine);
     acknowledgeStateMachineWildcards(stateMachine, this.taskFunctions);
+    const askers = TASKS.filter((spec) => spec.access.executions === true);
+    const roles = askers.flatMap((spec) => this.taskFunctions[spec.name].role ?? []);
+    grantDescribeExecutions(this, 'DescribeExecutions', stateMachine, roles);
     return stateMachine;
   }
 

@@ -12,11 +12,13 @@
  * so a run about to start its training is never overtaken, and a run that stopped before it
  * (superseded, failed) frees the drop by then at the latest (it also releases the claim itself).
  *
- * A claim whose run has ended (its status says so: the report wrote its end, or a restart of
- * local mode marked it interrupted) waits for nothing of that run: a run training the same
- * dataset takes it at once, and adopts the training the ended run may have started (whose
- * answer a kill or a stop lost); a run of another dataset waits only while that training is
- * under way at the service.
+ * A claim whose run has ended waits for nothing of that run: a run training the same dataset
+ * takes it at once, and adopts the training the ended run may have started (whose answer a kill
+ * or a stop lost); a run of another dataset waits only while that training is under way at the
+ * service. A run has ended when the drop's status says so (the report wrote its end, or a restart
+ * of local mode marked it interrupted) or, for a run the status still shows running, when its
+ * execution no longer runs (Step Functions' DescribeExecution: killed, timed out or stopped
+ * before its report could write anything; claimHolderEnded).
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { NotFoundError } from '../service-client/errors.js';
@@ -25,7 +27,9 @@ import type { TrainingServiceClient } from '../service-client/index.js';
 import { trainingClaimKey } from '../storage/keys.js';
 import { readJson, updateJsonConditionally, type JsonUpdate } from '../storage/objects.js';
 import { contendedWrite } from '../core/errors/errors.js';
+import { siblingExecutionArn } from '../core/state/run-name.js';
 import type { RunInput, TrainingClaim } from '../core/state/state.js';
+import { runHasEnded, type RunStatus } from '../records/status/status.js';
 
 export type { TrainingClaim } from '../core/state/index.js';
 
@@ -39,8 +43,32 @@ export interface ClaimContext {
   readonly run: RunInput;
   readonly now: number;
   readonly service: () => Promise<TrainingServiceClient>;
-  /** True when run `runId` of the drop has ended (runHasEnded); absent: no run is known ended. */
-  readonly ended?: (runId: string) => boolean;
+  /** True when run `runId` of the drop has ended (claimHolderEnded); absent: no run is known ended. */
+  readonly ended?: (runId: string) => Promise<boolean>;
+}
+
+/**
+ * Whether an execution still runs: `unknown` when it cannot be told (Step Functions unreachable,
+ * the call refused), which counts as running. The runtime's, where its function may ask
+ * (lambdas/runtime/executions.ts).
+ */
+export type ExecutionLookup = (executionArn: string) => Promise<'running' | 'ended' | 'unknown'>;
+
+/**
+ * `ClaimContext.ended` for `run`: by the drop's status as the invocation read it, then, for a run
+ * the status does not show ended, by its execution, when `executions` is given and `run` knows
+ * its own ARN (a run's id is its execution's name).
+ */
+export function claimHolderEnded(
+  status: RunStatus | null,
+  run: RunInput,
+  executions: ExecutionLookup | undefined,
+): (runId: string) => Promise<boolean> {
+  return async (runId) => {
+    if (runHasEnded(status, runId)) return true;
+    if (executions === undefined || run.executionArn === undefined) return false;
+    return (await executions(siblingExecutionArn(run.executionArn, runId))) === 'ended';
+  };
 }
 
 /**
@@ -113,7 +141,7 @@ function claimOf(
  */
 async function isBusy(claim: TrainingClaim, context: ClaimContext, wanted: string): Promise<boolean> {
   const { model_id: modelId, dataset_id: datasetId } = claim;
-  const ended = claim.run_id !== null && context.ended?.(claim.run_id) === true;
+  const ended = claim.run_id !== null && (await context.ended?.(claim.run_id)) === true;
   // The ended run's training of this dataset, if it started one, is the taker's to adopt.
   if (ended && datasetId === wanted) return false;
   const fresh = context.now - Date.parse(claim.claimed_at) < CLAIM_FRESH_MS;

@@ -32,7 +32,6 @@ import { RunInputSchema, type DatasetSlot, type RunState, type SlotName } from '
 import {
   readStatus,
   readStatusObject,
-  runHasEnded,
   statusOf,
   supersededEntryOf,
   writeStatus,
@@ -46,7 +45,7 @@ import {
   type NewerRun,
 } from '../ownership/supersede.js';
 import { standingOf, takenOverBy, type Standing } from '../ownership/standing.js';
-import { releaseTraining, type ClaimContext } from '../ownership/training-claim.js';
+import { claimHolderEnded, releaseTraining, type ClaimContext } from '../ownership/training-claim.js';
 import { inSubsegment } from './tracing.js';
 import { meterS3, S3RequestMeter, withStatusWrite } from './s3-requests.js';
 
@@ -148,10 +147,14 @@ export function stepHandler<N extends StepName>(
     {
       step: step.name,
       withRuntime: (runtime: Runtime) => bound(() => runtime),
-      withLocalRuntime: ({ service, ...options }: LocalRuntimeOptions) => {
+      withLocalRuntime: ({ service, sfn, ...options }: LocalRuntimeOptions) => {
+        const { executions } = connections;
         const runtime = createRuntime({
           ...options,
           ...(service === undefined ? {} : { service: connections.service?.fromOptions(service) }),
+          ...(sfn === undefined || executions === undefined
+            ? {}
+            : { executions: (logger: Logger) => executions.fromClient(sfn, logger) }),
         });
         return bound(() => runtime);
       },
@@ -359,7 +362,7 @@ function claimContext<N extends StepName>(invocation: Invocation<N>): ClaimConte
     run: state.run,
     now: runtime.now(),
     service: serviceUntilDeadline(invocation),
-    ended: (runId) => runHasEnded(found?.status ?? null, runId),
+    ended: claimHolderEnded(found?.status ?? null, state.run, runtime.executions),
   };
 }
 

@@ -1,7 +1,7 @@
 /**
  * Lambda plumbing: one Task invocation as a chain of named stages (handler.ts: find the run, gate
  * it, run the step, record it), the runtime a step gets (S3, the training service, logger,
- * tracer, event bus), the environment, metrics, S3 request metering, the retry budget shared
+ * tracer, event bus, Step Functions' executions), the environment, metrics, S3 request metering, the retry budget shared
  * by the client and the state machine, the EventBridge bus (eventbridge-bus.ts) and when the
  * steps put the run events (publish-events.ts).
  *
@@ -9,6 +9,7 @@
  * asked of lambdas/ownership/ and lambdas/records/.
  */
 export * from './environment.js';
+export * from './executions.js';
 export * from './handler.js';
 export * from './metric-names.js';
 export * from './metrics.js';

@@ -14,6 +14,8 @@ import { DROP_QUIET_MS } from '../drop/settle.js';
 import type { RequestOptions, TrainingServiceClient } from '../service-client/index.js';
 import type { RunEventBus } from '../records/events/event-bus.js';
 import { creditsOf, type CreditBudget, type Credits } from '../ownership/credit-ledger.js';
+import type { ExecutionLookup } from '../ownership/training-claim.js';
+import type { SFNClient } from '@aws-sdk/client-sfn';
 import { ENV } from './environment.js';
 import { SERVICE_NAME } from './metric-names.js';
 import { emitCreditBudgetUse } from './metrics.js';
@@ -37,6 +39,11 @@ export interface Runtime {
   readonly events: RunEventBus;
   /** The credit budget: takes and gives back the credits of trainings (lambdas/ownership/credit-ledger.ts). */
   readonly credits: Credits;
+  /**
+   * Whether another run's execution still runs (lambdas/runtime/executions.ts); undefined in a
+   * function whose entry file does not connect Step Functions: no run is then known ended by it.
+   */
+  readonly executions?: ExecutionLookup;
   /** X-Ray tracing (Lambda); undefined where nothing may reach an X-Ray daemon (local mode). */
   readonly tracer?: Tracer;
   /** Whether steps print CloudWatch embedded-metric lines on stdout (Lambda: yes; local mode: no). */
@@ -67,13 +74,21 @@ export interface ServiceConnection {
   fromOptions(options: TrainingServiceOptions): ServiceConnector;
 }
 
+/** How a bundle reaches Step Functions (executions.ts): in Lambda its own client, in local mode local mode's. */
+export interface ExecutionsConnection {
+  fromEnvironment(tracer: Tracer, logger: Logger): ExecutionLookup;
+  fromClient(sfn: SFNClient, logger: Logger): ExecutionLookup;
+}
+
 /**
  * What local mode gives a handler bundle to build its runtime from (TaskHandler.withLocalRuntime):
  * plain options and SDK clients, never objects of its own copy of Hopper's code. The training
  * service is used only where the bundle's entry file connects it, as in Lambda.
  */
-export interface LocalRuntimeOptions extends Omit<RuntimeOptions, 'service'> {
+export interface LocalRuntimeOptions extends Omit<RuntimeOptions, 'service' | 'executions'> {
   readonly service?: TrainingServiceOptions;
+  /** Local mode's Step Functions (its executions endpoint), where the entry file connects it. */
+  readonly sfn?: SFNClient;
 }
 
 /**
@@ -87,6 +102,8 @@ export interface RuntimeOptions
     Pick<Runtime, 's3'>,
     Partial<Pick<Runtime, 'logger' | 'dropQuietMs' | 'events' | 'tracer' | 'emitMetrics'>> {
   readonly service?: ServiceConnector;
+  /** Step Functions, given the runtime's logger (ExecutionsConnection). */
+  readonly executions?: (logger: Logger) => ExecutionLookup;
   readonly now?: () => number;
   readonly creditBudget?: CreditBudget;
 }
@@ -122,6 +139,7 @@ export function createRuntime(options: RuntimeOptions): Runtime {
     now,
     dropQuietMs: options.dropQuietMs ?? DROP_QUIET_MS,
     events: options.events ?? NO_EVENT_BUS,
+    executions: options.executions?.(logger),
     tracer,
     emitMetrics: options.emitMetrics ?? false,
     credits: creditsOf(options.s3, options.creditBudget ?? {}, now, taken),
@@ -154,6 +172,8 @@ export interface LambdaConnections {
   readonly service?: ServiceConnection;
   /** Where run events go (eventBridgeFromEnvironment, lambdas/runtime/eventbridge-bus.ts). */
   readonly events?: (env: NodeJS.ProcessEnv) => RunEventBus;
+  /** Step Functions, to tell whether another run's execution runs (STEP_FUNCTIONS, executions.ts). */
+  readonly executions?: ExecutionsConnection;
 }
 
 let cloudRuntime: Promise<Runtime> | undefined;
@@ -173,6 +193,7 @@ export function runtimeFromEnvironment(
     // Enabled in Lambda unless POWERTOOLS_TRACE_ENABLED=false; S3 and Secrets Manager calls
     // get subsegments of their own through the captured SDK clients.
     const tracer = new Tracer({ serviceName: SERVICE_NAME });
+    const { executions } = connections;
     return createRuntime({
       s3: tracer.captureAWSv3Client(new S3Client({})),
       tracer,
@@ -186,6 +207,9 @@ export function runtimeFromEnvironment(
         ? {}
         : { service: connections.service.fromEnvironment(env, tracer) }),
       ...(connections.events === undefined ? {} : { events: connections.events(env) }),
+      ...(executions === undefined
+        ? {}
+        : { executions: (logger: Logger) => executions.fromEnvironment(tracer, logger) }),
     });
   })();
   cloudRuntime.catch(() => {

@@ -47,6 +47,7 @@ import { defineStep } from '../runtime/index.js';
 import {
   supersededError,
   changedTrainJson,
+  claimHolderEnded,
   claimTraining,
   recordTraining,
   siblingToAdopt,
@@ -54,7 +55,6 @@ import {
   type ClaimContext,
 } from '../ownership/index.js';
 import { expectedFinish } from '../core/schedule/index.js';
-import { runHasEnded } from '../records/status/index.js';
 import {
   attemptsLeft,
   configFingerprint,
@@ -89,7 +89,7 @@ export const startTrainingStep = defineStep(
       run: state.run,
       now: env.runtime.now(),
       service: () => Promise.resolve(client),
-      ended: (runId) => runHasEnded(env.found?.status ?? null, runId),
+      ended: claimHolderEnded(env.found?.status ?? null, state.run, env.runtime.executions),
     };
     const found = env.found?.status ?? null;
     const otherRuns = found === null ? [] : [found, ...(found.superseded_runs ?? [])];

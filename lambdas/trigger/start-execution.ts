@@ -17,7 +17,7 @@ import type { EventBridgeEvent, S3ObjectCreatedNotificationEventDetail } from 'a
 import * as z from 'zod';
 import { RunError, messageOf, notObjectCreatedMessage } from '../core/errors/index.js';
 import { ENV, requireEnv } from '../runtime/index.js';
-import { executionName, type RunInput } from '../core/state/index.js';
+import { executionArnOf, executionName, type RunInput } from '../core/state/index.js';
 import { statusOf, writeFirstStatus } from '../records/status/index.js';
 import { dropOfTrainJsonKey, probeOfKey, probeSeenKey } from '../storage/keys.js';
 import { bareEtag, putJson } from '../storage/objects.js';
@@ -232,17 +232,6 @@ export function createTriggerHandler(
     });
     return { started: true, runId: run.runId };
   };
-}
-
-/**
- * The ARN of execution `name` of `stateMachineArn`: Step Functions names executions
- * `arn:<partition>:states:<region>:<account>:execution:<state machine name>:<execution name>`.
- */
-export function executionArnOf(stateMachineArn: string, name: string): string {
-  const marker = ':stateMachine:';
-  if (!stateMachineArn.includes(marker))
-    throw new RangeError(`${stateMachineArn} is not a state machine ARN`);
-  return `${stateMachineArn.replace(marker, ':execution:')}:${name}`;
 }
 
 /** `input` with its run's execution ARN (a Task Lambda cannot look it up itself). */

@@ -24,7 +24,7 @@ import {
   type ListedRunState,
 } from '../../lambdas/core/state/index.js';
 import { runRecordKey, runRecordsPrefix } from '../../lambdas/storage/keys.js';
-import { executionArnOf } from '../../lambdas/trigger/start-execution.js';
+import { executionArnOf } from '../../lambdas/core/state/index.js';
 import { CommandError, EXIT, formatAge, json, limitFlag, table, type CommandSpec } from './command.js';
 import { HOPPER_STATE_MACHINE_ENV, targetCommand, TARGET_FLAGS } from './target.js';
 

@@ -9,7 +9,7 @@ import { listedRunState, type ListedRunState } from '../../lambdas/core/state/in
 import { readStatus, type RunStatus } from '../../lambdas/records/status/index.js';
 import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { nullIfNotFound } from '../../lambdas/storage/objects.js';
-import { executionArnOf } from '../../lambdas/trigger/start-execution.js';
+import { executionArnOf } from '../../lambdas/core/state/index.js';
 import { CommandError, EXIT, json, stopSignal, type CommandSpec } from './command.js';
 import { describeStatus, noRun } from './status.js';
 import { targetCommand, TARGET_FLAGS, type Target } from './target.js';

@@ -8,11 +8,8 @@
  */
 import { createServer, type ServerResponse } from 'node:http';
 import { messageOf } from '../../lambdas/core/errors/index.js';
-import {
-  EXECUTION_ALREADY_EXISTS,
-  executionArnOf,
-  type ExecutionInput,
-} from '../../lambdas/trigger/start-execution.js';
+import { executionArnOf } from '../../lambdas/core/state/index.js';
+import { EXECUTION_ALREADY_EXISTS, type ExecutionInput } from '../../lambdas/trigger/start-execution.js';
 import {
   LOCAL_STATE_MACHINE_ARN,
   type Execution,

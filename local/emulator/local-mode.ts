@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { LogLevel } from '@aws-lambda-powertools/logger/types';
 import type { S3Client } from '@aws-sdk/client-s3';
+import { SFNClient } from '@aws-sdk/client-sfn';
 import { loadLocalDefinition, type AslDefinition, type LocalDefinition } from './definition.js';
 import { TASKS, TRIGGER, bundleName, type TaskName } from '../../infra/tasks.js';
 import { messageOf } from '../../lambdas/core/errors/index.js';
@@ -27,7 +28,13 @@ import type { withStarter } from '../../lambdas/handlers/trigger.handler.js';
 import type { RunEventBus } from '../../lambdas/records/events/index.js';
 import type { ExecutionStarter, TriggerResult } from '../../lambdas/trigger/start-execution.js';
 import { handlerBundle } from '../files.js';
-import { localS3Client, startLocalS3, type LocalS3 } from '../s3/local-s3.js';
+import {
+  LOCAL_S3_CREDENTIALS,
+  LOCAL_S3_REGION,
+  localS3Client,
+  startLocalS3,
+  type LocalS3,
+} from '../s3/local-s3.js';
 import {
   startSimulatedService,
   type SimulatedService,
@@ -46,7 +53,7 @@ import { LocalStateMachine } from './state-machine.js';
  */
 export interface AwsCallRecorder {
   as<A, R>(name: string, fn: (input: A) => Promise<R>): (input: A) => Promise<R>;
-  attach(client: S3Client): void;
+  attach(client: S3Client | SFNClient): void;
   eventBus(bus: RunEventBus): RunEventBus;
   starter(starter: ExecutionStarter): ExecutionStarter;
 }
@@ -185,9 +192,16 @@ export async function startLocalMode(options: LocalModeOptions = {}): Promise<Lo
     const logger = new Logger({ serviceName: 'hopper', logLevel: options.logLevel ?? 'SILENT' });
     const events = new LocalEventBus();
     const s3Clients = functionS3Clients(s3.endpoint, cleanups);
-    const runtime = { ...handlerRuntime(options, { events, logger, service }), s3: s3Clients.create };
+    // The functions' Step Functions client, once its endpoint listens (before any Task runs).
+    const stepFunctions: { client?: SFNClient } = {};
+    const runtime = {
+      ...handlerRuntime(options, { events, logger, service }),
+      s3: s3Clients.create,
+      sfn: () => stepFunctions.client,
+    };
     const tasks = taskHandlers(local, runtime, invocations, options);
     const { stateMachine, executions } = await startStateMachine(local, tasks, options, cleanups);
+    stepFunctions.client = functionSfnClient(executions.url, options.recorder, cleanups);
     const trigger = await startTrigger(
       { stateMachine, s3, functionS3: s3Clients.create('Trigger'), logger },
       options,
@@ -315,8 +329,32 @@ async function startSimulated(
   return simulated;
 }
 
-/** What each handler bundle builds its runtime from, but its S3 client (one per function). */
-type BundleRuntime = Omit<LocalRuntimeOptions, 's3'> & { readonly s3: (functionName: string) => S3Client };
+/**
+ * The functions' Step Functions client, on local mode's executions endpoint: what the bundles
+ * whose entry file connects Step Functions ask (DescribeExecution), as in Lambda.
+ */
+function functionSfnClient(
+  endpoint: string,
+  recorder: AwsCallRecorder | undefined,
+  cleanups: Cleanups,
+): SFNClient {
+  const client = new SFNClient({ endpoint, region: LOCAL_S3_REGION, credentials: LOCAL_S3_CREDENTIALS });
+  recorder?.attach(client);
+  cleanups.push(() => {
+    client.destroy();
+    return Promise.resolve();
+  });
+  return client;
+}
+
+/**
+ * What each handler bundle builds its runtime from, but its S3 client (one per function) and
+ * the Step Functions client (there once the executions endpoint listens).
+ */
+type BundleRuntime = Omit<LocalRuntimeOptions, 's3' | 'sfn'> & {
+  readonly s3: (functionName: string) => S3Client;
+  readonly sfn: () => SFNClient | undefined;
+};
 
 /** Each Task state's handler bundle, called as Lambda calls it (and wrapped, when the options ask). */
 function taskHandlers(
@@ -337,7 +375,7 @@ function taskHandlers(
       const module = (await import(handlerBundle(local.handlers[task.name]).href)) as {
         handler: TaskHandler<StepName>;
       };
-      const handler = module.handler.withLocalRuntime({ ...runtime, s3 });
+      const handler = module.handler.withLocalRuntime({ ...runtime, s3, sfn: runtime.sfn() });
       const timeoutSeconds = lambdaTimeoutSeconds?.[task.name] ?? task.timeoutSeconds;
       return asLambda(invocations.track(handler), timeoutSeconds, {
         functionName: task.name,

@@ -15,8 +15,8 @@ import { EventEmitter } from 'node:events';
 import { StateMachine, type RunOptions, type StateMachineDefinition } from 'aws-local-stepfunctions';
 import type { AslDefinition } from './definition.js';
 import { ExecutionLimits, type ExecutionEvent, type ExecutionMeasures } from './limits.js';
+import { executionArnOf } from '../../lambdas/core/state/index.js';
 import {
-  executionArnOf,
   repeatedStartOutcome,
   withExecutionArn,
   type ExecutionInput,

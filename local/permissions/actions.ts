@@ -22,7 +22,8 @@ export interface AwsCall {
   readonly detailType?: string;
 }
 
-type Target = 'object' | 'bucket' | 'secret' | 'bus' | 'stateMachine' | 'bucketKey' | 'secretKey';
+type Target =
+  'object' | 'bucket' | 'secret' | 'bus' | 'stateMachine' | 'execution' | 'bucketKey' | 'secretKey';
 
 /** Each operation's action and what it acts on. */
 export const CALL_ACTIONS: Readonly<Record<string, { readonly action: string; readonly on: Target }>> = {
@@ -38,6 +39,7 @@ export const CALL_ACTIONS: Readonly<Record<string, { readonly action: string; re
   PutEvents: { action: 'events:PutEvents', on: 'bus' },
   GetSecretValue: { action: 'secretsmanager:GetSecretValue', on: 'secret' },
   StartExecution: { action: 'states:StartExecution', on: 'stateMachine' },
+  DescribeExecution: { action: 'states:DescribeExecution', on: 'execution' },
 };
 
 /** What S3 asks of a bucket's customer key for an operation (SSE-KMS). */
@@ -75,6 +77,7 @@ export function iamRequests(call: AwsCall, targets: Targets): IamRequest[] {
     bus: `arn:${PARTITION}:events:${REGION}:${ACCOUNT}:event-bus/default`,
     secret: targets.secret ?? '',
     stateMachine: targets.stateMachine ?? '',
+    execution: targets.execution ?? '',
     bucketKey: targets.bucketKey ?? '',
     secretKey: targets.secretKey ?? '',
   };

@@ -12,6 +12,7 @@ import {
   ACCOUNT,
   arn,
   bucketName,
+  executionArn,
   propertyOf,
   templateFunctions,
   type Template,
@@ -83,6 +84,8 @@ function targetsOf(template: Template, fn: TemplateFunction, bucket: string): Ta
     secretKey: asArn(secretKey as string | undefined, 'kms', (id) => `key/${id}`),
     bucketKey: asArn(bucketKey, 'kms', (id) => `key/${id}`),
     stateMachine: fn.environment.HOPPER_STATE_MACHINE_ARN,
+    // Another run of the drop, named as Hopper names runs.
+    execution: executionArn(template, 'drop-0123456789abcdef0123456789abcdef'),
     eventSource: fn.environment.HOPPER_EVENT_SOURCE ?? 'hopper',
   };
 }

@@ -48,7 +48,10 @@ function refOf(id: string, resource: Resource | undefined, attribute?: string): 
   const byType: Record<string, () => string> = {
     'AWS::S3::Bucket': () => (attribute === 'Arn' ? `arn:${PARTITION}:s3:::` : '') + named('BucketName'),
     'AWS::SecretsManager::Secret': () => arn('secretsmanager', `secret:${named('Name')}-AbCdEf`),
-    'AWS::StepFunctions::StateMachine': () => arn('states', `stateMachine:${named('StateMachineName')}`),
+    'AWS::StepFunctions::StateMachine': () =>
+      attribute === 'Name'
+        ? named('StateMachineName')
+        : arn('states', `stateMachine:${named('StateMachineName')}`),
     'AWS::KMS::Key': () => (attribute === 'Arn' ? arn('kms', `key/${id}`) : id),
   };
   const service = resource?.Type.split('::')[1]?.toLowerCase() ?? 'unknown';
@@ -109,6 +112,16 @@ export function templateFunctions(template: Template): TemplateFunction[] {
     const environment = (resolve(template, variables) ?? {}) as Record<string, string>;
     return [{ name, policy: { Version: '2012-10-17', Statement: statements }, environment }];
   });
+}
+
+/** An execution of the template's state machine (its one AWS::StepFunctions::StateMachine). */
+export function executionArn(template: Template, name: string): string | undefined {
+  const id = Object.keys(template.Resources).find(
+    (key) => template.Resources[key]?.Type === 'AWS::StepFunctions::StateMachine',
+  );
+  if (id === undefined) return undefined;
+  const machine = resolve(template, { 'Fn::GetAtt': [id, 'Name'] });
+  return arn('states', `execution:${String(machine)}:${name}`);
 }
 
 /** The bucket the trigger's rule watches: the one bucket Hopper keeps everything in. */

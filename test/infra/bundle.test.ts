@@ -3,7 +3,7 @@
  * (NodejsFunction, the stack's settings), each function's asset read from the cloud assembly.
  * Each bundle holds only what its function runs: the training service's client and undici, and
  * the Secrets Manager client, only where the Task's access names the API key; the EventBridge
- * client only where it puts run events. Each leaves nothing to the runtime but Node's built-ins
+ * client only where it puts run events; DescribeExecution only where it asks after executions. Each leaves nothing to the runtime but Node's built-ins
  * and the AWS SDK v3 the Lambda runtime includes, and loads in a plain `node` with only
  * `node_modules/@aws-sdk` beside it, as in Lambda, and answers.
  */
@@ -48,6 +48,7 @@ function importedSpecifiers(code: string): string[] {
 const UNDICI_MARKER = 'UND_ERR_CONNECT_TIMEOUT';
 const SECRETS_MANAGER = '@aws-sdk/client-secrets-manager';
 const EVENT_BRIDGE = '@aws-sdk/client-eventbridge';
+const STEP_FUNCTIONS = '@aws-sdk/client-sfn';
 
 interface Bundle {
   readonly name: string;
@@ -142,6 +143,20 @@ describe('Lambda bundles', () => {
       expect({ name: bundle.name, events: importedSpecifiers(bundle.code).includes(EVENT_BRIDGE) }).toEqual({
         name: bundle.name,
         events: bundle.access.events === true,
+      });
+    }
+  });
+
+  it('hold the Step Functions client only where the Task asks whether executions run (and in the trigger)', () => {
+    for (const bundle of bundles) {
+      const asks = bundle.access.executions === true;
+      expect({ name: bundle.name, sfn: importedSpecifiers(bundle.code).includes(STEP_FUNCTIONS) }).toEqual({
+        name: bundle.name,
+        sfn: asks || bundle.name === 'Trigger',
+      });
+      expect({ name: bundle.name, describes: bundle.code.includes('DescribeExecution') }).toEqual({
+        name: bundle.name,
+        describes: asks,
       });
     }
   });

@@ -105,7 +105,10 @@ describe.each(Object.entries(SETUPS))('cdk-nag AwsSolutions with %s', (_name, co
         for (const action of actions) expect(action).toMatch(/^(xray|logs):/);
         for (const action of actions) expect(reason).toContain(action.split(':')[1]!);
       } else {
-        expect(resource).toMatch(/(\/(inbox|status|models|status\/\.doctor)\/\*|\.Arn>:\*)$/);
+        // Objects under an area, a function's versions, the state machine's executions.
+        expect(resource).toMatch(
+          /(\/(inbox|status|models|status\/\.doctor)\/\*|\.Arn>:\*|:execution:<\w+\.Name>:\*)$/,
+        );
       }
     }
   });

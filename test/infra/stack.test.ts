@@ -58,7 +58,14 @@ const MULTIPART_WRITE = ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetOb
 /** What each Task may do, written out independently of infra/tasks.ts (docs/pipeline.md). */
 const EXPECTED: Record<
   (typeof TASK_NAMES)[number],
-  { timeout: number; objects: Record<string, string[]>; secret: boolean; events?: boolean }
+  {
+    timeout: number;
+    objects: Record<string, string[]>;
+    secret: boolean;
+    events?: boolean;
+    /** DescribeExecution of the state machine's executions (a claim's holder still running?). */
+    executions?: boolean;
+  }
 > = {
   ValidateDrop: {
     timeout: 60,
@@ -68,7 +75,7 @@ const EXPECTED: Record<
   },
   CreateDataset: { timeout: 300, objects: { 'status/*': READ_WRITE }, secret: true },
   UploadFiles: { timeout: 900, objects: { 'inbox/*': READ, 'status/*': READ_WRITE }, secret: true },
-  PollDataset: { timeout: 300, objects: { 'status/*': READ_WRITE }, secret: true },
+  PollDataset: { timeout: 300, objects: { 'status/*': READ_WRITE }, secret: true, executions: true },
   Structure: { timeout: 300, objects: { 'status/*': READ_WRITE }, secret: true },
   PickDecisions: { timeout: 300, objects: { 'status/*': READ_WRITE }, secret: true },
   LabelExamples: { timeout: 900, objects: { 'inbox/*': READ, 'status/*': READ_WRITE }, secret: true },
@@ -283,6 +290,28 @@ describe('the way in', () => {
     expect(resourcesOf(status)).toHaveLength(1);
     expect(JSON.stringify(resourcesOf(status))).toContain('"/status/*"');
   });
+
+  it("lets PollDataset describe the state machine's own executions only, in a policy the functions do not wait for", () => {
+    const [machineId] = resourcesOfType(defaults.template, 'AWS::StepFunctions::StateMachine').map(
+      ([id]) => id,
+    );
+    const policies = resourcesOfType(defaults.template, 'AWS::IAM::Policy').filter(([, policy]) =>
+      JSON.stringify(policy).includes('states:DescribeExecution'),
+    );
+    expect(policies).toHaveLength(1);
+    const [policyId, policy] = policies[0]!;
+    const { resource: poll } = functionNamed(defaults.template, 'PollDataset');
+    const role = (poll.Properties.Role as { 'Fn::GetAtt': [string] })['Fn::GetAtt'][0];
+    expect(policy.Properties.Roles).toEqual([{ Ref: role }]);
+    const [statement] = (policy.Properties.PolicyDocument as { Statement: { Resource: unknown }[] })
+      .Statement;
+    expect(evaluated(statement!.Resource)).toBe(
+      `arn:aws:states:eu-west-1:123456789012:execution:${evaluated({ 'Fn::GetAtt': [machineId, 'Name'] })}:*`,
+    );
+    // The state machine refers to the functions: a function waiting for this policy would be a cycle.
+    for (const [, fn] of resourcesOfType(defaults.template, 'AWS::Lambda::Function'))
+      expect(JSON.stringify((fn as { DependsOn?: unknown }).DependsOn ?? [])).not.toContain(policyId);
+  });
 });
 
 describe('the Lambda functions', () => {
@@ -357,7 +386,10 @@ describe('the Lambda functions', () => {
         const secret = EXPECTED[name].secret ? ['secretsmanager:GetSecretValue'] : [];
         // PutEvents is checked (resource, condition) in test/infra/notifications.test.ts.
         const events = EXPECTED[name].events === true ? ['events:PutEvents'] : [];
-        expect(other.sort()).toEqual([...LOGS_AND_TRACING, 's3:ListBucket', ...secret, ...events].sort());
+        const executions = EXPECTED[name].executions === true ? ['states:DescribeExecution'] : [];
+        expect(other.sort()).toEqual(
+          [...LOGS_AND_TRACING, 's3:ListBucket', ...secret, ...events, ...executions].sort(),
+        );
       }
     },
   );

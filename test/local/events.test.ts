@@ -8,7 +8,7 @@
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
 import type { RunEventDetail } from '../../lambdas/records/events/index.js';
-import { executionArnOf } from '../../lambdas/trigger/start-execution.js';
+import { executionArnOf } from '../../lambdas/core/state/index.js';
 import type { DeliveredRunEvent } from '../../local/emulator/event-bus.js';
 import type { LocalMode } from '../../local/emulator/local-mode.js';
 import { LambdaInvocationError } from '../../local/emulator/lambda-invoke.js';

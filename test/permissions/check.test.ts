@@ -42,6 +42,7 @@ describe('the table of IAM actions', () => {
       bucket: 'b',
       secret: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:k-AbCdEf',
       stateMachine: 'arn:aws:states:us-east-1:123456789012:stateMachine:m',
+      execution: 'arn:aws:states:us-east-1:123456789012:execution:m:drop-0123',
       bucketKey: 'arn:aws:kms:us-east-1:123456789012:key/k1',
       secretKey: 'arn:aws:kms:us-east-1:123456789012:key/k2',
       eventSource: 'hopper',
@@ -86,6 +87,7 @@ describe('the table of IAM actions', () => {
       's3:ListBucket',
       's3:PutObject',
       'secretsmanager:GetSecretValue',
+      'states:DescribeExecution',
       'states:StartExecution',
     ]);
   });

@@ -10,15 +10,17 @@
  * upload; a sweep with promotion, one encoder failing (its credit refunded to the budget) and
  * `hopper retry` resuming it; a second run of the drop (lineage against the current model); a
  * run superseded by a newer train.json; a failed run's report; a run the credit budget refuses;
+ * a run taking over the training claim of a run whose execution has ended (DescribeExecution);
  * `hopper doctor`'s probe, which the trigger records; the trigger and the run events all along.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { afterAll, describe, expect, it } from 'vitest';
 import { secretsManagerKey } from '../../lambdas/runtime/index.js';
 import type { RunState } from '../../lambdas/core/state/index.js';
-import { inboxKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
+import { inboxKey, trainingClaimKey, TRAIN_JSON } from '../../lambdas/storage/keys.js';
 import { runDoctorCommand } from '../../local/cli/doctor.js';
 import { runRetryCommand } from '../../local/cli/retry.js';
 import { AwsCallRecorder } from '../helpers/aws-call-recorder.js';
@@ -187,6 +189,20 @@ describe('the AWS calls of every path', { timeout: 120_000 }, () => {
     const local = await fixture.start({ recorder, creditBudget: { perDay: 1 } });
     expect(await run(local, 'first', {})).toEqual(['succeeded', null]);
     expect(await run(local, 'refused', {})).toEqual(['failed', 'credit_budget']);
+  });
+
+  it('a run taking over the training claim of a run whose execution has ended', async () => {
+    const local = await fixture.start({ recorder });
+    const claim = { run_id: 'gone-run', dataset_id: 'ds-gone', model_id: null, started_at: null };
+    const now = new Date().toISOString();
+    await local.s3.client.send(
+      new PutObjectCommand({
+        Bucket: local.bucket,
+        Key: trainingClaimKey('taker'),
+        Body: JSON.stringify({ ...claim, claimed_at: now }),
+      }),
+    );
+    expect(await run(local, 'taker', {})).toEqual(['succeeded', null]);
   });
 
   it("hopper doctor's probe, which the trigger records (and starts no run)", async () => {

@@ -2,11 +2,19 @@
  * The drop's training claim (lambdas/ownership/training-claim.ts) when its holder has ended: a
  * run training the same dataset takes it at once (and adopts what the ended run started), not
  * after CLAIM_FRESH_MS; a run of another dataset waits only while that training is under way.
- * Real local S3 and the simulated service; the holder's end as its status says it.
+ * Real local S3 and the simulated service; the holder's end as its status says it, or as Step
+ * Functions answers for its execution (a lookup standing in for DescribeExecution here; local
+ * mode's real one in test/local/claim-takeover.test.ts).
  */
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
-import { gateTraining, type ClaimContext, type TrainingClaim } from '../../lambdas/ownership/index.js';
+import {
+  claimHolderEnded,
+  gateTraining,
+  type ClaimContext,
+  type ExecutionLookup,
+  type TrainingClaim,
+} from '../../lambdas/ownership/index.js';
 import { runHasEnded, type RunStatus } from '../../lambdas/records/status/index.js';
 import { datasetSlot } from '../../lambdas/core/state/index.js';
 import { trainingClaimKey } from '../../lambdas/storage/keys.js';
@@ -53,7 +61,7 @@ describe('a claim whose holder has ended', () => {
         run: taker,
         now,
         service: () => Promise.resolve(client),
-        ended: (runId) => runHasEnded(status, runId),
+        ended: claimHolderEnded(status, taker, undefined),
       };
       const gated = await gateTraining(datasetSlot(dataset, undefined, now), undefined, context);
       expect({ holderState, nextAction: gated.nextAction }).toEqual({ holderState, nextAction: expected });
@@ -77,12 +85,63 @@ describe('a claim whose holder has ended', () => {
       run: taker,
       now,
       service: () => Promise.resolve(client),
-      ended: (runId) => runHasEnded(statusNaming(holderRun, 'interrupted'), runId),
+      ended: claimHolderEnded(statusNaming(holderRun, 'interrupted'), taker, undefined),
     };
 
     const gated = await gateTraining(datasetSlot(other, undefined, now), undefined, context);
 
     expect(gated).toMatchObject({ nextAction: 'wait', waitingFor: { runId: holderRun, modelId: model.id } });
+  });
+});
+
+describe('a claim whose holder the status shows running', () => {
+  it('is taken at once when the holder’s execution has ended; kept while it runs or cannot be told', async () => {
+    const service = await fixtures.service();
+    const client = await fixtures.runtime(service).service();
+    const dataset = await trainableDataset(client);
+    const now = service.clock.now();
+    const fresh = { dataset_id: dataset.id, model_id: null, claimed_at: new Date(now).toISOString() };
+
+    for (const [answer, expected] of [
+      ['ended', 'start_training'],
+      ['running', 'wait'],
+      ['unknown', 'wait'],
+    ] as const) {
+      const { taker, holderRun } = await claimedDrop(fresh);
+      const asked: string[] = [];
+      const executions: ExecutionLookup = (arn) => {
+        asked.push(arn);
+        return Promise.resolve(answer);
+      };
+      const run = { ...taker, executionArn: `arn:aws:states:us-east-1:1:execution:hopper:${taker.runId}` };
+      const context: ClaimContext = {
+        s3: fixtures.s3().client,
+        run,
+        now,
+        service: () => Promise.resolve(client),
+        ended: claimHolderEnded(statusNaming(holderRun, 'running'), run, executions),
+      };
+      const gated = await gateTraining(datasetSlot(dataset, undefined, now), undefined, context);
+      expect({ answer, nextAction: gated.nextAction, asked }).toEqual({
+        answer,
+        nextAction: expected,
+        // The holder's execution: a sibling of the taker's, named by the holder's run id.
+        asked: [`arn:aws:states:us-east-1:1:execution:hopper:${holderRun}`],
+      });
+    }
+  });
+
+  it('asks nothing of Step Functions when the status already says the holder ended, or without an ARN', async () => {
+    const asked: string[] = [];
+    const executions: ExecutionLookup = (arn) => {
+      asked.push(arn);
+      return Promise.resolve('ended');
+    };
+    const run = stateOf('bucket').run;
+    const withArn = { ...run, executionArn: 'arn:aws:states:us-east-1:1:execution:hopper:me' };
+    expect(await claimHolderEnded(statusNaming('old', 'failed'), withArn, executions)('old')).toBe(true);
+    expect(await claimHolderEnded(statusNaming('old', 'running'), run, executions)('old')).toBe(false);
+    expect(asked).toEqual([]);
   });
 });
 

@@ -33,3 +33,26 @@ export function executionName(bucket: string, key: string, etag: string, version
 export function executionNameDrop(drop: string): string {
   return drop.replace(/[^A-Za-z0-9_-]+/g, '-').slice(0, NAME_DROP_CHARS);
 }
+
+/**
+ * The ARN of execution `name` of `stateMachineArn`: Step Functions names executions
+ * `arn:<partition>:states:<region>:<account>:execution:<state machine name>:<execution name>`.
+ */
+export function executionArnOf(stateMachineArn: string, name: string): string {
+  const marker = ':stateMachine:';
+  if (!stateMachineArn.includes(marker))
+    throw new RangeError(`${stateMachineArn} is not a state machine ARN`);
+  return `${stateMachineArn.replace(marker, ':execution:')}:${name}`;
+}
+
+/**
+ * The ARN of run `runId`'s execution, from that of another execution of the same state machine:
+ * a run's id is its execution's name, so a step can ask after the drop's other runs knowing only
+ * its own ARN (its input's `run.executionArn`).
+ */
+export function siblingExecutionArn(executionArn: string, runId: string): string {
+  const cut = executionArn.lastIndexOf(':');
+  if (!executionArn.includes(':execution:') || cut < 0)
+    throw new RangeError(`${executionArn} is not an execution ARN`);
+  return `${executionArn.slice(0, cut + 1)}${runId}`;
+}
