@@ -117,7 +117,8 @@ const TASK_SETTINGS: Readonly<Record<TaskName, TaskSettings>> = {
     memoryMb: 256,
     access: { bucket: INBOX, apiKey: false, events: true },
   },
-  CreateDataset: callsService('creates the dataset at the training service'),
+  // Reads train.json's etag before it creates: a changed upload stops the older run (ownership/supersede.ts).
+  CreateDataset: callsService('creates the dataset at the training service', { bucket: INBOX }),
   UploadFiles: timeBoxed('streams the drop files from S3 to the service (time-boxed)', INBOX, 1024),
   // A run whose ready dataset waits for the drop's training claim waits in this poll's loop: it
   // takes the claim at once from a run whose execution has ended (executions).

@@ -8,9 +8,10 @@
  *   is ready while another run's training is under way waits for it to end.
  * Which run is newer: status/<drop>.json always belongs to the newest run that has written it
  * (status.ts writes it conditionally), so a run learns it is superseded when it reads the file;
- * before it pays, also from train.json's etag in the bucket (changedTrainJson), which changes the
- * moment the newer copy lands, before S3's event has reached the trigger that writes the newer
- * run's first status. Where a run stands is standing.ts's to say.
+ * before it creates a dataset or pays, also from train.json's etag in the bucket
+ * (changedTrainJson), which changes the moment the newer copy lands, before S3's event has
+ * reached the trigger that writes the newer run's first status. Where a run stands is
+ * standing.ts's to say.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
 import { TRAINABLE_NEXT_ACTIONS } from '../service-client/contract.js';

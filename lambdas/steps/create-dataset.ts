@@ -11,6 +11,10 @@
  * invocation whose creation answer is lost: a retried invocation, a kill between the request and
  * its answer, or a garbled answer never leave a second dataset at the service. A run resumed
  * after a restart that cut off the answer finds the dataset by its predecessor's name.
+ *
+ * Before it creates one, the step reads train.json's etag in the bucket: a run whose train.json
+ * another upload has replaced stops here (`superseded`), creating nothing, even before S3's event
+ * has reached the trigger that writes the newer run's first status (ownership/supersede.ts).
  */
 import {
   mayHaveActed,
@@ -21,7 +25,7 @@ import {
   type TrainingServiceClient,
 } from '../service-client/index.js';
 import { defineStep } from '../runtime/index.js';
-import { resumableDataset } from '../ownership/index.js';
+import { changedTrainJson, resumableDataset, supersededError } from '../ownership/index.js';
 import { datasetSlot, type ResumeFrom } from '../core/state/index.js';
 
 export const createDatasetStep = defineStep('create_dataset', async (state, env) => {
@@ -37,9 +41,11 @@ export const createDatasetStep = defineStep('create_dataset', async (state, env)
     files: config.files.map((file) => ({ name: file.name, bytes: file.bytes })),
   };
   const askedAt = Date.parse(run.startedAt);
-  const record =
-    (await client.findDataset(wanted.name, askedAt)) ?? (await createOnce(client, wanted, askedAt));
-  return datasetSlot(record, state.dataset, env.runtime.now());
+  const found = await client.findDataset(wanted.name, askedAt);
+  if (found !== null) return datasetSlot(found, state.dataset, env.runtime.now());
+  const changed = await changedTrainJson(env.runtime.s3, run);
+  if (changed !== null) throw supersededError(state, changed, 'create_dataset');
+  return datasetSlot(await createOnce(client, wanted, askedAt), state.dataset, env.runtime.now());
 });
 
 /**

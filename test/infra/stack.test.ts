@@ -73,7 +73,7 @@ const EXPECTED: Record<
     secret: false,
     events: true,
   },
-  CreateDataset: { timeout: 300, objects: { 'status/*': READ_WRITE }, secret: true },
+  CreateDataset: { timeout: 300, objects: { 'inbox/*': READ, 'status/*': READ_WRITE }, secret: true },
   UploadFiles: { timeout: 900, objects: { 'inbox/*': READ, 'status/*': READ_WRITE }, secret: true },
   PollDataset: { timeout: 300, objects: { 'status/*': READ_WRITE }, secret: true, executions: true },
   Structure: { timeout: 300, objects: { 'status/*': READ_WRITE }, secret: true },

@@ -3,6 +3,7 @@ import { toRunError, RunError } from '../../lambdas/core/errors/index.js';
 import { createDatasetStep } from '../../lambdas/steps/create-dataset.js';
 import { DEFAULT_OPTIONS } from '../../local/service/index.js';
 import { allOf, CLOCK_START, rejectionOf } from '../client/helpers.js';
+import { putJson } from '../../lambdas/storage/objects.js';
 import { stepEnv, usePipelineFixtures } from '../helpers/pipeline.js';
 import { configOf, datasetSlotOf, stateOf } from '../helpers/fixtures.js';
 
@@ -73,6 +74,24 @@ describe('create_dataset', () => {
       expect(service.requestCount('createDataset')).toBe(1);
     },
   );
+
+  it('a train.json changed in the bucket since the run began stops it before it creates: superseded, no dataset', async () => {
+    const service = await fixtures.service();
+    const runtime = fixtures.runtime(service);
+    const { bucket, client: s3 } = fixtures.s3();
+    const state = stateOf(bucket, { config: configOf() });
+    // The run began from its own etag; another train.json (another etag) is there now.
+    await putJson(s3, bucket, state.run.key, { maxAttempts: 2 });
+
+    const stopped = toRunError(await rejectionOf(createDatasetStep.run(state, stepEnv(runtime))));
+
+    expect(stopped).toMatchObject({ code: 'superseded', retryable: false });
+    expect(stopped.message).toMatch(
+      /a newer train\.json of drop "[^"]+" \(run [A-Za-z0-9_-]+-[0-9a-f]{32}, uploaded /,
+    );
+    expect(stopped.message).toContain('create_dataset');
+    expect(service.requestCount('createDataset')).toBe(0);
+  });
 
   it('a service that stays unavailable fails retryable without sending the creation twice', async () => {
     const service = await fixtures.service({
