@@ -11,9 +11,10 @@ const shared: TierOptions = {
   hookTimeout: 30_000,
   pool: 'forks',
   // Vitest's default is one worker fewer than the cores: one on a 2-core machine. Most files
-  // spend their time waiting on loopback servers and Wait states, not on the CPU, so two at
-  // once nearly halve the suite there.
-  maxWorkers: Math.max(2, availableParallelism() - 1),
+  // spend their time waiting on loopback servers and Wait states, not on the CPU, so two workers
+  // a core keep the cores busy: on the 2-core machine the suite took 430 s with two workers,
+  // 330 s with three and 304 s with four (1.9 cores in use; docs/performance.md).
+  maxWorkers: Number(process.env.HOPPER_TEST_WORKERS) || 2 * availableParallelism(),
   // The built handler bundles (dist/) are loaded by Node itself, as Lambda and the installed
   // CLI load them: through Vitest's transform each 600 KB bundle cost seconds in every file.
   server: { deps: { external: [/\/dist\//] } },
