@@ -4,8 +4,10 @@
  * knows, so both places that decide ask it and nothing else:
  * - validate_drop, of the drop's earlier runs (adoptsWorkOf, through resume.ts workToAdopt): a
  *   new run with the same settings as a run that holds a paid model, or was about to start its
- *   training (its `training_intent`) and is still running or was interrupted, takes that run's
- *   dataset instead of creating one; its start_training then adopts the model found there;
+ *   training (its `training_intent`), or has a dataset past its uploads, and is still running or
+ *   was interrupted, takes that run's dataset instead of creating one; its start_training then
+ *   adopts the model found there. A dataset still taking files is not taken: the earlier run may
+ *   be uploading to it as the new run starts (it gives way only at its next step);
  * - start_training, of the dataset's models (spendDecision): a model that holds a credit is
  *   adopted, never paid for again; so is the model of another run of the drop with the same
  *   settings (siblingToAdopt: it started its training after this run had read the drop's status,
@@ -21,11 +23,11 @@ import type { NewerRun } from './supersede.js';
 /** What adoptsWorkOf reads of an earlier run of the drop (its status, or its entry in the file). */
 export type AdoptableRun = Pick<
   RunStatus,
-  'state' | 'dataset_id' | 'paid_model' | 'training_intent' | 'config_fingerprint'
+  'state' | 'dataset_id' | 'paid_model' | 'training_intent' | 'config_fingerprint' | 'next_action'
 >;
 
-/** Why a new run adopts an earlier run's work. */
-export type AdoptionReason = 'paid_model' | 'training_intent';
+/** Why a new run adopts an earlier run's work: what it paid for, was about to, or its dataset. */
+export type AdoptionReason = 'paid_model' | 'training_intent' | 'dataset';
 
 /** Runs whose paid model nothing else copies for the drop's newest train.json yet. */
 const HOLDING: readonly RunPhase[] = ['running', 'failed', 'interrupted'];
@@ -42,6 +44,8 @@ export function adoptsWorkOf(run: AdoptableRun, fingerprint: string): AdoptionRe
   if (run.paid_model !== null && HOLDING.includes(run.state)) return 'paid_model';
   const intent = run.training_intent;
   if (intent !== undefined && intent !== null && INTENDING.includes(run.state)) return 'training_intent';
+  const pastUploads = run.next_action !== null && run.next_action !== 'upload_files';
+  if (pastUploads && INTENDING.includes(run.state)) return 'dataset';
   return null;
 }
 

@@ -77,11 +77,12 @@ function paidRun(status: RunStatus | null, runId: string): RunOfDrop | undefined
 /**
  * The earlier run of the drop whose work a new run with the same settings (configFingerprint)
  * adopts (adoption.ts adoptsWorkOf): the newest one that holds a paid model, or that was about to
- * start its training and runs still or was interrupted. The new run resumes from that run's
- * dataset, and its start_training adopts the model it finds there, so the same train.json uploaded
- * again never pays twice (after a restart of local mode, a lost answer to the training's start, a
- * run that failed while its model trained, or while the first run is still at it). Undefined when
- * there is none.
+ * start its training, or has a dataset past its uploads, and runs still or was interrupted. The
+ * new run resumes from that run's dataset, and its start_training adopts the model it finds there,
+ * so the same train.json uploaded again never pays twice (after a restart of local mode, a lost
+ * answer to the training's start, a run that failed while its model trained, or while the first
+ * run is still at it) and makes no second dataset. A dataset taken alone is `datasetOnly`.
+ * Undefined when there is none.
  * @param status the drop's status before this run wrote it
  */
 export function workToAdopt(
@@ -89,8 +90,12 @@ export function workToAdopt(
   runId: string,
   fingerprint: string,
 ): ResumeFrom | undefined {
-  const run = runsOf(status, runId).find((earlier) => adoptsWorkOf(earlier, fingerprint) !== null);
-  return run === undefined ? undefined : resumeFrom(run);
+  for (const run of runsOf(status, runId)) {
+    const reason = adoptsWorkOf(run, fingerprint);
+    if (reason === 'dataset') return { ...resumeFrom(run), datasetOnly: true };
+    if (reason !== null) return resumeFrom(run);
+  }
+  return undefined;
 }
 
 /**

@@ -1,8 +1,10 @@
 /**
  * create_dataset: declares the drop's data files to the service. The dataset comes back at
  * `upload_files`, and the Choice after this Task sends the run to UploadFiles. A resuming run
- * (train.json `"resume": true`) takes its failed run's dataset instead, once the service shows it
- * ready to train, and the Choice sends it straight to StartTraining (lambdas/ownership/resume.ts).
+ * (train.json `"resume": true`), or one adopting an earlier run's work, takes that run's dataset
+ * instead, and the Choice after this Task routes on where that dataset is
+ * (lambdas/ownership/resume.ts); a dataset taken alone that no run can go on from any more is left
+ * to its run, and this run creates its own.
  *
  * POST /v1/datasets is not idempotent and the interface has no idempotency key, so the dataset
  * is named for the run (runDatasetName, contract.ts), and that name is the intent: validate_drop's
@@ -26,16 +28,15 @@ import {
 } from '../service-client/index.js';
 import { defineStep } from '../runtime/index.js';
 import { changedTrainJson, resumableDataset, supersededError } from '../ownership/index.js';
-import { datasetSlot, type ResumeFrom } from '../core/state/index.js';
+import { datasetSlot, type ResumeFrom, type RunConfig } from '../core/state/index.js';
+import { RunError } from '../core/errors/index.js';
 
 export const createDatasetStep = defineStep('create_dataset', async (state, env) => {
   const { config, run } = state;
   const client = await env.runtime.service();
   const from = config.resumeFrom === undefined ? undefined : await withDataset(client, config.resumeFrom);
-  if (from !== undefined) {
-    const dataset = await resumableDataset(client, from, env.runtime.now(), config.files);
-    return datasetSlot(dataset, state.dataset, env.runtime.now());
-  }
+  const dataset = from === undefined ? undefined : await goOnFrom(client, from, env.runtime.now(), config);
+  if (dataset !== undefined) return datasetSlot(dataset, state.dataset, env.runtime.now());
   const wanted: NewDataset = {
     name: runDatasetName(config.name, run.runId),
     files: config.files.map((file) => ({ name: file.name, bytes: file.bytes })),
@@ -47,6 +48,27 @@ export const createDatasetStep = defineStep('create_dataset', async (state, env)
   if (changed !== null) throw supersededError(state, changed, 'create_dataset');
   return datasetSlot(await createOnce(client, wanted, askedAt), state.dataset, env.runtime.now());
 });
+
+/**
+ * The earlier run's dataset this run goes on from; undefined when it was taken for its dataset
+ * alone (`datasetOnly`, the earlier run paid for nothing) and no run can go on from it any more:
+ * this run then creates its own.
+ * @throws RunError not_resumable when a resume or an adoption of paid work cannot go on from it
+ */
+async function goOnFrom(
+  client: TrainingServiceClient,
+  from: ResumeFrom,
+  now: number,
+  config: RunConfig,
+): Promise<Dataset | undefined> {
+  try {
+    return await resumableDataset(client, from, now, config.files);
+  } catch (error) {
+    if (from.datasetOnly === true && error instanceof RunError && error.code === 'not_resumable')
+      return undefined;
+    throw error;
+  }
+}
 
 /**
  * The run to resume with its dataset's id: a run interrupted while it created its dataset names

@@ -5,9 +5,10 @@
  *
  * It puts the run's Started event (lambdas/runtime/publish-events.ts); its status is written
  * once, by the invocation, when it ends (one write per step). A run with the same settings as an
- * earlier run of the drop that holds a paid model, or was about to start its training, resumes
- * that run's dataset and adopts its model (lambdas/ownership/adoption.ts): no second credit. Both read the drop's status as the invocation
- * found it.
+ * earlier run of the drop that holds a paid model, was about to start its training, or has a
+ * dataset past its uploads, goes on from that run's dataset and adopts any model there
+ * (lambdas/ownership/adoption.ts): no second credit, no second dataset. Both read the drop's
+ * status as the invocation found it.
  */
 import { validateDrop } from '../drop/validate.js';
 import { announceRun, defineStep } from '../runtime/index.js';
@@ -30,6 +31,7 @@ export const validateDropStep = defineStep('validate_drop', async (state, env) =
     return { ...config, resumeFrom: resumeTarget(previous, run.drop, run.runId) };
   const adopt = workToAdopt(previous, run.runId, configFingerprint(config));
   if (adopt === undefined) return config;
-  logger.info('adopting the paid work of an earlier run with the same settings', { from_run: adopt.runId });
+  const work = adopt.datasetOnly === true ? 'dataset' : 'paid work';
+  logger.info(`adopting the ${work} of an earlier run with the same settings`, { from_run: adopt.runId });
   return { ...config, resumeFrom: adopt };
 });

@@ -138,11 +138,13 @@ async function redropAt(
 }
 
 describe('train.json uploaded again before the first run trains: the first run stops, spends nothing', () => {
-  const cases: readonly [string, TaskName, string][] = [
-    ['before its upload ends', 'UploadFiles', 'upload_files'],
-    ['while it labels', 'LabelExamples', 'label_examples'],
+  // Datasets made: a dataset still taking files is the first run's alone (it may be uploading to
+  // it); one past its uploads the newer run takes (adoption.ts).
+  const cases: readonly [string, TaskName, string, number][] = [
+    ['before its upload ends', 'UploadFiles', 'upload_files', 2],
+    ['while it labels', 'LabelExamples', 'label_examples', 1],
   ];
-  for (const [when, task, stage] of cases) {
+  for (const [when, task, stage, datasets] of cases) {
     it(when, async () => {
       const holder = holdAt(task);
       const local = await fixture.start({ wrapTask: holder.wrapTask });
@@ -173,7 +175,8 @@ describe('train.json uploaded again before the first run trains: the first run s
       const objects = await modelObjects(local, drop);
       expect([...objects.keys()].sort()).toEqual([`${modelId}/model.json`, `${modelId}/model.onnx`]);
       expectCopied(objects, modelId, second.execution.name);
-      expect(local.simulated?.requestCount('createDataset')).toBe(2);
+      expect(local.simulated?.requestCount('createDataset')).toBe(datasets);
+      expect(second.status?.resumed_from).toBe(datasets === 1 ? first.execution.name : null);
       expect(local.simulated?.requestCount('startTraining')).toBe(1);
       expect(local.simulated?.credits()).toBe(9);
 
@@ -292,7 +295,7 @@ describe('the same train.json uploaded again as the first run is about to train:
 });
 
 describe('the same train.json uploaded again while the first run labels: the newer run shows at once', () => {
-  it('the first run gives way at its next step, before it pays; the newer run trains: one training, one credit', async () => {
+  it('the first run gives way at its next step, before it pays; the newer run trains its dataset: one dataset, one training, one credit', async () => {
     const holder = holdAt('LabelExamples');
     let firstRun = '';
     // The first run is let go once the newer run's ValidateDrop starts: by then the trigger has
@@ -325,9 +328,11 @@ describe('the same train.json uploaded again while the first run labels: the new
     const model = expectSucceeded(status, second.execution.name);
     expect(status?.superseded_runs?.[0]).toMatchObject({ run_id: first.execution.name, credits: 0 });
     expect(status?.summary).toMatchObject({ credits: 1, trainings: [{ model_id: model }] });
-    // The newer run took no dataset from the first, which was labelling (issue 34: a dataset more
-    // than needed, no credit).
-    expect(local.simulated?.requestCount('createDataset')).toBe(2);
+    // The newer run took the first run's dataset, which was past its uploads: no second dataset.
+    expect(local.simulated?.requestCount('createDataset')).toBe(1);
+    expect(status?.resumed_from).toBe(first.execution.name);
+    expect(status?.dataset_id).toEqual(status?.superseded_runs?.[0]?.dataset_id);
+    expect(status?.dataset_id).toEqual(expect.any(String));
     expect(local.simulated?.requestCount('startTraining')).toBe(1);
     expect(local.simulated?.credits()).toBe(9);
     const objects = await modelObjects(local, drop);

@@ -135,6 +135,8 @@ describe('adoptsWorkOf: which earlier run of the drop a new run with the same se
     paid_model: null,
     training_intent: null,
     config_fingerprint: 'same',
+    // Still taking files: only paid work or an intent is adopted.
+    next_action: 'upload_files' as const,
   };
   it('a paid model (running, failed or interrupted), else an intent (running or interrupted), same settings only', () => {
     const paid = { ...run, paid_model: { id: 'm', status: 'training' } };
@@ -150,6 +152,20 @@ describe('adoptsWorkOf: which earlier run of the drop a new run with the same se
     expect(adoptsWorkOf({ ...run, training_intent: intent, state: 'failed' }, 'same')).toBeNull();
     expect(adoptsWorkOf(run, 'same')).toBeNull();
     expect(adoptsWorkOf({ ...paid, dataset_id: null }, 'same')).toBeNull();
+  });
+
+  it('else a dataset past its uploads (running or interrupted): a same-settings redrop makes no second dataset', () => {
+    for (const next of ['wait', 'structure', 'pick_decisions', 'label_examples', 'start_training'] as const) {
+      expect(adoptsWorkOf({ ...run, next_action: next }, 'same')).toBe('dataset');
+      expect(adoptsWorkOf({ ...run, next_action: next, state: 'running' }, 'same')).toBe('dataset');
+      expect(adoptsWorkOf({ ...run, next_action: next, state: 'failed' }, 'same')).toBeNull();
+      expect(adoptsWorkOf({ ...run, next_action: next, state: 'superseded' }, 'same')).toBeNull();
+      expect(adoptsWorkOf({ ...run, next_action: next }, 'other')).toBeNull();
+    }
+    // The earlier run may be uploading to it right now; nor is there anything to take yet.
+    expect(adoptsWorkOf({ ...run, state: 'running' }, 'same')).toBeNull();
+    expect(adoptsWorkOf({ ...run, next_action: null, state: 'running' }, 'same')).toBeNull();
+    expect(adoptsWorkOf({ ...run, next_action: 'wait', dataset_id: null }, 'same')).toBeNull();
   });
 });
 

@@ -93,6 +93,23 @@ describe('create_dataset', () => {
     expect(service.requestCount('createDataset')).toBe(0);
   });
 
+  it('an earlier run’s dataset taken alone (datasetOnly) that is gone: this run creates its own; a resume of it fails', async () => {
+    const service = await fixtures.service();
+    const runtime = fixtures.runtime(service);
+    const bucket = fixtures.s3().bucket;
+    const from = { runId: 'earlier-run', datasetId: 'ds-gone', errorCode: null };
+
+    const adopted = stateOf(bucket, { config: configOf({ resumeFrom: { ...from, datasetOnly: true } }) });
+    const slot = await createDatasetStep.run(adopted, stepEnv(runtime));
+
+    expect(slot.id).not.toBe('ds-gone');
+    expect(service.requestCount('createDataset')).toBe(1);
+    const resumed = stateOf(bucket, { config: configOf({ resumeFrom: from }) });
+    const refused = toRunError(await rejectionOf(createDatasetStep.run(resumed, stepEnv(runtime))));
+    expect(refused).toMatchObject({ code: 'not_resumable' });
+    expect(service.requestCount('createDataset')).toBe(1);
+  });
+
   it('a service that stays unavailable fails retryable without sending the creation twice', async () => {
     const service = await fixtures.service({
       faults: [{ endpoint: 'createDataset', kind: '503', count: 100 }],

@@ -111,6 +111,11 @@ export interface ResumeFrom {
    * it is not what this train.json asks for (lineage.ts).
    */
   readonly configFingerprint?: string;
+  /**
+   * Taken for its dataset alone (adoption.ts: the earlier run paid for nothing and was not about
+   * to): should that dataset be past going on from, this run creates its own rather than fail.
+   */
+  readonly datasetOnly?: true;
 }
 
 /** How long to wait before the next poll, and how many polls came before ($.dataset, $.model). */
