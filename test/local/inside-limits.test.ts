@@ -12,7 +12,13 @@ import type { RunState } from '../../lambdas/core/state/index.js';
 import { MAX_WAIT_SECONDS_PER_RUN } from '../../lambdas/core/schedule/index.js';
 import { MAX_HISTORY_EVENTS, MAX_PAYLOAD_BYTES, payloadBytes } from '../../local/emulator/limits.js';
 import { fastClock } from '../helpers/fast-clock.js';
-import { dropAndRun, statesEntered, useLocalMode, type FinishedRun } from '../helpers/local-mode.js';
+import {
+  dropAndRun,
+  RUN_TIMEOUT_MS,
+  statesEntered,
+  useLocalMode,
+  type FinishedRun,
+} from '../helpers/local-mode.js';
 import { expectSucceeded } from '../helpers/local-runs.js';
 import { labelledDrop, REVIEWS_FILES } from '../helpers/fixtures.js';
 
@@ -25,6 +31,16 @@ const fixture = useLocalMode();
  * one batch per DEFAULT_LABEL_BATCH_LIMITS.maxTasks labels.
  */
 const LABELS = 5_000;
+
+/**
+ * Bounds set from the work, not a guess of the whole run's wall time: a drop's run outside its
+ * longest part (RUN_TIMEOUT_MS), plus what each attempt of the sweep (its StartTraining, Wait and
+ * PollModel Tasks: about 0.2 s quiet) and each label (about 4 ms quiet) may take on a loaded machine.
+ */
+const ATTEMPT_BOUND_MS = 2_000;
+const LABEL_BOUND_MS = 40;
+const SWEEP_BOUND_MS = RUN_TIMEOUT_MS + MAX_ENCODERS * MAX_ATTEMPTS_LIMIT * ATTEMPT_BOUND_MS;
+const LABELLING_BOUND_MS = RUN_TIMEOUT_MS + LABELS * LABEL_BOUND_MS;
 
 /** Checks the run's measures inside the limits, and prints them (docs/local-mode.md quotes them). */
 function expectInside(run: FinishedRun, what: string): void {
@@ -81,56 +97,64 @@ describe('the largest train.json Hopper accepts', () => {
 });
 
 describe('the longest sweep', () => {
-  it(`${String(MAX_ENCODERS)} encoders with ${String(MAX_ATTEMPTS_LIMIT)} attempts each, every attempt but each encoder's last failing`, async () => {
-    const encoders = Array.from({ length: MAX_ENCODERS }, (_, index) => ({
-      id: `enc-${String(index)}`,
-      name: `Encoder ${String(index)}`,
-      default: index === 0,
-    }));
-    const local = await fixture.start({
-      simulated: {
-        encoders,
-        failTrainings: MAX_ATTEMPTS_LIMIT - 1,
-        credits: 20,
-        queuedMs: 0,
-        trainingMs: 10,
-      },
-      // Each encoder's first nine trainings fail: the service fails the next nine after each success.
-      wrapTask: (name, task) =>
-        name !== 'PollModel'
-          ? task
-          : async (input) => {
-              const result = (await task(input)) as { status?: string };
-              if (result.status === 'done')
-                local.simulated?.configure({ failTrainings: MAX_ATTEMPTS_LIMIT - 1 });
-              return result;
-            },
-    });
-    const run = await dropAndRun(
-      local,
-      'longest-sweep',
-      {
-        ...REVIEWS_FILES,
-        'train.json': JSON.stringify({ encoders: 'all', maxAttempts: MAX_ATTEMPTS_LIMIT }),
-      },
-      60_000,
-    );
-    expectSucceeded(run.status, run.execution.name);
-    expect(statesEntered(run.events).filter((state) => state === 'StartTraining')).toHaveLength(
-      MAX_ENCODERS * MAX_ATTEMPTS_LIMIT,
-    );
-    expectInside(run, 'the longest sweep');
-  }, 60_000);
+  it(
+    `${String(MAX_ENCODERS)} encoders with ${String(MAX_ATTEMPTS_LIMIT)} attempts each, every attempt but each encoder's last failing`,
+    async () => {
+      const encoders = Array.from({ length: MAX_ENCODERS }, (_, index) => ({
+        id: `enc-${String(index)}`,
+        name: `Encoder ${String(index)}`,
+        default: index === 0,
+      }));
+      const local = await fixture.start({
+        simulated: {
+          encoders,
+          failTrainings: MAX_ATTEMPTS_LIMIT - 1,
+          credits: 20,
+          queuedMs: 0,
+          trainingMs: 10,
+        },
+        // Each encoder's first nine trainings fail: the service fails the next nine after each success.
+        wrapTask: (name, task) =>
+          name !== 'PollModel'
+            ? task
+            : async (input) => {
+                const result = (await task(input)) as { status?: string };
+                if (result.status === 'done')
+                  local.simulated?.configure({ failTrainings: MAX_ATTEMPTS_LIMIT - 1 });
+                return result;
+              },
+      });
+      const run = await dropAndRun(
+        local,
+        'longest-sweep',
+        {
+          ...REVIEWS_FILES,
+          'train.json': JSON.stringify({ encoders: 'all', maxAttempts: MAX_ATTEMPTS_LIMIT }),
+        },
+        SWEEP_BOUND_MS,
+      );
+      expectSucceeded(run.status, run.execution.name);
+      expect(statesEntered(run.events).filter((state) => state === 'StartTraining')).toHaveLength(
+        MAX_ENCODERS * MAX_ATTEMPTS_LIMIT,
+      );
+      expectInside(run, 'the longest sweep');
+    },
+    SWEEP_BOUND_MS + 10_000,
+  );
 });
 
 describe('the longest labelling', () => {
-  it(`${String(LABELS)} held-out examples, each labelled from labels.csv`, async () => {
-    const local = await fixture.start({ simulated: { heldOutCount: LABELS } });
-    const run = await dropAndRun(local, 'longest-labelling', labelledDrop(LABELS), 60_000);
-    expectSucceeded(run.status, run.execution.name);
-    expect(run.status?.labelled).toBe(LABELS);
-    expectInside(run, `${String(LABELS)} labels`);
-  }, 60_000);
+  it(
+    `${String(LABELS)} held-out examples, each labelled from labels.csv`,
+    async () => {
+      const local = await fixture.start({ simulated: { heldOutCount: LABELS } });
+      const run = await dropAndRun(local, 'longest-labelling', labelledDrop(LABELS), LABELLING_BOUND_MS);
+      expectSucceeded(run.status, run.execution.name);
+      expect(run.status?.labelled).toBe(LABELS);
+      expectInside(run, `${String(LABELS)} labels`);
+    },
+    LABELLING_BOUND_MS + 10_000,
+  );
 });
 
 describe('the longest training', () => {
