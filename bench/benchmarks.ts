@@ -13,6 +13,7 @@ import { labels } from './labels.js';
 import { manyFiles } from './many-files.js';
 import { polling } from './polling.js';
 import { scale } from './scale.js';
+import { statusLatency } from './status-latency.js';
 import { transfers } from './transfers.js';
 
 export const BENCHMARKS: readonly Benchmark[] = [
@@ -24,4 +25,5 @@ export const BENCHMARKS: readonly Benchmark[] = [
   scale,
   check,
   budget,
+  statusLatency,
 ];
