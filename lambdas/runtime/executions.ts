@@ -2,8 +2,9 @@
  * Whether another run's execution still runs, asked of Step Functions (DescribeExecution on the
  * state machine's executions): a run holding the drop's training claim whose execution was
  * killed, timed out or stopped before its report frees the claim at once, not after
- * CLAIM_FRESH_MS (lambdas/ownership/training-claim.ts). Only the entry file of the Task that
- * takes the claim connects it (STEP_FUNCTIONS), so only its bundle holds the SFN client.
+ * CLAIM_FRESH_MS (lambdas/ownership/training-claim.ts). Only the entry file of PollDataset, the
+ * loop a run waiting for the claim polls in, connects it (STEP_FUNCTIONS; infra/tasks.ts gives
+ * that Task `executions`), so only its bundle asks.
  */
 import { DescribeExecutionCommand, SFNClient } from '@aws-sdk/client-sfn';
 import { messageOf } from '../core/errors/errors.js';
@@ -33,7 +34,7 @@ export function describeExecutions(sfn: SFNClient, logger: Logger): ExecutionLoo
   };
 }
 
-/** Step Functions, as the entry file of start_training connects it (LambdaConnections). */
+/** Step Functions, as PollDataset's entry file connects it (LambdaConnections). */
 export const STEP_FUNCTIONS: ExecutionsConnection = {
   fromEnvironment: (tracer, logger) =>
     describeExecutions(tracer.captureAWSv3Client(new SFNClient({})), logger),

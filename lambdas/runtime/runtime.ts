@@ -74,7 +74,10 @@ export interface ServiceConnection {
   fromOptions(options: TrainingServiceOptions): ServiceConnector;
 }
 
-/** How a bundle reaches Step Functions (executions.ts): in Lambda its own client, in local mode local mode's. */
+/**
+ * How a bundle reaches Step Functions (executions.ts): in Lambda its own client, in local mode
+ * local mode's.
+ */
 export interface ExecutionsConnection {
   fromEnvironment(tracer: Tracer, logger: Logger): ExecutionLookup;
   fromClient(sfn: SFNClient, logger: Logger): ExecutionLookup;

@@ -338,6 +338,7 @@ function functionSfnClient(
   recorder: AwsCallRecorder | undefined,
   cleanups: Cleanups,
 ): SFNClient {
+  // Local mode's one region and dummy credentials, as its S3 clients have them.
   const client = new SFNClient({ endpoint, region: LOCAL_S3_REGION, credentials: LOCAL_S3_CREDENTIALS });
   recorder?.attach(client);
   cleanups.push(() => {
