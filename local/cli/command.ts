@@ -112,14 +112,28 @@ export function processIo(): CommandIo {
 
 /** What stops a command: its io's signal, else the first SIGINT or SIGTERM. */
 export function stopSignal({ signal }: CommandIo): AbortSignal {
-  if (signal !== undefined) return signal;
+  return signal ?? processSignals().signal;
+}
+
+/**
+ * An AbortSignal the first SIGINT or SIGTERM aborts, and `remove`, which takes its listeners off
+ * the process again: a command run in a process that outlives it (the tests, a script) leaves
+ * none behind.
+ */
+function processSignals(): { readonly signal: AbortSignal; remove(): void } {
   const controller = new AbortController();
   const onSignal = (signal: NodeJS.Signals): void => {
     controller.abort(new Error(`stopped by ${signal}`));
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  return controller.signal;
+  return {
+    signal: controller.signal,
+    remove: () => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
 }
 
 /** Resolves when `signal` aborts (at once if it has). */
@@ -332,9 +346,12 @@ export function defineCommand(
     io = processIo(),
     deps: CommandDeps = { env: process.env },
   ): Promise<number> => {
+    // Stopped by its io's signal, else by SIGINT or SIGTERM while it runs (stopSignal).
+    const signals = io.signal === undefined ? processSignals() : undefined;
+    const stoppable = signals === undefined ? io : { ...io, signal: signals.signal };
     try {
       const args = parseCommand(spec, argv);
-      if (args !== 'help') return await body(args, io, deps);
+      if (args !== 'help') return await body(args, stoppable, deps);
       io.stdout.write(helpText(spec));
       return EXIT.succeeded;
     } catch (error) {
@@ -343,6 +360,8 @@ export function defineCommand(
         io.stdout.write(json({ error: { code: failure.code, message: failure.message } }));
       else io.stderr.write(`hopper ${spec.name}: ${failure.text}\n`);
       return failure.exit;
+    } finally {
+      signals?.remove();
     }
   };
   return Object.assign(run, { spec });

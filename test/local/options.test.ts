@@ -1,5 +1,12 @@
+import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { CliUsageError, parseCommand } from '../../local/cli/command.js';
+import {
+  CliUsageError,
+  defineCommand,
+  parseCommand,
+  stopSignal,
+  type CommandSpec,
+} from '../../local/cli/command.js';
 import {
   LOCAL_SPEC,
   localModeOptions,
@@ -271,5 +278,51 @@ describe('the console and the data directory', () => {
     expect(usageError(() => parseRunArgs(['f', '--data-dir', 'x'], NO_ENV)).message).toContain(
       'unknown option --data-dir',
     );
+  });
+});
+
+describe('a command’s stop signal', () => {
+  const spec: CommandSpec = {
+    name: 'probe',
+    usage: '',
+    about: 'a command that only looks at its stop signal',
+    flags: {},
+    positionals: { min: 0, max: 0, what: 'nothing', hint: '' },
+    exits: { 0: true },
+  };
+  const sink = () =>
+    new Writable({
+      write: (_chunk, _encoding, done) => {
+        done();
+      },
+    });
+
+  it('is SIGINT or SIGTERM while the command runs, and leaves no listener on the process after it', async () => {
+    const before = [process.listenerCount('SIGINT'), process.listenerCount('SIGTERM')];
+    let during: number[] = [];
+    let aborted: boolean | undefined;
+    const probe = defineCommand(spec, (_args, io) => {
+      during = [process.listenerCount('SIGINT'), process.listenerCount('SIGTERM')];
+      aborted = stopSignal(io).aborted;
+      return Promise.resolve(0);
+    });
+    for (let run = 0; run < 12; run++) expect(await probe([], { stdout: sink(), stderr: sink() })).toBe(0);
+    expect(during).toEqual(before.map((count) => count + 1));
+    expect(aborted).toBe(false);
+    // Before, each run left its two listeners: twelve runs passed Node's limit of ten (a warning).
+    expect([process.listenerCount('SIGINT'), process.listenerCount('SIGTERM')]).toEqual(before);
+  });
+
+  it('is the io’s own signal when it has one: nothing is added to the process', async () => {
+    const before = process.listenerCount('SIGINT');
+    const controller = new AbortController();
+    let seen: AbortSignal | undefined;
+    const probe = defineCommand(spec, (_args, io) => {
+      seen = stopSignal(io);
+      expect(process.listenerCount('SIGINT')).toBe(before);
+      return Promise.resolve(0);
+    });
+    await probe([], { stdout: sink(), stderr: sink(), signal: controller.signal });
+    expect(seen).toBe(controller.signal);
   });
 });
