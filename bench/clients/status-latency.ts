@@ -19,11 +19,8 @@ const FILES: Readonly<Record<string, string>> = {
 };
 
 /** Puts `body` at inbox/<drop>/train.json; resolves once S3 has answered. */
-async function putTrainJson(s3: S3Client, bucket: string, body: string): Promise<string> {
-  const answer = await s3.send(
-    new PutObjectCommand({ Bucket: bucket, Key: inboxKey(DROP, TRAIN_JSON), Body: body }),
-  );
-  return answer.ETag ?? '';
+async function putTrainJson(s3: S3Client, bucket: string, body: string): Promise<void> {
+  await s3.send(new PutObjectCommand({ Bucket: bucket, Key: inboxKey(DROP, TRAIN_JSON), Body: body }));
 }
 
 /** Milliseconds from now until the drop's status names a run other than `before` (bounded). */

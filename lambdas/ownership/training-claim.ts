@@ -72,6 +72,20 @@ export function claimHolderEnded(
 }
 
 /**
+ * The claim context of `run` in one invocation: its S3, clock and Step Functions (a runtime's),
+ * the drop's status as the invocation found it, and how it reaches the service.
+ */
+export function claimContextOf(
+  runtime: { readonly s3: S3Client; now(): number; readonly executions?: ExecutionLookup },
+  run: RunInput,
+  status: RunStatus | null,
+  service: ClaimContext['service'],
+): ClaimContext {
+  const { s3, executions } = runtime;
+  return { s3, run, now: runtime.now(), service, ended: claimHolderEnded(status, run, executions) };
+}
+
+/**
  * Takes the drop's claim for `run` (or confirms it, refreshing its time), unless another run's
  * training holds it; then answers who holds it.
  */

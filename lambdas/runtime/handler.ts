@@ -45,7 +45,7 @@ import {
   type NewerRun,
 } from '../ownership/supersede.js';
 import { standingOf, takenOverBy, type Standing } from '../ownership/standing.js';
-import { claimHolderEnded, releaseTraining, type ClaimContext } from '../ownership/training-claim.js';
+import { claimContextOf, releaseTraining, type ClaimContext } from '../ownership/training-claim.js';
 import { inSubsegment } from './tracing.js';
 import { meterS3, S3RequestMeter, withStatusWrite } from './s3-requests.js';
 
@@ -357,13 +357,7 @@ function serviceUntilDeadline<N extends StepName>(invocation: Invocation<N>): Ru
 
 function claimContext<N extends StepName>(invocation: Invocation<N>): ClaimContext {
   const { runtime, state, found } = invocation;
-  return {
-    s3: runtime.s3,
-    run: state.run,
-    now: runtime.now(),
-    service: serviceUntilDeadline(invocation),
-    ended: claimHolderEnded(found?.status ?? null, state.run, runtime.executions),
-  };
+  return claimContextOf(runtime, state.run, found?.status ?? null, serviceUntilDeadline(invocation));
 }
 
 /**

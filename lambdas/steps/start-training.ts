@@ -47,12 +47,11 @@ import { defineStep } from '../runtime/index.js';
 import {
   supersededError,
   changedTrainJson,
-  claimHolderEnded,
+  claimContextOf,
   claimTraining,
   recordTraining,
   siblingToAdopt,
   spendDecision,
-  type ClaimContext,
 } from '../ownership/index.js';
 import { expectedFinish } from '../core/schedule/index.js';
 import {
@@ -84,14 +83,8 @@ export const startTrainingStep = defineStep(
     const history = state.model === undefined ? await accountHistory(client) : undefined;
 
     const newest = models[0];
-    const claim: ClaimContext = {
-      s3: env.runtime.s3,
-      run: state.run,
-      now: env.runtime.now(),
-      service: () => Promise.resolve(client),
-      ended: claimHolderEnded(env.found?.status ?? null, state.run, env.runtime.executions),
-    };
     const found = env.found?.status ?? null;
+    const claim = claimContextOf(env.runtime, state.run, found, () => Promise.resolve(client));
     const otherRuns = found === null ? [] : [found, ...(found.superseded_runs ?? [])];
     // A sweep adopts no model of another dataset. No service call unless such a run exists.
     const sibling = sweep === undefined ? await siblingModel(client, state, otherRuns) : undefined;

@@ -9,9 +9,9 @@
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
 import {
+  claimContextOf,
   claimHolderEnded,
   gateTraining,
-  type ClaimContext,
   type ExecutionLookup,
   type TrainingClaim,
 } from '../../lambdas/ownership/index.js';
@@ -36,18 +36,31 @@ async function claimedDrop(holder: Omit<TrainingClaim, 'run_id' | 'started_at'>)
   return { taker, holderRun };
 }
 
+/** What a claim context takes of a runtime: the fixtures' S3, a clock standing at `now`. */
+function at(now: number, executions?: ExecutionLookup) {
+  return { s3: fixtures.s3().client, now: () => now, executions };
+}
+
+/**
+ * A dataset ready to train, and a claim of it taken just now with no model yet: the holder was
+ * about to start a training (or lost its answer).
+ */
+async function trainableWithFreshClaim() {
+  const service = await fixtures.service();
+  const client = await fixtures.runtime(service).service();
+  const dataset = await trainableDataset(client);
+  const now = service.clock.now();
+  const fresh = { dataset_id: dataset.id, model_id: null, claimed_at: new Date(now).toISOString() };
+  return { client, dataset, now, fresh };
+}
+
 function statusNaming(runId: string, state: RunStatus['state']): RunStatus {
   return { run_id: runId, started_at: '2026-01-01T00:00:00.000Z', state } as RunStatus;
 }
 
 describe('a claim whose holder has ended', () => {
   it('is taken at once by a run of the same dataset; while its holder runs, the taker waits', async () => {
-    const service = await fixtures.service();
-    const client = await fixtures.runtime(service).service();
-    const dataset = await trainableDataset(client);
-    const now = service.clock.now();
-    // Taken just now, no model yet: the holder was about to start a training (or lost its answer).
-    const fresh = { dataset_id: dataset.id, model_id: null, claimed_at: new Date(now).toISOString() };
+    const { client, dataset, now, fresh } = await trainableWithFreshClaim();
 
     for (const [holderState, expected] of [
       ['running', 'wait'],
@@ -56,13 +69,7 @@ describe('a claim whose holder has ended', () => {
     ] as const) {
       const { taker, holderRun } = await claimedDrop(fresh);
       const status = statusNaming(holderRun, holderState);
-      const context: ClaimContext = {
-        s3: fixtures.s3().client,
-        run: taker,
-        now,
-        service: () => Promise.resolve(client),
-        ended: claimHolderEnded(status, taker, undefined),
-      };
+      const context = claimContextOf(at(now), taker, status, () => Promise.resolve(client));
       const gated = await gateTraining(datasetSlot(dataset, undefined, now), undefined, context);
       expect({ holderState, nextAction: gated.nextAction }).toEqual({ holderState, nextAction: expected });
     }
@@ -80,13 +87,8 @@ describe('a claim whose holder has ended', () => {
       model_id: model.id,
       claimed_at: new Date(now).toISOString(),
     });
-    const context: ClaimContext = {
-      s3: fixtures.s3().client,
-      run: taker,
-      now,
-      service: () => Promise.resolve(client),
-      ended: claimHolderEnded(statusNaming(holderRun, 'interrupted'), taker, undefined),
-    };
+    const status = statusNaming(holderRun, 'interrupted');
+    const context = claimContextOf(at(now), taker, status, () => Promise.resolve(client));
 
     const gated = await gateTraining(datasetSlot(other, undefined, now), undefined, context);
 
@@ -96,11 +98,7 @@ describe('a claim whose holder has ended', () => {
 
 describe('a claim whose holder the status shows running', () => {
   it('is taken at once when the holder’s execution has ended; kept while it runs or cannot be told', async () => {
-    const service = await fixtures.service();
-    const client = await fixtures.runtime(service).service();
-    const dataset = await trainableDataset(client);
-    const now = service.clock.now();
-    const fresh = { dataset_id: dataset.id, model_id: null, claimed_at: new Date(now).toISOString() };
+    const { client, dataset, now, fresh } = await trainableWithFreshClaim();
 
     for (const [answer, expected] of [
       ['ended', 'start_training'],
@@ -114,13 +112,8 @@ describe('a claim whose holder the status shows running', () => {
         return Promise.resolve(answer);
       };
       const run = { ...taker, executionArn: `arn:aws:states:us-east-1:1:execution:hopper:${taker.runId}` };
-      const context: ClaimContext = {
-        s3: fixtures.s3().client,
-        run,
-        now,
-        service: () => Promise.resolve(client),
-        ended: claimHolderEnded(statusNaming(holderRun, 'running'), run, executions),
-      };
+      const status = statusNaming(holderRun, 'running');
+      const context = claimContextOf(at(now, executions), run, status, () => Promise.resolve(client));
       const gated = await gateTraining(datasetSlot(dataset, undefined, now), undefined, context);
       expect({ answer, nextAction: gated.nextAction, asked }).toEqual({
         answer,
