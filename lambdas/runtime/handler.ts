@@ -20,7 +20,6 @@ import { DEADLINE_MARGIN_MS } from './retry-budget.js';
 import {
   createRuntime,
   runtimeFromEnvironment,
-  withInvocationLogger,
   type LambdaConnections,
   type LocalRuntimeOptions,
   type Runtime,
@@ -47,7 +46,8 @@ import {
 import { standingOf, takenOverBy, type Standing } from '../ownership/standing.js';
 import { claimContextOf, releaseTraining, type ClaimContext } from '../ownership/training-claim.js';
 import { inSubsegment } from './tracing.js';
-import { meterS3, S3RequestMeter, withStatusWrite } from './s3-requests.js';
+import { S3RequestMeter, withStatusWrite } from './s3-requests.js';
+import { withinInvocation } from './invocation-scope.js';
 
 /** The part of Lambda's context a step uses; local mode supplies the same. */
 export interface InvocationContext {
@@ -197,23 +197,21 @@ async function invoke<N extends StepName>(
   const functionName = context.functionName ?? step.name;
   const logger = invocationLogger(runtime, context, state, step.name, functionName, memoryMb);
   const meter = new S3RequestMeter();
-  return withInvocationLogger(logger, () =>
-    meterS3(meter, async () => {
-      const started = Date.now();
-      let invocation: Invocation<N> | undefined;
-      try {
-        invocation = await findRun({ step, runtime, context, state, started, memoryMb, logger, meter });
-        await gateSuperseded(invocation);
-        const slot = await gateTraining(invocation, await runStep(invocation));
-        await record(invocation, { ...state, [STEPS[step.name].slot]: slot }, null);
-        return slot;
-      } catch (error) {
-        const failure = await failureOf(invocation, error);
-        if (invocation !== undefined) await record(invocation, state, failure);
-        throw failure;
-      }
-    }),
-  );
+  return withinInvocation({ logger, meter }, async () => {
+    const started = Date.now();
+    let invocation: Invocation<N> | undefined;
+    try {
+      invocation = await findRun({ step, runtime, context, state, started, memoryMb, logger, meter });
+      await gateSuperseded(invocation);
+      const slot = await gateTraining(invocation, await runStep(invocation));
+      await record(invocation, { ...state, [STEPS[step.name].slot]: slot }, null);
+      return slot;
+    } catch (error) {
+      const failure = await failureOf(invocation, error);
+      if (invocation !== undefined) await record(invocation, state, failure);
+      throw failure;
+    }
+  });
 }
 
 /** Reads status/<drop>.json once: the run's summary so far, and whether a newer run took over. */

@@ -6,7 +6,6 @@
  * client on the local server, the simulated service, a key given on the command line) and binds
  * the same handlers to it with `handler.withRuntime(runtime)`.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { S3Client } from '@aws-sdk/client-s3';
@@ -20,6 +19,7 @@ import { ENV } from './environment.js';
 import { SERVICE_NAME } from './metric-names.js';
 import { emitCreditBudgetUse } from './metrics.js';
 import { countS3Requests } from './s3-requests.js';
+import { currentInvocation } from './invocation-scope.js';
 
 export interface Runtime {
   readonly s3: S3Client;
@@ -111,19 +111,9 @@ export interface RuntimeOptions
   readonly creditBudget?: CreditBudget;
 }
 
-const invocationLoggers = new AsyncLocalStorage<Logger>();
-
-/**
- * Runs `work` with `logger` as the logger of whatever shared part (the service client) logs on
- * its behalf, so those lines carry the invocation's keys too.
- */
-export function withInvocationLogger<T>(logger: Logger, work: () => Promise<T>): Promise<T> {
-  return invocationLoggers.run(logger, work);
-}
-
-/** The logger of the invocation running now (withInvocationLogger), else `fallback`. */
+/** The logger of the invocation running now (invocation-scope.ts), else `fallback`. */
 export function invocationLogger(fallback: Logger): Logger {
-  return invocationLoggers.getStore() ?? fallback;
+  return currentInvocation()?.logger ?? fallback;
 }
 
 export function createRuntime(options: RuntimeOptions): Runtime {

@@ -1,11 +1,11 @@
 /**
  * Counting the S3 requests of one invocation, by price class, for the run's summary (usage.ts):
  * a middleware on the shared S3 client adds each request to the meter of the invocation that
- * sent it, found through the async context.
+ * sent it, found through the async context (invocation-scope.ts).
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { S3Requests } from '../records/status/usage.js';
+import { currentInvocation } from './invocation-scope.js';
 
 export type { S3Requests } from '../records/status/usage.js';
 
@@ -15,7 +15,7 @@ export type { S3Requests } from '../records/status/usage.js';
  */
 export const STATUS_WRITE_REQUESTS: S3Requests = { put: 1, get: 0 };
 
-/** A counter of S3 requests, live while its invocation runs (see meterS3). */
+/** A counter of S3 requests, live while its invocation runs (see invocation-scope.ts). */
 export class S3RequestMeter {
   #put = 0;
   #get = 0;
@@ -51,7 +51,6 @@ export function priceClassOf(commandName: string): 'put' | 'get' | 'free' {
   return 'get';
 }
 
-const currentMeter = new AsyncLocalStorage<S3RequestMeter>();
 const metered = new WeakSet<S3Client>();
 
 /**
@@ -64,16 +63,11 @@ export function countS3Requests(s3: S3Client): void {
   metered.add(s3);
   s3.middlewareStack.add(
     (next, context) => (args) => {
-      currentMeter.getStore()?.count(context.commandName ?? '');
+      currentInvocation()?.meter.count(context.commandName ?? '');
       return next(args);
     },
     { step: 'deserialize', name: 'hopperRequestMeter', override: true },
   );
-}
-
-/** Runs `work` with `meter` counting the S3 requests it sends. */
-export function meterS3<T>(meter: S3RequestMeter, work: () => Promise<T>): Promise<T> {
-  return currentMeter.run(meter, work);
 }
 
 /** `requests` plus the status write that ends an invocation. */

@@ -64,6 +64,24 @@ export interface LocalStateMachineEvents {
   done: [execution: Execution, outcome: ExecutionOutcome];
 }
 
+/** The definitions the interpreter has validated in this process, by their JSON text. */
+const validated = new Set<string>();
+
+/**
+ * The interpreter's machine of `definition`, which it validates (asl-validator) the first time
+ * this process sees that definition only: the validator compiles its JSON schemas anew for each
+ * machine, about 0.1 s of CPU, and a process starts many machines of one definition (local mode
+ * after each restart, every test of a file). Hopper's ASL type is looser than the interpreter's.
+ */
+function interpreterOf(definition: LocalStateMachineOptions['definition']): StateMachine {
+  const text = JSON.stringify(definition);
+  const machine = new StateMachine(definition as unknown as StateMachineDefinition, {
+    validationOptions: { noValidate: validated.has(text) },
+  });
+  validated.add(text);
+  return machine;
+}
+
 export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> implements ExecutionStarter {
   readonly #machine: StateMachine;
   readonly #overrides: Overrides;
@@ -81,8 +99,7 @@ export class LocalStateMachine extends EventEmitter<LocalStateMachineEvents> imp
     // Every open execution and every command waiting on one listens here: hundreds at once in
     // the scale tests, by design, not a leak.
     this.setMaxListeners(0);
-    // Hopper's ASL type is looser than the interpreter's; the interpreter validates the definition.
-    this.#machine = new StateMachine(options.definition as unknown as StateMachineDefinition);
+    this.#machine = interpreterOf(options.definition);
     const states = Object.entries(options.definition.States);
     const named = (type: string, ms: number | undefined): Record<string, number> | undefined =>
       ms === undefined

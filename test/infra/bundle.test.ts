@@ -186,18 +186,21 @@ describe('Lambda bundles', () => {
     expect(JSON.parse(stdout)).toMatchObject({ started: false });
   });
 
-  it('every Task bundle loads and refuses an input without a run', async () => {
+  it('every Task bundle loads and refuses an input without a run; loaded in one process (local mode), they share one invocation scope', async () => {
     const script = join(scratch, 'invoke-tasks.mjs');
     const files = Object.fromEntries(TASKS.map((task) => [task.name, bundleOf(task.name).file]));
     await writeFile(
       script,
       `const answers = {};
+       const scopes = new Set();
        for (const [name, file] of Object.entries(${JSON.stringify(files)})) {
          const { handler } = await import(file);
+         scopes.add(globalThis[Symbol.for('hopper.invocation-scope')]);
          try { await handler({}, { getRemainingTimeInMillis: () => 60000, awsRequestId: 'r' }); answers[name] = 'returned'; }
          catch (error) { answers[name] = error.name + ' ' + error.message.split(':')[0]; }
        }
-       process.stdout.write(JSON.stringify(answers));`,
+       const kinds = [...scopes].map((scope) => scope?.constructor.name ?? 'none');
+       process.stdout.write(JSON.stringify({ answers, scopes: kinds }));`,
     );
     const { stdout } = await run(process.execPath, [script], {
       cwd: scratch,
@@ -209,8 +212,11 @@ describe('Lambda bundles', () => {
         AWS_REGION: 'us-east-1',
       },
     });
-    expect(JSON.parse(stdout)).toEqual(
+    const { answers, scopes } = JSON.parse(stdout) as { answers: unknown; scopes: string[] };
+    expect(answers).toEqual(
       Object.fromEntries(TASKS.map((task) => [task.name, 'Hopper.Failed invalid_event'])),
     );
+    // One AsyncLocalStorage for all (lambdas/runtime/invocation-scope.ts): each costs every promise.
+    expect(scopes).toEqual(['AsyncLocalStorage']);
   });
 });

@@ -53,6 +53,10 @@ describe('startLocalS3 on a given port', () => {
       const answer = await fetch(`${s3.endpoint}/${s3.bucket}`);
       // s3rver answers an unsigned request itself (listing or refusing it): it is serving.
       expect([200, 403]).toContain(answer.status);
+      // Without its request log (koa-logger), which costs CPU on every request and prints nothing.
+      const { middleware } = s3.server as unknown as { middleware: { name: string }[] };
+      expect(middleware.length).toBeGreaterThan(0);
+      expect(middleware.map((handler) => handler.name)).not.toContain('logger');
     } finally {
       await s3.close();
     }
