@@ -115,23 +115,37 @@ export function stopSignal({ signal }: CommandIo): AbortSignal {
   return signal ?? processSignals().signal;
 }
 
+/** The commands of this process that the next SIGINT or SIGTERM stops (processSignals). */
+const stoppedBySignal = new Set<AbortController>();
+
+/** Stops every command waiting on a signal; the next one is Node's again (a second Ctrl-C kills). */
+function onProcessSignal(signal: NodeJS.Signals): void {
+  for (const controller of stoppedBySignal) controller.abort(new Error(`stopped by ${signal}`));
+  stoppedBySignal.clear();
+  listenForSignals(false);
+}
+
+function listenForSignals(on: boolean): void {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    if (on) process.on(signal, onProcessSignal);
+    else process.off(signal, onProcessSignal);
+  }
+}
+
 /**
- * An AbortSignal the first SIGINT or SIGTERM aborts, and `remove`, which takes its listeners off
- * the process again: a command run in a process that outlives it (the tests, a script) leaves
- * none behind.
+ * An AbortSignal the first SIGINT or SIGTERM aborts, and `remove`, which lets it go again. The
+ * commands running in one process share one listener of each signal, which the last to end takes
+ * off: commands run at once or one after another in a process that outlives them (the tests, a
+ * script) pass no listener limit and leave none behind.
  */
 function processSignals(): { readonly signal: AbortSignal; remove(): void } {
   const controller = new AbortController();
-  const onSignal = (signal: NodeJS.Signals): void => {
-    controller.abort(new Error(`stopped by ${signal}`));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  if (stoppedBySignal.size === 0) listenForSignals(true);
+  stoppedBySignal.add(controller);
   return {
     signal: controller.signal,
     remove: () => {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
+      if (stoppedBySignal.delete(controller) && stoppedBySignal.size === 0) listenForSignals(false);
     },
   };
 }

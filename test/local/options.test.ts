@@ -5,6 +5,7 @@ import {
   defineCommand,
   parseCommand,
   stopSignal,
+  untilStopped,
   type CommandSpec,
 } from '../../local/cli/command.js';
 import {
@@ -310,6 +311,35 @@ describe('a command’s stop signal', () => {
     expect(during).toEqual(before.map((count) => count + 1));
     expect(aborted).toBe(false);
     // Before, each run left its two listeners: twelve runs passed Node's limit of ten (a warning).
+    expect([process.listenerCount('SIGINT'), process.listenerCount('SIGTERM')]).toEqual(before);
+  });
+
+  it('holds one listener of each signal for all the commands running at once, and stops them all', async () => {
+    const before = [process.listenerCount('SIGINT'), process.listenerCount('SIGTERM')];
+    const othersListening = process.listeners('SIGINT');
+    const counts: number[][] = [];
+    let started = 0;
+    let allStarted: () => void = () => undefined;
+    const running = new Promise<void>((resolve) => (allStarted = resolve));
+    const waiter = defineCommand(spec, async (_args, io) => {
+      const signal = stopSignal(io);
+      if (++started === 12) allStarted();
+      await untilStopped(signal);
+      counts.push([process.listenerCount('SIGINT'), process.listenerCount('SIGTERM')]);
+      return 130;
+    });
+    const runs = Array.from({ length: 12 }, () => waiter([], { stdout: sink(), stderr: sink() }));
+    await running;
+    // Before, each command running added its own two: twelve at once passed Node's limit of ten.
+    expect([process.listenerCount('SIGINT'), process.listenerCount('SIGTERM')]).toEqual(
+      before.map((count) => count + 1),
+    );
+    // Only the commands' listener is called: the worker's own may be others.
+    const added = process.listeners('SIGINT').filter((listener) => !othersListening.includes(listener));
+    expect(added).toHaveLength(1);
+    (added[0] as (signal: NodeJS.Signals) => void)('SIGINT');
+    expect(await Promise.all(runs)).toEqual(Array.from({ length: 12 }, () => 130));
+    expect(counts).toEqual(Array.from({ length: 12 }, () => before));
     expect([process.listenerCount('SIGINT'), process.listenerCount('SIGTERM')]).toEqual(before);
   });
 
