@@ -40,7 +40,7 @@ const checks = CHECKS.map(async (name) => {
 const suite = run('npx', ['vitest', 'run', ...process.argv.slice(2)], { inherit: true });
 
 const [results, tests] = await Promise.all([Promise.all(checks), suite]);
-const failed = [...results.filter((check) => !check.ok).map((check) => check.name)];
+const failed = results.filter((check) => !check.ok).map((check) => check.name);
 if (tests.code !== 0) failed.push('vitest');
 process.stdout.write(
   failed.length === 0

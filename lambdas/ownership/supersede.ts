@@ -9,7 +9,7 @@
  * Which run is newer: status/<drop>.json always belongs to the newest run that has written it
  * (status.ts writes it conditionally), so a run learns it is superseded when it reads the file;
  * before it creates a dataset or pays, also from train.json's etag in the bucket
- * (changedTrainJson), which changes the moment the newer copy lands, before S3's event has
+ * (stopIfTrainJsonChanged), which changes the moment the newer copy lands, before S3's event has
  * reached the trigger that writes the newer run's first status. Where a run stands is
  * standing.ts's to say.
  */
@@ -41,13 +41,22 @@ export function newerRunOf(status: Pick<RunStatus, 'run_id' | 'started_at'>): Ne
  * asked about here: its run adopts this one's work (adoption.ts). Null when train.json is this run's
  * or is gone.
  */
-export async function changedTrainJson(s3: S3Client, run: RunInput): Promise<NewerRun | null> {
+async function changedTrainJson(s3: S3Client, run: RunInput): Promise<NewerRun | null> {
   const current = await objectVersion(s3, run.bucket, run.key);
   if (current === null || current.etag === run.etag) return null;
   return {
     runId: executionName(run.bucket, run.key, current.etag, current.versionId),
     startedAt: current.lastModified.toISOString(),
   };
+}
+
+/**
+ * Before a call that creates or pays: stops the run (`superseded`, before `stage`) when another
+ * upload has replaced its train.json (changedTrainJson). Create_dataset and start_training ask it.
+ */
+export async function stopIfTrainJsonChanged(s3: S3Client, state: RunState, stage: string): Promise<void> {
+  const changed = await changedTrainJson(s3, state.run);
+  if (changed !== null) throw supersededError(state, changed, stage);
 }
 
 /** The error that stops a superseded run that holds no credit, at the step it was about to take. */

@@ -27,7 +27,7 @@ import {
   type TrainingServiceClient,
 } from '../service-client/index.js';
 import { defineStep } from '../runtime/index.js';
-import { changedTrainJson, resumableDataset, supersededError } from '../ownership/index.js';
+import { resumableDataset, stopIfTrainJsonChanged } from '../ownership/index.js';
 import { datasetSlot, type ResumeFrom, type RunConfig } from '../core/state/index.js';
 import { RunError } from '../core/errors/index.js';
 
@@ -44,8 +44,7 @@ export const createDatasetStep = defineStep('create_dataset', async (state, env)
   const askedAt = Date.parse(run.startedAt);
   const found = await client.findDataset(wanted.name, askedAt);
   if (found !== null) return datasetSlot(found, state.dataset, env.runtime.now());
-  const changed = await changedTrainJson(env.runtime.s3, run);
-  if (changed !== null) throw supersededError(state, changed, 'create_dataset');
+  await stopIfTrainJsonChanged(env.runtime.s3, state, 'create_dataset');
   return datasetSlot(await createOnce(client, wanted, askedAt), state.dataset, env.runtime.now());
 });
 

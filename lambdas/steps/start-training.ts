@@ -46,12 +46,12 @@ import {
 import { defineStep } from '../runtime/index.js';
 import {
   supersededError,
-  changedTrainJson,
   claimContextOf,
   claimTraining,
   recordTraining,
   siblingToAdopt,
   spendDecision,
+  stopIfTrainJsonChanged,
 } from '../ownership/index.js';
 import { expectedFinish } from '../core/schedule/index.js';
 import {
@@ -113,8 +113,7 @@ export const startTrainingStep = defineStep(
     if (decision.act === 'stop') throw supersededError(state, decision.newer, 'start_training');
     refuseToTrain(dataset, models, config);
     // The status file names a newer run only once that run's drop has settled; the bucket sooner.
-    const changed = await changedTrainJson(env.runtime.s3, state.run);
-    if (changed !== null) throw supersededError(state, changed, 'start_training');
+    await stopIfTrainJsonChanged(env.runtime.s3, state, 'start_training');
     const held = await claimTraining(claim, dataset.id);
     if (!held.held) {
       // Rare: the claim the dataset step took went stale and another run took it meanwhile.
